@@ -1,0 +1,38 @@
+# wattio — build, demo, test, bench.
+CARGO ?= cargo
+WATTIO := target/release/wattio
+
+.PHONY: all build demo test test-rust deps lint bench fmt clean
+
+all: build
+
+build:
+	$(CARGO) build --release --bin wattio
+
+deps:
+	./scripts/install-deps.sh
+
+## make demo: build, probe the machine, measure a built-in file I/O workload (no hardware counters needed).
+demo: build
+	$(WATTIO) probe
+	$(WATTIO) measure -- $(WATTIO) workload file-io --mib 256
+
+## make test: install what the tests need, then run every test suite.
+test: deps test-rust
+
+test-rust:
+	$(CARGO) test --workspace --release
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+## make bench: benchmarks whose results go to docs/benchmarks/.
+bench: build
+	$(CARGO) bench -p wattio-meter
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,1 @@
+//! wattio-cache: see docs/architecture.md.

@@ -1,0 +1,47 @@
+//! `wattio`: the command-line front end. It parses arguments and calls the library crates;
+//! the logic lives in `crates/*`.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod meter_cmd;
+
+/// wattio: energy as a first-class measure of I/O.
+#[derive(Parser)]
+#[command(name = "wattio", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List energy mechanisms, domains, units, wrap limits and permissions, with fixes.
+    Probe(meter_cmd::ProbeArgs),
+    /// Sample energy counters to CSV or JSON lines.
+    Record(meter_cmd::RecordArgs),
+    /// Run a command and report the energy it took.
+    Measure(meter_cmd::MeasureArgs),
+    /// Serve an OpenMetrics endpoint with energy counters.
+    Export(meter_cmd::ExportArgs),
+    /// Built-in workloads used by the demo and the overhead study.
+    Workload(meter_cmd::WorkloadArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Probe(a) => meter_cmd::probe(a),
+        Command::Record(a) => meter_cmd::record(a),
+        Command::Measure(a) => meter_cmd::measure(a),
+        Command::Export(a) => meter_cmd::export(a),
+        Command::Workload(a) => meter_cmd::workload(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("wattio: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

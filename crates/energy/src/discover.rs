@@ -1,0 +1,303 @@
+//! Probing every mechanism and opening the best usable one.
+//!
+//! Discovery never fails because an unrelated mechanism is missing: each mechanism is probed on
+//! its own and reports whether it can be used, why not, and how to fix it. The automatic order is
+//! perf → powercap → MSR → model (Raffin & Trystram 2024 §V-D recommend perf-events; MSR is the
+//! last hardware resort; the model only where no counter exists).
+
+use crate::error::EnergyError;
+use crate::model::{ModelParams, ModelSource};
+use crate::msr::MsrSource;
+use crate::perf::{self, PerfSource};
+use crate::powercap::{self, PowercapSource};
+use crate::root::SysRoot;
+use crate::types::{CounterSpec, Domain, Mechanism, Provenance};
+use crate::Source;
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+/// Which mechanism to open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceChoice {
+    /// The first usable of perf, powercap, MSR, model.
+    Auto,
+    /// Exactly this mechanism, or an error saying why not.
+    Only(Mechanism),
+}
+
+impl std::str::FromStr for SourceChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.eq_ignore_ascii_case("auto") {
+            Ok(SourceChoice::Auto)
+        } else {
+            s.parse::<Mechanism>()
+                .map(SourceChoice::Only)
+                .map_err(|e| format!("{e} (or auto)"))
+        }
+    }
+}
+
+/// What probing one mechanism found.
+#[derive(Debug, Clone, Serialize)]
+pub struct MechanismStatus {
+    pub mechanism: Mechanism,
+    pub usable: bool,
+    /// The counters it would read (socket, domain, unit, wrap limit, origin).
+    pub counters: Vec<CounterSpec>,
+    /// Why it cannot be used (empty when usable).
+    pub reason: String,
+    /// How to make it usable.
+    pub fix: Option<String>,
+    /// Things worth knowing: skipped zones, unknown wrap limits.
+    pub notes: Vec<String>,
+}
+
+/// The result of probing every mechanism.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeReport {
+    pub root: String,
+    pub cpu: Option<String>,
+    pub mechanisms: Vec<MechanismStatus>,
+    /// The mechanism `--source auto` would use.
+    pub chosen: Option<Mechanism>,
+    /// The provenance of the chosen mechanism's figures.
+    pub provenance: Option<Provenance>,
+    /// Cross-mechanism warnings (e.g. perf and powercap disagreeing on domains).
+    pub warnings: Vec<String>,
+}
+
+fn status_from(mechanism: Mechanism, r: Result<Box<dyn Source>, EnergyError>, notes: Vec<String>) -> MechanismStatus {
+    match r {
+        Ok(src) => {
+            let mut notes = notes;
+            for c in src.counters() {
+                if c.wrap == crate::types::Wrap::Unknown {
+                    notes.push(format!(
+                        "{}: wrap limit unknown, so a wrap cannot be corrected and is reported as an error",
+                        c.origin
+                    ));
+                }
+            }
+            MechanismStatus {
+                mechanism,
+                usable: true,
+                counters: src.counters().to_vec(),
+                reason: String::new(),
+                fix: None,
+                notes,
+            }
+        }
+        Err(e) => {
+            let (reason, fix) = split_error(&e);
+            MechanismStatus {
+                mechanism,
+                usable: false,
+                counters: vec![],
+                reason,
+                fix,
+                notes,
+            }
+        }
+    }
+}
+
+fn split_error(e: &EnergyError) -> (String, Option<String>) {
+    match e {
+        EnergyError::Unusable { reason, fix, .. } => (reason.clone(), Some(fix.clone())),
+        EnergyError::Permission { path, fix } => (
+            format!("{}: permission denied", path.display()),
+            Some(fix.clone()),
+        ),
+        EnergyError::Missing { path, fix } => {
+            (format!("{}: not found", path.display()), Some(fix.clone()))
+        }
+        EnergyError::Malformed { fix, .. } => (e.to_string(), Some(fix.clone())),
+        other => (other.to_string(), None),
+    }
+}
+
+/// Opens one mechanism, returning its source and discovery notes.
+fn open_mechanism(
+    root: &SysRoot,
+    mechanism: Mechanism,
+    domains: Option<&[Domain]>,
+    params: ModelParams,
+) -> (Result<Box<dyn Source>, EnergyError>, Vec<String>) {
+    match mechanism {
+        Mechanism::Perf => match perf::discover(root) {
+            Ok(pmu) => {
+                let notes = pmu.notes.clone();
+                if pmu.events.is_empty() {
+                    return (
+                        Err(EnergyError::Unusable {
+                            mechanism,
+                            reason: "the power PMU advertises no usable energy event".into(),
+                            fix: perf::MISSING_FIX.into(),
+                        }),
+                        notes,
+                    );
+                }
+                let r = PerfSource::open(root, &pmu, domains).map(|s| Box::new(s) as Box<dyn Source>);
+                (r.and_then(|s| filter(s, domains)), notes)
+            }
+            Err(e) => (Err(e), vec![]),
+        },
+        Mechanism::Powercap => match powercap::discover(root) {
+            Ok(d) => {
+                let mut notes = d.notes.clone();
+                for z in &d.zones {
+                    if let Err(why) = &z.max_uj {
+                        notes.push(format!("{}: max_energy_range_uj unusable ({why})", z.id));
+                    }
+                }
+                let r = PowercapSource::open(&d.zones).map(|s| Box::new(s) as Box<dyn Source>);
+                (r.and_then(|s| filter(s, domains)), notes)
+            }
+            Err(e) => (Err(e), vec![]),
+        },
+        Mechanism::Msr => match MsrSource::open(root) {
+            Ok(s) => {
+                let notes = s.notes.clone();
+                (filter(Box::new(s), domains), notes)
+            }
+            Err(e) => (Err(e), vec![]),
+        },
+        Mechanism::Model => {
+            let r = ModelSource::open(root, params).map(|s| Box::new(s) as Box<dyn Source>);
+            (r.and_then(|s| filter(s, domains)), vec![])
+        }
+    }
+}
+
+/// Probes every mechanism under `root`.
+pub fn discover(root: &SysRoot, params: ModelParams) -> ProbeReport {
+    let cpu = crate::cpu::cpu_id(root).ok().map(|id| {
+        format!(
+            "{} (family {:#x}, model {:#x})",
+            id.model_name, id.family, id.model
+        )
+    });
+    let mut mechanisms = Vec::new();
+    for m in Mechanism::ALL {
+        let (r, notes) = open_mechanism(root, m, None, params);
+        mechanisms.push(status_from(m, r, notes));
+    }
+    let chosen = mechanisms.iter().find(|s| s.usable).map(|s| s.mechanism);
+    let provenance = chosen.map(|m| match m {
+        Mechanism::Model => params.provenance(),
+        m => Provenance::measured(m),
+    });
+    let mut warnings = Vec::new();
+    let domains_of = |m: Mechanism| -> Option<BTreeSet<(u32, Domain)>> {
+        mechanisms
+            .iter()
+            .find(|s| s.mechanism == m && s.usable)
+            .map(|s| s.counters.iter().map(|c| (c.socket, c.domain)).collect())
+    };
+    if let (Some(p), Some(c)) = (domains_of(Mechanism::Perf), domains_of(Mechanism::Powercap)) {
+        if p != c {
+            let fmt = |s: &BTreeSet<(u32, Domain)>| {
+                s.iter().map(|(k, d)| format!("{d}@{k}")).collect::<Vec<_>>().join(",")
+            };
+            warnings.push(format!(
+                "perf and powercap disagree on domains (perf: {}; powercap: {}); trust only domains both list (on AMD before Linux 5.17 perf advertised domains the CPU lacks)",
+                fmt(&p),
+                fmt(&c)
+            ));
+        }
+    }
+    ProbeReport {
+        root: root.base().display().to_string(),
+        cpu,
+        mechanisms,
+        chosen,
+        provenance,
+        warnings,
+    }
+}
+
+/// Opens the source `choice` asks for, restricted to `domains` when given.
+///
+/// With [`SourceChoice::Auto`] it tries perf, powercap, MSR and the model in turn and also
+/// returns, for each mechanism passed over, one line saying why.
+pub fn open_source(
+    root: &SysRoot,
+    choice: SourceChoice,
+    domains: Option<&[Domain]>,
+    params: ModelParams,
+) -> Result<(Box<dyn Source>, Vec<String>), EnergyError> {
+    match choice {
+        SourceChoice::Only(m) => open_mechanism(root, m, domains, params).0.map(|s| (s, vec![])),
+        SourceChoice::Auto => {
+            let mut passed_over = Vec::new();
+            for m in Mechanism::ALL {
+                match open_mechanism(root, m, domains, params).0 {
+                    Ok(s) => return Ok((s, passed_over)),
+                    Err(e) => passed_over.push(format!("{m}: {e}")),
+                }
+            }
+            Err(EnergyError::Invalid(format!(
+                "no mechanism could be opened: {}",
+                passed_over.join("; ")
+            )))
+        }
+    }
+}
+
+/// A source restricted to some domains.
+struct Filtered {
+    inner: Box<dyn Source>,
+    keep: Vec<usize>,
+    specs: Vec<CounterSpec>,
+    scratch: Vec<u64>,
+}
+
+fn filter(inner: Box<dyn Source>, domains: Option<&[Domain]>) -> Result<Box<dyn Source>, EnergyError> {
+    let Some(domains) = domains else { return Ok(inner) };
+    let keep: Vec<usize> = inner
+        .counters()
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| domains.contains(&c.domain))
+        .map(|(i, _)| i)
+        .collect();
+    if keep.len() == inner.counters().len() {
+        return Ok(inner);
+    }
+    if keep.is_empty() {
+        let have: BTreeSet<_> = inner.counters().iter().map(|c| c.domain.as_str()).collect();
+        return Err(EnergyError::Unusable {
+            mechanism: inner.provenance().mechanism,
+            reason: format!(
+                "none of the requested domains is available (it has: {})",
+                have.into_iter().collect::<Vec<_>>().join(", ")
+            ),
+            fix: "pick --domains from what `wattio probe` lists".into(),
+        });
+    }
+    let specs = keep.iter().map(|&i| inner.counters()[i].clone()).collect();
+    let scratch = vec![0; inner.counters().len()];
+    Ok(Box::new(Filtered {
+        inner,
+        keep,
+        specs,
+        scratch,
+    }))
+}
+
+impl Source for Filtered {
+    fn provenance(&self) -> &Provenance {
+        self.inner.provenance()
+    }
+    fn counters(&self) -> &[CounterSpec] {
+        &self.specs
+    }
+    fn read_raw(&mut self, out: &mut [u64]) -> Result<(), EnergyError> {
+        self.inner.read_raw(&mut self.scratch)?;
+        for (o, &i) in out.iter_mut().zip(&self.keep) {
+            *o = self.scratch[i];
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,46 @@
+//! Energy counters for wattio.
+//!
+//! Four mechanisms read CPU energy: the perf-events `power` PMU ([`perf`]), the powercap sysfs
+//! tree ([`powercap`]), raw RAPL model-specific registers ([`msr`]), and, where no counter can be
+//! read, a utilisation [`model`] whose every figure is labelled *estimated*.
+//!
+//! Each mechanism is a [`Source`]: it lists its counters ([`CounterSpec`]: socket, domain, unit,
+//! wrap limit) and reads their raw values. The [`Accumulator`] turns successive raw readings into
+//! joules, correcting counter wrap with each mechanism's own limit ([`wrap`]). [`discover`] probes
+//! every mechanism, says why each can or cannot be used and how to fix it, and opens the best one.
+//!
+//! Every path under `/sys`, `/dev` and `/proc` is resolved through [`SysRoot`], which honours the
+//! `WATTIO_ROOT` environment variable so fixture trees can stand in for hardware.
+
+pub mod accumulate;
+pub mod cpu;
+pub mod discover;
+pub mod error;
+pub mod model;
+pub mod msr;
+pub mod perf;
+pub mod powercap;
+pub mod root;
+pub mod types;
+pub mod wrap;
+
+pub use accumulate::{Accumulator, CounterDelta};
+pub use discover::{discover, open_source, MechanismStatus, ProbeReport, SourceChoice};
+pub use error::EnergyError;
+pub use model::{ModelParams, ModelSource};
+pub use root::SysRoot;
+pub use types::{CounterSpec, Domain, Mechanism, Provenance, Wrap};
+
+/// A set of energy counters read together.
+///
+/// `read_raw` fills `out` with one raw value per counter, in the order of [`Source::counters`].
+/// Raw values are in each counter's own unit ([`CounterSpec::unit_j`] joules per raw step) and
+/// wrap at [`CounterSpec::wrap`]; the [`Accumulator`] turns them into joules.
+pub trait Source: Send {
+    /// Which mechanism reads these counters, and whether its figures are estimates.
+    fn provenance(&self) -> &Provenance;
+    /// The counters, in the order `read_raw` fills them.
+    fn counters(&self) -> &[CounterSpec];
+    /// Reads every counter once. Must be cheap: it runs in the sampling loop.
+    fn read_raw(&mut self, out: &mut [u64]) -> Result<(), EnergyError>;
+}

@@ -1,0 +1,320 @@
+//! RAPL through the perf-events `power` PMU.
+//!
+//! The PMU is described under `/sys/bus/event_source/devices/power`: `type` (the dynamic PMU
+//! number for `perf_event_attr.type`), `cpumask` (one CPU per package), and
+//! `events/energy-*` with `event=0x..`, `.scale` (joules per count, 2^-32) and `.unit`. Each
+//! event is opened once per package on the CPU the cpumask names, system-wide (`pid = -1`), and
+//! read as a 64-bit count. The kernel keeps the count wrap-free (it folds the 32-bit MSR into a
+//! 64-bit sum on an hrtimer), so the only wrap is at 2^64 counts.
+
+use crate::cpu;
+use crate::error::EnergyError;
+use crate::root::SysRoot;
+use crate::types::{CounterSpec, Domain, Mechanism, Provenance, Wrap};
+use crate::Source;
+use std::fs::{self, File};
+use std::io::Read;
+use std::os::fd::FromRawFd;
+use std::path::{Path, PathBuf};
+
+/// One `energy-*` event of the PMU.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PerfEvent {
+    /// `energy-pkg`.
+    pub name: String,
+    pub domain: Domain,
+    /// The `event=` code (`perf_event_attr.config`).
+    pub code: u64,
+    /// Joules per count.
+    pub scale: f64,
+}
+
+/// What the `power` PMU advertises.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PowerPmu {
+    pub dir: PathBuf,
+    pub pmu_type: u32,
+    /// (cpu, package) pairs from `cpumask`.
+    pub cpus: Vec<(u32, u32)>,
+    pub events: Vec<PerfEvent>,
+    /// Events skipped and why.
+    pub notes: Vec<String>,
+}
+
+fn domain_of_event(name: &str) -> Option<Domain> {
+    match name {
+        "energy-pkg" => Some(Domain::Package),
+        "energy-cores" => Some(Domain::Core),
+        "energy-gpu" => Some(Domain::Uncore),
+        "energy-ram" => Some(Domain::Dram),
+        "energy-psys" => Some(Domain::Psys),
+        _ => None,
+    }
+}
+
+fn parse_event_code(s: &str) -> Option<u64> {
+    let v = s.trim().strip_prefix("event=")?;
+    let v = v.split(',').next()?;
+    match v.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => v.parse().ok(),
+    }
+}
+
+fn read_file(path: &Path, fix: &str) -> Result<String, EnergyError> {
+    fs::read_to_string(path).map_err(|e| EnergyError::from_io(path, e, fix))
+}
+
+/// The fix printed when the PMU is absent.
+pub const MISSING_FIX: &str = "this kernel exposes no RAPL perf PMU (VM, or the rapl module is not loaded: `sudo modprobe rapl`); use --source powercap or msr";
+
+/// The fix printed when `perf_event_open` is refused.
+pub fn permission_fix(root: &SysRoot) -> String {
+    let paranoid = fs::read_to_string(root.path("/proc/sys/kernel/perf_event_paranoid"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    format!("perf_event_paranoid is {paranoid}: run as root, or `sudo sysctl kernel.perf_event_paranoid=0`, or grant CAP_PERFMON with `sudo setcap cap_perfmon=ep $(command -v wattio)`")
+}
+
+/// Reads the `power` PMU description under `root`.
+pub fn discover(root: &SysRoot) -> Result<PowerPmu, EnergyError> {
+    let dir = root.path("/sys/bus/event_source/devices/power");
+    let type_path = dir.join("type");
+    let pmu_type_s = read_file(&type_path, MISSING_FIX)?;
+    let pmu_type = pmu_type_s.trim().parse().map_err(|_| EnergyError::Malformed {
+        path: type_path.clone(),
+        content: pmu_type_s.trim().into(),
+        expected: "a PMU type number".into(),
+        fix: "check WATTIO_ROOT".into(),
+    })?;
+    let mask_path = dir.join("cpumask");
+    let mask = read_file(&mask_path, MISSING_FIX)?;
+    let mask_cpus = cpu::parse_cpu_list(&mask).ok_or_else(|| EnergyError::Malformed {
+        path: mask_path.clone(),
+        content: mask.trim().into(),
+        expected: "a CPU list".into(),
+        fix: "check WATTIO_ROOT".into(),
+    })?;
+    let packages = cpu::packages(root).unwrap_or_default();
+    let cpus = mask_cpus
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            let pkg = packages
+                .iter()
+                .find(|(_, cs)| cs.contains(&c))
+                .map(|(p, _)| *p)
+                .unwrap_or(i as u32);
+            (c, pkg)
+        })
+        .collect();
+    let events_dir = dir.join("events");
+    let mut names: Vec<String> = fs::read_dir(&events_dir)
+        .map_err(|e| EnergyError::from_io(&events_dir, e, MISSING_FIX))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("energy-") && !n.contains('.'))
+        .collect();
+    names.sort();
+    let mut events = Vec::new();
+    let mut notes = Vec::new();
+    for name in names {
+        let Some(domain) = domain_of_event(&name) else {
+            notes.push(format!("{name}: unknown event, skipped"));
+            continue;
+        };
+        let code_path = events_dir.join(&name);
+        let code = match read_file(&code_path, MISSING_FIX).map(|s| parse_event_code(&s)) {
+            Ok(Some(c)) => c,
+            _ => {
+                notes.push(format!("{name}: unreadable or malformed event code, skipped"));
+                continue;
+            }
+        };
+        let scale = match read_file(&events_dir.join(format!("{name}.scale")), MISSING_FIX)
+            .ok()
+            .and_then(|s| s.trim().parse::<f64>().ok())
+        {
+            Some(s) if s > 0.0 && s.is_finite() => s,
+            _ => {
+                notes.push(format!("{name}: missing or malformed .scale, skipped"));
+                continue;
+            }
+        };
+        if let Ok(unit) = read_file(&events_dir.join(format!("{name}.unit")), MISSING_FIX) {
+            if unit.trim() != "Joules" {
+                notes.push(format!("{name}: unit is '{}', not Joules, skipped", unit.trim()));
+                continue;
+            }
+        }
+        events.push(PerfEvent { name, domain, code, scale });
+    }
+    Ok(PowerPmu {
+        dir,
+        pmu_type,
+        cpus,
+        events,
+        notes,
+    })
+}
+
+/// Opens one counting event system-wide on `cpu`.
+fn perf_event_open(pmu_type: u32, code: u64, cpu: u32) -> std::io::Result<File> {
+    use perf_event_open_sys::bindings::perf_event_attr;
+    let mut attr = perf_event_attr::default();
+    attr.type_ = pmu_type;
+    attr.size = std::mem::size_of::<perf_event_attr>() as u32;
+    attr.config = code;
+    // SAFETY: attr is a valid, fully initialised perf_event_attr; pid = -1 with a cpu counts
+    // system-wide on that cpu; the returned fd is owned by the File.
+    let fd = unsafe {
+        perf_event_open_sys::perf_event_open(
+            &mut attr,
+            -1,
+            cpu as i32,
+            -1,
+            perf_event_open_sys::bindings::PERF_FLAG_FD_CLOEXEC as _,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh descriptor returned by the kernel.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Reads perf energy events.
+pub struct PerfSource {
+    provenance: Provenance,
+    specs: Vec<CounterSpec>,
+    fds: Vec<File>,
+}
+
+impl PerfSource {
+    /// Opens every event of `pmu` (optionally only `domains`) once per package.
+    pub fn open(root: &SysRoot, pmu: &PowerPmu, domains: Option<&[Domain]>) -> Result<Self, EnergyError> {
+        let mut specs = Vec::new();
+        let mut fds = Vec::new();
+        for ev in &pmu.events {
+            if domains.is_some_and(|d| !d.contains(&ev.domain)) {
+                continue;
+            }
+            for (k, &(cpu, socket)) in pmu.cpus.iter().enumerate() {
+                if ev.domain == Domain::Psys && k > 0 {
+                    continue; // psys is one counter for the whole machine
+                }
+                let fd = perf_event_open(pmu.pmu_type, ev.code, cpu).map_err(|e| {
+                    let reason = format!("perf_event_open({}, cpu {cpu}) failed: {e}", ev.name);
+                    match e.raw_os_error() {
+                        Some(libc::EACCES) | Some(libc::EPERM) => EnergyError::Unusable {
+                            mechanism: Mechanism::Perf,
+                            reason,
+                            fix: permission_fix(root),
+                        },
+                        _ => EnergyError::Unusable {
+                            mechanism: Mechanism::Perf,
+                            reason,
+                            fix: "the kernel advertises this event but cannot count it (common in VMs); use --source powercap, msr or model".into(),
+                        },
+                    }
+                })?;
+                specs.push(CounterSpec {
+                    socket,
+                    domain: ev.domain,
+                    unit_j: ev.scale,
+                    wrap: Wrap::AtMax(u64::MAX),
+                    origin: format!("perf power/{}/ cpu {cpu}", ev.name),
+                });
+                fds.push(fd);
+            }
+        }
+        Self::from_files(specs, fds)
+    }
+
+    /// A source over already-open descriptors: perf fds, or pipes standing in for them in tests.
+    /// Each read takes 8 bytes (a native-endian u64 count) from each descriptor.
+    pub fn from_files(specs: Vec<CounterSpec>, fds: Vec<File>) -> Result<Self, EnergyError> {
+        if specs.is_empty() || specs.len() != fds.len() {
+            return Err(EnergyError::Unusable {
+                mechanism: Mechanism::Perf,
+                reason: "no energy event could be opened".into(),
+                fix: "use another --source".into(),
+            });
+        }
+        Ok(PerfSource {
+            provenance: Provenance::measured(Mechanism::Perf),
+            specs,
+            fds,
+        })
+    }
+}
+
+impl Source for PerfSource {
+    fn provenance(&self) -> &Provenance {
+        &self.provenance
+    }
+
+    fn counters(&self) -> &[CounterSpec] {
+        &self.specs
+    }
+
+    fn read_raw(&mut self, out: &mut [u64]) -> Result<(), EnergyError> {
+        for (i, f) in self.fds.iter_mut().enumerate() {
+            let mut b = [0u8; 8];
+            // perf fds are read at their cursor (no pread): a plain read returns the count.
+            f.read_exact(&mut b).map_err(|e| EnergyError::Io {
+                path: PathBuf::from(&self.specs[i].origin),
+                source: e,
+            })?;
+            out[i] = u64::from_ne_bytes(b);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn event_codes() {
+        assert_eq!(parse_event_code("event=0x02\n"), Some(2));
+        assert_eq!(parse_event_code("event=5"), Some(5));
+        assert_eq!(parse_event_code("umask=1"), None);
+    }
+
+    fn pipe() -> (File, File) {
+        let mut fds = [0; 2];
+        // SAFETY: fds is a valid 2-element array.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: fresh descriptors from pipe().
+        unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) }
+    }
+
+    #[test]
+    fn pipes_stand_in_for_perf_fds_and_u64_wraps_are_corrected() {
+        let (r, mut w) = pipe();
+        let spec = CounterSpec {
+            socket: 0,
+            domain: Domain::Package,
+            unit_j: 2f64.powi(-32),
+            wrap: Wrap::AtMax(u64::MAX),
+            origin: "pipe".into(),
+        };
+        let mut src = PerfSource::from_files(vec![spec.clone()], vec![r]).unwrap();
+        let mut acc = crate::Accumulator::new(&[spec]);
+        let mut raw = [0u64];
+        let mut out = [crate::CounterDelta { joules: 0.0, wrapped: false }];
+        w.write_all(&(u64::MAX - 42).to_ne_bytes()).unwrap();
+        src.read_raw(&mut raw).unwrap();
+        acc.update(&raw, &mut out).unwrap();
+        // 43 counts to wrap to 0, then 2^32 counts = 1 J more.
+        w.write_all(&(1u64 << 32).to_ne_bytes()).unwrap();
+        src.read_raw(&mut raw).unwrap();
+        acc.update(&raw, &mut out).unwrap();
+        let expected = (43.0 + 2f64.powi(32)) * 2f64.powi(-32);
+        assert!((out[0].joules - expected).abs() < 1e-12, "{}", out[0].joules);
+        assert!(out[0].wrapped);
+    }
+}

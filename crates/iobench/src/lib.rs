@@ -1,0 +1,1 @@
+//! wattio-iobench: see docs/architecture.md.

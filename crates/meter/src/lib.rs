@@ -1,0 +1,18 @@
+//! The wattio meter: sampling energy counters, writing them out, and measuring commands.
+//!
+//! * [`Meter`] — an open energy source with a background poller that keeps counters wrap-safe;
+//!   take [`Snapshot`]s and get an [`EnergyReport`] between any two. This is the in-process API
+//!   the other parts of wattio (iobench, transfer tuners, overhead study) take their energy from.
+//! * [`sampler`] — the high-rate loop: `timerfd` with absolute deadlines on one thread, formatting
+//!   and writing on another, a bounded queue whose overflow is counted, flushed once a second.
+//! * [`sink`] — CSV and JSON-lines row writers.
+//! * [`measure`] — run a command between two readings (and polls in between).
+//! * [`export`] — an OpenMetrics endpoint.
+
+pub mod export;
+pub mod measure;
+pub mod meter;
+pub mod sampler;
+pub mod sink;
+
+pub use meter::{DomainEnergy, EnergyReport, Meter, MeterConfig, Snapshot};

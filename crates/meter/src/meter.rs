@@ -1,0 +1,295 @@
+//! An open energy source shared between a background poller and snapshot takers.
+
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use wattio_energy::{
+    open_source, wrap, Accumulator, CounterDelta, CounterSpec, Domain, EnergyError, ModelParams,
+    Provenance, Source, SourceChoice, SysRoot,
+};
+
+/// What to open.
+#[derive(Debug, Clone)]
+pub struct MeterConfig {
+    pub root: SysRoot,
+    pub choice: SourceChoice,
+    /// Only these domains (all when `None`).
+    pub domains: Option<Vec<Domain>>,
+    pub model: ModelParams,
+}
+
+impl Default for MeterConfig {
+    fn default() -> Self {
+        MeterConfig {
+            root: SysRoot::from_env(),
+            choice: SourceChoice::Auto,
+            domains: None,
+            model: ModelParams::default(),
+        }
+    }
+}
+
+impl MeterConfig {
+    /// Opens the configured source; also returns why mechanisms were passed over (auto).
+    pub fn open_source(&self) -> Result<(Box<dyn Source>, Vec<String>), EnergyError> {
+        open_source(&self.root, self.choice, self.domains.as_deref(), self.model)
+    }
+}
+
+/// Cumulative joules per counter at one instant.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub at: Instant,
+    /// Seconds since the Unix epoch when the snapshot was taken.
+    pub unix_s: f64,
+    pub totals_j: Vec<f64>,
+}
+
+/// Energy of one counter over a window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DomainEnergy {
+    pub socket: u32,
+    pub domain: Domain,
+    pub energy_j: f64,
+}
+
+/// Energy over a window, with its provenance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnergyReport {
+    pub duration_s: f64,
+    pub mechanism: wattio_energy::Mechanism,
+    pub estimated: bool,
+    /// The model and its coefficients, for estimates.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub model: Option<String>,
+    pub domains: Vec<DomainEnergy>,
+    /// Packages plus DRAM (core and uncore are inside package; psys is apart).
+    pub total_j: f64,
+    /// The platform domain, when present (it overlaps everything else).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub psys_j: Option<f64>,
+}
+
+impl EnergyReport {
+    /// Builds a report from per-counter joules.
+    pub fn from_counters(
+        specs: &[CounterSpec],
+        joules: &[f64],
+        duration_s: f64,
+        provenance: &Provenance,
+    ) -> Self {
+        let mut domains: Vec<DomainEnergy> = Vec::new();
+        for (s, &j) in specs.iter().zip(joules) {
+            // Multi-die packages read as several counters of one socket: add them up.
+            match domains.iter_mut().find(|d| d.socket == s.socket && d.domain == s.domain) {
+                Some(d) => d.energy_j += j,
+                None => domains.push(DomainEnergy {
+                    socket: s.socket,
+                    domain: s.domain,
+                    energy_j: j,
+                }),
+            }
+        }
+        domains.sort_by_key(|d| (d.socket, d.domain));
+        let total_j = domains
+            .iter()
+            .filter(|d| d.domain.counts_in_total())
+            .map(|d| d.energy_j)
+            .sum();
+        let psys: Vec<f64> = domains
+            .iter()
+            .filter(|d| d.domain == Domain::Psys)
+            .map(|d| d.energy_j)
+            .collect();
+        EnergyReport {
+            duration_s,
+            mechanism: provenance.mechanism,
+            estimated: provenance.estimated,
+            model: provenance.model.clone(),
+            domains,
+            total_j,
+            psys_j: if psys.is_empty() { None } else { Some(psys.iter().sum()) },
+        }
+    }
+
+    /// Mean power over the window (total / duration), 0 for an empty window.
+    pub fn mean_power_w(&self) -> f64 {
+        if self.duration_s > 0.0 {
+            self.total_j / self.duration_s
+        } else {
+            0.0
+        }
+    }
+
+    /// `measured (perf)` or `estimated (model: ...)`.
+    pub fn provenance_label(&self) -> String {
+        Provenance {
+            mechanism: self.mechanism,
+            estimated: self.estimated,
+            model: self.model.clone(),
+        }
+        .label()
+    }
+}
+
+struct State {
+    source: Box<dyn Source>,
+    acc: Accumulator,
+    raw: Vec<u64>,
+    deltas: Vec<CounterDelta>,
+    /// Errors seen by the background poller, reported on the next snapshot.
+    errors: Vec<String>,
+}
+
+impl State {
+    fn poll(&mut self) -> Result<(), EnergyError> {
+        self.source.read_raw(&mut self.raw)?;
+        self.acc.update(&self.raw, &mut self.deltas)
+    }
+}
+
+/// An open energy source with a background poller.
+///
+/// The poller reads every counter at least every `poll_period` (by default the shortest
+/// [`wrap::max_safe_period`] of the counters, capped at one second), so a long window between two
+/// snapshots never hides more than one wrap.
+pub struct Meter {
+    state: Arc<Mutex<State>>,
+    provenance: Provenance,
+    specs: Vec<CounterSpec>,
+    passed_over: Vec<String>,
+    stop: Arc<AtomicBool>,
+    poller: Option<JoinHandle<()>>,
+}
+
+impl Meter {
+    /// Opens the source described by `cfg` and starts the background poller.
+    pub fn open(cfg: &MeterConfig) -> Result<Meter, EnergyError> {
+        let (source, passed_over) = cfg.open_source()?;
+        Meter::from_source(source, passed_over, None)
+    }
+
+    /// Wraps an already-open source (tests, benchmarks). `poll_period` defaults as above.
+    pub fn from_source(
+        source: Box<dyn Source>,
+        passed_over: Vec<String>,
+        poll_period: Option<Duration>,
+    ) -> Result<Meter, EnergyError> {
+        let specs = source.counters().to_vec();
+        let provenance = source.provenance().clone();
+        let n = specs.len();
+        let mut state = State {
+            acc: Accumulator::new(&specs),
+            source,
+            raw: vec![0; n],
+            deltas: vec![CounterDelta { joules: 0.0, wrapped: false }; n],
+            errors: vec![],
+        };
+        state.poll()?; // prime
+        let period = poll_period.unwrap_or_else(|| default_poll_period(&specs));
+        let state = Arc::new(Mutex::new(state));
+        let stop = Arc::new(AtomicBool::new(false));
+        let poller = {
+            let state = Arc::clone(&state);
+            let stop = Arc::clone(&stop);
+            std::thread::Builder::new()
+                .name("wattio-meter-poll".into())
+                .spawn(move || {
+                    let step = Duration::from_millis(20).min(period);
+                    let mut next = Instant::now() + period;
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(step);
+                        if Instant::now() >= next {
+                            next += period;
+                            let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+                            if let Err(e) = s.poll() {
+                                s.errors.push(e.to_string());
+                            }
+                        }
+                    }
+                })
+                .expect("spawning a thread only fails when the process is out of resources")
+        };
+        Ok(Meter {
+            state,
+            provenance,
+            specs,
+            passed_over,
+            stop,
+            poller: Some(poller),
+        })
+    }
+
+    /// Where this meter's figures come from.
+    pub fn provenance(&self) -> &Provenance {
+        &self.provenance
+    }
+
+    /// The counters it reads.
+    pub fn counters(&self) -> &[CounterSpec] {
+        &self.specs
+    }
+
+    /// With `--source auto`: one line per mechanism passed over, saying why.
+    pub fn passed_over(&self) -> &[String] {
+        &self.passed_over
+    }
+
+    /// Reads every counter now and returns the cumulative joules since the meter opened.
+    ///
+    /// Errors seen by the background poller since the last snapshot are returned first.
+    pub fn snapshot(&self) -> Result<Snapshot, EnergyError> {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if !s.errors.is_empty() {
+            let e = std::mem::take(&mut s.errors).join("; ");
+            return Err(EnergyError::Invalid(e));
+        }
+        s.poll()?;
+        Ok(Snapshot {
+            at: Instant::now(),
+            unix_s: unix_now(),
+            totals_j: s.acc.totals_j().to_vec(),
+        })
+    }
+
+    /// The energy between two snapshots of this meter.
+    pub fn between(&self, a: &Snapshot, b: &Snapshot) -> EnergyReport {
+        let joules: Vec<f64> = a
+            .totals_j
+            .iter()
+            .zip(&b.totals_j)
+            .map(|(x, y)| (y - x).max(0.0))
+            .collect();
+        let dur = b.at.saturating_duration_since(a.at).as_secs_f64();
+        EnergyReport::from_counters(&self.specs, &joules, dur, &self.provenance)
+    }
+}
+
+impl Drop for Meter {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.poller.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// The background poll period for `specs`: the shortest safe period, at most one second.
+pub fn default_poll_period(specs: &[CounterSpec]) -> Duration {
+    let s = specs
+        .iter()
+        .map(wrap::max_safe_period)
+        .fold(1.0f64, f64::min)
+        .max(0.001);
+    Duration::from_secs_f64(s)
+}
+
+/// Seconds since the Unix epoch, with sub-microsecond resolution.
+pub fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}

@@ -1,0 +1,1 @@
+//! wattio-power: see docs/architecture.md.

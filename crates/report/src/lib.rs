@@ -1,0 +1,1 @@
+//! wattio-report: see docs/architecture.md.

@@ -1,0 +1,1 @@
+//! wattio-sim: see docs/architecture.md.

@@ -1,0 +1,1 @@
+//! wattio-stats: see docs/architecture.md.

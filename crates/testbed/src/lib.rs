@@ -1,0 +1,1 @@
+//! wattio-testbed: see docs/architecture.md.

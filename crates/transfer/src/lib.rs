@@ -1,0 +1,1 @@
+//! wattio-transfer: see docs/architecture.md.
