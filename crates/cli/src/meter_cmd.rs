@@ -1,35 +1,396 @@
-//! `wattio probe | record | measure | export | workload`.
+//! `wattio probe | record | measure | export | workload`: argument parsing and printing over
+//! `wattio-energy` and `wattio-meter`.
 
-use anyhow::{bail, Result};
-use clap::Args;
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+use wattio_energy::{Domain, ModelParams, ProbeReport, SourceChoice, SysRoot, Wrap};
+use wattio_meter::measure::{measure_once, RepeatSummary, RunReport};
+use wattio_meter::sampler::{self, SamplerConfig};
+use wattio_meter::sink::Format;
+use wattio_meter::{Meter, MeterConfig};
+
+/// Options that choose and configure the energy source; shared by every command that meters.
+#[derive(Args, Debug, Clone)]
+pub struct SourceArgs {
+    /// Mechanism: auto (perf, then powercap, then msr, then the model), perf, powercap, msr or model.
+    #[arg(long, default_value = "auto", value_parser = parse_choice)]
+    pub source: SourceChoice,
+    /// Only these domains, comma-separated: package, core, uncore, dram, psys.
+    #[arg(long, value_delimiter = ',', value_parser = parse_domain)]
+    pub domains: Option<Vec<Domain>>,
+    /// Model: watts per vCPU when idle (estimates only).
+    #[arg(long, default_value_t = ModelParams::default().min_w_per_cpu)]
+    pub model_min_w: f64,
+    /// Model: watts per vCPU when fully busy (estimates only).
+    #[arg(long, default_value_t = ModelParams::default().max_w_per_cpu)]
+    pub model_max_w: f64,
+}
+
+fn parse_choice(s: &str) -> Result<SourceChoice, String> {
+    s.parse()
+}
+
+fn parse_domain(s: &str) -> Result<Domain, String> {
+    s.parse()
+}
+
+impl SourceArgs {
+    /// The meter configuration these options describe (root from `WATTIO_ROOT`).
+    pub fn config(&self) -> MeterConfig {
+        MeterConfig {
+            root: SysRoot::from_env(),
+            choice: self.source,
+            domains: self.domains.clone(),
+            model: ModelParams {
+                min_w_per_cpu: self.model_min_w,
+                max_w_per_cpu: self.model_max_w,
+            },
+        }
+    }
+
+    /// Opens the meter, printing on stderr which mechanisms were passed over and why.
+    pub fn open_meter(&self) -> Result<Meter> {
+        let cfg = self.config();
+        cfg.model.validate()?;
+        let meter = Meter::open(&cfg)?;
+        warn_provenance(&meter);
+        Ok(meter)
+    }
+}
+
+fn warn_provenance(meter: &Meter) {
+    let p = meter.provenance();
+    if p.estimated {
+        let why: Vec<&str> = meter.passed_over().iter().map(String::as_str).collect();
+        eprintln!(
+            "wattio: no hardware energy counter usable{}; figures are ESTIMATED by {} (`wattio probe` says how to fix)",
+            if why.is_empty() { String::new() } else { format!(" ({})", why.join("; ")) },
+            p.model.as_deref().unwrap_or("a model")
+        );
+    }
+}
 
 #[derive(Args)]
 pub struct ProbeArgs {
+    /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    #[arg(long, default_value_t = ModelParams::default().min_w_per_cpu, hide = true)]
+    model_min_w: f64,
+    #[arg(long, default_value_t = ModelParams::default().max_w_per_cpu, hide = true)]
+    model_max_w: f64,
 }
-#[derive(Args)]
-pub struct RecordArgs {}
-#[derive(Args)]
-pub struct MeasureArgs {}
-#[derive(Args)]
-pub struct ExportArgs {}
-#[derive(Args)]
-pub struct WorkloadArgs {}
 
-pub fn probe(_a: ProbeArgs) -> Result<ExitCode> {
-    bail!("in progress")
+pub fn probe(a: ProbeArgs) -> Result<ExitCode> {
+    let params = ModelParams {
+        min_w_per_cpu: a.model_min_w,
+        max_w_per_cpu: a.model_max_w,
+    };
+    params.validate()?;
+    let report = wattio_energy::discover(&SysRoot::from_env(), params);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", render_probe(&report));
+    }
+    Ok(if report.chosen.is_some() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
-pub fn record(_a: RecordArgs) -> Result<ExitCode> {
-    bail!("in progress")
+
+fn fmt_wrap(w: Wrap, unit_j: f64) -> String {
+    match w {
+        Wrap::AtMax(m) if m == u64::MAX => "2^64 (never in practice)".into(),
+        Wrap::AtMax(m) => format!("{m} raw ({:.0} J)", (m as f64 + 1.0) * unit_j),
+        Wrap::Unknown => "UNKNOWN (wraps will be reported as errors)".into(),
+    }
 }
-pub fn measure(_a: MeasureArgs) -> Result<ExitCode> {
-    bail!("in progress")
+
+/// The human-readable probe report.
+pub fn render_probe(r: &ProbeReport) -> String {
+    let mut s = String::new();
+    use std::fmt::Write as _;
+    let _ = writeln!(s, "wattio probe (root {})", r.root);
+    let _ = writeln!(s, "cpu: {}", r.cpu.as_deref().unwrap_or("unknown (/proc/cpuinfo unreadable)"));
+    for m in &r.mechanisms {
+        let _ = writeln!(s);
+        if m.usable {
+            let est = if m.mechanism == wattio_energy::Mechanism::Model { " — ESTIMATES, not measurements" } else { "" };
+            let _ = writeln!(s, "{:<9} usable{est}", m.mechanism.as_str());
+            for c in &m.counters {
+                let _ = writeln!(
+                    s,
+                    "  socket {} {:<7} unit {:.6e} J  wrap {}  read every ≤ {:.3} s",
+                    c.socket,
+                    c.domain.as_str(),
+                    c.unit_j,
+                    fmt_wrap(c.wrap, c.unit_j),
+                    wattio_energy::wrap::max_safe_period(c),
+                );
+                let _ = writeln!(s, "    from {}", c.origin);
+            }
+        } else {
+            let _ = writeln!(s, "{:<9} not usable: {}", m.mechanism.as_str(), m.reason);
+            if let Some(fix) = &m.fix {
+                let _ = writeln!(s, "  fix: {fix}");
+            }
+        }
+        for n in &m.notes {
+            let _ = writeln!(s, "  note: {n}");
+        }
+    }
+    let _ = writeln!(s);
+    for w in &r.warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
+    match (&r.chosen, &r.provenance) {
+        (Some(m), Some(p)) if p.estimated => {
+            let _ = writeln!(
+                s,
+                "verdict: no hardware energy counter is usable here; `--source auto` uses {m}: figures are {}",
+                p.label()
+            );
+        }
+        (Some(m), Some(p)) => {
+            let _ = writeln!(s, "verdict: `--source auto` uses {m}: figures are {}", p.label());
+        }
+        _ => {
+            let _ = writeln!(s, "verdict: nothing usable; apply one of the fixes above");
+        }
+    }
+    s
 }
-pub fn export(_a: ExportArgs) -> Result<ExitCode> {
-    bail!("in progress")
+
+#[derive(Args)]
+pub struct RecordArgs {
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Samples per second (0.001 to 1000).
+    #[arg(long, default_value_t = 10.0)]
+    freq: f64,
+    /// Stop after this many seconds (default: until Ctrl-C or SIGTERM).
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Output file (default: standard output).
+    #[arg(short = 'o', long)]
+    output: Option<PathBuf>,
+    /// csv or jsonl.
+    #[arg(long, default_value = "csv", value_parser = parse_format)]
+    format: Format,
 }
-pub fn workload(_a: WorkloadArgs) -> Result<ExitCode> {
-    bail!("in progress")
+
+fn parse_format(s: &str) -> Result<Format, String> {
+    s.parse()
+}
+
+fn stop_on_signals() -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handlers")?;
+    }
+    Ok(stop)
+}
+
+pub fn record(a: RecordArgs) -> Result<ExitCode> {
+    if let Some(d) = a.duration {
+        if !(d.is_finite() && d > 0.0) {
+            bail!("--duration must be a positive number of seconds (got {d})");
+        }
+    }
+    if !(a.freq.is_finite() && (0.001..=1000.0).contains(&a.freq)) {
+        bail!("--freq must be between 0.001 and 1000 Hz (got {})", a.freq);
+    }
+    let cfg = a.source.config();
+    cfg.model.validate()?;
+    let (source, passed_over) = cfg.open_source()?;
+    if source.provenance().estimated {
+        eprintln!(
+            "wattio: no hardware energy counter usable{}; rows are ESTIMATED by {} (estimated=true; `wattio probe` says how to fix)",
+            if passed_over.is_empty() { String::new() } else { format!(" ({})", passed_over.join("; ")) },
+            source.provenance().model.as_deref().unwrap_or("a model")
+        );
+    }
+    let scfg = SamplerConfig {
+        freq_hz: a.freq,
+        duration: a.duration.map(Duration::from_secs_f64),
+        ..SamplerConfig::default()
+    };
+    let stop = stop_on_signals()?;
+    let stats = match &a.output {
+        Some(p) => {
+            let f = std::fs::File::create(p)
+                .with_context(|| format!("cannot create {}: check the directory exists and is writable", p.display()))?;
+            sampler::record(source, &scfg, stop, a.format, f)?
+        }
+        None => sampler::record(source, &scfg, stop, a.format, std::io::stdout())?,
+    };
+    eprintln!("wattio record: {}", stats.summary());
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args)]
+pub struct MeasureArgs {
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Run the command this many times; report every run and the median and IQR.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// The command to measure, after `--`.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true, value_name = "CMD")]
+    command: Vec<OsString>,
+}
+
+fn print_run(r: &RunReport, label: &str) {
+    let e = &r.energy;
+    println!("{label}duration     {:.3} s", e.duration_s);
+    println!("{label}energy       {}", e.provenance_label());
+    for d in &e.domains {
+        println!("{label}  socket {} {:<8} {:>12.3} J", d.socket, d.domain.as_str(), d.energy_j);
+    }
+    if let Some(p) = e.psys_j {
+        println!("{label}  psys (whole platform, not in total) {p:.3} J");
+    }
+    println!("{label}total        {:.3} J (package + dram){}", e.total_j, if e.estimated { " ESTIMATED" } else { "" });
+    println!("{label}mean power   {:.3} W", r.mean_power_w);
+    println!("{label}command CPU  {:.3} s", r.child_cpu_s);
+    println!("{label}exit code    {}", r.exit_code);
+}
+
+pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
+    let meter = a.source.open_meter()?;
+    // Ctrl-C goes to the whole process group: the command gets it and ends; we report.
+    let _interrupted = stop_on_signals()?;
+    let mut runs = Vec::new();
+    for i in 0..a.repeat {
+        let r = measure_once(&meter, &a.command)?;
+        if !a.json && a.repeat > 1 {
+            eprintln!(
+                "run {}/{}: {:.3} s, {:.3} J{}, exit {}",
+                i + 1,
+                a.repeat,
+                r.energy.duration_s,
+                r.energy.total_j,
+                if r.energy.estimated { " (estimated)" } else { "" },
+                r.exit_code
+            );
+        }
+        let failed = r.exit_code != 0;
+        runs.push(r);
+        if failed {
+            break; // a failing command's energy is not worth repeating
+        }
+    }
+    let code = runs.last().map(|r| r.exit_code).unwrap_or(1);
+    let command: Vec<String> = a.command.iter().map(|s| s.to_string_lossy().into_owned()).collect();
+    if a.json {
+        let v = if a.repeat == 1 {
+            let mut v = serde_json::to_value(&runs[0])?;
+            v["command"] = serde_json::json!(command);
+            v
+        } else {
+            let p = meter.provenance();
+            serde_json::json!({
+                "command": command,
+                "mechanism": p.mechanism,
+                "estimated": p.estimated,
+                "model": p.model,
+                "runs": runs,
+                "summary": RepeatSummary::of(&runs),
+                "exit_code": code,
+            })
+        };
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!("command      {}", command.join(" "));
+        if runs.len() == 1 {
+            print_run(&runs[0], "");
+        } else {
+            let s = RepeatSummary::of(&runs);
+            println!("runs         {}", s.runs);
+            println!("energy       {}", runs[0].energy.provenance_label());
+            println!("duration     median {:.3} s, IQR {:.3} s", s.duration_s.median, s.duration_s.iqr);
+            println!(
+                "total        median {:.3} J, IQR {:.3} J{}",
+                s.total_j.median,
+                s.total_j.iqr,
+                if runs[0].energy.estimated { " ESTIMATED" } else { "" }
+            );
+            println!("mean power   median {:.3} W, IQR {:.3} W", s.mean_power_w.median, s.mean_power_w.iqr);
+            println!("exit code    {code}");
+        }
+    }
+    std::io::stdout().flush().ok();
+    Ok(ExitCode::from(code.clamp(0, 255) as u8))
+}
+
+#[derive(Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:9464")]
+    listen: String,
+}
+
+pub fn export(a: ExportArgs) -> Result<ExitCode> {
+    let meter = a.source.open_meter()?;
+    let listener = std::net::TcpListener::bind(&a.listen).with_context(|| {
+        format!("cannot listen on {}: pick a free address with --listen HOST:PORT", a.listen)
+    })?;
+    let addr = listener.local_addr()?;
+    eprintln!(
+        "wattio export: OpenMetrics on http://{addr}/metrics ({}); Ctrl-C to stop",
+        meter.provenance().label()
+    );
+    let exporter = Arc::new(wattio_meter::export::Exporter::new(meter));
+    let stop = stop_on_signals()?;
+    wattio_meter::export::serve(listener, exporter, stop)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args)]
+pub struct WorkloadArgs {
+    #[command(subcommand)]
+    kind: WorkloadKind,
+}
+
+#[derive(Subcommand)]
+enum WorkloadKind {
+    /// Write a file of deterministic data, fsync it, read it back verifying its checksum, remove it.
+    FileIo {
+        /// Size in MiB.
+        #[arg(long, default_value_t = 256)]
+        mib: u64,
+        /// Directory for the temporary file (default: the system temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+}
+
+pub fn workload(a: WorkloadArgs) -> Result<ExitCode> {
+    match a.kind {
+        WorkloadKind::FileIo { mib, dir } => {
+            let dir = dir.unwrap_or_else(std::env::temp_dir);
+            let r = wattio_meter::workload::file_io(&dir, mib * 1024 * 1024)
+                .with_context(|| format!("file-io workload in {}", dir.display()))?;
+            let mb = r.bytes as f64 / 1e6;
+            eprintln!(
+                "workload file-io: wrote {mb:.1} MB in {:.3} s ({:.1} MB/s, fsync included), read back in {:.3} s ({:.1} MB/s), checksum {:#018x} verified",
+                r.write_s,
+                mb / r.write_s.max(1e-9),
+                r.read_s,
+                mb / r.read_s.max(1e-9),
+                r.checksum
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }

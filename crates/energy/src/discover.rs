@@ -117,6 +117,33 @@ fn split_error(e: &EnergyError) -> (String, Option<String>) {
     }
 }
 
+/// Refuses a hardware source whose counters all read zero and stay at zero for 50 ms.
+///
+/// Some hypervisors expose RAPL events whose counters never move; using them gives the "silent
+/// 0 W" that issue trackers are full of (scaphandre #214, #351). A live counter is essentially
+/// never exactly zero, so the 50 ms wait only happens in the suspicious case.
+fn check_alive(mut src: Box<dyn Source>) -> Result<Box<dyn Source>, EnergyError> {
+    let n = src.counters().len();
+    let mut raw = vec![0u64; n];
+    src.read_raw(&mut raw)?;
+    if raw.iter().any(|&v| v != 0) {
+        return Ok(src);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    src.read_raw(&mut raw)?;
+    if raw.iter().any(|&v| v != 0) {
+        return Ok(src);
+    }
+    Err(EnergyError::Unusable {
+        mechanism: src.provenance().mechanism,
+        reason: format!(
+            "its {} counter(s) read 0 and did not advance in 50 ms: the energy events are exposed but not backed by working counters (typical of VMs)",
+            n
+        ),
+        fix: "nothing to fix on this machine: use bare metal for measurements; wattio falls back to the labelled model".into(),
+    })
+}
+
 /// Opens one mechanism, returning its source and discovery notes.
 fn open_mechanism(
     root: &SysRoot,
@@ -139,7 +166,7 @@ fn open_mechanism(
                     );
                 }
                 let r = PerfSource::open(root, &pmu, domains).map(|s| Box::new(s) as Box<dyn Source>);
-                (r.and_then(|s| filter(s, domains)), notes)
+                (r.and_then(check_alive).and_then(|s| filter(s, domains)), notes)
             }
             Err(e) => (Err(e), vec![]),
         },
@@ -152,14 +179,14 @@ fn open_mechanism(
                     }
                 }
                 let r = PowercapSource::open(&d.zones).map(|s| Box::new(s) as Box<dyn Source>);
-                (r.and_then(|s| filter(s, domains)), notes)
+                (r.and_then(check_alive).and_then(|s| filter(s, domains)), notes)
             }
             Err(e) => (Err(e), vec![]),
         },
         Mechanism::Msr => match MsrSource::open(root) {
             Ok(s) => {
                 let notes = s.notes.clone();
-                (filter(Box::new(s), domains), notes)
+                (check_alive(Box::new(s)).and_then(|s| filter(s, domains)), notes)
             }
             Err(e) => (Err(e), vec![]),
         },
@@ -234,7 +261,7 @@ pub fn open_source(
             for m in Mechanism::ALL {
                 match open_mechanism(root, m, domains, params).0 {
                     Ok(s) => return Ok((s, passed_over)),
-                    Err(e) => passed_over.push(format!("{m}: {e}")),
+                    Err(e) => passed_over.push(format!("{m}: {}", split_error(&e).0)),
                 }
             }
             Err(EnergyError::Invalid(format!(

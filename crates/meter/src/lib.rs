@@ -14,5 +14,6 @@ pub mod measure;
 pub mod meter;
 pub mod sampler;
 pub mod sink;
+pub mod workload;
 
 pub use meter::{DomainEnergy, EnergyReport, Meter, MeterConfig, Snapshot};
