@@ -1,0 +1,135 @@
+package io.wattio.iobench;
+
+import java.io.IOException;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.Timeout;
+import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.Blackhole;
+
+/**
+ * Read the text file by chunks or lines (Table III, Figures 2-5).
+ *
+ * <p>Single shot in a fresh JVM: {@code wattio iobench} runs one fork per measured run and
+ * interleaves methods across runs. The checksum of what was read goes to the Blackhole.
+ */
+@BenchmarkMode(Mode.SingleShotTime)
+@Warmup(iterations = 0)
+@Measurement(iterations = 1)
+@Fork(1)
+@OutputTimeUnit(TimeUnit.MILLISECONDS)
+@Timeout(time = 60, timeUnit = TimeUnit.MINUTES)
+public class ReadBench {
+
+    @State(Scope.Thread)
+    public static class S extends BenchState {
+        @Param({"8192"})
+        public int buffer;
+
+        @Override
+        protected int buffer() {
+            return buffer;
+        }
+
+        @Override
+        protected Catalog.Op op() {
+            return Catalog.Op.READ;
+        }
+    }
+
+    @Benchmark
+    public long apache(S s, Blackhole bh) throws IOException {
+        long n = Methods.readApache(s.job);
+        bh.consume(s.job.sum().value());
+        s.result = n;
+        return n;
+    }
+
+    @Benchmark
+    public long bfilereader(S s, Blackhole bh) throws IOException {
+        long n = Methods.readBfilereader(s.job);
+        bh.consume(s.job.sum().value());
+        s.result = n;
+        return n;
+    }
+
+    @Benchmark
+    public long biostream(S s, Blackhole bh) throws IOException {
+        long n = Methods.readBiostream(s.job);
+        bh.consume(s.job.sum().value());
+        s.result = n;
+        return n;
+    }
+
+    @Benchmark
+    public long channel(S s, Blackhole bh) throws IOException {
+        long n = Methods.readChannel(s.job);
+        bh.consume(s.job.sum().value());
+        s.result = n;
+        return n;
+    }
+
+    @Benchmark
+    public long filereader(S s, Blackhole bh) throws IOException {
+        long n = Methods.readFilereader(s.job);
+        bh.consume(s.job.sum().value());
+        s.result = n;
+        return n;
+    }
+
+    @Benchmark
+    public long guava(S s, Blackhole bh) throws IOException {
+        long n = Methods.readGuava(s.job);
+        bh.consume(s.job.sum().value());
+        s.result = n;
+        return n;
+    }
+
+    @Benchmark
+    public long iostream(S s, Blackhole bh) throws IOException {
+        long n = Methods.readIostream(s.job);
+        bh.consume(s.job.sum().value());
+        s.result = n;
+        return n;
+    }
+
+    @Benchmark
+    public long niof(S s, Blackhole bh) throws IOException {
+        long n = Methods.readNiof(s.job);
+        bh.consume(s.job.sum().value());
+        s.result = n;
+        return n;
+    }
+
+    @Benchmark
+    public long omchannel(S s, Blackhole bh) throws IOException {
+        long n = Methods.readOmchannel(s.job);
+        bh.consume(s.job.sum().value());
+        s.result = n;
+        return n;
+    }
+
+    @Benchmark
+    public long raf(S s, Blackhole bh) throws IOException {
+        long n = Methods.readRaf(s.job);
+        bh.consume(s.job.sum().value());
+        s.result = n;
+        return n;
+    }
+
+    @Benchmark
+    public long scanner(S s, Blackhole bh) throws IOException {
+        long n = Methods.readScanner(s.job);
+        bh.consume(s.job.sum().value());
+        s.result = n;
+        return n;
+    }
+}
