@@ -216,23 +216,14 @@ pub fn discover(root: &SysRoot, params: ModelParams) -> ProbeReport {
         m => Provenance::measured(m),
     });
     let mut warnings = Vec::new();
-    let domains_of = |m: Mechanism| -> Option<BTreeSet<(u32, Domain)>> {
+    let counters_of = |m: Mechanism| {
         mechanisms
             .iter()
             .find(|s| s.mechanism == m && s.usable)
-            .map(|s| s.counters.iter().map(|c| (c.socket, c.domain)).collect())
+            .map(|s| s.counters.as_slice())
     };
-    if let (Some(p), Some(c)) = (domains_of(Mechanism::Perf), domains_of(Mechanism::Powercap)) {
-        if p != c {
-            let fmt = |s: &BTreeSet<(u32, Domain)>| {
-                s.iter().map(|(k, d)| format!("{d}@{k}")).collect::<Vec<_>>().join(",")
-            };
-            warnings.push(format!(
-                "perf and powercap disagree on domains (perf: {}; powercap: {}); trust only domains both list (on AMD before Linux 5.17 perf advertised domains the CPU lacks)",
-                fmt(&p),
-                fmt(&c)
-            ));
-        }
+    if let (Some(p), Some(c)) = (counters_of(Mechanism::Perf), counters_of(Mechanism::Powercap)) {
+        warnings.extend(domain_disagreement(p, c));
     }
     ProbeReport {
         root: root.base().display().to_string(),
@@ -242,6 +233,28 @@ pub fn discover(root: &SysRoot, params: ModelParams) -> ProbeReport {
         provenance,
         warnings,
     }
+}
+
+/// A warning when perf and powercap list different (socket, domain) pairs.
+///
+/// Raffin & Trystram (2024, §IV-A) found the two disagreeing on an AMD EPYC server, with both
+/// partly wrong; the safe subset is what both list.
+pub fn domain_disagreement(perf: &[CounterSpec], powercap: &[CounterSpec]) -> Option<String> {
+    let set = |cs: &[CounterSpec]| -> BTreeSet<(u32, Domain)> {
+        cs.iter().map(|c| (c.socket, c.domain)).collect()
+    };
+    let (p, c) = (set(perf), set(powercap));
+    if p == c {
+        return None;
+    }
+    let fmt = |s: &BTreeSet<(u32, Domain)>| {
+        s.iter().map(|(k, d)| format!("{d}@{k}")).collect::<Vec<_>>().join(",")
+    };
+    Some(format!(
+        "perf and powercap disagree on domains (perf: {}; powercap: {}); trust only domains both list (on AMD before Linux 5.17 perf advertised domains the CPU lacks)",
+        fmt(&p),
+        fmt(&c)
+    ))
 }
 
 /// Opens the source `choice` asks for, restricted to `domains` when given.
@@ -326,5 +339,32 @@ impl Source for Filtered {
             *o = self.scratch[i];
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Wrap;
+
+    fn c(socket: u32, domain: Domain) -> CounterSpec {
+        CounterSpec { socket, domain, unit_j: 1.0, wrap: Wrap::Unknown, origin: String::new() }
+    }
+
+    #[test]
+    fn disagreement_lists_both_sides() {
+        let perf = [c(0, Domain::Package), c(0, Domain::Core), c(0, Domain::Dram)];
+        let pc = [c(0, Domain::Package), c(0, Domain::Core)];
+        let w = domain_disagreement(&perf, &pc).unwrap();
+        assert!(w.contains("perf: package@0,core@0,dram@0"), "{w}");
+        assert!(w.contains("powercap: package@0,core@0"), "{w}");
+        assert!(domain_disagreement(&pc, &pc).is_none());
+    }
+
+    #[test]
+    fn source_choice_parses() {
+        assert_eq!("auto".parse::<SourceChoice>().unwrap(), SourceChoice::Auto);
+        assert_eq!("msr".parse::<SourceChoice>().unwrap(), SourceChoice::Only(Mechanism::Msr));
+        assert!("rapl".parse::<SourceChoice>().unwrap_err().contains("auto"));
     }
 }

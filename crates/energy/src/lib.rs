@@ -16,6 +16,7 @@ pub mod accumulate;
 pub mod cpu;
 pub mod discover;
 pub mod error;
+pub mod fixture;
 pub mod model;
 pub mod msr;
 pub mod perf;

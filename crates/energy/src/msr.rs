@@ -76,16 +76,51 @@ pub fn energy_unit_j(id: &CpuId, domain: Domain, unit_register: u64) -> f64 {
     2f64.powi(-(e as i32))
 }
 
-/// Reads one 64-bit MSR from an open `/dev/cpu/N/msr` (or stand-in) file.
-pub fn read_msr(file: &File, register: u64) -> std::io::Result<u64> {
-    let mut b = [0u8; 8];
-    file.read_exact_at(&mut b, register)?;
-    Ok(u64::from_le_bytes(b))
+/// An open `/dev/cpu/N/msr`, or a regular file standing in for it.
+///
+/// The device returns register `r` for an 8-byte `pread` at offset `r`. Adjacent registers
+/// (AMD's 0xC0010299/9A/9B) would overlap in a flat file, so a regular-file stand-in keeps
+/// register `r` at offset `8·r` (a sparse file); the read path is otherwise the same.
+pub struct MsrFile {
+    file: File,
+    stride: u64,
 }
 
-fn open_msr(root: &SysRoot, cpu: u32) -> Result<(PathBuf, File), EnergyError> {
+impl MsrFile {
+    /// Wraps an open device or stand-in file.
+    pub fn new(file: File) -> std::io::Result<Self> {
+        use std::os::unix::fs::FileTypeExt;
+        let stride = if file.metadata()?.file_type().is_char_device() { 1 } else { 8 };
+        Ok(MsrFile { file, stride })
+    }
+
+    /// Reads one 64-bit register.
+    pub fn read(&self, register: u64) -> std::io::Result<u64> {
+        let mut b = [0u8; 8];
+        self.file.read_exact_at(&mut b, register * self.stride)?;
+        Ok(u64::from_le_bytes(b))
+    }
+
+    fn try_clone(&self) -> std::io::Result<Self> {
+        Ok(MsrFile {
+            file: self.file.try_clone()?,
+            stride: self.stride,
+        })
+    }
+}
+
+/// Offset of `register` in a regular file standing in for `/dev/cpu/N/msr` (see [`MsrFile`]).
+pub fn stand_in_offset(register: u64) -> u64 {
+    register * 8
+}
+
+fn read_msr(file: &MsrFile, register: u64) -> std::io::Result<u64> {
+    file.read(register)
+}
+
+fn open_msr(root: &SysRoot, cpu: u32) -> Result<(PathBuf, MsrFile), EnergyError> {
     let path = root.path(format!("/dev/cpu/{cpu}/msr"));
-    match File::open(&path) {
+    match File::open(&path).and_then(MsrFile::new) {
         Ok(f) => Ok((path, f)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             Err(EnergyError::from_io(&path, e, MISSING_FIX))
@@ -98,7 +133,7 @@ fn open_msr(root: &SysRoot, cpu: u32) -> Result<(PathBuf, File), EnergyError> {
 /// energy) and the running state needed to fold per-core counters into one.
 struct MsrCounter {
     register: u64,
-    files: Vec<(PathBuf, File)>,
+    files: Vec<(PathBuf, MsrFile)>,
     /// For multi-file counters: previous 32-bit values and the folded 64-bit sum.
     prev: Vec<u64>,
     folded: u64,
