@@ -26,6 +26,8 @@ enum Command {
     Export(meter_cmd::ExportArgs),
     /// Built-in workloads used by the demo and the overhead study.
     Workload(meter_cmd::WorkloadArgs),
+    /// Write a fake /sys, /proc, /dev tree of a RAPL machine, to try wattio with WATTIO_ROOT.
+    Fixture(meter_cmd::FixtureArgs),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +38,7 @@ fn main() -> ExitCode {
         Command::Measure(a) => meter_cmd::measure(a),
         Command::Export(a) => meter_cmd::export(a),
         Command::Workload(a) => meter_cmd::workload(a),
+        Command::Fixture(a) => meter_cmd::fixture(a),
     };
     match result {
         Ok(code) => code,

@@ -123,14 +123,17 @@ pub fn render_probe(r: &ProbeReport) -> String {
             let est = if m.mechanism == wattio_energy::Mechanism::Model { " — ESTIMATES, not measurements" } else { "" };
             let _ = writeln!(s, "{:<9} usable{est}", m.mechanism.as_str());
             for c in &m.counters {
+                let safe = match c.wrap {
+                    Wrap::AtMax(u64::MAX) => String::new(),
+                    _ => format!("  read every ≤ {:.3} s", wattio_energy::wrap::max_safe_period(c)),
+                };
                 let _ = writeln!(
                     s,
-                    "  socket {} {:<7} unit {:.6e} J  wrap {}  read every ≤ {:.3} s",
+                    "  socket {} {:<7} unit {:.6e} J  wrap {}{safe}",
                     c.socket,
                     c.domain.as_str(),
                     c.unit_j,
                     fmt_wrap(c.wrap, c.unit_j),
-                    wattio_energy::wrap::max_safe_period(c),
                 );
                 let _ = writeln!(s, "    from {}", c.origin);
             }
@@ -393,4 +396,27 @@ pub fn workload(a: WorkloadArgs) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+#[derive(Args)]
+pub struct FixtureArgs {
+    /// intel-server (two sockets, DRAM unit quirk), amd-epyc (per-core energy, SMT) or intel-laptop (psys, mmio).
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(wattio_energy::fixture::MACHINES))]
+    machine: String,
+    /// Directory to create the tree in (must not exist or be empty).
+    dir: PathBuf,
+}
+
+pub fn fixture(a: FixtureArgs) -> Result<ExitCode> {
+    if a.dir.exists() && std::fs::read_dir(&a.dir).map(|mut d| d.next().is_some()).unwrap_or(true) {
+        bail!("{} exists and is not empty: give a new directory so nothing is overwritten", a.dir.display());
+    }
+    wattio_energy::fixture::build(&a.machine, &a.dir)
+        .with_context(|| format!("writing the fixture into {}", a.dir.display()))?;
+    eprintln!(
+        "wrote a {} fixture; try: WATTIO_ROOT={} wattio probe",
+        a.machine,
+        a.dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
 }

@@ -155,6 +155,7 @@ pub fn discover(root: &SysRoot) -> Result<Discovery, EnergyError> {
             mmio,
         });
     }
+    disc.zones.sort_by_key(|z| (z.socket, z.domain));
     Ok(disc)
 }
 

@@ -1,0 +1,332 @@
+//! The meter commands end to end: the real binary, fixture trees, real signals and sockets.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use wattio_energy::fixture::{self, MAX_UJ_ESU14};
+
+const BIN: &str = env!("CARGO_BIN_EXE_wattio");
+
+fn wattio(root: Option<&Path>, args: &[&str]) -> Output {
+    let mut c = Command::new(BIN);
+    c.args(args);
+    match root {
+        Some(r) => c.env("WATTIO_ROOT", r),
+        None => c.env_remove("WATTIO_ROOT"),
+    };
+    c.output().expect("run wattio")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Kills and reaps a child even when the test fails.
+struct Reaper(Option<Child>);
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn probe_server_fixture_lists_sockets_domains_and_chooses_powercap() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture::intel_two_socket_server(dir.path()).unwrap();
+    let o = wattio(Some(dir.path()), &["probe", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["chosen"], "powercap");
+    assert_eq!(v["provenance"]["estimated"], false);
+    let pc = v["mechanisms"].as_array().unwrap().iter().find(|m| m["mechanism"] == "powercap").unwrap();
+    let doms: Vec<String> = pc["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| format!("{}@{}", c["domain"].as_str().unwrap(), c["socket"]))
+        .collect();
+    assert_eq!(doms, ["package@0", "dram@0", "package@1", "dram@1"]);
+    let perf = v["mechanisms"].as_array().unwrap().iter().find(|m| m["mechanism"] == "perf").unwrap();
+    assert_eq!(perf["usable"], false);
+    assert!(perf["fix"].is_string());
+    let text = wattio(Some(dir.path()), &["probe"]);
+    let t = String::from_utf8_lossy(&text.stdout);
+    assert!(t.contains("verdict: `--source auto` uses powercap: figures are measured (powercap)"), "{t}");
+}
+
+#[test]
+fn probe_on_this_machine_never_fails_and_says_what_auto_uses() {
+    let o = wattio(None, &["probe"]);
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(t.contains("verdict:"), "{t}");
+    for m in ["perf", "powercap", "msr", "model"] {
+        assert!(t.lines().any(|l| l.starts_with(m)), "no line for {m}: {t}");
+    }
+}
+
+#[test]
+fn unreadable_energy_uj_gives_the_platypus_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = fixture::intel_laptop(dir.path()).unwrap();
+    let energy = t.path("/sys/class/powercap/intel-rapl:0/energy_uj");
+    std::fs::set_permissions(&energy, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
+    // Root reads mode-0 files anyway: drop the capabilities that allow it, as an unprivileged
+    // user would be. Everything else in the tree stays world-readable.
+    make_world_readable(dir.path());
+    std::fs::set_permissions(&energy, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
+    let is_root = unsafe { libc_geteuid() } == 0;
+    let mut c = if is_root {
+        let mut c = Command::new("setpriv");
+        c.args(["--inh-caps=-all", "--bounding-set=-dac_override,-dac_read_search", "--", BIN]);
+        c
+    } else {
+        Command::new(BIN)
+    };
+    let o = c.args(["record", "--source", "powercap", "--duration", "0.1"]).env("WATTIO_ROOT", dir.path()).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("intel-rapl:0/energy_uj: permission denied"), "{e}");
+    assert!(e.contains("root only since Linux 5.10"), "{e}");
+    assert_eq!(e.trim().lines().count(), 1, "one-line error: {e}");
+}
+
+extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
+}
+
+fn make_world_readable(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for entry in walk(dir) {
+        let mode = if entry.is_dir() { 0o755 } else { 0o644 };
+        std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = vec![];
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        }
+        out.push(p);
+    }
+    out
+}
+
+#[test]
+fn record_corrects_wraps_while_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = fixture::intel_laptop(dir.path()).unwrap();
+    let out = dir.path().join("rows.csv");
+    // Package starts 10 J below its limit and gains 3 J every 30 ms for 60 steps: 180 J,
+    // crossing the wrap once; the recorder reads every 10 ms.
+    let start = MAX_UJ_ESU14 - 10_000_000;
+    t.set_energy_uj("intel-rapl:0", start).unwrap();
+    let child = Command::new(BIN)
+        .args(["record", "--source", "powercap", "--domains", "package", "--freq", "100", "-o"])
+        .arg(&out)
+        .env("WATTIO_ROOT", dir.path())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = Reaper(Some(child));
+    std::thread::sleep(Duration::from_millis(300));
+    let mut v = start;
+    let mut truth_uj: u64 = 0;
+    for _ in 0..60 {
+        let step = 3_000_000;
+        truth_uj += step;
+        v = (v + step) % (MAX_UJ_ESU14 + 1);
+        t.set_energy_uj("intel-rapl:0", v).unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let pid = child.0.as_ref().unwrap().id();
+    assert!(Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
+    let mut c = child.0.take().unwrap();
+    let status = c.wait().unwrap();
+    let mut err = String::new();
+    c.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(status.success(), "{err}");
+    assert!(err.contains("1 wraps corrected"), "{err}");
+    let mut rdr = csv::Reader::from_path(&out).unwrap();
+    let headers = rdr.headers().unwrap().clone();
+    assert_eq!(
+        headers.iter().collect::<Vec<_>>(),
+        ["timestamp", "mechanism", "socket", "domain", "energy_j", "estimated", "model"]
+    );
+    let mut total = 0.0;
+    let mut rows = 0;
+    let mut last_ts = 0.0;
+    for r in rdr.records() {
+        let r = r.unwrap();
+        assert_eq!(&r[1], "powercap");
+        assert_eq!(&r[3], "package");
+        assert_eq!(&r[5], "false");
+        let ts: f64 = r[0].parse().unwrap();
+        assert!(ts >= last_ts, "timestamps go forward");
+        last_ts = ts;
+        let j: f64 = r[4].parse().unwrap();
+        assert!(j >= 0.0);
+        total += j;
+        rows += 1;
+    }
+    // The wrap adds one raw step (1 µJ) for max → 0.
+    let expected = truth_uj as f64 * 1e-6 + 1e-6;
+    assert!((total - expected).abs() < 1e-6, "recorded {total} J, truth {expected} J over {rows} rows");
+    assert!(rows > 150, "{rows} rows");
+}
+
+#[test]
+fn measure_passes_the_exit_status_through_and_labels_estimates() {
+    let o = wattio(None, &["measure", "--source", "model", "--json", "--", "sh", "-c", "exit 3"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["mechanism"], "model");
+    assert_eq!(v["estimated"], true);
+    assert!(v["model"].as_str().unwrap().starts_with("ccf-linear("));
+    assert_eq!(v["exit_code"], 3);
+    assert!(v["duration_s"].as_f64().unwrap() >= 0.0);
+    assert!(v["total_j"].as_f64().unwrap() >= 0.0);
+    assert_eq!(v["domains"][0]["domain"], "package");
+    assert_eq!(v["command"][0], "sh");
+}
+
+#[test]
+fn measure_repeat_reports_every_run_and_the_median() {
+    let o = wattio(None, &["measure", "--source", "model", "--repeat", "3", "--json", "--", "sleep", "0.2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["runs"].as_array().unwrap().len(), 3);
+    let med = v["summary"]["duration_s"]["median"].as_f64().unwrap();
+    assert!((0.19..1.5).contains(&med), "{med}");
+    // An idle 2-vCPU machine draws at least the model's idle power: 0.74 W per vCPU.
+    let p = v["summary"]["mean_power_w"]["median"].as_f64().unwrap();
+    assert!(p >= 0.7, "{p}");
+    assert_eq!(v["estimated"], true);
+}
+
+#[test]
+fn measure_of_a_missing_command_is_a_clear_error() {
+    let o = wattio(None, &["measure", "--source", "model", "--", "/nonexistent/cmd"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("cannot run \"/nonexistent/cmd\""), "{e}");
+}
+
+#[test]
+fn bad_flags_are_refused_with_one_line() {
+    for (args, needle) in [
+        (vec!["record", "--freq", "5000", "--duration", "1"], "--freq must be between"),
+        (vec!["record", "--duration", "0"], "--duration must be a positive"),
+        (vec!["record", "--domains", "watts"], "unknown domain"),
+        (vec!["record", "--source", "rapl"], "unknown mechanism"),
+        (vec!["record", "--source", "model", "--duration", "0.1", "-o", "/nonexistent/dir/x.csv"], "cannot create"),
+        (vec!["record", "--source", "model", "--model-min-w", "9", "--model-max-w", "1", "--duration", "0.1"], "max ≥ min"),
+    ] {
+        let o = wattio(None, &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let e = stderr(&o);
+        assert!(e.contains(needle), "{args:?}: {e}");
+        assert!(!e.contains("panicked"), "{e}");
+    }
+}
+
+#[test]
+fn record_on_this_machine_writes_estimated_rows_at_the_asked_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("e.jsonl");
+    let o = Command::new(BIN)
+        .args(["record", "--source", "model", "--freq", "50", "--duration", "1", "--format", "jsonl", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let rows: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 50, "one row per tick for one socket");
+    assert!(rows.iter().all(|r| r["estimated"] == true && r["mechanism"] == "model"));
+    assert!(rows.iter().all(|r| r["model"].as_str().unwrap().contains("ccf-linear")));
+}
+
+#[test]
+fn export_serves_openmetrics_and_refuses_bad_requests() {
+    let child = Command::new(BIN)
+        .args(["export", "--source", "model", "--listen", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = Reaper(Some(child));
+    let mut err = BufReader::new(child.0.as_mut().unwrap().stderr.take().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut addr = None;
+    while addr.is_none() && Instant::now() < deadline {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        if let Some(rest) = line.split("http://").nth(1) {
+            addr = Some(rest.split('/').next().unwrap().to_string());
+        }
+    }
+    let addr = addr.expect("exporter printed its address");
+    let get = |req: &str| {
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.write_all(req.as_bytes()).unwrap();
+        let mut body = String::new();
+        s.read_to_string(&mut body).unwrap();
+        body
+    };
+    let r = get("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(r.starts_with("HTTP/1.1 200 OK"), "{r}");
+    assert!(r.contains("application/openmetrics-text"), "{r}");
+    let line = r
+        .lines()
+        .find(|l| l.starts_with("wattio_energy_joules_total{"))
+        .unwrap_or_else(|| panic!("{r}"));
+    assert!(line.contains("socket=\"0\""), "{line}");
+    assert!(line.contains("domain=\"package\""), "{line}");
+    assert!(line.contains("mechanism=\"model\""), "{line}");
+    assert!(line.contains("estimated=\"true\""), "{line}");
+    assert!(line.contains("model=\"ccf-linear("), "{line}");
+    assert!(r.trim_end().ends_with("# EOF"), "{r}");
+    std::thread::sleep(Duration::from_millis(200));
+    let r2 = get("GET /metrics HTTP/1.1\r\n\r\n");
+    let value = |resp: &str| -> f64 {
+        let l = resp.lines().find(|l| l.starts_with("wattio_energy_joules_total{")).unwrap();
+        l.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(value(&r2) > value(&r), "the counter grows between scrapes");
+    assert!(get("BLAH\r\n\r\n").starts_with("HTTP/1.1 400"));
+    assert!(get("GET /nope HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404"));
+    let pid = child.0.as_ref().unwrap().id();
+    assert!(Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
+    let status = child.0.take().unwrap().wait().unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn fixture_command_refuses_to_overwrite() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("keep"), "data").unwrap();
+    let o = wattio(None, &["fixture", "amd-epyc", dir.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not empty"));
+    assert_eq!(std::fs::read_to_string(dir.path().join("keep")).unwrap(), "data");
+    let fresh = dir.path().join("amd");
+    let o = wattio(None, &["fixture", "amd-epyc", fresh.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p = wattio(Some(&fresh), &["probe", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&p.stdout).unwrap();
+    let msr = v["mechanisms"].as_array().unwrap().iter().find(|m| m["mechanism"] == "msr").unwrap();
+    assert_eq!(msr["usable"], true);
+}
