@@ -1,1 +1,24 @@
-//! wattio-transfer: see docs/architecture.md.
+//! wattio-transfer: energy-aware bulk data transfer over HTTP/1.1.
+//!
+//! - [`server`]: `wattio serve`, a static-file server (Range, keep-alive, pipelining, sendfile,
+//!   a JSON dataset listing with XXH3-64 checksums, path confinement, connection limits).
+//! - [`client`]: `wattio transfer`, a tokio + httparse engine with concurrency, parallelism and
+//!   pipelining, BDP-sized chunks, verification, temporary names, resume and retries.
+//! - [`tuner`]: Algorithm 1 (partitioning and initial parameters), slow start (Alg. 2),
+//!   ME (Alg. 4), EEMT (Alg. 5, reconstructed), EETT (Alg. 6) on the Figure 1 state machine,
+//!   the threshold CPU scaler (Alg. 3, reconstructed) and baselines, with a simulated channel.
+//! - [`actuator`]: CPU frequency (cpufreq), hotplug and affinity backends under `WATTIO_ROOT`.
+//!
+//! The specification is Di Tacchio et al., "Energy-Efficient High-Throughput Data Transfers via
+//! Dynamic CPU Frequency and Core Scaling"; docs/transfer.md says what is the paper's and what
+//! is ours.
+
+pub mod actuator;
+pub mod checksum;
+pub mod client;
+pub mod http;
+pub mod listing;
+pub mod server;
+pub mod sim;
+pub mod tuner;
+pub mod units;
