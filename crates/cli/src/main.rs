@@ -5,6 +5,8 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod meter_cmd;
+mod overhead_cmd;
+mod report_cmd;
 
 /// wattio: energy as a first-class measure of I/O.
 #[derive(Parser)]
@@ -28,6 +30,10 @@ enum Command {
     Workload(meter_cmd::WorkloadArgs),
     /// Write a fake /sys, /proc, /dev tree of a RAPL machine, to try wattio with WATTIO_ROOT.
     Fixture(meter_cmd::FixtureArgs),
+    /// Self-contained HTML report (inline SVG) from a directory of wattio result files.
+    Report(report_cmd::ReportArgs),
+    /// Measurement overhead study: workloads timed with the recorder off and at 0.1-1000 Hz.
+    Overhead(overhead_cmd::OverheadArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +45,8 @@ fn main() -> ExitCode {
         Command::Export(a) => meter_cmd::export(a),
         Command::Workload(a) => meter_cmd::workload(a),
         Command::Fixture(a) => meter_cmd::fixture(a),
+        Command::Report(a) => report_cmd::report(a),
+        Command::Overhead(a) => overhead_cmd::overhead(a),
     };
     match result {
         Ok(code) => code,

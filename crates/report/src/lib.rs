@@ -1,1 +1,80 @@
-//! wattio-report: see docs/architecture.md.
+//! # wattio-report
+//!
+//! Turns a directory of wattio result files into one self-contained HTML page (inline CSS
+//! and SVG, no network), and holds the measurement-overhead study behind
+//! `wattio overhead` ([`overhead`]).
+//!
+//! * [`data`] recognises result files by their CSV header or JSON fields: `wattio record`
+//!   CSV/JSONL, `wattio measure --json` (single or `--repeat`), iobench rows, cache
+//!   sweep rows, transfer summaries, overhead runs. Unknown files are skipped with a note.
+//! * [`svg`] draws line, box and bar charts as SVG strings.
+//! * [`html`] lays out the page; every figure carries its energy provenance
+//!   ("measured (perf)" / "estimated (model: …)") in its caption and SVG metadata.
+
+pub mod data;
+pub mod html;
+pub mod overhead;
+pub mod svg;
+
+use std::path::Path;
+
+/// What [`write_report`] did.
+#[derive(Debug, Clone)]
+pub struct ReportSummary {
+    pub datasets: usize,
+    pub skipped: Vec<(String, String)>,
+    pub bytes: usize,
+}
+
+/// Errors of [`write_report`].
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("cannot read result directory {path}: {source}; give an existing directory or file")]
+    Input {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot write {path}: {source}; check the directory exists and is writable")]
+    Output {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// Scans `input` (directory or file) and writes the HTML page to `output`.
+pub fn write_report(
+    input: &Path,
+    output: &Path,
+    title: &str,
+) -> Result<ReportSummary, ReportError> {
+    let scan = data::scan(input).map_err(|e| ReportError::Input {
+        path: input.display().to_string(),
+        source: e,
+    })?;
+    let base = if input.is_dir() {
+        input
+    } else {
+        input.parent().unwrap_or(input)
+    };
+    let html = html::render(&scan, base, title);
+    // Write to a temporary name and rename so a failed run never leaves half a page.
+    let tmp = output.with_extension("html.tmp");
+    std::fs::write(&tmp, &html)
+        .and_then(|_| std::fs::rename(&tmp, output))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            ReportError::Output {
+                path: output.display().to_string(),
+                source: e,
+            }
+        })?;
+    Ok(ReportSummary {
+        datasets: scan.loaded.len(),
+        skipped: scan
+            .skipped
+            .iter()
+            .map(|s| (s.path.display().to_string(), s.reason.clone()))
+            .collect(),
+        bytes: html.len(),
+    })
+}

@@ -1,0 +1,268 @@
+//! `wattio overhead`: the RAPL paper's measurement-overhead protocol (section V) as a
+//! command. The plan, runner and analysis live in `wattio_report::overhead`.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+use wattio_energy::{discover, ModelParams, SysRoot};
+use wattio_report::overhead::{
+    analyze_idle, analyze_load, default_workloads, idle_table_markdown, idle_tests_csv,
+    time_table_markdown, time_tests_csv, Plan, Runner, Workload,
+};
+
+#[derive(Args)]
+pub struct OverheadArgs {
+    /// Small run (~1-2 min): 1 round, workloads at 1/3 size, 1 s idle runs. Too few runs
+    /// for Holm-corrected significance; for trying the command, not for conclusions.
+    #[arg(long)]
+    quick: bool,
+    /// Mechanisms to sample with: "auto" (every usable one) or a comma list (model,perf,...).
+    #[arg(long, default_value = "auto")]
+    mechanisms: String,
+    /// Sampling frequencies in Hz (the "off" baseline is always run).
+    #[arg(long, value_delimiter = ',', default_value = "0.1,1,10,100,1000")]
+    freqs: Vec<f64>,
+    /// Consecutive runs of a combination per visit (the paper: 3).
+    #[arg(long)]
+    reps: Option<usize>,
+    /// How many times the whole round-robin cycle is repeated.
+    #[arg(long)]
+    rounds: Option<usize>,
+    /// Seconds of each idle run (0 = skip the idle study).
+    #[arg(long)]
+    idle_s: Option<f64>,
+    /// Multiplies the stress-ng bogo-op counts (1.0 ≈ 1-2 s per run on a 2-vCPU VM).
+    #[arg(long)]
+    scale: Option<f64>,
+    /// Seconds between starting the recorder and starting the workload.
+    #[arg(long, default_value_t = 0.2)]
+    settle: f64,
+    /// Output directory (default: results/overhead-<unix time>).
+    #[arg(short = 'o', long)]
+    output: Option<PathBuf>,
+    /// Your own workload instead of the stress-ng ones, after `--` (fixed work, exit 0).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    command: Vec<OsString>,
+}
+
+fn on_path(cmd: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
+        .unwrap_or(false)
+}
+
+pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
+    let root = SysRoot::from_env();
+    let model = ModelParams::default();
+    let reps = a.reps.unwrap_or(3);
+    let rounds = a.rounds.unwrap_or(if a.quick { 1 } else { 2 });
+    let idle_s = a.idle_s.unwrap_or(if a.quick { 1.0 } else { 3.0 });
+    let scale = a.scale.unwrap_or(if a.quick { 1.0 / 3.0 } else { 1.0 });
+    if reps == 0 || rounds == 0 {
+        bail!("--reps and --rounds must be at least 1");
+    }
+    if !(idle_s.is_finite() && idle_s >= 0.0)
+        || !(scale.is_finite() && scale > 0.0)
+        || !(a.settle.is_finite() && a.settle >= 0.0)
+    {
+        bail!("--idle-s and --settle must be >= 0 and --scale > 0");
+    }
+    if a.freqs.is_empty()
+        || a.freqs
+            .iter()
+            .any(|f| !(f.is_finite() && (0.001..=1000.0).contains(f)))
+    {
+        bail!("--freqs must be a comma list of frequencies between 0.001 and 1000 Hz, e.g. 0.1,1,10,100,1000");
+    }
+    let mechanisms: Vec<String> = if a.mechanisms == "auto" {
+        discover(&root, model)
+            .mechanisms
+            .iter()
+            .filter(|m| m.usable)
+            .map(|m| m.mechanism.to_string())
+            .collect()
+    } else {
+        let v: Vec<String> = a
+            .mechanisms
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        for m in &v {
+            m.parse::<wattio_energy::Mechanism>()
+                .map_err(|e| anyhow::anyhow!("--mechanisms: {e}"))?;
+        }
+        v
+    };
+    if mechanisms.is_empty() {
+        bail!("no usable energy mechanism (run `wattio probe` to see why)");
+    }
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let workloads = if a.command.is_empty() {
+        if !on_path("stress-ng") {
+            bail!("stress-ng not found on PATH: install it (`make deps` or `apt-get install stress-ng`) or give your own workload after `--`");
+        }
+        default_workloads(workers, scale)
+    } else {
+        let argv: Vec<String> = a
+            .command
+            .iter()
+            .map(|s| s.to_string_lossy().into_owned())
+            .collect();
+        vec![Workload {
+            name: argv[0].rsplit('/').next().unwrap_or("cmd").to_string(),
+            argv,
+        }]
+    };
+    let plan = Plan {
+        workloads,
+        mechanisms,
+        freqs: a.freqs.clone(),
+        reps_per_visit: reps,
+        rounds,
+        idle_s,
+        settle_s: a.settle,
+    };
+    let out_dir = a.output.clone().unwrap_or_else(|| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        PathBuf::from(format!("results/overhead-{t}"))
+    });
+    let exe =
+        std::env::current_exe().context("cannot find the wattio executable to run as recorder")?;
+
+    // Warm-up: one untimed run of each workload (page cache, CPU frequency) that also
+    // gives the time estimate.
+    let mut per_w = Vec::new();
+    for w in &plan.workloads {
+        let t0 = Instant::now();
+        let st = std::process::Command::new(&w.argv[0])
+            .args(&w.argv[1..])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .with_context(|| format!("cannot run workload {:?}", w.argv.join(" ")))?;
+        if !st.success() {
+            bail!(
+                "workload {:?} failed ({st}); run it by hand to see why",
+                w.argv.join(" ")
+            );
+        }
+        per_w.push(t0.elapsed().as_secs_f64());
+    }
+    let total_runs: usize = plan.schedule().iter().map(|v| v.reps).sum();
+    eprintln!(
+        "wattio overhead: {} workload(s) × (off + {} mechanism(s) × {} freq) {}, {} rounds × {} reps = {} runs, about {:.0} s; output {}",
+        plan.workloads.len(),
+        plan.mechanisms.len(),
+        plan.freqs.len(),
+        if idle_s > 0.0 { "+ idle" } else { "" },
+        rounds,
+        reps,
+        total_runs,
+        plan.estimate_s(&per_w),
+        out_dir.display()
+    );
+    let pb = ProgressBar::new(total_runs as u64);
+    pb.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg} (eta {eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    let runner = Runner {
+        plan: &plan,
+        wattio_exe: exe,
+        out_dir: out_dir.clone(),
+        root: root.clone(),
+        model,
+    };
+    let outcome = runner.run(&mut |done, _total, label| {
+        pb.set_position(done as u64);
+        pb.set_message(label.to_string());
+    });
+    pb.finish_and_clear();
+    let outcome = outcome.with_context(|| {
+        format!(
+            "overhead run stopped; runs so far are in {}",
+            out_dir.display()
+        )
+    })?;
+
+    let time_tests = analyze_load(&outcome.load);
+    let idle_tests = analyze_idle(&outcome.idle, &model);
+    std::fs::write(out_dir.join("tests.csv"), time_tests_csv(&time_tests))?;
+    if !outcome.idle.is_empty() {
+        std::fs::write(
+            out_dir.join("idle_tests.csv"),
+            idle_tests_csv(&idle_tests, &model),
+        )?;
+    }
+    let cmdline: Vec<String> = std::env::args().collect();
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "# wattio overhead\n\nCommand: `{}`\n",
+        cmdline.join(" ")
+    );
+    let _ = writeln!(md, "Machine: {}\n", machine_line(&root));
+    for w in &plan.workloads {
+        let _ = writeln!(md, "- workload `{}`: `{}`", w.name, w.argv.join(" "));
+    }
+    let _ = writeln!(
+        md,
+        "\n## Running time (Appendix A shape)\n\n{}",
+        time_table_markdown(&time_tests)
+    );
+    if !idle_tests.is_empty() {
+        let _ = writeln!(
+            md,
+            "## Idle machine (Appendix B shape; power ESTIMATED by {})\n\n{}",
+            model.name(),
+            idle_table_markdown(&idle_tests)
+        );
+    }
+    std::fs::write(out_dir.join("summary.md"), &md)?;
+    let report = out_dir.join("report.html");
+    wattio_report::write_report(&out_dir, &report, "wattio overhead")?;
+    println!("{md}");
+    println!(
+        "wrote {}/runs.csv, tests.csv, summary.md, report.html",
+        out_dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn machine_line(root: &SysRoot) -> String {
+    let cpuinfo = std::fs::read_to_string(root.path("/proc/cpuinfo")).unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map(str::trim)
+        .unwrap_or("unknown CPU");
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let n = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    let cstates = match wattio_report::overhead::cstate_times(root) {
+        Ok(m) => format!(
+            "C-states: {}",
+            m.keys().cloned().collect::<Vec<_>>().join(", ")
+        ),
+        Err(e) => format!("C-states {e}"),
+    };
+    format!("{n} vCPU, {model}, kernel {}; {cstates}", kernel.trim())
+}

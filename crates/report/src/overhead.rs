@@ -1,0 +1,1251 @@
+//! The measurement-overhead study of the RAPL paper (section V) as data, runner and
+//! analysis.
+//!
+//! * **Load runs**: a fixed amount of work (a `stress-ng` method or the user's command)
+//!   is timed with no recorder ("off") and with `wattio record` sampling at each
+//!   frequency, for each mechanism. Repetitions are spread over time: each combination
+//!   gets `reps_per_visit` consecutive runs, then the next combination, and the whole
+//!   cycle is repeated `rounds` times (the paper's Figure 6).
+//! * **Idle runs**: the same recorder around a sleep; what is measured is the machine's
+//!   busy CPU time (`/proc/stat`), the recorder's own CPU time (`wait4` rusage), the
+//!   model-estimated power from those, and C-state residency where
+//!   `/sys/devices/system/cpu/cpu*/cpuidle` exists.
+//! * **Analysis**: per combination, outliers outside `[q1 − 3·IQR, q3 + 3·IQR]` are
+//!   removed; each (workload, mechanism, frequency) is compared with the workload's "off"
+//!   runs by a one-sided Wilcoxon rank-sum test (H1: slower with measurement), p-values
+//!   are Holm-corrected over the whole table, and the effect is the Hodges–Lehmann shift.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use wattio_energy::{ModelParams, SysRoot};
+use wattio_stats::{
+    hodges_lehmann_ci, holm, median, outlier_mask, rank_sum, Alternative, TestMethod,
+    PAPER_IQR_FACTOR,
+};
+
+/// Columns of the load-run CSV (`runs.csv`).
+pub const LOAD_COLUMNS: &[&str] = &[
+    "round",
+    "seq",
+    "workload",
+    "mechanism",
+    "freq_hz",
+    "rep",
+    "elapsed_s",
+    "samples",
+    "recorder_cpu_s",
+    "start_unix",
+];
+/// Columns of the idle-run CSV (`idle.csv`).
+pub const IDLE_COLUMNS: &[&str] = &[
+    "round",
+    "seq",
+    "mechanism",
+    "freq_hz",
+    "rep",
+    "wall_s",
+    "busy_cpu_s",
+    "recorder_cpu_s",
+    "samples",
+    "est_power_w",
+    "model",
+    "cstates",
+];
+
+/// Mechanism name used for the no-measurement baseline.
+pub const OFF: &str = "off";
+
+/// One timed run of a workload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadRun {
+    pub round: usize,
+    pub seq: usize,
+    pub workload: String,
+    /// [`OFF`] for the baseline.
+    pub mechanism: String,
+    /// 0 for the baseline.
+    pub freq_hz: f64,
+    pub rep: usize,
+    /// Wall-clock time of the workload process, spawn to exit.
+    pub elapsed_s: f64,
+    /// Rows the recorder wrote (0 when off).
+    pub samples: u64,
+    /// User + system CPU time of the recorder process.
+    pub recorder_cpu_s: f64,
+    pub start_unix: f64,
+}
+
+/// One idle run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IdleRun {
+    pub round: usize,
+    pub seq: usize,
+    pub mechanism: String,
+    pub freq_hz: f64,
+    pub rep: usize,
+    pub wall_s: f64,
+    /// Busy CPU-seconds of the whole machine (all CPUs, `/proc/stat`) during the run.
+    pub busy_cpu_s: f64,
+    pub recorder_cpu_s: f64,
+    pub samples: u64,
+    /// Whole-machine power estimated by the model from `busy_cpu_s` (ESTIMATED).
+    pub est_power_w: f64,
+    /// The model's name with coefficients.
+    pub model: String,
+    /// "C1=0.12;C6=0.80" residency fractions, or "unavailable: <why>".
+    pub cstates: String,
+}
+
+fn field<'a>(headers: &[String], r: &'a csv::StringRecord, name: &str) -> &'a str {
+    headers
+        .iter()
+        .position(|h| h == name)
+        .and_then(|i| r.get(i))
+        .unwrap_or("")
+        .trim()
+}
+
+fn parse_f(
+    headers: &[String],
+    r: &csv::StringRecord,
+    line: usize,
+    name: &str,
+) -> Result<f64, String> {
+    let s = field(headers, r, name);
+    s.parse()
+        .map_err(|_| format!("line {line}: column {name}: '{s}' is not a number"))
+}
+
+/// Parses load runs from CSV rows (header already split off).
+pub fn load_runs_from_csv(
+    headers: &[String],
+    rows: &[csv::StringRecord],
+) -> Result<Vec<LoadRun>, String> {
+    rows.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let l = i + 2;
+            let f = |n: &str| parse_f(headers, r, l, n);
+            Ok(LoadRun {
+                round: f("round")? as usize,
+                seq: f("seq")? as usize,
+                workload: field(headers, r, "workload").to_string(),
+                mechanism: field(headers, r, "mechanism").to_string(),
+                freq_hz: f("freq_hz")?,
+                rep: f("rep")? as usize,
+                elapsed_s: f("elapsed_s")?,
+                samples: f("samples")? as u64,
+                recorder_cpu_s: f("recorder_cpu_s")?,
+                start_unix: f("start_unix")?,
+            })
+        })
+        .collect()
+}
+
+/// Parses idle runs from CSV rows.
+pub fn idle_runs_from_csv(
+    headers: &[String],
+    rows: &[csv::StringRecord],
+) -> Result<Vec<IdleRun>, String> {
+    rows.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let l = i + 2;
+            let f = |n: &str| parse_f(headers, r, l, n);
+            Ok(IdleRun {
+                round: f("round")? as usize,
+                seq: f("seq")? as usize,
+                mechanism: field(headers, r, "mechanism").to_string(),
+                freq_hz: f("freq_hz")?,
+                rep: f("rep")? as usize,
+                wall_s: f("wall_s")?,
+                busy_cpu_s: f("busy_cpu_s")?,
+                recorder_cpu_s: f("recorder_cpu_s")?,
+                samples: f("samples")? as u64,
+                est_power_w: f("est_power_w")?,
+                model: field(headers, r, "model").to_string(),
+                cstates: field(headers, r, "cstates").to_string(),
+            })
+        })
+        .collect()
+}
+
+fn csv_quote(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+impl LoadRun {
+    fn csv_line(&self) -> String {
+        format!(
+            "{},{},{},{},{},{},{:.9},{},{:.6},{:.6}\n",
+            self.round,
+            self.seq,
+            csv_quote(&self.workload),
+            self.mechanism,
+            self.freq_hz,
+            self.rep,
+            self.elapsed_s,
+            self.samples,
+            self.recorder_cpu_s,
+            self.start_unix
+        )
+    }
+}
+
+impl IdleRun {
+    fn csv_line(&self) -> String {
+        format!(
+            "{},{},{},{},{},{:.6},{:.3},{:.6},{},{:.6},{},{}\n",
+            self.round,
+            self.seq,
+            self.mechanism,
+            self.freq_hz,
+            self.rep,
+            self.wall_s,
+            self.busy_cpu_s,
+            self.recorder_cpu_s,
+            self.samples,
+            self.est_power_w,
+            csv_quote(&self.model),
+            csv_quote(&self.cstates)
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Analysis
+// ---------------------------------------------------------------------------------------
+
+/// One row of the Appendix-A-shaped table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimeTest {
+    pub workload: String,
+    pub mechanism: String,
+    pub freq_hz: f64,
+    /// Runs kept / removed as outliers, baseline and measured group.
+    pub n_base: usize,
+    pub n: usize,
+    pub removed_base: usize,
+    pub removed: usize,
+    pub median_base_s: f64,
+    pub median_s: f64,
+    pub p_value: f64,
+    pub p_adj: f64,
+    pub exact: bool,
+    /// Hodges–Lehmann shift (measured − off), seconds; positive = slower with measurement.
+    pub shift_s: f64,
+    pub shift_pct: f64,
+    pub ci_low_s: f64,
+    pub ci_high_s: f64,
+    /// Median rows per second the recorder wrote (sanity check that it really sampled).
+    pub sample_rate: f64,
+    pub recorder_cpu_s: f64,
+}
+
+fn keep_inliers(xs: &[f64]) -> (Vec<f64>, usize) {
+    match outlier_mask(xs, PAPER_IQR_FACTOR) {
+        Ok((mask, _)) => {
+            let kept: Vec<f64> = xs
+                .iter()
+                .zip(&mask)
+                .filter(|(_, k)| **k)
+                .map(|(v, _)| *v)
+                .collect();
+            let removed = xs.len() - kept.len();
+            (kept, removed)
+        }
+        Err(_) => (xs.to_vec(), 0),
+    }
+}
+
+fn fkey(f: f64) -> u64 {
+    (f * 1000.0).round() as u64
+}
+
+/// Tests every (workload, mechanism, frequency) against the workload's "off" runs.
+/// Holm's correction runs over all rows returned.
+pub fn analyze_load(runs: &[LoadRun]) -> Vec<TimeTest> {
+    let mut groups: BTreeMap<(String, String, u64), Vec<&LoadRun>> = BTreeMap::new();
+    for r in runs {
+        groups
+            .entry((r.workload.clone(), r.mechanism.clone(), fkey(r.freq_hz)))
+            .or_default()
+            .push(r);
+    }
+    let mut out = Vec::new();
+    let workloads: Vec<String> = {
+        let mut w: Vec<String> = Vec::new();
+        for r in runs {
+            if !w.contains(&r.workload) {
+                w.push(r.workload.clone());
+            }
+        }
+        w
+    };
+    for w in &workloads {
+        let Some(base) = groups.get(&(w.clone(), OFF.to_string(), 0)) else {
+            continue;
+        };
+        let (b, removed_base) = keep_inliers(&base.iter().map(|r| r.elapsed_s).collect::<Vec<_>>());
+        for ((gw, mech, fk), rs) in &groups {
+            if gw != w || mech == OFF {
+                continue;
+            }
+            let (x, removed) = keep_inliers(&rs.iter().map(|r| r.elapsed_s).collect::<Vec<_>>());
+            let (Ok(t), Ok(hl)) = (
+                rank_sum(&x, &b, Alternative::Greater),
+                hodges_lehmann_ci(&x, &b, 0.95),
+            ) else {
+                continue;
+            };
+            let mb = median(&b).unwrap_or(f64::NAN);
+            let rates: Vec<f64> = rs
+                .iter()
+                .filter(|r| r.elapsed_s > 0.0)
+                .map(|r| r.samples as f64 / r.elapsed_s)
+                .collect();
+            out.push(TimeTest {
+                workload: w.clone(),
+                mechanism: mech.clone(),
+                freq_hz: *fk as f64 / 1000.0,
+                n_base: b.len(),
+                n: x.len(),
+                removed_base,
+                removed,
+                median_base_s: mb,
+                median_s: median(&x).unwrap_or(f64::NAN),
+                p_value: t.p_value,
+                p_adj: f64::NAN,
+                exact: t.method == TestMethod::Exact,
+                shift_s: hl.estimate,
+                shift_pct: 100.0 * hl.estimate / mb,
+                ci_low_s: hl.low,
+                ci_high_s: hl.high,
+                sample_rate: median(&rates).unwrap_or(0.0),
+                recorder_cpu_s: median(&rs.iter().map(|r| r.recorder_cpu_s).collect::<Vec<_>>())
+                    .unwrap_or(0.0),
+            });
+        }
+    }
+    let adj = holm(&out.iter().map(|t| t.p_value).collect::<Vec<_>>()).unwrap_or_default();
+    for (t, a) in out.iter_mut().zip(adj) {
+        t.p_adj = a;
+    }
+    out
+}
+
+/// One row of the Appendix-B-shaped table (idle impact).
+#[derive(Debug, Clone, PartialEq)]
+pub struct IdleTest {
+    pub mechanism: String,
+    pub freq_hz: f64,
+    pub n_base: usize,
+    pub n: usize,
+    pub median_power_base_w: f64,
+    pub median_power_w: f64,
+    pub p_value: f64,
+    pub p_adj: f64,
+    /// Hodges–Lehmann shift of the estimated power, W (ESTIMATED by the model).
+    pub shift_w: f64,
+    /// Median recorder CPU time per second of wall time (CPU-seconds/s).
+    pub recorder_cpu_per_s: f64,
+    /// Model power attributable to the recorder's own CPU time, W (ESTIMATED).
+    pub recorder_power_w: f64,
+    pub sample_rate: f64,
+    /// Mean C-state residency fractions, or the reason they are unavailable.
+    pub cstates: String,
+}
+
+/// Tests each (mechanism, frequency) idle group against the "off" idle runs on the
+/// model-estimated power (one-sided, H1: more power with measurement), Holm over all rows.
+pub fn analyze_idle(runs: &[IdleRun], model: &ModelParams) -> Vec<IdleTest> {
+    let mut groups: BTreeMap<(String, u64), Vec<&IdleRun>> = BTreeMap::new();
+    for r in runs {
+        groups
+            .entry((r.mechanism.clone(), fkey(r.freq_hz)))
+            .or_default()
+            .push(r);
+    }
+    let Some(base) = groups.get(&(OFF.to_string(), 0)) else {
+        return vec![];
+    };
+    let (b, _) = keep_inliers(&base.iter().map(|r| r.est_power_w).collect::<Vec<_>>());
+    let mut out = Vec::new();
+    for ((mech, fk), rs) in &groups {
+        if mech == OFF {
+            continue;
+        }
+        let (x, _) = keep_inliers(&rs.iter().map(|r| r.est_power_w).collect::<Vec<_>>());
+        let (Ok(t), Ok(shift)) = (
+            rank_sum(&x, &b, Alternative::Greater),
+            wattio_stats::hodges_lehmann(&x, &b),
+        ) else {
+            continue;
+        };
+        let cpu_per_s: Vec<f64> = rs
+            .iter()
+            .map(|r| r.recorder_cpu_s / r.wall_s.max(1e-9))
+            .collect();
+        let cps = median(&cpu_per_s).unwrap_or(0.0);
+        out.push(IdleTest {
+            mechanism: mech.clone(),
+            freq_hz: *fk as f64 / 1000.0,
+            n_base: b.len(),
+            n: x.len(),
+            median_power_base_w: median(&b).unwrap_or(f64::NAN),
+            median_power_w: median(&x).unwrap_or(f64::NAN),
+            p_value: t.p_value,
+            p_adj: f64::NAN,
+            shift_w: shift,
+            recorder_cpu_per_s: cps,
+            recorder_power_w: (model.max_w_per_cpu - model.min_w_per_cpu) * cps,
+            sample_rate: median(
+                &rs.iter()
+                    .map(|r| r.samples as f64 / r.wall_s.max(1e-9))
+                    .collect::<Vec<_>>(),
+            )
+            .unwrap_or(0.0),
+            cstates: mean_cstates(rs.iter().map(|r| r.cstates.as_str())),
+        });
+    }
+    let adj = holm(&out.iter().map(|t| t.p_value).collect::<Vec<_>>()).unwrap_or_default();
+    for (t, a) in out.iter_mut().zip(adj) {
+        t.p_adj = a;
+    }
+    out
+}
+
+fn mean_cstates<'a>(items: impl Iterator<Item = &'a str>) -> String {
+    let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+    let mut why = None;
+    for s in items {
+        if let Some(r) = s.strip_prefix("unavailable") {
+            why = Some(format!("unavailable{r}"));
+            continue;
+        }
+        for part in s.split(';').filter(|p| !p.is_empty()) {
+            if let Some((k, v)) = part.split_once('=') {
+                if let Ok(v) = v.parse::<f64>() {
+                    let e = sums.entry(k.to_string()).or_default();
+                    e.0 += v;
+                    e.1 += 1;
+                }
+            }
+        }
+    }
+    if sums.is_empty() {
+        return why.unwrap_or_else(|| "unavailable".into());
+    }
+    sums.iter()
+        .map(|(k, (s, n))| format!("{k} {:.1}%", 100.0 * s / *n as f64))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// p-values as the paper prints them ("< 0.01").
+pub fn fmt_p(p: f64) -> String {
+    if p.is_nan() {
+        "n/a".into()
+    } else if p < 0.01 {
+        format!("< 0.01 ({p:.1e})")
+    } else {
+        format!("{p:.2}")
+    }
+}
+
+/// Markdown table shaped like the paper's Appendix A.
+pub fn time_table_markdown(tests: &[TimeTest]) -> String {
+    let mut s = String::from(
+        "| workload | mechanism | freq (Hz) | n (off/on) | median off (s) | median on (s) | pvalue | adj.pvalue | shift (s) | shift % | 95% CI (s) | rows/s | recorder CPU (s) |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n",
+    );
+    for t in tests {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {}/{} | {:.4} | {:.4} | {} | {} | {:+.4} | {:+.2} | [{:+.4}, {:+.4}] | {:.1} | {:.3} |",
+            t.workload,
+            t.mechanism,
+            t.freq_hz,
+            t.n_base,
+            t.n,
+            t.median_base_s,
+            t.median_s,
+            fmt_p(t.p_value),
+            fmt_p(t.p_adj),
+            t.shift_s,
+            t.shift_pct,
+            t.ci_low_s,
+            t.ci_high_s,
+            t.sample_rate,
+            t.recorder_cpu_s
+        );
+    }
+    s
+}
+
+/// Markdown table shaped like the paper's Appendix B (idle impact).
+pub fn idle_table_markdown(tests: &[IdleTest]) -> String {
+    let mut s = String::from(
+        "| mechanism | freq (Hz) | n (off/on) | est. power off (W) | est. power on (W) | pvalue | adj.pvalue | shift (W, estimated) | recorder CPU (s/s) | recorder share of est. power (W) | rows/s | C-state residency |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+    );
+    for t in tests {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {}/{} | {:.3} | {:.3} | {} | {} | {:+.3} | {:.5} | {:.4} | {:.1} | {} |",
+            t.mechanism,
+            t.freq_hz,
+            t.n_base,
+            t.n,
+            t.median_power_base_w,
+            t.median_power_w,
+            fmt_p(t.p_value),
+            fmt_p(t.p_adj),
+            t.shift_w,
+            t.recorder_cpu_per_s,
+            t.recorder_power_w,
+            t.sample_rate,
+            t.cstates
+        );
+    }
+    s
+}
+
+/// CSV of the time tests (machine-readable Appendix A).
+pub fn time_tests_csv(tests: &[TimeTest]) -> String {
+    let mut s = String::from("workload,mechanism,freq_hz,n_base,n,removed_base,removed,median_base_s,median_s,pvalue,adj_pvalue,exact,shift_s,shift_pct,ci95_low_s,ci95_high_s,rows_per_s,recorder_cpu_s\n");
+    for t in tests {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            csv_quote(&t.workload),
+            t.mechanism,
+            t.freq_hz,
+            t.n_base,
+            t.n,
+            t.removed_base,
+            t.removed,
+            t.median_base_s,
+            t.median_s,
+            t.p_value,
+            t.p_adj,
+            t.exact,
+            t.shift_s,
+            t.shift_pct,
+            t.ci_low_s,
+            t.ci_high_s,
+            t.sample_rate,
+            t.recorder_cpu_s
+        );
+    }
+    s
+}
+
+/// CSV of the idle tests (machine-readable Appendix B; power figures are ESTIMATED).
+pub fn idle_tests_csv(tests: &[IdleTest], model: &ModelParams) -> String {
+    let mut s = String::from("mechanism,freq_hz,n_base,n,est_power_base_w,est_power_w,pvalue,adj_pvalue,shift_w,recorder_cpu_per_s,recorder_power_w,rows_per_s,cstates,estimated,model\n");
+    for t in tests {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},true,{}",
+            t.mechanism,
+            t.freq_hz,
+            t.n_base,
+            t.n,
+            t.median_power_base_w,
+            t.median_power_w,
+            t.p_value,
+            t.p_adj,
+            t.shift_w,
+            t.recorder_cpu_per_s,
+            t.recorder_power_w,
+            t.sample_rate,
+            csv_quote(&t.cstates),
+            csv_quote(&model.name())
+        );
+    }
+    s
+}
+
+// ---------------------------------------------------------------------------------------
+// Plan and schedule
+// ---------------------------------------------------------------------------------------
+
+/// A workload: a name and the command that does a fixed amount of work.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    pub name: String,
+    pub argv: Vec<String>,
+}
+
+/// The default `stress-ng` workloads: CPU-bound (matrix product), memory-bound (STREAM)
+/// and mixed (one matrix worker beside one memory reader). Work is fixed by bogo-op
+/// counts so the running time is what changes. `scale` multiplies the op counts
+/// (1.0 ≈ 1–2 s each on a 2-vCPU VM).
+pub fn default_workloads(workers: usize, scale: f64) -> Vec<Workload> {
+    let ops = |base: f64| ((base * scale).round() as u64).max(1).to_string();
+    let w = workers.max(1).to_string();
+    let half = (workers / 2).max(1).to_string();
+    let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    vec![
+        Workload {
+            name: "cpu-matrixprod".into(),
+            argv: [
+                v(&[
+                    "stress-ng",
+                    "--cpu",
+                    &w,
+                    "--cpu-method",
+                    "matrixprod",
+                    "--cpu-ops",
+                ]),
+                vec![ops(1000.0)],
+                v(&["--quiet"]),
+            ]
+            .concat(),
+        },
+        Workload {
+            name: "mem-stream".into(),
+            argv: [
+                v(&["stress-ng", "--stream", &w, "--stream-ops"]),
+                vec![ops(2.0)],
+                v(&["--quiet"]),
+            ]
+            .concat(),
+        },
+        Workload {
+            name: "mixed-cpu+vm".into(),
+            argv: [
+                v(&[
+                    "stress-ng",
+                    "--cpu",
+                    &half,
+                    "--cpu-method",
+                    "matrixprod",
+                    "--cpu-ops",
+                ]),
+                vec![ops(500.0)],
+                v(&[
+                    "--vm",
+                    &half,
+                    "--vm-bytes",
+                    "64M",
+                    "--vm-keep",
+                    "--vm-method",
+                    "read64",
+                    "--vm-ops",
+                ]),
+                vec![ops(5000.0)],
+                v(&["--quiet"]),
+            ]
+            .concat(),
+        },
+    ]
+}
+
+/// What `wattio overhead` runs.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub workloads: Vec<Workload>,
+    /// Mechanisms to sample with (as `wattio record --source` accepts them).
+    pub mechanisms: Vec<String>,
+    /// Sampling frequencies (Hz), not including "off" which is always run.
+    pub freqs: Vec<f64>,
+    pub reps_per_visit: usize,
+    pub rounds: usize,
+    /// Seconds of each idle run; 0 skips the idle study.
+    pub idle_s: f64,
+    /// Pause after starting the recorder (and in "off" runs) before the workload starts.
+    pub settle_s: f64,
+}
+
+/// One visit of the round-robin schedule: `reps` consecutive runs of one combination.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Visit {
+    pub round: usize,
+    /// Index into `Plan::workloads`, or None for an idle run.
+    pub workload: Option<usize>,
+    /// None = off.
+    pub mechanism: Option<String>,
+    pub freq_hz: f64,
+    pub reps: usize,
+}
+
+impl Plan {
+    /// Combinations in their fixed order: for each workload (then idle), off first,
+    /// then each mechanism × frequency.
+    pub fn combinations(&self) -> Vec<(Option<usize>, Option<String>, f64)> {
+        let mut targets: Vec<Option<usize>> = (0..self.workloads.len()).map(Some).collect();
+        if self.idle_s > 0.0 {
+            targets.push(None);
+        }
+        let mut out = Vec::new();
+        for t in targets {
+            out.push((t, None, 0.0));
+            for m in &self.mechanisms {
+                for f in &self.freqs {
+                    out.push((t, Some(m.clone()), *f));
+                }
+            }
+        }
+        out
+    }
+
+    /// The schedule of the paper's Figure 6: every combination gets `reps_per_visit` runs,
+    /// in order, and the whole cycle repeats `rounds` times.
+    pub fn schedule(&self) -> Vec<Visit> {
+        let combos = self.combinations();
+        let mut v = Vec::new();
+        for round in 0..self.rounds {
+            for (w, m, f) in &combos {
+                v.push(Visit {
+                    round,
+                    workload: *w,
+                    mechanism: m.clone(),
+                    freq_hz: *f,
+                    reps: self.reps_per_visit,
+                });
+            }
+        }
+        v
+    }
+
+    /// Seconds the plan is expected to take given a per-workload time estimate.
+    pub fn estimate_s(&self, per_workload_s: &[f64]) -> f64 {
+        self.schedule()
+            .iter()
+            .map(|v| {
+                let body = match v.workload {
+                    Some(i) => per_workload_s.get(i).copied().unwrap_or(1.0),
+                    None => self.idle_s,
+                };
+                v.reps as f64 * (body + self.settle_s + 0.1)
+            })
+            .sum()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Runner
+// ---------------------------------------------------------------------------------------
+
+/// Errors of the runner, each naming the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("cannot start workload {cmd:?}: {source}; is it installed? (stress-ng: `make deps` or apt-get install stress-ng)")]
+    Spawn { cmd: String, source: std::io::Error },
+    #[error("workload {cmd:?} failed with exit status {status}; run it by hand to see why")]
+    WorkloadFailed { cmd: String, status: String },
+    #[error("`wattio record --source {mechanism} --freq {freq}` exited early: {stderr}")]
+    RecorderDied {
+        mechanism: String,
+        freq: f64,
+        stderr: String,
+    },
+    #[error(
+        "`wattio record` wrote no header within 10 s (mechanism {0}); is the machine overloaded?"
+    )]
+    RecorderSlow(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A running `wattio record` subprocess.
+struct Recorder {
+    child: Child,
+    out: PathBuf,
+    err: PathBuf,
+    mechanism: String,
+    freq: f64,
+}
+
+impl Recorder {
+    fn start(exe: &Path, mechanism: &str, freq: f64, dir: &Path) -> Result<Recorder, RunError> {
+        let out = dir.join("recorder.csv");
+        let err = dir.join("recorder.err");
+        let _ = std::fs::remove_file(&out);
+        let child = Command::new(exe)
+            .args([
+                "record",
+                "--source",
+                mechanism,
+                "--freq",
+                &freq.to_string(),
+                "--format",
+                "csv",
+                "-o",
+            ])
+            .arg(&out)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&err)?)
+            .spawn()
+            .map_err(|e| RunError::Spawn {
+                cmd: exe.display().to_string(),
+                source: e,
+            })?;
+        let mut r = Recorder {
+            child,
+            out,
+            err,
+            mechanism: mechanism.into(),
+            freq,
+        };
+        // Ready when the CSV header is on disk: the source is open and sampling.
+        let t0 = Instant::now();
+        loop {
+            if let Some(_status) = r.child.try_wait()? {
+                return Err(r.died());
+            }
+            if std::fs::metadata(&r.out)
+                .map(|m| m.len() > 0)
+                .unwrap_or(false)
+            {
+                return Ok(r);
+            }
+            if t0.elapsed() > Duration::from_secs(10) {
+                let _ = r.child.kill();
+                let _ = r.child.wait();
+                return Err(RunError::RecorderSlow(r.mechanism.clone()));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn died(&self) -> RunError {
+        let stderr = std::fs::read_to_string(&self.err).unwrap_or_default();
+        RunError::RecorderDied {
+            mechanism: self.mechanism.clone(),
+            freq: self.freq,
+            stderr: stderr
+                .lines()
+                .rfind(|l| !l.trim().is_empty())
+                .unwrap_or("no message")
+                .to_string(),
+        }
+    }
+
+    /// SIGTERM, reap with `wait4` to get the CPU time, count data rows.
+    fn stop(self) -> Result<(u64, f64), RunError> {
+        let pid = self.child.id() as libc::pid_t;
+        // SAFETY: pid is our own un-reaped child.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let (status, cpu) = wait4(pid)?;
+        // Our wait4 reaped it; forget the std handle so it does not try again.
+        std::mem::forget(self.child);
+        let terminated_by_us = libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGTERM;
+        let clean_exit = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+        if !(clean_exit || terminated_by_us) {
+            let stderr = std::fs::read_to_string(&self.err).unwrap_or_default();
+            return Err(RunError::RecorderDied {
+                mechanism: self.mechanism,
+                freq: self.freq,
+                stderr: stderr.lines().last().unwrap_or("no message").to_string(),
+            });
+        }
+        let rows = std::fs::File::open(&self.out)
+            .map(|f| std::io::BufReader::new(f).lines().count().saturating_sub(1) as u64)
+            .unwrap_or(0);
+        let _ = std::fs::remove_file(&self.out);
+        Ok((rows, cpu))
+    }
+}
+
+/// Waits for `pid`, returning the raw status and its user+system CPU seconds.
+fn wait4(pid: libc::pid_t) -> std::io::Result<(i32, f64)> {
+    let mut status = 0;
+    // SAFETY: zeroed rusage is a valid out-parameter.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: valid pointers to locals.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        if r == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    Ok((status, tv(ru.ru_utime) + tv(ru.ru_stime)))
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// Busy CPU-seconds of the whole machine from `/proc/stat` (user, nice, system, irq,
+/// softirq; 10 ms ticks).
+pub fn machine_busy_s(root: &SysRoot) -> std::io::Result<f64> {
+    let text = std::fs::read_to_string(root.path("/proc/stat"))?;
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("cpu "))
+        .ok_or_else(|| std::io::Error::other("no aggregate cpu line in /proc/stat"))?;
+    let v: Vec<u64> = line
+        .split_ascii_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    if v.len() < 7 {
+        return Err(std::io::Error::other("short cpu line in /proc/stat"));
+    }
+    // SAFETY: sysconf is always safe to call.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    Ok((v[0] + v[1] + v[2] + v[5] + v[6]) as f64 / hz)
+}
+
+/// Cumulative residency (µs) per idle-state name summed over CPUs, from
+/// `/sys/devices/system/cpu/cpu*/cpuidle/state*/{name,time}`; Err says why not.
+pub fn cstate_times(root: &SysRoot) -> Result<BTreeMap<String, u64>, String> {
+    let base = root.path("/sys/devices/system/cpu");
+    let rd = std::fs::read_dir(&base).map_err(|e| format!("{}: {e}", base.display()))?;
+    let mut out: BTreeMap<String, u64> = BTreeMap::new();
+    let mut cpus = 0;
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with("cpu")
+            && name[3..].chars().all(|c| c.is_ascii_digit())
+            && name.len() > 3)
+        {
+            continue;
+        }
+        cpus += 1;
+        let Ok(states) = std::fs::read_dir(e.path().join("cpuidle")) else {
+            continue;
+        };
+        for s in states.flatten() {
+            let p = s.path();
+            let (Ok(n), Ok(t)) = (
+                std::fs::read_to_string(p.join("name")),
+                std::fs::read_to_string(p.join("time")),
+            ) else {
+                continue;
+            };
+            if let Ok(t) = t.trim().parse::<u64>() {
+                *out.entry(n.trim().to_string()).or_default() += t;
+            }
+        }
+    }
+    if out.is_empty() {
+        let driver =
+            std::fs::read_to_string(root.path("/sys/devices/system/cpu/cpuidle/current_driver"))
+                .unwrap_or_default();
+        return Err(format!(
+            "no cpu*/cpuidle/state* under {} ({} CPUs; cpuidle driver '{}'): the hypervisor exposes no C-states",
+            base.display(),
+            cpus,
+            driver.trim()
+        ));
+    }
+    Ok(out)
+}
+
+/// Progress callback: (runs done, runs total, what just ran).
+pub type Progress<'a> = &'a mut dyn FnMut(usize, usize, &str);
+
+/// Where the runner writes and what it uses.
+pub struct Runner<'a> {
+    pub plan: &'a Plan,
+    /// The `wattio` executable to run as the recorder.
+    pub wattio_exe: PathBuf,
+    pub out_dir: PathBuf,
+    pub root: SysRoot,
+    pub model: ModelParams,
+}
+
+/// What a finished run produced.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    pub load: Vec<LoadRun>,
+    pub idle: Vec<IdleRun>,
+}
+
+impl Runner<'_> {
+    /// Runs the whole schedule, appending every run to `runs.csv` / `idle.csv` in
+    /// `out_dir` as it finishes (a crash loses at most the run in progress).
+    pub fn run(&self, progress: Progress) -> Result<Outcome, RunError> {
+        std::fs::create_dir_all(&self.out_dir)?;
+        let scratch = self.out_dir.join(".scratch");
+        std::fs::create_dir_all(&scratch)?;
+        let mut load_csv = std::fs::File::create(self.out_dir.join("runs.csv"))?;
+        writeln!(load_csv, "{}", LOAD_COLUMNS.join(","))?;
+        let mut idle_csv = if self.plan.idle_s > 0.0 {
+            let mut f = std::fs::File::create(self.out_dir.join("idle.csv"))?;
+            writeln!(f, "{}", IDLE_COLUMNS.join(","))?;
+            Some(f)
+        } else {
+            None
+        };
+        let schedule = self.plan.schedule();
+        let total: usize = schedule.iter().map(|v| v.reps).sum();
+        let n_cpus = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        let mut out = Outcome::default();
+        let (mut done, mut seq) = (0, 0);
+        let result = (|| -> Result<(), RunError> {
+            for v in &schedule {
+                for rep in 0..v.reps {
+                    seq += 1;
+                    let label = format!(
+                        "{} {} {}",
+                        v.workload
+                            .map(|i| self.plan.workloads[i].name.as_str())
+                            .unwrap_or("idle"),
+                        v.mechanism.as_deref().unwrap_or(OFF),
+                        if v.mechanism.is_some() {
+                            format!("{} Hz", v.freq_hz)
+                        } else {
+                            String::new()
+                        }
+                    );
+                    let rec = match &v.mechanism {
+                        Some(m) => Some(Recorder::start(&self.wattio_exe, m, v.freq_hz, &scratch)?),
+                        None => None,
+                    };
+                    std::thread::sleep(Duration::from_secs_f64(self.plan.settle_s));
+                    let start_unix = unix_now();
+                    let body = match v.workload {
+                        Some(i) => self
+                            .time_workload(&self.plan.workloads[i])
+                            .map(|e| (e, None)),
+                        None => self
+                            .idle_window()
+                            .map(|(wall, busy, cs)| (wall, Some((busy, cs)))),
+                    };
+                    // Stop the recorder even when the workload failed.
+                    let stopped = rec.map(|r| r.stop()).transpose();
+                    let (elapsed, idle) = body?;
+                    let (samples, rec_cpu) = stopped?.unwrap_or((0, 0.0));
+                    let mechanism = v.mechanism.clone().unwrap_or_else(|| OFF.into());
+                    match (v.workload, idle) {
+                        (Some(i), _) => {
+                            let r = LoadRun {
+                                round: v.round,
+                                seq,
+                                workload: self.plan.workloads[i].name.clone(),
+                                mechanism,
+                                freq_hz: v.freq_hz,
+                                rep,
+                                elapsed_s: elapsed,
+                                samples,
+                                recorder_cpu_s: rec_cpu,
+                                start_unix,
+                            };
+                            load_csv.write_all(r.csv_line().as_bytes())?;
+                            out.load.push(r);
+                        }
+                        (None, Some((busy, cstates))) => {
+                            let e = self.model.energy_j(n_cpus, elapsed, busy);
+                            let r = IdleRun {
+                                round: v.round,
+                                seq,
+                                mechanism,
+                                freq_hz: v.freq_hz,
+                                rep,
+                                wall_s: elapsed,
+                                busy_cpu_s: busy,
+                                recorder_cpu_s: rec_cpu,
+                                samples,
+                                est_power_w: e / elapsed.max(1e-9),
+                                model: self.model.name(),
+                                cstates,
+                            };
+                            if let Some(f) = idle_csv.as_mut() {
+                                f.write_all(r.csv_line().as_bytes())?;
+                            }
+                            out.idle.push(r);
+                        }
+                        (None, None) => {}
+                    }
+                    done += 1;
+                    progress(done, total, &label);
+                }
+            }
+            Ok(())
+        })();
+        let _ = std::fs::remove_dir_all(&scratch);
+        result.map(|_| out)
+    }
+
+    fn time_workload(&self, w: &Workload) -> Result<f64, RunError> {
+        let cmd = w.argv.join(" ");
+        let t0 = Instant::now();
+        let mut child = Command::new(&w.argv[0])
+            .args(&w.argv[1..])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| RunError::Spawn {
+                cmd: cmd.clone(),
+                source: e,
+            })?;
+        let status = child.wait()?;
+        let elapsed = t0.elapsed().as_secs_f64();
+        if !status.success() {
+            return Err(RunError::WorkloadFailed {
+                cmd,
+                status: status.to_string(),
+            });
+        }
+        Ok(elapsed)
+    }
+
+    fn idle_window(&self) -> Result<(f64, f64, String), RunError> {
+        let c0 = cstate_times(&self.root);
+        let b0 = machine_busy_s(&self.root)?;
+        let t0 = Instant::now();
+        std::thread::sleep(Duration::from_secs_f64(self.plan.idle_s));
+        let wall = t0.elapsed().as_secs_f64();
+        let b1 = machine_busy_s(&self.root)?;
+        let c1 = cstate_times(&self.root);
+        let n_cpus = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1) as f64;
+        let cs = match (c0, c1) {
+            (Ok(a), Ok(b)) => b
+                .iter()
+                .map(|(k, v)| {
+                    let d = v.saturating_sub(*a.get(k).unwrap_or(&0)) as f64 * 1e-6;
+                    format!("{k}={:.4}", d / (wall * n_cpus))
+                })
+                .collect::<Vec<_>>()
+                .join(";"),
+            (Err(e), _) | (_, Err(e)) => format!("unavailable: {e}"),
+        };
+        Ok((wall, (b1 - b0).max(0.0), cs))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> Plan {
+        Plan {
+            workloads: default_workloads(2, 1.0),
+            mechanisms: vec!["model".into()],
+            freqs: vec![0.1, 1.0, 10.0, 100.0, 1000.0],
+            reps_per_visit: 3,
+            rounds: 2,
+            idle_s: 2.0,
+            settle_s: 0.2,
+        }
+    }
+
+    #[test]
+    fn schedule_is_round_robin_like_figure_6() {
+        let p = plan();
+        let s = p.schedule();
+        // 3 workloads + idle, each: off + 5 freqs, two rounds.
+        assert_eq!(s.len(), 4 * 6 * 2);
+        assert_eq!(s[0].mechanism, None);
+        assert_eq!(s[1].freq_hz, 0.1);
+        // The second round starts over with the first combination.
+        assert_eq!(s[24].round, 1);
+        assert_eq!((s[24].workload, s[24].mechanism.clone()), (Some(0), None));
+        assert!(s.iter().all(|v| v.reps == 3));
+    }
+
+    #[test]
+    fn cstates_unavailable_is_reported_with_reason() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("sys/devices/system/cpu/cpu0")).unwrap();
+        let e = cstate_times(&SysRoot::new(d.path())).unwrap_err();
+        assert!(e.contains("no cpu*/cpuidle/state*"), "{e}");
+    }
+
+    #[test]
+    fn cstates_are_summed_from_a_fixture_tree() {
+        let d = tempfile::tempdir().unwrap();
+        for cpu in 0..2 {
+            for (i, (n, t)) in [("POLL", 5u64), ("C1", 100), ("C6", 1000)]
+                .iter()
+                .enumerate()
+            {
+                let s = d
+                    .path()
+                    .join(format!("sys/devices/system/cpu/cpu{cpu}/cpuidle/state{i}"));
+                std::fs::create_dir_all(&s).unwrap();
+                std::fs::write(s.join("name"), format!("{n}\n")).unwrap();
+                std::fs::write(s.join("time"), format!("{}\n", t * (cpu + 1))).unwrap();
+            }
+        }
+        let m = cstate_times(&SysRoot::new(d.path())).unwrap();
+        assert_eq!(m["C1"], 300);
+        assert_eq!(m["C6"], 3000);
+        assert_eq!(m["POLL"], 15);
+    }
+
+    #[test]
+    fn analysis_finds_a_planted_slowdown_and_not_a_null_one() {
+        // Hand-made data: "off" and 10 Hz interleave; 1000 Hz is 5 % slower in every run.
+        let mut runs = Vec::new();
+        let base = [10.00, 10.02, 9.98, 10.01, 9.99, 10.03, 9.97, 10.04]; // no ties: exact test
+        let mut push = |mech: &str, f: f64, xs: Vec<f64>| {
+            for (i, e) in xs.into_iter().enumerate() {
+                runs.push(LoadRun {
+                    round: 0,
+                    seq: i,
+                    workload: "w".into(),
+                    mechanism: mech.into(),
+                    freq_hz: f,
+                    rep: i,
+                    elapsed_s: e,
+                    samples: (f * e) as u64,
+                    recorder_cpu_s: 0.0,
+                    start_unix: 0.0,
+                });
+            }
+        };
+        push(OFF, 0.0, base.to_vec());
+        push("model", 10.0, base.iter().map(|v| v + 0.005).collect());
+        push("model", 1000.0, base.iter().map(|v| v * 1.05).collect());
+        let t = analyze_load(&runs);
+        assert_eq!(t.len(), 2);
+        let slow = t.iter().find(|x| x.freq_hz == 1000.0).unwrap();
+        let null = t.iter().find(|x| x.freq_hz == 10.0).unwrap();
+        // Complete separation, 8 vs 8: exact p = 1/C(16,8) = 1/12870; Holm ×2.
+        assert!((slow.p_value - 1.0 / 12870.0).abs() < 1e-12);
+        assert!((slow.p_adj - 2.0 / 12870.0).abs() < 1e-12);
+        assert!(slow.shift_pct > 4.5 && slow.shift_pct < 5.5);
+        assert!(null.p_adj > 0.05);
+    }
+
+    #[test]
+    fn outliers_are_removed_before_testing() {
+        let mut runs: Vec<LoadRun> = Vec::new();
+        let mk = |mech: &str, f: f64, e: f64| LoadRun {
+            round: 0,
+            seq: 0,
+            workload: "w".into(),
+            mechanism: mech.into(),
+            freq_hz: f,
+            rep: 0,
+            elapsed_s: e,
+            samples: 0,
+            recorder_cpu_s: 0.0,
+            start_unix: 0.0,
+        };
+        for e in [1.0, 1.01, 0.99, 1.02, 0.98, 1.0] {
+            runs.push(mk(OFF, 0.0, e));
+            runs.push(mk("model", 1.0, e));
+        }
+        runs.push(mk("model", 1.0, 50.0)); // a run disturbed by something else
+        let t = analyze_load(&runs);
+        assert_eq!(t[0].removed, 1);
+        assert_eq!(t[0].n, 6);
+    }
+}
