@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod iobench_cmd;
 mod meter_cmd;
 mod overhead_cmd;
 mod report_cmd;
@@ -30,6 +31,8 @@ enum Command {
     Workload(meter_cmd::WorkloadArgs),
     /// Write a fake /sys, /proc, /dev tree of a RAPL machine, to try wattio with WATTIO_ROOT.
     Fixture(meter_cmd::FixtureArgs),
+    /// Java I/O energy study (ICSME 2021): JMH benchmarks measured by the meter, ranked.
+    Iobench(iobench_cmd::IobenchArgs),
     /// Self-contained HTML report (inline SVG) from a directory of wattio result files.
     Report(report_cmd::ReportArgs),
     /// Measurement overhead study: workloads timed with the recorder off and at 0.1-1000 Hz.
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
         Command::Export(a) => meter_cmd::export(a),
         Command::Workload(a) => meter_cmd::workload(a),
         Command::Fixture(a) => meter_cmd::fixture(a),
+        Command::Iobench(a) => iobench_cmd::iobench(a),
         Command::Report(a) => report_cmd::report(a),
         Command::Overhead(a) => overhead_cmd::overhead(a),
     };

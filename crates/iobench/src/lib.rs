@@ -1,1 +1,234 @@
-//! wattio-iobench: see docs/architecture.md.
+//! # wattio-iobench
+//!
+//! The Java I/O energy study of Ournani et al. (ICSME 2021) as a tool: the JMH benchmarks live in
+//! the Maven module `iobench/`; this crate builds it when needed, generates the files of Table I,
+//! runs one fresh JVM per measured run with the methods interleaved over rounds, serves energy to
+//! the JVMs over a Unix socket ([`server`]) from the wattio meter, and turns the runs into tidy
+//! CSV/JSON, paper-shaped tables, MB/J rankings, plots and recommendations backed by statistics.
+//!
+//! * [`catalog`] — use cases, methods, sizes, buffer sizes (mirror of the Java catalog).
+//! * [`study`] — planning (cells, JMH invocations per round) and running.
+//! * [`server`] — the documented local energy interface (line protocol).
+//! * [`cache`] — cold/warm page cache without root (`posix_fadvise`, `mincore`).
+//! * [`procstat`] — the JVM's CPU time at ns resolution (per-process model estimates).
+//! * [`results`], [`analysis`], [`report`] — rows, statistics, tables and SVG plots.
+//! * [`maven`] — locating and building the Maven module, running its generator.
+
+pub mod analysis;
+pub mod cache;
+pub mod catalog;
+pub mod maven;
+pub mod procstat;
+pub mod report;
+pub mod results;
+pub mod server;
+pub mod study;
+
+use analysis::{cell_stats, recommend, CellStats, Recommendation};
+use anyhow::{Context, Result};
+use catalog::Op;
+use results::RunRecord;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// Where and how a study ran (goes into results.json and summary.md).
+#[derive(Debug, Clone, Serialize)]
+pub struct Meta {
+    pub command: String,
+    pub machine: String,
+    pub java: String,
+    /// `estimated (model: ...)` or `measured (perf)` for the study's energy column.
+    pub energy: String,
+    pub cache: String,
+    pub libs: String,
+    pub jvm_args: String,
+    pub runs: u32,
+    pub started_unix_s: f64,
+    pub notes: Vec<String>,
+}
+
+/// Everything written for a study.
+#[derive(Debug, Serialize)]
+pub struct StudyOutput {
+    pub meta: Meta,
+    pub runs: Vec<RunRecord>,
+    pub cells: Vec<CellStats>,
+    pub recommendations: Vec<Recommendation>,
+}
+
+/// The provenance label shared by the rows (they come from one meter, so they agree).
+pub fn provenance_of(rows: &[RunRecord]) -> String {
+    let mut labels: Vec<String> = rows.iter().map(|r| r.provenance()).collect();
+    labels.sort();
+    labels.dedup();
+    if labels.is_empty() {
+        "unknown".into()
+    } else {
+        labels.join("; ")
+    }
+}
+
+/// Computes statistics and recommendations.
+pub fn analyse(meta: Meta, runs: Vec<RunRecord>) -> StudyOutput {
+    let cells = cell_stats(&runs);
+    let prov = provenance_of(&runs);
+    let recommendations = Op::ALL
+        .iter()
+        .filter_map(|&op| recommend(&runs, op, &prov))
+        .collect();
+    StudyOutput {
+        meta,
+        runs,
+        cells,
+        recommendations,
+    }
+}
+
+/// Files written by [`write_outputs`].
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub csv: PathBuf,
+    pub json: PathBuf,
+    pub summary: PathBuf,
+    pub plots: Vec<PathBuf>,
+}
+
+/// Writes results.csv, results.json, summary.md and SVG plots into `dir`.
+pub fn write_outputs(out: &StudyOutput, dir: &Path) -> Result<Written> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let csv = dir.join("results.csv");
+    results::write_csv(&csv, &out.runs)?;
+    let json = dir.join("results.json");
+    std::fs::write(&json, serde_json::to_string_pretty(out)?)
+        .with_context(|| format!("writing {}", json.display()))?;
+    let prov = provenance_of(&out.runs);
+    let mut plots = vec![];
+    for op in Op::ALL {
+        if let Some(svg) = report::ranking_svg(&out.cells, op, &prov) {
+            let p = dir.join(format!("ranking-{op}.svg"));
+            std::fs::write(&p, svg)?;
+            plots.push(p);
+        }
+    }
+    if let Some(svg) = report::buffer_svg(&out.cells, &prov) {
+        let p = dir.join("buffer-sweep.svg");
+        std::fs::write(&p, svg)?;
+        plots.push(p);
+    }
+    let summary = dir.join("summary.md");
+    std::fs::write(&summary, summary_markdown(out))?;
+    Ok(Written {
+        csv,
+        json,
+        summary,
+        plots,
+    })
+}
+
+/// The whole report as markdown: provenance, recommendations, rankings, tables, buffer curve.
+pub fn summary_markdown(out: &StudyOutput) -> String {
+    let prov = provenance_of(&out.runs);
+    let m = &out.meta;
+    let mut s = format!(
+        "# wattio iobench results\n\nCommand: `{}`\n\nMachine: {}; {}\n\nEnergy: **{}**. Cache: {}. Libraries: {}. Fork JVM options: `{}`. Runs per cell: {}.\n\n",
+        m.command, m.machine, m.java, prov, m.cache, m.libs, m.jvm_args, m.runs
+    );
+    for n in &m.notes {
+        s.push_str(&format!("Note: {n}\n\n"));
+    }
+    s.push_str("## Recommendations\n\n");
+    s.push_str(&report::recommendations_text(&out.recommendations));
+    s.push('\n');
+    for op in Op::ALL {
+        if let Some(t) = report::ranking_table(&out.cells, op, &prov) {
+            s.push_str(&format!("## {}\n\n{t}\n", op.title()));
+        }
+        if let Some(t) = report::paper_table(&out.cells, op, &prov) {
+            s.push_str(&t);
+            s.push('\n');
+        }
+    }
+    if let Some(t) = report::buffer_table(&out.cells, &prov) {
+        s.push_str("## Buffer size\n\n");
+        s.push_str(&t);
+    }
+    s
+}
+
+/// The short console report: ranking per use case and the recommendation lines.
+pub fn console_report(out: &StudyOutput) -> String {
+    let prov = provenance_of(&out.runs);
+    let mut s = format!("energy: {prov}\n");
+    for op in Op::ALL {
+        let v = report::ranking_cells(&out.cells, op);
+        if let Some(f) = v.first() {
+            s.push_str(&format!(
+                "\n{} — {} file, {} runs, best MB/J first:\n",
+                op.title(),
+                f.size,
+                f.n
+            ));
+            s.push_str(&format!(
+                "  {:>4}  {:<12} {:>10} {:>12} {:>12}\n",
+                "rank", "method", "MB/J", "median J", "median ms"
+            ));
+            for (i, c) in v.iter().enumerate() {
+                s.push_str(&format!(
+                    "  {:>4}  {:<12} {:>10} {:>12} {:>12}\n",
+                    i + 1,
+                    c.method,
+                    analysis::sig(c.mb_per_j),
+                    analysis::sig(c.energy_median_j),
+                    analysis::sig(c.time_median_s * 1e3)
+                ));
+            }
+        }
+    }
+    s.push_str("\nrecommendations:\n");
+    s.push_str(&report::recommendations_text(&out.recommendations));
+    s
+}
+
+/// "model name, kernel" of this machine, for result headers.
+pub fn machine_description() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let n = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .next()
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|k| k.parse::<f64>().ok())
+        })
+        .map(|kb| format!(", {:.0} GB RAM", kb / 1048576.0))
+        .unwrap_or_default();
+    format!("{n} vCPU {cpu}{mem}, Linux {kernel}")
+}
+
+/// `java -version`'s first line.
+pub fn java_version(java: &str) -> String {
+    std::process::Command::new(java)
+        .arg("-version")
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stderr)
+                .lines()
+                .next()
+                .map(|l| l.trim().to_string())
+        })
+        .unwrap_or_else(|| "java: unknown".into())
+}

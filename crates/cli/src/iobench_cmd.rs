@@ -1,0 +1,105 @@
+//! `wattio iobench`: the Java I/O energy study (logic in `wattio-iobench`).
+
+use crate::meter_cmd::SourceArgs;
+use anyhow::Result;
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use wattio_iobench::cache::CacheMode;
+use wattio_iobench::catalog::{Op, Size};
+use wattio_iobench::maven::Libs;
+use wattio_iobench::study::{self, StudyConfig};
+use wattio_iobench::{analyse, console_report, write_outputs, Meta};
+
+/// Which Java file I/O method costs the least energy? The ICSME 2021 study's 28 method/use-case
+/// benchmarks run with JMH (one fresh JVM per run, methods interleaved), energy from the meter.
+#[derive(Args, Debug)]
+pub struct IobenchArgs {
+    /// File sizes (Table I): tiny (100 KB), small (15 MB), medium (200 MB), medlarge (3.2 GB), large (16 GB).
+    #[arg(long, value_delimiter = ',', default_value = "tiny,small,medium")]
+    sizes: Vec<Size>,
+    /// Use cases: read (by chunks/lines), readall, seek, write.
+    #[arg(long, value_delimiter = ',', default_value = "read,readall,seek,write")]
+    ops: Vec<Op>,
+    /// Only these methods (e.g. channel,iostream,scanner); default: all of each use case.
+    #[arg(long, value_delimiter = ',')]
+    methods: Option<Vec<String>>,
+    /// Measured runs per cell, each in a fresh JVM.
+    #[arg(long, default_value_t = 30)]
+    runs: u32,
+    /// Page cache before each run: cold (evicted with posix_fadvise) or warm (pre-read).
+    #[arg(long, default_value = "warm")]
+    cache: CacheMode,
+    /// Also run the buffered methods with buffers of 1 KiB to 1 MiB (Figure 5).
+    #[arg(long)]
+    buffer_sweep: bool,
+    /// Library versions: paper (commons-io 2.8.0, Guava 23.0) or current.
+    #[arg(long, default_value = "paper")]
+    libs: Libs,
+    /// Output directory for results.csv, results.json, summary.md and plots.
+    #[arg(short = 'o', long, default_value = "results/iobench")]
+    out: PathBuf,
+    /// Where the generated input files live (reused between studies).
+    #[arg(long, default_value = "results/iobench-data")]
+    data_dir: PathBuf,
+    /// The Maven module (default: iobench/ of this checkout).
+    #[arg(long)]
+    iobench_dir: Option<PathBuf>,
+    /// The java launcher.
+    #[arg(long, default_value = "java")]
+    java: String,
+    /// Heap of each benchmark JVM (-Xms = -Xmx).
+    #[arg(long, default_value = "2g")]
+    heap: String,
+    #[command(flatten)]
+    source: SourceArgs,
+}
+
+pub fn iobench(a: IobenchArgs) -> Result<ExitCode> {
+    let meter = Arc::new(a.source.open_meter()?);
+    let model = a.source.config().model;
+    let cfg = StudyConfig {
+        sizes: a.sizes.clone(),
+        ops: a.ops.clone(),
+        methods: a.methods.clone(),
+        runs: a.runs,
+        cache: a.cache,
+        buffer_sweep: a.buffer_sweep,
+        libs: a.libs,
+        out_dir: a.out.clone(),
+        data_dir: a.data_dir.clone(),
+        module_dir: a.iobench_dir.clone(),
+        java: a.java.clone(),
+        heap: a.heap.clone(),
+        progress: true,
+    };
+    let started = wattio_meter::meter::unix_now();
+    let run = study::run(&cfg, meter, model, &mut |m| {
+        eprintln!("wattio iobench: {m}")
+    })?;
+    let meta = Meta {
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        machine: wattio_iobench::machine_description(),
+        java: wattio_iobench::java_version(&a.java),
+        energy: wattio_iobench::provenance_of(&run.records),
+        cache: a.cache.as_str().into(),
+        libs: a.libs.as_str().into(),
+        jvm_args: run.jvm_args.clone(),
+        runs: a.runs,
+        started_unix_s: started,
+        notes: run.notes.clone(),
+    };
+    let out = analyse(meta, run.records);
+    let w = write_outputs(&out, &a.out)?;
+    print!("{}", console_report(&out));
+    println!(
+        "\nwrote {}, {}, {} and {} plot(s) in {}",
+        w.csv.file_name().unwrap_or_default().to_string_lossy(),
+        w.json.file_name().unwrap_or_default().to_string_lossy(),
+        w.summary.file_name().unwrap_or_default().to_string_lossy(),
+        w.plots.len(),
+        a.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,216 @@
+//! Finding and (re)building the Maven module `iobench/` and running its generator.
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::SystemTime;
+
+/// Library versions the benchmarks are built with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Libs {
+    /// commons-io 2.8.0 and Guava 23.0, as in the paper.
+    Paper,
+    /// Current releases (the `libs-current` Maven profile).
+    Current,
+}
+
+impl Libs {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Libs::Paper => "paper",
+            Libs::Current => "current",
+        }
+    }
+}
+
+impl std::str::FromStr for Libs {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "paper" => Ok(Libs::Paper),
+            "current" => Ok(Libs::Current),
+            _ => Err(format!(
+                "unknown library set '{s}': use paper (commons-io 2.8.0, guava 23.0) or current"
+            )),
+        }
+    }
+}
+
+/// Finds the `iobench/` Maven module: `explicit`, else `WATTIO_IOBENCH_DIR`, else an
+/// `iobench/pom.xml` in the current directory or one of its parents, else the source checkout
+/// this binary was built from.
+pub fn find_module(explicit: Option<&Path>) -> Result<PathBuf> {
+    let ok = |p: &Path| p.join("pom.xml").is_file();
+    if let Some(p) = explicit {
+        if ok(p) {
+            return Ok(p.to_path_buf());
+        }
+        bail!(
+            "{} has no pom.xml: pass the wattio checkout's iobench/ directory",
+            p.display()
+        );
+    }
+    if let Some(p) = std::env::var_os("WATTIO_IOBENCH_DIR") {
+        let p = PathBuf::from(p);
+        if ok(&p) {
+            return Ok(p);
+        }
+        bail!(
+            "WATTIO_IOBENCH_DIR={} has no pom.xml: point it at the checkout's iobench/",
+            p.display()
+        );
+    }
+    if let Ok(mut d) = std::env::current_dir() {
+        loop {
+            if ok(&d.join("iobench")) {
+                return Ok(d.join("iobench"));
+            }
+            if !d.pop() {
+                break;
+            }
+        }
+    }
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../iobench");
+    if ok(&built) {
+        return Ok(built);
+    }
+    bail!("cannot find the iobench Maven module (iobench/pom.xml): run from the wattio checkout or pass --iobench-dir")
+}
+
+/// The benchmark jar for `libs`.
+pub fn jar_path(module: &Path, libs: Libs) -> PathBuf {
+    module
+        .join("target")
+        .join(format!("benchmarks-{}.jar", libs.as_str()))
+}
+
+fn newest_source(module: &Path) -> Result<SystemTime> {
+    fn walk(p: &Path, newest: &mut SystemTime) -> std::io::Result<()> {
+        let md = std::fs::metadata(p)?;
+        if md.is_dir() {
+            for e in std::fs::read_dir(p)? {
+                walk(&e?.path(), newest)?;
+            }
+        } else if let Ok(t) = md.modified() {
+            *newest = (*newest).max(t);
+        }
+        Ok(())
+    }
+    let mut newest = SystemTime::UNIX_EPOCH;
+    walk(&module.join("pom.xml"), &mut newest)?;
+    walk(&module.join("src/main"), &mut newest)?;
+    Ok(newest)
+}
+
+/// Whether the jar is missing or older than the module's sources.
+pub fn needs_build(module: &Path, libs: Libs) -> Result<bool> {
+    let jar = jar_path(module, libs);
+    let Ok(md) = std::fs::metadata(&jar) else {
+        return Ok(true);
+    };
+    Ok(md.modified()? < newest_source(module).context("reading the iobench sources")?)
+}
+
+/// Builds the jar with `mvn -B -q -DskipTests package` when needed; returns its path.
+pub fn ensure_jar(module: &Path, libs: Libs, log: &mut dyn FnMut(&str)) -> Result<PathBuf> {
+    let jar = jar_path(module, libs);
+    if !needs_build(module, libs)? {
+        return Ok(jar);
+    }
+    log(&format!(
+        "building the JMH benchmarks ({} libraries) with Maven…",
+        libs.as_str()
+    ));
+    let mut cmd = Command::new("mvn");
+    cmd.args(["-B", "-q", "-DskipTests", "package"])
+        .current_dir(module);
+    if libs == Libs::Current {
+        cmd.arg("-Plibs-current");
+    }
+    let out = match cmd.output() {
+        Ok(o) => o,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!("mvn not found: install Maven 3 and a JDK 17 (Debian: apt-get install maven openjdk-17-jdk-headless)")
+        }
+        Err(e) => return Err(e).context("running mvn"),
+    };
+    if !out.status.success() {
+        bail!(
+            "building iobench with Maven failed ({}): {}",
+            out.status,
+            tail(
+                &String::from_utf8_lossy(&out.stdout),
+                &String::from_utf8_lossy(&out.stderr)
+            )
+        );
+    }
+    if !jar.is_file() {
+        bail!(
+            "Maven succeeded but {} is missing: check iobench/pom.xml's shade finalName",
+            jar.display()
+        );
+    }
+    Ok(jar)
+}
+
+/// The last few non-empty lines of two outputs, joined on one line (for one-line errors).
+pub fn tail(stdout: &str, stderr: &str) -> String {
+    let lines: Vec<&str> = stdout
+        .lines()
+        .chain(stderr.lines())
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let n = lines.len();
+    lines[n.saturating_sub(4)..].join(" | ")
+}
+
+/// Generates (or keeps) the study's files for `sizes` in `dir` with the Java generator.
+pub fn generate(java: &str, jar: &Path, dir: &Path, sizes: &[&str]) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("creating the data directory {}", dir.display()))?;
+    let out = Command::new(java)
+        .arg("-cp")
+        .arg(jar)
+        .arg("io.wattio.iobench.FileGen")
+        .arg(dir)
+        .args(sizes)
+        .output()
+        .map_err(|e| java_error(java, e))?;
+    if !out.status.success() {
+        bail!(
+            "generating the files failed: {}",
+            tail(
+                &String::from_utf8_lossy(&out.stdout),
+                &String::from_utf8_lossy(&out.stderr)
+            )
+        );
+    }
+    Ok(())
+}
+
+/// The Java catalog as `(op, method, buffered)` triples (`Catalog.main`).
+pub fn java_catalog(java: &str, jar: &Path) -> Result<Vec<(String, String, bool)>> {
+    let out = Command::new(java)
+        .arg("-cp")
+        .arg(jar)
+        .arg("io.wattio.iobench.Catalog")
+        .output()
+        .map_err(|e| java_error(java, e))?;
+    anyhow::ensure!(out.status.success(), "listing the Java catalog failed");
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 4).then(|| (f[0].to_string(), f[1].to_string(), f[3] == "true"))
+        })
+        .collect())
+}
+
+pub fn java_error(java: &str, e: std::io::Error) -> anyhow::Error {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        anyhow::anyhow!("'{java}' not found: install a JDK 17 (Debian: apt-get install openjdk-17-jdk-headless) or pass --java")
+    } else {
+        anyhow::anyhow!("running {java}: {e}")
+    }
+}

@@ -1,0 +1,346 @@
+//! The local energy interface: a Unix-domain socket with a line protocol, served by wattio to
+//! the forked benchmark JVM, so the JVM brackets exactly its measured operation and wattio's
+//! meter supplies the energy (no energy counter is read in Java).
+//!
+//! One request line, one reply line (UTF-8, `\n`-terminated), in this order per run:
+//!
+//! | request | reply | what wattio does |
+//! |---|---|---|
+//! | `HELLO op=O method=M size=S buffer=B pid=P` | `OK` | labels the runs of this connection |
+//! | `PREPARE <absolute path>` | `OK cache=cold resident=0.000` | evicts or pre-reads the input |
+//! | `BEGIN` | `OK` | meter snapshot + the JVM's CPU time (schedstat) |
+//! | `END ns=N` | one JSON object (see [`WindowEnergy`]) | second snapshot; energy of the window |
+//! | `CHECK ok=B bytes=N got=H want=H` | `OK` | records the run with its output check |
+//!
+//! Anything else, or a request out of order, gets `ERR <why>`.
+
+use crate::cache::{self, CacheMode};
+use crate::catalog::{Op, Size};
+use crate::procstat;
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+use wattio_energy::ModelParams;
+use wattio_meter::{Meter, Snapshot};
+
+/// Energy of one measured window, as sent back to the JVM after `END`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WindowEnergy {
+    /// The figure the study uses (see `scope`).
+    pub energy_j: f64,
+    /// `process`: the model applied to the JVM's own CPU time over the window (estimated);
+    /// `system`: the meter's whole-machine figure.
+    pub scope: String,
+    pub mechanism: String,
+    pub estimated: bool,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub model: Option<String>,
+    /// The meter's whole-machine figure over the same window, same mechanism.
+    pub system_energy_j: f64,
+    /// CPU seconds of the JVM's threads over the window.
+    pub cpu_s: f64,
+    /// Wall seconds between `BEGIN` and `END` as seen by wattio.
+    pub window_s: f64,
+}
+
+/// One measured run as recorded by the server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub op: Op,
+    pub method: String,
+    pub size: Size,
+    pub buffer: u32,
+    pub pid: u32,
+    /// JVM-measured duration of the operation (System.nanoTime around the call).
+    pub time_s: f64,
+    pub energy: WindowEnergy,
+    pub bytes: u64,
+    pub ok: bool,
+    pub got: String,
+    pub want: String,
+    pub cache: Option<CacheMode>,
+    /// Fraction of the input in the page cache right after PREPARE.
+    pub resident: Option<f64>,
+}
+
+/// What the server reports to the orchestrator.
+#[derive(Debug)]
+pub enum Event {
+    Sample(Box<Sample>),
+    /// A connection broke the protocol or failed to measure.
+    Error(String),
+}
+
+/// How windows are turned into energy.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub cache: CacheMode,
+    pub model: ModelParams,
+    /// CPUs the model's idle power is counted for.
+    pub n_cpus: usize,
+    /// `/proc` (tests may point elsewhere).
+    pub proc_root: PathBuf,
+}
+
+/// The socket server; stops and removes its socket when dropped.
+pub struct EnergyServer {
+    dir: tempfile::TempDir,
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+    rx: Receiver<Event>,
+}
+
+impl EnergyServer {
+    /// Binds a socket in a fresh private temporary directory and starts serving.
+    pub fn start(meter: Arc<Meter>, cfg: ServerConfig) -> Result<EnergyServer> {
+        let dir = tempfile::Builder::new()
+            .prefix("wattio-iobench-")
+            .tempdir()
+            .context("creating a directory for the energy socket")?;
+        let path = dir.path().join("energy.sock");
+        let listener = UnixListener::bind(&path)
+            .with_context(|| format!("binding the energy socket {}", path.display()))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = channel();
+        let handle = {
+            let stop = Arc::clone(&stop);
+            std::thread::Builder::new()
+                .name("wattio-iobench-energy".into())
+                .spawn(move || serve(listener, meter, cfg, stop, tx))
+                .context("starting the energy socket thread")?
+        };
+        Ok(EnergyServer {
+            dir,
+            path,
+            stop,
+            handle: Some(handle),
+            rx,
+        })
+    }
+
+    /// Where the JVM must connect.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Events received so far (non-blocking).
+    pub fn drain(&self) -> Vec<Event> {
+        self.rx.try_iter().collect()
+    }
+}
+
+impl Drop for EnergyServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the blocking accept.
+        let _ = UnixStream::connect(&self.path);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
+        let _ = self.dir.path();
+    }
+}
+
+fn serve(
+    listener: UnixListener,
+    meter: Arc<Meter>,
+    cfg: ServerConfig,
+    stop: Arc<AtomicBool>,
+    tx: Sender<Event>,
+) {
+    for conn in listener.incoming() {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        match conn {
+            Ok(stream) => {
+                if let Err(e) = handle(stream, &meter, &cfg, &tx) {
+                    let _ = tx.send(Event::Error(format!("{e:#}")));
+                }
+            }
+            Err(e) => {
+                let _ = tx.send(Event::Error(format!("accepting on the energy socket: {e}")));
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct Conn {
+    labels: Option<(Op, String, Size, u32, u32)>,
+    cache: Option<CacheMode>,
+    resident: Option<f64>,
+    begin: Option<(Snapshot, u64, Instant)>,
+    ended: Option<(WindowEnergy, f64)>,
+}
+
+fn handle(stream: UnixStream, meter: &Meter, cfg: &ServerConfig, tx: &Sender<Event>) -> Result<()> {
+    let mut out = stream.try_clone().context("cloning the socket")?;
+    let reader = BufReader::new(stream);
+    let mut c = Conn::default();
+    for line in reader.lines() {
+        let line = line.context("reading from the benchmark JVM")?;
+        let reply = match step(&mut c, line.trim_end(), meter, cfg, tx) {
+            Ok(r) => r,
+            Err(e) => {
+                let msg = format!("{e:#}").replace('\n', " ");
+                let _ = tx.send(Event::Error(msg.clone()));
+                format!("ERR {msg}")
+            }
+        };
+        out.write_all(reply.as_bytes())?;
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+fn kv<'a>(rest: &'a str, key: &str) -> Result<&'a str> {
+    rest.split_ascii_whitespace()
+        .find_map(|t| t.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
+        .with_context(|| format!("missing {key}=..."))
+}
+
+fn step(
+    c: &mut Conn,
+    line: &str,
+    meter: &Meter,
+    cfg: &ServerConfig,
+    tx: &Sender<Event>,
+) -> Result<String> {
+    let (cmd, rest) = line.split_once(' ').unwrap_or((line, ""));
+    match cmd {
+        "HELLO" => {
+            let op: Op = kv(rest, "op")?.parse().map_err(anyhow::Error::msg)?;
+            let size: Size = kv(rest, "size")?.parse().map_err(anyhow::Error::msg)?;
+            let buffer: u32 = kv(rest, "buffer")?.parse().context("buffer=")?;
+            let pid: u32 = kv(rest, "pid")?.parse().context("pid=")?;
+            c.labels = Some((op, kv(rest, "method")?.to_string(), size, buffer, pid));
+            Ok("OK".into())
+        }
+        "PREPARE" => {
+            anyhow::ensure!(c.labels.is_some(), "PREPARE before HELLO");
+            let path = Path::new(rest.trim());
+            anyhow::ensure!(
+                path.is_absolute(),
+                "PREPARE needs an absolute path, got '{rest}'"
+            );
+            cache::prepare(path, cfg.cache).with_context(|| {
+                format!(
+                    "making {} {} in the page cache",
+                    path.display(),
+                    cfg.cache.as_str()
+                )
+            })?;
+            let r = cache::resident_fraction(path).ok();
+            c.cache = Some(cfg.cache);
+            c.resident = r;
+            Ok(format!(
+                "OK cache={} resident={:.3}",
+                cfg.cache.as_str(),
+                r.unwrap_or(f64::NAN)
+            ))
+        }
+        "BEGIN" => {
+            let (_, _, _, _, pid) = c.labels.as_ref().context("BEGIN before HELLO")?;
+            let cpu = procstat::process_cpu_ns(&cfg.proc_root, *pid)
+                .with_context(|| format!("reading the CPU time of JVM {pid}"))?;
+            let snap = meter.snapshot().context("meter snapshot at BEGIN")?;
+            c.begin = Some((snap, cpu, Instant::now()));
+            c.ended = None;
+            Ok("OK".into())
+        }
+        "END" => {
+            let now = Instant::now();
+            let snap = meter.snapshot().context("meter snapshot at END")?;
+            let (_, _, _, _, pid) = c.labels.as_ref().context("END before HELLO")?;
+            let cpu = procstat::process_cpu_ns(&cfg.proc_root, *pid)
+                .with_context(|| format!("reading the CPU time of JVM {pid}"))?;
+            let (a, cpu0, t0) = c.begin.take().context("END without BEGIN")?;
+            let ns: f64 = kv(rest, "ns")?.parse().context("ns=")?;
+            let window_s = now.duration_since(t0).as_secs_f64();
+            let cpu_s = cpu.saturating_sub(cpu0) as f64 * 1e-9;
+            let w = window_energy(meter, &a, &snap, window_s, cpu_s, cfg);
+            let json = serde_json::to_string(&w)?;
+            c.ended = Some((w, ns * 1e-9));
+            Ok(json)
+        }
+        "CHECK" => {
+            let (op, method, size, buffer, pid) = c.labels.clone().context("CHECK before HELLO")?;
+            let (energy, time_s) = c.ended.take().context("CHECK without END")?;
+            let s = Sample {
+                op,
+                method,
+                size,
+                buffer,
+                pid,
+                time_s,
+                energy,
+                bytes: kv(rest, "bytes")?.parse().context("bytes=")?,
+                ok: kv(rest, "ok")? == "true",
+                got: kv(rest, "got")?.to_string(),
+                want: kv(rest, "want")?.to_string(),
+                cache: c.cache,
+                resident: c.resident,
+            };
+            let _ = tx.send(Event::Sample(Box::new(s)));
+            Ok("OK".into())
+        }
+        other => {
+            anyhow::bail!("unknown request '{other}': expected HELLO, PREPARE, BEGIN, END or CHECK")
+        }
+    }
+}
+
+/// The window's energy: the meter's figure, plus — when the meter is the model — the model
+/// applied to the JVM's own CPU time, which the study then uses (system-wide tick counts are too
+/// coarse for millisecond windows and include other processes).
+pub fn window_energy(
+    meter: &Meter,
+    a: &Snapshot,
+    b: &Snapshot,
+    window_s: f64,
+    cpu_s: f64,
+    cfg: &ServerConfig,
+) -> WindowEnergy {
+    let r = meter.between(a, b);
+    if r.estimated {
+        WindowEnergy {
+            energy_j: cfg.model.energy_j(cfg.n_cpus, window_s, cpu_s),
+            scope: "process".into(),
+            mechanism: r.mechanism.to_string(),
+            estimated: true,
+            model: Some(process_model_name(&cfg.model, cfg.n_cpus)),
+            system_energy_j: r.total_j,
+            cpu_s,
+            window_s,
+        }
+    } else {
+        WindowEnergy {
+            energy_j: r.total_j,
+            scope: "system".into(),
+            mechanism: r.mechanism.to_string(),
+            estimated: false,
+            model: None,
+            system_energy_j: r.total_j,
+            cpu_s,
+            window_s,
+        }
+    }
+}
+
+/// The label of the per-process estimate.
+pub fn process_model_name(m: &ModelParams, n_cpus: usize) -> String {
+    format!(
+        "{} x {n_cpus} vCPU idle + JVM CPU time (schedstat)",
+        m.name()
+    )
+}
