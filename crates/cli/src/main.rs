@@ -8,6 +8,7 @@ mod iobench_cmd;
 mod meter_cmd;
 mod overhead_cmd;
 mod report_cmd;
+mod transfer_cmd;
 
 /// wattio: energy as a first-class measure of I/O.
 #[derive(Parser)]
@@ -37,6 +38,10 @@ enum Command {
     Report(report_cmd::ReportArgs),
     /// Measurement overhead study: workloads timed with the recorder off and at 0.1-1000 Hz.
     Overhead(overhead_cmd::OverheadArgs),
+    /// Serve a directory over HTTP/1.1 (Range, pipelining, sendfile, JSON dataset listing).
+    Serve(transfer_cmd::ServeArgs),
+    /// Fetch a file or dataset, tuned for an SLA (min-energy, max-throughput, target:RATE).
+    Transfer(transfer_cmd::TransferArgs),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +56,8 @@ fn main() -> ExitCode {
         Command::Iobench(a) => iobench_cmd::iobench(a),
         Command::Report(a) => report_cmd::report(a),
         Command::Overhead(a) => overhead_cmd::overhead(a),
+        Command::Serve(a) => transfer_cmd::serve(a),
+        Command::Transfer(a) => transfer_cmd::transfer(a),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,234 @@
+//! `wattio serve` and `wattio transfer`: argument parsing and printing; the work is in
+//! `wattio_transfer`.
+
+use anyhow::{anyhow, bail, Context};
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+use wattio_transfer::actuator::CoreBackend;
+use wattio_transfer::client::{run_transfer, TransferOptions, TunerChoice};
+use wattio_transfer::server::{Server, ServerConfig};
+use wattio_transfer::tuner::{FixedParams, Sla};
+use wattio_transfer::units::{parse_duration, parse_rate_bps, parse_size};
+
+/// `wattio serve DIR [--listen ADDR]`
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Directory to serve (the dataset root).
+    pub dir: PathBuf,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// Connections served at once; more get 503.
+    #[arg(long, default_value_t = 256)]
+    pub max_connections: usize,
+    /// Close connections idle (or not reading) this long, e.g. 60s.
+    #[arg(long, default_value = "60s")]
+    pub idle_timeout: String,
+    /// Pace each response body to this rate (e.g. 2MB/s); for demos and tests on loopback.
+    #[arg(long)]
+    pub rate_limit: Option<String>,
+    /// Write DIR/.wattio/listing.json (for serving the dataset with another server) and exit.
+    #[arg(long)]
+    pub write_listing: bool,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TunerArg {
+    /// ME / EEMT / EETT (Di Tacchio et al.).
+    Wattio,
+    /// MinE / HTEE / SLAEE baselines (Alan, Arslan, Kosar heuristics).
+    Alan,
+    /// Fixed --cc, --parallelism, --pipelining.
+    Fixed,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CoreArg {
+    /// Restrict this process's threads to N cores (no privilege needed).
+    Affinity,
+    /// Take CPUs offline through cpuN/online (root; restored at exit).
+    Hotplug,
+    /// Do not scale cores.
+    None,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+/// `wattio transfer SOURCE DEST --sla ...`
+#[derive(Args, Debug)]
+pub struct TransferArgs {
+    /// http://HOST:PORT/ (whole served tree), a listing URL (…/.wattio/listing.json) or a file URL.
+    pub source: String,
+    /// Destination directory.
+    pub dest: PathBuf,
+    /// min-energy | max-throughput | target:RATE (e.g. target:400mbit).
+    #[arg(long)]
+    pub sla: String,
+    /// Print one JSON summary object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Round-trip time, e.g. 36ms (default: measured from TCP connects).
+    #[arg(long)]
+    pub rtt: Option<String>,
+    /// Bottleneck bandwidth, e.g. 1gbit (default: found by slow start).
+    #[arg(long)]
+    pub bandwidth: Option<String>,
+    /// Average TCP window of one stream, e.g. 4MiB (default: from tcp_rmem/tcp_wmem).
+    #[arg(long)]
+    pub window: Option<String>,
+    /// Tuning algorithm.
+    #[arg(long, value_enum, default_value_t = TunerArg::Wattio)]
+    pub tuner: TunerArg,
+    /// Files in flight (--tuner fixed).
+    #[arg(long, default_value_t = 1)]
+    pub cc: usize,
+    /// Range streams per file (--tuner fixed).
+    #[arg(long, short = 'p', default_value_t = 1)]
+    pub parallelism: usize,
+    /// Requests in flight per connection (--tuner fixed).
+    #[arg(long, default_value_t = 1)]
+    pub pipelining: usize,
+    /// Most connections the tuners may open.
+    #[arg(long, default_value_t = 32)]
+    pub max_channels: usize,
+    /// Tuning interval (the algorithms' timeout), e.g. 1s.
+    #[arg(long, default_value = "1s")]
+    pub interval: String,
+    /// Consecutive failed attempts per connection before giving up.
+    #[arg(long, default_value_t = 10)]
+    pub retries: u32,
+    /// How active cores are applied.
+    #[arg(long, value_enum, default_value_t = CoreArg::Affinity)]
+    pub cpu_actuator: CoreArg,
+    /// Write cpufreq limits when the machine exposes them (root).
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    pub cpufreq: OnOff,
+    /// Turn off Algorithm 3 (frequency and core scaling).
+    #[arg(long)]
+    pub no_cpu_scaling: bool,
+    /// Do not read the energy meter (ME then cannot tune).
+    #[arg(long)]
+    pub no_meter: bool,
+    /// No progress bar (it is drawn only on a terminal anyway).
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Append the parameters of every interval as JSON lines to FILE.
+    #[arg(long)]
+    pub log: Option<PathBuf>,
+}
+
+pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
+    if a.write_listing {
+        let p = wattio_transfer::listing::write_listing(&a.dir)
+            .with_context(|| format!("cannot list {}", a.dir.display()))?;
+        eprintln!("wattio serve: wrote {}", p.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut cfg = ServerConfig::new(&a.dir);
+    cfg.max_connections = a.max_connections;
+    cfg.idle_timeout = parse_duration(&a.idle_timeout).map_err(|e| anyhow!("--idle-timeout: {e}"))?;
+    if let Some(r) = &a.rate_limit {
+        cfg.rate_limit = Some(parse_rate_bps(r).map_err(|e| anyhow!("--rate-limit: {e}"))? / 8.0);
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(async {
+        let server = Server::bind(cfg, &a.listen).await?;
+        let addr = server.local_addr()?;
+        eprintln!(
+            "wattio serve: listening on http://{addr}/ (root {}); listing at http://{addr}/{}",
+            a.dir.display(),
+            wattio_transfer::listing::LISTING_PATH
+        );
+        server.run().await?;
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
+    let sla = Sla::parse(&a.sla).map_err(|e| anyhow!("--sla: {e}"))?;
+    let mut o = TransferOptions::new(a.source.clone(), a.dest.clone(), sla);
+    o.rtt = a
+        .rtt
+        .as_deref()
+        .map(parse_duration)
+        .transpose()
+        .map_err(|e| anyhow!("--rtt: {e}"))?;
+    o.bandwidth_bps = a
+        .bandwidth
+        .as_deref()
+        .map(parse_rate_bps)
+        .transpose()
+        .map_err(|e| anyhow!("--bandwidth: {e}"))?;
+    o.window_bytes = a
+        .window
+        .as_deref()
+        .map(parse_size)
+        .transpose()
+        .map_err(|e| anyhow!("--window: {e}"))?;
+    if a.max_channels == 0 || a.cc == 0 || a.parallelism == 0 || a.pipelining == 0 {
+        bail!("--max-channels, --cc, --parallelism and --pipelining must be at least 1");
+    }
+    o.max_ch = a.max_channels;
+    o.tuner = match a.tuner {
+        TunerArg::Wattio => TunerChoice::Wattio,
+        TunerArg::Alan => TunerChoice::Alan,
+        TunerArg::Fixed => TunerChoice::Fixed(FixedParams {
+            cc: a.cc,
+            p: a.parallelism,
+            pp: a.pipelining,
+        }),
+    };
+    o.interval = parse_duration(&a.interval).map_err(|e| anyhow!("--interval: {e}"))?;
+    if o.interval < Duration::from_millis(50) {
+        bail!("--interval must be at least 50ms");
+    }
+    o.retries = a.retries;
+    o.core_backend = match a.cpu_actuator {
+        CoreArg::Affinity => CoreBackend::Affinity,
+        CoreArg::Hotplug => CoreBackend::Hotplug,
+        CoreArg::None => CoreBackend::None,
+    };
+    o.cpufreq = a.cpufreq == OnOff::On;
+    o.cpu_scaling = !a.no_cpu_scaling && a.tuner == TunerArg::Wattio;
+    o.meter = !a.no_meter;
+    o.progress = !a.no_progress && !a.json;
+    o.log = a.log.clone();
+    let s = run_transfer(&o)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+    } else {
+        println!(
+            "{} files ({} already complete), {:.1} MB in {:.2} s = {:.1} Mbit/s, {} {}, {} reconnects",
+            s.files,
+            s.files_skipped,
+            s.bytes as f64 / 1e6,
+            s.seconds,
+            s.throughput_mbps,
+            s.tuner,
+            s.sla,
+            s.reconnects
+        );
+        if s.resumed_bytes > 0 {
+            println!("resumed: {:.1} MB were already there", s.resumed_bytes as f64 / 1e6);
+        }
+        match &s.energy {
+            Some(e) => println!(
+                "energy: {:.1} J, mean {:.2} W — {}; {}",
+                e.total_j, e.mean_power_w, e.provenance, e.scope
+            ),
+            None => println!("energy: not measured ({})", s.energy_note.as_deref().unwrap_or("")),
+        }
+        println!("verified: {} files by XXH3-64, all by size", s.files_verified_checksum);
+    }
+    Ok(ExitCode::SUCCESS)
+}
