@@ -163,23 +163,26 @@ impl Ticker {
         Ok(Ticker { fd })
     }
 
-    /// Waits up to `timeout_ms` for the next expiration; returns how many expirations passed
-    /// (0 on timeout).
-    fn wait(&self, timeout_ms: i32) -> io::Result<u64> {
+    /// Waits for the next expiration and returns how many expirations passed (0 when
+    /// `timeout_ms` elapsed first). With `timeout_ms = None` it blocks in `read` alone: one
+    /// syscall per tick, used when ticks come often enough to check the stop flag between them.
+    fn wait(&self, timeout_ms: Option<i32>) -> io::Result<u64> {
         use std::os::fd::AsRawFd;
-        let mut pfd = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        let r = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted { Ok(0) } else { Err(e) };
-        }
-        if r == 0 {
-            return Ok(0);
+        if let Some(timeout_ms) = timeout_ms {
+            let mut pfd = libc::pollfd {
+                fd: self.fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            let r = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                return if e.kind() == io::ErrorKind::Interrupted { Ok(0) } else { Err(e) };
+            }
+            if r == 0 {
+                return Ok(0);
+            }
         }
         let mut buf = [0u8; 8];
         // SAFETY: reading 8 bytes into an 8-byte buffer.
@@ -234,13 +237,19 @@ pub fn run<S: SampleSink>(
     source.read_raw(&mut raw)?;
     acc.update(&raw, &mut deltas)?;
 
-    let (tx, rx) = sync_channel::<Sample>(cfg.queue_capacity.max(1));
+    // Samples travel in batches of about 50 ms so the writer wakes 20 times a second, not once
+    // per sample: in a VM each cross-thread wake-up costs more CPU than the reading itself.
+    let batch_len = ((cfg.freq_hz / 20.0).round() as usize).max(1);
+    let max_batch = batch_len * 4;
+    let (tx, rx) = sync_channel::<Vec<Sample>>((cfg.queue_capacity / batch_len).max(2));
     let writer = std::thread::Builder::new()
         .name("wattio-writer".into())
         .spawn(move || -> (io::Result<()>, S) {
-            for s in rx {
-                if let Err(e) = sink.consume(&s) {
-                    return (Err(e), sink);
+            for batch in rx {
+                for s in &batch {
+                    if let Err(e) = sink.consume(s) {
+                        return (Err(e), sink);
+                    }
                 }
             }
             let r = sink.finish();
@@ -258,9 +267,12 @@ pub fn run<S: SampleSink>(
         Pacing::Sleep => None,
     };
 
+    // Ticks at least every 100 ms: block in read() alone and check the stop flag after each.
+    let wait_timeout = if period_ns <= 100_000_000 { None } else { Some(100) };
     let mut stats = SamplerStats::default();
     let mut carry = vec![0f64; n];
     let mut carry_wrapped = false;
+    let mut batch: Vec<Sample> = Vec::with_capacity(max_batch);
     let mut read_index: u64 = 0; // deadline index of the last reading
     let mut prev_index: u64 = 0;
     let mut consecutive_errors = 0u32;
@@ -271,7 +283,7 @@ pub fn run<S: SampleSink>(
         if !stopping {
             match &ticker {
                 Some(t) => {
-                    let exp = t.wait(100).map_err(SamplerError::Timer)?;
+                    let exp = t.wait(wait_timeout).map_err(SamplerError::Timer)?;
                     if exp == 0 {
                         continue; // timeout: re-check the stop flag
                     }
@@ -322,24 +334,40 @@ pub fn run<S: SampleSink>(
                 wrapped: std::mem::take(&mut carry_wrapped),
             };
             if stopping {
-                // The last sample must get through: block.
-                if tx.send(sample).is_ok() {
-                    stats.samples += 1;
+                // The last samples must get through: block.
+                batch.push(sample);
+                let k = batch.len() as u64;
+                if tx.send(std::mem::take(&mut batch)).is_ok() {
+                    stats.samples += k;
                 } else {
                     writer_failed = true;
                 }
                 break;
             }
-            match tx.try_send(sample) {
-                Ok(()) => stats.samples += 1,
-                Err(TrySendError::Full(s)) => {
-                    stats.coalesced += 1;
-                    carry = s.joules;
-                    carry_wrapped = s.wrapped;
+            if batch.len() >= max_batch {
+                // The writer is behind and the batch is at its cap: merge into the last sample
+                // rather than drop energy.
+                let last = batch.last_mut().expect("max_batch > 0");
+                for (l, j) in last.joules.iter_mut().zip(&sample.joules) {
+                    *l += j;
                 }
-                Err(TrySendError::Disconnected(_)) => {
-                    writer_failed = true;
-                    break;
+                last.wrapped |= sample.wrapped;
+                last.unix_s = sample.unix_s;
+                last.mono_ns = sample.mono_ns;
+                last.deadline_ns = sample.deadline_ns;
+                stats.coalesced += 1;
+            } else {
+                batch.push(sample);
+            }
+            if batch.len() >= batch_len {
+                let k = batch.len() as u64;
+                match tx.try_send(std::mem::take(&mut batch)) {
+                    Ok(()) => stats.samples += k,
+                    Err(TrySendError::Full(b)) => batch = b, // retried at the next sample
+                    Err(TrySendError::Disconnected(_)) => {
+                        writer_failed = true;
+                        break;
+                    }
                 }
             }
         }

@@ -1,0 +1,124 @@
+//! Pacing and CPU cost of the sampling loop (`make bench`).
+//!
+//! 1. At 1000 Hz for `WATTIO_BENCH_SECONDS` (default 60) seconds, side by side in one run: the
+//!    `timerfd` loop and the paper's "badsleep" loop (`sleep(period)` after each read). Reports
+//!    achieved samples per second and the p50 / p99 / max error of the interval between
+//!    consecutive samples against the nominal 1 ms.
+//! 2. The process's CPU time (user + system, `getrusage`) as a share of one core while sampling
+//!    at 1, 10, 100 and 1000 Hz for `WATTIO_BENCH_CPU_SECONDS` (default 10) seconds each, writing
+//!    CSV rows to a file as `wattio record` does, for two read paths: powercap fixture files
+//!    (a `pread` per counter, the path of real sysfs) and the model (`/proc/stat`).
+//!
+//! Prints a Markdown table; `docs/benchmarks/meter.md` holds a run.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+use wattio_energy::powercap::{self, PowercapSource};
+use wattio_energy::{fixture, ModelParams, ModelSource, Source, SysRoot};
+use wattio_meter::sampler::{self, Pacing, RowSink, Sample, SampleSink, SamplerConfig};
+use wattio_meter::sink::Format;
+
+fn env_secs(name: &str, default: f64) -> f64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// Records sample times and also writes the rows, as `record` would.
+struct TimingSink {
+    rows: RowSink<std::fs::File>,
+    times: Vec<u64>,
+}
+
+impl SampleSink for TimingSink {
+    fn consume(&mut self, s: &Sample) -> std::io::Result<()> {
+        self.times.push(s.mono_ns);
+        self.rows.consume(s)
+    }
+    fn finish(&mut self) -> std::io::Result<()> {
+        self.rows.finish()
+    }
+}
+
+fn powercap_source(dir: &std::path::Path) -> Box<dyn Source> {
+    let root = SysRoot::new(dir);
+    let zones: Vec<_> = powercap::discover(&root)
+        .unwrap()
+        .zones
+        .into_iter()
+        .filter(|z| z.name == "package-0")
+        .collect();
+    Box::new(PowercapSource::open(&zones).unwrap())
+}
+
+fn cpu_seconds() -> f64 {
+    // SAFETY: zeroed rusage is valid for getrusage to fill.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+fn run(source: Box<dyn Source>, freq: f64, secs: f64, pacing: Pacing, out: &std::path::Path) -> (Vec<u64>, f64, f64) {
+    let rows = RowSink::new(source.as_ref(), Format::Csv, std::fs::File::create(out).unwrap()).unwrap();
+    let sink = TimingSink { rows, times: Vec::with_capacity((freq * secs) as usize + 10) };
+    let cfg = SamplerConfig {
+        freq_hz: freq,
+        duration: Some(Duration::from_secs_f64(secs)),
+        pacing,
+        ..SamplerConfig::default()
+    };
+    let cpu0 = cpu_seconds();
+    let (stats, sink) = sampler::run(source, &cfg, Arc::new(AtomicBool::new(false)), sink).unwrap();
+    let cpu = cpu_seconds() - cpu0;
+    (sink.times, stats.wall_s, cpu)
+}
+
+fn interval_errors_us(times: &[u64], period_ns: f64) -> Vec<f64> {
+    times
+        .windows(2)
+        .map(|w| ((w[1] - w[0]) as f64 - period_ns).abs() / 1000.0)
+        .collect()
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; filters are not supported by this harness.
+    let secs = env_secs("WATTIO_BENCH_SECONDS", 60.0);
+    let cpu_secs = env_secs("WATTIO_BENCH_CPU_SECONDS", 10.0);
+    let dir = tempfile::tempdir().unwrap();
+    let fx = dir.path().join("fx");
+    fixture::intel_laptop(&fx).unwrap();
+    let out = dir.path().join("rows.csv");
+
+    println!("## Pacing at 1000 Hz for {secs} s (source: powercap fixture, rows written to a file)\n");
+    println!("| loop | samples/s | p50 error (µs) | p99 error (µs) | max error (µs) |");
+    println!("|---|---|---|---|---|");
+    for (name, pacing) in [("timerfd (wattio)", Pacing::Timerfd), ("sleep (badsleep)", Pacing::Sleep)] {
+        let (times, wall, _) = run(powercap_source(&fx), 1000.0, secs, pacing, &out);
+        let errs = interval_errors_us(&times, 1e6);
+        let q = |p| wattio_stats::quantile(&errs, p).unwrap_or(f64::NAN);
+        let max = errs.iter().copied().fold(0.0, f64::max);
+        println!(
+            "| {name} | {:.1} | {:.1} | {:.1} | {:.1} |",
+            times.len() as f64 / wall,
+            q(0.5),
+            q(0.99),
+            max
+        );
+    }
+
+    println!("\n## CPU time of the meter process ({cpu_secs} s per rate, timerfd, rows written to a file)\n");
+    println!("| read path | rate (Hz) | CPU (% of one core) |");
+    println!("|---|---|---|");
+    for (name, model) in [("powercap (fixture file)", false), ("model (/proc/stat)", true)] {
+        for freq in [1.0, 10.0, 100.0, 1000.0] {
+            let src: Box<dyn Source> = if model {
+                Box::new(ModelSource::open(&SysRoot::new("/"), ModelParams::default()).unwrap())
+            } else {
+                powercap_source(&fx)
+            };
+            let (_, wall, cpu) = run(src, freq, cpu_secs, Pacing::Timerfd, &out);
+            println!("| {name} | {freq} | {:.3} |", 100.0 * cpu / wall);
+        }
+    }
+}

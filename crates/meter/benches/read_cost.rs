@@ -1,0 +1,46 @@
+//! Cost of one read of every counter, per mechanism's read path (criterion).
+//!
+//! perf reads the real `power` PMU event when the kernel lets it be opened (its count may be
+//! dead in a VM, but the syscall path is the real one); powercap and MSR read fixture files
+//! (the same `pread` path as sysfs / `/dev/cpu/N/msr`, minus the kernel's RAPL read); the model
+//! reads the real `/proc/stat`.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use std::hint::black_box;
+use wattio_energy::fixture;
+use wattio_energy::msr::MsrSource;
+use wattio_energy::perf::{self, PerfSource};
+use wattio_energy::powercap::{self, PowercapSource};
+use wattio_energy::{ModelParams, ModelSource, Source, SysRoot};
+
+fn bench_source(c: &mut Criterion, name: &str, mut src: Box<dyn Source>) {
+    let mut raw = vec![0u64; src.counters().len()];
+    let n = raw.len();
+    c.bench_function(&format!("read/{name} ({n} counters)"), |b| {
+        b.iter(|| {
+            src.read_raw(&mut raw).unwrap();
+            black_box(&raw);
+        })
+    });
+}
+
+fn reads(c: &mut Criterion) {
+    let real = SysRoot::new("/");
+    if let Ok(pmu) = perf::discover(&real) {
+        match PerfSource::open(&real, &pmu, None) {
+            Ok(s) => bench_source(c, "perf (real power PMU)", Box::new(s)),
+            Err(e) => eprintln!("perf skipped: {e}"),
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    fixture::intel_laptop(dir.path()).unwrap();
+    let root = SysRoot::new(dir.path());
+    let zones = powercap::discover(&root).unwrap().zones;
+    let pkg_only: Vec<_> = zones.iter().filter(|z| z.name == "package-0").cloned().collect();
+    bench_source(c, "powercap (fixture files)", Box::new(PowercapSource::open(&pkg_only).unwrap()));
+    bench_source(c, "msr (sparse fixture file)", Box::new(MsrSource::open(&root).unwrap()));
+    bench_source(c, "model (/proc/stat)", Box::new(ModelSource::open(&real, ModelParams::default()).unwrap()));
+}
+
+criterion_group!(benches, reads);
+criterion_main!(benches);
