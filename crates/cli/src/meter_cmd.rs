@@ -100,7 +100,11 @@ pub fn probe(a: ProbeArgs) -> Result<ExitCode> {
     } else {
         print!("{}", render_probe(&report));
     }
-    Ok(if report.chosen.is_some() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if report.chosen.is_some() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn fmt_wrap(w: Wrap, unit_j: f64) -> String {
@@ -116,16 +120,29 @@ pub fn render_probe(r: &ProbeReport) -> String {
     let mut s = String::new();
     use std::fmt::Write as _;
     let _ = writeln!(s, "wattio probe (root {})", r.root);
-    let _ = writeln!(s, "cpu: {}", r.cpu.as_deref().unwrap_or("unknown (/proc/cpuinfo unreadable)"));
+    let _ = writeln!(
+        s,
+        "cpu: {}",
+        r.cpu
+            .as_deref()
+            .unwrap_or("unknown (/proc/cpuinfo unreadable)")
+    );
     for m in &r.mechanisms {
         let _ = writeln!(s);
         if m.usable {
-            let est = if m.mechanism == wattio_energy::Mechanism::Model { " — ESTIMATES, not measurements" } else { "" };
+            let est = if m.mechanism == wattio_energy::Mechanism::Model {
+                " — ESTIMATES, not measurements"
+            } else {
+                ""
+            };
             let _ = writeln!(s, "{:<9} usable{est}", m.mechanism.as_str());
             for c in &m.counters {
                 let safe = match c.wrap {
                     Wrap::AtMax(u64::MAX) => String::new(),
-                    _ => format!("  read every ≤ {:.3} s", wattio_energy::wrap::max_safe_period(c)),
+                    _ => format!(
+                        "  read every ≤ {:.3} s",
+                        wattio_energy::wrap::max_safe_period(c)
+                    ),
                 };
                 let _ = writeln!(
                     s,
@@ -160,7 +177,11 @@ pub fn render_probe(r: &ProbeReport) -> String {
             );
         }
         (Some(m), Some(p)) => {
-            let _ = writeln!(s, "verdict: `--source auto` uses {m}: figures are {}", p.label());
+            let _ = writeln!(
+                s,
+                "verdict: `--source auto` uses {m}: figures are {}",
+                p.label()
+            );
         }
         _ => {
             let _ = writeln!(s, "verdict: nothing usable; apply one of the fixes above");
@@ -194,7 +215,8 @@ fn parse_format(s: &str) -> Result<Format, String> {
 fn stop_on_signals() -> Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handlers")?;
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .context("installing signal handlers")?;
     }
     Ok(stop)
 }
@@ -226,8 +248,12 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
     let stop = stop_on_signals()?;
     let stats = match &a.output {
         Some(p) => {
-            let f = std::fs::File::create(p)
-                .with_context(|| format!("cannot create {}: check the directory exists and is writable", p.display()))?;
+            let f = std::fs::File::create(p).with_context(|| {
+                format!(
+                    "cannot create {}: check the directory exists and is writable",
+                    p.display()
+                )
+            })?;
             sampler::record(source, &scfg, stop, a.format, f)?
         }
         None => sampler::record(source, &scfg, stop, a.format, std::io::stdout())?,
@@ -247,7 +273,12 @@ pub struct MeasureArgs {
     #[arg(long)]
     json: bool,
     /// The command to measure, after `--`.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true, value_name = "CMD")]
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        required = true,
+        value_name = "CMD"
+    )]
     command: Vec<OsString>,
 }
 
@@ -256,12 +287,21 @@ fn print_run(r: &RunReport, label: &str) {
     println!("{label}duration     {:.3} s", e.duration_s);
     println!("{label}energy       {}", e.provenance_label());
     for d in &e.domains {
-        println!("{label}  socket {} {:<8} {:>12.3} J", d.socket, d.domain.as_str(), d.energy_j);
+        println!(
+            "{label}  socket {} {:<8} {:>12.3} J",
+            d.socket,
+            d.domain.as_str(),
+            d.energy_j
+        );
     }
     if let Some(p) = e.psys_j {
         println!("{label}  psys (whole platform, not in total) {p:.3} J");
     }
-    println!("{label}total        {:.3} J (package + dram){}", e.total_j, if e.estimated { " ESTIMATED" } else { "" });
+    println!(
+        "{label}total        {:.3} J (package + dram){}",
+        e.total_j,
+        if e.estimated { " ESTIMATED" } else { "" }
+    );
     println!("{label}mean power   {:.3} W", r.mean_power_w);
     println!("{label}command CPU  {:.3} s", r.child_cpu_s);
     println!("{label}exit code    {}", r.exit_code);
@@ -281,7 +321,11 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
                 a.repeat,
                 r.energy.duration_s,
                 r.energy.total_j,
-                if r.energy.estimated { " (estimated)" } else { "" },
+                if r.energy.estimated {
+                    " (estimated)"
+                } else {
+                    ""
+                },
                 r.exit_code
             );
         }
@@ -292,7 +336,11 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
         }
     }
     let code = runs.last().map(|r| r.exit_code).unwrap_or(1);
-    let command: Vec<String> = a.command.iter().map(|s| s.to_string_lossy().into_owned()).collect();
+    let command: Vec<String> = a
+        .command
+        .iter()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
     if a.json {
         let v = if a.repeat == 1 {
             let mut v = serde_json::to_value(&runs[0])?;
@@ -319,14 +367,24 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
             let s = RepeatSummary::of(&runs);
             println!("runs         {}", s.runs);
             println!("energy       {}", runs[0].energy.provenance_label());
-            println!("duration     median {:.3} s, IQR {:.3} s", s.duration_s.median, s.duration_s.iqr);
+            println!(
+                "duration     median {:.3} s, IQR {:.3} s",
+                s.duration_s.median, s.duration_s.iqr
+            );
             println!(
                 "total        median {:.3} J, IQR {:.3} J{}",
                 s.total_j.median,
                 s.total_j.iqr,
-                if runs[0].energy.estimated { " ESTIMATED" } else { "" }
+                if runs[0].energy.estimated {
+                    " ESTIMATED"
+                } else {
+                    ""
+                }
             );
-            println!("mean power   median {:.3} W, IQR {:.3} W", s.mean_power_w.median, s.mean_power_w.iqr);
+            println!(
+                "mean power   median {:.3} W, IQR {:.3} W",
+                s.mean_power_w.median, s.mean_power_w.iqr
+            );
             println!("exit code    {code}");
         }
     }
@@ -346,7 +404,10 @@ pub struct ExportArgs {
 pub fn export(a: ExportArgs) -> Result<ExitCode> {
     let meter = a.source.open_meter()?;
     let listener = std::net::TcpListener::bind(&a.listen).with_context(|| {
-        format!("cannot listen on {}: pick a free address with --listen HOST:PORT", a.listen)
+        format!(
+            "cannot listen on {}: pick a free address with --listen HOST:PORT",
+            a.listen
+        )
     })?;
     let addr = listener.local_addr()?;
     eprintln!(
@@ -408,8 +469,15 @@ pub struct FixtureArgs {
 }
 
 pub fn fixture(a: FixtureArgs) -> Result<ExitCode> {
-    if a.dir.exists() && std::fs::read_dir(&a.dir).map(|mut d| d.next().is_some()).unwrap_or(true) {
-        bail!("{} exists and is not empty: give a new directory so nothing is overwritten", a.dir.display());
+    if a.dir.exists()
+        && std::fs::read_dir(&a.dir)
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(true)
+    {
+        bail!(
+            "{} exists and is not empty: give a new directory so nothing is overwritten",
+            a.dir.display()
+        );
     }
     wattio_energy::fixture::build(&a.machine, &a.dir)
         .with_context(|| format!("writing the fixture into {}", a.dir.display()))?;

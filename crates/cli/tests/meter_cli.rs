@@ -43,7 +43,12 @@ fn probe_server_fixture_lists_sockets_domains_and_chooses_powercap() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["chosen"], "powercap");
     assert_eq!(v["provenance"]["estimated"], false);
-    let pc = v["mechanisms"].as_array().unwrap().iter().find(|m| m["mechanism"] == "powercap").unwrap();
+    let pc = v["mechanisms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["mechanism"] == "powercap")
+        .unwrap();
     let doms: Vec<String> = pc["counters"]
         .as_array()
         .unwrap()
@@ -51,12 +56,20 @@ fn probe_server_fixture_lists_sockets_domains_and_chooses_powercap() {
         .map(|c| format!("{}@{}", c["domain"].as_str().unwrap(), c["socket"]))
         .collect();
     assert_eq!(doms, ["package@0", "dram@0", "package@1", "dram@1"]);
-    let perf = v["mechanisms"].as_array().unwrap().iter().find(|m| m["mechanism"] == "perf").unwrap();
+    let perf = v["mechanisms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["mechanism"] == "perf")
+        .unwrap();
     assert_eq!(perf["usable"], false);
     assert!(perf["fix"].is_string());
     let text = wattio(Some(dir.path()), &["probe"]);
     let t = String::from_utf8_lossy(&text.stdout);
-    assert!(t.contains("verdict: `--source auto` uses powercap: figures are measured (powercap)"), "{t}");
+    assert!(
+        t.contains("verdict: `--source auto` uses powercap: figures are measured (powercap)"),
+        "{t}"
+    );
 }
 
 #[test]
@@ -83,15 +96,27 @@ fn unreadable_energy_uj_gives_the_platypus_fix() {
     let is_root = unsafe { libc_geteuid() } == 0;
     let mut c = if is_root {
         let mut c = Command::new("setpriv");
-        c.args(["--inh-caps=-all", "--bounding-set=-dac_override,-dac_read_search", "--", BIN]);
+        c.args([
+            "--inh-caps=-all",
+            "--bounding-set=-dac_override,-dac_read_search",
+            "--",
+            BIN,
+        ]);
         c
     } else {
         Command::new(BIN)
     };
-    let o = c.args(["record", "--source", "powercap", "--duration", "0.1"]).env("WATTIO_ROOT", dir.path()).output().unwrap();
+    let o = c
+        .args(["record", "--source", "powercap", "--duration", "0.1"])
+        .env("WATTIO_ROOT", dir.path())
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let e = stderr(&o);
-    assert!(e.contains("intel-rapl:0/energy_uj: permission denied"), "{e}");
+    assert!(
+        e.contains("intel-rapl:0/energy_uj: permission denied"),
+        "{e}"
+    );
     assert!(e.contains("root only since Linux 5.10"), "{e}");
     assert_eq!(e.trim().lines().count(), 1, "one-line error: {e}");
 }
@@ -132,7 +157,16 @@ fn record_corrects_wraps_while_it_runs() {
     let start = MAX_UJ_ESU14 - 10_000_000;
     t.set_energy_uj("intel-rapl:0", start).unwrap();
     let child = Command::new(BIN)
-        .args(["record", "--source", "powercap", "--domains", "package", "--freq", "100", "-o"])
+        .args([
+            "record",
+            "--source",
+            "powercap",
+            "--domains",
+            "package",
+            "--freq",
+            "100",
+            "-o",
+        ])
         .arg(&out)
         .env("WATTIO_ROOT", dir.path())
         .stderr(Stdio::piped())
@@ -151,7 +185,11 @@ fn record_corrects_wraps_while_it_runs() {
     }
     std::thread::sleep(Duration::from_millis(200));
     let pid = child.0.as_ref().unwrap().id();
-    assert!(Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
     let mut c = child.0.take().unwrap();
     let status = c.wait().unwrap();
     let mut err = String::new();
@@ -162,7 +200,15 @@ fn record_corrects_wraps_while_it_runs() {
     let headers = rdr.headers().unwrap().clone();
     assert_eq!(
         headers.iter().collect::<Vec<_>>(),
-        ["timestamp", "mechanism", "socket", "domain", "energy_j", "estimated", "model"]
+        [
+            "timestamp",
+            "mechanism",
+            "socket",
+            "domain",
+            "energy_j",
+            "estimated",
+            "model"
+        ]
     );
     let mut total = 0.0;
     let mut rows = 0;
@@ -182,13 +228,21 @@ fn record_corrects_wraps_while_it_runs() {
     }
     // The wrap adds one raw step (1 µJ) for max → 0.
     let expected = truth_uj as f64 * 1e-6 + 1e-6;
-    assert!((total - expected).abs() < 1e-6, "recorded {total} J, truth {expected} J over {rows} rows");
+    assert!(
+        (total - expected).abs() < 1e-6,
+        "recorded {total} J, truth {expected} J over {rows} rows"
+    );
     assert!(rows > 150, "{rows} rows");
 }
 
 #[test]
 fn measure_passes_the_exit_status_through_and_labels_estimates() {
-    let o = wattio(None, &["measure", "--source", "model", "--json", "--", "sh", "-c", "exit 3"]);
+    let o = wattio(
+        None,
+        &[
+            "measure", "--source", "model", "--json", "--", "sh", "-c", "exit 3",
+        ],
+    );
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["mechanism"], "model");
@@ -203,7 +257,12 @@ fn measure_passes_the_exit_status_through_and_labels_estimates() {
 
 #[test]
 fn measure_repeat_reports_every_run_and_the_median() {
-    let o = wattio(None, &["measure", "--source", "model", "--repeat", "3", "--json", "--", "sleep", "0.2"]);
+    let o = wattio(
+        None,
+        &[
+            "measure", "--source", "model", "--repeat", "3", "--json", "--", "sleep", "0.2",
+        ],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["runs"].as_array().unwrap().len(), 3);
@@ -217,7 +276,10 @@ fn measure_repeat_reports_every_run_and_the_median() {
 
 #[test]
 fn measure_of_a_missing_command_is_a_clear_error() {
-    let o = wattio(None, &["measure", "--source", "model", "--", "/nonexistent/cmd"]);
+    let o = wattio(
+        None,
+        &["measure", "--source", "model", "--", "/nonexistent/cmd"],
+    );
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
     assert!(e.contains("cannot run \"/nonexistent/cmd\""), "{e}");
@@ -226,12 +288,42 @@ fn measure_of_a_missing_command_is_a_clear_error() {
 #[test]
 fn bad_flags_are_refused_with_one_line() {
     for (args, needle) in [
-        (vec!["record", "--freq", "5000", "--duration", "1"], "--freq must be between"),
-        (vec!["record", "--duration", "0"], "--duration must be a positive"),
+        (
+            vec!["record", "--freq", "5000", "--duration", "1"],
+            "--freq must be between",
+        ),
+        (
+            vec!["record", "--duration", "0"],
+            "--duration must be a positive",
+        ),
         (vec!["record", "--domains", "watts"], "unknown domain"),
         (vec!["record", "--source", "rapl"], "unknown mechanism"),
-        (vec!["record", "--source", "model", "--duration", "0.1", "-o", "/nonexistent/dir/x.csv"], "cannot create"),
-        (vec!["record", "--source", "model", "--model-min-w", "9", "--model-max-w", "1", "--duration", "0.1"], "max ≥ min"),
+        (
+            vec![
+                "record",
+                "--source",
+                "model",
+                "--duration",
+                "0.1",
+                "-o",
+                "/nonexistent/dir/x.csv",
+            ],
+            "cannot create",
+        ),
+        (
+            vec![
+                "record",
+                "--source",
+                "model",
+                "--model-min-w",
+                "9",
+                "--model-max-w",
+                "1",
+                "--duration",
+                "0.1",
+            ],
+            "max ≥ min",
+        ),
     ] {
         let o = wattio(None, &args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
@@ -246,16 +338,34 @@ fn record_on_this_machine_writes_estimated_rows_at_the_asked_rate() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("e.jsonl");
     let o = Command::new(BIN)
-        .args(["record", "--source", "model", "--freq", "50", "--duration", "1", "--format", "jsonl", "-o"])
+        .args([
+            "record",
+            "--source",
+            "model",
+            "--freq",
+            "50",
+            "--duration",
+            "1",
+            "--format",
+            "jsonl",
+            "-o",
+        ])
         .arg(&out)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&out).unwrap();
-    let rows: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(rows.len(), 50, "one row per tick for one socket");
-    assert!(rows.iter().all(|r| r["estimated"] == true && r["mechanism"] == "model"));
-    assert!(rows.iter().all(|r| r["model"].as_str().unwrap().contains("ccf-linear")));
+    assert!(rows
+        .iter()
+        .all(|r| r["estimated"] == true && r["mechanism"] == "model"));
+    assert!(rows
+        .iter()
+        .all(|r| r["model"].as_str().unwrap().contains("ccf-linear")));
 }
 
 #[test]
@@ -302,14 +412,21 @@ fn export_serves_openmetrics_and_refuses_bad_requests() {
     std::thread::sleep(Duration::from_millis(200));
     let r2 = get("GET /metrics HTTP/1.1\r\n\r\n");
     let value = |resp: &str| -> f64 {
-        let l = resp.lines().find(|l| l.starts_with("wattio_energy_joules_total{")).unwrap();
+        let l = resp
+            .lines()
+            .find(|l| l.starts_with("wattio_energy_joules_total{"))
+            .unwrap();
         l.rsplit(' ').next().unwrap().parse().unwrap()
     };
     assert!(value(&r2) > value(&r), "the counter grows between scrapes");
     assert!(get("BLAH\r\n\r\n").starts_with("HTTP/1.1 400"));
     assert!(get("GET /nope HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404"));
     let pid = child.0.as_ref().unwrap().id();
-    assert!(Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
     let status = child.0.take().unwrap().wait().unwrap();
     assert!(status.success());
 }
@@ -321,12 +438,20 @@ fn fixture_command_refuses_to_overwrite() {
     let o = wattio(None, &["fixture", "amd-epyc", dir.path().to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("not empty"));
-    assert_eq!(std::fs::read_to_string(dir.path().join("keep")).unwrap(), "data");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("keep")).unwrap(),
+        "data"
+    );
     let fresh = dir.path().join("amd");
     let o = wattio(None, &["fixture", "amd-epyc", fresh.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let p = wattio(Some(&fresh), &["probe", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&p.stdout).unwrap();
-    let msr = v["mechanisms"].as_array().unwrap().iter().find(|m| m["mechanism"] == "msr").unwrap();
+    let msr = v["mechanisms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["mechanism"] == "msr")
+        .unwrap();
     assert_eq!(msr["usable"], true);
 }

@@ -112,7 +112,10 @@ mod tests {
     #[test]
     fn first_reading_primes_then_deltas_are_in_joules() {
         let mut acc = Accumulator::new(&[spec(Wrap::AtMax(999_999), 1e-6)]);
-        let mut out = [CounterDelta { joules: -1.0, wrapped: false }];
+        let mut out = [CounterDelta {
+            joules: -1.0,
+            wrapped: false,
+        }];
         acc.update(&[999_000], &mut out).unwrap();
         assert_eq!(out[0].joules, 0.0);
         // 999000 → 999999 → 0 → 500: 1000 + 500 µJ
@@ -125,7 +128,10 @@ mod tests {
     #[test]
     fn unknown_limit_reports_an_error_and_recovers() {
         let mut acc = Accumulator::new(&[spec(Wrap::Unknown, 1.0), spec(Wrap::AtMax(100), 1.0)]);
-        let mut out = [CounterDelta { joules: 0.0, wrapped: false }; 2];
+        let mut out = [CounterDelta {
+            joules: 0.0,
+            wrapped: false,
+        }; 2];
         acc.update(&[50, 10], &mut out).unwrap();
         let err = acc.update(&[40, 20], &mut out).unwrap_err();
         assert!(err.to_string().contains("wrap limit is unknown"), "{err}");

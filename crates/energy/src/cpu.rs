@@ -45,7 +45,9 @@ fn parse_cpuinfo(text: &str) -> Option<CpuId> {
         if line.trim().is_empty() && vendor.is_some() {
             break; // end of the first processor block
         }
-        let Some((key, value)) = line.split_once(':') else { continue };
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
         let value = value.trim();
         match key.trim() {
             "vendor_id" => {
@@ -105,12 +107,15 @@ pub fn packages(root: &SysRoot) -> Result<BTreeMap<u32, Vec<u32>>, EnergyError> 
         ));
         // A missing topology file means a single-package machine (some VMs, old kernels).
         let pkg = match fs::read_to_string(&p) {
-            Ok(s) => s.trim().parse::<i64>().map_err(|_| EnergyError::Malformed {
-                path: p.clone(),
-                content: s.trim().to_string(),
-                expected: "a package number".into(),
-                fix: "check WATTIO_ROOT".into(),
-            })?,
+            Ok(s) => s
+                .trim()
+                .parse::<i64>()
+                .map_err(|_| EnergyError::Malformed {
+                    path: p.clone(),
+                    content: s.trim().to_string(),
+                    expected: "a package number".into(),
+                    fix: "check WATTIO_ROOT".into(),
+                })?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
             Err(e) => return Err(EnergyError::from_io(&p, e, "is /sys mounted?")),
         };
@@ -161,7 +166,10 @@ mod tests {
 
     #[test]
     fn cpu_lists() {
-        assert_eq!(parse_cpu_list("0-3,8,10-11\n"), Some(vec![0, 1, 2, 3, 8, 10, 11]));
+        assert_eq!(
+            parse_cpu_list("0-3,8,10-11\n"),
+            Some(vec![0, 1, 2, 3, 8, 10, 11])
+        );
         assert_eq!(parse_cpu_list("0"), Some(vec![0]));
         assert_eq!(parse_cpu_list("3-1"), None);
         assert_eq!(parse_cpu_list("a"), None);

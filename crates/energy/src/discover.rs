@@ -67,7 +67,11 @@ pub struct ProbeReport {
     pub warnings: Vec<String>,
 }
 
-fn status_from(mechanism: Mechanism, r: Result<Box<dyn Source>, EnergyError>, notes: Vec<String>) -> MechanismStatus {
+fn status_from(
+    mechanism: Mechanism,
+    r: Result<Box<dyn Source>, EnergyError>,
+    notes: Vec<String>,
+) -> MechanismStatus {
     match r {
         Ok(src) => {
             let mut notes = notes;
@@ -165,8 +169,12 @@ fn open_mechanism(
                         notes,
                     );
                 }
-                let r = PerfSource::open(root, &pmu, domains).map(|s| Box::new(s) as Box<dyn Source>);
-                (r.and_then(check_alive).and_then(|s| filter(s, domains)), notes)
+                let r =
+                    PerfSource::open(root, &pmu, domains).map(|s| Box::new(s) as Box<dyn Source>);
+                (
+                    r.and_then(check_alive).and_then(|s| filter(s, domains)),
+                    notes,
+                )
             }
             Err(e) => (Err(e), vec![]),
         },
@@ -179,14 +187,20 @@ fn open_mechanism(
                     }
                 }
                 let r = PowercapSource::open(&d.zones).map(|s| Box::new(s) as Box<dyn Source>);
-                (r.and_then(check_alive).and_then(|s| filter(s, domains)), notes)
+                (
+                    r.and_then(check_alive).and_then(|s| filter(s, domains)),
+                    notes,
+                )
             }
             Err(e) => (Err(e), vec![]),
         },
         Mechanism::Msr => match MsrSource::open(root) {
             Ok(s) => {
                 let notes = s.notes.clone();
-                (check_alive(Box::new(s)).and_then(|s| filter(s, domains)), notes)
+                (
+                    check_alive(Box::new(s)).and_then(|s| filter(s, domains)),
+                    notes,
+                )
             }
             Err(e) => (Err(e), vec![]),
         },
@@ -222,7 +236,10 @@ pub fn discover(root: &SysRoot, params: ModelParams) -> ProbeReport {
             .find(|s| s.mechanism == m && s.usable)
             .map(|s| s.counters.as_slice())
     };
-    if let (Some(p), Some(c)) = (counters_of(Mechanism::Perf), counters_of(Mechanism::Powercap)) {
+    if let (Some(p), Some(c)) = (
+        counters_of(Mechanism::Perf),
+        counters_of(Mechanism::Powercap),
+    ) {
         warnings.extend(domain_disagreement(p, c));
     }
     ProbeReport {
@@ -248,7 +265,10 @@ pub fn domain_disagreement(perf: &[CounterSpec], powercap: &[CounterSpec]) -> Op
         return None;
     }
     let fmt = |s: &BTreeSet<(u32, Domain)>| {
-        s.iter().map(|(k, d)| format!("{d}@{k}")).collect::<Vec<_>>().join(",")
+        s.iter()
+            .map(|(k, d)| format!("{d}@{k}"))
+            .collect::<Vec<_>>()
+            .join(",")
     };
     Some(format!(
         "perf and powercap disagree on domains (perf: {}; powercap: {}); trust only domains both list (on AMD before Linux 5.17 perf advertised domains the CPU lacks)",
@@ -268,7 +288,9 @@ pub fn open_source(
     params: ModelParams,
 ) -> Result<(Box<dyn Source>, Vec<String>), EnergyError> {
     match choice {
-        SourceChoice::Only(m) => open_mechanism(root, m, domains, params).0.map(|s| (s, vec![])),
+        SourceChoice::Only(m) => open_mechanism(root, m, domains, params)
+            .0
+            .map(|s| (s, vec![])),
         SourceChoice::Auto => {
             let mut passed_over = Vec::new();
             for m in Mechanism::ALL {
@@ -293,8 +315,13 @@ struct Filtered {
     scratch: Vec<u64>,
 }
 
-fn filter(inner: Box<dyn Source>, domains: Option<&[Domain]>) -> Result<Box<dyn Source>, EnergyError> {
-    let Some(domains) = domains else { return Ok(inner) };
+fn filter(
+    inner: Box<dyn Source>,
+    domains: Option<&[Domain]>,
+) -> Result<Box<dyn Source>, EnergyError> {
+    let Some(domains) = domains else {
+        return Ok(inner);
+    };
     let keep: Vec<usize> = inner
         .counters()
         .iter()
@@ -348,12 +375,22 @@ mod tests {
     use crate::types::Wrap;
 
     fn c(socket: u32, domain: Domain) -> CounterSpec {
-        CounterSpec { socket, domain, unit_j: 1.0, wrap: Wrap::Unknown, origin: String::new() }
+        CounterSpec {
+            socket,
+            domain,
+            unit_j: 1.0,
+            wrap: Wrap::Unknown,
+            origin: String::new(),
+        }
     }
 
     #[test]
     fn disagreement_lists_both_sides() {
-        let perf = [c(0, Domain::Package), c(0, Domain::Core), c(0, Domain::Dram)];
+        let perf = [
+            c(0, Domain::Package),
+            c(0, Domain::Core),
+            c(0, Domain::Dram),
+        ];
         let pc = [c(0, Domain::Package), c(0, Domain::Core)];
         let w = domain_disagreement(&perf, &pc).unwrap();
         assert!(w.contains("perf: package@0,core@0,dram@0"), "{w}");
@@ -364,7 +401,10 @@ mod tests {
     #[test]
     fn source_choice_parses() {
         assert_eq!("auto".parse::<SourceChoice>().unwrap(), SourceChoice::Auto);
-        assert_eq!("msr".parse::<SourceChoice>().unwrap(), SourceChoice::Only(Mechanism::Msr));
+        assert_eq!(
+            "msr".parse::<SourceChoice>().unwrap(),
+            SourceChoice::Only(Mechanism::Msr)
+        );
         assert!("rapl".parse::<SourceChoice>().unwrap_err().contains("auto"));
     }
 }

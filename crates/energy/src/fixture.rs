@@ -54,7 +54,14 @@ impl FixtureTree {
     }
 
     /// `/proc/cpuinfo` with `ncpus` identical processor blocks.
-    pub fn cpuinfo(&self, vendor: &str, family: u32, model: u32, name: &str, ncpus: u32) -> io::Result<()> {
+    pub fn cpuinfo(
+        &self,
+        vendor: &str,
+        family: u32,
+        model: u32,
+        name: &str,
+        ncpus: u32,
+    ) -> io::Result<()> {
         let mut s = String::new();
         for i in 0..ncpus {
             s.push_str(&format!(
@@ -68,7 +75,10 @@ impl FixtureTree {
     /// `/proc/stat` with zero ticks for each CPU.
     pub fn topology(&self, cpus: &[(u32, u32, u32)]) -> io::Result<()> {
         let list: Vec<String> = cpus.iter().map(|c| c.0.to_string()).collect();
-        self.write("/sys/devices/system/cpu/online", &format!("{}\n", list.join(",")))?;
+        self.write(
+            "/sys/devices/system/cpu/online",
+            &format!("{}\n", list.join(",")),
+        )?;
         for &(cpu, pkg, core) in cpus {
             let t = format!("/sys/devices/system/cpu/cpu{cpu}/topology");
             self.write(&format!("{t}/physical_package_id"), &format!("{pkg}\n"))?;
@@ -91,7 +101,13 @@ impl FixtureTree {
 
     /// A powercap zone `id` (e.g. `intel-rapl:0:1`) named `name`, with `max_energy_range_uj`
     /// unless `max_uj` is `None`.
-    pub fn powercap_zone(&self, id: &str, name: &str, energy_uj: u64, max_uj: Option<u64>) -> io::Result<()> {
+    pub fn powercap_zone(
+        &self,
+        id: &str,
+        name: &str,
+        energy_uj: u64,
+        max_uj: Option<u64>,
+    ) -> io::Result<()> {
         let d = format!("/sys/class/powercap/{id}");
         self.write(&format!("{d}/name"), &format!("{name}\n"))?;
         self.set_energy_uj(id, energy_uj)?;
@@ -108,7 +124,11 @@ impl FixtureTree {
         if let Some(d) = p.parent() {
             fs::create_dir_all(d)?;
         }
-        let f = OpenOptions::new().create(true).write(true).truncate(false).open(&p)?;
+        let f = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(false)
+            .open(&p)?;
         f.write_all_at(format!("{energy_uj:020}\n").as_bytes(), 0)
     }
 
@@ -118,7 +138,11 @@ impl FixtureTree {
         if let Some(d) = p.parent() {
             fs::create_dir_all(d)?;
         }
-        let f = OpenOptions::new().create(true).write(true).truncate(false).open(&p)?;
+        let f = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(false)
+            .open(&p)?;
         f.write_all_at(&value.to_le_bytes(), crate::msr::stand_in_offset(register))
     }
 
@@ -128,8 +152,14 @@ impl FixtureTree {
         self.write(&format!("{d}/type"), &format!("{FIXTURE_PMU_TYPE}\n"))?;
         self.write(&format!("{d}/cpumask"), &format!("{cpumask}\n"))?;
         for (name, code) in events {
-            self.write(&format!("{d}/events/{name}"), &format!("event={code:#04x}\n"))?;
-            self.write(&format!("{d}/events/{name}.scale"), "2.3283064365386962890625e-10\n")?;
+            self.write(
+                &format!("{d}/events/{name}"),
+                &format!("event={code:#04x}\n"),
+            )?;
+            self.write(
+                &format!("{d}/events/{name}.scale"),
+                "2.3283064365386962890625e-10\n",
+            )?;
             self.write(&format!("{d}/events/{name}.unit"), "Joules\n")?;
         }
         Ok(())
@@ -147,7 +177,10 @@ pub fn build(name: &str, dir: &Path) -> io::Result<FixtureTree> {
         "intel-laptop" => intel_laptop(dir),
         other => Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("unknown fixture '{other}': use one of {}", MACHINES.join(", ")),
+            format!(
+                "unknown fixture '{other}': use one of {}",
+                MACHINES.join(", ")
+            ),
         )),
     }
 }
@@ -164,12 +197,28 @@ pub const MAX_UJ_ESU16: u64 = 65_532_610_987;
 /// with the fixed 2^-16 J DRAM unit.
 pub fn intel_two_socket_server(dir: &Path) -> io::Result<FixtureTree> {
     let t = FixtureTree::new(dir)?;
-    t.cpuinfo("GenuineIntel", 6, 0x55, "Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz", 8)?;
+    t.cpuinfo(
+        "GenuineIntel",
+        6,
+        0x55,
+        "Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz",
+        8,
+    )?;
     let cpus: Vec<(u32, u32, u32)> = (0..8).map(|c| (c, c / 4, c % 4)).collect();
     t.topology(&cpus)?;
     for s in 0..2u32 {
-        t.powercap_zone(&format!("intel-rapl:{s}"), &format!("package-{s}"), 100_000_000 + s as u64, Some(MAX_UJ_ESU14))?;
-        t.powercap_zone(&format!("intel-rapl:{s}:0"), "dram", 20_000_000 + s as u64, Some(MAX_UJ_DRAM_QUIRK))?;
+        t.powercap_zone(
+            &format!("intel-rapl:{s}"),
+            &format!("package-{s}"),
+            100_000_000 + s as u64,
+            Some(MAX_UJ_ESU14),
+        )?;
+        t.powercap_zone(
+            &format!("intel-rapl:{s}:0"),
+            "dram",
+            20_000_000 + s as u64,
+            Some(MAX_UJ_DRAM_QUIRK),
+        )?;
         let cpu = s * 4;
         t.msr(cpu, crate::msr::INTEL_POWER_UNIT, 0x000a_0e03)?;
         t.msr(cpu, crate::msr::INTEL_PKG_ENERGY, 0x0010_0000 + s as u64)?;
@@ -184,7 +233,13 @@ pub fn intel_two_socket_server(dir: &Path) -> io::Result<FixtureTree> {
 /// per-core core-energy register on CPUs 0 and 1.
 pub fn amd_epyc(dir: &Path) -> io::Result<FixtureTree> {
     let t = FixtureTree::new(dir)?;
-    t.cpuinfo("AuthenticAMD", 0x19, 0x01, "AMD EPYC 7713 64-Core Processor", 4)?;
+    t.cpuinfo(
+        "AuthenticAMD",
+        0x19,
+        0x01,
+        "AMD EPYC 7713 64-Core Processor",
+        4,
+    )?;
     t.topology(&[(0, 0, 0), (1, 0, 1), (2, 0, 0), (3, 0, 1)])?;
     t.powercap_zone("intel-rapl:0", "package-0", 50_000_000, Some(MAX_UJ_ESU16))?;
     t.perf_pmu("0", &[("energy-pkg", 2)])?;
@@ -205,17 +260,34 @@ pub fn amd_epyc(dir: &Path) -> io::Result<FixtureTree> {
 /// `intel-rapl-mmio:0` duplicate of `package-0`; perf with five events; MSRs at ESU 14.
 pub fn intel_laptop(dir: &Path) -> io::Result<FixtureTree> {
     let t = FixtureTree::new(dir)?;
-    t.cpuinfo("GenuineIntel", 6, 0x8C, "11th Gen Intel(R) Core(TM) i7-1185G7 @ 3.00GHz", 4)?;
+    t.cpuinfo(
+        "GenuineIntel",
+        6,
+        0x8C,
+        "11th Gen Intel(R) Core(TM) i7-1185G7 @ 3.00GHz",
+        4,
+    )?;
     t.topology(&[(0, 0, 0), (1, 0, 1), (2, 0, 0), (3, 0, 1)])?;
     t.powercap_zone("intel-rapl:0", "package-0", 30_000_000, Some(MAX_UJ_ESU14))?;
     t.powercap_zone("intel-rapl:0:0", "core", 10_000_000, Some(MAX_UJ_ESU14))?;
     t.powercap_zone("intel-rapl:0:1", "uncore", 1_000_000, Some(MAX_UJ_ESU14))?;
     t.powercap_zone("intel-rapl:0:2", "dram", 2_000_000, Some(MAX_UJ_ESU14))?;
     t.powercap_zone("intel-rapl:1", "psys", 90_000_000, Some(MAX_UJ_ESU14))?;
-    t.powercap_zone("intel-rapl-mmio:0", "package-0", 30_000_000, Some(MAX_UJ_ESU14))?;
+    t.powercap_zone(
+        "intel-rapl-mmio:0",
+        "package-0",
+        30_000_000,
+        Some(MAX_UJ_ESU14),
+    )?;
     t.perf_pmu(
         "0",
-        &[("energy-cores", 1), ("energy-pkg", 2), ("energy-ram", 3), ("energy-gpu", 4), ("energy-psys", 5)],
+        &[
+            ("energy-cores", 1),
+            ("energy-pkg", 2),
+            ("energy-ram", 3),
+            ("energy-gpu", 4),
+            ("energy-psys", 5),
+        ],
     )?;
     t.msr(0, crate::msr::INTEL_POWER_UNIT, 0x000a_0e03)?;
     t.msr(0, crate::msr::INTEL_PKG_ENERGY, 0x0030_0000)?;

@@ -99,7 +99,9 @@ impl ModelParams {
 fn parse_proc_stat(text: &str) -> Option<BTreeMap<u32, u64>> {
     let mut out = BTreeMap::new();
     for line in text.lines() {
-        let Some(rest) = line.strip_prefix("cpu") else { continue };
+        let Some(rest) = line.strip_prefix("cpu") else {
+            continue;
+        };
         let mut fields = rest.split_ascii_whitespace();
         let id = fields.next()?;
         let Ok(cpu) = id.parse::<u32>() else { continue }; // the aggregate "cpu" line
@@ -152,7 +154,12 @@ impl ModelSource {
                 domain: Domain::Package,
                 unit_j: 1e-9,
                 wrap: Wrap::AtMax(u64::MAX),
-                origin: format!("{} cpus {:?} × {}", stat_path.display(), cpus, params.name()),
+                origin: format!(
+                    "{} cpus {:?} × {}",
+                    stat_path.display(),
+                    cpus,
+                    params.name()
+                ),
             })
             .collect();
         let mut src = ModelSource {
@@ -252,9 +259,15 @@ mod tests {
 
     #[test]
     fn bad_coefficients_are_refused() {
-        let p = ModelParams { min_w_per_cpu: 5.0, max_w_per_cpu: 1.0 };
+        let p = ModelParams {
+            min_w_per_cpu: 5.0,
+            max_w_per_cpu: 1.0,
+        };
         assert!(p.validate().unwrap_err().to_string().contains("max ≥ min"));
-        let p = ModelParams { min_w_per_cpu: f64::NAN, max_w_per_cpu: 1.0 };
+        let p = ModelParams {
+            min_w_per_cpu: f64::NAN,
+            max_w_per_cpu: 1.0,
+        };
         assert!(p.validate().is_err());
     }
 

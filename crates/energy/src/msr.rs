@@ -43,10 +43,8 @@ pub const PERMISSION_FIX: &str = "reading MSRs needs root or CAP_SYS_RAWIO: run 
 pub const MISSING_FIX: &str = "load the msr kernel module: `sudo modprobe msr`";
 
 /// Intel models whose psys counter uses a fixed 1 J unit (kernel `RAPL_UNIT_QUIRK_INTEL_SPR`).
-pub const INTEL_PSYS_FIXED_1J_MODELS: &[(u32, &str)] = &[
-    (0x8F, "Sapphire Rapids-X"),
-    (0xCF, "Emerald Rapids-X"),
-];
+pub const INTEL_PSYS_FIXED_1J_MODELS: &[(u32, &str)] =
+    &[(0x8F, "Sapphire Rapids-X"), (0xCF, "Emerald Rapids-X")];
 
 /// Intel Atom models whose energy unit is `2^ESU` µJ instead of `2^-ESU` J (turbostat, likwid).
 pub const INTEL_SILVERMONT_MODELS: &[(u32, &str)] = &[
@@ -69,7 +67,11 @@ pub fn energy_unit_j(id: &CpuId, domain: Domain, unit_register: u64) -> f64 {
         if domain == Domain::Dram && cpu::has_intel_dram_unit_quirk(id) {
             return 2f64.powi(-(cpu::INTEL_DRAM_FIXED_ESU as i32));
         }
-        if domain == Domain::Psys && INTEL_PSYS_FIXED_1J_MODELS.iter().any(|(m, _)| *m == id.model) {
+        if domain == Domain::Psys
+            && INTEL_PSYS_FIXED_1J_MODELS
+                .iter()
+                .any(|(m, _)| *m == id.model)
+        {
             return 1.0;
         }
     }
@@ -90,7 +92,11 @@ impl MsrFile {
     /// Wraps an open device or stand-in file.
     pub fn new(file: File) -> std::io::Result<Self> {
         use std::os::unix::fs::FileTypeExt;
-        let stride = if file.metadata()?.file_type().is_char_device() { 1 } else { 8 };
+        let stride = if file.metadata()?.file_type().is_char_device() {
+            1
+        } else {
+            8
+        };
         Ok(MsrFile { file, stride })
     }
 
@@ -156,7 +162,9 @@ fn one_cpu_per_core(root: &SysRoot, cpus: &[u32]) -> Vec<u32> {
     let mut out = Vec::new();
     for &c in cpus {
         let p = root.path(format!("/sys/devices/system/cpu/cpu{c}/topology/core_id"));
-        let core = fs::read_to_string(p).ok().and_then(|s| s.trim().parse::<i64>().ok());
+        let core = fs::read_to_string(p)
+            .ok()
+            .and_then(|s| s.trim().parse::<i64>().ok());
         match core {
             Some(id) if seen.contains(&id) => {}
             Some(id) => {
@@ -187,7 +195,10 @@ impl MsrSource {
             ),
             Vendor::Amd if id.family >= 0x17 => (
                 AMD_POWER_UNIT,
-                vec![(Domain::Package, AMD_PKG_ENERGY), (Domain::Core, AMD_CORE_ENERGY)],
+                vec![
+                    (Domain::Package, AMD_PKG_ENERGY),
+                    (Domain::Core, AMD_CORE_ENERGY),
+                ],
             ),
             _ => {
                 return Err(EnergyError::Unusable {
@@ -214,19 +225,30 @@ impl MsrSource {
                     continue; // one platform counter per machine
                 }
                 let per_core = id.vendor == Vendor::Amd && domain == Domain::Core;
-                let cpus_for = if per_core { one_cpu_per_core(root, cpus) } else { vec![first] };
+                let cpus_for = if per_core {
+                    one_cpu_per_core(root, cpus)
+                } else {
+                    vec![first]
+                };
                 let mut files = Vec::new();
                 let mut values = Vec::new();
                 for c in cpus_for {
                     let (p, f) = if c == first {
-                        (path.clone(), file.try_clone().map_err(|e| EnergyError::from_io(&path, e, PERMISSION_FIX))?)
+                        (
+                            path.clone(),
+                            file.try_clone()
+                                .map_err(|e| EnergyError::from_io(&path, e, PERMISSION_FIX))?,
+                        )
                     } else {
                         open_msr(root, c)?
                     };
                     match read_msr(&f, register) {
                         Ok(v) => values.push(v & MASK32),
                         Err(e) => {
-                            notes.push(format!("{} at {register:#x} ({domain}): not readable ({e}), skipped", p.display()));
+                            notes.push(format!(
+                                "{} at {register:#x} ({domain}): not readable ({e}), skipped",
+                                p.display()
+                            ));
                             values.clear();
                             break;
                         }
@@ -251,7 +273,11 @@ impl MsrSource {
                     origin: format!(
                         "{} msr {register:#x}{}",
                         path.display(),
-                        if multi { format!(" (summed over {} cores)", files.len()) } else { String::new() }
+                        if multi {
+                            format!(" (summed over {} cores)", files.len())
+                        } else {
+                            String::new()
+                        }
                     ),
                 });
                 counters.push(MsrCounter {
@@ -334,12 +360,32 @@ mod tests {
     #[test]
     fn quirk_units() {
         let unit = 0x000a_0e03; // ESU 14
-        assert_eq!(energy_unit_j(&intel(0x55), Domain::Package, unit), 2f64.powi(-14));
-        assert_eq!(energy_unit_j(&intel(0x55), Domain::Dram, unit), 2f64.powi(-16));
-        assert_eq!(energy_unit_j(&intel(0x8F), Domain::Dram, unit), 2f64.powi(-14));
+        assert_eq!(
+            energy_unit_j(&intel(0x55), Domain::Package, unit),
+            2f64.powi(-14)
+        );
+        assert_eq!(
+            energy_unit_j(&intel(0x55), Domain::Dram, unit),
+            2f64.powi(-16)
+        );
+        assert_eq!(
+            energy_unit_j(&intel(0x8F), Domain::Dram, unit),
+            2f64.powi(-14)
+        );
         assert_eq!(energy_unit_j(&intel(0x8F), Domain::Psys, unit), 1.0);
-        assert_eq!(energy_unit_j(&intel(0x37), Domain::Package, 0x0000_0500), 32e-6);
-        let amd = CpuId { vendor: Vendor::Amd, family: 0x19, model: 1, model_name: String::new() };
-        assert_eq!(energy_unit_j(&amd, Domain::Package, 0x000a_1003), 2f64.powi(-16));
+        assert_eq!(
+            energy_unit_j(&intel(0x37), Domain::Package, 0x0000_0500),
+            32e-6
+        );
+        let amd = CpuId {
+            vendor: Vendor::Amd,
+            family: 0x19,
+            model: 1,
+            model_name: String::new(),
+        };
+        assert_eq!(
+            energy_unit_j(&amd, Domain::Package, 0x000a_1003),
+            2f64.powi(-16)
+        );
     }
 }

@@ -81,12 +81,15 @@ pub fn discover(root: &SysRoot) -> Result<PowerPmu, EnergyError> {
     let dir = root.path("/sys/bus/event_source/devices/power");
     let type_path = dir.join("type");
     let pmu_type_s = read_file(&type_path, MISSING_FIX)?;
-    let pmu_type = pmu_type_s.trim().parse().map_err(|_| EnergyError::Malformed {
-        path: type_path.clone(),
-        content: pmu_type_s.trim().into(),
-        expected: "a PMU type number".into(),
-        fix: "check WATTIO_ROOT".into(),
-    })?;
+    let pmu_type = pmu_type_s
+        .trim()
+        .parse()
+        .map_err(|_| EnergyError::Malformed {
+            path: type_path.clone(),
+            content: pmu_type_s.trim().into(),
+            expected: "a PMU type number".into(),
+            fix: "check WATTIO_ROOT".into(),
+        })?;
     let mask_path = dir.join("cpumask");
     let mask = read_file(&mask_path, MISSING_FIX)?;
     let mask_cpus = cpu::parse_cpu_list(&mask).ok_or_else(|| EnergyError::Malformed {
@@ -127,7 +130,9 @@ pub fn discover(root: &SysRoot) -> Result<PowerPmu, EnergyError> {
         let code = match read_file(&code_path, MISSING_FIX).map(|s| parse_event_code(&s)) {
             Ok(Some(c)) => c,
             _ => {
-                notes.push(format!("{name}: unreadable or malformed event code, skipped"));
+                notes.push(format!(
+                    "{name}: unreadable or malformed event code, skipped"
+                ));
                 continue;
             }
         };
@@ -143,11 +148,19 @@ pub fn discover(root: &SysRoot) -> Result<PowerPmu, EnergyError> {
         };
         if let Ok(unit) = read_file(&events_dir.join(format!("{name}.unit")), MISSING_FIX) {
             if unit.trim() != "Joules" {
-                notes.push(format!("{name}: unit is '{}', not Joules, skipped", unit.trim()));
+                notes.push(format!(
+                    "{name}: unit is '{}', not Joules, skipped",
+                    unit.trim()
+                ));
                 continue;
             }
         }
-        events.push(PerfEvent { name, domain, code, scale });
+        events.push(PerfEvent {
+            name,
+            domain,
+            code,
+            scale,
+        });
     }
     Ok(PowerPmu {
         dir,
@@ -192,7 +205,11 @@ pub struct PerfSource {
 
 impl PerfSource {
     /// Opens every event of `pmu` (optionally only `domains`) once per package.
-    pub fn open(root: &SysRoot, pmu: &PowerPmu, domains: Option<&[Domain]>) -> Result<Self, EnergyError> {
+    pub fn open(
+        root: &SysRoot,
+        pmu: &PowerPmu,
+        domains: Option<&[Domain]>,
+    ) -> Result<Self, EnergyError> {
         let mut specs = Vec::new();
         let mut fds = Vec::new();
         for ev in &pmu.events {
@@ -305,7 +322,10 @@ mod tests {
         let mut src = PerfSource::from_files(vec![spec.clone()], vec![r]).unwrap();
         let mut acc = crate::Accumulator::new(&[spec]);
         let mut raw = [0u64];
-        let mut out = [crate::CounterDelta { joules: 0.0, wrapped: false }];
+        let mut out = [crate::CounterDelta {
+            joules: 0.0,
+            wrapped: false,
+        }];
         w.write_all(&(u64::MAX - 42).to_ne_bytes()).unwrap();
         src.read_raw(&mut raw).unwrap();
         acc.update(&raw, &mut out).unwrap();
@@ -314,7 +334,11 @@ mod tests {
         src.read_raw(&mut raw).unwrap();
         acc.update(&raw, &mut out).unwrap();
         let expected = (43.0 + 2f64.powi(32)) * 2f64.powi(-32);
-        assert!((out[0].joules - expected).abs() < 1e-12, "{}", out[0].joules);
+        assert!(
+            (out[0].joules - expected).abs() < 1e-12,
+            "{}",
+            out[0].joules
+        );
         assert!(out[0].wrapped);
     }
 }

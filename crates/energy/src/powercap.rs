@@ -52,7 +52,8 @@ fn parse_zone_id(id: &str) -> Option<(bool, Vec<u32>)> {
         return None;
     };
     let nums: Option<Vec<u32>> = rest.split(':').map(|n| n.parse().ok()).collect();
-    nums.filter(|n| !n.is_empty() && n.len() <= 2).map(|n| (mmio, n))
+    nums.filter(|n| !n.is_empty() && n.len() <= 2)
+        .map(|n| (mmio, n))
 }
 
 /// Socket and domain from a zone's `name`; `parent_socket` for sub-zones.
@@ -106,7 +107,8 @@ pub fn discover(root: &SysRoot) -> Result<Discovery, EnergyError> {
         let name = match read_trimmed(&dir.join("name")) {
             Ok(n) => n,
             Err(e) => {
-                disc.notes.push(format!("{id}: skipped, cannot read its name file ({e})"));
+                disc.notes
+                    .push(format!("{id}: skipped, cannot read its name file ({e})"));
                 continue;
             }
         };
@@ -119,7 +121,8 @@ pub fn discover(root: &SysRoot) -> Result<Discovery, EnergyError> {
             None
         };
         let Some((socket, domain)) = classify(&name, parent) else {
-            disc.notes.push(format!("{id}: skipped, unknown zone name '{name}'"));
+            disc.notes
+                .push(format!("{id}: skipped, unknown zone name '{name}'"));
             continue;
         };
         if nums.len() == 1 {
@@ -138,7 +141,10 @@ pub fn discover(root: &SysRoot) -> Result<Discovery, EnergyError> {
         let max_path = dir.join("max_energy_range_uj");
         let max_uj = match read_trimmed(&max_path) {
             Ok(s) => s.parse::<u64>().map_err(|_| {
-                format!("{}: malformed content {s:?} (expected microjoules)", max_path.display())
+                format!(
+                    "{}: malformed content {s:?} (expected microjoules)",
+                    max_path.display()
+                )
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 Err(format!("{}: missing", max_path.display()))
@@ -181,7 +187,8 @@ impl PowercapSource {
         let mut files = Vec::with_capacity(zones.len());
         for z in zones {
             let path = z.dir.join("energy_uj");
-            let file = File::open(&path).map_err(|e| EnergyError::from_io(&path, e, PERMISSION_FIX))?;
+            let file =
+                File::open(&path).map_err(|e| EnergyError::from_io(&path, e, PERMISSION_FIX))?;
             specs.push(CounterSpec {
                 socket: z.socket,
                 domain: z.domain,
@@ -233,7 +240,8 @@ impl Source for PowercapSource {
                 path: path.clone(),
                 content: String::from_utf8_lossy(&self.buf[..n]).trim().to_string(),
                 expected: "a decimal number of microjoules".into(),
-                fix: "this is not a RAPL energy_uj file; check WATTIO_ROOT or use another --source".into(),
+                fix: "this is not a RAPL energy_uj file; check WATTIO_ROOT or use another --source"
+                    .into(),
             })?;
         }
         Ok(())
@@ -257,7 +265,10 @@ mod tests {
     #[test]
     fn names_decide_socket_and_domain() {
         assert_eq!(classify("package-1", None), Some((1, Domain::Package)));
-        assert_eq!(classify("package-0-die-1", None), Some((0, Domain::Package)));
+        assert_eq!(
+            classify("package-0-die-1", None),
+            Some((0, Domain::Package))
+        );
         assert_eq!(classify("dram", Some(1)), Some((1, Domain::Dram)));
         assert_eq!(classify("psys", None), Some((0, Domain::Psys)));
         assert_eq!(classify("banana", None), None);

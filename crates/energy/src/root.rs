@@ -60,7 +60,10 @@ mod tests {
             root.path("/sys/class/powercap"),
             PathBuf::from("/tmp/fixture/sys/class/powercap")
         );
-        assert_eq!(root.path("proc/stat"), PathBuf::from("/tmp/fixture/proc/stat"));
+        assert_eq!(
+            root.path("proc/stat"),
+            PathBuf::from("/tmp/fixture/proc/stat")
+        );
         assert!(!root.is_real());
         assert!(SysRoot::new("/").is_real());
     }

@@ -205,12 +205,18 @@ mod tests {
             assert_eq!(m.as_str().parse::<Mechanism>().unwrap(), m);
         }
         assert!("watts".parse::<Domain>().unwrap_err().contains("package"));
-        assert!("rapl".parse::<Mechanism>().unwrap_err().contains("powercap"));
+        assert!("rapl"
+            .parse::<Mechanism>()
+            .unwrap_err()
+            .contains("powercap"));
     }
 
     #[test]
     fn only_package_and_dram_count_in_the_total() {
-        let counted: Vec<_> = Domain::ALL.into_iter().filter(|d| d.counts_in_total()).collect();
+        let counted: Vec<_> = Domain::ALL
+            .into_iter()
+            .filter(|d| d.counts_in_total())
+            .collect();
         assert_eq!(counted, vec![Domain::Package, Domain::Dram]);
     }
 

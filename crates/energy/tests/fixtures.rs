@@ -8,7 +8,9 @@ use wattio_energy::{
     SourceChoice, SysRoot, Wrap,
 };
 
-fn tree(f: fn(&std::path::Path) -> std::io::Result<FixtureTree>) -> (tempfile::TempDir, FixtureTree, SysRoot) {
+fn tree(
+    f: fn(&std::path::Path) -> std::io::Result<FixtureTree>,
+) -> (tempfile::TempDir, FixtureTree, SysRoot) {
     let dir = tempfile::tempdir().unwrap();
     let t = f(dir.path()).unwrap();
     let root = SysRoot::new(dir.path());
@@ -16,14 +18,21 @@ fn tree(f: fn(&std::path::Path) -> std::io::Result<FixtureTree>) -> (tempfile::T
 }
 
 fn pairs(src: &dyn Source) -> Vec<(u32, Domain)> {
-    src.counters().iter().map(|c| (c.socket, c.domain)).collect()
+    src.counters()
+        .iter()
+        .map(|c| (c.socket, c.domain))
+        .collect()
 }
 
 #[test]
 fn powercap_two_socket_server_names_zones_by_name_not_number() {
     let (_d, _t, root) = tree(fixture::intel_two_socket_server);
     let disc = powercap::discover(&root).unwrap();
-    let mut got: Vec<_> = disc.zones.iter().map(|z| (z.id.as_str(), z.socket, z.domain)).collect();
+    let mut got: Vec<_> = disc
+        .zones
+        .iter()
+        .map(|z| (z.id.as_str(), z.socket, z.domain))
+        .collect();
     got.sort();
     assert_eq!(
         got,
@@ -35,7 +44,11 @@ fn powercap_two_socket_server_names_zones_by_name_not_number() {
         ]
     );
     let src = PowercapSource::open(&disc.zones).unwrap();
-    let dram = src.counters().iter().find(|c| c.domain == Domain::Dram).unwrap();
+    let dram = src
+        .counters()
+        .iter()
+        .find(|c| c.domain == Domain::Dram)
+        .unwrap();
     assert_eq!(dram.wrap, Wrap::AtMax(MAX_UJ_DRAM_QUIRK));
     assert_eq!(dram.unit_j, 1e-6);
 }
@@ -58,7 +71,9 @@ fn powercap_laptop_psys_is_not_package_1_and_mmio_duplicate_is_skipped() {
         ]
     );
     assert!(
-        disc.notes.iter().any(|n| n.contains("intel-rapl-mmio:0") && n.contains("already read")),
+        disc.notes
+            .iter()
+            .any(|n| n.contains("intel-rapl-mmio:0") && n.contains("already read")),
         "{:?}",
         disc.notes
     );
@@ -69,28 +84,50 @@ fn powercap_wraps_are_corrected_with_max_energy_range() {
     let (_d, t, root) = tree(fixture::intel_two_socket_server);
     let disc = powercap::discover(&root).unwrap();
     let mut src = PowercapSource::open(&disc.zones).unwrap();
-    let idx = src.counters().iter().position(|c| c.socket == 1 && c.domain == Domain::Package).unwrap();
+    let idx = src
+        .counters()
+        .iter()
+        .position(|c| c.socket == 1 && c.domain == Domain::Package)
+        .unwrap();
     let n = src.counters().len();
     let mut acc = Accumulator::new(src.counters());
     let mut raw = vec![0; n];
-    let mut out = vec![CounterDelta { joules: 0.0, wrapped: false }; n];
-    t.set_energy_uj("intel-rapl:1", MAX_UJ_ESU14 - 2_000_000).unwrap();
+    let mut out = vec![
+        CounterDelta {
+            joules: 0.0,
+            wrapped: false
+        };
+        n
+    ];
+    t.set_energy_uj("intel-rapl:1", MAX_UJ_ESU14 - 2_000_000)
+        .unwrap();
     src.read_raw(&mut raw).unwrap();
     acc.update(&raw, &mut out).unwrap();
     t.set_energy_uj("intel-rapl:1", 3_000_000).unwrap();
     src.read_raw(&mut raw).unwrap();
     acc.update(&raw, &mut out).unwrap();
     // 2 J up to the limit, 1 µJ for the step to zero, 3 J after it.
-    assert!((out[idx].joules - 5.000001).abs() < 1e-9, "{}", out[idx].joules);
+    assert!(
+        (out[idx].joules - 5.000001).abs() < 1e-9,
+        "{}",
+        out[idx].joules
+    );
     assert!(out[idx].wrapped);
 }
 
 #[test]
 fn garbage_in_energy_uj_is_a_clear_error() {
     let (_d, t, root) = tree(fixture::intel_laptop);
-    t.write("/sys/class/powercap/intel-rapl:0/energy_uj", "not a number\n").unwrap();
+    t.write(
+        "/sys/class/powercap/intel-rapl:0/energy_uj",
+        "not a number\n",
+    )
+    .unwrap();
     let disc = powercap::discover(&root).unwrap();
-    let err = PowercapSource::open(&disc.zones).err().expect("garbage must be refused").to_string();
+    let err = PowercapSource::open(&disc.zones)
+        .err()
+        .expect("garbage must be refused")
+        .to_string();
     assert!(err.contains("intel-rapl:0/energy_uj"), "{err}");
     assert!(err.contains("malformed content"), "{err}");
     assert!(err.contains("microjoules"), "{err}");
@@ -102,21 +139,37 @@ fn missing_max_energy_range_means_unknown_wrap_and_an_error_on_decrease() {
     let (_d, t, root) = tree(fixture::intel_laptop);
     std::fs::remove_file(t.path("/sys/class/powercap/intel-rapl:1/max_energy_range_uj")).unwrap();
     let report = discover(&root, ModelParams::default());
-    let pc = report.mechanisms.iter().find(|m| m.mechanism == Mechanism::Powercap).unwrap();
+    let pc = report
+        .mechanisms
+        .iter()
+        .find(|m| m.mechanism == Mechanism::Powercap)
+        .unwrap();
     assert!(pc.usable);
     assert!(
-        pc.notes.iter().any(|n| n.contains("intel-rapl:1") && n.contains("max_energy_range_uj")),
+        pc.notes
+            .iter()
+            .any(|n| n.contains("intel-rapl:1") && n.contains("max_energy_range_uj")),
         "{:?}",
         pc.notes
     );
     let disc = powercap::discover(&root).unwrap();
     let mut src = PowercapSource::open(&disc.zones).unwrap();
-    let idx = src.counters().iter().position(|c| c.domain == Domain::Psys).unwrap();
+    let idx = src
+        .counters()
+        .iter()
+        .position(|c| c.domain == Domain::Psys)
+        .unwrap();
     assert_eq!(src.counters()[idx].wrap, Wrap::Unknown);
     let n = src.counters().len();
     let mut acc = Accumulator::new(src.counters());
     let mut raw = vec![0; n];
-    let mut out = vec![CounterDelta { joules: 0.0, wrapped: false }; n];
+    let mut out = vec![
+        CounterDelta {
+            joules: 0.0,
+            wrapped: false
+        };
+        n
+    ];
     src.read_raw(&mut raw).unwrap();
     acc.update(&raw, &mut out).unwrap();
     t.set_energy_uj("intel-rapl:1", 5).unwrap();
@@ -130,11 +183,21 @@ fn missing_max_energy_range_means_unknown_wrap_and_an_error_on_decrease() {
 #[test]
 fn counters_stuck_at_zero_are_refused_like_a_vm_exposing_dead_events() {
     let (_d, t, root) = tree(fixture::intel_laptop);
-    for z in ["intel-rapl:0", "intel-rapl:0:0", "intel-rapl:0:1", "intel-rapl:0:2", "intel-rapl:1"] {
+    for z in [
+        "intel-rapl:0",
+        "intel-rapl:0:0",
+        "intel-rapl:0:1",
+        "intel-rapl:0:2",
+        "intel-rapl:1",
+    ] {
         t.set_energy_uj(z, 0).unwrap();
     }
     let report = discover(&root, ModelParams::default());
-    let pc = report.mechanisms.iter().find(|m| m.mechanism == Mechanism::Powercap).unwrap();
+    let pc = report
+        .mechanisms
+        .iter()
+        .find(|m| m.mechanism == Mechanism::Powercap)
+        .unwrap();
     assert!(!pc.usable);
     assert!(pc.reason.contains("did not advance"), "{}", pc.reason);
 }
@@ -145,19 +208,46 @@ fn msr_intel_server_uses_the_fixed_dram_unit() {
     let mut src = MsrSource::open(&root).unwrap();
     let mut p = pairs(&src);
     p.sort();
-    assert_eq!(p, vec![(0, Domain::Package), (0, Domain::Dram), (1, Domain::Package), (1, Domain::Dram)]);
+    assert_eq!(
+        p,
+        vec![
+            (0, Domain::Package),
+            (0, Domain::Dram),
+            (1, Domain::Package),
+            (1, Domain::Dram)
+        ]
+    );
     for c in src.counters() {
-        let expected = if c.domain == Domain::Dram { 2f64.powi(-16) } else { 2f64.powi(-14) };
+        let expected = if c.domain == Domain::Dram {
+            2f64.powi(-16)
+        } else {
+            2f64.powi(-14)
+        };
         assert_eq!(c.unit_j, expected, "{:?}", c);
         assert_eq!(c.wrap, Wrap::AtMax(0xFFFF_FFFF));
     }
     // One joule on socket 1's package: 16384 raw steps at ESU 14, through a 32-bit wrap.
-    let idx = src.counters().iter().position(|c| c.socket == 1 && c.domain == Domain::Package).unwrap();
+    let idx = src
+        .counters()
+        .iter()
+        .position(|c| c.socket == 1 && c.domain == Domain::Package)
+        .unwrap();
     let n = src.counters().len();
     let mut acc = Accumulator::new(src.counters());
     let mut raw = vec![0; n];
-    let mut out = vec![CounterDelta { joules: 0.0, wrapped: false }; n];
-    t.msr(4, msr::INTEL_PKG_ENERGY, 0xFFFF_FFFF - 16383 + 0xAB_0000_0000).unwrap(); // high bits ignored
+    let mut out = vec![
+        CounterDelta {
+            joules: 0.0,
+            wrapped: false
+        };
+        n
+    ];
+    t.msr(
+        4,
+        msr::INTEL_PKG_ENERGY,
+        0xFFFF_FFFF - 16383 + 0xAB_0000_0000,
+    )
+    .unwrap(); // high bits ignored
     src.read_raw(&mut raw).unwrap();
     acc.update(&raw, &mut out).unwrap();
     t.msr(4, msr::INTEL_PKG_ENERGY, 16384).unwrap();
@@ -170,9 +260,20 @@ fn msr_intel_server_uses_the_fixed_dram_unit() {
 #[test]
 fn msr_sapphire_rapids_dram_uses_the_standard_unit() {
     let (_d, t, root) = tree(fixture::intel_two_socket_server);
-    t.cpuinfo("GenuineIntel", 6, 0x8F, "Intel(R) Xeon(R) Platinum 8480+", 8).unwrap();
+    t.cpuinfo(
+        "GenuineIntel",
+        6,
+        0x8F,
+        "Intel(R) Xeon(R) Platinum 8480+",
+        8,
+    )
+    .unwrap();
     let src = MsrSource::open(&root).unwrap();
-    let dram = src.counters().iter().find(|c| c.domain == Domain::Dram).unwrap();
+    let dram = src
+        .counters()
+        .iter()
+        .find(|c| c.domain == Domain::Dram)
+        .unwrap();
     assert_eq!(dram.unit_j, 2f64.powi(-14));
 }
 
@@ -180,13 +281,27 @@ fn msr_sapphire_rapids_dram_uses_the_standard_unit() {
 fn msr_amd_sums_per_core_counters_once_per_physical_core() {
     let (_d, t, root) = tree(fixture::amd_epyc);
     let mut src = MsrSource::open(&root).unwrap();
-    let core = src.counters().iter().position(|c| c.domain == Domain::Core).unwrap();
-    assert!(src.counters()[core].origin.contains("summed over 2 cores"), "{}", src.counters()[core].origin);
+    let core = src
+        .counters()
+        .iter()
+        .position(|c| c.domain == Domain::Core)
+        .unwrap();
+    assert!(
+        src.counters()[core].origin.contains("summed over 2 cores"),
+        "{}",
+        src.counters()[core].origin
+    );
     assert_eq!(src.counters()[core].unit_j, 2f64.powi(-16));
     let n = src.counters().len();
     let mut acc = Accumulator::new(src.counters());
     let mut raw = vec![0; n];
-    let mut out = vec![CounterDelta { joules: 0.0, wrapped: false }; n];
+    let mut out = vec![
+        CounterDelta {
+            joules: 0.0,
+            wrapped: false
+        };
+        n
+    ];
     // Core 1 starts 65536 steps (1 J at ESU 16) below the 32-bit limit.
     t.msr(1, msr::AMD_CORE_ENERGY, 0xFFFF_FFFF - 65535).unwrap();
     src.read_raw(&mut raw).unwrap();
@@ -213,7 +328,11 @@ fn msr_missing_device_says_to_load_the_module() {
 fn perf_fixture_events_are_parsed_and_the_open_failure_is_explained() {
     let (_d, _t, root) = tree(fixture::intel_laptop);
     let pmu = wattio_energy::perf::discover(&root).unwrap();
-    let names: Vec<_> = pmu.events.iter().map(|e| (e.name.as_str(), e.domain, e.code)).collect();
+    let names: Vec<_> = pmu
+        .events
+        .iter()
+        .map(|e| (e.name.as_str(), e.domain, e.code))
+        .collect();
     assert_eq!(
         names,
         vec![
@@ -226,7 +345,11 @@ fn perf_fixture_events_are_parsed_and_the_open_failure_is_explained() {
     );
     assert_eq!(pmu.events[0].scale, 2f64.powi(-32));
     let report = discover(&root, ModelParams::default());
-    let perf = report.mechanisms.iter().find(|m| m.mechanism == Mechanism::Perf).unwrap();
+    let perf = report
+        .mechanisms
+        .iter()
+        .find(|m| m.mechanism == Mechanism::Perf)
+        .unwrap();
     assert!(!perf.usable);
     assert!(perf.reason.contains("perf_event_open"), "{}", perf.reason);
     assert!(perf.fix.is_some());
@@ -237,18 +360,30 @@ fn auto_skips_unusable_mechanisms_without_failing() {
     let (_d, t, root) = tree(fixture::intel_two_socket_server);
     // Remove the powercap tree: auto must fall through to MSR, not fail.
     std::fs::remove_dir_all(t.path("/sys/class/powercap")).unwrap();
-    let (src, passed) = open_source(&root, SourceChoice::Auto, None, ModelParams::default()).unwrap();
+    let (src, passed) =
+        open_source(&root, SourceChoice::Auto, None, ModelParams::default()).unwrap();
     assert_eq!(src.provenance().mechanism, Mechanism::Msr);
     assert!(!src.provenance().estimated);
     assert_eq!(passed.len(), 2, "{passed:?}");
     assert!(passed[1].starts_with("powercap:"), "{passed:?}");
     // Only the DRAM domain, when asked.
-    let (src, _) = open_source(&root, SourceChoice::Only(Mechanism::Msr), Some(&[Domain::Dram]), ModelParams::default()).unwrap();
+    let (src, _) = open_source(
+        &root,
+        SourceChoice::Only(Mechanism::Msr),
+        Some(&[Domain::Dram]),
+        ModelParams::default(),
+    )
+    .unwrap();
     assert!(src.counters().iter().all(|c| c.domain == Domain::Dram));
-    let err = open_source(&root, SourceChoice::Only(Mechanism::Msr), Some(&[Domain::Psys]), ModelParams::default())
-        .err()
-        .unwrap()
-        .to_string();
+    let err = open_source(
+        &root,
+        SourceChoice::Only(Mechanism::Msr),
+        Some(&[Domain::Psys]),
+        ModelParams::default(),
+    )
+    .err()
+    .unwrap()
+    .to_string();
     assert!(err.contains("none of the requested domains"), "{err}");
 }
 
@@ -258,7 +393,10 @@ fn model_estimates_from_proc_stat_and_labels_itself() {
     let params = ModelParams::default();
     let mut src = wattio_energy::ModelSource::open(&root, params).unwrap();
     assert!(src.provenance().estimated);
-    assert_eq!(src.provenance().model.as_deref(), Some(params.name().as_str()));
+    assert_eq!(
+        src.provenance().model.as_deref(),
+        Some(params.name().as_str())
+    );
     let mut raw = [0u64];
     let t0 = std::time::Instant::now();
     src.read_raw(&mut raw).unwrap();
@@ -270,5 +408,8 @@ fn model_estimates_from_proc_stat_and_labels_itself() {
     let joules = (raw[0] - start) as f64 * 1e-9;
     let dynamic = params.max_w_per_cpu - params.min_w_per_cpu; // 2.76 J for 1 busy CPU-second
     let static_max = params.min_w_per_cpu * 4.0 * wall;
-    assert!(joules >= dynamic - 1e-6 && joules <= dynamic + static_max + 1e-6, "{joules}");
+    assert!(
+        joules >= dynamic - 1e-6 && joules <= dynamic + static_max + 1e-6,
+        "{joules}"
+    );
 }

@@ -20,7 +20,10 @@ use wattio_meter::sampler::{self, Pacing, RowSink, Sample, SampleSink, SamplerCo
 use wattio_meter::sink::Format;
 
 fn env_secs(name: &str, default: f64) -> f64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// Records sample times and also writes the rows, as `record` would.
@@ -59,9 +62,23 @@ fn cpu_seconds() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
-fn run(source: Box<dyn Source>, freq: f64, secs: f64, pacing: Pacing, out: &std::path::Path) -> (Vec<u64>, f64, f64) {
-    let rows = RowSink::new(source.as_ref(), Format::Csv, std::fs::File::create(out).unwrap()).unwrap();
-    let sink = TimingSink { rows, times: Vec::with_capacity((freq * secs) as usize + 10) };
+fn run(
+    source: Box<dyn Source>,
+    freq: f64,
+    secs: f64,
+    pacing: Pacing,
+    out: &std::path::Path,
+) -> (Vec<u64>, f64, f64) {
+    let rows = RowSink::new(
+        source.as_ref(),
+        Format::Csv,
+        std::fs::File::create(out).unwrap(),
+    )
+    .unwrap();
+    let sink = TimingSink {
+        rows,
+        times: Vec::with_capacity((freq * secs) as usize + 10),
+    };
     let cfg = SamplerConfig {
         freq_hz: freq,
         duration: Some(Duration::from_secs_f64(secs)),
@@ -90,10 +107,15 @@ fn main() {
     fixture::intel_laptop(&fx).unwrap();
     let out = dir.path().join("rows.csv");
 
-    println!("## Pacing at 1000 Hz for {secs} s (source: powercap fixture, rows written to a file)\n");
+    println!(
+        "## Pacing at 1000 Hz for {secs} s (source: powercap fixture, rows written to a file)\n"
+    );
     println!("| loop | samples/s | p50 error (µs) | p99 error (µs) | max error (µs) |");
     println!("|---|---|---|---|---|");
-    for (name, pacing) in [("timerfd (wattio)", Pacing::Timerfd), ("sleep (badsleep)", Pacing::Sleep)] {
+    for (name, pacing) in [
+        ("timerfd (wattio)", Pacing::Timerfd),
+        ("sleep (badsleep)", Pacing::Sleep),
+    ] {
         let (times, wall, _) = run(powercap_source(&fx), 1000.0, secs, pacing, &out);
         let errs = interval_errors_us(&times, 1e6);
         let q = |p| wattio_stats::quantile(&errs, p).unwrap_or(f64::NAN);
@@ -110,7 +132,10 @@ fn main() {
     println!("\n## CPU time of the meter process ({cpu_secs} s per rate, timerfd, rows written to a file)\n");
     println!("| read path | rate (Hz) | CPU (% of one core) |");
     println!("|---|---|---|");
-    for (name, model) in [("powercap (fixture file)", false), ("model (/proc/stat)", true)] {
+    for (name, model) in [
+        ("powercap (fixture file)", false),
+        ("model (/proc/stat)", true),
+    ] {
         for freq in [1.0, 10.0, 100.0, 1000.0] {
             let src: Box<dyn Source> = if model {
                 Box::new(ModelSource::open(&SysRoot::new("/"), ModelParams::default()).unwrap())

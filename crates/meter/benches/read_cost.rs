@@ -36,10 +36,26 @@ fn reads(c: &mut Criterion) {
     fixture::intel_laptop(dir.path()).unwrap();
     let root = SysRoot::new(dir.path());
     let zones = powercap::discover(&root).unwrap().zones;
-    let pkg_only: Vec<_> = zones.iter().filter(|z| z.name == "package-0").cloned().collect();
-    bench_source(c, "powercap (fixture files)", Box::new(PowercapSource::open(&pkg_only).unwrap()));
-    bench_source(c, "msr (sparse fixture file)", Box::new(MsrSource::open(&root).unwrap()));
-    bench_source(c, "model (/proc/stat)", Box::new(ModelSource::open(&real, ModelParams::default()).unwrap()));
+    let pkg_only: Vec<_> = zones
+        .iter()
+        .filter(|z| z.name == "package-0")
+        .cloned()
+        .collect();
+    bench_source(
+        c,
+        "powercap (fixture files)",
+        Box::new(PowercapSource::open(&pkg_only).unwrap()),
+    );
+    bench_source(
+        c,
+        "msr (sparse fixture file)",
+        Box::new(MsrSource::open(&root).unwrap()),
+    );
+    bench_source(
+        c,
+        "model (/proc/stat)",
+        Box::new(ModelSource::open(&real, ModelParams::default()).unwrap()),
+    );
 }
 
 criterion_group!(benches, reads);

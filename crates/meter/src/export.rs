@@ -142,18 +142,36 @@ fn handle(mut stream: TcpStream, exporter: &Exporter) -> io::Result<()> {
                         "text/plain; charset=utf-8",
                         "wattio exporter: metrics at /metrics\n",
                     ),
-                    (Some("GET"), _) => respond(&mut stream, "404 Not Found", "text/plain", "not found\n"),
-                    _ => respond(&mut stream, "405 Method Not Allowed", "text/plain", "only GET\n"),
+                    (Some("GET"), _) => {
+                        respond(&mut stream, "404 Not Found", "text/plain", "not found\n")
+                    }
+                    _ => respond(
+                        &mut stream,
+                        "405 Method Not Allowed",
+                        "text/plain",
+                        "only GET\n",
+                    ),
                 };
             }
             Ok(httparse::Status::Partial) if buf.len() < MAX_REQUEST => continue,
-            _ => return respond(&mut stream, "400 Bad Request", "text/plain", "bad request\n"),
+            _ => {
+                return respond(
+                    &mut stream,
+                    "400 Bad Request",
+                    "text/plain",
+                    "bad request\n",
+                )
+            }
         }
     }
 }
 
 /// Serves `exporter` on `listener` until `stop` is raised.
-pub fn serve(listener: TcpListener, exporter: Arc<Exporter>, stop: Arc<AtomicBool>) -> io::Result<()> {
+pub fn serve(
+    listener: TcpListener,
+    exporter: Arc<Exporter>,
+    stop: Arc<AtomicBool>,
+) -> io::Result<()> {
     listener.set_nonblocking(true)?;
     let active = Arc::new(AtomicUsize::new(0));
     while !stop.load(Ordering::Relaxed) {

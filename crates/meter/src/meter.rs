@@ -83,7 +83,10 @@ impl EnergyReport {
         let mut domains: Vec<DomainEnergy> = Vec::new();
         for (s, &j) in specs.iter().zip(joules) {
             // Multi-die packages read as several counters of one socket: add them up.
-            match domains.iter_mut().find(|d| d.socket == s.socket && d.domain == s.domain) {
+            match domains
+                .iter_mut()
+                .find(|d| d.socket == s.socket && d.domain == s.domain)
+            {
                 Some(d) => d.energy_j += j,
                 None => domains.push(DomainEnergy {
                     socket: s.socket,
@@ -110,7 +113,11 @@ impl EnergyReport {
             model: provenance.model.clone(),
             domains,
             total_j,
-            psys_j: if psys.is_empty() { None } else { Some(psys.iter().sum()) },
+            psys_j: if psys.is_empty() {
+                None
+            } else {
+                Some(psys.iter().sum())
+            },
         }
     }
 
@@ -184,7 +191,13 @@ impl Meter {
             acc: Accumulator::new(&specs),
             source,
             raw: vec![0; n],
-            deltas: vec![CounterDelta { joules: 0.0, wrapped: false }; n],
+            deltas: vec![
+                CounterDelta {
+                    joules: 0.0,
+                    wrapped: false
+                };
+                n
+            ],
             errors: vec![],
         };
         state.poll()?; // prime

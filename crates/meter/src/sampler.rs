@@ -98,7 +98,11 @@ impl SamplerStats {
             self.wraps
         );
         if !self.errors.is_empty() {
-            s.push_str(&format!(", {} read errors (first: {})", self.errors.len(), self.errors[0]));
+            s.push_str(&format!(
+                ", {} read errors (first: {})",
+                self.errors.len(),
+                self.errors[0]
+            ));
         }
         s
     }
@@ -120,7 +124,10 @@ pub enum SamplerError {
 }
 
 fn mono_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: ts is a valid timespec; CLOCK_MONOTONIC always exists.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -155,7 +162,12 @@ impl Ticker {
         use std::os::fd::AsRawFd;
         // SAFETY: valid fd and itimerspec.
         let r = unsafe {
-            libc::timerfd_settime(fd.as_raw_fd(), libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut())
+            libc::timerfd_settime(
+                fd.as_raw_fd(),
+                libc::TFD_TIMER_ABSTIME,
+                &spec,
+                std::ptr::null_mut(),
+            )
         };
         if r < 0 {
             return Err(io::Error::last_os_error());
@@ -178,7 +190,11 @@ impl Ticker {
             let r = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
             if r < 0 {
                 let e = io::Error::last_os_error();
-                return if e.kind() == io::ErrorKind::Interrupted { Ok(0) } else { Err(e) };
+                return if e.kind() == io::ErrorKind::Interrupted {
+                    Ok(0)
+                } else {
+                    Err(e)
+                };
             }
             if r == 0 {
                 return Ok(0);
@@ -189,7 +205,9 @@ impl Ticker {
         let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
         if n != 8 {
             let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted || e.kind() == io::ErrorKind::WouldBlock {
+            return if e.kind() == io::ErrorKind::Interrupted
+                || e.kind() == io::ErrorKind::WouldBlock
+            {
                 Ok(0)
             } else {
                 Err(e)
@@ -227,13 +245,22 @@ pub fn run<S: SampleSink>(
     let specs = source.counters().to_vec();
     let n = specs.len();
     let row_period = 1.0 / cfg.freq_hz;
-    let safe = specs.iter().map(wrap::max_safe_period).fold(f64::INFINITY, f64::min);
+    let safe = specs
+        .iter()
+        .map(wrap::max_safe_period)
+        .fold(f64::INFINITY, f64::min);
     let reads_per_row = (row_period / safe).ceil().max(1.0) as u64;
     let period_ns = ((row_period / reads_per_row as f64) * 1e9).round().max(1.0) as u64;
 
     let mut acc = Accumulator::new(&specs);
     let mut raw = vec![0u64; n];
-    let mut deltas = vec![CounterDelta { joules: 0.0, wrapped: false }; n];
+    let mut deltas = vec![
+        CounterDelta {
+            joules: 0.0,
+            wrapped: false
+        };
+        n
+    ];
     source.read_raw(&mut raw)?;
     acc.update(&raw, &mut deltas)?;
 
@@ -268,7 +295,11 @@ pub fn run<S: SampleSink>(
     };
 
     // Ticks at least every 100 ms: block in read() alone and check the stop flag after each.
-    let wait_timeout = if period_ns <= 100_000_000 { None } else { Some(100) };
+    let wait_timeout = if period_ns <= 100_000_000 {
+        None
+    } else {
+        Some(100)
+    };
     let mut stats = SamplerStats::default();
     let mut carry = vec![0f64; n];
     let mut carry_wrapped = false;
@@ -278,8 +309,7 @@ pub fn run<S: SampleSink>(
     let mut consecutive_errors = 0u32;
     let mut writer_failed = false;
     loop {
-        let stopping = stop.load(Ordering::Relaxed)
-            || total_reads.is_some_and(|t| read_index >= t);
+        let stopping = stop.load(Ordering::Relaxed) || total_reads.is_some_and(|t| read_index >= t);
         if !stopping {
             match &ticker {
                 Some(t) => {
@@ -300,7 +330,10 @@ pub fn run<S: SampleSink>(
         }
         let now_ns = mono_ns();
         let unix_s = unix_now();
-        match source.read_raw(&mut raw).and_then(|_| acc.update(&raw, &mut deltas)) {
+        match source
+            .read_raw(&mut raw)
+            .and_then(|_| acc.update(&raw, &mut deltas))
+        {
             Ok(()) => consecutive_errors = 0,
             Err(e) => {
                 consecutive_errors += 1;
@@ -310,7 +343,10 @@ pub fn run<S: SampleSink>(
                 if consecutive_errors >= MAX_CONSECUTIVE_ERRORS {
                     drop(tx);
                     let _ = writer.join();
-                    return Err(SamplerError::TooManyErrors(consecutive_errors, e.to_string()));
+                    return Err(SamplerError::TooManyErrors(
+                        consecutive_errors,
+                        e.to_string(),
+                    ));
                 }
             }
         }

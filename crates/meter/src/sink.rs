@@ -90,7 +90,12 @@ impl RowFormatter {
     }
 
     /// Writes one row per counter for a sample taken at `unix_s` with `joules[i]` per counter.
-    pub fn write_sample(&mut self, w: &mut impl Write, unix_s: f64, joules: &[f64]) -> io::Result<()> {
+    pub fn write_sample(
+        &mut self,
+        w: &mut impl Write,
+        unix_s: f64,
+        joules: &[f64],
+    ) -> io::Result<()> {
         use std::fmt::Write as _;
         for (i, j) in joules.iter().enumerate() {
             self.line.clear();
@@ -126,7 +131,8 @@ mod tests {
         let mut f = RowFormatter::new(Format::Csv, &specs(), &p);
         let mut out = Vec::new();
         f.write_header(&mut out).unwrap();
-        f.write_sample(&mut out, 1700000000.1234567, &[0.25]).unwrap();
+        f.write_sample(&mut out, 1700000000.1234567, &[0.25])
+            .unwrap();
         let text = String::from_utf8(out).unwrap();
         let mut rdr = csv::ReaderBuilder::new().from_reader(text.as_bytes());
         let rec = rdr.records().next().unwrap().unwrap();

@@ -53,7 +53,10 @@ pub fn file_io(dir: &Path, bytes: u64) -> io::Result<FileIoReport> {
     let _cleanup = Cleanup(&path);
     let mut buf = vec![0u8; BLOCK];
     let t0 = Instant::now();
-    let mut f = OpenOptions::new().write(true).create_new(true).open(&path)?;
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
     let mut h = FNV_OFFSET;
     let mut left = bytes;
     let mut block = 0;
@@ -104,7 +107,10 @@ mod tests {
         assert_eq!(r.bytes, 3 * 1024 * 1024 + 5);
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
         // Same data, same checksum.
-        assert_eq!(file_io(dir.path(), 3 * 1024 * 1024 + 5).unwrap().checksum, r.checksum);
+        assert_eq!(
+            file_io(dir.path(), 3 * 1024 * 1024 + 5).unwrap().checksum,
+            r.checksum
+        );
     }
 
     #[test]

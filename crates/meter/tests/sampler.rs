@@ -63,8 +63,14 @@ impl Source for TimedSource {
                 self.first.push(raw as f64); // the priming read
             }
             truth[i] = raw as f64 - self.first[i];
-            let Wrap::AtMax(max) = self.specs[i].wrap else { unreachable!() };
-            *o = if max == u64::MAX { raw } else { raw % (max + 1) };
+            let Wrap::AtMax(max) = self.specs[i].wrap else {
+                unreachable!()
+            };
+            *o = if max == u64::MAX {
+                raw
+            } else {
+                raw % (max + 1)
+            };
         }
         Ok(())
     }
@@ -100,9 +106,17 @@ fn a_slow_writer_coalesces_rows_but_loses_no_energy() {
         queue_capacity: 100,
         ..SamplerConfig::default()
     };
-    let sink = Collect { stall: Duration::from_millis(1200), ..Collect::default() };
-    let (stats, sink) = sampler::run(Box::new(src), &cfg, Arc::new(AtomicBool::new(false)), sink).unwrap();
-    assert!(stats.coalesced > 0, "the writer was slow enough to fill the queue: {}", stats.summary());
+    let sink = Collect {
+        stall: Duration::from_millis(1200),
+        ..Collect::default()
+    };
+    let (stats, sink) =
+        sampler::run(Box::new(src), &cfg, Arc::new(AtomicBool::new(false)), sink).unwrap();
+    assert!(
+        stats.coalesced > 0,
+        "the writer was slow enough to fill the queue: {}",
+        stats.summary()
+    );
     assert_eq!(stats.samples as usize, sink.samples.len());
     // Everything between the priming read and the last read is in the rows.
     let recorded = sum(&sink.samples, 0);
@@ -121,11 +135,20 @@ fn rows_slower_than_the_wrap_period_are_read_several_times() {
         duration: Some(Duration::from_secs(2)),
         ..SamplerConfig::default()
     };
-    let (stats, sink) = sampler::run(Box::new(src), &cfg, Arc::new(AtomicBool::new(false)), Collect::default()).unwrap();
+    let (stats, sink) = sampler::run(
+        Box::new(src),
+        &cfg,
+        Arc::new(AtomicBool::new(false)),
+        Collect::default(),
+    )
+    .unwrap();
     assert_eq!(sink.samples.len(), 1, "{}", stats.summary());
     let recorded = sum(&sink.samples, 0);
     let elapsed_truth = truth.lock().unwrap()[0];
-    assert_eq!(recorded, elapsed_truth, "recorded {recorded} J, truth {elapsed_truth} J");
+    assert_eq!(
+        recorded, elapsed_truth,
+        "recorded {recorded} J, truth {elapsed_truth} J"
+    );
     assert!(recorded > 1900.0, "{recorded}");
     assert!(stats.wraps >= 1);
 }
@@ -139,10 +162,17 @@ fn the_stop_flag_ends_the_run_with_a_final_row() {
         std::thread::sleep(Duration::from_millis(250));
         s2.store(true, std::sync::atomic::Ordering::Relaxed);
     });
-    let cfg = SamplerConfig { freq_hz: 2.0, duration: None, ..SamplerConfig::default() };
+    let cfg = SamplerConfig {
+        freq_hz: 2.0,
+        duration: None,
+        ..SamplerConfig::default()
+    };
     let t0 = Instant::now();
     let (_, sink) = sampler::run(Box::new(src), &cfg, stop, Collect::default()).unwrap();
-    assert!(t0.elapsed() < Duration::from_millis(450), "stopped promptly despite 500 ms ticks");
+    assert!(
+        t0.elapsed() < Duration::from_millis(450),
+        "stopped promptly despite 500 ms ticks"
+    );
     assert_eq!(sink.samples.len(), 1, "the final row");
     let recorded = sum(&sink.samples, 0);
     assert_eq!(truth.lock().unwrap()[0], recorded);
@@ -152,8 +182,18 @@ fn the_stop_flag_ends_the_run_with_a_final_row() {
 fn bad_frequencies_are_refused() {
     for f in [0.0, -1.0, 5000.0, f64::NAN] {
         let (src, _) = TimedSource::new(&[(Domain::Package, 1.0, u64::MAX)]);
-        let cfg = SamplerConfig { freq_hz: f, ..SamplerConfig::default() };
-        let err = sampler::run(Box::new(src), &cfg, Arc::new(AtomicBool::new(false)), Collect::default()).err().unwrap();
+        let cfg = SamplerConfig {
+            freq_hz: f,
+            ..SamplerConfig::default()
+        };
+        let err = sampler::run(
+            Box::new(src),
+            &cfg,
+            Arc::new(AtomicBool::new(false)),
+            Collect::default(),
+        )
+        .err()
+        .unwrap();
         assert!(err.to_string().contains("--freq"), "{err}");
     }
 }
