@@ -132,7 +132,8 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     let mut cfg = ServerConfig::new(&a.dir);
     cfg.max_connections = a.max_connections;
-    cfg.idle_timeout = parse_duration(&a.idle_timeout).map_err(|e| anyhow!("--idle-timeout: {e}"))?;
+    cfg.idle_timeout =
+        parse_duration(&a.idle_timeout).map_err(|e| anyhow!("--idle-timeout: {e}"))?;
     if let Some(r) = &a.rate_limit {
         cfg.rate_limit = Some(parse_rate_bps(r).map_err(|e| anyhow!("--rate-limit: {e}"))? / 8.0);
     }
@@ -219,16 +220,25 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
             s.reconnects
         );
         if s.resumed_bytes > 0 {
-            println!("resumed: {:.1} MB were already there", s.resumed_bytes as f64 / 1e6);
+            println!(
+                "resumed: {:.1} MB were already there",
+                s.resumed_bytes as f64 / 1e6
+            );
         }
         match &s.energy {
             Some(e) => println!(
                 "energy: {:.1} J, mean {:.2} W — {}; {}",
                 e.total_j, e.mean_power_w, e.provenance, e.scope
             ),
-            None => println!("energy: not measured ({})", s.energy_note.as_deref().unwrap_or("")),
+            None => println!(
+                "energy: not measured ({})",
+                s.energy_note.as_deref().unwrap_or("")
+            ),
         }
-        println!("verified: {} files by XXH3-64, all by size", s.files_verified_checksum);
+        println!(
+            "verified: {} files by XXH3-64, all by size",
+            s.files_verified_checksum
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,236 @@
+//! End-to-end transfers over loopback: against `wattio serve` and nginx, with every tuner,
+//! interruption, resume and corruption.
+
+mod common;
+
+use std::time::Duration;
+use wattio_transfer::actuator::CoreBackend;
+use wattio_transfer::client::{run_transfer, TransferOptions, TunerChoice};
+use wattio_transfer::server::{ServerConfig, ServerHandle};
+use wattio_transfer::tuner::{FixedParams, Sla};
+
+fn opts(src: String, dest: &std::path::Path, sla: Sla) -> TransferOptions {
+    let mut o = TransferOptions::new(src, dest, sla);
+    o.interval = Duration::from_millis(100);
+    // affinity would pin the whole test binary; the actuator has its own tests
+    o.core_backend = CoreBackend::None;
+    o.cpufreq = false;
+    o.retries = 3;
+    o
+}
+
+#[test]
+fn every_sla_and_tuner_against_wattio_serve() {
+    let src = tempfile::tempdir().unwrap();
+    let rels = common::default_dataset(src.path());
+    let h = ServerHandle::start(ServerConfig::new(src.path()), "127.0.0.1:0").unwrap();
+    let cases: Vec<(Sla, TunerChoice)> = vec![
+        (Sla::MaxThroughput, TunerChoice::Wattio),
+        (Sla::MinEnergy, TunerChoice::Wattio),
+        (Sla::Target(200e6), TunerChoice::Wattio),
+        (Sla::MaxThroughput, TunerChoice::Alan),
+        (Sla::MinEnergy, TunerChoice::Alan),
+        (Sla::Target(200e6), TunerChoice::Alan),
+        (
+            Sla::MaxThroughput,
+            TunerChoice::Fixed(FixedParams { cc: 1, p: 1, pp: 1 }),
+        ),
+        (
+            Sla::MaxThroughput,
+            TunerChoice::Fixed(FixedParams { cc: 3, p: 4, pp: 8 }),
+        ),
+    ];
+    for (sla, tuner) in cases {
+        let dst = tempfile::tempdir().unwrap();
+        let mut o = opts(format!("http://{}/", h.addr), dst.path(), sla);
+        o.tuner = tuner;
+        let s = run_transfer(&o).unwrap_or_else(|e| panic!("{sla:?} {tuner:?}: {e:#}"));
+        common::assert_same_tree(src.path(), dst.path(), &rels);
+        assert_eq!(s.files, rels.len());
+        assert_eq!(s.files_verified_checksum, rels.len());
+        assert_eq!(s.bytes, s.total_bytes);
+        assert_eq!(s.resumed_bytes, 0);
+        let e = s.energy.as_ref().expect("meter on");
+        if e.estimated {
+            assert!(e.provenance.starts_with("estimated"), "{}", e.provenance);
+        }
+    }
+}
+
+#[test]
+fn single_file_url_and_listing_url() {
+    let src = tempfile::tempdir().unwrap();
+    let rels = common::default_dataset(src.path());
+    let h = ServerHandle::start(ServerConfig::new(src.path()), "127.0.0.1:0").unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let s = run_transfer(&opts(
+        format!("http://{}/large/l0.bin", h.addr),
+        dst.path(),
+        Sla::MaxThroughput,
+    ))
+    .unwrap();
+    assert_eq!(s.files, 1);
+    assert_eq!(
+        std::fs::read(dst.path().join("l0.bin")).unwrap(),
+        std::fs::read(src.path().join("large/l0.bin")).unwrap()
+    );
+    let dst = tempfile::tempdir().unwrap();
+    run_transfer(&opts(
+        format!("http://{}/.wattio/listing.json", h.addr),
+        dst.path(),
+        Sla::MinEnergy,
+    ))
+    .unwrap();
+    common::assert_same_tree(src.path(), dst.path(), &rels);
+}
+
+#[test]
+fn against_nginx() {
+    let src = tempfile::tempdir().unwrap();
+    let rels = common::default_dataset(src.path());
+    wattio_transfer::listing::write_listing(src.path()).unwrap();
+    let Some(ng) = common::Nginx::start(src.path()) else {
+        return;
+    };
+    for (sla, tuner) in [
+        (Sla::MaxThroughput, TunerChoice::Wattio),
+        (Sla::MinEnergy, TunerChoice::Alan),
+        (
+            Sla::MaxThroughput,
+            TunerChoice::Fixed(FixedParams {
+                cc: 2,
+                p: 3,
+                pp: 16,
+            }),
+        ),
+    ] {
+        let dst = tempfile::tempdir().unwrap();
+        let mut o = opts(
+            format!("http://127.0.0.1:{}/.wattio/listing.json", ng.port),
+            dst.path(),
+            sla,
+        );
+        o.tuner = tuner;
+        let s = run_transfer(&o).unwrap_or_else(|e| panic!("nginx {tuner:?}: {e:#}"));
+        common::assert_same_tree(src.path(), dst.path(), &rels);
+        assert_eq!(s.files_verified_checksum, rels.len());
+    }
+    // a single file URL with a percent-encoded name
+    let dst = tempfile::tempdir().unwrap();
+    run_transfer(&opts(
+        format!(
+            "http://127.0.0.1:{}/name%20with%20spaces%20%26%20%C3%BCn%C3%AFcode.bin",
+            ng.port
+        ),
+        dst.path(),
+        Sla::MaxThroughput,
+    ))
+    .unwrap();
+    assert_eq!(
+        std::fs::read(dst.path().join("name with spaces & ünïcode.bin")).unwrap(),
+        std::fs::read(src.path().join("name with spaces & ünïcode.bin")).unwrap()
+    );
+}
+
+/// Kills the server mid-transfer, restarts it on the same port, and expects the transfer to
+/// finish by itself with matching checksums.
+#[test]
+fn server_killed_mid_transfer_then_restarted() {
+    let src = tempfile::tempdir().unwrap();
+    let rels = common::make_dataset(
+        src.path(),
+        &[
+            ("a.bin", 3_000_000),
+            ("b.bin", 2_500_000),
+            ("c.bin", 100_000),
+        ],
+    );
+    let mut cfg = ServerConfig::new(src.path());
+    cfg.rate_limit = Some(2_000_000.0); // bytes/s per connection
+    let h = ServerHandle::start(cfg.clone(), "127.0.0.1:0").unwrap();
+    let addr = h.addr;
+    let dst = tempfile::tempdir().unwrap();
+    let mut o = opts(format!("http://{addr}/"), dst.path(), Sla::MaxThroughput);
+    o.tuner = TunerChoice::Fixed(FixedParams { cc: 2, p: 1, pp: 2 });
+    o.retries = 12;
+    let t = std::thread::spawn(move || run_transfer(&o));
+    std::thread::sleep(Duration::from_millis(700));
+    drop(h); // every connection dies at once
+    std::thread::sleep(Duration::from_millis(800));
+    let _h2 = ServerHandle::start(cfg, &addr.to_string()).unwrap();
+    let s = t
+        .join()
+        .unwrap()
+        .expect("transfer finishes after the restart");
+    common::assert_same_tree(src.path(), dst.path(), &rels);
+    assert!(s.reconnects > 0, "the kill was noticed");
+    assert_eq!(s.files_verified_checksum, 3);
+}
+
+/// A transfer that gives up keeps its partial data; the next run resumes from it, fetches
+/// only what is missing, and a corrupted finished range is caught by the checksum.
+#[test]
+fn resume_after_failure_and_checksum_catches_corruption() {
+    let src = tempfile::tempdir().unwrap();
+    let rels = common::make_dataset(src.path(), &[("big.bin", 4_000_000), ("small.bin", 50_000)]);
+    let mut cfg = ServerConfig::new(src.path());
+    cfg.rate_limit = Some(2_000_000.0);
+    let h = ServerHandle::start(cfg, "127.0.0.1:0").unwrap();
+    let addr = h.addr;
+    let dst = tempfile::tempdir().unwrap();
+    let mut o = opts(format!("http://{addr}/"), dst.path(), Sla::MaxThroughput);
+    o.tuner = TunerChoice::Fixed(FixedParams { cc: 1, p: 2, pp: 1 });
+    o.retries = 1;
+    let o2 = o.clone();
+    let t = std::thread::spawn(move || run_transfer(&o2));
+    std::thread::sleep(Duration::from_millis(600));
+    drop(h);
+    let err = t.join().unwrap().expect_err("server gone for good");
+    let msg = format!("{err:#}");
+    assert!(msg.contains("rerun the same command to resume"), "{msg}");
+    let part = dst.path().join("big.bin.wattio-part");
+    assert!(part.exists(), "partial data kept");
+    assert!(
+        !dst.path().join("big.bin").exists(),
+        "not renamed before complete"
+    );
+    // corrupt the first byte, which the first range already delivered
+    let mut data = std::fs::read(&part).unwrap();
+    data[0] ^= 0xff;
+    std::fs::write(&part, &data).unwrap();
+
+    let _h = ServerHandle::start(ServerConfig::new(src.path()), &addr.to_string()).unwrap();
+    let s = run_transfer(&o).expect("second run");
+    common::assert_same_tree(src.path(), dst.path(), &rels);
+    assert!(s.resumed_bytes > 0, "{s:?}");
+    // the corrupted file was fetched again in full after the checksum failed
+    assert!(s.bytes >= 4_000_000, "{}", s.bytes);
+
+    // a third run finds everything complete and moves nothing
+    let s = run_transfer(&o).unwrap();
+    assert_eq!((s.bytes, s.files_skipped), (0, 2));
+}
+
+#[test]
+fn clear_errors() {
+    let dst = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let e = run_transfer(&opts(
+        format!("http://127.0.0.1:{port}/"),
+        dst.path(),
+        Sla::MinEnergy,
+    ))
+    .unwrap_err();
+    assert!(format!("{e:#}").contains("is the server running"), "{e:#}");
+    let e = run_transfer(&opts("ftp://x/".into(), dst.path(), Sla::MinEnergy)).unwrap_err();
+    assert!(e.to_string().contains("only http://"));
+    let src = tempfile::tempdir().unwrap();
+    let h = ServerHandle::start(ServerConfig::new(src.path()), "127.0.0.1:0").unwrap();
+    let e = run_transfer(&opts(
+        format!("http://{}/missing.bin", h.addr),
+        dst.path(),
+        Sla::MinEnergy,
+    ))
+    .unwrap_err();
+    assert!(e.to_string().contains("HTTP 404"), "{e}");
+}

@@ -1,0 +1,143 @@
+//! Shared helpers of the transfer integration tests: datasets, digests, an nginx guard.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Deterministic pseudo-random bytes (xorshift64*), so files are not compressible or equal.
+pub fn bytes(seed: u64, n: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
+    let mut v = Vec::with_capacity(n + 8);
+    while v.len() < n {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        v.extend_from_slice(&x.wrapping_mul(0x2545F4914F6CDD1D).to_le_bytes());
+    }
+    v.truncate(n);
+    v
+}
+
+/// Writes a small mixed dataset (sizes in bytes) and returns the relative paths.
+pub fn make_dataset(root: &Path, files: &[(&str, usize)]) -> Vec<String> {
+    for (i, (rel, n)) in files.iter().enumerate() {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes(i as u64 + 1, *n)).unwrap();
+    }
+    files.iter().map(|(r, _)| r.to_string()).collect()
+}
+
+/// The default test dataset: small, medium, large files, a nested one, an empty one and a
+/// name that needs percent-encoding.
+pub fn default_dataset(root: &Path) -> Vec<String> {
+    let mut f: Vec<(String, usize)> = (0..24)
+        .map(|i| (format!("small/s{i:02}.bin"), 20_000 + i * 997))
+        .collect();
+    f.extend((0..4).map(|i| (format!("medium/m{i}.bin"), 700_000 + i * 13_001)));
+    f.push(("large/l0.bin".into(), 6_000_000));
+    f.push(("large/deep/l1.bin".into(), 3_300_001));
+    f.push(("empty.bin".into(), 0));
+    f.push(("name with spaces & ünïcode.bin".into(), 12_345));
+    let refs: Vec<(&str, usize)> = f.iter().map(|(a, b)| (a.as_str(), *b)).collect();
+    make_dataset(root, &refs)
+}
+
+/// Asserts DEST holds byte-identical copies of every listed file and no leftovers.
+pub fn assert_same_tree(src: &Path, dst: &Path, rels: &[String]) {
+    for r in rels {
+        let a = std::fs::read(src.join(r)).unwrap();
+        let b = std::fs::read(dst.join(r)).unwrap_or_else(|e| panic!("{r} missing in dest: {e}"));
+        assert!(a == b, "{r} differs ({} vs {} bytes)", a.len(), b.len());
+    }
+    let mut leftovers = Vec::new();
+    walk(dst, &mut leftovers);
+    leftovers.retain(|p| p.to_string_lossy().contains(".wattio-part"));
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
+
+fn walk(d: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(d).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            walk(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+/// A free loopback port (bound then released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// nginx on a loopback port with a temporary configuration; killed on drop.
+pub struct Nginx {
+    child: Child,
+    pub port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Nginx {
+    /// Starts nginx serving `root`, or returns None when nginx is not installed and
+    /// WATTIO_REQUIRE_NGINX is unset (`make test` sets it, so CI cannot skip silently).
+    pub fn start(root: &Path) -> Option<Nginx> {
+        let bin = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+            .into_iter()
+            .find(|p| Path::new(p).exists());
+        let Some(bin) = bin else {
+            if std::env::var_os("WATTIO_REQUIRE_NGINX").is_some() {
+                panic!("nginx not installed; run scripts/install-deps.sh");
+            }
+            eprintln!("SKIPPED: nginx not installed (make test installs it)");
+            return None;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let d = dir.path().display();
+        let conf = format!(
+            "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+             events {{ worker_connections 512; }}\n\
+             http {{\n access_log off;\n client_body_temp_path {d}/b;\n proxy_temp_path {d}/p;\n fastcgi_temp_path {d}/f;\n uwsgi_temp_path {d}/u;\n scgi_temp_path {d}/s;\n\
+              sendfile on;\n keepalive_requests 100000;\n default_type application/octet-stream;\n\
+              server {{ listen 127.0.0.1:{port}; root {}; }}\n}}\n",
+            root.display()
+        );
+        let cfg = dir.path().join("nginx.conf");
+        std::fs::write(&cfg, conf).unwrap();
+        let child = Command::new(bin)
+            .arg("-p")
+            .arg(dir.path())
+            .arg("-c")
+            .arg(&cfg)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn nginx");
+        let n = Nginx {
+            child,
+            port,
+            _dir: dir,
+        };
+        let t = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(t.elapsed() < Duration::from_secs(10), "nginx did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(n)
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
