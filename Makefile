@@ -2,7 +2,7 @@
 CARGO ?= cargo
 WATTIO := target/release/wattio
 
-.PHONY: all build demo test test-rust deps lint bench fmt clean
+.PHONY: all build demo test test-rust deps lint bench fmt clean test-report
 
 all: build
 
@@ -18,10 +18,15 @@ demo: build
 	$(WATTIO) measure -- $(WATTIO) workload file-io --mib 256
 
 ## make test: install what the tests need, then run every test suite.
-test: deps test-rust
+test: deps test-rust test-report
 
 test-rust:
 	$(CARGO) test --workspace --release
+
+## Statistics, report and overhead tests, plus the headless-Chromium rendering test of a report.
+test-report:
+	$(CARGO) test --release -p wattio-stats -p wattio-report
+	$(CARGO) test --release -p wattio-report --test browser -- --ignored
 
 lint:
 	$(CARGO) fmt --all -- --check

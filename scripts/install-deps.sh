@@ -3,6 +3,8 @@
 # Each part of wattio lists what it needs in PACKAGES below; keep the list sorted.
 set -euo pipefail
 PACKAGES=(
+  chromium
+  stress-ng
   util-linux
 )
 missing=()

@@ -20,13 +20,10 @@ impl Provenance {
     /// "estimated (model: …)" or "measured (perf)" — the wording the meter prints.
     pub fn label(&self) -> String {
         if self.estimated {
-            format!(
-                "estimated (model: {})",
-                self.model
-                    .as_deref()
-                    .filter(|m| !m.is_empty())
-                    .unwrap_or(&self.mechanism)
-            )
+            match self.model.as_deref().filter(|m| !m.is_empty()) {
+                Some(m) => format!("estimated (model: {m})"),
+                None => format!("estimated ({}, model not recorded)", self.mechanism),
+            }
         } else {
             format!("measured ({})", self.mechanism)
         }
@@ -94,7 +91,9 @@ impl Counter {
             if d <= 0.0 {
                 continue;
             }
-            let b = (((w[1].0 - t0) / span) * nb as f64).min(nb as f64 - 1.0) as usize;
+            // Bucket by the interval's midpoint so each interval lands where it happened.
+            let mid = 0.5 * (w[0].0 + w[1].0) - t0;
+            let b = ((mid / span) * nb as f64).min(nb as f64 - 1.0) as usize;
             e[b] += w[1].1;
             dt[b] += d;
         }
@@ -279,6 +278,9 @@ pub fn load_file(path: &Path) -> Result<Option<Dataset>, String> {
         ));
     }
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    if bytes.contains(&0) {
+        return Err("binary file (contains NUL bytes), not a result file".into());
+    }
     let Ok(text) = String::from_utf8(bytes) else {
         return Err("not UTF-8 text (binary file?)".into());
     };

@@ -586,13 +586,18 @@ fn overhead_idle(out: &mut String, runs: &[IdleRun]) {
             &prov,
             "recorder CPU (s per s)",
             "sampling (baseline in red)",
-            &groups(&|r| r.recorder_cpu_s / r.wall_s.max(1e-9)),
+            &groups(&|r| {
+                if r.recorder_s > 0.0 {
+                    r.recorder_cpu_s / r.recorder_s
+                } else {
+                    0.0
+                }
+            }),
         ),
         "CPU time of the wattio record process per second of idle time (wait4 rusage)",
         &prov,
     );
-    // Reconstruct the model from its name is not possible in general; the analysis only
-    // uses the coefficients for the recorder's share, so take the defaults when they match.
+    // The coefficients only feed the recorder-share column, which this table leaves out.
     let model = ModelParams::default();
     let tests = analyze_idle(runs, &model);
     let rows: Vec<Vec<String>> = tests
@@ -606,7 +611,7 @@ fn overhead_idle(out: &mut String, runs: &[IdleRun]) {
                 fmt_p(t.p_adj),
                 format!("{:+.3}", t.shift_w),
                 format!("{:.5}", t.recorder_cpu_per_s),
-                t.cstates.clone(),
+                t.cstates_cell(),
             ]
         })
         .collect();
@@ -625,7 +630,11 @@ fn overhead_idle(out: &mut String, runs: &[IdleRun]) {
         ],
         &rows,
     );
-    if model.name() != model_name {
-        let _ = write!(out, "<p class=\"note\">The recorder-share column is not shown because the runs used a non-default model ({}).</p>", esc(&model_name));
+    if let Some(why) = runs.iter().find(|r| r.cstates.starts_with("unavailable")) {
+        let _ = write!(
+            out,
+            "<p class=\"note\">C-state residency {}</p>",
+            esc(&why.cstates)
+        );
     }
 }

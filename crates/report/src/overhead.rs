@@ -37,6 +37,7 @@ pub const LOAD_COLUMNS: &[&str] = &[
     "rep",
     "elapsed_s",
     "samples",
+    "recorder_s",
     "recorder_cpu_s",
     "start_unix",
 ];
@@ -49,6 +50,7 @@ pub const IDLE_COLUMNS: &[&str] = &[
     "rep",
     "wall_s",
     "busy_cpu_s",
+    "recorder_s",
     "recorder_cpu_s",
     "samples",
     "est_power_w",
@@ -74,6 +76,8 @@ pub struct LoadRun {
     pub elapsed_s: f64,
     /// Rows the recorder wrote (0 when off).
     pub samples: u64,
+    /// Wall time the recorder ran (header on disk to SIGTERM), 0 when off.
+    pub recorder_s: f64,
     /// User + system CPU time of the recorder process.
     pub recorder_cpu_s: f64,
     pub start_unix: f64,
@@ -90,6 +94,8 @@ pub struct IdleRun {
     pub wall_s: f64,
     /// Busy CPU-seconds of the whole machine (all CPUs, `/proc/stat`) during the run.
     pub busy_cpu_s: f64,
+    /// Wall time the recorder ran, 0 when off.
+    pub recorder_s: f64,
     pub recorder_cpu_s: f64,
     pub samples: u64,
     /// Whole-machine power estimated by the model from `busy_cpu_s` (ESTIMATED).
@@ -139,6 +145,7 @@ pub fn load_runs_from_csv(
                 rep: f("rep")? as usize,
                 elapsed_s: f("elapsed_s")?,
                 samples: f("samples")? as u64,
+                recorder_s: f("recorder_s")?,
                 recorder_cpu_s: f("recorder_cpu_s")?,
                 start_unix: f("start_unix")?,
             })
@@ -164,6 +171,7 @@ pub fn idle_runs_from_csv(
                 rep: f("rep")? as usize,
                 wall_s: f("wall_s")?,
                 busy_cpu_s: f("busy_cpu_s")?,
+                recorder_s: f("recorder_s")?,
                 recorder_cpu_s: f("recorder_cpu_s")?,
                 samples: f("samples")? as u64,
                 est_power_w: f("est_power_w")?,
@@ -185,7 +193,7 @@ fn csv_quote(s: &str) -> String {
 impl LoadRun {
     fn csv_line(&self) -> String {
         format!(
-            "{},{},{},{},{},{},{:.9},{},{:.6},{:.6}\n",
+            "{},{},{},{},{},{},{:.9},{},{:.6},{:.6},{:.6}\n",
             self.round,
             self.seq,
             csv_quote(&self.workload),
@@ -194,6 +202,7 @@ impl LoadRun {
             self.rep,
             self.elapsed_s,
             self.samples,
+            self.recorder_s,
             self.recorder_cpu_s,
             self.start_unix
         )
@@ -203,7 +212,7 @@ impl LoadRun {
 impl IdleRun {
     fn csv_line(&self) -> String {
         format!(
-            "{},{},{},{},{},{:.6},{:.3},{:.6},{},{:.6},{},{}\n",
+            "{},{},{},{},{},{:.6},{:.3},{:.6},{:.6},{},{:.6},{},{}\n",
             self.round,
             self.seq,
             self.mechanism,
@@ -211,6 +220,7 @@ impl IdleRun {
             self.rep,
             self.wall_s,
             self.busy_cpu_s,
+            self.recorder_s,
             self.recorder_cpu_s,
             self.samples,
             self.est_power_w,
@@ -309,8 +319,8 @@ pub fn analyze_load(runs: &[LoadRun]) -> Vec<TimeTest> {
             let mb = median(&b).unwrap_or(f64::NAN);
             let rates: Vec<f64> = rs
                 .iter()
-                .filter(|r| r.elapsed_s > 0.0)
-                .map(|r| r.samples as f64 / r.elapsed_s)
+                .filter(|r| r.recorder_s > 0.0)
+                .map(|r| r.samples as f64 / r.recorder_s)
                 .collect();
             out.push(TimeTest {
                 workload: w.clone(),
@@ -360,8 +370,10 @@ pub struct IdleTest {
     /// Model power attributable to the recorder's own CPU time, W (ESTIMATED).
     pub recorder_power_w: f64,
     pub sample_rate: f64,
-    /// Mean C-state residency fractions, or the reason they are unavailable.
+    /// Mean C-state residency with measurement, or "unavailable".
     pub cstates: String,
+    /// Mean C-state residency of the "off" runs.
+    pub cstates_base: String,
 }
 
 /// Tests each (mechanism, frequency) idle group against the "off" idle runs on the
@@ -392,7 +404,8 @@ pub fn analyze_idle(runs: &[IdleRun], model: &ModelParams) -> Vec<IdleTest> {
         };
         let cpu_per_s: Vec<f64> = rs
             .iter()
-            .map(|r| r.recorder_cpu_s / r.wall_s.max(1e-9))
+            .filter(|r| r.recorder_s > 0.0)
+            .map(|r| r.recorder_cpu_s / r.recorder_s)
             .collect();
         let cps = median(&cpu_per_s).unwrap_or(0.0);
         out.push(IdleTest {
@@ -409,11 +422,13 @@ pub fn analyze_idle(runs: &[IdleRun], model: &ModelParams) -> Vec<IdleTest> {
             recorder_power_w: (model.max_w_per_cpu - model.min_w_per_cpu) * cps,
             sample_rate: median(
                 &rs.iter()
-                    .map(|r| r.samples as f64 / r.wall_s.max(1e-9))
+                    .filter(|r| r.recorder_s > 0.0)
+                    .map(|r| r.samples as f64 / r.recorder_s)
                     .collect::<Vec<_>>(),
             )
             .unwrap_or(0.0),
             cstates: mean_cstates(rs.iter().map(|r| r.cstates.as_str())),
+            cstates_base: mean_cstates(base.iter().map(|r| r.cstates.as_str())),
         });
     }
     let adj = holm(&out.iter().map(|t| t.p_value).collect::<Vec<_>>()).unwrap_or_default();
@@ -423,12 +438,23 @@ pub fn analyze_idle(runs: &[IdleRun], model: &ModelParams) -> Vec<IdleTest> {
     out
 }
 
+impl IdleTest {
+    /// "off: C1 11.0%, … → on: C1 31.0%, …", or "unavailable".
+    pub fn cstates_cell(&self) -> String {
+        if self.cstates == "unavailable" && self.cstates_base == "unavailable" {
+            "unavailable".into()
+        } else {
+            format!("off: {} → on: {}", self.cstates_base, self.cstates)
+        }
+    }
+}
+
 fn mean_cstates<'a>(items: impl Iterator<Item = &'a str>) -> String {
     let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
     let mut why = None;
     for s in items {
-        if let Some(r) = s.strip_prefix("unavailable") {
-            why = Some(format!("unavailable{r}"));
+        if s.starts_with("unavailable") {
+            why = Some("unavailable".to_string());
             continue;
         }
         for part in s.split(';').filter(|p| !p.is_empty()) {
@@ -493,7 +519,7 @@ pub fn time_table_markdown(tests: &[TimeTest]) -> String {
 /// Markdown table shaped like the paper's Appendix B (idle impact).
 pub fn idle_table_markdown(tests: &[IdleTest]) -> String {
     let mut s = String::from(
-        "| mechanism | freq (Hz) | n (off/on) | est. power off (W) | est. power on (W) | pvalue | adj.pvalue | shift (W, estimated) | recorder CPU (s/s) | recorder share of est. power (W) | rows/s | C-state residency |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+        "| mechanism | freq (Hz) | n (off/on) | est. power off (W) | est. power on (W) | pvalue | adj.pvalue | shift (W, estimated) | recorder CPU (s/s) | recorder share of est. power (W) | rows/s | C-state residency (off → on) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
     for t in tests {
         let _ = writeln!(
@@ -511,7 +537,7 @@ pub fn idle_table_markdown(tests: &[IdleTest]) -> String {
             t.recorder_cpu_per_s,
             t.recorder_power_w,
             t.sample_rate,
-            t.cstates
+            t.cstates_cell()
         );
     }
     s
@@ -549,11 +575,11 @@ pub fn time_tests_csv(tests: &[TimeTest]) -> String {
 
 /// CSV of the idle tests (machine-readable Appendix B; power figures are ESTIMATED).
 pub fn idle_tests_csv(tests: &[IdleTest], model: &ModelParams) -> String {
-    let mut s = String::from("mechanism,freq_hz,n_base,n,est_power_base_w,est_power_w,pvalue,adj_pvalue,shift_w,recorder_cpu_per_s,recorder_power_w,rows_per_s,cstates,estimated,model\n");
+    let mut s = String::from("mechanism,freq_hz,n_base,n,est_power_base_w,est_power_w,pvalue,adj_pvalue,shift_w,recorder_cpu_per_s,recorder_power_w,rows_per_s,cstates_base,cstates,estimated,model\n");
     for t in tests {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},true,{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},true,{}",
             t.mechanism,
             t.freq_hz,
             t.n_base,
@@ -566,6 +592,7 @@ pub fn idle_tests_csv(tests: &[IdleTest], model: &ModelParams) -> String {
             t.recorder_cpu_per_s,
             t.recorder_power_w,
             t.sample_rate,
+            csv_quote(&t.cstates_base),
             csv_quote(&t.cstates),
             csv_quote(&model.name())
         );
@@ -759,6 +786,8 @@ pub enum RunError {
 /// A running `wattio record` subprocess.
 struct Recorder {
     child: Child,
+    /// When the header appeared (sampling started).
+    ready: Instant,
     out: PathBuf,
     err: PathBuf,
     mechanism: String,
@@ -791,6 +820,7 @@ impl Recorder {
                 source: e,
             })?;
         let mut r = Recorder {
+            ready: Instant::now(),
             child,
             out,
             err,
@@ -807,6 +837,7 @@ impl Recorder {
                 .map(|m| m.len() > 0)
                 .unwrap_or(false)
             {
+                r.ready = Instant::now();
                 return Ok(r);
             }
             if t0.elapsed() > Duration::from_secs(10) {
@@ -832,7 +863,9 @@ impl Recorder {
     }
 
     /// SIGTERM, reap with `wait4` to get the CPU time, count data rows.
-    fn stop(self) -> Result<(u64, f64), RunError> {
+    /// Returns (rows, seconds since ready, CPU seconds).
+    fn stop(self) -> Result<(u64, f64, f64), RunError> {
+        let ran = self.ready.elapsed().as_secs_f64();
         let pid = self.child.id() as libc::pid_t;
         // SAFETY: pid is our own un-reaped child.
         unsafe { libc::kill(pid, libc::SIGTERM) };
@@ -853,7 +886,7 @@ impl Recorder {
             .map(|f| std::io::BufReader::new(f).lines().count().saturating_sub(1) as u64)
             .unwrap_or(0);
         let _ = std::fs::remove_file(&self.out);
-        Ok((rows, cpu))
+        Ok((rows, ran, cpu))
     }
 }
 
@@ -1027,7 +1060,7 @@ impl Runner<'_> {
                     // Stop the recorder even when the workload failed.
                     let stopped = rec.map(|r| r.stop()).transpose();
                     let (elapsed, idle) = body?;
-                    let (samples, rec_cpu) = stopped?.unwrap_or((0, 0.0));
+                    let (samples, rec_s, rec_cpu) = stopped?.unwrap_or((0, 0.0, 0.0));
                     let mechanism = v.mechanism.clone().unwrap_or_else(|| OFF.into());
                     match (v.workload, idle) {
                         (Some(i), _) => {
@@ -1040,6 +1073,7 @@ impl Runner<'_> {
                                 rep,
                                 elapsed_s: elapsed,
                                 samples,
+                                recorder_s: rec_s,
                                 recorder_cpu_s: rec_cpu,
                                 start_unix,
                             };
@@ -1056,6 +1090,7 @@ impl Runner<'_> {
                                 rep,
                                 wall_s: elapsed,
                                 busy_cpu_s: busy,
+                                recorder_s: rec_s,
                                 recorder_cpu_s: rec_cpu,
                                 samples,
                                 est_power_w: e / elapsed.max(1e-9),
@@ -1205,6 +1240,7 @@ mod tests {
                     rep: i,
                     elapsed_s: e,
                     samples: (f * e) as u64,
+                    recorder_s: e,
                     recorder_cpu_s: 0.0,
                     start_unix: 0.0,
                 });
@@ -1236,6 +1272,7 @@ mod tests {
             rep: 0,
             elapsed_s: e,
             samples: 0,
+            recorder_s: 0.0,
             recorder_cpu_s: 0.0,
             start_unix: 0.0,
         };

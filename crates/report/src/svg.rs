@@ -51,19 +51,26 @@ pub fn ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
     v
 }
 
-/// Short number label.
+/// Short number label: up to 4 decimals (2 above 100), trailing zeros trimmed, so
+/// neighbouring ticks such as 1.425 and 1.45 stay distinct.
 pub fn fmt_num(v: f64) -> String {
     let a = v.abs();
     if a == 0.0 {
-        "0".into()
-    } else if !(1e-3..1e6).contains(&a) {
-        format!("{v:.2e}")
-    } else if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 1.0 {
-        format!("{}", (v * 100.0).round() / 100.0)
+        return "0".into();
+    }
+    if !(1e-3..1e6).contains(&a) {
+        return format!("{v:.2e}");
+    }
+    let s = if a >= 100.0 {
+        format!("{v:.2}")
     } else {
-        format!("{}", (v * 10000.0).round() / 10000.0)
+        format!("{v:.4}")
+    };
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".into()
+    } else {
+        s.to_string()
     }
 }
 
@@ -437,6 +444,14 @@ mod tests {
         assert_eq!(ticks(0.0, 10.0, 5), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
         let t = ticks(0.13, 0.87, 4);
         assert!(t[0] <= 0.13 && *t.last().unwrap() >= 0.87);
+    }
+
+    #[test]
+    fn tick_labels_stay_distinct() {
+        assert_eq!(fmt_num(1.425), "1.425");
+        assert_eq!(fmt_num(1.45), "1.45");
+        assert_eq!(fmt_num(250.0), "250");
+        assert_eq!(fmt_num(0.00025), "2.50e-4");
     }
 
     #[test]

@@ -1,0 +1,475 @@
+//! The cache manager: the Ghosts Figure 6 interface over [`FsStore`], a [`PowerManager`] and a
+//! deferred write queue.
+//!
+//! | Figure 6       | here                              |
+//! |----------------|-----------------------------------|
+//! | `CacheStatus`  | [`CacheManager::cache_status`]    |
+//! | `GetData`      | [`CacheManager::get_data`]        |
+//! | `GetMetadata`  | [`CacheManager::get_metadata`]    |
+//! | `PutData`      | [`CacheManager::put_data`]        |
+//! | `PutMetadata`  | [`CacheManager::put_metadata`]    |
+//! | `Rename`       | [`CacheManager::rename`]          |
+//! | `Delete`       | [`CacheManager::delete`]          |
+//!
+//! Writes, metadata, renames and deletes go to the queue while the disk is in a mode that cannot
+//! write; the queue is flushed when the disk enters its high-power mode (a power-manager
+//! callback), when it is full, before a disk read, and on [`CacheManager::flush`] / drop.
+
+use crate::decide::{choose_read, Source};
+use crate::queue::{Queued, WriteQueue, DEFAULT_CAP_BYTES};
+use crate::store::{FsStore, RebuildReport, StoreError};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use wattio_power::manager::CallbackId;
+use wattio_power::{DeviceHandle, GhostHint, IoOp, PmError, PowerManager};
+
+/// Answer of `CacheStatus`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum CacheStatus {
+    /// Not in the cache.
+    NotPresent,
+    /// In the cache, and reading it from disk is the better choice.
+    Present {
+        /// Size in bytes.
+        size: u64,
+    },
+    /// In the cache, but fetching it from the network is expected to be cheaper now (advisory).
+    NetworkPreferred {
+        /// Size in bytes.
+        size: u64,
+    },
+}
+
+/// Cache manager errors.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The power manager refused a query.
+    #[error(transparent)]
+    Power(#[from] PmError),
+    /// No such object.
+    #[error("no object {0:?} in the cache")]
+    NotFound(String),
+}
+
+/// A deferred operation.
+#[derive(Debug, Clone)]
+pub enum WriteOp {
+    /// `PutData`.
+    Put(String, Arc<Vec<u8>>),
+    /// `PutMetadata`.
+    PutMeta(String, Arc<Vec<u8>>),
+    /// `Rename(new, old)`, stored as (old, new).
+    Rename(String, String),
+    /// `Delete`.
+    Delete(String),
+}
+
+impl WriteOp {
+    fn describe(&self) -> String {
+        match self {
+            WriteOp::Put(n, d) => format!("PutData {n:?} ({} bytes)", d.len()),
+            WriteOp::PutMeta(n, m) => format!("PutMetadata {n:?} ({} bytes)", m.len()),
+            WriteOp::Rename(o, n) => format!("Rename {o:?} -> {n:?}"),
+            WriteOp::Delete(n) => format!("Delete {n:?}"),
+        }
+    }
+}
+
+impl Queued for WriteOp {
+    fn bytes(&self) -> u64 {
+        (match self {
+            WriteOp::Put(n, d) => n.len() + d.len(),
+            WriteOp::PutMeta(n, m) => n.len() + m.len(),
+            WriteOp::Rename(o, n) => o.len() + n.len(),
+            WriteOp::Delete(n) => n.len(),
+        }) as u64
+    }
+}
+
+/// A queued operation that could not be written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LostWrite {
+    /// The operation.
+    pub op: String,
+    /// Why it failed.
+    pub error: String,
+}
+
+/// Result of a flush.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FlushReport {
+    /// Operations applied to the store.
+    pub written: usize,
+    /// Operations that failed (reported, never silently dropped).
+    pub lost: Vec<LostWrite>,
+}
+
+/// Configuration.
+#[derive(Debug, Clone)]
+pub struct CacheConfig {
+    /// Directory of the store.
+    pub root: PathBuf,
+    /// Write-queue cap in bytes (default 4 MB).
+    pub queue_cap_bytes: u64,
+}
+
+impl CacheConfig {
+    /// Defaults for a store under `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            queue_cap_bytes: DEFAULT_CAP_BYTES,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct Entry {
+    size: Option<u64>,
+    meta: Option<Arc<Vec<u8>>>,
+    /// Data written by `PutData` but still in the queue.
+    pending: Option<Arc<Vec<u8>>>,
+}
+
+struct State {
+    store: FsStore,
+    index: HashMap<String, Entry>,
+    queue: WriteQueue<WriteOp>,
+    lost: Vec<LostWrite>,
+    flushes: u64,
+}
+
+/// Receives ghost hints: the device that would have been better, and the hint.
+pub type GhostSink = Arc<dyn Fn(Source, GhostHint) + Send + Sync>;
+
+/// The energy-aware cache manager.
+pub struct CacheManager {
+    pm: Arc<PowerManager>,
+    disk: DeviceHandle,
+    net: DeviceHandle,
+    state: Arc<Mutex<State>>,
+    callback: Option<CallbackId>,
+    ghost_sink: Mutex<Option<GhostSink>>,
+    rebuild: RebuildReport,
+}
+
+fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn apply(store: &FsStore, op: &WriteOp) -> Result<(), StoreError> {
+    match op {
+        WriteOp::Put(n, d) => store.put_data(n, d),
+        WriteOp::PutMeta(n, m) => store.put_meta(n, m),
+        WriteOp::Rename(o, n) => store.rename(o, n),
+        WriteOp::Delete(n) => store.delete(n),
+    }
+}
+
+fn flush_locked(st: &mut State) -> FlushReport {
+    let mut rep = FlushReport::default();
+    let ops = st.queue.drain();
+    if ops.is_empty() {
+        return rep;
+    }
+    st.flushes += 1;
+    for op in &ops {
+        match apply(&st.store, op) {
+            Ok(()) => rep.written += 1,
+            Err(e) => rep.lost.push(LostWrite {
+                op: op.describe(),
+                error: e.to_string(),
+            }),
+        }
+    }
+    for e in st.index.values_mut() {
+        e.pending = None;
+    }
+    st.lost.extend(rep.lost.iter().cloned());
+    rep
+}
+
+impl CacheManager {
+    /// Open the store (rebuilding its index) and attach to the power manager's `disk` and `net`
+    /// devices. The queue is flushed whenever the disk enters its high-power mode.
+    pub fn open(
+        cfg: &CacheConfig,
+        pm: Arc<PowerManager>,
+        disk: DeviceHandle,
+        net: DeviceHandle,
+    ) -> Result<Self, CacheError> {
+        let (store, stored, rebuild) = FsStore::open(&cfg.root)?;
+        let mut index = HashMap::new();
+        for (name, e) in stored {
+            let meta = if e.has_meta {
+                match store.get_meta(&name) {
+                    Ok(m) => Some(Arc::new(m)),
+                    Err(StoreError::Corrupt(_)) => None,
+                    Err(e) => return Err(e.into()),
+                }
+            } else {
+                None
+            };
+            index.insert(
+                name,
+                Entry {
+                    size: e.size,
+                    meta,
+                    pending: None,
+                },
+            );
+        }
+        let state = Arc::new(Mutex::new(State {
+            store,
+            index,
+            queue: WriteQueue::new(cfg.queue_cap_bytes),
+            lost: Vec::new(),
+            flushes: 0,
+        }));
+        let high = pm.spec(disk)?.high_mode();
+        let weak: Weak<Mutex<State>> = Arc::downgrade(&state);
+        let callback = pm.register_callback(
+            disk,
+            high,
+            Arc::new(move |_, _| {
+                if let Some(s) = weak.upgrade() {
+                    flush_locked(&mut lock(&s));
+                }
+            }),
+        )?;
+        Ok(Self {
+            pm,
+            disk,
+            net,
+            state,
+            callback: Some(callback),
+            ghost_sink: Mutex::new(None),
+            rebuild,
+        })
+    }
+
+    /// What the index rebuild found at open.
+    pub fn rebuild_report(&self) -> &RebuildReport {
+        &self.rebuild
+    }
+
+    /// Send ghost hints to `sink` (e.g. the STPM modules).
+    pub fn set_ghost_sink(&self, sink: GhostSink) {
+        *self.ghost_sink.lock().unwrap_or_else(|p| p.into_inner()) = Some(sink);
+    }
+
+    fn disk_can_write(&self) -> Result<bool, CacheError> {
+        let m = self.pm.current_mode(self.disk)?;
+        Ok(self.pm.mode_info(self.disk, m)?.can(IoOp::Write))
+    }
+
+    /// `CacheStatus`: from the in-memory index and the devices' current modes, without touching
+    /// the disk. Issues a ghost hint when the chosen source is not the ideal one.
+    pub fn cache_status(&self, name: &str) -> Result<CacheStatus, CacheError> {
+        let (size, pending) = {
+            let st = lock(&self.state);
+            match st
+                .index
+                .get(name)
+                .and_then(|e| e.size.map(|s| (s, e.pending.is_some())))
+            {
+                None => return Ok(CacheStatus::NotPresent),
+                Some(x) => x,
+            }
+        };
+        if pending {
+            // Still in memory: nothing beats that.
+            return Ok(CacheStatus::Present { size });
+        }
+        let (ds, ns) = (self.pm.spec(self.disk)?, self.pm.spec(self.net)?);
+        let (dm, nm) = (
+            self.pm.current_mode(self.disk)?,
+            self.pm.current_mode(self.net)?,
+        );
+        let now = self.pm.clock().now();
+        let Some(c) = choose_read(
+            &ds,
+            dm,
+            &ns,
+            nm,
+            size,
+            self.pm.base_power_w(),
+            self.pm.knob() as f64,
+            now,
+            true,
+        ) else {
+            return Ok(CacheStatus::Present { size });
+        };
+        if let Some((to, hint)) = c.ghost {
+            if let Some(sink) = self
+                .ghost_sink
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+            {
+                sink(to, hint);
+            }
+        }
+        Ok(match c.source {
+            Source::Disk => CacheStatus::Present { size },
+            Source::Network => CacheStatus::NetworkPreferred { size },
+        })
+    }
+
+    /// `GetData`: from the queue if the data is not on disk yet, else from the store (verified).
+    pub fn get_data(&self, name: &str) -> Result<Vec<u8>, CacheError> {
+        let mut st = lock(&self.state);
+        let e = st
+            .index
+            .get(name)
+            .filter(|e| e.size.is_some())
+            .ok_or_else(|| CacheError::NotFound(name.to_string()))?;
+        if let Some(p) = &e.pending {
+            return Ok(p.as_ref().clone());
+        }
+        // Reading spins the disk up anyway: apply queued renames/deletes first so the store
+        // matches the index.
+        flush_locked(&mut st);
+        match st.store.get_data(name) {
+            Ok(d) => Ok(d),
+            Err(e @ StoreError::Corrupt(_)) => {
+                if let Some(x) = st.index.get_mut(name) {
+                    x.size = None;
+                }
+                Err(e.into())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// `GetMetadata`: from memory.
+    pub fn get_metadata(&self, name: &str) -> Result<Vec<u8>, CacheError> {
+        let st = lock(&self.state);
+        st.index
+            .get(name)
+            .and_then(|e| e.meta.clone())
+            .map(|m| m.as_ref().clone())
+            .ok_or_else(|| CacheError::NotFound(name.to_string()))
+    }
+
+    fn submit(&self, st: &mut State, op: WriteOp) -> Result<(), CacheError> {
+        if self.disk_can_write()? {
+            flush_locked(st);
+            apply(&st.store, &op)?;
+            return Ok(());
+        }
+        match st.queue.push(op) {
+            Ok(()) => Ok(()),
+            Err(op) => {
+                // Full: flush (the disk spins up for it), then queue, or write through if the
+                // operation alone is larger than the cap.
+                flush_locked(st);
+                match st.queue.push(op) {
+                    Ok(()) => Ok(()),
+                    Err(op) => {
+                        apply(&st.store, &op)?;
+                        Ok(())
+                    }
+                }
+            }
+        }
+    }
+
+    /// `PutData`: store an object (deferred while the disk is in a low-power mode).
+    pub fn put_data(&self, name: &str, data: Vec<u8>) -> Result<(), CacheError> {
+        crate::store::FsStore::check_name(name)?;
+        let data = Arc::new(data);
+        let mut st = lock(&self.state);
+        let size = data.len() as u64;
+        self.submit(&mut st, WriteOp::Put(name.to_string(), data.clone()))?;
+        let queued = !st.queue.is_empty();
+        let e = st.index.entry(name.to_string()).or_default();
+        e.size = Some(size);
+        e.pending = queued.then_some(data);
+        Ok(())
+    }
+
+    /// `PutMetadata`: kept in memory and written (deferred) to disk.
+    pub fn put_metadata(&self, name: &str, meta: Vec<u8>) -> Result<(), CacheError> {
+        crate::store::FsStore::check_name(name)?;
+        let meta = Arc::new(meta);
+        let mut st = lock(&self.state);
+        self.submit(&mut st, WriteOp::PutMeta(name.to_string(), meta.clone()))?;
+        st.index.entry(name.to_string()).or_default().meta = Some(meta);
+        Ok(())
+    }
+
+    /// `Rename(new_name, old_name)`.
+    pub fn rename(&self, new_name: &str, old_name: &str) -> Result<(), CacheError> {
+        crate::store::FsStore::check_name(new_name)?;
+        let mut st = lock(&self.state);
+        let e = st
+            .index
+            .get(old_name)
+            .cloned()
+            .ok_or_else(|| CacheError::NotFound(old_name.to_string()))?;
+        self.submit(
+            &mut st,
+            WriteOp::Rename(old_name.to_string(), new_name.to_string()),
+        )?;
+        st.index.remove(old_name);
+        st.index.insert(new_name.to_string(), e);
+        Ok(())
+    }
+
+    /// `Delete`.
+    pub fn delete(&self, name: &str) -> Result<(), CacheError> {
+        let mut st = lock(&self.state);
+        if !st.index.contains_key(name) {
+            return Err(CacheError::NotFound(name.to_string()));
+        }
+        self.submit(&mut st, WriteOp::Delete(name.to_string()))?;
+        st.index.remove(name);
+        Ok(())
+    }
+
+    /// Write every queued operation now.
+    pub fn flush(&self) -> FlushReport {
+        flush_locked(&mut lock(&self.state))
+    }
+
+    /// Bytes waiting in the queue (data at risk in a crash).
+    pub fn queued_bytes(&self) -> u64 {
+        lock(&self.state).queue.bytes()
+    }
+
+    /// Queue cap in bytes.
+    pub fn queue_cap(&self) -> u64 {
+        lock(&self.state).queue.cap()
+    }
+
+    /// Number of non-empty flushes so far.
+    pub fn flushes(&self) -> u64 {
+        lock(&self.state).flushes
+    }
+
+    /// Every operation that failed during a flush since open.
+    pub fn lost_writes(&self) -> Vec<LostWrite> {
+        lock(&self.state).lost.clone()
+    }
+
+    /// Names in the index (sorted).
+    pub fn names(&self) -> Vec<String> {
+        let mut v: Vec<String> = lock(&self.state).index.keys().cloned().collect();
+        v.sort();
+        v
+    }
+}
+
+impl Drop for CacheManager {
+    fn drop(&mut self) {
+        if let Some(id) = self.callback.take() {
+            self.pm.remove_callback(id);
+        }
+        flush_locked(&mut lock(&self.state));
+    }
+}

@@ -1,0 +1,220 @@
+//! Cache manager against a real store in a temp dir and a power manager on virtual time.
+
+use proptest::prelude::*;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use wattio_cache::{CacheConfig, CacheManager, CacheStatus, Source};
+use wattio_power::{DeviceHandle, GhostHint, ModeId, PowerManager, Profile, VirtualClock};
+
+struct Rig {
+    pm: Arc<PowerManager>,
+    disk: DeviceHandle,
+    net: DeviceHandle,
+    standby: ModeId,
+    active: ModeId,
+    cam: ModeId,
+}
+
+fn rig(knob: u8) -> Rig {
+    let p = Profile::builtin("paper-2004").unwrap();
+    let pm =
+        Arc::new(PowerManager::new(Arc::new(VirtualClock::new()), p.base_power_w, knob).unwrap());
+    let standby = p.storage.mode_by_name("standby").unwrap();
+    let active = p.storage.high_mode();
+    let cam = p.network.high_mode();
+    let disk = pm.register_device(p.storage.clone(), active).unwrap();
+    let net = pm.register_device(p.network.clone(), cam).unwrap();
+    Rig {
+        pm,
+        disk,
+        net,
+        standby,
+        active,
+        cam,
+    }
+}
+
+#[test]
+fn writes_are_queued_in_standby_and_flushed_on_spin_up() {
+    let r = rig(50);
+    let dir = tempfile::tempdir().unwrap();
+    let c = CacheManager::open(&CacheConfig::new(dir.path()), r.pm.clone(), r.disk, r.net).unwrap();
+    r.pm.notify(r.disk, r.standby).unwrap();
+    c.put_data("a", vec![1u8; 1000]).unwrap();
+    c.put_metadata("a", b"etag: 1".to_vec()).unwrap();
+    c.put_data("b", vec![2u8; 10]).unwrap();
+    c.rename("c", "b").unwrap();
+    assert_eq!(c.queued_bytes(), 1 + 1000 + 1 + 7 + 1 + 10 + 2);
+    // Nothing on disk yet: a second manager opening the same dir sees no objects.
+    let files = std::fs::read_dir(dir.path().join("objects"))
+        .unwrap()
+        .count();
+    assert_eq!(files, 0);
+    // Served from memory meanwhile; status without touching the disk.
+    assert_eq!(c.get_data("a").unwrap(), vec![1u8; 1000]);
+    assert_eq!(
+        c.cache_status("c").unwrap(),
+        CacheStatus::Present { size: 10 }
+    );
+    assert_eq!(c.cache_status("b").unwrap(), CacheStatus::NotPresent);
+    assert_eq!(c.get_metadata("a").unwrap(), b"etag: 1");
+    // Disk spins up: the callback flushes.
+    r.pm.notify(r.disk, r.active).unwrap();
+    assert_eq!(c.queued_bytes(), 0);
+    assert_eq!(c.flushes(), 1);
+    drop(c);
+    let c2 =
+        CacheManager::open(&CacheConfig::new(dir.path()), r.pm.clone(), r.disk, r.net).unwrap();
+    assert_eq!(c2.names(), vec!["a".to_string(), "c".to_string()]);
+    assert_eq!(c2.get_data("c").unwrap(), vec![2u8; 10]);
+    assert_eq!(c2.get_metadata("a").unwrap(), b"etag: 1");
+}
+
+#[test]
+fn full_queue_is_flushed_and_never_passes_cap() {
+    let r = rig(50);
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = CacheConfig::new(dir.path());
+    cfg.queue_cap_bytes = 3000;
+    let c = CacheManager::open(&cfg, r.pm.clone(), r.disk, r.net).unwrap();
+    r.pm.notify(r.disk, r.standby).unwrap();
+    for i in 0..10 {
+        c.put_data(&format!("o{i}"), vec![i as u8; 999]).unwrap();
+        assert!(c.queued_bytes() <= 3000);
+    }
+    assert!(c.flushes() >= 3);
+    // An object larger than the cap is written through.
+    c.put_data("big", vec![7u8; 5000]).unwrap();
+    assert!(c.queued_bytes() <= 3000);
+    assert_eq!(c.get_data("big").unwrap().len(), 5000);
+}
+
+#[test]
+fn standby_disk_prefers_network_for_small_objects_and_hints() {
+    let r = rig(50);
+    let dir = tempfile::tempdir().unwrap();
+    let c = CacheManager::open(&CacheConfig::new(dir.path()), r.pm.clone(), r.disk, r.net).unwrap();
+    c.put_data("small", vec![0u8; 32 * 1024]).unwrap();
+    c.put_data("large", vec![0u8; 512 * 1024]).unwrap();
+    let hints: Arc<Mutex<Vec<(Source, GhostHint)>>> = Arc::default();
+    let h2 = hints.clone();
+    c.set_ghost_sink(Arc::new(move |s, h| h2.lock().unwrap().push((s, h))));
+    assert_eq!(
+        c.cache_status("small").unwrap(),
+        CacheStatus::Present { size: 32768 }
+    );
+    assert!(hints.lock().unwrap().is_empty());
+    r.pm.notify(r.disk, r.standby).unwrap();
+    assert_eq!(r.pm.current_mode(r.net).unwrap(), r.cam);
+    assert_eq!(
+        c.cache_status("small").unwrap(),
+        CacheStatus::NetworkPreferred { size: 32768 }
+    );
+    assert_eq!(
+        c.cache_status("large").unwrap(),
+        CacheStatus::Present { size: 512 * 1024 }
+    );
+    let h = hints.lock().unwrap();
+    assert_eq!(h.len(), 1);
+    assert_eq!(h[0].0, Source::Disk);
+    assert!(h[0].1.delta_t_s > 0.0 && h[0].1.delta_e_j > 0.0);
+}
+
+#[test]
+fn errors_are_clear() {
+    let r = rig(50);
+    let dir = tempfile::tempdir().unwrap();
+    let c = CacheManager::open(&CacheConfig::new(dir.path()), r.pm.clone(), r.disk, r.net).unwrap();
+    assert!(c
+        .get_data("nope")
+        .unwrap_err()
+        .to_string()
+        .contains("no object \"nope\""));
+    assert!(c
+        .put_data("", vec![])
+        .unwrap_err()
+        .to_string()
+        .contains("bad object name"));
+    assert!(c.delete("nope").is_err());
+    // Unwritable root.
+    let f = dir.path().join("file");
+    std::fs::write(&f, b"x").unwrap();
+    let e = CacheManager::open(&CacheConfig::new(&f), r.pm.clone(), r.disk, r.net)
+        .err()
+        .unwrap();
+    assert!(
+        e.to_string().contains("cannot create cache directory"),
+        "{e}"
+    );
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Put(u8, u16),
+    Meta(u8),
+    Rename(u8, u8),
+    Delete(u8),
+    Spin(bool),
+    Get(u8),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0u8..12, 0u16..1500).prop_map(|(n, s)| Op::Put(n, s)),
+        1 => (0u8..12).prop_map(Op::Meta),
+        1 => (0u8..12, 0u8..12).prop_map(|(a, b)| Op::Rename(a, b)),
+        1 => (0u8..12).prop_map(Op::Delete),
+        2 => any::<bool>().prop_map(Op::Spin),
+        1 => (0u8..12).prop_map(Op::Get),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+    /// Against a model: the queue never passes its cap, reads see the latest write, and after a
+    /// reopen every write is on disk (no lost-write reports on a healthy disk).
+    #[test]
+    fn model_check(ops in proptest::collection::vec(op(), 1..60), cap in 500u64..5000) {
+        let r = rig(50);
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = CacheConfig::new(dir.path());
+        cfg.queue_cap_bytes = cap;
+        let mut model: HashMap<String, Vec<u8>> = HashMap::new();
+        {
+            let c = CacheManager::open(&cfg, r.pm.clone(), r.disk, r.net).unwrap();
+            for (i, o) in ops.iter().enumerate() {
+                match o {
+                    Op::Put(n, s) => {
+                        let d = vec![(i % 251) as u8; *s as usize];
+                        c.put_data(&format!("n{n}"), d.clone()).unwrap();
+                        model.insert(format!("n{n}"), d);
+                    }
+                    Op::Meta(n) => { let _ = c.put_metadata(&format!("n{n}"), vec![1, 2, 3]); }
+                    Op::Rename(a, b) => {
+                        let (a, b) = (format!("n{a}"), format!("n{b}"));
+                        if c.rename(&b, &a).is_ok() && a != b {
+                            if let Some(d) = model.remove(&a) { model.insert(b, d); } else { model.remove(&b); }
+                        }
+                    }
+                    Op::Delete(n) => { if c.delete(&format!("n{n}")).is_ok() { model.remove(&format!("n{n}")); } }
+                    Op::Spin(up) => { r.pm.notify(r.disk, if *up { r.active } else { r.standby }).unwrap(); }
+                    Op::Get(n) => {
+                        let name = format!("n{n}");
+                        match model.get(&name) {
+                            Some(d) => prop_assert_eq!(&c.get_data(&name).unwrap(), d),
+                            None => prop_assert!(c.get_data(&name).is_err()),
+                        }
+                    }
+                }
+                prop_assert!(c.queued_bytes() <= cap);
+            }
+            prop_assert!(c.lost_writes().is_empty());
+        } // drop flushes
+        let c = CacheManager::open(&cfg, r.pm.clone(), r.disk, r.net).unwrap();
+        for (n, d) in &model {
+            prop_assert_eq!(&c.get_data(n).unwrap(), d);
+        }
+        let with_data: Vec<String> = c.names().into_iter().filter(|n| c.get_data(n).is_ok()).collect();
+        prop_assert_eq!(with_data.len(), model.len());
+    }
+}

@@ -1,0 +1,132 @@
+//! Opens a generated report in headless Chromium (Debian's `chromium`, installed by
+//! `make deps`) and checks it renders with no console messages other than the page's own
+//! self-check line. Ignored by plain `cargo test` because it needs the browser;
+//! `make test-report` runs it with `--ignored`.
+//!
+//! Set `WATTIO_REPORT_SCREENSHOT=path.png` to keep the screenshot.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn chromium() -> PathBuf {
+    for name in ["chromium", "chromium-browser", "google-chrome"] {
+        if let Some(p) = std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|d| d.join(name))
+                .find(|p| p.is_file())
+        }) {
+            return p;
+        }
+    }
+    panic!("chromium not found on PATH: run `make deps` (installs Debian's chromium) to run the browser test");
+}
+
+/// Runs headless Chromium on `page`; returns the console lines it logged.
+fn render(page: &Path, screenshot: &Path) -> Vec<String> {
+    let profile = tempfile::tempdir().unwrap();
+    let mut child = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1000,1400",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--screenshot={}", screenshot.display()))
+        .arg(format!("file://{}", page.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        // Own process group, so the browser's helper processes can be killed together.
+        .process_group(0)
+        .spawn()
+        .expect("start chromium");
+    let pgid = child.id() as i32;
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if t0.elapsed() > Duration::from_secs(90) {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // Always clean up the whole group (helpers may outlive the main process).
+    // SAFETY: kill(2) on our own process group.
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    let _ = child.wait();
+    let log = reader.join().unwrap();
+    assert!(
+        status.is_some(),
+        "chromium did not finish within 90 s; log:\n{log}"
+    );
+    log.lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+#[ignore = "needs chromium; run by `make test-report`"]
+fn report_renders_without_console_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results");
+    let page = dir.path().join("report.html");
+    wattio_report::write_report(&fixtures, &page, "wattio report (fixtures)").unwrap();
+    let html = std::fs::read_to_string(&page).unwrap();
+    let charts = html
+        .matches("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\"")
+        .count();
+    assert!(charts >= 12);
+    let shot = dir.path().join("shot.png");
+    let console = render(&page, &shot);
+    let ok = format!("\"wattio-report-check: ok {charts} charts\"");
+    assert_eq!(
+        console.len(),
+        1,
+        "expected only the self-check line, got: {console:#?}"
+    );
+    assert!(console[0].contains(&ok), "{}", console[0]);
+    let png = std::fs::read(&shot).expect("screenshot written");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "screenshot too small: {} bytes",
+        png.len()
+    );
+    if let Some(keep) = std::env::var_os("WATTIO_REPORT_SCREENSHOT") {
+        std::fs::copy(&shot, keep).unwrap();
+    }
+}
+
+/// The harness itself must catch a broken page, or the test above proves nothing.
+#[test]
+#[ignore = "needs chromium; run by `make test-report`"]
+fn harness_detects_a_script_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("broken.html");
+    std::fs::write(
+        &page,
+        "<!DOCTYPE html><html><body><p>x</p><script>notDefined();</script></body></html>",
+    )
+    .unwrap();
+    let console = render(&page, &dir.path().join("s.png"));
+    assert!(
+        console
+            .iter()
+            .any(|l| l.contains("Uncaught ReferenceError")),
+        "{console:#?}"
+    );
+}

@@ -1,0 +1,170 @@
+//! Loading every kind of result file from fixtures, and what the page says about them.
+//! Expected numbers are worked out by hand in the comments.
+
+use std::path::{Path, PathBuf};
+use wattio_report::data::{load_file, scan, Dataset};
+use wattio_report::overhead::analyze_load;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn load(rel: &str) -> Dataset {
+    load_file(&fixtures().join(rel)).unwrap().unwrap()
+}
+
+#[test]
+fn record_csv_from_the_meter() {
+    let Dataset::Record { counters } = load("results/record-model.csv") else {
+        panic!("not a record")
+    };
+    assert_eq!(counters.len(), 1);
+    assert_eq!(counters[0].rows.len(), 20);
+    assert!(counters[0].provenance.estimated);
+    assert_eq!(
+        counters[0].provenance.label(),
+        "estimated (model: ccf-linear(min=0.74W,max=3.5W per vCPU))"
+    );
+}
+
+#[test]
+fn record_jsonl_power_series() {
+    let Dataset::Record { counters } = load("results/record-perf.jsonl") else {
+        panic!("not a record")
+    };
+    assert_eq!(counters.len(), 2);
+    let pkg = counters.iter().find(|c| c.domain == "package").unwrap();
+    assert_eq!(pkg.provenance.label(), "measured (perf)");
+    // Rows 1 s apart with 2, 4, 6 J since the previous row: 2, 4, 6 W.
+    let p: Vec<f64> = pkg.power_series(3).iter().map(|x| x.1).collect();
+    assert_eq!(p, vec![2.0, 4.0, 6.0]);
+    // Averaged into one bucket: 12 J over 3 s = 4 W.
+    assert_eq!(pkg.power_series(1)[0].1, 4.0);
+}
+
+#[test]
+fn measure_single_and_repeat() {
+    let Dataset::Measure {
+        runs,
+        provenance,
+        command,
+    } = load("results/measure-single.json")
+    else {
+        panic!()
+    };
+    assert_eq!((runs.len(), command.as_str()), (1, "sleep 0.3"));
+    assert!(provenance.estimated);
+    let Dataset::Measure { runs, .. } = load("results/measure-repeat.json") else {
+        panic!()
+    };
+    assert_eq!(runs.len(), 3);
+}
+
+#[test]
+fn other_parts_results() {
+    let Dataset::IoBench { rows } = load("results/misc/iobench.csv") else {
+        panic!()
+    };
+    assert_eq!(rows.len(), 8);
+    let Dataset::Cache { rows } = load("results/misc/cache-sweep.json") else {
+        panic!()
+    };
+    assert_eq!(rows.len(), 6);
+    let Dataset::Transfer {
+        intervals,
+        energy_j,
+        provenance,
+        ..
+    } = load("results/misc/transfer.json")
+    else {
+        panic!()
+    };
+    assert_eq!(intervals.len(), 3);
+    assert_eq!(energy_j, Some(52.5));
+    assert!(provenance.unwrap().estimated);
+}
+
+#[test]
+fn overhead_runs_analysed_like_appendix_a() {
+    let Dataset::OverheadLoad { runs } = load("results/overhead/runs.csv") else {
+        panic!()
+    };
+    let t = analyze_load(&runs);
+    assert_eq!(t.len(), 1);
+    // 3 vs 3, complete separation: exact one-sided p = 1/C(6,3) = 0.05; one test, Holm = p.
+    assert!((t[0].p_value - 0.05).abs() < 1e-12);
+    assert!((t[0].p_adj - 0.05).abs() < 1e-12);
+    // Differences x−y: .08 .09 .09 .10 .10 .10 .11 .11 .12 → median 0.10 s.
+    assert!((t[0].shift_s - 0.10).abs() < 1e-9);
+    // 1410 rows in 1.41 s.
+    assert!((t[0].sample_rate - 1000.0).abs() < 1e-6);
+}
+
+#[test]
+fn bad_files_are_skipped_with_reasons() {
+    let s = scan(&fixtures().join("bad")).unwrap();
+    assert!(s.loaded.is_empty());
+    let reason = |name: &str| {
+        s.skipped
+            .iter()
+            .find(|k| k.path.ends_with(name))
+            .map(|k| k.reason.clone())
+            .unwrap()
+    };
+    assert_eq!(
+        reason("record-broken.csv"),
+        "line 4: column energy_j: 'oops' is not a number"
+    );
+    assert!(reason("unknown.json").contains("unknown shape"));
+    assert!(reason("blob.bin").starts_with("binary file"));
+}
+
+#[test]
+fn page_labels_every_figure_and_needs_no_network() {
+    let s = scan(&fixtures().join("results")).unwrap();
+    assert_eq!(s.loaded.len(), 9, "{:?}", s.skipped);
+    let html = wattio_report::html::render(&s, &fixtures().join("results"), "t");
+    let figures = html.matches("<figure>").count();
+    let labelled = html.matches("— energy: <span class=\"prov").count();
+    assert!(figures >= 12, "{figures}");
+    assert_eq!(figures, labelled);
+    assert_eq!(
+        html.matches("<svg").count(),
+        html.matches("data-provenance=\"").count()
+    );
+    assert!(html.contains("measured (perf)"));
+    assert!(html.contains("estimated (model: ccf-linear(min=0.74W,max=3.5W per vCPU))"));
+    // No external resources: the only URL is the SVG namespace.
+    let urls = html.matches("http").count();
+    assert_eq!(urls, html.matches("http://www.w3.org/2000/svg").count());
+    assert!(!html.contains(" src="));
+    // C-state residency from the idle fixture: mean of 0.10 and 0.12 = 11.0 %.
+    assert!(
+        html.contains("off: C1 11.0%, C6 84.0% → on: C1 31.0%, C6 49.0%"),
+        "C-state summary missing"
+    );
+}
+
+#[test]
+fn write_report_is_atomic_and_errors_name_the_problem() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("r.html");
+    let s = wattio_report::write_report(&fixtures().join("results"), &out, "t").unwrap();
+    assert_eq!(s.datasets, 9);
+    assert!(std::fs::read_to_string(&out)
+        .unwrap()
+        .starts_with("<!DOCTYPE html>"));
+    assert!(!d.path().join("r.html.tmp").exists());
+    let e = wattio_report::write_report(
+        &fixtures().join("results"),
+        &d.path().join("no/such/dir/r.html"),
+        "t",
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("cannot write"), "{e}");
+    let e = wattio_report::write_report(&d.path().join("missing"), &out, "t").unwrap_err();
+    assert!(
+        e.to_string().contains("cannot read result directory"),
+        "{e}"
+    );
+}
