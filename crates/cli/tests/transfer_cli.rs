@@ -1,0 +1,251 @@
+//! `wattio serve` / `wattio transfer` as processes: JSON summary, SIGKILL of the server
+//! mid-transfer and restart, bad input.
+
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_wattio");
+
+/// A `wattio serve` child, killed on drop.
+struct Serve(Child);
+
+impl Serve {
+    fn start(dir: &Path, port: u16, extra: &[&str]) -> Serve {
+        let child = Command::new(BIN)
+            .arg("serve")
+            .arg(dir)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(extra)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let t = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "wattio serve did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Serve(child)
+    }
+    fn kill9(&mut self) {
+        // SIGKILL: no chance to close connections gracefully
+        unsafe { libc_kill(self.0.id() as i32, 9) };
+        let _ = self.0.wait();
+    }
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn dataset(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut x: u64 = 0x1234_5678_9abc_def1;
+    for (name, n) in [
+        ("a.bin", 2_500_000usize),
+        ("d/b.bin", 1_800_000),
+        ("c.bin", 70_000),
+    ] {
+        let mut v = Vec::with_capacity(n);
+        while v.len() < n {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            v.extend_from_slice(&x.to_le_bytes());
+        }
+        v.truncate(n);
+        let p = root.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, &v).unwrap();
+        out.push((name.to_string(), v));
+    }
+    out
+}
+
+fn transfer(url: &str, dest: &Path, extra: &[&str]) -> std::process::Output {
+    Command::new(BIN)
+        .arg("transfer")
+        .arg(url)
+        .arg(dest)
+        .args(["--cpu-actuator", "none", "--cpufreq", "off"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn json_summary_fields() {
+    let src = tempfile::tempdir().unwrap();
+    let files = dataset(src.path());
+    let port = free_port();
+    let _s = Serve::start(src.path(), port, &["--rate-limit", "40mbit"]);
+    let dst = tempfile::tempdir().unwrap();
+    let out = transfer(
+        &format!("http://127.0.0.1:{port}/"),
+        dst.path(),
+        &[
+            "--sla",
+            "max-throughput",
+            "--json",
+            "--interval",
+            "100ms",
+            "--rtt",
+            "1ms",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(v["bytes"], 4_370_000);
+    assert_eq!(v["files"], 3);
+    assert_eq!(v["tuner"], "EEMT");
+    assert!(v["throughput_bps"].as_f64().unwrap() > 0.0);
+    let e = &v["energy"];
+    if e["estimated"] == true {
+        assert!(
+            e["provenance"]
+                .as_str()
+                .unwrap()
+                .starts_with("estimated (model:"),
+            "{e}"
+        );
+    }
+    let iv = v["intervals"].as_array().unwrap();
+    assert!(!iv.is_empty(), "parameters logged each interval");
+    for k in [
+        "t_s",
+        "num_ch",
+        "channels",
+        "pipelining",
+        "state",
+        "throughput_mbps",
+    ] {
+        assert!(iv[0].get(k).is_some(), "interval field {k}");
+    }
+    for (name, data) in files {
+        assert_eq!(
+            std::fs::read(dst.path().join(&name)).unwrap(),
+            data,
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn sigkill_server_mid_transfer_restart_and_finish() {
+    let src = tempfile::tempdir().unwrap();
+    let files = dataset(src.path());
+    let port = free_port();
+    let rate = ["--rate-limit", "16mbit"]; // 2 MB/s per connection
+    let mut s = Serve::start(src.path(), port, &rate);
+    let dst = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{port}/");
+    let dst_path = dst.path().to_path_buf();
+    let client = std::thread::spawn(move || {
+        transfer(
+            &url,
+            &dst_path,
+            &[
+                "--sla",
+                "max-throughput",
+                "--tuner",
+                "fixed",
+                "--cc",
+                "2",
+                "--json",
+                "--retries",
+                "15",
+            ],
+        )
+    });
+    std::thread::sleep(Duration::from_millis(600));
+    s.kill9();
+    std::thread::sleep(Duration::from_millis(700));
+    let _s2 = Serve::start(src.path(), port, &[]);
+    let out = client.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["reconnects"].as_u64().unwrap() > 0,
+        "the kill was noticed"
+    );
+    assert_eq!(v["files_verified_checksum"], 3);
+    for (name, data) in files {
+        assert_eq!(
+            std::fs::read(dst.path().join(&name)).unwrap(),
+            data,
+            "{name}"
+        );
+        assert!(!dst.path().join(format!("{name}.wattio-part")).exists());
+    }
+}
+
+#[test]
+fn bad_input_one_line_errors() {
+    let dst = tempfile::tempdir().unwrap();
+    let out = transfer("http://127.0.0.1:1/", dst.path(), &["--sla", "fastest"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("wattio: error: --sla: unknown SLA"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+
+    let out = transfer(
+        "http://127.0.0.1:1/",
+        dst.path(),
+        &["--sla", "min-energy", "--rtt", "soon"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+
+    let out = Command::new(BIN)
+        .args(["serve", "/nonexistent/dir"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot serve /nonexistent/dir"), "{err}");
+
+    let src = tempfile::tempdir().unwrap();
+    dataset(src.path());
+    let out = Command::new(BIN)
+        .arg("serve")
+        .arg(src.path())
+        .arg("--write-listing")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let l: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(src.path().join(".wattio/listing.json")).unwrap())
+            .unwrap();
+    assert_eq!(l["format"], "wattio-listing/1");
+    assert_eq!(l["files"].as_array().unwrap().len(), 3);
+}
