@@ -304,6 +304,11 @@ fn print_run(r: &RunReport, label: &str) {
     );
     println!("{label}mean power   {:.3} W", r.mean_power_w);
     println!("{label}command CPU  {:.3} s", r.child_cpu_s);
+    if let Some(j) = r.command_estimated_j {
+        println!(
+            "{label}command share {j:.3} J ESTIMATED (its CPU time × the model's busy W per vCPU)"
+        );
+    }
     println!("{label}exit code    {}", r.exit_code);
 }
 

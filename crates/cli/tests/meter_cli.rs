@@ -256,6 +256,34 @@ fn measure_passes_the_exit_status_through_and_labels_estimates() {
 }
 
 #[test]
+fn measure_attributes_the_commands_cpu_time_with_the_model() {
+    let busy = "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done";
+    let o = wattio(
+        None,
+        &[
+            "measure",
+            "--source",
+            "model",
+            "--model-max-w",
+            "4",
+            "--json",
+            "--",
+            "sh",
+            "-c",
+            busy,
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let cpu = v["child_cpu_s"].as_f64().unwrap();
+    assert!(cpu > 0.05, "the loop burns CPU: {cpu}");
+    // 4 W per busy vCPU-second, as asked.
+    let share = v["command_estimated_j"].as_f64().unwrap();
+    assert!((share - 4.0 * cpu).abs() < 1e-9, "{share} vs {cpu}");
+    assert!(v["model"].as_str().unwrap().contains("max=4W"));
+}
+
+#[test]
 fn measure_repeat_reports_every_run_and_the_median() {
     let o = wattio(
         None,

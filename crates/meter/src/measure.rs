@@ -44,6 +44,10 @@ pub struct RunReport {
     pub signal: Option<i32>,
     /// User + system CPU seconds of the command and its waited-for descendants (`wait4`).
     pub child_cpu_s: f64,
+    /// Model mechanism only: the share of the estimate attributable to the command itself,
+    /// its CPU time at the model's busy power per vCPU (`child_cpu_s × W_max`). Estimated.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub command_estimated_j: Option<f64>,
 }
 
 /// Errors of `measure`.
@@ -81,12 +85,14 @@ pub fn measure_once(meter: &Meter, argv: &[OsString]) -> Result<RunReport, Measu
         signal: status.signal(),
     };
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    let child_cpu_s = tv(rusage.ru_utime) + tv(rusage.ru_stime);
     Ok(RunReport {
+        command_estimated_j: meter.model_params().map(|m| m.max_w_per_cpu * child_cpu_s),
         mean_power_w: energy.mean_power_w(),
         energy,
         exit_code: exit.shell_code(),
         signal: exit.signal,
-        child_cpu_s: tv(rusage.ru_utime) + tv(rusage.ru_stime),
+        child_cpu_s,
     })
 }
 

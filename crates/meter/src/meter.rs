@@ -167,6 +167,7 @@ pub struct Meter {
     provenance: Provenance,
     specs: Vec<CounterSpec>,
     passed_over: Vec<String>,
+    model: Option<ModelParams>,
     stop: Arc<AtomicBool>,
     poller: Option<JoinHandle<()>>,
 }
@@ -175,7 +176,11 @@ impl Meter {
     /// Opens the source described by `cfg` and starts the background poller.
     pub fn open(cfg: &MeterConfig) -> Result<Meter, EnergyError> {
         let (source, passed_over) = cfg.open_source()?;
-        Meter::from_source(source, passed_over, None)
+        let mut meter = Meter::from_source(source, passed_over, None)?;
+        if meter.provenance.mechanism == wattio_energy::Mechanism::Model {
+            meter.model = Some(cfg.model);
+        }
+        Ok(meter)
     }
 
     /// Wraps an already-open source (tests, benchmarks). `poll_period` defaults as above.
@@ -230,6 +235,7 @@ impl Meter {
             provenance,
             specs,
             passed_over,
+            model: None,
             stop,
             poller: Some(poller),
         })
@@ -243,6 +249,11 @@ impl Meter {
     /// The counters it reads.
     pub fn counters(&self) -> &[CounterSpec] {
         &self.specs
+    }
+
+    /// The model's coefficients when this meter estimates (mechanism `model`).
+    pub fn model_params(&self) -> Option<ModelParams> {
+        self.model
     }
 
     /// With `--source auto`: one line per mechanism passed over, saying why.
