@@ -2,7 +2,7 @@
 CARGO ?= cargo
 WATTIO := target/release/wattio
 
-.PHONY: all build demo test test-rust deps lint bench fmt clean test-report
+.PHONY: all build demo test test-rust deps lint bench fmt clean test-report test-transfer
 
 all: build
 
@@ -18,7 +18,7 @@ demo: build
 	$(WATTIO) measure -- $(WATTIO) workload file-io --mib 256
 
 ## make test: install what the tests need, then run every test suite.
-test: deps test-rust test-report
+test: deps test-rust test-report test-transfer
 
 test-rust:
 	$(CARGO) test --workspace --release
@@ -27,6 +27,12 @@ test-rust:
 test-report:
 	$(CARGO) test --release -p wattio-stats -p wattio-report
 	$(CARGO) test --release -p wattio-report --test browser -- --ignored
+
+## Transfer: wattio serve/transfer protocol tests (also against nginx), SIGKILL/restart, resume,
+## tuners on the simulated channel, CPU actuator fixtures (about 1 minute after the build).
+test-transfer:
+	WATTIO_REQUIRE_NGINX=1 $(CARGO) test --release -p wattio-transfer
+	WATTIO_REQUIRE_NGINX=1 $(CARGO) test --release -p wattio --test transfer_cli
 
 lint:
 	$(CARGO) fmt --all -- --check

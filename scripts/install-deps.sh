@@ -4,8 +4,10 @@
 set -euo pipefail
 PACKAGES=(
   chromium
+  nginx
   stress-ng
   util-linux
+  xxhash
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
