@@ -8,6 +8,7 @@ mod iobench_cmd;
 mod meter_cmd;
 mod overhead_cmd;
 mod report_cmd;
+mod testbed_cmd;
 mod transfer_cmd;
 
 /// wattio: energy as a first-class measure of I/O.
@@ -38,6 +39,10 @@ enum Command {
     Report(report_cmd::ReportArgs),
     /// Measurement overhead study: workloads timed with the recorder off and at 0.1-1000 Hz.
     Overhead(overhead_cmd::OverheadArgs),
+    /// Emulated WAN: client and server namespaces joined by a TUN delay line with TBF.
+    Testbed(testbed_cmd::TestbedArgs),
+    /// Generate the transfer paper's small/medium/large/mixed datasets, scaled.
+    Dataset(testbed_cmd::DatasetArgs),
     /// Serve a directory over HTTP/1.1 (Range, pipelining, sendfile, JSON dataset listing).
     Serve(transfer_cmd::ServeArgs),
     /// Fetch a file or dataset, tuned for an SLA (min-energy, max-throughput, target:RATE).
@@ -56,6 +61,8 @@ fn main() -> ExitCode {
         Command::Iobench(a) => iobench_cmd::iobench(a),
         Command::Report(a) => report_cmd::report(a),
         Command::Overhead(a) => overhead_cmd::overhead(a),
+        Command::Testbed(a) => testbed_cmd::testbed(a),
+        Command::Dataset(a) => testbed_cmd::dataset(a),
         Command::Serve(a) => transfer_cmd::serve(a),
         Command::Transfer(a) => transfer_cmd::transfer(a),
     };

@@ -1,0 +1,273 @@
+//! `wattio testbed` and `wattio dataset`: thin wrappers over `wattio-testbed`.
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+use wattio_testbed::bed::{self, Bed, Side, UpOutcome};
+use wattio_testbed::{dataset, link, runstats};
+
+#[derive(Args)]
+pub struct TestbedArgs {
+    /// Testbed name: its namespaces are NAME-client and NAME-server.
+    #[arg(long, default_value = "wattio", global = true)]
+    name: String,
+    #[command(subcommand)]
+    cmd: TestbedCmd,
+}
+
+#[derive(Subcommand)]
+enum TestbedCmd {
+    /// Build the emulated WAN (idempotent) and print the client's and server's addresses.
+    Up(UpArgs),
+    /// Remove everything the testbed made (idempotent).
+    Down,
+    /// Show whether the testbed is up and with which settings.
+    Status,
+    /// Run a command inside the client's or the server's namespace.
+    Exec(ExecArgs),
+    /// Validate the running testbed: RTT, a window-limited stream, parallel streams.
+    Check(CheckArgs),
+    /// List the link profiles.
+    Profiles,
+    /// The delay-line daemon started by `up` (internal).
+    #[command(hide = true)]
+    DelayLine(DelayLineArgs),
+}
+
+#[derive(Args)]
+struct UpArgs {
+    /// A named link (see `wattio testbed profiles`); the default is cloudlab.
+    #[arg(long, conflicts_with_all = ["rate", "rtt"])]
+    profile: Option<String>,
+    /// Bottleneck rate in both directions, e.g. 1gbit or 500mbit.
+    #[arg(long, requires = "rtt")]
+    rate: Option<String>,
+    /// Round-trip time, e.g. 36ms.
+    #[arg(long, requires = "rate")]
+    rtt: Option<String>,
+    /// MTU of the path [default: 9000].
+    #[arg(long)]
+    mtu: Option<u32>,
+    /// TCP congestion control in both namespaces [default: cubic].
+    #[arg(long)]
+    cc: Option<String>,
+    /// Bottleneck buffer (TBF limit) in bytes [default: one BDP, at least 1 MiB].
+    #[arg(long)]
+    queue_bytes: Option<u64>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum SideArg {
+    Client,
+    Server,
+}
+
+#[derive(Args)]
+struct ExecArgs {
+    /// Which namespace.
+    side: SideArg,
+    /// Also write wall time, CPU time and the estimated (model) energy of the command as JSON.
+    #[arg(long, value_name = "FILE")]
+    stats: Option<PathBuf>,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true)]
+    cmd: Vec<String>,
+}
+
+#[derive(Args)]
+struct CheckArgs {
+    /// Only time TCP handshakes against the RTT (a second; what CI runs).
+    #[arg(long)]
+    rtt_only: bool,
+    /// Advertised-window clamp of the single stream, bytes.
+    #[arg(long, default_value_t = 4 << 20)]
+    window: u64,
+    /// Streams of the parallel run.
+    #[arg(long, default_value_t = 8)]
+    streams: usize,
+    /// Seconds counted per run (after a 2 s warm-up).
+    #[arg(long, default_value_t = 4.0)]
+    seconds: f64,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct DelayLineArgs {
+    #[arg(long)]
+    one_way_us: u64,
+    #[arg(long)]
+    mtu: usize,
+    #[arg(long)]
+    ready: PathBuf,
+}
+
+pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
+    let bed = Bed::new(&a.name)?;
+    match a.cmd {
+        TestbedCmd::Up(u) => {
+            let mut cfg = match (&u.profile, &u.rate, &u.rtt) {
+                (_, Some(r), Some(t)) => {
+                    link::LinkConfig::new(link::parse_rate(r)?, link::parse_duration(t)?)
+                }
+                (p, _, _) => link::profile(p.as_deref().unwrap_or("cloudlab"))?,
+            };
+            if let Some(m) = u.mtu {
+                cfg.mtu = m;
+            }
+            if let Some(c) = u.cc {
+                cfg.cc = c;
+            }
+            if let Some(q) = u.queue_bytes {
+                cfg.queue_bytes = q;
+            }
+            let exe = std::env::current_exe()
+                .context("cannot find the wattio binary to start the delay line")?;
+            let (st, outcome) = bed.up(&cfg, &exe)?;
+            if outcome == UpOutcome::AlreadyUp {
+                eprintln!("testbed {} was already up with these settings", st.name);
+            }
+            println!("{}", st.describe());
+            Ok(ExitCode::SUCCESS)
+        }
+        TestbedCmd::Down => {
+            let removed = bed.down()?;
+            if removed.is_empty() {
+                println!("testbed {}: nothing to remove", a.name);
+            } else {
+                println!("testbed {}: removed {}", a.name, removed.join(", "));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        TestbedCmd::Status => match bed.is_up() {
+            Some(st) => {
+                println!("{}\ndelay line pid {}", st.describe(), st.pid);
+                Ok(ExitCode::SUCCESS)
+            }
+            None => {
+                println!("testbed {} is down", a.name);
+                Ok(ExitCode::from(1))
+            }
+        },
+        TestbedCmd::Exec(e) => {
+            let side = match e.side {
+                SideArg::Client => Side::Client,
+                SideArg::Server => Side::Server,
+            };
+            let cmd = bed.exec_command(side, &e.cmd)?;
+            let code = match e.stats {
+                Some(path) => {
+                    let s = runstats::run(cmd, wattio_energy::model::ModelParams::default())?;
+                    std::fs::write(&path, serde_json::to_string_pretty(&s)?)
+                        .with_context(|| format!("cannot write {}", path.display()))?;
+                    s.exit_code
+                }
+                None => {
+                    let mut cmd = cmd;
+                    let st = cmd
+                        .status()
+                        .context("cannot run `ip netns exec`: install iproute2")?;
+                    st.code().unwrap_or(1)
+                }
+            };
+            Ok(ExitCode::from(code.clamp(0, 255) as u8))
+        }
+        TestbedCmd::Check(c) => {
+            let st = bed.is_up().with_context(|| {
+                format!(
+                    "testbed {} is not up: run `wattio testbed up` first",
+                    a.name
+                )
+            })?;
+            if !(c.seconds > 0.0 && c.seconds <= 600.0) {
+                anyhow::bail!("--seconds {} is out of range: use 0 < S ≤ 600", c.seconds);
+            }
+            let cfg = wattio_testbed::check::CheckConfig {
+                window_bytes: c.window,
+                streams: c.streams.max(1),
+                measure: Duration::from_secs_f64(c.seconds),
+                rtt_only: c.rtt_only,
+                ..Default::default()
+            };
+            let r = wattio_testbed::check::check(&bed, &st, &cfg)?;
+            if c.json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                println!("{}: {}", st.name, st.link.describe());
+                print!("{}", r.describe());
+                println!("{}", if r.passed() { "PASS" } else { "FAIL" });
+            }
+            Ok(if r.passed() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        TestbedCmd::Profiles => {
+            for p in link::PROFILES {
+                println!("{:<18} {}", p.name, p.about);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        TestbedCmd::DelayLine(d) => {
+            bed::run_delay_line(&bed, Duration::from_micros(d.one_way_us), d.mtu, &d.ready)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct DatasetArgs {
+    #[command(subcommand)]
+    cmd: DatasetCmd,
+}
+
+#[derive(Subcommand)]
+enum DatasetCmd {
+    /// Write the paper's small/medium/large/mixed datasets (Table II shapes) under DIR.
+    Generate(GenerateArgs),
+}
+
+#[derive(Args)]
+struct GenerateArgs {
+    /// Output directory (DIR/NAME/ holds the files, DIR/NAME.tsv the manifest).
+    dir: PathBuf,
+    /// Factor applied to the number of files (sizes keep Table II's distribution).
+    #[arg(long, default_value_t = 0.1)]
+    scale: f64,
+    /// Datasets to generate, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "small,medium,large,mixed"
+    )]
+    only: Vec<String>,
+    /// Seed of the size and content generator.
+    #[arg(long, default_value_t = 2019)]
+    seed: u64,
+}
+
+pub fn dataset(a: DatasetArgs) -> Result<ExitCode> {
+    let DatasetCmd::Generate(g) = a.cmd;
+    let sums = dataset::generate(&g.dir, &g.only, g.scale, g.seed, true)?;
+    println!(
+        "{:<8} {:>7} {:>12} {:>12} {:>12}  {}",
+        "dataset", "files", "total MiB", "mean KiB", "sd KiB", "dir"
+    );
+    for s in sums {
+        println!(
+            "{:<8} {:>7} {:>12.1} {:>12.1} {:>12.1}  {}{}",
+            s.name,
+            s.files,
+            s.total_bytes as f64 / 1048576.0,
+            s.mean_bytes / 1024.0,
+            s.sd_bytes / 1024.0,
+            s.dir.display(),
+            if s.written { "" } else { " (already there)" }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

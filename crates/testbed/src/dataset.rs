@@ -1,0 +1,429 @@
+//! The paper's datasets (Di Tacchio et al., Table II), scaled.
+//!
+//! | Dataset | Files  | Total     | Mean size  | Std dev   |
+//! |---------|--------|-----------|------------|-----------|
+//! | small   | 20,000 | 1.94 GB   | 101.92 KB  | 29.06 KB  |
+//! | medium  | 5,000  | 11.70 GB  | 2.40 MB    | 0.27 MB   |
+//! | large   | 128    | 27.85 GB  | 222.78 MB  | 15.19 MB  |
+//!
+//! The table's totals only agree with count × mean in binary units (20,000 × 101.92 KiB =
+//! 1.94 GiB), so KB/MB/GB are read as KiB/MiB/GiB. "mixed" is the union of the three.
+//!
+//! Scaling multiplies the **number of files** by the factor and keeps the size distribution,
+//! because what the transfer tuners react to is file size relative to the BDP. Sizes are drawn
+//! from a normal distribution with the table's mean and standard deviation, truncated at ±3 σ,
+//! from a seeded generator, so the same scale and seed give byte-identical datasets. Contents are
+//! pseudo-random (incompressible). Layout under `DIR`:
+//!
+//! ```text
+//! DIR/small/s000001.bin …   DIR/small.tsv   (relative path <TAB> size, one line per file)
+//! DIR/medium/m000001.bin …  DIR/medium.tsv
+//! DIR/large/l000001.bin …   DIR/large.tsv
+//! DIR/mixed/…               DIR/mixed.tsv   (hard links to the three above: no extra space)
+//! ```
+//!
+//! File names are unique across datasets so tools that flatten paths (`wget -nd`, `nghttp -O`)
+//! never collide. The manifest is written last: a dataset with a manifest is complete.
+
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+const KIB: f64 = 1024.0;
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// One row of Table II.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shape {
+    pub name: &'static str,
+    /// File-name prefix, unique per dataset.
+    pub prefix: char,
+    pub files: usize,
+    pub mean_bytes: f64,
+    pub sd_bytes: f64,
+}
+
+/// Table II of the paper.
+pub const TABLE_II: [Shape; 3] = [
+    Shape {
+        name: "small",
+        prefix: 's',
+        files: 20_000,
+        mean_bytes: 101.92 * KIB,
+        sd_bytes: 29.06 * KIB,
+    },
+    Shape {
+        name: "medium",
+        prefix: 'm',
+        files: 5_000,
+        mean_bytes: 2.40 * MIB,
+        sd_bytes: 0.27 * MIB,
+    },
+    Shape {
+        name: "large",
+        prefix: 'l',
+        files: 128,
+        mean_bytes: 222.78 * MIB,
+        sd_bytes: 15.19 * MIB,
+    },
+];
+
+/// All dataset names, in the order they are generated.
+pub const NAMES: [&str; 4] = ["small", "medium", "large", "mixed"];
+
+/// One file of a dataset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Path relative to the dataset directory.
+    pub path: String,
+    pub size: u64,
+}
+
+/// SplitMix64: tiny, fast, and good enough for sizes and filler bytes (not cryptographic).
+#[derive(Debug, Clone)]
+pub struct SplitMix(u64);
+
+impl SplitMix {
+    pub fn new(seed: u64) -> Self {
+        SplitMix(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in (0, 1].
+    fn unit(&mut self) -> f64 {
+        ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
+    }
+    /// Standard normal (Box–Muller).
+    fn normal(&mut self) -> f64 {
+        let (u1, u2) = (self.unit(), self.unit());
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+}
+
+/// Number of files of `shape` at `scale` (at least one).
+pub fn scaled_count(shape: &Shape, scale: f64) -> usize {
+    ((shape.files as f64 * scale).round() as usize).max(1)
+}
+
+/// The file list of one base dataset at `scale` with `seed`: deterministic.
+pub fn plan(shape: &Shape, scale: f64, seed: u64) -> Vec<Entry> {
+    let mut rng = SplitMix::new(seed ^ (shape.prefix as u64).wrapping_mul(0x1000_0000_01B3));
+    (1..=scaled_count(shape, scale))
+        .map(|i| {
+            let z = rng.normal().clamp(-3.0, 3.0);
+            let size = (shape.mean_bytes + z * shape.sd_bytes).round().max(1.0) as u64;
+            Entry {
+                path: format!("{}{:06}.bin", shape.prefix, i),
+                size,
+            }
+        })
+        .collect()
+}
+
+/// Mean and (population) standard deviation of the sizes, for reporting a generated dataset.
+pub fn size_stats(entries: &[Entry]) -> (f64, f64) {
+    let n = entries.len().max(1) as f64;
+    let mean = entries.iter().map(|e| e.size as f64).sum::<f64>() / n;
+    let var = entries
+        .iter()
+        .map(|e| (e.size as f64 - mean).powi(2))
+        .sum::<f64>()
+        / n;
+    (mean, var.sqrt())
+}
+
+/// Reads a manifest (`path<TAB>size` lines).
+pub fn read_manifest(path: &Path) -> Result<Vec<Entry>> {
+    let text = fs::read_to_string(path)
+        .with_context(|| format!("cannot read manifest {}", path.display()))?;
+    text.lines()
+        .filter(|l| !l.is_empty())
+        .enumerate()
+        .map(|(i, l)| {
+            let (p, s) = l.split_once('\t').with_context(|| {
+                format!("{}:{}: expected `path<TAB>size`", path.display(), i + 1)
+            })?;
+            let size = s.parse().with_context(|| {
+                format!("{}:{}: size {s:?} is not a number", path.display(), i + 1)
+            })?;
+            Ok(Entry {
+                path: p.to_string(),
+                size,
+            })
+        })
+        .collect()
+}
+
+fn write_manifest(path: &Path, entries: &[Entry]) -> Result<()> {
+    let tmp = path.with_extension("tsv.tmp");
+    let mut f =
+        fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
+    for e in entries {
+        writeln!(f, "{}\t{}", e.path, e.size)?;
+    }
+    f.sync_all()?;
+    fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+/// Whether the dataset at `dir` matches its manifest (all files present with their sizes).
+fn complete(dir: &Path, manifest: &Path, want: &[Entry]) -> bool {
+    match read_manifest(manifest) {
+        Ok(have) if have == want => have.iter().all(|e| {
+            fs::metadata(dir.join(&e.path))
+                .map(|m| m.len() == e.size)
+                .unwrap_or(false)
+        }),
+        _ => false,
+    }
+}
+
+/// Fills `path` with `size` pseudo-random bytes from `seed`.
+fn write_file(path: &Path, size: u64, seed: u64, pb: &ProgressBar) -> Result<()> {
+    let mut f =
+        fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let mut rng = SplitMix::new(seed);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(buf.len() as u64) as usize;
+        for chunk in buf[..n].chunks_mut(8) {
+            let v = rng.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&v[..chunk.len()]);
+        }
+        f.write_all(&buf[..n])
+            .with_context(|| format!("cannot write {} (disk full?)", path.display()))?;
+        left -= n as u64;
+        pb.inc(n as u64);
+    }
+    Ok(())
+}
+
+/// What was generated for one dataset.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub name: String,
+    pub dir: PathBuf,
+    pub files: usize,
+    pub total_bytes: u64,
+    pub mean_bytes: f64,
+    pub sd_bytes: f64,
+    /// False when an identical complete dataset was already there.
+    pub written: bool,
+}
+
+/// Generates the datasets in `names` (any of [`NAMES`]) under `out` at `scale`. A dataset whose
+/// manifest already matches is left alone; "mixed" generates the three base datasets it links to.
+pub fn generate(
+    out: &Path,
+    names: &[String],
+    scale: f64,
+    seed: u64,
+    progress: bool,
+) -> Result<Vec<Summary>> {
+    if !(scale.is_finite() && scale > 0.0 && scale <= 1.0) {
+        bail!("scale {scale} is out of range: use a factor in (0, 1], e.g. --scale 0.05");
+    }
+    for n in names {
+        if !NAMES.contains(&n.as_str()) {
+            bail!("unknown dataset {n:?}: use small, medium, large or mixed");
+        }
+    }
+    fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let want_mixed = names.iter().any(|n| n == "mixed");
+    let mut summaries = Vec::new();
+    let mut all = Vec::new();
+    for shape in &TABLE_II {
+        let wanted = names.iter().any(|n| n == shape.name);
+        if !wanted && !want_mixed {
+            continue;
+        }
+        let entries = plan(shape, scale, seed);
+        let dir = out.join(shape.name);
+        let manifest = out.join(format!("{}.tsv", shape.name));
+        let written = !complete(&dir, &manifest, &entries);
+        if written {
+            let _ = fs::remove_file(&manifest);
+            fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+            let total: u64 = entries.iter().map(|e| e.size).sum();
+            let pb = if progress {
+                ProgressBar::new(total)
+            } else {
+                ProgressBar::hidden()
+            };
+            pb.set_style(
+                ProgressStyle::with_template(
+                    "{msg:>8} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
+            );
+            pb.set_message(shape.name);
+            for (i, e) in entries.iter().enumerate() {
+                write_file(
+                    &dir.join(&e.path),
+                    e.size,
+                    seed ^ ((shape.prefix as u64) << 32) ^ i as u64,
+                    &pb,
+                )?;
+            }
+            pb.finish_and_clear();
+            write_manifest(&manifest, &entries)?;
+        }
+        all.extend(entries.iter().map(|e| (shape.name, e.clone())));
+        if wanted {
+            summaries.push(summary(shape.name, dir, &entries, written));
+        }
+    }
+    if want_mixed {
+        let dir = out.join("mixed");
+        let manifest = out.join("mixed.tsv");
+        let entries: Vec<Entry> = all.iter().map(|(_, e)| e.clone()).collect();
+        let written = !complete(&dir, &manifest, &entries);
+        if written {
+            let _ = fs::remove_file(&manifest);
+            fs::create_dir_all(&dir)?;
+            for (base, e) in &all {
+                let (src, dst) = (out.join(base).join(&e.path), dir.join(&e.path));
+                let _ = fs::remove_file(&dst);
+                fs::hard_link(&src, &dst)
+                    .or_else(|_| fs::copy(&src, &dst).map(|_| ()))
+                    .with_context(|| {
+                        format!("cannot link {} to {}", src.display(), dst.display())
+                    })?;
+            }
+            write_manifest(&manifest, &entries)?;
+        }
+        summaries.push(summary("mixed", dir, &entries, written));
+    }
+    Ok(summaries)
+}
+
+fn summary(name: &str, dir: PathBuf, entries: &[Entry], written: bool) -> Summary {
+    let (mean_bytes, sd_bytes) = size_stats(entries);
+    Summary {
+        name: name.into(),
+        dir,
+        files: entries.len(),
+        total_bytes: entries.iter().map(|e| e.size).sum(),
+        mean_bytes,
+        sd_bytes,
+        written,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_ii_totals_hold_in_binary_units() {
+        // The paper's totals: 1.94, 11.70 and 27.85 GB (GiB).
+        let gib = 1024.0 * MIB;
+        for (shape, total) in TABLE_II.iter().zip([1.94, 11.70, 27.85]) {
+            let t = shape.files as f64 * shape.mean_bytes / gib;
+            // The table rounds the means to 2 decimals (2.40 MiB), hence 0.5 %.
+            assert!(
+                (t / total - 1.0).abs() < 0.005,
+                "{}: {t:.3} GiB vs {total}",
+                shape.name
+            );
+        }
+    }
+
+    #[test]
+    fn plan_follows_the_shape_and_is_deterministic() {
+        let small = &TABLE_II[0];
+        let a = plan(small, 0.1, 7);
+        assert_eq!(a.len(), 2000);
+        assert_eq!(a, plan(small, 0.1, 7));
+        assert_ne!(a, plan(small, 0.1, 8));
+        let (mean, sd) = size_stats(&a);
+        // 2000 draws: the sample mean is within ~3 standard errors (3·29.06/√2000 ≈ 2 KiB).
+        assert!((mean - small.mean_bytes).abs() < 2.0 * KIB, "mean {mean}");
+        assert!(
+            (sd - small.sd_bytes).abs() < 0.1 * small.sd_bytes,
+            "sd {sd}"
+        );
+        let lo = small.mean_bytes - 3.0 * small.sd_bytes;
+        let hi = small.mean_bytes + 3.0 * small.sd_bytes;
+        assert!(a
+            .iter()
+            .all(|e| (lo.floor() as u64..=hi.ceil() as u64).contains(&e.size)));
+    }
+
+    #[test]
+    fn scaling_keeps_at_least_one_file() {
+        assert_eq!(scaled_count(&TABLE_II[2], 0.001), 1);
+        assert_eq!(scaled_count(&TABLE_II[2], 0.1), 13);
+        assert_eq!(scaled_count(&TABLE_II[1], 0.02), 100);
+    }
+
+    #[test]
+    fn generate_writes_files_manifests_and_mixed_links_and_is_idempotent() {
+        let dir = tempfile::tempdir().unwrap();
+        let names: Vec<String> = vec!["small".into(), "mixed".into()];
+        let s = generate(dir.path(), &names, 0.0005, 1, false).unwrap();
+        assert_eq!(
+            s.iter().map(|x| x.name.as_str()).collect::<Vec<_>>(),
+            ["small", "mixed"]
+        );
+        assert!(s.iter().all(|x| x.written));
+        // small: 10 files; mixed: 10 + 3 medium (2.5 rounded) + 1 large.
+        assert_eq!(s[0].files, 10);
+        assert_eq!(s[1].files, 14);
+        let mixed = read_manifest(&dir.path().join("mixed.tsv")).unwrap();
+        for e in &mixed {
+            let m = fs::metadata(dir.path().join("mixed").join(&e.path)).unwrap();
+            assert_eq!(m.len(), e.size, "{}", e.path);
+        }
+        let big = mixed.iter().find(|e| e.path.starts_with('l')).unwrap();
+        assert!(
+            big.size > 100 * 1024 * 1024,
+            "large files keep their size when scaled"
+        );
+        // Contents are pseudo-random, not zeros, and differ between files.
+        let a = fs::read(dir.path().join("small/s000001.bin")).unwrap();
+        let b = fs::read(dir.path().join("small/s000002.bin")).unwrap();
+        assert!(a.iter().filter(|&&x| x == 0).count() < a.len() / 100);
+        assert_ne!(a[..64], b[..64]);
+        // Second run: nothing rewritten.
+        let s2 = generate(dir.path(), &names, 0.0005, 1, false).unwrap();
+        assert!(s2.iter().all(|x| !x.written));
+        // A truncated file is noticed and the dataset regenerated.
+        fs::write(dir.path().join("small/s000003.bin"), b"short").unwrap();
+        let s3 = generate(dir.path(), &["small".to_string()], 0.0005, 1, false).unwrap();
+        assert!(s3[0].written);
+        assert_eq!(fs::read(dir.path().join("small/s000001.bin")).unwrap(), a);
+    }
+
+    #[test]
+    fn bad_arguments_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(generate(dir.path(), &["huge".into()], 0.1, 1, false)
+            .unwrap_err()
+            .to_string()
+            .contains("unknown"));
+        assert!(generate(dir.path(), &["small".into()], 0.0, 1, false)
+            .unwrap_err()
+            .to_string()
+            .contains("scale"));
+        assert!(generate(dir.path(), &["small".into()], 2.0, 1, false).is_err());
+    }
+
+    #[test]
+    fn manifest_errors_name_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.tsv");
+        fs::write(&p, "a\t1\nb\tlots\n").unwrap();
+        let e = read_manifest(&p).unwrap_err().to_string();
+        assert!(e.contains(":2:"), "{e}");
+    }
+}
