@@ -256,7 +256,13 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
             })?;
             sampler::record(source, &scfg, stop, a.format, f)?
         }
-        None => sampler::record(source, &scfg, stop, a.format, std::io::stdout())?,
+        None => match sampler::record(source, &scfg, stop, a.format, std::io::stdout()) {
+            // A closed pipe (`| head`) is the reader's way of saying it has enough.
+            Err(sampler::SamplerError::Write(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                return Ok(ExitCode::SUCCESS)
+            }
+            r => r?,
+        },
     };
     eprintln!("wattio record: {}", stats.summary());
     Ok(ExitCode::SUCCESS)
@@ -310,6 +316,9 @@ fn print_run(r: &RunReport, label: &str) {
         );
     }
     println!("{label}exit code    {}", r.exit_code);
+    for e in &r.energy.read_errors {
+        eprintln!("wattio: warning: {e}");
+    }
 }
 
 pub fn measure(a: MeasureArgs) -> Result<ExitCode> {

@@ -24,12 +24,9 @@ pub enum EnergyError {
         fix: String,
     },
     /// Another I/O error.
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    // The io::Error is in the message, not a `source`, so chained printing does not repeat it.
+    #[error("{path}: {err}")]
+    Io { path: PathBuf, err: io::Error },
     /// A counter went backwards and its wrap limit is unknown, so the delta cannot be trusted.
     #[error("{origin}: counter went back from {prev} to {new} and its wrap limit is unknown; no energy is reported for this interval ({fix})")]
     UncorrectableDecrease {
@@ -64,7 +61,7 @@ impl EnergyError {
             },
             _ => EnergyError::Io {
                 path: path.to_path_buf(),
-                source: err,
+                err,
             },
         }
     }

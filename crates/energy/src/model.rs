@@ -134,6 +134,8 @@ pub struct ModelSource {
     tick_s: f64,
     last: Option<(Instant, Vec<u64>)>,
     totals_nj: Vec<f64>,
+    /// Busy CPU-seconds counted in ticks but not yet attributed, per socket (see `read_raw`).
+    pending_busy_s: Vec<f64>,
 }
 
 impl ModelSource {
@@ -173,8 +175,10 @@ impl ModelSource {
             tick_s: if hz > 0 { 1.0 / hz as f64 } else { 0.01 },
             last: None,
             totals_nj: Vec::new(),
+            pending_busy_s: Vec::new(),
         };
         src.totals_nj = vec![0.0; src.specs.len()];
+        src.pending_busy_s = vec![0.0; src.specs.len()];
         let mut probe = vec![0; src.specs.len()];
         src.read_raw(&mut probe)?;
         Ok(src)
@@ -230,8 +234,14 @@ impl Source for ModelSource {
         if let Some((then, prev)) = &self.last {
             let wall = now.duration_since(*then).as_secs_f64();
             for (i, cpus) in self.sockets.iter().enumerate() {
-                let busy_s = busy[i].saturating_sub(prev[i]) as f64 * self.tick_s;
-                self.totals_nj[i] += self.params.energy_j(cpus.len(), wall, busy_s) * 1e9;
+                // Ticks arrive in 10 ms lumps: a 1 ms window can see 20 ms of busy time. No more
+                // than n_cpu × wall busy seconds are attributed to a window; the rest carries to
+                // the next, so the total is kept and no window exceeds the model's maximum power.
+                let available =
+                    self.pending_busy_s[i] + busy[i].saturating_sub(prev[i]) as f64 * self.tick_s;
+                let used = available.min(cpus.len() as f64 * wall);
+                self.pending_busy_s[i] = available - used;
+                self.totals_nj[i] += self.params.energy_j(cpus.len(), wall, used) * 1e9;
             }
         }
         for (o, t) in out.iter_mut().zip(&self.totals_nj) {

@@ -281,7 +281,7 @@ impl Source for PerfSource {
             // perf fds are read at their cursor (no pread): a plain read returns the count.
             f.read_exact(&mut b).map_err(|e| EnergyError::Io {
                 path: PathBuf::from(&self.specs[i].origin),
-                source: e,
+                err: e,
             })?;
             out[i] = u64::from_ne_bytes(b);
         }

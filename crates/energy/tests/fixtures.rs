@@ -401,8 +401,18 @@ fn model_estimates_from_proc_stat_and_labels_itself() {
     let t0 = std::time::Instant::now();
     src.read_raw(&mut raw).unwrap();
     let start = raw[0];
-    // One second of busy time on CPU 0 (100 ticks at USER_HZ 100).
+    // One second of busy time on CPU 0 (100 ticks at USER_HZ 100) appears at once...
     t.proc_stat(&[(0, 100), (1, 0), (2, 0), (3, 0)]).unwrap();
+    src.read_raw(&mut raw).unwrap();
+    let w1 = t0.elapsed().as_secs_f64();
+    let first = (raw[0] - start) as f64 * 1e-9;
+    // ...but a window is never given more than 4 vCPUs at full power.
+    assert!(
+        first <= params.max_w_per_cpu * 4.0 * w1 + 1e-6,
+        "{first} J in {w1} s"
+    );
+    // Given enough wall time, the whole busy second is attributed.
+    std::thread::sleep(std::time::Duration::from_millis(300));
     src.read_raw(&mut raw).unwrap();
     let wall = t0.elapsed().as_secs_f64();
     let joules = (raw[0] - start) as f64 * 1e-9;

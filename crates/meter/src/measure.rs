@@ -55,14 +55,10 @@ pub struct RunReport {
 pub enum MeasureError {
     #[error("no command given: put it after `--`, e.g. `wattio measure -- sleep 1`")]
     NoCommand,
-    #[error("cannot run {cmd:?}: {source}; check the command name and PATH")]
-    Spawn {
-        cmd: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("cannot run {cmd:?}: {err}; check the command name and PATH")]
+    Spawn { cmd: String, err: std::io::Error },
     #[error("waiting for the command failed: {0}")]
-    Wait(#[source] std::io::Error),
+    Wait(std::io::Error),
     #[error("reading energy: {0}")]
     Energy(#[from] wattio_energy::EnergyError),
 }
@@ -75,7 +71,7 @@ pub fn measure_once(meter: &Meter, argv: &[OsString]) -> Result<RunReport, Measu
     let before = meter.snapshot()?;
     let child = cmd.spawn().map_err(|e| MeasureError::Spawn {
         cmd: prog.to_string_lossy().into_owned(),
-        source: e,
+        err: e,
     })?;
     let (status, rusage) = wait4(child.id() as libc::pid_t).map_err(MeasureError::Wait)?;
     let after = meter.snapshot()?;

@@ -45,6 +45,9 @@ pub struct Snapshot {
     /// Seconds since the Unix epoch when the snapshot was taken.
     pub unix_s: f64,
     pub totals_j: Vec<f64>,
+    /// Counter errors seen since the previous snapshot (e.g. a decrease of a counter whose wrap
+    /// limit is unknown: that interval got no energy).
+    pub read_errors: Vec<String>,
 }
 
 /// Energy of one counter over a window.
@@ -70,6 +73,9 @@ pub struct EnergyReport {
     /// The platform domain, when present (it overlaps everything else).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub psys_j: Option<f64>,
+    /// Counter errors during the window; the energy of the intervals they hit is missing.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub read_errors: Vec<String>,
 }
 
 impl EnergyReport {
@@ -118,6 +124,7 @@ impl EnergyReport {
             } else {
                 Some(psys.iter().sum())
             },
+            read_errors: Vec::new(),
         }
     }
 
@@ -151,9 +158,14 @@ struct State {
 }
 
 impl State {
+    /// Reads the source. A failed read is an error; a counter the accumulator cannot correct is
+    /// recorded in `errors` and the other counters still advance.
     fn poll(&mut self) -> Result<(), EnergyError> {
         self.source.read_raw(&mut self.raw)?;
-        self.acc.update(&self.raw, &mut self.deltas)
+        if let Err(e) = self.acc.update(&self.raw, &mut self.deltas) {
+            self.errors.push(e.to_string());
+        }
+        Ok(())
     }
 }
 
@@ -225,6 +237,10 @@ impl Meter {
                             if let Err(e) = s.poll() {
                                 s.errors.push(e.to_string());
                             }
+                            // Keep the list bounded if nobody takes snapshots.
+                            if s.errors.len() > 100 {
+                                s.errors.drain(..50);
+                            }
                         }
                     }
                 })
@@ -261,20 +277,17 @@ impl Meter {
         &self.passed_over
     }
 
-    /// Reads every counter now and returns the cumulative joules since the meter opened.
-    ///
-    /// Errors seen by the background poller since the last snapshot are returned first.
+    /// Reads every counter now and returns the cumulative joules since the meter opened, with
+    /// the counter errors seen since the previous snapshot. Fails only when the source cannot be
+    /// read at all.
     pub fn snapshot(&self) -> Result<Snapshot, EnergyError> {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if !s.errors.is_empty() {
-            let e = std::mem::take(&mut s.errors).join("; ");
-            return Err(EnergyError::Invalid(e));
-        }
         s.poll()?;
         Ok(Snapshot {
             at: Instant::now(),
             unix_s: unix_now(),
             totals_j: s.acc.totals_j().to_vec(),
+            read_errors: std::mem::take(&mut s.errors),
         })
     }
 
@@ -287,7 +300,9 @@ impl Meter {
             .map(|(x, y)| (y - x).max(0.0))
             .collect();
         let dur = b.at.saturating_duration_since(a.at).as_secs_f64();
-        EnergyReport::from_counters(&self.specs, &joules, dur, &self.provenance)
+        let mut r = EnergyReport::from_counters(&self.specs, &joules, dur, &self.provenance);
+        r.read_errors = b.read_errors.clone();
+        r
     }
 }
 

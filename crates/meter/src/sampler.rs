@@ -114,11 +114,11 @@ pub enum SamplerError {
     #[error("{0}")]
     Energy(#[from] EnergyError),
     #[error("writing samples failed: {0}; check free space and the output path")]
-    Write(#[source] io::Error),
+    Write(io::Error),
     #[error("--freq must be between 0.001 and 1000 Hz (got {0})")]
     BadFrequency(f64),
     #[error("timer: {0}")]
-    Timer(#[source] io::Error),
+    Timer(io::Error),
     #[error("stopped after {0} consecutive read errors; last: {1}")]
     TooManyErrors(u32, String),
 }
