@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use wattio_transfer::actuator::CoreBackend;
-use wattio_transfer::client::{run_transfer, TransferOptions, TunerChoice};
+use wattio_transfer::client::{run_transfer, EnergyFeedback, TransferOptions, TunerChoice};
 use wattio_transfer::server::{Server, ServerConfig};
 use wattio_transfer::tuner::{FixedParams, Sla};
 use wattio_transfer::units::{parse_duration, parse_rate_bps, parse_size};
@@ -52,6 +52,16 @@ pub enum CoreArg {
     Hotplug,
     /// Do not scale cores.
     None,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FeedbackArg {
+    /// The meter when it measures; this process's model estimate when the meter is a model.
+    Auto,
+    /// The meter (whole machine).
+    Meter,
+    /// This process's model estimate (idle power of its cores + its CPU time).
+    Process,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -112,7 +122,10 @@ pub struct TransferArgs {
     /// Turn off Algorithm 3 (frequency and core scaling).
     #[arg(long)]
     pub no_cpu_scaling: bool,
-    /// Do not read the energy meter (ME then cannot tune).
+    /// Energy the tuners see each interval.
+    #[arg(long, value_enum, default_value_t = FeedbackArg::Auto)]
+    pub energy_feedback: FeedbackArg,
+    /// Do not read the energy meter (the summary then has the process estimate only).
     #[arg(long)]
     pub no_meter: bool,
     /// No progress bar (it is drawn only on a terminal anyway).
@@ -202,6 +215,11 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
     o.cpufreq = a.cpufreq == OnOff::On;
     o.cpu_scaling = !a.no_cpu_scaling && a.tuner == TunerArg::Wattio;
     o.meter = !a.no_meter;
+    o.energy_feedback = match a.energy_feedback {
+        FeedbackArg::Auto => EnergyFeedback::Auto,
+        FeedbackArg::Meter => EnergyFeedback::Meter,
+        FeedbackArg::Process => EnergyFeedback::Process,
+    };
     o.progress = !a.no_progress && !a.json;
     o.log = a.log.clone();
     let s = run_transfer(&o)?;

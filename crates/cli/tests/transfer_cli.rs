@@ -133,6 +133,12 @@ fn json_summary_fields() {
             "{e}"
         );
     }
+    let pe = &v["energy_process"];
+    assert_eq!(pe["estimated"], true);
+    assert!(pe["provenance"].as_str().unwrap().starts_with("estimated (model: ccf-linear"), "{pe}");
+    assert!(pe["total_j"].as_f64().unwrap() > 0.0);
+    let fb = v["energy_feedback"].as_str().unwrap();
+    assert!(fb == "meter" || fb == "process-estimate", "{fb}");
     let iv = v["intervals"].as_array().unwrap();
     assert!(!iv.is_empty(), "parameters logged each interval");
     for k in [

@@ -65,6 +65,8 @@ pub struct TransferOptions {
     pub progress: bool,
     /// Use the energy meter (feedback for ME, figures in the summary).
     pub meter: bool,
+    /// What feeds ME's energy comparisons.
+    pub energy_feedback: EnergyFeedback,
     /// Append one JSON line per interval to this file.
     pub log: Option<PathBuf>,
     /// System root for sysfs/proc reads (`WATTIO_ROOT`).
@@ -90,10 +92,35 @@ impl TransferOptions {
             cpu_scaling: true,
             progress: false,
             meter: true,
+            energy_feedback: EnergyFeedback::Auto,
             log: None,
             root: SysRoot::from_env(),
         }
     }
+}
+
+/// Source of the per-interval energy the tuners see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum EnergyFeedback {
+    /// The meter when it measures (RAPL, perf); the process estimate when the meter itself is
+    /// only a model — a system-wide model on a shared machine mostly measures the neighbours.
+    Auto,
+    /// The meter (whole machine).
+    Meter,
+    /// The model applied to this process: idle power of its active cores plus its CPU time
+    /// at busy power (`ModelParams::energy_j(cores, dt, cpu_s)`). Estimated.
+    Process,
+}
+
+/// This process's estimated energy (model applied to its own CPU time and active cores).
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcessEnergy {
+    pub total_j: f64,
+    pub joules_per_gb: Option<f64>,
+    pub cpu_s: f64,
+    pub estimated: bool,
+    pub provenance: String,
+    pub scope: &'static str,
 }
 
 /// Energy over the transfer, with its provenance.
@@ -157,6 +184,10 @@ pub struct Summary {
     pub reconnects: u64,
     pub energy: Option<EnergySummary>,
     pub energy_note: Option<String>,
+    /// This process's share, estimated with the meter's model (always present).
+    pub energy_process: ProcessEnergy,
+    /// What fed the tuner: "meter" or "process-estimate".
+    pub energy_feedback: &'static str,
     pub net: NetParams,
     pub params_initial: Plan,
     pub cpu_actuator: Vec<ApplyReport>,
@@ -778,6 +809,18 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
         None
     };
     let snap0 = meter.as_ref().and_then(|m| m.snapshot().ok());
+    let model = wattio_energy::ModelParams::default();
+    let meter_measures = meter
+        .as_ref()
+        .map(|m| !m.provenance().estimated)
+        .unwrap_or(false);
+    let use_process_feedback = match opts.energy_feedback {
+        EnergyFeedback::Process => true,
+        EnergyFeedback::Meter => false,
+        EnergyFeedback::Auto => !meter_measures,
+    };
+    let mut proc_energy_j = 0.0;
+    let cpu_at_start = process_cpu_s();
     let mut prev_snap = snap0.clone();
 
     let pb = if opts.progress {
@@ -863,7 +906,7 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
             let bytes = rec - last_bytes;
             last_bytes = rec;
             let now_snap = meter.as_ref().and_then(|m| m.snapshot().ok());
-            let energy = match (meter.as_ref(), prev_snap.as_ref(), now_snap.as_ref()) {
+            let meter_energy = match (meter.as_ref(), prev_snap.as_ref(), now_snap.as_ref()) {
                 (Some(m), Some(a), Some(b)) => Some(m.between(a, b).total_j),
                 _ => None,
             };
@@ -871,7 +914,14 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
             let cpu = process_cpu_s();
             let cores_now = decision.cores.unwrap_or(act.n_cores()).max(1);
             let load = ((cpu - last_cpu) / (dt * cores_now as f64)).clamp(0.0, 1.0);
+            let proc_j = model.energy_j(cores_now, dt, (cpu - last_cpu).max(0.0));
+            proc_energy_j += proc_j;
             last_cpu = cpu;
+            let energy = if use_process_feedback {
+                Some(proc_j)
+            } else {
+                meter_energy
+            };
             let obs = Observation {
                 dt_s: dt,
                 bytes,
@@ -934,6 +984,16 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
     }
     pb.finish_and_clear();
     let seconds = shared.started.elapsed().as_secs_f64();
+    // the tail since the last interval
+    {
+        let cpu = process_cpu_s();
+        let cores_now = decision.cores.unwrap_or(act.n_cores()).max(1);
+        proc_energy_j += model.energy_j(
+            cores_now,
+            last_tick.elapsed().as_secs_f64(),
+            (cpu - last_cpu).max(0.0),
+        );
+    }
     if let Some(msg) = shared.fatal.lock().unwrap().clone() {
         bail!("{msg} (partial data kept; rerun the same command to resume)");
     }
@@ -980,6 +1040,19 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
         reconnects: shared.reconnects.load(Ordering::SeqCst),
         energy,
         energy_note,
+        energy_process: ProcessEnergy {
+            total_j: proc_energy_j,
+            joules_per_gb: (received > 0).then(|| proc_energy_j / (received as f64 / 1e9)),
+            cpu_s: process_cpu_s() - cpu_at_start,
+            estimated: true,
+            provenance: format!("estimated (model: {})", model.name()),
+            scope: "this process: idle power of its active cores + its CPU time at busy power",
+        },
+        energy_feedback: if use_process_feedback {
+            "process-estimate"
+        } else {
+            "meter"
+        },
         net,
         params_initial: plan,
         cpu_actuator: reports,
