@@ -23,6 +23,16 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The entry of `mechanism` in a `probe --json` report.
+fn mechanism<'a>(report: &'a serde_json::Value, mechanism: &str) -> &'a serde_json::Value {
+    report["mechanisms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["mechanism"] == mechanism)
+        .unwrap_or_else(|| panic!("no {mechanism} in {report}"))
+}
+
 /// Kills and reaps a child even when the test fails.
 struct Reaper(Option<Child>);
 impl Drop for Reaper {
@@ -43,12 +53,7 @@ fn probe_server_fixture_lists_sockets_domains_and_chooses_powercap() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["chosen"], "powercap");
     assert_eq!(v["provenance"]["estimated"], false);
-    let pc = v["mechanisms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["mechanism"] == "powercap")
-        .unwrap();
+    let pc = mechanism(&v, "powercap");
     let doms: Vec<String> = pc["counters"]
         .as_array()
         .unwrap()
@@ -56,12 +61,7 @@ fn probe_server_fixture_lists_sockets_domains_and_chooses_powercap() {
         .map(|c| format!("{}@{}", c["domain"].as_str().unwrap(), c["socket"]))
         .collect();
     assert_eq!(doms, ["package@0", "dram@0", "package@1", "dram@1"]);
-    let perf = v["mechanisms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["mechanism"] == "perf")
-        .unwrap();
+    let perf = mechanism(&v, "perf");
     assert_eq!(perf["usable"], false);
     assert!(perf["fix"].is_string());
     let text = wattio(Some(dir.path()), &["probe"]);
@@ -475,11 +475,6 @@ fn fixture_command_refuses_to_overwrite() {
     assert!(o.status.success(), "{}", stderr(&o));
     let p = wattio(Some(&fresh), &["probe", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&p.stdout).unwrap();
-    let msr = v["mechanisms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["mechanism"] == "msr")
-        .unwrap();
+    let msr = mechanism(&v, "msr");
     assert_eq!(msr["usable"], true);
 }

@@ -117,10 +117,10 @@ impl FixtureTree {
         Ok(())
     }
 
-    /// Rewrites a zone's `energy_uj` in place (fixed width, one `pwrite`), so a reader holding
-    /// the file open sees the new value, as with sysfs.
-    pub fn set_energy_uj(&self, id: &str, energy_uj: u64) -> io::Result<()> {
-        let p = self.path(&format!("/sys/class/powercap/{id}/energy_uj"));
+    /// Writes `bytes` at `offset` of the file at `absolute`, creating it but never truncating,
+    /// with one `pwrite`: a reader holding the file open sees the new bytes, as with sysfs.
+    fn write_in_place(&self, absolute: &str, offset: u64, bytes: &[u8]) -> io::Result<()> {
+        let p = self.path(absolute);
         if let Some(d) = p.parent() {
             fs::create_dir_all(d)?;
         }
@@ -129,21 +129,20 @@ impl FixtureTree {
             .write(true)
             .truncate(false)
             .open(&p)?;
-        f.write_all_at(format!("{energy_uj:020}\n").as_bytes(), 0)
+        f.write_all_at(bytes, offset)
+    }
+
+    /// Rewrites a zone's `energy_uj` in place (fixed width).
+    pub fn set_energy_uj(&self, id: &str, energy_uj: u64) -> io::Result<()> {
+        let path = format!("/sys/class/powercap/{id}/energy_uj");
+        self.write_in_place(&path, 0, format!("{energy_uj:020}\n").as_bytes())
     }
 
     /// Writes `value` into the sparse stand-in for `/dev/cpu/<cpu>/msr` at `register`.
     pub fn msr(&self, cpu: u32, register: u64, value: u64) -> io::Result<()> {
-        let p = self.path(&format!("/dev/cpu/{cpu}/msr"));
-        if let Some(d) = p.parent() {
-            fs::create_dir_all(d)?;
-        }
-        let f = OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(false)
-            .open(&p)?;
-        f.write_all_at(&value.to_le_bytes(), crate::msr::stand_in_offset(register))
+        let path = format!("/dev/cpu/{cpu}/msr");
+        let offset = crate::msr::stand_in_offset(register);
+        self.write_in_place(&path, offset, &value.to_le_bytes())
     }
 
     /// The perf `power` PMU description: `events[i] = (name, code)`, all with the 2^-32 J scale.

@@ -17,6 +17,36 @@ fn tree(
     (dir, t, root)
 }
 
+/// A source with its accumulator: `read()` reads once and leaves the deltas in `out`.
+struct Reader<S: Source> {
+    src: S,
+    acc: Accumulator,
+    raw: Vec<u64>,
+    out: Vec<CounterDelta>,
+}
+
+impl<S: Source> Reader<S> {
+    fn new(src: S) -> Self {
+        let n = src.counters().len();
+        let acc = Accumulator::new(src.counters());
+        let zero = CounterDelta {
+            joules: 0.0,
+            wrapped: false,
+        };
+        Reader {
+            src,
+            acc,
+            raw: vec![0; n],
+            out: vec![zero; n],
+        }
+    }
+
+    fn read(&mut self) -> Result<(), wattio_energy::EnergyError> {
+        self.src.read_raw(&mut self.raw)?;
+        self.acc.update(&self.raw, &mut self.out)
+    }
+}
+
 fn pairs(src: &dyn Source) -> Vec<(u32, Domain)> {
     src.counters()
         .iter()
@@ -89,30 +119,19 @@ fn powercap_wraps_are_corrected_with_max_energy_range() {
         .iter()
         .position(|c| c.socket == 1 && c.domain == Domain::Package)
         .unwrap();
-    let n = src.counters().len();
-    let mut acc = Accumulator::new(src.counters());
-    let mut raw = vec![0; n];
-    let mut out = vec![
-        CounterDelta {
-            joules: 0.0,
-            wrapped: false
-        };
-        n
-    ];
+    let mut r = Reader::new(src);
     t.set_energy_uj("intel-rapl:1", MAX_UJ_ESU14 - 2_000_000)
         .unwrap();
-    src.read_raw(&mut raw).unwrap();
-    acc.update(&raw, &mut out).unwrap();
+    r.read().unwrap();
     t.set_energy_uj("intel-rapl:1", 3_000_000).unwrap();
-    src.read_raw(&mut raw).unwrap();
-    acc.update(&raw, &mut out).unwrap();
+    r.read().unwrap();
     // 2 J up to the limit, 1 µJ for the step to zero, 3 J after it.
     assert!(
-        (out[idx].joules - 5.000001).abs() < 1e-9,
+        (r.out[idx].joules - 5.000001).abs() < 1e-9,
         "{}",
-        out[idx].joules
+        r.out[idx].joules
     );
-    assert!(out[idx].wrapped);
+    assert!(r.out[idx].wrapped);
 }
 
 #[test]
@@ -160,24 +179,13 @@ fn missing_max_energy_range_means_unknown_wrap_and_an_error_on_decrease() {
         .position(|c| c.domain == Domain::Psys)
         .unwrap();
     assert_eq!(src.counters()[idx].wrap, Wrap::Unknown);
-    let n = src.counters().len();
-    let mut acc = Accumulator::new(src.counters());
-    let mut raw = vec![0; n];
-    let mut out = vec![
-        CounterDelta {
-            joules: 0.0,
-            wrapped: false
-        };
-        n
-    ];
-    src.read_raw(&mut raw).unwrap();
-    acc.update(&raw, &mut out).unwrap();
+    let mut r = Reader::new(src);
+    r.read().unwrap();
     t.set_energy_uj("intel-rapl:1", 5).unwrap();
-    src.read_raw(&mut raw).unwrap();
-    let err = acc.update(&raw, &mut out).unwrap_err().to_string();
+    let err = r.read().unwrap_err().to_string();
     assert!(err.contains("wrap limit is unknown"), "{err}");
-    assert_eq!(out[idx].joules, 0.0, "no invented energy");
-    assert!(acc.totals_j().iter().all(|&j| j >= 0.0));
+    assert_eq!(r.out[idx].joules, 0.0, "no invented energy");
+    assert!(r.acc.totals_j().iter().all(|&j| j >= 0.0));
 }
 
 #[test]
@@ -232,29 +240,22 @@ fn msr_intel_server_uses_the_fixed_dram_unit() {
         .iter()
         .position(|c| c.socket == 1 && c.domain == Domain::Package)
         .unwrap();
-    let n = src.counters().len();
-    let mut acc = Accumulator::new(src.counters());
-    let mut raw = vec![0; n];
-    let mut out = vec![
-        CounterDelta {
-            joules: 0.0,
-            wrapped: false
-        };
-        n
-    ];
+    let mut r = Reader::new(src);
     t.msr(
         4,
         msr::INTEL_PKG_ENERGY,
         0xFFFF_FFFF - 16383 + 0xAB_0000_0000,
     )
     .unwrap(); // high bits ignored
-    src.read_raw(&mut raw).unwrap();
-    acc.update(&raw, &mut out).unwrap();
+    r.read().unwrap();
     t.msr(4, msr::INTEL_PKG_ENERGY, 16384).unwrap();
-    src.read_raw(&mut raw).unwrap();
-    acc.update(&raw, &mut out).unwrap();
+    r.read().unwrap();
     // 16384 steps to the wrap plus 16384 after it: 2 J.
-    assert!((out[idx].joules - 2.0).abs() < 1e-12, "{}", out[idx].joules);
+    assert!(
+        (r.out[idx].joules - 2.0).abs() < 1e-12,
+        "{}",
+        r.out[idx].joules
+    );
 }
 
 #[test]
@@ -292,27 +293,16 @@ fn msr_amd_sums_per_core_counters_once_per_physical_core() {
         src.counters()[core].origin
     );
     assert_eq!(src.counters()[core].unit_j, 2f64.powi(-16));
-    let n = src.counters().len();
-    let mut acc = Accumulator::new(src.counters());
-    let mut raw = vec![0; n];
-    let mut out = vec![
-        CounterDelta {
-            joules: 0.0,
-            wrapped: false
-        };
-        n
-    ];
+    let mut r = Reader::new(src);
     // Core 1 starts 65536 steps (1 J at ESU 16) below the 32-bit limit.
     t.msr(1, msr::AMD_CORE_ENERGY, 0xFFFF_FFFF - 65535).unwrap();
-    src.read_raw(&mut raw).unwrap();
-    acc.update(&raw, &mut out).unwrap();
-    let before = acc.totals_j()[core];
+    r.read().unwrap();
+    let before = r.acc.totals_j()[core];
     // Core 0 gains 1 J; core 1 takes 65536 steps to wrap to 0 and 65536 more: 2 J.
     t.msr(0, msr::AMD_CORE_ENERGY, 0x0010_0000 + 65536).unwrap();
     t.msr(1, msr::AMD_CORE_ENERGY, 65536).unwrap();
-    src.read_raw(&mut raw).unwrap();
-    acc.update(&raw, &mut out).unwrap();
-    let gained = acc.totals_j()[core] - before;
+    r.read().unwrap();
+    let gained = r.acc.totals_j()[core] - before;
     assert!((gained - 3.0).abs() < 1e-9, "{gained}");
 }
 
