@@ -113,7 +113,7 @@ fn powercap_laptop_psys_is_not_package_1_and_mmio_duplicate_is_skipped() {
 fn powercap_wraps_are_corrected_with_max_energy_range() {
     let (_d, t, root) = tree(fixture::intel_two_socket_server);
     let disc = powercap::discover(&root).unwrap();
-    let mut src = PowercapSource::open(&disc.zones).unwrap();
+    let src = PowercapSource::open(&disc.zones).unwrap();
     let idx = src
         .counters()
         .iter()
@@ -172,7 +172,7 @@ fn missing_max_energy_range_means_unknown_wrap_and_an_error_on_decrease() {
         pc.notes
     );
     let disc = powercap::discover(&root).unwrap();
-    let mut src = PowercapSource::open(&disc.zones).unwrap();
+    let src = PowercapSource::open(&disc.zones).unwrap();
     let idx = src
         .counters()
         .iter()
@@ -213,7 +213,7 @@ fn counters_stuck_at_zero_are_refused_like_a_vm_exposing_dead_events() {
 #[test]
 fn msr_intel_server_uses_the_fixed_dram_unit() {
     let (_d, t, root) = tree(fixture::intel_two_socket_server);
-    let mut src = MsrSource::open(&root).unwrap();
+    let src = MsrSource::open(&root).unwrap();
     let mut p = pairs(&src);
     p.sort();
     assert_eq!(
@@ -281,7 +281,7 @@ fn msr_sapphire_rapids_dram_uses_the_standard_unit() {
 #[test]
 fn msr_amd_sums_per_core_counters_once_per_physical_core() {
     let (_d, t, root) = tree(fixture::amd_epyc);
-    let mut src = MsrSource::open(&root).unwrap();
+    let src = MsrSource::open(&root).unwrap();
     let core = src
         .counters()
         .iter()
