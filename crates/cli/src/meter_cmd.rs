@@ -240,12 +240,19 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
             source.provenance().model.as_deref().unwrap_or("a model")
         );
     }
+    let progress = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let scfg = SamplerConfig {
         freq_hz: a.freq,
         duration: a.duration.map(Duration::from_secs_f64),
+        progress: Some(Arc::clone(&progress)),
         ..SamplerConfig::default()
     };
     let stop = stop_on_signals()?;
+    // Rows going to a file: show progress on a terminal (indicatif hides itself otherwise).
+    let _bar = a
+        .output
+        .as_ref()
+        .map(|_| ProgressLine::start(progress, a.duration));
     let stats = match &a.output {
         Some(p) => {
             let f = std::fs::File::create(p).with_context(|| {
@@ -266,6 +273,50 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
     };
     eprintln!("wattio record: {}", stats.summary());
     Ok(ExitCode::SUCCESS)
+}
+
+/// A spinner on stderr with elapsed time and samples written, updated twice a second.
+struct ProgressLine {
+    bar: indicatif::ProgressBar,
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ProgressLine {
+    fn start(samples: Arc<std::sync::atomic::AtomicU64>, duration: Option<f64>) -> Self {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} recording {elapsed} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        let done = Arc::new(AtomicBool::new(false));
+        let (b, d) = (bar.clone(), Arc::clone(&done));
+        let thread = std::thread::spawn(move || {
+            use std::sync::atomic::Ordering;
+            while !d.load(Ordering::Relaxed) {
+                let n = samples.load(Ordering::Relaxed);
+                let of = duration.map(|s| format!(" of {s} s")).unwrap_or_default();
+                b.set_message(format!("{n} samples{of} (Ctrl-C to stop)"));
+                b.tick();
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        });
+        ProgressLine {
+            bar,
+            done,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for ProgressLine {
+    fn drop(&mut self) {
+        self.done.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.bar.finish_and_clear();
+    }
 }
 
 #[derive(Args)]

@@ -41,6 +41,8 @@ pub struct SamplerConfig {
     /// Capacity of the queue between the reading and the writing thread, in samples.
     pub queue_capacity: usize,
     pub pacing: Pacing,
+    /// Incremented with every sample handed to the writer, for progress displays.
+    pub progress: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl Default for SamplerConfig {
@@ -50,6 +52,7 @@ impl Default for SamplerConfig {
             duration: None,
             queue_capacity: 4096,
             pacing: Pacing::Timerfd,
+            progress: None,
         }
     }
 }
@@ -398,7 +401,12 @@ pub fn run<S: SampleSink>(
             if batch.len() >= batch_len {
                 let k = batch.len() as u64;
                 match tx.try_send(std::mem::take(&mut batch)) {
-                    Ok(()) => stats.samples += k,
+                    Ok(()) => {
+                        stats.samples += k;
+                        if let Some(p) = &cfg.progress {
+                            p.fetch_add(k, Ordering::Relaxed);
+                        }
+                    }
                     Err(TrySendError::Full(b)) => batch = b, // retried at the next sample
                     Err(TrySendError::Disconnected(_)) => {
                         writer_failed = true;
