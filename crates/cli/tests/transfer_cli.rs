@@ -135,7 +135,13 @@ fn json_summary_fields() {
     }
     let pe = &v["energy_process"];
     assert_eq!(pe["estimated"], true);
-    assert!(pe["provenance"].as_str().unwrap().starts_with("estimated (model: ccf-linear"), "{pe}");
+    assert!(
+        pe["provenance"]
+            .as_str()
+            .unwrap()
+            .starts_with("estimated (model: ccf-linear"),
+        "{pe}"
+    );
     assert!(pe["total_j"].as_f64().unwrap() > 0.0);
     let fb = v["energy_feedback"].as_str().unwrap();
     assert!(fb == "meter" || fb == "process-estimate", "{fb}");
@@ -254,4 +260,62 @@ fn bad_input_one_line_errors() {
             .unwrap();
     assert_eq!(l["format"], "wattio-listing/1");
     assert_eq!(l["files"].as_array().unwrap().len(), 3);
+}
+
+/// 1500 files through a process limited to 128 descriptors: part files are opened lazily and
+/// closed when finished, so a dataset of many small files cannot exhaust descriptors.
+#[test]
+fn many_small_files_under_a_low_descriptor_limit() {
+    if Command::new("prlimit").arg("--version").output().is_err() {
+        assert!(
+            std::env::var_os("WATTIO_REQUIRE_NGINX").is_none(),
+            "prlimit (util-linux) missing"
+        );
+        eprintln!("SKIPPED: prlimit not installed");
+        return;
+    }
+    let src = tempfile::tempdir().unwrap();
+    for i in 0..1500 {
+        let d = src.path().join(format!("d{}", i % 10));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join(format!("f{i}")),
+            format!("file {i} ").repeat(i % 50 + 1),
+        )
+        .unwrap();
+    }
+    let port = free_port();
+    let _s = Serve::start(src.path(), port, &[]);
+    let dst = tempfile::tempdir().unwrap();
+    let out = Command::new("prlimit")
+        .arg("--nofile=128")
+        .arg(BIN)
+        .arg("transfer")
+        .arg(format!("http://127.0.0.1:{port}/"))
+        .arg(dst.path())
+        .args([
+            "--sla",
+            "max-throughput",
+            "--json",
+            "--cpu-actuator",
+            "none",
+            "--max-channels",
+            "16",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["files_verified_checksum"], 1500);
+    for i in [0usize, 777, 1499] {
+        let rel = format!("d{}/f{i}", i % 10);
+        assert_eq!(
+            std::fs::read(dst.path().join(&rel)).unwrap(),
+            std::fs::read(src.path().join(&rel)).unwrap()
+        );
+    }
 }

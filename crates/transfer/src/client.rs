@@ -257,11 +257,61 @@ struct FileJob {
     final_path: PathBuf,
     part_path: PathBuf,
     done_path: PathBuf,
-    file: File,
-    done_log: Mutex<File>,
+    /// Opened on first use and closed when the file is finished, so a dataset of many small
+    /// files never holds more descriptors than files in flight.
+    file: Mutex<Option<Arc<File>>>,
+    done_log: Mutex<Option<File>>,
+    /// No usable earlier progress: truncate the part file when first opening it.
+    fresh: AtomicBool,
     remaining: AtomicU64,
     in_flight: AtomicUsize,
     checksum_retry: AtomicBool,
+}
+
+impl FileJob {
+    /// The part file, opened (created and sized) on first use.
+    fn part(&self) -> std::io::Result<Arc<File>> {
+        let mut g = self.file.lock().unwrap();
+        if let Some(f) = g.as_ref() {
+            return Ok(f.clone());
+        }
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&self.part_path)?;
+        if self.fresh.swap(false, Ordering::SeqCst) {
+            f.set_len(0)?;
+        }
+        f.set_len(self.size)?;
+        let f = Arc::new(f);
+        *g = Some(f.clone());
+        Ok(f)
+    }
+
+    /// Appends a finished range to the `.done` log.
+    fn log_done(&self, offset: u64, len: u64) {
+        let mut g = self.done_log.lock().unwrap();
+        if g.is_none() {
+            *g = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.done_path)
+                .ok();
+        }
+        if let Some(f) = g.as_mut() {
+            let mut rec = [0u8; 16];
+            rec[..8].copy_from_slice(&offset.to_le_bytes());
+            rec[8..].copy_from_slice(&len.to_le_bytes());
+            let _ = f.write_all(&rec);
+        }
+    }
+
+    fn close(&self) {
+        *self.file.lock().unwrap() = None;
+        *self.done_log.lock().unwrap() = None;
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -578,25 +628,11 @@ fn prepare(dest: &Path, src: Vec<SourceFile>) -> anyhow::Result<Prepared> {
                 done = read_done_log(&done_path);
             }
         }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&part_path)
-            .with_context(|| format!("cannot open {}; check permissions", part_path.display()))?;
-        if done.is_empty() {
+        let fresh = done.is_empty();
+        if fresh {
             // no usable progress: start clean
             let _ = std::fs::remove_file(&done_path);
-            file.set_len(0)?;
         }
-        file.set_len(s.size)
-            .with_context(|| format!("cannot size {}; is the disk full?", part_path.display()))?;
-        let log = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&done_path)
-            .with_context(|| format!("cannot open {}", done_path.display()))?;
         let miss = missing_ranges(s.size, &done);
         let left: u64 = miss.iter().map(|r| r.1).sum();
         resumed += s.size - left;
@@ -609,8 +645,9 @@ fn prepare(dest: &Path, src: Vec<SourceFile>) -> anyhow::Result<Prepared> {
             final_path,
             part_path,
             done_path,
-            file,
-            done_log: Mutex::new(log),
+            file: Mutex::new(None),
+            done_log: Mutex::new(None),
+            fresh: AtomicBool::new(fresh),
             remaining: AtomicU64::new(left),
             in_flight: AtomicUsize::new(0),
             checksum_retry: AtomicBool::new(false),
@@ -1075,7 +1112,12 @@ fn process_cpu_s() -> f64 {
 fn finish_file(sh: &Shared, i: usize) {
     let j = &sh.files[i];
     let res = (|| -> Result<bool, String> {
-        let md = j.file.metadata().map_err(|e| e.to_string())?;
+        let f = j
+            .part()
+            .map_err(|e| format!("cannot open {}: {e}", j.part_path.display()))?;
+        let md = f.metadata().map_err(|e| e.to_string())?;
+        drop(f);
+        j.close();
         if md.len() != j.size {
             return Err(format!(
                 "{}: size {} but expected {}",
@@ -1111,9 +1153,7 @@ fn finish_file(sh: &Shared, i: usize) {
                 ));
                 return;
             }
-            if let Ok(f) = File::create(&j.done_path) {
-                *j.done_log.lock().unwrap() = f;
-            }
+            let _ = std::fs::remove_file(&j.done_path);
             j.remaining.store(j.size, Ordering::SeqCst);
             // any partition can carry it: prefer one that still has channels
             let pi = sh
@@ -1236,6 +1276,9 @@ fn parse_content_range(v: &str) -> Option<(u64, u64, u64)> {
 enum ChannelEnd {
     /// No more work or over budget.
     Done,
+    /// The server ended the connection cleanly (`Connection: close`, e.g. nginx's
+    /// keepalive_requests): reconnect at once, no backoff.
+    Reconnect,
 }
 
 async fn channel_task(sh: Arc<Shared>, pi: usize) {
@@ -1247,6 +1290,7 @@ async fn channel_task(sh: Arc<Shared>, pi: usize) {
         }
         match run_connection(&sh, pi, &mut failures, &mut released).await {
             Ok(ChannelEnd::Done) => break,
+            Ok(ChannelEnd::Reconnect) => continue,
             Err(e) => {
                 failures += 1;
                 sh.reconnects.fetch_add(1, Ordering::Relaxed);
@@ -1310,10 +1354,7 @@ fn record_done(sh: &Shared, c: &Chunk, len: u64) {
     if len == 0 {
         return;
     }
-    let mut rec = [0u8; 16];
-    rec[..8].copy_from_slice(&c.offset.to_le_bytes());
-    rec[8..].copy_from_slice(&len.to_le_bytes());
-    let _ = sh.files[c.file].done_log.lock().unwrap().write_all(&rec);
+    sh.files[c.file].log_done(c.offset, len);
 }
 
 async fn pace(sh: &Shared) {
@@ -1436,6 +1477,9 @@ async fn run_connection(
             // stream the body into the file at its offset
             let mut written = 0u64;
             let r: anyhow::Result<()> = async {
+                let part = j
+                    .part()
+                    .with_context(|| format!("cannot write {}; check the disk", j.part_path.display()))?;
                 while written < c.len {
                     pace(sh).await;
                     let want = ((c.len - written) as usize).min(body.len());
@@ -1453,7 +1497,7 @@ async fn run_connection(
                         n
                     };
                     // page-cache writes are short; doing them inline keeps the engine simple
-                    j.file.write_all_at(&body[..n], c.offset + written)?;
+                    part.write_all_at(&body[..n], c.offset + written)?;
                     written += n as u64;
                     sh.received.fetch_add(n as u64, Ordering::Relaxed);
                 }
@@ -1489,7 +1533,7 @@ async fn run_connection(
                 if leaving || sh.parts[pi].chunks.lock().unwrap().is_empty() {
                     return Ok(ChannelEnd::Done);
                 }
-                bail!("server closed the connection (Connection: close)");
+                return Ok(ChannelEnd::Reconnect);
             }
         }
     }

@@ -78,7 +78,9 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// nginx on a loopback port with a temporary configuration; killed on drop.
+/// nginx on a loopback port with a temporary configuration; killed on drop. It closes every
+/// connection after 7 requests (`keepalive_requests 7`), so clients must handle a server that
+/// ends a keep-alive connection with requests still pipelined behind.
 pub struct Nginx {
     child: Child,
     pub port: u16,
@@ -106,7 +108,7 @@ impl Nginx {
             "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
              events {{ worker_connections 512; }}\n\
              http {{\n access_log off;\n client_body_temp_path {d}/b;\n proxy_temp_path {d}/p;\n fastcgi_temp_path {d}/f;\n uwsgi_temp_path {d}/u;\n scgi_temp_path {d}/s;\n\
-              sendfile on;\n keepalive_requests 100000;\n default_type application/octet-stream;\n\
+              sendfile on;\n keepalive_requests 7;\n default_type application/octet-stream;\n\
               server {{ listen 127.0.0.1:{port}; root {}; }}\n}}\n",
             root.display()
         );
