@@ -212,6 +212,9 @@ pub struct Scan {
     pub skipped: Vec<Skipped>,
 }
 
+const DERIVED_TIME_HEADER: &str = "workload,mechanism,freq_hz,n_base,n,removed_base,";
+const DERIVED_IDLE_HEADER: &str = "mechanism,freq_hz,n_base,n,est_power_base_w,";
+
 /// Files bigger than this are skipped (a report is meant to stay small and quick).
 pub const MAX_FILE_BYTES: u64 = 512 * 1024 * 1024;
 
@@ -287,6 +290,12 @@ pub fn load_file(path: &Path) -> Result<Option<Dataset>, String> {
     let trimmed = text.trim_start();
     if trimmed.is_empty() {
         return Err("empty file".into());
+    }
+    // Tables `wattio overhead` derives from runs.csv/idle.csv: the report recomputes them.
+    if ext == "csv"
+        && (text.starts_with(DERIVED_TIME_HEADER) || text.starts_with(DERIVED_IDLE_HEADER))
+    {
+        return Ok(None);
     }
     match ext.as_str() {
         "csv" => parse_csv(&text),

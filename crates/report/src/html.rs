@@ -35,11 +35,18 @@ fn prov_html(label: &str) -> String {
     format!(r#"<span class="{class}">{}</span>"#, esc(label))
 }
 
+/// A figure whose numbers are energy: the caption names the energy provenance.
 fn figure(out: &mut String, svg: &str, caption: &str, provenance: &str) {
+    figure_as(out, svg, caption, "energy", provenance);
+}
+
+/// A figure whose caption names `what` the provenance is about (timing, CPU time, …).
+fn figure_as(out: &mut String, svg: &str, caption: &str, what: &str, provenance: &str) {
     let _ = writeln!(
         out,
-        "<figure>{svg}<figcaption>{} — energy: {}</figcaption></figure>",
+        "<figure>{svg}<figcaption>{} — {}: {}</figcaption></figure>",
         esc(caption),
+        esc(what),
         prov_html(provenance)
     );
 }
@@ -470,7 +477,7 @@ fn overhead_load(out: &mut String, runs: &[LoadRun]) {
         m
     };
     let prov = format!(
-        "running time by wall clock; recorder mechanism(s): {}",
+        "wall-clock running time; recorder sampled with {}",
         mechs.join(", ")
     );
     let mut workloads: Vec<&str> = Vec::new();
@@ -501,14 +508,42 @@ fn overhead_load(out: &mut String, runs: &[LoadRun]) {
                 values: v,
             })
             .collect();
-        figure(
+        figure_as(
             out,
             &box_plot(&format!("Running time: {w}"), &prov, "running time (s)", "sampling (baseline in red)", &bg),
             &format!("Running time of {w} without measurement (red) and with `wattio record` at each frequency; every run is a dot"),
+            "timing",
             &prov,
         );
     }
     let tests = analyze_load(runs);
+    if !tests.is_empty() {
+        let mut series: Vec<Series> = Vec::new();
+        for t in &tests {
+            let name = format!("{} ({})", t.workload, t.mechanism);
+            match series.iter_mut().find(|s| s.name == name) {
+                Some(s) => s.points.push((t.freq_hz, t.shift_pct)),
+                None => series.push(Series {
+                    name,
+                    points: vec![(t.freq_hz, t.shift_pct)],
+                }),
+            }
+        }
+        let o = LineOpts {
+            x_label: "sampling frequency (Hz, log scale)".into(),
+            y_label: "running-time shift (%)".into(),
+            x_log: true,
+            markers: true,
+            y_zero: true,
+        };
+        figure_as(
+            out,
+            &line_chart("Running-time shift against sampling frequency", &prov, &series, &o),
+            "Hodges–Lehmann shift of the running time (with − without measurement) in % of the median without; 0 = no overhead",
+            "timing",
+            &prov,
+        );
+    }
     let rows: Vec<Vec<String>> = tests
         .iter()
         .map(|t| {
@@ -579,7 +614,7 @@ fn overhead_idle(out: &mut String, runs: &[IdleRun]) {
             .collect()
     };
     figure(out, &box_plot("Idle machine: estimated power", &prov, "estimated power (W)", "sampling (baseline in red)", &groups(&|r| r.est_power_w)), "Whole-machine power during an idle sleep, ESTIMATED by the model from /proc/stat busy time", &prov);
-    figure(
+    figure_as(
         out,
         &box_plot(
             "Recorder CPU time per second",
@@ -595,11 +630,43 @@ fn overhead_idle(out: &mut String, runs: &[IdleRun]) {
             }),
         ),
         "CPU time of the wattio record process per second of idle time (wait4 rusage)",
-        &prov,
+        "CPU time",
+        "measured by wait4 rusage",
     );
     // The coefficients only feed the recorder-share column, which this table leaves out.
     let model = ModelParams::default();
     let tests = analyze_idle(runs, &model);
+    if !tests.is_empty() {
+        let mut series: Vec<Series> = Vec::new();
+        for t in &tests {
+            match series.iter_mut().find(|s| s.name == t.mechanism) {
+                Some(s) => s.points.push((t.freq_hz, t.recorder_cpu_per_s)),
+                None => series.push(Series {
+                    name: t.mechanism.clone(),
+                    points: vec![(t.freq_hz, t.recorder_cpu_per_s)],
+                }),
+            }
+        }
+        let o = LineOpts {
+            x_label: "sampling frequency (Hz, log scale)".into(),
+            y_label: "recorder CPU (s per s)".into(),
+            x_log: true,
+            markers: true,
+            y_zero: true,
+        };
+        figure_as(
+            out,
+            &line_chart(
+                "Recorder CPU time against sampling frequency",
+                &prov,
+                &series,
+                &o,
+            ),
+            "Median CPU time of the recorder per second of idle time, by sampling frequency",
+            "CPU time",
+            "measured by wait4 rusage",
+        );
+    }
     let rows: Vec<Vec<String>> = tests
         .iter()
         .map(|t| {

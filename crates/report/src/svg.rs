@@ -7,7 +7,7 @@ use wattio_stats::Summary;
 const W: f64 = 720.0;
 const H: f64 = 360.0;
 const ML: f64 = 70.0; // left margin: y tick labels
-const MR: f64 = 150.0; // right margin: legend
+const MR: f64 = 175.0; // right margin: legend
 const MT: f64 = 20.0;
 const MB: f64 = 60.0; // bottom margin: x tick labels + axis label
 /// Colour-blind-safe palette (Okabe–Ito).
@@ -352,7 +352,7 @@ pub fn box_plot(
             out,
             r#"<text x="{cx:.1}" y="{y}" text-anchor="middle" font-size="11">{l}</text>"#,
             y = H - MB + 16.0,
-            l = esc(&truncate(&g.label, (slot / 6.5).max(4.0) as usize))
+            l = esc(&truncate(&g.label, (slot / 6.0).max(4.0) as usize))
         );
         let Ok(s) = Summary::of(&g.values) else {
             continue;

@@ -129,7 +129,7 @@ fn page_labels_every_figure_and_needs_no_network() {
     assert_eq!(s.loaded.len(), 9, "{:?}", s.skipped);
     let html = wattio_report::html::render(&s, &fixtures().join("results"), "t");
     let figures = html.matches("<figure>").count();
-    let labelled = html.matches("— energy: <span class=\"prov").count();
+    let labelled = html.matches(": <span class=\"prov").count();
     assert!(figures >= 12, "{figures}");
     assert_eq!(figures, labelled);
     assert_eq!(
