@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod cache_cmd;
 mod iobench_cmd;
 mod meter_cmd;
 mod overhead_cmd;
@@ -47,6 +48,8 @@ enum Command {
     Serve(transfer_cmd::ServeArgs),
     /// Fetch a file or dataset, tuned for an SLA (min-energy, max-throughput, target:RATE).
     Transfer(transfer_cmd::TransferArgs),
+    /// Energy-aware cache (Ghosts paper): replay traces against device power models, sweep the knob.
+    Cache(cache_cmd::CacheArgs),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +68,7 @@ fn main() -> ExitCode {
         Command::Dataset(a) => testbed_cmd::dataset(a),
         Command::Serve(a) => transfer_cmd::serve(a),
         Command::Transfer(a) => transfer_cmd::transfer(a),
+        Command::Cache(a) => cache_cmd::cache(a),
     };
     match result {
         Ok(code) => code,

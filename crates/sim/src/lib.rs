@@ -1,1 +1,322 @@
-//! wattio-sim: see docs/architecture.md.
+//! wattio-sim: replay cache traces on virtual time against device power models, STPM, ghost
+//! hints and the spin-down baselines, to reproduce the evaluation of "Ghosts in the Machine".
+//!
+//! - [`trace`]: CSV and UCB Home IP formats; seeded e-mail and Web generators.
+//! - [`engine`]: the discrete-event replay, the offline oracle and the lower bound.
+//! - [`strategies`] / [`replay_all`] / [`sweep`]: what `wattio cache replay|sweep` run.
+//! - [`plot`]: SVG charts.
+//!
+//! Every energy figure is *simulated* from a device profile: an estimate, labelled as such.
+
+pub mod engine;
+pub mod plot;
+pub mod rng;
+pub mod trace;
+
+pub use engine::{lower_bound, replay, replay_oracle, CachePolicy, NetPolicy, RunResult, Strategy};
+pub use trace::{Op, Request, Trace, TraceError};
+
+use wattio_power::{DiskPolicy, GhostPolicy, Profile};
+
+/// The knob values of the paper's Figures 8–12.
+pub const SWEEP_KNOBS: [u8; 7] = [0, 50, 70, 90, 95, 99, 100];
+
+/// The device's own network policy from the profile: a timeout (LTE tail) or static PSM.
+pub fn default_net(profile: &Profile) -> NetPolicy {
+    match profile.network_default_timeout_s {
+        Some(t) => NetPolicy::Timeout(t),
+        None => NetPolicy::StaticLow,
+    }
+}
+
+/// The paper's static baseline: fixed cache hierarchy, default device power management
+/// (network PSM or its own timeout; disk: an ABLE-like firmware ladder, or the profile's timeout).
+pub fn static_default(profile: &Profile) -> Strategy {
+    let disk = match profile.storage_default_timeout_s {
+        Some(t) => DiskPolicy::FixedTimeout(t),
+        None => DiskPolicy::able(&profile.storage),
+    };
+    Strategy {
+        name: "static".into(),
+        cache: CachePolicy::Static,
+        disk,
+        net: default_net(profile),
+    }
+}
+
+/// The adaptive cache with STPM on both devices.
+pub fn adaptive(profile: &Profile, knob: u8, ghost: Option<GhostPolicy>) -> Strategy {
+    let name = match ghost {
+        None => "adaptive".to_string(),
+        Some(g) => format!("adaptive+ghost-{}", g.name()),
+    };
+    Strategy {
+        name,
+        cache: CachePolicy::Adaptive(ghost),
+        disk: DiskPolicy::Stpm {
+            knob: knob as f64,
+            base_power_w: profile.base_power_w,
+        },
+        net: NetPolicy::Stpm,
+    }
+}
+
+/// Spin-down baselines on the static cache (notes §5), network as the device's default.
+pub fn baselines(profile: &Profile, fixed_timeout_s: f64) -> Vec<Strategy> {
+    let s = &profile.storage;
+    let net = default_net(profile);
+    let mk = |name: String, disk| Strategy {
+        name,
+        cache: CachePolicy::Static,
+        disk,
+        net: net.clone(),
+    };
+    vec![
+        mk(
+            format!("static+fixed-{fixed_timeout_s}s"),
+            DiskPolicy::FixedTimeout(fixed_timeout_s),
+        ),
+        mk("static+break-even".into(), DiskPolicy::BreakEven),
+        mk(
+            "static+adaptive-timeout".into(),
+            DiskPolicy::adaptive_timeout(s),
+        ),
+        Strategy {
+            name: "static+no-pm".into(),
+            cache: CachePolicy::Static,
+            disk: DiskPolicy::Never,
+            net: NetPolicy::AlwaysHigh,
+        },
+    ]
+}
+
+/// Which ghost-hint variants to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GhostSelection {
+    /// Without ghost hints only.
+    Off,
+    /// With ghost hints only, using this policy.
+    On(GhostPolicy),
+    /// Without, with the paper's rule, and with ours.
+    All,
+}
+
+/// Every strategy at one knob: static, baselines, oracle, adaptive variants, lower bound.
+pub fn replay_all(
+    profile: &Profile,
+    trace: &Trace,
+    knob: u8,
+    ghosts: GhostSelection,
+    fixed_timeout_s: f64,
+) -> Vec<RunResult> {
+    let mut out = vec![replay(profile, &static_default(profile), knob, trace)];
+    for b in baselines(profile, fixed_timeout_s) {
+        out.push(replay(profile, &b, knob, trace));
+    }
+    out.push(replay_oracle(profile, default_net(profile), trace));
+    let variants: Vec<Option<GhostPolicy>> = match ghosts {
+        GhostSelection::Off => vec![None],
+        GhostSelection::On(g) => vec![Some(g)],
+        GhostSelection::All => vec![
+            None,
+            Some(GhostPolicy::Paper),
+            Some(GhostPolicy::Predictive),
+        ],
+    };
+    for g in variants {
+        out.push(replay(profile, &adaptive(profile, knob, g), knob, trace));
+    }
+    out.push(lower_bound(profile, trace));
+    for r in &mut out {
+        r.knob = knob;
+    }
+    out
+}
+
+/// One row of a sweep (means over seeds).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SweepRow {
+    /// Workload name.
+    pub workload: String,
+    /// Strategy name.
+    pub strategy: String,
+    /// Knob.
+    pub knob: u8,
+    /// Ghost-hint variant.
+    pub ghost_hints: String,
+    /// Mean over seeds of the mean response time, seconds.
+    pub mean_response_s: f64,
+    /// Mean over seeds of the total energy, joules (simulated estimate).
+    pub energy_j: f64,
+    /// Number of seeds.
+    pub seeds: usize,
+    /// Mean disk spin-ups.
+    pub disk_spinups: f64,
+    /// Mean ghost hints issued.
+    pub ghost_hints_issued: f64,
+    /// Provenance of the energy figure.
+    pub energy_kind: String,
+}
+
+/// Run every knob of [`SWEEP_KNOBS`] with and without ghost hints (both policies), plus the
+/// knob-independent baselines once, for each trace built by `make(seed)`; mean over `seeds`.
+/// `progress` is called after each (seed, knob) step.
+pub fn sweep(
+    profile: &Profile,
+    workload: &str,
+    make: &dyn Fn(u64) -> Trace,
+    seeds: &[u64],
+    fixed_timeout_s: f64,
+    progress: &mut dyn FnMut(),
+) -> Vec<SweepRow> {
+    // (strategy, knob, ghost, Σ response, Σ energy, Σ spin-ups, Σ hints, energy kind)
+    type Acc = (String, u8, String, f64, f64, f64, f64, String);
+    let mut acc: Vec<Acc> = Vec::new();
+    let mut add = |r: &RunResult, knob: u8| {
+        if let Some(a) = acc
+            .iter_mut()
+            .find(|a| a.0 == r.strategy && a.1 == knob && a.2 == r.ghost_hints)
+        {
+            a.3 += r.mean_response_s;
+            a.4 += r.energy_j;
+            a.5 += r.disk_spinups as f64;
+            a.6 += r.ghost_hints_issued as f64;
+        } else {
+            acc.push((
+                r.strategy.clone(),
+                knob,
+                r.ghost_hints.clone(),
+                r.mean_response_s,
+                r.energy_j,
+                r.disk_spinups as f64,
+                r.ghost_hints_issued as f64,
+                r.energy_kind.clone(),
+            ));
+        }
+    };
+    for &seed in seeds {
+        let trace = make(seed);
+        // Knob-independent strategies once per seed (reported at knob 50, the paper's default).
+        let mut fixed = vec![replay(profile, &static_default(profile), 50, &trace)];
+        for b in baselines(profile, fixed_timeout_s) {
+            fixed.push(replay(profile, &b, 50, &trace));
+        }
+        fixed.push(replay_oracle(profile, default_net(profile), &trace));
+        fixed.push(lower_bound(profile, &trace));
+        for r in &fixed {
+            add(r, 50);
+        }
+        for k in SWEEP_KNOBS {
+            for g in [
+                None,
+                Some(GhostPolicy::Paper),
+                Some(GhostPolicy::Predictive),
+            ] {
+                let r = replay(profile, &adaptive(profile, k, g), k, &trace);
+                add(&r, k);
+            }
+            progress();
+        }
+    }
+    let n = seeds.len().max(1) as f64;
+    acc.into_iter()
+        .map(
+            |(strategy, knob, ghost_hints, rt, e, su, gh, kind)| SweepRow {
+                workload: workload.to_string(),
+                strategy,
+                knob,
+                ghost_hints,
+                mean_response_s: rt / n,
+                energy_j: e / n,
+                seeds: seeds.len(),
+                disk_spinups: su / n,
+                ghost_hints_issued: gh / n,
+                energy_kind: kind,
+            },
+        )
+        .collect()
+}
+
+/// Response-time and energy charts of a workload's sweep rows.
+pub fn sweep_charts(rows: &[SweepRow], workload: &str, profile: &str) -> (String, String) {
+    let pick = |strategy: &str| {
+        rows.iter()
+            .find(|r| r.workload == workload && r.strategy == strategy)
+    };
+    let series = |f: &dyn Fn(&SweepRow) -> f64| -> Vec<plot::Series> {
+        [
+            ("adaptive", "no ghost hints", "#1f77b4", true),
+            (
+                "adaptive+ghost-paper",
+                "ghost hints (paper)",
+                "#d62728",
+                false,
+            ),
+            (
+                "adaptive+ghost-predictive",
+                "ghost hints (ours)",
+                "#2ca02c",
+                false,
+            ),
+        ]
+        .iter()
+        .map(|(s, label, color, dashed)| plot::Series {
+            label: label.to_string(),
+            color,
+            dashed: *dashed,
+            points: rows
+                .iter()
+                .filter(|r| r.workload == workload && r.strategy == *s)
+                .map(|r| (r.knob as f64, f(r)))
+                .collect(),
+        })
+        .collect()
+    };
+    let seeds = rows.first().map(|r| r.seeds).unwrap_or(0);
+    let foot = format!("simulated (estimated) from profile {profile}; mean of {seeds} seed(s); `wattio cache sweep`");
+    let mut refs_t = Vec::new();
+    let mut refs_e = Vec::new();
+    if let Some(s) = pick("static") {
+        refs_t.push(("static cache".to_string(), s.mean_response_s, "#ff7f0e"));
+        refs_e.push(("static cache".to_string(), s.energy_j, "#ff7f0e"));
+    }
+    if let Some(s) = pick("lower-bound") {
+        refs_e.push(("lower bound".to_string(), s.energy_j, "#000000"));
+    }
+    let rt = plot::chart(
+        &format!("{workload}: mean interactive response time"),
+        "seconds",
+        &series(&|r| r.mean_response_s),
+        &refs_t,
+        &foot,
+    );
+    let en = plot::chart(
+        &format!("{workload}: total energy (simulated)"),
+        "joules (estimated)",
+        &series(&|r| r.energy_j),
+        &refs_e,
+        &foot,
+    );
+    (rt, en)
+}
+
+/// CSV of sweep rows.
+pub fn sweep_csv(rows: &[SweepRow]) -> String {
+    let mut s = String::from("workload,strategy,knob,ghost_hints,mean_response_s,energy_j,seeds,disk_spinups,ghost_hints_issued,energy_kind\n");
+    for r in rows {
+        s += &format!(
+            "{},{},{},{},{:.6},{:.4},{},{:.2},{:.2},{}\n",
+            r.workload,
+            r.strategy,
+            r.knob,
+            r.ghost_hints,
+            r.mean_response_s,
+            r.energy_j,
+            r.seeds,
+            r.disk_spinups,
+            r.ghost_hints_issued,
+            r.energy_kind
+        );
+    }
+    s
+}
