@@ -2,7 +2,7 @@
 CARGO ?= cargo
 WATTIO := target/release/wattio
 
-.PHONY: all build demo test test-rust deps lint bench fmt clean test-report test-transfer
+.PHONY: all build demo demo-iobench test test-rust test-java deps lint bench fmt clean test-report test-transfer
 
 all: build
 
@@ -16,12 +16,23 @@ deps:
 demo: build
 	$(WATTIO) probe
 	$(WATTIO) measure -- $(WATTIO) workload file-io --mib 256
+	$(MAKE) --no-print-directory demo-iobench
 
 ## make test: install what the tests need, then run every test suite.
-test: deps test-rust test-report test-transfer
+test: deps test-java test-rust test-report test-transfer
 
 test-rust:
 	$(CARGO) test --workspace --release
+
+## Java I/O study: the Maven module's equivalence and harness tests.
+test-java:
+	cd iobench && mvn -B -q test
+
+## Quick Java I/O energy study (tiny and small files, 3 runs; about 1-2 minutes): prints the ranking.
+demo-iobench: build
+	$(WATTIO) iobench --sizes tiny,small --ops read,write --runs 3 \
+	  --methods channel,omchannel,iostream,filereader,biostream,niof,guava,apache,scanner \
+	  -o results/demo-iobench
 
 ## Statistics, report and overhead tests, plus the headless-Chromium rendering test of a report.
 test-report:

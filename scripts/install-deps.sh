@@ -4,7 +4,9 @@
 set -euo pipefail
 PACKAGES=(
   chromium
+  maven
   nginx
+  openjdk-17-jdk-headless
   stress-ng
   util-linux
   xxhash

@@ -346,6 +346,13 @@ pub fn run(
     let jvm_args = fork_jvm_args(&cfg.heap);
     let scratch = cfg.out_dir.join("jmh");
     std::fs::create_dir_all(&scratch)?;
+    // Run a private copy: a rebuild of the module during a long study must not change its code.
+    let jar = {
+        let copy = scratch.join("benchmarks.jar");
+        std::fs::copy(&jar, &copy)
+            .with_context(|| format!("copying {} to {}", jar.display(), copy.display()))?;
+        std::fs::canonicalize(copy)?
+    };
     let log_path = cfg.out_dir.join("jmh.log");
     let mut jmh_log = OpenOptions::new()
         .create(true)
@@ -388,10 +395,13 @@ pub fn run(
                 .current_dir(&scratch)
                 .stdin(Stdio::null());
             bar.set_message(format!("round {}/{}", round + 1, cfg.runs));
-            let out = cmd.output().map_err(|e| maven::java_error(&cfg.java, e))?;
             writeln!(jmh_log, "=== round {} {:?}", round + 1, inv.includes())?;
-            jmh_log.write_all(&out.stdout)?;
-            jmh_log.write_all(&out.stderr)?;
+            jmh_log.flush()?;
+            let start = jmh_log.metadata()?.len();
+            // JMH writes straight into the log, so a long round can be followed with tail -f.
+            cmd.stdout(Stdio::from(jmh_log.try_clone()?))
+                .stderr(Stdio::from(jmh_log.try_clone()?));
+            let status = cmd.status().map_err(|e| maven::java_error(&cfg.java, e))?;
             let mut got = 0usize;
             let mut errors = vec![];
             for ev in server.drain() {
@@ -434,13 +444,16 @@ pub fn run(
                     log_path.display()
                 );
             }
-            if !out.status.success() || got != inv.forks() {
+            if !status.success() || got != inv.forks() {
+                let text = std::fs::read(&log_path).unwrap_or_default();
+                let this_round =
+                    String::from_utf8_lossy(&text[(start as usize).min(text.len())..]).into_owned();
                 bail!(
                     "round {}: JMH exited with {} after {got} of {} runs: {} (full output in {})",
                     round + 1,
-                    out.status,
+                    status,
                     inv.forks(),
-                    jmh_failure(&String::from_utf8_lossy(&out.stdout)),
+                    jmh_failure(&this_round),
                     log_path.display()
                 );
             }
@@ -457,9 +470,17 @@ pub fn run(
 
 /// The first exception line JMH printed, or its last line.
 fn jmh_failure(stdout: &str) -> String {
+    if stdout.contains("Unable to acquire the JMH lock") {
+        return "another JMH run holds /tmp/jmh.lock (concurrent benchmarks disturb each other): wait for it to finish".into();
+    }
     stdout
         .lines()
-        .find(|l| l.contains("Exception") || l.contains("<failure>") || l.contains("Error:"))
+        .find(|l| {
+            l.contains("Exception")
+                || l.contains("<failure>")
+                || l.contains("Error:")
+                || l.starts_with("ERROR")
+        })
         .or_else(|| stdout.lines().rev().find(|l| !l.trim().is_empty()))
         .unwrap_or("no output")
         .trim()
@@ -524,6 +545,19 @@ mod tests {
         c.methods = None;
         c.runs = 0;
         assert!(plan(&c).is_err());
+    }
+
+    #[test]
+    fn jmh_failures_are_summarised() {
+        assert!(
+            jmh_failure("x\nERROR: ... Unable to acquire the JMH lock (/tmp/jmh.lock)")
+                .contains("another JMH run")
+        );
+        assert_eq!(
+            jmh_failure("a\njava.lang.IllegalStateException: bad\nb"),
+            "java.lang.IllegalStateException: bad"
+        );
+        assert_eq!(jmh_failure(""), "no output");
     }
 
     #[test]

@@ -1,0 +1,142 @@
+//! `wattio iobench` end to end: a tiny study (two methods, tiny file, three runs) through the
+//! real binary, Maven-built JMH jar, forked JVMs and the energy socket. Needs mvn and a JDK 17
+//! (`make deps` installs them).
+
+use std::process::Command;
+
+fn wattio() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_wattio"))
+}
+
+#[test]
+fn tiny_study_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let data = dir.path().join("data");
+    let o = wattio()
+        .args([
+            "iobench",
+            "--sizes",
+            "tiny",
+            "--ops",
+            "read",
+            "--methods",
+            "channel,scanner",
+            "--runs",
+            "3",
+        ])
+        .arg("-o")
+        .arg(&out)
+        .arg("--data-dir")
+        .arg(&data)
+        .args(["--heap", "256m", "--source", "model"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    assert!(
+        stdout.contains("read by chunks/lines — tiny file, 3 runs"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("recommendations:") && stdout.contains("read: use "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("estimated (model: ccf-linear"), "{stdout}");
+
+    let mut rd = csv::Reader::from_path(out.join("results.csv")).unwrap();
+    let h = rd.headers().unwrap().clone();
+    let col = |name: &str| {
+        h.iter()
+            .position(|c| c == name)
+            .unwrap_or_else(|| panic!("no column {name}"))
+    };
+    for c in [
+        "method",
+        "op",
+        "size",
+        "buffer",
+        "run",
+        "energy_j",
+        "time_s",
+        "bytes",
+        "mechanism",
+        "estimated",
+    ] {
+        col(c);
+    }
+    let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    assert_eq!(rows.len(), 6, "2 methods × 3 runs");
+    for m in ["channel", "scanner"] {
+        let mut runs: Vec<&str> = rows
+            .iter()
+            .filter(|r| &r[col("method")] == m)
+            .map(|r| &r[col("run")])
+            .collect();
+        runs.sort();
+        assert_eq!(runs, ["1", "2", "3"], "{m}");
+    }
+    for r in &rows {
+        assert_eq!(
+            &r[col("bytes")],
+            "100000",
+            "the tiny file is 100,000 bytes (Table I)"
+        );
+        assert_eq!(&r[col("mechanism")], "model");
+        assert_eq!(&r[col("estimated")], "true");
+        assert_eq!(&r[col("checked")], "true");
+        assert_eq!(&r[col("cache")], "warm");
+        let e: f64 = r[col("energy_j")].parse().unwrap();
+        let t: f64 = r[col("time_s")].parse().unwrap();
+        assert!(e > 0.0 && t > 0.0 && t < 30.0, "{r:?}");
+    }
+    // Interleaved: the methods alternate over time instead of all runs of one in a row.
+    let order: Vec<&str> = rows.iter().map(|r| &r[col("method")]).collect();
+    assert_ne!(
+        order,
+        ["channel", "channel", "channel", "scanner", "scanner", "scanner"]
+    );
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("estimated") && summary.contains("| channel |"),
+        "{summary}"
+    );
+    let svg = std::fs::read_to_string(out.join("ranking-read.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("estimated"));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(json["runs"].as_array().unwrap().len(), 6);
+}
+
+#[test]
+fn bad_flags_give_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, want) in [
+        (vec!["--methods", "fsync"], "unknown method 'fsync'"),
+        (vec!["--runs", "0"], "--runs must be at least 1"),
+    ] {
+        let o = wattio()
+            .arg("iobench")
+            .args(&args)
+            .arg("-o")
+            .arg(dir.path())
+            .args(["--source", "model"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        let last = err.lines().last().unwrap_or("");
+        assert!(
+            last.starts_with("wattio: error:") && last.contains(want),
+            "{err}"
+        );
+    }
+    let o = wattio()
+        .args(["iobench", "--sizes", "huge"])
+        .output()
+        .unwrap();
+    assert_ne!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("tiny, small, medium"));
+}
