@@ -273,9 +273,28 @@ async fn respond(sock: &mut TcpStream, sh: &Shared, req: &Request) -> io::Result
         )
         .await;
     }
-    let rel = req.path.join("/");
-    if rel == LISTING_PATH {
-        let root = sh.root.clone();
+    let n = req.path.len();
+    if n >= 2 && req.path[n - 2] == ".wattio" && req.path[n - 1] == "listing.json" {
+        // the listing of the directory the `.wattio/` sits in: the whole tree at `/`, a
+        // subtree at `/sub/dir/`
+        let root = match confine(&sh.root, &req.path[..n - 2]) {
+            Ok(d) if d.is_dir() => d,
+            Ok(_) | Err(Confine::NotFound) => {
+                return write_simple(sock, 404, "Not Found", "no such directory\n", keep, head)
+                    .await
+            }
+            Err(Confine::Outside) => {
+                return write_simple(
+                    sock,
+                    403,
+                    "Forbidden",
+                    "the path leaves the served directory\n",
+                    keep,
+                    head,
+                )
+                .await
+            }
+        };
         // Hashing reads every file: keep it off the reactor threads.
         let built = tokio::task::block_in_place(|| sh.listings.build(&root));
         return match built {
@@ -331,7 +350,11 @@ async fn respond(sock: &mut TcpStream, sh: &Shared, req: &Request) -> io::Result
     };
     let md = file.metadata()?;
     if md.is_dir() {
-        let msg = format!("a directory; the dataset listing is at /{LISTING_PATH}\n");
+        let mut dir = req.path.join("/");
+        if !dir.is_empty() {
+            dir.push('/');
+        }
+        let msg = format!("a directory; its dataset listing is at /{dir}{LISTING_PATH}\n");
         return write_simple(sock, 404, "Not Found", &msg, keep, head).await;
     }
     if !md.is_file() {

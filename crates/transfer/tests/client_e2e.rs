@@ -82,6 +82,17 @@ fn single_file_url_and_listing_url() {
     ))
     .unwrap();
     common::assert_same_tree(src.path(), dst.path(), &rels);
+    // a directory URL names that subtree
+    let dst = tempfile::tempdir().unwrap();
+    let s = run_transfer(&opts(
+        format!("http://{}/large/", h.addr),
+        dst.path(),
+        Sla::MaxThroughput,
+    ))
+    .unwrap();
+    assert_eq!((s.files, s.total_bytes), (2, 9_300_001));
+    let sub: Vec<String> = vec!["l0.bin".into(), "deep/l1.bin".into()];
+    common::assert_same_tree(&src.path().join("large"), dst.path(), &sub);
 }
 
 #[test]

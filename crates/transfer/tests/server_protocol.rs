@@ -288,6 +288,46 @@ fn connection_limit_answers_503() {
 }
 
 #[test]
+fn subtree_listings() {
+    let (_d, h, _) = setup();
+    let (st, _, body) = get(
+        &h,
+        "GET /sub/.wattio/listing.json HTTP/1.1\r\nHost: x\r\n\r\n",
+    );
+    assert_eq!(st, 200);
+    let l = wattio_transfer::listing::Listing::parse(&body).unwrap();
+    let paths: Vec<_> = l.files.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!((paths, l.total_bytes), (vec!["g.txt"], 5));
+    assert_eq!(
+        get(
+            &h,
+            "GET /nope/.wattio/listing.json HTTP/1.1\r\nHost: x\r\n\r\n"
+        )
+        .0,
+        404
+    );
+    assert_eq!(
+        get(
+            &h,
+            "GET /f.bin/.wattio/listing.json HTTP/1.1\r\nHost: x\r\n\r\n"
+        )
+        .0,
+        404
+    );
+    assert_eq!(
+        get(
+            &h,
+            "GET /%2e%2e/.wattio/listing.json HTTP/1.1\r\nHost: x\r\n\r\n"
+        )
+        .0,
+        403
+    );
+    let (st, _, body) = get(&h, "GET /sub/ HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(st, 404);
+    assert!(String::from_utf8_lossy(&body).contains("/sub/.wattio/listing.json"));
+}
+
+#[test]
 fn listing_has_sizes_and_xxh3() {
     let (_d, h, data) = setup();
     let (st, hd, body) = get(&h, "GET /.wattio/listing.json HTTP/1.1\r\nHost: x\r\n\r\n");
