@@ -143,12 +143,12 @@ fn print_table(rows: &[RunResult], profile: &Profile, trace: &Trace) {
     );
     println!("energy: simulated, estimated from the device profile (not measured)");
     println!(
-        "{:<28} {:>6} {:>12} {:>11} {:>9} {:>8} {:>7}",
+        "{:<28} {:>10} {:>12} {:>11} {:>9} {:>8} {:>7}",
         "strategy", "ghost", "response_s", "energy_J", "time_s", "spinups", "hints"
     );
     for r in rows {
         println!(
-            "{:<28} {:>6} {:>12.3} {:>11.1} {:>9.1} {:>8} {:>7}",
+            "{:<28} {:>10} {:>12.3} {:>11.1} {:>9.1} {:>8} {:>7}",
             r.strategy,
             r.ghost_hints,
             r.mean_response_s,
