@@ -2,7 +2,7 @@
 CARGO ?= cargo
 WATTIO := target/release/wattio
 
-.PHONY: all build demo demo-iobench test test-rust test-java deps lint bench fmt clean test-report test-transfer
+.PHONY: all build demo demo-iobench test test-rust test-java deps lint bench fmt clean test-report test-transfer test-testbed bench-transfer
 
 all: build
 
@@ -19,7 +19,7 @@ demo: build
 	$(MAKE) --no-print-directory demo-iobench
 
 ## make test: install what the tests need, then run every test suite.
-test: deps test-java test-rust test-report test-transfer
+test: deps test-java test-rust test-report test-transfer test-testbed
 
 test-rust:
 	$(CARGO) test --workspace --release
@@ -44,6 +44,15 @@ test-report:
 test-transfer:
 	WATTIO_REQUIRE_NGINX=1 $(CARGO) test --release -p wattio-transfer
 	WATTIO_REQUIRE_NGINX=1 $(CARGO) test --release -p wattio --test transfer_cli
+
+## Testbed: namespaces + TUN delay line up, RTT checked, down, nothing left (root; seconds after the build).
+test-testbed:
+	$(CARGO) test --release -p wattio-testbed
+	$(CARGO) test --release -p wattio --test testbed_e2e
+
+## Transfer tools side by side on the emulated WAN (root; NOT part of make test; SCALE=0.02 takes ~30 min).
+bench-transfer:
+	./scripts/bench-transfer.sh
 
 lint:
 	$(CARGO) fmt --all -- --check

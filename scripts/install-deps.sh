@@ -3,12 +3,18 @@
 # Each part of wattio lists what it needs in PACKAGES below; keep the list sorted.
 set -euo pipefail
 PACKAGES=(
+  aria2
   chromium
+  curl
+  iproute2
   maven
+  nghttp2-client
   nginx
   openjdk-17-jdk-headless
   stress-ng
   util-linux
+  wget
+  wget2
   xxhash
 )
 missing=()

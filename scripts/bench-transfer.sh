@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# make bench-transfer: every transfer tool on every dataset through the emulated WAN, side by side.
+#
+# Each run is   wattio measure --json -- wattio testbed exec client --stats S.json -- TOOL ...
+# so every tool gets the same system-wide meter (`measure`) and the same client-only estimate
+# (`--stats`: the tool's own CPU time through the meter's linear model). Results go to
+# results/transfer/RUN/ (git-ignored); scripts/transfer_report.py turns them into tables and SVG.
+#
+# Knobs (environment): SCALE (dataset factor, default 0.02), PROFILE (testbed profile, default
+# cloudlab), DATASETS, TOOLS (space-separated subsets), TARGETS (EETT targets in % of the link),
+# DATA (dataset dir), OUT (result dir), DEST (download dir; tmpfs: the paper moved memory to memory),
+# WATTIO_BIN (use this wattio binary instead of building one).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SCALE=${SCALE:-0.02}
+PROFILE=${PROFILE:-cloudlab}
+DATASETS=${DATASETS:-"small medium large mixed"}
+ALL_TOOLS="curl-seq curl-par wget wget2 aria2-default aria2-tuned nghttp-h2 wattio-me wattio-eemt"
+TOOLS=${TOOLS:-$ALL_TOOLS}
+TARGETS=${TARGETS:-"80 60 40 20"}
+DATA=${DATA:-results/transfer/data-$SCALE}
+OUT=${OUT:-results/transfer/run-$(date -u +%Y%m%dT%H%M%SZ)}
+DEST=${DEST:-/dev/shm/wattio-bench-dest}
+NAME=wbench
+SERVER=10.77.0.2
+
+for t in nginx curl wget wget2 aria2c nghttp ip tc; do
+  command -v "$t" >/dev/null || { echo "bench-transfer: $t is missing: run scripts/install-deps.sh" >&2; exit 1; }
+done
+[ "$(id -u)" -eq 0 ] || { echo "bench-transfer: needs root (network namespaces): run with sudo" >&2; exit 1; }
+
+# WATTIO_BIN=path uses an already built binary instead of building one.
+if [ -z "${WATTIO_BIN:-}" ]; then
+  cargo build --release --bin wattio
+  WATTIO_BIN=target/release/wattio
+fi
+mkdir -p "$OUT/runs" "$OUT/nginx"
+OUT=$(realpath "$OUT")
+# A private copy: others rebuilding target/release/wattio must not swap it mid-run.
+cp "$WATTIO_BIN" "$OUT/wattio"
+W="$OUT/wattio"
+
+echo "== datasets (scale $SCALE) in $DATA"
+"$W" dataset generate "$DATA" --scale "$SCALE" --only "$(echo $DATASETS | tr ' ' ,)"
+DATA=$(realpath "$DATA")
+
+cleanup() {
+  "$W" testbed --name $NAME down >/dev/null 2>&1 || true
+  rm -rf "$DEST"
+}
+trap cleanup EXIT INT TERM
+
+echo "== testbed ($PROFILE)"
+"$W" testbed --name $NAME up --profile "$PROFILE" | tee "$OUT/testbed.txt"
+RATE_BPS=$(python3 -c "import json;print(json.load(open('/run/wattio-testbed/$NAME/state.json'))['link']['rate_bps'])")
+RTT_MS=$(python3 -c "import json;print(json.load(open('/run/wattio-testbed/$NAME/state.json'))['link']['rtt_us']/1000)")
+"$W" testbed --name $NAME check --seconds 3 | tee -a "$OUT/testbed.txt" || echo "WARNING: testbed check did not pass" | tee -a "$OUT/testbed.txt"
+
+# nginx: HTTP/1.1 on :8080, HTTP/2 (cleartext, prior knowledge) on :8081, sendfile, no logs.
+cat > "$OUT/nginx/nginx.conf" <<EOF
+worker_processes 2;
+pid $OUT/nginx/nginx.pid;
+error_log $OUT/nginx/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $OUT/nginx; proxy_temp_path $OUT/nginx; fastcgi_temp_path $OUT/nginx;
+  uwsgi_temp_path $OUT/nginx; scgi_temp_path $OUT/nginx;
+  default_type application/octet-stream;
+  sendfile on; tcp_nopush on;
+  keepalive_requests 1000000; keepalive_timeout 120s;
+  http2_max_concurrent_streams 128;
+  server { listen $SERVER:8080; root $DATA; }
+  server { listen $SERVER:8081 http2; root $DATA; }
+}
+EOF
+"$W" testbed --name $NAME exec server -- nginx -c "$OUT/nginx/nginx.conf"
+
+# wattio serve: one per dataset, so each root URL names exactly one dataset.
+port=9090
+declare -A WPORT
+for ds in $DATASETS; do
+  port=$((port + 1)); WPORT[$ds]=$port
+  "$W" testbed --name $NAME exec server -- sh -c "exec '$W' serve '$DATA/$ds' --listen $SERVER:$port >'$OUT/serve-$ds.log' 2>&1 &"
+done
+sleep 1
+for ds in $DATASETS; do
+  # Warm the listing (checksums are computed on first request) so no transfer pays for it.
+  "$W" testbed --name $NAME exec server -- curl -sSf -o /dev/null "http://$SERVER:${WPORT[$ds]}/.wattio/listing.json" \
+    || echo "WARNING: wattio serve for $ds did not answer (see $OUT/serve-$ds.log)"
+done
+echo "== warming the page cache (server side reads from memory, as in the paper)"
+cat "$DATA"/{small,medium,large}/* >/dev/null 2>&1 || true
+
+# Lists of URLs per dataset.
+for ds in $DATASETS; do
+  cut -f1 "$DATA/$ds.tsv" | sed "s|^|http://$SERVER:8080/$ds/|" > "$OUT/$ds.urls"
+  cut -f1 "$DATA/$ds.tsv" | sed "s|^|http://$SERVER:8081/$ds/|" > "$OUT/$ds.h2urls"
+  awk -F'\t' -v d="$DEST" -v s="http://$SERVER:8080/$ds/" \
+    '{printf "url = \"%s%s\"\noutput = \"%s/%s\"\n", s, $1, d, $1}' "$DATA/$ds.tsv" > "$OUT/$ds.curlcfg"
+done
+
+tool_cmd() { # tool dataset -> the shell command the client runs
+  local tool=$1 ds=$2 rate=$3
+  local mbit=$(( RATE_BPS / 1000000 ))
+  case $tool in
+    curl-seq) echo "curl -sS --fail -K '$OUT/$ds.curlcfg'" ;;
+    curl-par) echo "curl -sS --fail -Z -K '$OUT/$ds.curlcfg'" ;;
+    wget) echo "wget -q -nd -P '$DEST' -i '$OUT/$ds.urls'" ;;
+    wget2) echo "wget2 -q -nd -P '$DEST' -i '$OUT/$ds.urls'" ;;
+    aria2-default) echo "aria2c -q -d '$DEST' -i '$OUT/$ds.urls'" ;;
+    aria2-tuned) echo "aria2c -q -d '$DEST' -i '$OUT/$ds.urls' -j 16 -x 8 -s 8 -k 1M --file-allocation=none" ;;
+    # nghttp cannot save files (-O is "not implemented yet" in 1.52): the bodies go, concatenated,
+    # to one file on the same tmpfs. Windows raised from 64 KiB (2^16-1) to 16 MiB / 1 GiB.
+    nghttp-h2) echo "nghttp -w 24 -W 30 \$(cat '$OUT/$ds.h2urls') > '$DEST/nghttp.out'" ;;
+    wattio-me) echo "'$W' transfer http://$SERVER:${WPORT[$ds]}/ '$DEST' --sla min-energy --json --no-progress --rtt ${RTT_MS}ms --bandwidth ${mbit}mbit" ;;
+    wattio-eemt) echo "'$W' transfer http://$SERVER:${WPORT[$ds]}/ '$DEST' --sla max-throughput --json --no-progress --rtt ${RTT_MS}ms --bandwidth ${mbit}mbit" ;;
+    wattio-eett-*) echo "'$W' transfer http://$SERVER:${WPORT[$ds]}/ '$DEST' --sla target:${rate}mbit --json --no-progress --rtt ${RTT_MS}ms --bandwidth ${mbit}mbit" ;;
+    *) echo "bench-transfer: unknown tool $tool" >&2; return 1 ;;
+  esac
+}
+
+run_one() { # tool dataset [target-mbit]
+  local tool=$1 ds=$2 rate=${3:-0}
+  local id="$ds.$tool" cmd
+  cmd=$(tool_cmd "$tool" "$ds" "$rate")
+  rm -rf "$DEST"; mkdir -p "$DEST"
+  printf '%-8s %-16s ' "$ds" "$tool"
+  set +e
+  "$W" measure --json -- "$W" testbed --name $NAME exec client --stats "$OUT/runs/$id.stats.json" -- \
+    sh -c "cd '$DEST' && { $cmd ; } >'$OUT/runs/$id.stdout' 2>'$OUT/runs/$id.stderr'" \
+    >"$OUT/runs/$id.measure.json" 2>"$OUT/runs/$id.measure.err"
+  local rc=$?
+  set -e
+  # What arrived: regular files and bytes under DEST (state/partial files excluded by name).
+  local got
+  got=$(find "$DEST" -type f ! -name '*.part' ! -name '*.tmp' ! -path '*/.wattio*' -printf '%s\n' | awk '{n++; s+=$1} END {print n+0, s+0}')
+  local want_files want_bytes
+  want_files=$(wc -l < "$DATA/$ds.tsv"); want_bytes=$(awk -F'\t' '{s+=$2} END {print s}' "$DATA/$ds.tsv")
+  echo "{\"tool\":\"$tool\",\"dataset\":\"$ds\",\"target_mbit\":$rate,\"rc\":$rc,\"got_files\":${got% *},\"got_bytes\":${got#* },\"want_files\":$want_files,\"want_bytes\":$want_bytes,\"link_bps\":$RATE_BPS,\"rtt_ms\":$RTT_MS,\"cmd\":$(python3 -c 'import json,sys;print(json.dumps(sys.argv[1]))' "$cmd")}" \
+    > "$OUT/runs/$id.meta.json"
+  python3 - "$OUT/runs/$id" <<'PY'
+import json, sys
+p = sys.argv[1]
+m = json.load(open(p + ".meta.json")); s = json.load(open(p + ".stats.json"))
+ok = m["rc"] == 0 and m["got_bytes"] == m["want_bytes"]
+print(f"{m['got_bytes']*8/s['wall_s']/1e6:8.1f} Mbit/s {s['wall_s']:7.2f} s cpu {s['user_s']+s['sys_s']:6.2f} s "
+      f"client {s['energy_j']:7.1f} J (estimated) {'ok' if ok else 'INCOMPLETE rc=%d %d/%d B' % (m['rc'], m['got_bytes'], m['want_bytes'])}")
+PY
+}
+
+echo "== runs -> $OUT/runs"
+for ds in $DATASETS; do
+  for tool in $TOOLS; do
+    run_one "$tool" "$ds"
+  done
+done
+if [[ " $DATASETS " == *" mixed "* ]] && [[ " $TOOLS " == *" wattio-"* ]]; then
+  for pct in $TARGETS; do
+    run_one "wattio-eett-$pct" mixed $(( RATE_BPS * pct / 100 / 1000000 ))
+  done
+fi
+
+cat > "$OUT/machine.txt" <<EOF
+date: $(date -u +%Y-%m-%dT%H:%M:%SZ)
+cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') (family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' '), model $(grep -m1 '^model' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')), $(nproc) vCPU
+kernel: $(uname -r)
+os: $(. /etc/os-release; echo "$PRETTY_NAME")
+scale: $SCALE   profile: $PROFILE   command: SCALE=$SCALE PROFILE=$PROFILE make bench-transfer
+tools: $(curl --version | head -1 | cut -d' ' -f1-2); $(wget --version | head -1 | cut -d' ' -f1-3); $(wget2 --version | head -1 | cut -d' ' -f1-3); $(aria2c --version | head -1); $(nghttp --version); $(nginx -v 2>&1)
+EOF
+python3 scripts/transfer_report.py "$OUT"
+echo "== report: $OUT/report.md"

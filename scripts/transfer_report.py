@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""Tables and SVG plots from a `make bench-transfer` run directory (standard library only).
+
+usage: transfer_report.py RUN_DIR   ->  RUN_DIR/results.csv, RUN_DIR/report.md, RUN_DIR/*.svg
+
+Throughput is payload bytes that arrived complete divided by the tool's wall time. "Client
+energy" is the meter's linear model applied to the tool's own CPU time (every tool charged by the
+same rule) and is an ESTIMATE; "system" is `wattio measure`'s system-wide figure (also an
+estimate on this VM) and includes the server, the delay line and anything else on the host.
+"""
+import csv
+import glob
+import json
+import os
+import sys
+from html import escape
+
+TOOL_ORDER = ["curl-seq", "curl-par", "wget", "wget2", "aria2-default", "aria2-tuned", "nghttp-h2",
+              "wattio-me", "wattio-eemt"]
+DATASETS = ["small", "medium", "large", "mixed"]
+COLORS = ["#8c564b", "#c49c94", "#7f7f7f", "#bcbd22", "#17becf", "#1f77b4", "#9467bd",
+          "#2ca02c", "#d62728", "#ff7f0e"]
+
+
+def load(run):
+    rows = []
+    for meta_path in sorted(glob.glob(os.path.join(run, "runs", "*.meta.json"))):
+        base = meta_path[: -len(".meta.json")]
+        m = json.load(open(meta_path))
+        s = json.load(open(base + ".stats.json")) if os.path.exists(base + ".stats.json") else None
+        try:
+            meas = json.load(open(base + ".measure.json"))
+        except (OSError, ValueError):
+            meas = None
+        tj = None
+        if m["tool"].startswith("wattio-"):
+            try:
+                tj = json.load(open(base + ".stdout"))
+            except (OSError, ValueError):
+                tj = None
+        if s is None:
+            continue
+        wall = s["wall_s"]
+        cpu = s["user_s"] + s["sys_s"]
+        complete = m["rc"] == 0 and m["got_bytes"] == m["want_bytes"]
+        gb = m["got_bytes"] / 1e9
+        rows.append({
+            "dataset": m["dataset"],
+            "tool": m["tool"],
+            "target_mbit": m["target_mbit"],
+            "complete": complete,
+            "exit_code": m["rc"],
+            "bytes": m["got_bytes"],
+            "want_bytes": m["want_bytes"],
+            "files": m["got_files"],
+            "want_files": m["want_files"],
+            "wall_s": wall,
+            "throughput_mbit": m["got_bytes"] * 8 / wall / 1e6 if wall > 0 else 0.0,
+            "link_mbit": m["link_bps"] / 1e6,
+            "rtt_ms": m["rtt_ms"],
+            "client_cpu_s": cpu,
+            "client_energy_j_est": s["energy_j"],
+            "client_j_per_gb_est": s["energy_j"] / gb if gb > 0 else None,
+            "model": s["model"],
+            "system_energy_j_est": meas.get("total_j") if meas else None,
+            "system_mechanism": (meas.get("mechanism") if meas else None),
+            "system_estimated": (meas.get("estimated") if meas else None),
+            "wattio_reported_mbit": (tj or {}).get("throughput_mbps"),
+            "cmd": m["cmd"],
+        })
+    return rows
+
+
+def tool_key(t):
+    return (TOOL_ORDER.index(t) if t in TOOL_ORDER else len(TOOL_ORDER), t)
+
+
+def bar_chart(path, title, ylabel, groups, series, value, hline=None, hline_label=None, fmt="{:.0f}"):
+    """Grouped bars: one group per entry of `groups`, one bar per entry of `series`."""
+    W, H, L, R, T, B = 960, 440, 70, 20, 40, 110
+    vals = [value(g, s) for g in groups for s in series]
+    vmax = max([v for v in vals if v is not None] + ([hline] if hline else []) + [1e-9]) * 1.12
+    pw, ph = W - L - R, H - T - B
+    gw = pw / len(groups)
+    bw = gw * 0.84 / max(1, len(series))
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
+           f'<rect width="{W}" height="{H}" fill="white"/>',
+           f'<text x="{W/2}" y="22" text-anchor="middle" font-size="14">{escape(title)}</text>']
+    for i in range(6):  # grid and y ticks
+        v = vmax * i / 5
+        y = T + ph - ph * i / 5
+        out.append(f'<line x1="{L}" y1="{y:.1f}" x2="{W-R}" y2="{y:.1f}" stroke="#ddd"/>')
+        out.append(f'<text x="{L-6}" y="{y+4:.1f}" text-anchor="end">{fmt.format(v)}</text>')
+    out.append(f'<text transform="translate(16,{T+ph/2}) rotate(-90)" text-anchor="middle">{escape(ylabel)}</text>')
+    for gi, g in enumerate(groups):
+        x0 = L + gi * gw + gw * 0.08
+        for si, s in enumerate(series):
+            v = value(g, s)
+            if v is None:
+                continue
+            h = ph * v / vmax
+            x = x0 + si * bw
+            out.append(f'<rect x="{x:.1f}" y="{T+ph-h:.1f}" width="{bw*0.92:.1f}" height="{h:.1f}" '
+                       f'fill="{COLORS[si % len(COLORS)]}"><title>{escape(str(g))} / {escape(s)}: {fmt.format(v)}</title></rect>')
+        out.append(f'<text x="{L+gi*gw+gw/2:.1f}" y="{T+ph+16}" text-anchor="middle" font-size="12">{escape(str(g))}</text>')
+    if hline:
+        y = T + ph - ph * hline / vmax
+        out.append(f'<line x1="{L}" y1="{y:.1f}" x2="{W-R}" y2="{y:.1f}" stroke="black" stroke-dasharray="5,4"/>')
+        out.append(f'<text x="{W-R-4}" y="{y-4:.1f}" text-anchor="end">{escape(hline_label or "")}</text>')
+    out.append(f'<line x1="{L}" y1="{T+ph}" x2="{W-R}" y2="{T+ph}" stroke="black"/>')
+    per_row = 5
+    for si, s in enumerate(series):  # legend
+        lx = L + (si % per_row) * 170
+        ly = T + ph + 38 + (si // per_row) * 18
+        out.append(f'<rect x="{lx}" y="{ly-9}" width="12" height="12" fill="{COLORS[si % len(COLORS)]}"/>')
+        out.append(f'<text x="{lx+16}" y="{ly+1}">{escape(s)}</text>')
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def main(run):
+    rows = load(run)
+    if not rows:
+        sys.exit(f"transfer_report: no runs under {run}/runs")
+    fields = list(rows[0].keys())
+    with open(os.path.join(run, "results.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+    link = rows[0]["link_mbit"]
+    rtt = rows[0]["rtt_ms"]
+    model = rows[0]["model"]
+    base = [r for r in rows if not r["tool"].startswith("wattio-eett")]
+    datasets = [d for d in DATASETS if any(r["dataset"] == d for r in base)]
+    tools = sorted({r["tool"] for r in base}, key=tool_key)
+    get = {(r["dataset"], r["tool"]): r for r in base}
+
+    def val(key, need_complete=True):
+        def f(d, t):
+            r = get.get((d, t))
+            if r is None or (need_complete and not r["complete"]):
+                return None
+            return r[key]
+        return f
+
+    bar_chart(os.path.join(run, "transfer-throughput.svg"),
+              f"Throughput on the emulated WAN ({link:.0f} Mbit/s, RTT {rtt:.0f} ms)",
+              "Mbit/s (payload / wall time)", datasets, tools, val("throughput_mbit"),
+              hline=link, hline_label=f"link {link:.0f} Mbit/s")
+    bar_chart(os.path.join(run, "transfer-energy.svg"),
+              "Client energy per GB, ESTIMATED (" + model + " on the tool's CPU time)",
+              "J per GB (estimated)", datasets, tools, val("client_j_per_gb_est"))
+    bar_chart(os.path.join(run, "transfer-cpu.svg"),
+              "Client CPU time (user + system, tool and its children)",
+              "CPU seconds", datasets, tools, val("client_cpu_s"), fmt="{:.1f}")
+
+    md = [f"Link {link:.0f} Mbit/s, RTT {rtt:.0f} ms. Client energy is ESTIMATED: {model} applied to the "
+          "client tool's CPU time (idle share for the whole VM over the wall time); system-wide is "
+          "`wattio measure` (also estimated here) and includes the server, the delay line and other load.", ""]
+    for d in datasets:
+        dr = sorted([r for r in base if r["dataset"] == d], key=lambda r: tool_key(r["tool"]))
+        if not dr:
+            continue
+        r0 = dr[0]
+        md.append(f"### {d} ({r0['want_files']} files, {r0['want_bytes']/1e6:.0f} MB)")
+        md.append("")
+        md.append("| tool | complete | time s | Mbit/s | % link | client CPU s | client J (est.) | J/GB (est.) | system J (est.) |")
+        md.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+        for r in dr:
+            comp = "yes" if r["complete"] else f"NO (exit {r['exit_code']}, {r['bytes']}/{r['want_bytes']} B)"
+            jpg = f"{r['client_j_per_gb_est']:.0f}" if r["client_j_per_gb_est"] else "-"
+            sysj = f"{r['system_energy_j_est']:.0f}" if r["system_energy_j_est"] is not None else "-"
+            md.append(f"| {r['tool']} | {comp} | {r['wall_s']:.1f} | {r['throughput_mbit']:.0f} | "
+                      f"{100*r['throughput_mbit']/link:.0f} | {r['client_cpu_s']:.2f} | {r['client_energy_j_est']:.0f} | {jpg} | {sysj} |")
+        md.append("")
+    eett = sorted([r for r in rows if r["tool"].startswith("wattio-eett")], key=lambda r: -r["target_mbit"])
+    if eett:
+        md.append("### EETT (wattio transfer --sla target:RATE), mixed dataset")
+        md.append("")
+        md.append("| target % of link | target Mbit/s | achieved Mbit/s | error | complete | client J (est.) |")
+        md.append("|---:|---:|---:|---:|---|---:|")
+        for r in eett:
+            err = 100 * (r["throughput_mbit"] / r["target_mbit"] - 1)
+            md.append(f"| {100*r['target_mbit']/link:.0f} % | {r['target_mbit']} | {r['throughput_mbit']:.0f} | {err:+.0f} % | "
+                      f"{'yes' if r['complete'] else 'NO'} | {r['client_energy_j_est']:.0f} |")
+        md.append("")
+        labels = [f"{100*r['target_mbit']/link:.0f} %" for r in eett]
+        by = {f"{100*r['target_mbit']/link:.0f} %": r for r in eett}
+        bar_chart(os.path.join(run, "transfer-eett.svg"),
+                  "EETT: achieved throughput vs target (mixed dataset)", "Mbit/s", labels,
+                  ["target", "achieved"],
+                  lambda g, s: {"target": by[g]["target_mbit"], "achieved": by[g]["throughput_mbit"]}[s])
+    with open(os.path.join(run, "report.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: transfer_report.py RUN_DIR")
+    main(sys.argv[1])
