@@ -398,6 +398,14 @@ impl NetStpm {
         self.last_activity = Some(now);
     }
 
+    /// Application hint: the transfer that started last has ended at `now`. Gaps between
+    /// transfers are measured from here, so long transfers do not split runs.
+    pub fn on_transfer_end(&mut self, now: f64) {
+        if self.last_activity.is_some_and(|t| now > t) {
+            self.last_activity = Some(now);
+        }
+    }
+
     /// Close the current run if the device has been idle long enough (call on idle timers).
     pub fn end_run_if_idle(&mut self, now: f64) {
         if let Some(last) = self.last_activity {
@@ -563,6 +571,32 @@ mod tests {
         // and ≈0.35 J more, worth 50·0.15 + 50·0.35 ≈ 25 utility; cost ≈ 50·(0.51 + 0.53 −
         // 0.39·0.81 + 1.02·1.41) ≈ 108. 19·25 > 108: switch.
         assert_eq!(n.on_transfer(now, t, psm), NetDecision::GoHigh);
+    }
+
+    #[test]
+    fn transfer_end_hint_keeps_long_transfers_in_one_run() {
+        let p = paper();
+        let psm = p.network.low_readable_mode();
+        let t = Transfer {
+            op: IoOp::Read,
+            bytes: 1 << 20,
+            foreground: true,
+        };
+        // Transfers of 3 s each, the next starting 0.5 s after the previous ends. K = 50: the run
+        // gap is 1.41 s. Without end hints the 3.5 s start-to-start gap splits every run.
+        let mut with = NetStpm::new(p.network.clone(), 1.44, 50.0);
+        let mut without = NetStpm::new(p.network.clone(), 1.44, 50.0);
+        let mut now = 0.0;
+        for _ in 0..5 {
+            with.on_transfer(now, t, psm);
+            without.on_transfer(now, t, psm);
+            with.on_transfer_end(now + 3.0);
+            now += 3.5;
+        }
+        with.end_run_if_idle(now + 100.0);
+        without.end_run_if_idle(now + 100.0);
+        assert_eq!(with.runs().weight(5), 1.0);
+        assert!(without.runs().weight(1) > 4.0);
     }
 
     #[test]

@@ -456,7 +456,11 @@ impl<'a> Sim<'a> {
                 self.net.go_high(t, &mut self.net_dummy);
             }
         }
-        self.net.io(t, op, bytes, &mut self.net_dummy)
+        let (start, end) = self.net.io(t, op, bytes, &mut self.net_dummy);
+        if let Some(st) = self.net_stpm.as_mut() {
+            st.on_transfer_end(end);
+        }
+        (start, end)
     }
 
     fn flush_queue(&mut self, t: f64) -> f64 {
