@@ -19,9 +19,12 @@ pub struct IobenchArgs {
     /// File sizes (Table I): tiny (100 KB), small (15 MB), medium (200 MB), medlarge (3.2 GB), large (16 GB).
     #[arg(long, value_delimiter = ',', default_value = "tiny,small,medium")]
     sizes: Vec<Size>,
-    /// Use cases: read (by chunks/lines), readall, seek, write.
+    /// Use cases: read (by chunks/lines), readall, seek, write; programs: fasta, knucleotide, zip4j, crypto.
     #[arg(long, value_delimiter = ',', default_value = "read,readall,seek,write")]
     ops: Vec<Op>,
+    /// Also run the four programs of RQ2 (Fasta, K-nucleotide, Zip4j, javax.crypto) with each of their I/O methods.
+    #[arg(long)]
+    apps: bool,
     /// Only these methods (e.g. channel,iostream,scanner); default: all of each use case.
     #[arg(long, value_delimiter = ',')]
     methods: Option<Vec<String>>,
@@ -59,9 +62,13 @@ pub struct IobenchArgs {
 pub fn iobench(a: IobenchArgs) -> Result<ExitCode> {
     let meter = Arc::new(a.source.open_meter()?);
     let model = a.source.config().model;
+    let mut ops = a.ops.clone();
+    if a.apps {
+        ops.extend(Op::APPS.iter().filter(|o| !a.ops.contains(o)));
+    }
     let cfg = StudyConfig {
         sizes: a.sizes.clone(),
-        ops: a.ops.clone(),
+        ops,
         methods: a.methods.clone(),
         runs: a.runs,
         cache: a.cache,

@@ -2,7 +2,9 @@
 //! ranking, and one recommendation per use case backed by Wilcoxon rank-sum tests with Holm
 //! correction (from `wattio-stats`).
 
-use crate::catalog::{Op, Size, DEFAULT_BUFFER};
+#[cfg(test)]
+use crate::catalog::DEFAULT_BUFFER;
+use crate::catalog::{is_main, Op, Size};
 use crate::results::RunRecord;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -112,7 +114,7 @@ pub struct Recommendation {
 /// The largest size of `op` with runs at the default buffer.
 pub fn largest_size(rows: &[RunRecord], op: Op) -> Option<Size> {
     rows.iter()
-        .filter(|r| r.op == op && r.buffer == DEFAULT_BUFFER)
+        .filter(|r| r.op == op && is_main(r.op, r.buffer))
         .map(|r| r.size)
         .max()
 }
@@ -124,7 +126,7 @@ pub fn recommend(rows: &[RunRecord], op: Op, provenance: &str) -> Option<Recomme
     let mut by_method: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for r in rows
         .iter()
-        .filter(|r| r.op == op && r.size == size && r.buffer == DEFAULT_BUFFER)
+        .filter(|r| r.op == op && r.size == size && is_main(r.op, r.buffer))
     {
         by_method
             .entry(r.method.as_str())

@@ -17,10 +17,37 @@ pub enum Op {
     Seek,
     /// Write the text file (Table V).
     Write,
+    /// RQ2: our Fasta generator with a swappable write method.
+    Fasta,
+    /// RQ2: our K-nucleotide counter with a swappable read method (input: Fasta's output).
+    Knucleotide,
+    /// RQ2: Zip4j compressing the text file, read with a swappable method.
+    Zip4j,
+    /// RQ2: javax.crypto AES decryption of the encrypted text file, read with a swappable method.
+    Crypto,
 }
 
 impl Op {
+    /// The micro-benchmark use cases (the default of `--ops`).
     pub const ALL: [Op; 4] = [Op::Read, Op::Readall, Op::Seek, Op::Write];
+    /// The RQ2 programs (`--apps`).
+    pub const APPS: [Op; 4] = [Op::Fasta, Op::Knucleotide, Op::Zip4j, Op::Crypto];
+    /// Everything, in report order.
+    pub const EVERY: [Op; 8] = [
+        Op::Read,
+        Op::Readall,
+        Op::Seek,
+        Op::Write,
+        Op::Fasta,
+        Op::Knucleotide,
+        Op::Zip4j,
+        Op::Crypto,
+    ];
+
+    /// One of the RQ2 programs.
+    pub fn is_app(self) -> bool {
+        Op::APPS.contains(&self)
+    }
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -28,6 +55,10 @@ impl Op {
             Op::Readall => "readall",
             Op::Seek => "seek",
             Op::Write => "write",
+            Op::Fasta => "fasta",
+            Op::Knucleotide => "knucleotide",
+            Op::Zip4j => "zip4j",
+            Op::Crypto => "crypto",
         }
     }
 
@@ -38,6 +69,7 @@ impl Op {
             Op::Readall => "io.wattio.iobench.ReadAllBench",
             Op::Seek => "io.wattio.iobench.SeekBench",
             Op::Write => "io.wattio.iobench.WriteBench",
+            _ => "io.wattio.iobench.AppsBench",
         }
     }
 
@@ -48,6 +80,10 @@ impl Op {
             Op::Readall => "read the whole file",
             Op::Seek => "seek (100 B read, 10,000 B skipped)",
             Op::Write => "write",
+            Op::Fasta => "Fasta (write 60-column nucleotide lines)",
+            Op::Knucleotide => "K-nucleotide (read Fasta's output, count k-mers)",
+            Op::Zip4j => "Zip4j (compress the text file)",
+            Op::Crypto => "javax.crypto (AES-decrypt the text file)",
         }
     }
 }
@@ -61,10 +97,12 @@ impl fmt::Display for Op {
 impl FromStr for Op {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Op::ALL
+        Op::EVERY
             .into_iter()
             .find(|o| o.as_str().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| format!("unknown use case '{s}': use read, readall, seek or write"))
+            .ok_or_else(|| {
+                format!("unknown use case '{s}': use read, readall, seek, write, fasta, knucleotide, zip4j or crypto")
+            })
     }
 }
 
@@ -119,7 +157,33 @@ pub const METHODS: &[MethodInfo] = &[
     m(Op::Write, "iostream", "IOSTREAM", false),
     m(Op::Write, "niof", "NIOF", false),
     m(Op::Write, "raf", "RAF", false),
+    m(Op::Fasta, "iostream", "IOSTREAM", false),
+    m(Op::Fasta, "biostream", "BIOSTREAM", false),
+    m(Op::Fasta, "bfilewriter", "BFILEWRITER", false),
+    m(Op::Fasta, "filewriter", "FILEWRITER", false),
+    m(Op::Fasta, "channel", "CHANNEL", false),
+    m(Op::Knucleotide, "biostream", "BIOSTREAM", false),
+    m(Op::Knucleotide, "bfilereader", "BFILEREADER", false),
+    m(Op::Knucleotide, "filereader", "FILEREADER", false),
+    m(Op::Knucleotide, "niof", "NIOF", false),
+    m(Op::Knucleotide, "channel", "CHANNEL", false),
+    m(Op::Zip4j, "iostream", "IOSTREAM", false),
+    m(Op::Zip4j, "biostream", "BIOSTREAM", false),
+    m(Op::Zip4j, "niof", "NIOF", false),
+    m(Op::Zip4j, "channel", "CHANNEL", false),
+    m(Op::Zip4j, "omchannel", "OMCHANNEL", false),
+    m(Op::Crypto, "iostream", "IOSTREAM", false),
+    m(Op::Crypto, "biostream", "BIOSTREAM", false),
+    m(Op::Crypto, "niof", "NIOF", false),
+    m(Op::Crypto, "channel", "CHANNEL", false),
+    m(Op::Crypto, "omchannel", "OMCHANNEL", false),
 ];
+
+/// Whether a run belongs to the main comparison (not the buffer sweep). The programs read with
+/// their own fixed chunk size, reported in the buffer column.
+pub fn is_main(op: Op, buffer: u32) -> bool {
+    op.is_app() || buffer == DEFAULT_BUFFER
+}
 
 /// The methods of `op`.
 pub fn methods_of(op: Op) -> impl Iterator<Item = &'static MethodInfo> {
@@ -228,6 +292,10 @@ mod tests {
         assert_eq!(methods_of(Op::Readall).count(), 5);
         assert_eq!(methods_of(Op::Seek).count(), 3);
         assert_eq!(methods_of(Op::Write).count(), 9);
+        for app in Op::APPS {
+            assert_eq!(methods_of(app).count(), 5);
+            assert!(app.is_app());
+        }
     }
 
     #[test]

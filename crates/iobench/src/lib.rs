@@ -72,7 +72,7 @@ pub fn provenance_of(rows: &[RunRecord]) -> String {
 pub fn analyse(meta: Meta, runs: Vec<RunRecord>) -> StudyOutput {
     let cells = cell_stats(&runs);
     let prov = provenance_of(&runs);
-    let recommendations = Op::ALL
+    let recommendations = Op::EVERY
         .iter()
         .filter_map(|&op| recommend(&runs, op, &prov))
         .collect();
@@ -103,7 +103,7 @@ pub fn write_outputs(out: &StudyOutput, dir: &Path) -> Result<Written> {
         .with_context(|| format!("writing {}", json.display()))?;
     let prov = provenance_of(&out.runs);
     let mut plots = vec![];
-    for op in Op::ALL {
+    for op in Op::EVERY {
         if let Some(svg) = report::ranking_svg(&out.cells, op, &prov) {
             let p = dir.join(format!("ranking-{op}.svg"));
             std::fs::write(&p, svg)?;
@@ -139,7 +139,7 @@ pub fn summary_markdown(out: &StudyOutput) -> String {
     s.push_str("## Recommendations\n\n");
     s.push_str(&report::recommendations_text(&out.recommendations));
     s.push('\n');
-    for op in Op::ALL {
+    for op in Op::EVERY {
         if let Some(t) = report::ranking_table(&out.cells, op, &prov) {
             s.push_str(&format!("## {}\n\n{t}\n", op.title()));
         }
@@ -159,7 +159,7 @@ pub fn summary_markdown(out: &StudyOutput) -> String {
 pub fn console_report(out: &StudyOutput) -> String {
     let prov = provenance_of(&out.runs);
     let mut s = format!("energy: {prov}\n");
-    for op in Op::ALL {
+    for op in Op::EVERY {
         let v = report::ranking_cells(&out.cells, op);
         if let Some(f) = v.first() {
             s.push_str(&format!(

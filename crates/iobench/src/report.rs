@@ -2,7 +2,7 @@
 //! and 9), the buffer curve (Figure 5), SVG plots, and the recommendations.
 
 use crate::analysis::{sig, CellStats, Recommendation};
-use crate::catalog::{Op, Size, DEFAULT_BUFFER};
+use crate::catalog::{is_main, Op, Size};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
@@ -10,7 +10,7 @@ use std::fmt::Write;
 pub fn paper_table(stats: &[CellStats], op: Op, provenance: &str) -> Option<String> {
     let cells: Vec<&CellStats> = stats
         .iter()
-        .filter(|c| c.op == op && c.buffer == DEFAULT_BUFFER)
+        .filter(|c| c.op == op && is_main(c.op, c.buffer))
         .collect();
     if cells.is_empty() {
         return None;
@@ -70,7 +70,7 @@ pub fn paper_table(stats: &[CellStats], op: Op, provenance: &str) -> Option<Stri
 pub fn ranking_cells(stats: &[CellStats], op: Op) -> Vec<&CellStats> {
     let cells: Vec<&CellStats> = stats
         .iter()
-        .filter(|c| c.op == op && c.buffer == DEFAULT_BUFFER)
+        .filter(|c| c.op == op && is_main(c.op, c.buffer))
         .collect();
     let Some(largest) = cells.iter().map(|c| c.size).max() else {
         return vec![];
@@ -110,7 +110,7 @@ pub fn ranking_table(stats: &[CellStats], op: Op, provenance: &str) -> Option<St
 pub fn buffer_table(stats: &[CellStats], provenance: &str) -> Option<String> {
     let swept: BTreeSet<(Op, String)> = stats
         .iter()
-        .filter(|c| c.buffer != DEFAULT_BUFFER)
+        .filter(|c| !is_main(c.op, c.buffer))
         .map(|c| (c.op, c.method.clone()))
         .collect();
     if swept.is_empty() {
@@ -242,7 +242,7 @@ pub fn buffer_svg(stats: &[CellStats], provenance: &str) -> Option<String> {
         .collect();
     let series_keys: BTreeSet<(Op, String)> = stats
         .iter()
-        .filter(|c| c.buffer != DEFAULT_BUFFER)
+        .filter(|c| !is_main(c.op, c.buffer))
         .map(|c| (c.op, c.method.clone()))
         .collect();
     if series_keys.is_empty() {

@@ -54,6 +54,8 @@ pub struct Invocation {
     pub benchmarks: Vec<(Op, &'static str)>,
     pub sizes: Vec<Size>,
     pub buffers: Vec<u32>,
+    /// For a program (RQ2): its swappable methods, passed as `-p method=...`.
+    pub app_methods: Vec<&'static str>,
 }
 
 impl Invocation {
@@ -63,10 +65,35 @@ impl Invocation {
             .iter()
             .map(|(op, _)| {
                 // JMH crosses every benchmark of a class with that class's parameters.
-                let has_buffer = matches!(op, Op::Read | Op::Write);
-                self.sizes.len() * if has_buffer { self.buffers.len() } else { 1 }
+                let per_size = match op {
+                    Op::Read | Op::Write => self.buffers.len(),
+                    o if o.is_app() => self.app_methods.len(),
+                    _ => 1,
+                };
+                self.sizes.len() * per_size
             })
             .sum()
+    }
+
+    /// JMH `-p` options besides the size.
+    pub fn params(&self) -> Vec<String> {
+        let mut v = vec![];
+        if !self.buffers.is_empty() {
+            v.push("-p".into());
+            v.push(format!(
+                "buffer={}",
+                self.buffers
+                    .iter()
+                    .map(|b| b.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ));
+        }
+        if !self.app_methods.is_empty() {
+            v.push("-p".into());
+            v.push(format!("method={}", self.app_methods.join(",")));
+        }
+        v
     }
 
     /// JMH include patterns, one per benchmark, anchored.
@@ -90,14 +117,30 @@ pub struct Plan {
 /// readall holds the file in the heap: sizes above medium are left out (as in the paper).
 pub const READALL_MAX: Size = Size::Medium;
 
+/// The methods of `op` to run: `--methods` filters the micro-benchmarks; a program runs all of
+/// its methods (its comparison is the point).
 fn selected(cfg: &StudyConfig, op: Op) -> Vec<&'static MethodInfo> {
     catalog::methods_of(op)
         .filter(|m| {
-            cfg.methods
-                .as_ref()
-                .map_or(true, |l| l.iter().any(|n| n == m.name))
+            op.is_app()
+                || cfg
+                    .methods
+                    .as_ref()
+                    .map_or(true, |l| l.iter().any(|n| n == m.name))
         })
         .collect()
+}
+
+/// The largest size the programs run on (their inputs follow Table I up to medium).
+pub const APPS_MAX: Size = Size::Medium;
+
+/// The chunk size a program reads or writes with (reported in the buffer column).
+pub fn app_buffer(op: Op) -> u32 {
+    if op == Op::Zip4j {
+        4096 // Zip4j's own default read buffer
+    } else {
+        DEFAULT_BUFFER
+    }
 }
 
 /// Expands the configuration into cells and the invocations of one round.
@@ -130,7 +173,26 @@ pub fn plan(cfg: &StudyConfig) -> Result<Plan> {
     let mut round = vec![];
     let mut big: Vec<(Op, &'static str)> = vec![];
     let mut readall: Vec<(Op, &'static str)> = vec![];
-    for &op in &cfg.ops {
+    for &op in cfg.ops.iter().filter(|o| o.is_app()) {
+        let sizes: Vec<Size> = cfg
+            .sizes
+            .iter()
+            .copied()
+            .filter(|&s| s <= APPS_MAX)
+            .collect();
+        if sizes.len() < cfg.sizes.len() {
+            notes.push(format!("{op} runs on sizes up to {APPS_MAX} only"));
+        }
+        if !sizes.is_empty() {
+            round.push(Invocation {
+                benchmarks: vec![(op, op.as_str())],
+                sizes,
+                buffers: vec![],
+                app_methods: selected(cfg, op).iter().map(|m| m.name).collect(),
+            });
+        }
+    }
+    for &op in cfg.ops.iter().filter(|o| !o.is_app()) {
         for m in selected(cfg, op) {
             if op == Op::Readall {
                 readall.push((op, m.name));
@@ -144,6 +206,7 @@ pub fn plan(cfg: &StudyConfig) -> Result<Plan> {
             benchmarks: big,
             sizes: cfg.sizes.clone(),
             buffers: vec![DEFAULT_BUFFER],
+            app_methods: vec![],
         });
     }
     let ra_sizes: Vec<Size> = cfg
@@ -163,6 +226,7 @@ pub fn plan(cfg: &StudyConfig) -> Result<Plan> {
                 benchmarks: readall,
                 sizes: ra_sizes,
                 buffers: vec![DEFAULT_BUFFER],
+                app_methods: vec![],
             });
         }
     }
@@ -185,11 +249,25 @@ pub fn plan(cfg: &StudyConfig) -> Result<Plan> {
                     .copied()
                     .filter(|&b| b != DEFAULT_BUFFER)
                     .collect(),
+                app_methods: vec![],
             });
         }
     }
     for inv in &round {
         for &(op, m) in &inv.benchmarks {
+            if op.is_app() {
+                for &size in &inv.sizes {
+                    for am in &inv.app_methods {
+                        cells.push(Cell {
+                            op,
+                            method: am.to_string(),
+                            size,
+                            buffer: app_buffer(op),
+                        });
+                    }
+                }
+                continue;
+            }
             let buffered = catalog::find(op, m).is_some_and(|i| i.buffered);
             for &size in &inv.sizes {
                 let bufs = if buffered {
@@ -380,16 +458,8 @@ pub fn run(
                         .collect::<Vec<_>>()
                         .join(",")
                 ))
-                .arg("-p")
-                .arg(format!(
-                    "buffer={}",
-                    inv.buffers
-                        .iter()
-                        .map(|b| b.to_string())
-                        .collect::<Vec<_>>()
-                        .join(",")
-                ))
                 .args(inv.includes())
+                .args(inv.params())
                 .env("WATTIO_IOBENCH_SOCKET", server.path())
                 .env("WATTIO_IOBENCH_DATA", &data_dir)
                 .current_dir(&scratch)
@@ -545,6 +615,33 @@ mod tests {
         c.methods = None;
         c.runs = 0;
         assert!(plan(&c).is_err());
+    }
+
+    #[test]
+    fn programs_plan() {
+        let mut c = cfg();
+        c.ops = vec![Op::Zip4j, Op::Fasta];
+        c.methods = Some(vec!["channel".into()]);
+        let p = plan(&c).unwrap();
+        // Two programs × 5 methods × 2 sizes (medlarge left out, with a note).
+        assert_eq!(p.cells.len(), 2 * 5 * 2);
+        assert_eq!(
+            p.round.iter().map(|i| i.forks()).sum::<usize>(),
+            p.cells.len()
+        );
+        assert_eq!(
+            p.round[0].includes(),
+            vec!["^io\\.wattio\\.iobench\\.AppsBench\\.zip4j$".to_string()]
+        );
+        assert_eq!(
+            p.round[0].params(),
+            vec!["-p", "method=iostream,biostream,niof,channel,omchannel"]
+        );
+        assert!(p
+            .cells
+            .iter()
+            .all(|c| c.buffer == if c.op == Op::Zip4j { 4096 } else { 8192 }));
+        assert!(p.notes.iter().any(|n| n.contains("zip4j")));
     }
 
     #[test]

@@ -85,5 +85,15 @@ public final class Catalog {
         for (Entry e : ALL) {
             System.out.println(e.op().label() + " " + e.method() + " " + e.acronym() + " " + e.buffered());
         }
+        // The RQ2 programs and their swappable methods (AppsBench, -p method=...).
+        String[][] apps = {{"fasta", String.join(",", io.wattio.iobench.apps.Apps.FASTA_METHODS)},
+            {"knucleotide", String.join(",", io.wattio.iobench.apps.Apps.KNUC_METHODS)},
+            {"zip4j", String.join(",", io.wattio.iobench.apps.Apps.STREAM_METHODS)},
+            {"crypto", String.join(",", io.wattio.iobench.apps.Apps.STREAM_METHODS)}};
+        for (String[] a : apps) {
+            for (String m : a[1].split(",")) {
+                System.out.println(a[0] + " " + m + " " + m.toUpperCase(Locale.ROOT) + " false");
+            }
+        }
     }
 }

@@ -74,6 +74,13 @@ class HarnessTest {
         }
     }
 
+    @org.junit.jupiter.api.BeforeEach
+    void noGlobalLock() {
+        // These in-process runs check the protocol, not timings: do not wait for, or block, a
+        // study holding JMH's machine-wide lock.
+        System.setProperty("jmh.ignoreLock", "true");
+    }
+
     private Options opts(String bench) {
         return new OptionsBuilder().include(bench).forks(0).warmupIterations(0).measurementIterations(1)
                 .param("size", "tiny").shouldFailOnError(true).output(dir.resolve("jmh-output.txt").toString()).build();
