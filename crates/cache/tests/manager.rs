@@ -218,3 +218,31 @@ proptest! {
         prop_assert_eq!(with_data.len(), model.len());
     }
 }
+
+#[test]
+fn failed_flush_reports_every_lost_write() {
+    let r = rig(50);
+    let dir = tempfile::tempdir().unwrap();
+    let c = CacheManager::open(&CacheConfig::new(dir.path()), r.pm.clone(), r.disk, r.net).unwrap();
+    r.pm.notify(r.disk, r.standby).unwrap();
+    c.put_data("a", vec![1; 10]).unwrap();
+    c.put_metadata("a", b"m".to_vec()).unwrap();
+    c.put_data("b", vec![2; 10]).unwrap();
+    // Break the store under the manager: the objects directory becomes a plain file (fails even
+    // for root, unlike a permission change).
+    let objects = dir.path().join("objects");
+    std::fs::remove_dir_all(&objects).unwrap();
+    std::fs::write(&objects, b"not a directory").unwrap();
+    // The disk spins up: the callback flushes, every operation fails and is reported.
+    r.pm.notify(r.disk, r.active).unwrap();
+    let lost = c.lost_writes();
+    assert_eq!(lost.len(), 3, "{lost:?}");
+    assert!(lost[0].op.contains("PutData \"a\""), "{lost:?}");
+    assert!(lost[1].op.contains("PutMetadata \"a\""), "{lost:?}");
+    assert!(lost[2].op.contains("PutData \"b\""), "{lost:?}");
+    assert!(
+        lost.iter().all(|l| l.error.contains("cannot create")),
+        "{lost:?}"
+    );
+    assert_eq!(c.queued_bytes(), 0);
+}
