@@ -199,10 +199,14 @@ impl Drop for ServerHandle {
 async fn serve_connection(mut sock: TcpStream, sh: &Shared) -> io::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
     let mut tmp = [0u8; 8192];
+    // a head must arrive whole within one idle timeout, so a peer trickling bytes cannot hold a
+    // connection slot forever
+    let mut head_started: Option<Instant> = None;
     loop {
         match http::parse_request(&buf) {
             Ok(Parsed::Complete(req, n)) => {
                 buf.drain(..n);
+                head_started = None;
                 let keep = respond(&mut sock, sh, &req).await?;
                 if !keep {
                     sock.shutdown().await.ok();
@@ -210,7 +214,28 @@ async fn serve_connection(mut sock: TcpStream, sh: &Shared) -> io::Result<()> {
                 }
             }
             Ok(Parsed::Partial) => {
-                let r = tokio::time::timeout(sh.cfg.idle_timeout, sock.read(&mut tmp)).await;
+                let budget = match head_started {
+                    Some(t) => match sh.cfg.idle_timeout.checked_sub(t.elapsed()) {
+                        Some(left) => left,
+                        None => {
+                            write_simple(
+                                &mut sock,
+                                408,
+                                "Request Timeout",
+                                "request head too slow\n",
+                                false,
+                                false,
+                            )
+                            .await?;
+                            return Ok(());
+                        }
+                    },
+                    None => sh.cfg.idle_timeout,
+                };
+                let r = tokio::time::timeout(budget, sock.read(&mut tmp)).await;
+                if head_started.is_none() {
+                    head_started = Some(Instant::now());
+                }
                 match r {
                     Ok(Ok(0)) | Err(_) => return Ok(()),
                     Ok(Ok(n)) => buf.extend_from_slice(&tmp[..n]),

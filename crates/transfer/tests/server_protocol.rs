@@ -378,3 +378,36 @@ fn reference_xxh3(data: &[u8]) -> Option<u64> {
         }
     }
 }
+
+#[test]
+fn trickled_head_is_cut_off_after_the_idle_timeout() {
+    let d = tempfile::tempdir().unwrap();
+    let mut cfg = ServerConfig::new(d.path());
+    cfg.idle_timeout = Duration::from_millis(400);
+    let h = ServerHandle::start(cfg, "127.0.0.1:0").unwrap();
+    let mut s = connect(&h);
+    let t = std::time::Instant::now();
+    // one byte every 100 ms: each read is within the idle timeout, the head as a whole is not.
+    // Look for the answer before each write: writing after the close would draw a reset.
+    let mut answer = Vec::new();
+    s.set_nonblocking(true).unwrap();
+    for b in b"GET / HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".iter() {
+        std::thread::sleep(Duration::from_millis(100));
+        let mut tmp = [0u8; 256];
+        match s.read(&mut tmp) {
+            Ok(n) => {
+                answer.extend_from_slice(&tmp[..n]);
+                break;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => panic!("{e}"),
+        }
+        s.write_all(&[*b]).unwrap();
+    }
+    assert!(
+        answer.starts_with(b"HTTP/1.1 408"),
+        "{:?}",
+        String::from_utf8_lossy(&answer)
+    );
+    assert!(t.elapsed() < Duration::from_secs(3));
+}
