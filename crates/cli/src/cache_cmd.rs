@@ -66,6 +66,12 @@ struct ReplayArgs {
     /// Timeout of the fixed-timeout spin-down baseline, seconds.
     #[arg(long, default_value_t = 30.0)]
     fixed_timeout: f64,
+    /// UCB Home IP traces: replay this client (dotted IPv4); default the busiest client.
+    #[arg(long)]
+    ucb_client: Option<std::net::Ipv4Addr>,
+    /// UCB Home IP traces: minutes from the client's first request.
+    #[arg(long, default_value_t = 20.0)]
+    minutes: f64,
     /// JSON output.
     #[arg(long)]
     json: bool,
@@ -109,6 +115,10 @@ fn load_profile(p: &str) -> Result<Profile> {
 }
 
 fn load_workload(w: &str, seed: u64) -> Result<Trace> {
+    load_workload_with(w, seed, trace::UcbSelect::default())
+}
+
+fn load_workload_with(w: &str, seed: u64, ucb: trace::UcbSelect) -> Result<Trace> {
     let t = match w {
         "email" => trace::email(seed),
         "web" => trace::web(seed, false),
@@ -118,7 +128,7 @@ fn load_workload(w: &str, seed: u64) -> Result<Trace> {
             if !p.exists() {
                 bail!("workload {f:?} is neither email, web, web-full nor an existing trace file");
             }
-            trace::load_file(p, seed)?
+            trace::load_file_with(p, seed, ucb)?
         }
     };
     if !t.requests.iter().any(|r| r.op == trace::Op::Read) {
@@ -162,7 +172,14 @@ fn print_table(rows: &[RunResult], profile: &Profile, trace: &Trace) {
 
 fn replay(a: ReplayArgs) -> Result<ExitCode> {
     let profile = load_profile(&a.profile)?;
-    let trace = load_workload(&a.workload, a.seed)?;
+    if !(a.minutes.is_finite() && a.minutes > 0.0) {
+        bail!("--minutes must be a positive number");
+    }
+    let ucb = trace::UcbSelect {
+        client: a.ucb_client.map(u32::from),
+        minutes: a.minutes,
+    };
+    let trace = load_workload_with(&a.workload, a.seed, ucb)?;
     let policy: GhostPolicy = a.ghost_policy.parse().map_err(anyhow::Error::msg)?;
     if !(a.fixed_timeout.is_finite() && a.fixed_timeout >= 0.0) {
         bail!("--fixed-timeout must be a number of seconds ≥ 0");

@@ -159,3 +159,49 @@ fn sweep_writes_csv_and_svg() {
         assert!(s.starts_with("<svg") && s.contains("estimated"));
     }
 }
+
+#[test]
+fn ucb_trace_file_with_client_filter() {
+    use wattio_sim::trace::encode_ucb;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("UCB-home-IP-fixture.tr");
+    let client = u32::from_be_bytes([23, 240, 8, 98]);
+    let mut bytes = Vec::new();
+    for i in 0..30 {
+        bytes.extend(encode_ucb(
+            848278028.0 + i as f64 * 7.0,
+            client,
+            170,
+            844 + i,
+            &format!("GET {i}..gif HTTP/1.0"),
+        ));
+        bytes.extend(encode_ucb(
+            848278029.0 + i as f64 * 7.0,
+            7,
+            170,
+            844,
+            "GET x.html HTTP/1.0",
+        ));
+    }
+    std::fs::write(&p, &bytes).unwrap();
+    let (code, out, err) = wattio(&[
+        "cache",
+        "replay",
+        "--workload",
+        p.to_str().unwrap(),
+        "--ucb-client",
+        "23.240.8.98",
+        "--minutes",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // 2 minutes at one request per 7 s: requests at 0..=119 s, i.e. 18 of them.
+    assert_eq!(v[0]["reads"], 18);
+    // A truncated file is a one-line error naming the record.
+    std::fs::write(&p, &bytes[..bytes.len() - 5]).unwrap();
+    let (code, _, err) = wattio(&["cache", "replay", "--workload", p.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("record 59"), "{err}");
+}

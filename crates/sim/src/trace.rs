@@ -361,8 +361,31 @@ fn mark_half_cached(mut reqs: Vec<Request>, seed: u64) -> Vec<Request> {
     reqs
 }
 
+/// Which part of a UCB Home IP trace to replay.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UcbSelect {
+    /// Client IPv4 address; `None` = the client with the most requests.
+    pub client: Option<u32>,
+    /// Minutes from the client's first request.
+    pub minutes: f64,
+}
+
+impl Default for UcbSelect {
+    fn default() -> Self {
+        Self {
+            client: None,
+            minutes: 20.0,
+        }
+    }
+}
+
 /// Load a trace file: CSV (by header) or UCB binary (anything else, gzipped or not).
 pub fn load_file(path: &Path, seed: u64) -> Result<Trace, TraceError> {
+    load_file_with(path, seed, UcbSelect::default())
+}
+
+/// [`load_file`] with a choice of UCB client and window.
+pub fn load_file_with(path: &Path, seed: u64, ucb: UcbSelect) -> Result<Trace, TraceError> {
     let file = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| TraceError::Io {
         file: file.clone(),
@@ -387,7 +410,7 @@ pub fn load_file(path: &Path, seed: u64) -> Result<Trace, TraceError> {
     let recs = parse_ucb(&bytes, &file)?;
     Ok(Trace {
         name,
-        requests: ucb_to_requests(&recs, None, 20.0, seed),
+        requests: ucb_to_requests(&recs, ucb.client, ucb.minutes, seed),
         memory_cache_bytes: WEB_MEMORY_CACHE_BYTES,
     })
 }
@@ -622,6 +645,54 @@ mod tests {
             e.write_all(&bytes).unwrap();
         }
         assert_eq!(parse_ucb(&gz, "fx.gz").unwrap(), recs);
+    }
+
+    #[test]
+    fn ucb_file_with_client_and_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ucb.tr");
+        let mut bytes = Vec::new();
+        for i in 0..10 {
+            bytes.extend(encode_ucb(
+                1000.0 + i as f64 * 60.0,
+                1,
+                100,
+                900,
+                &format!("GET o{i}.gif HTTP/1.0"),
+            ));
+            bytes.extend(encode_ucb(
+                1000.5 + i as f64 * 60.0,
+                2,
+                100,
+                900,
+                &format!("GET p{i}.gif HTTP/1.0"),
+            ));
+        }
+        bytes.extend(encode_ucb(2000.0, 2, 100, 900, "GET extra.gif HTTP/1.0"));
+        std::fs::write(&p, &bytes).unwrap();
+        // Busiest client is 2 (11 requests); a 5-minute window keeps its first 6 (0..=300 s).
+        let t = load_file_with(
+            &p,
+            1,
+            UcbSelect {
+                client: None,
+                minutes: 5.0,
+            },
+        )
+        .unwrap();
+        assert_eq!(t.requests.len(), 6);
+        assert!(t.requests.iter().all(|r| r.object.starts_with('p')));
+        let t = load_file_with(
+            &p,
+            1,
+            UcbSelect {
+                client: Some(1),
+                minutes: 60.0,
+            },
+        )
+        .unwrap();
+        assert_eq!(t.requests.len(), 10);
+        assert!(t.requests[0].object == "o0.gif" && t.requests[0].size == 1000);
     }
 
     #[test]
