@@ -480,8 +480,8 @@ pub fn run(
                         let s = *s;
                         if !s.ok {
                             bail!(
-                                "{}/{} on {} (buffer {}) produced a wrong output: got {} ({} bytes), expected {}: the method is not doing the study's work; see {}",
-                                s.op, s.method, s.size, s.buffer, s.got, s.bytes, s.want, log_path.display()
+                                "{}/{} on {} (buffer {}) produced a wrong output: got {} ({} bytes), expected {}: either the method does not do the study's work or the input changed (delete {}/{}.sums to regenerate the files); see {}",
+                                s.op, s.method, s.size, s.buffer, s.got, s.bytes, s.want, data_dir.display(), s.size, log_path.display()
                             );
                         }
                         let cell = Cell {
