@@ -55,11 +55,73 @@ pub struct IobenchArgs {
     /// Heap of each benchmark JVM (-Xms = -Xmx).
     #[arg(long, default_value = "2g")]
     heap: String,
+    /// Do not run: re-analyse earlier results.csv files (several are merged) into -o.
+    #[arg(long, value_delimiter = ',')]
+    from: Option<Vec<PathBuf>>,
     #[command(flatten)]
     source: SourceArgs,
 }
 
+fn reanalyse(a: &IobenchArgs, files: &[PathBuf]) -> Result<ExitCode> {
+    let mut rows = vec![];
+    for f in files {
+        rows.extend(wattio_iobench::results::read_csv(f)?);
+    }
+    anyhow::ensure!(
+        !rows.is_empty(),
+        "no runs in {}: give results.csv files written by wattio iobench",
+        files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let runs = rows.iter().map(|r| r.run).max().unwrap_or(0);
+    let meta = Meta {
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        machine: wattio_iobench::machine_description(),
+        java: "see the original runs".into(),
+        energy: wattio_iobench::provenance_of(&rows),
+        cache: {
+            let mut c: Vec<String> = rows.iter().map(|r| r.cache.clone()).collect();
+            c.sort();
+            c.dedup();
+            c.join(", ")
+        },
+        libs: {
+            let mut c: Vec<&str> = rows.iter().map(|r| r.libs.as_str()).collect();
+            c.sort();
+            c.dedup();
+            c.join(", ")
+        },
+        jvm_args: "see the original runs".into(),
+        runs,
+        started_unix_s: wattio_meter::meter::unix_now(),
+        notes: vec![format!(
+            "re-analysed from {}",
+            files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )],
+    };
+    let out = analyse(meta, rows);
+    let w = write_outputs(&out, &a.out)?;
+    print!("{}", console_report(&out));
+    println!(
+        "\nwrote {} and {} plot(s) in {}",
+        w.summary.display(),
+        w.plots.len(),
+        a.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn iobench(a: IobenchArgs) -> Result<ExitCode> {
+    if let Some(files) = &a.from {
+        return reanalyse(&a, files);
+    }
     let meter = Arc::new(a.source.open_meter()?);
     let model = a.source.config().model;
     let mut ops = a.ops.clone();

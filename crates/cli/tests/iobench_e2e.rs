@@ -108,6 +108,22 @@ fn tiny_study_end_to_end() {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     assert_eq!(json["runs"].as_array().unwrap().len(), 6);
+    assert!(out.join("box-read.svg").exists());
+
+    // Re-analysis of the CSV gives the same per-cell medians without running anything.
+    let again = dir.path().join("again");
+    let o = wattio()
+        .args(["iobench", "--from"])
+        .arg(out.join("results.csv"))
+        .arg("-o")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j2: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(again.join("results.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["cells"], j2["cells"]);
 }
 
 #[test]

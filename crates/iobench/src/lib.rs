@@ -110,6 +110,13 @@ pub fn write_outputs(out: &StudyOutput, dir: &Path) -> Result<Written> {
             plots.push(p);
         }
     }
+    for op in Op::EVERY {
+        if let Some(svg) = report::box_svg(&out.runs, op, &prov) {
+            let p = dir.join(format!("box-{op}.svg"));
+            std::fs::write(&p, svg)?;
+            plots.push(p);
+        }
+    }
     if let Some(svg) = report::buffer_svg(&out.cells, &prov) {
         let p = dir.join("buffer-sweep.svg");
         std::fs::write(&p, svg)?;

@@ -365,3 +365,105 @@ pub fn recommendations_text(recs: &[Recommendation]) -> String {
     }
     s
 }
+
+/// Box plot of per-run energy for each method of `op` on its largest size (Figures 3, 8 and 10
+/// of the paper): box = quartiles, line = median, whiskers = min and max, dots = runs.
+pub fn box_svg(rows: &[crate::results::RunRecord], op: Op, provenance: &str) -> Option<String> {
+    let rs: Vec<&crate::results::RunRecord> = rows
+        .iter()
+        .filter(|r| r.op == op && is_main(r.op, r.buffer))
+        .collect();
+    let size = rs.iter().map(|r| r.size).max()?;
+    let mut by: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for r in rs.iter().filter(|r| r.size == size) {
+        by.entry(r.method.as_str()).or_default().push(r.energy_j);
+    }
+    let mut series: Vec<(&str, wattio_stats::Summary, Vec<f64>)> = by
+        .into_iter()
+        .filter_map(|(m, v)| wattio_stats::Summary::of(&v).ok().map(|s| (m, s, v)))
+        .collect();
+    series.sort_by(|a, b| a.1.median.total_cmp(&b.1.median));
+    let ymax = series.iter().map(|s| s.1.max).fold(0.0f64, f64::max) * 1.08;
+    if series.is_empty() || ymax <= 0.0 {
+        return None;
+    }
+    let (w, h, l, t, b) = (80.0 + 90.0 * series.len() as f64, 400.0, 70.0, 60.0, 50.0);
+    let sy = |y: f64| h - b - y / ymax * (h - t - b);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="10" y="20" font-size="14" font-weight="bold">{}: energy per run (J), {size} (lower is better)</text>"#,
+        esc(op.title())
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="10" y="40" fill="darkred">energy {}</text>"#,
+        esc(provenance)
+    );
+    let _ = writeln!(
+        s,
+        r#"<line x1="{l}" y1="{t}" x2="{l}" y2="{}" stroke="black"/>"#,
+        h - b
+    );
+    for k in 0..=4 {
+        let y = ymax * k as f64 / 4.0;
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
+            l - 6.0,
+            sy(y) + 4.0,
+            sig(y)
+        );
+        let _ = writeln!(
+            s,
+            r#"<line x1="{l}" y1="{0:.1}" x2="{1}" y2="{0:.1}" stroke="gainsboro"/>"#,
+            sy(y),
+            w - 10.0
+        );
+    }
+    for (i, (m, st, v)) in series.iter().enumerate() {
+        let cx = l + 50.0 + 90.0 * i as f64;
+        let _ = writeln!(
+            s,
+            r#"<line x1="{cx}" y1="{:.1}" x2="{cx}" y2="{:.1}" stroke="black"/>"#,
+            sy(st.min),
+            sy(st.max)
+        );
+        let _ = writeln!(
+            s,
+            r#"<rect x="{}" y="{:.1}" width="40" height="{:.1}" fill="lightsteelblue" stroke="black"/>"#,
+            cx - 20.0,
+            sy(st.q3),
+            (sy(st.q1) - sy(st.q3)).max(0.5)
+        );
+        let _ = writeln!(
+            s,
+            r#"<line x1="{}" y1="{2:.1}" x2="{}" y2="{2:.1}" stroke="black" stroke-width="2"/>"#,
+            cx - 20.0,
+            cx + 20.0,
+            sy(st.median)
+        );
+        for (k, x) in v.iter().enumerate() {
+            let dx = (k % 5) as f64 * 3.0 - 6.0;
+            let _ = writeln!(
+                s,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="1.8" fill="darkred"/>"#,
+                cx + 28.0 + dx,
+                sy(*x)
+            );
+        }
+        let _ = writeln!(
+            s,
+            r#"<text x="{cx}" y="{}" text-anchor="middle">{}</text>"#,
+            h - b + 16.0,
+            esc(m)
+        );
+    }
+    s.push_str("</svg>\n");
+    Some(s)
+}
