@@ -246,3 +246,72 @@ fn failed_flush_reports_every_lost_write() {
     );
     assert_eq!(c.queued_bytes(), 0);
 }
+
+#[test]
+fn controller_ghost_hints_spin_up_the_disk_and_flush_the_queue() {
+    use wattio_power::{DiskController, DiskPolicy, GhostPolicy};
+    let clock = Arc::new(VirtualClock::new());
+    let p = Profile::builtin("paper-2004").unwrap();
+    let pm = Arc::new(PowerManager::new(clock.clone(), p.base_power_w, 50).unwrap());
+    let disk = pm
+        .register_device(p.storage.clone(), p.storage.high_mode())
+        .unwrap();
+    let net = pm
+        .register_device(p.network.clone(), p.network.high_mode())
+        .unwrap();
+    let ctl = Arc::new(
+        DiskController::new(
+            pm.clone(),
+            disk,
+            DiskPolicy::Stpm {
+                knob: 50.0,
+                base_power_w: p.base_power_w,
+            },
+            Some(GhostPolicy::Paper),
+        )
+        .unwrap(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let c = CacheManager::open(&CacheConfig::new(dir.path()), pm.clone(), disk, net).unwrap();
+    let ctl2 = ctl.clone();
+    c.set_ghost_sink(Arc::new(move |to, hint| {
+        if to == Source::Disk {
+            ctl2.on_ghost(hint).unwrap();
+        }
+    }));
+    for i in 0..5 {
+        c.put_data(&format!("small{i}"), vec![i; 32 * 1024])
+            .unwrap();
+    }
+    // Idle: STPM takes the disk to standby (eq. 3 ladder at K = 50).
+    clock.advance_to(100.0);
+    ctl.poll().unwrap();
+    assert_eq!(
+        pm.current_mode(disk).unwrap(),
+        p.storage.mode_by_name("standby").unwrap()
+    );
+    c.put_data("fetched", vec![9; 1000]).unwrap();
+    assert!(c.queued_bytes() > 0, "deferred while in standby");
+    // A burst of small reads: each is cheaper from the network, each sends a ghost hint.
+    for i in 0..5 {
+        clock.advance_to(100.0 + 0.2 * i as f64);
+        assert_eq!(
+            c.cache_status(&format!("small{i}")).unwrap(),
+            CacheStatus::NetworkPreferred { size: 32768 }
+        );
+    }
+    // The fifth hint passed the threshold: the disk is spinning up; when it arrives, the
+    // power manager's callback flushes the queue.
+    clock.advance_to(100.8 + 0.82);
+    assert_eq!(ctl.poll().unwrap(), Some(p.storage.high_mode()));
+    assert_eq!(c.queued_bytes(), 0);
+    assert_eq!(
+        c.cache_status("small0").unwrap(),
+        CacheStatus::Present { size: 32768 }
+    );
+    drop(c);
+    let files = std::fs::read_dir(dir.path().join("objects"))
+        .unwrap()
+        .count();
+    assert_eq!(files, 6);
+}

@@ -7,9 +7,11 @@
 //! - [`eq`]: equations (1)–(4).
 //! - [`stpm`]: disk ladders (STPM and spin-down baselines) and the network run predictor.
 //! - [`ghost`]: ghost hints and the device-side policies (the paper's, and ours).
+//! - [`controller`]: a live disk STPM controller on any clock (ladder, wake-up, ghost hints).
 //! - [`clock`]: real and virtual clocks.
 
 pub mod clock;
+pub mod controller;
 pub mod device;
 pub mod eq;
 pub mod ghost;
@@ -18,6 +20,7 @@ pub mod profile;
 pub mod stpm;
 
 pub use clock::{Clock, RealClock, VirtualClock};
+pub use controller::{ControlError, DiskController};
 pub use device::{DeviceKind, DeviceSpec, IoModel, IoOp, ModeId, ModeInfo, TransitionCost};
 pub use ghost::{GhostAccumulator, GhostDevice, GhostHint, GhostPolicy};
 pub use manager::{DeviceHandle, PmError, PowerManager, Residency};
