@@ -1,5 +1,5 @@
 //! A live disk STPM controller: drives a registered storage device through its idle ladder and
-//! back up, on any [`Clock`], and reports every mode it enters to the [`PowerManager`] (so
+//! back up, on any [`crate::clock::Clock`], and reports every mode it enters to the [`PowerManager`] (so
 //! callbacks such as the cache manager's write-queue flush fire).
 //!
 //! The simulator replays the same policies on virtual time; this is the piece an application
@@ -7,7 +7,6 @@
 //! `hdparm -y` or writing `power/control`); the default actuator does nothing, which is right for
 //! a device whose firmware follows the reported mode by itself or for tests.
 
-use crate::clock::Clock;
 use crate::device::{DeviceSpec, ModeId};
 use crate::ghost::{GhostAccumulator, GhostDevice, GhostHint, GhostPolicy};
 use crate::manager::{DeviceHandle, PmError, PowerManager};
