@@ -107,8 +107,8 @@ pub enum EnergyFeedback {
     Auto,
     /// The meter (whole machine).
     Meter,
-    /// The model applied to this process: idle power of its active cores plus its CPU time
-    /// at busy power (`ModelParams::energy_j(cores, dt, cpu_s)`). Estimated.
+    /// The model applied to this process: idle power of the CPUs it may use plus its CPU time
+    /// at busy power (`ModelParams::energy_j(cpus, dt, cpu_s)`). Estimated.
     Process,
 }
 
@@ -857,6 +857,10 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
         EnergyFeedback::Auto => !meter_measures,
     };
     let mut proc_energy_j = 0.0;
+    // idle power is charged for every CPU the process may use, whatever Algorithm 3 does:
+    // affinity does not power a core down, so charging only the active ones would credit the
+    // scaler with savings the machine does not make
+    let n_cpus = act.n_cores();
     let cpu_at_start = process_cpu_s();
     let mut prev_snap = snap0.clone();
 
@@ -951,7 +955,7 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
             let cpu = process_cpu_s();
             let cores_now = decision.cores.unwrap_or(act.n_cores()).max(1);
             let load = ((cpu - last_cpu) / (dt * cores_now as f64)).clamp(0.0, 1.0);
-            let proc_j = model.energy_j(cores_now, dt, (cpu - last_cpu).max(0.0));
+            let proc_j = model.energy_j(n_cpus, dt, (cpu - last_cpu).max(0.0));
             proc_energy_j += proc_j;
             last_cpu = cpu;
             let energy = if use_process_feedback {
@@ -1024,9 +1028,8 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
     // the tail since the last interval
     {
         let cpu = process_cpu_s();
-        let cores_now = decision.cores.unwrap_or(act.n_cores()).max(1);
         proc_energy_j += model.energy_j(
-            cores_now,
+            n_cpus,
             last_tick.elapsed().as_secs_f64(),
             (cpu - last_cpu).max(0.0),
         );
@@ -1083,7 +1086,7 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
             cpu_s: process_cpu_s() - cpu_at_start,
             estimated: true,
             provenance: format!("estimated (model: {})", model.name()),
-            scope: "this process: idle power of its active cores + its CPU time at busy power",
+            scope: "this process: idle power of the CPUs it may use + its CPU time at busy power",
         },
         energy_feedback: if use_process_feedback {
             "process-estimate"

@@ -309,7 +309,8 @@ impl ChannelTuner for EemtTuner {
 /// (1−α)·target (estimated as throughput × (n−1)/n), or one channel alone is already above
 /// (1+β)·target, the channel count is kept and the client paces its reads to the target
 /// instead (TCP flow control then slows the sender). Below (1−α)·target the cap is lifted
-/// before any channel is added.
+/// before any channel is added. The transfer starts paced at the target (the cap only binds
+/// when the channels could go faster).
 pub struct EettTuner {
     th: Thresholds,
     state: State,
@@ -328,7 +329,8 @@ impl EettTuner {
             // slow start aims at the target, not at the link (line 1 + §IV-C)
             ss: SlowStart::new(Some(target_bps)),
             target_bps,
-            cap: None,
+            // ours: start paced at the target, so the first timeouts are not spent above it
+            cap: Some(target_bps),
         }
     }
 }
@@ -499,6 +501,7 @@ mod tests {
     fn eett_moves_toward_target_and_caps_below_one_channel() {
         // rates are multiples of 8 so bytes/interval are exact
         let mut t = EettTuner::new(1, 4000.0, Thresholds::default());
+        assert_eq!(t.rate_cap_bps(), Some(4000.0), "starts paced at the target");
         t.on_timeout(&obs(2000.0, None, 1)); // slow start ×2
         assert_eq!(t.num_ch(), 2);
         t.on_timeout(&obs(4000.0, None, 1));
