@@ -285,7 +285,8 @@ impl Dev {
         let dur = io.time_s(op, bytes);
         let start = ready;
         let end = start + dur;
-        self.energy += (io.power_w(op) - m.power_w).max(0.0) * dur;
+        // The I/O power replaces the idle power for the duration (it may be lower: see paper-2004.toml).
+        self.energy += (io.power_w(op) - m.power_w) * dur;
         self.busy_until = end;
         self.idle_since = end;
         self.rung = 0;
