@@ -42,6 +42,16 @@ fn crash_child_writer() {
     }
 }
 
+/// Kills the child if the parent fails before killing it itself.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn kill_mid_write_leaves_no_corrupt_entry() {
     let exe = std::env::current_exe().unwrap();
@@ -49,7 +59,7 @@ fn kill_mid_write_leaves_no_corrupt_entry() {
     let mut interrupted = 0;
     for round in 0..6u64 {
         let dir = tempfile::tempdir().unwrap();
-        let mut child = Command::new(&exe)
+        let child = Command::new(&exe)
             .args([
                 "--ignored",
                 "--exact",
@@ -62,8 +72,9 @@ fn kill_mid_write_leaves_no_corrupt_entry() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
+        let mut child = KillOnDrop(child);
         // Wait for a few completed writes, then kill at a varying moment.
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
         let start = Instant::now();
         let want = 3 + round * 4;
         let mut seen = 0;
@@ -81,8 +92,8 @@ fn kill_mid_write_leaves_no_corrupt_entry() {
             }
         }
         std::thread::sleep(Duration::from_micros(200 * round));
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
+        child.0.kill().unwrap(); // SIGKILL
+        child.0.wait().unwrap();
         assert!(seen >= want, "child wrote only {seen} objects");
 
         let (store, index, report) = FsStore::open(dir.path()).unwrap();
