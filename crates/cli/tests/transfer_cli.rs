@@ -319,3 +319,69 @@ fn many_small_files_under_a_low_descriptor_limit() {
         );
     }
 }
+
+/// With a cpufreq fixture under WATTIO_ROOT, the transfer clamps scaling_max_freq (Algorithm 1
+/// starts min-energy at the lowest step); SIGTERM mid-transfer ends it with a one-line error,
+/// keeps the partial data and puts the original limit back.
+#[test]
+fn sigterm_restores_cpufreq_and_keeps_partial_data() {
+    let root = tempfile::tempdir().unwrap();
+    let pol = root.path().join("sys/devices/system/cpu/cpufreq/policy0");
+    std::fs::create_dir_all(&pol).unwrap();
+    std::fs::write(pol.join("cpuinfo_min_freq"), "800000\n").unwrap();
+    std::fs::write(pol.join("cpuinfo_max_freq"), "3500000\n").unwrap();
+    std::fs::write(pol.join("scaling_max_freq"), "3500000\n").unwrap();
+    std::fs::write(pol.join("scaling_governor"), "performance\n").unwrap();
+    std::fs::write(
+        pol.join("scaling_available_governors"),
+        "performance powersave\n",
+    )
+    .unwrap();
+
+    let src = tempfile::tempdir().unwrap();
+    dataset(src.path());
+    let port = free_port();
+    let _s = Serve::start(src.path(), port, &["--rate-limit", "8mbit"]);
+    let dst = tempfile::tempdir().unwrap();
+    let child = Command::new(BIN)
+        .env("WATTIO_ROOT", root.path())
+        .arg("transfer")
+        .arg(format!("http://127.0.0.1:{port}/"))
+        .arg(dst.path())
+        .args(["--sla", "min-energy", "--cpu-actuator", "none", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while std::fs::read_to_string(pol.join("scaling_max_freq"))
+        .unwrap()
+        .trim()
+        != "800000"
+    {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "frequency never clamped"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    unsafe { libc_kill(child.id() as i32, 15) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("interrupted by SIGTERM") && err.contains("rerun the same command to resume"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(pol.join("scaling_max_freq"))
+            .unwrap()
+            .trim(),
+        "3500000"
+    );
+    assert!(
+        dst.path().join("a.bin.wattio-part").exists(),
+        "partial data kept"
+    );
+}

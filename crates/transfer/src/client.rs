@@ -920,6 +920,20 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
     let mut last_cpu = process_cpu_s();
     let mut tick = tokio::time::interval(Duration::from_millis(20));
     let n_jobs = shared.files.len();
+    // SIGINT/SIGTERM end the transfer through the normal error path, so the actuator puts
+    // frequencies, governors and CPUs back before the process exits
+    {
+        let sh = shared.clone();
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("cannot install a SIGTERM handler")?;
+        tokio::spawn(async move {
+            let which = tokio::select! {
+                _ = tokio::signal::ctrl_c() => "SIGINT",
+                _ = term.recv() => "SIGTERM",
+            };
+            sh.fail(format!("interrupted by {which}"));
+        });
+    }
     loop {
         tick.tick().await;
         if shared.failed() {
