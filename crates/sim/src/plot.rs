@@ -53,24 +53,42 @@ pub fn chart(
         ymax = ymax.max(r.1);
     }
     let ymax = if ymax <= 0.0 { 1.0 } else { nice(ymax * 1.1) };
-    let ypos = |v: f64| t + ph * (1.0 - v / ymax);
+    // Start the axis above zero when every value is far from it (energy), so differences show;
+    // the tick labels say where it starts.
+    let mut ymin = f64::INFINITY;
+    for s in series {
+        for p in &s.points {
+            ymin = ymin.min(p.1);
+        }
+    }
+    for r in refs {
+        ymin = ymin.min(r.1);
+    }
+    let ymin = if ymin.is_finite() && ymin > 0.4 * ymax {
+        (ymin * 0.9 / (ymax / 10.0)).floor() * (ymax / 10.0)
+    } else {
+        0.0
+    };
+    let ypos = |v: f64| t + ph * (1.0 - (v - ymin) / (ymax - ymin));
     let mut o = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">{}</text>\n",
         l + pw / 2.0,
         esc(title)
     );
     // Axes and grid.
-    for i in 0..=5 {
-        let v = ymax * i as f64 / 5.0;
+    let step = nice((ymax - ymin) / 5.0);
+    let mut v = ymin;
+    while v <= ymax + 1e-9 {
         let y = ypos(v);
         o += &format!("<line x1=\"{l}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/>\n<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\n", l + pw, l - 6.0, y + 4.0, fmt(v));
+        v += step;
     }
     for k in xs {
         let x = xpos(k);
         o += &format!("<line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"#999\"/>\n<text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{k}</text>\n", t + ph, t + ph + 5.0, t + ph + 18.0);
     }
     o += &format!("<rect x=\"{l}\" y=\"{t}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"#333\"/>\n");
-    o += &format!("<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">knob (0 = energy, 100 = performance)</text>\n", l + pw / 2.0, t + ph + 36.0);
+    o += &format!("<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">knob (0 = energy, 100 = performance; sweep points evenly spaced)</text>\n", l + pw / 2.0, t + ph + 36.0);
     o += &format!(
         "<text transform=\"translate(16,{:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
         t + ph / 2.0,
