@@ -115,6 +115,10 @@ pub struct CacheConfig {
     pub root: PathBuf,
     /// Write-queue cap in bytes (default 4 MB).
     pub queue_cap_bytes: u64,
+    /// Flush when the oldest queued operation is older than this many seconds (bounds the work
+    /// a crash can lose, like laptop-mode's and TLP's "max lost work"); `None` (default, as in
+    /// the paper) waits for the disk to spin up or the queue to fill.
+    pub max_lost_work_s: Option<f64>,
 }
 
 impl CacheConfig {
@@ -123,6 +127,7 @@ impl CacheConfig {
         Self {
             root: root.into(),
             queue_cap_bytes: DEFAULT_CAP_BYTES,
+            max_lost_work_s: None,
         }
     }
 }
@@ -141,6 +146,9 @@ struct State {
     queue: WriteQueue<WriteOp>,
     lost: Vec<LostWrite>,
     flushes: u64,
+    /// Clock time of the oldest queued operation.
+    oldest: Option<f64>,
+    max_lost_work_s: Option<f64>,
 }
 
 /// Receives ghost hints: the device that would have been better, and the hint.
@@ -177,6 +185,7 @@ fn flush_locked(st: &mut State) -> FlushReport {
         return rep;
     }
     st.flushes += 1;
+    st.oldest = None;
     for op in &ops {
         match apply(&st.store, op) {
             Ok(()) => rep.written += 1,
@@ -229,6 +238,8 @@ impl CacheManager {
             queue: WriteQueue::new(cfg.queue_cap_bytes),
             lost: Vec::new(),
             flushes: 0,
+            oldest: None,
+            max_lost_work_s: cfg.max_lost_work_s,
         }));
         let high = pm.spec(disk)?.high_mode();
         let weak: Weak<Mutex<State>> = Arc::downgrade(&state);
@@ -362,7 +373,14 @@ impl CacheManager {
             apply(&st.store, &op)?;
             return Ok(());
         }
-        match st.queue.push(op) {
+        let now = self.pm.clock().now();
+        if let (Some(max), Some(oldest)) = (st.max_lost_work_s, st.oldest) {
+            if now - oldest > max {
+                // Too much work at risk: write the queue now even though the disk is down.
+                flush_locked(st);
+            }
+        }
+        let r = match st.queue.push(op) {
             Ok(()) => Ok(()),
             Err(op) => {
                 // Full: flush (the disk spins up for it), then queue, or write through if the
@@ -376,7 +394,11 @@ impl CacheManager {
                     }
                 }
             }
+        };
+        if !st.queue.is_empty() && st.oldest.is_none() {
+            st.oldest = Some(now);
         }
+        r
     }
 
     /// `PutData`: store an object (deferred while the disk is in a low-power mode).
@@ -435,6 +457,20 @@ impl CacheManager {
     /// Write every queued operation now.
     pub fn flush(&self) -> FlushReport {
         flush_locked(&mut lock(&self.state))
+    }
+
+    /// Flush if the oldest queued operation is older than `max_lost_work_s` (call from a timer
+    /// when the application may stay idle). Returns whether it flushed.
+    pub fn flush_if_too_old(&self) -> bool {
+        let now = self.pm.clock().now();
+        let mut st = lock(&self.state);
+        match (st.max_lost_work_s, st.oldest) {
+            (Some(max), Some(oldest)) if now - oldest > max => {
+                flush_locked(&mut st);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Bytes waiting in the queue (data at risk in a crash).

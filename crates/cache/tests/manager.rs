@@ -315,3 +315,34 @@ fn controller_ghost_hints_spin_up_the_disk_and_flush_the_queue() {
         .count();
     assert_eq!(files, 6);
 }
+
+#[test]
+fn max_lost_work_bounds_the_age_of_queued_writes() {
+    let clock = Arc::new(VirtualClock::new());
+    let p = Profile::builtin("paper-2004").unwrap();
+    let pm = Arc::new(PowerManager::new(clock.clone(), p.base_power_w, 50).unwrap());
+    let standby = p.storage.mode_by_name("standby").unwrap();
+    let disk = pm.register_device(p.storage.clone(), standby).unwrap();
+    let net = pm
+        .register_device(p.network.clone(), p.network.high_mode())
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = CacheConfig::new(dir.path());
+    cfg.max_lost_work_s = Some(60.0);
+    let c = CacheManager::open(&cfg, pm.clone(), disk, net).unwrap();
+    c.put_data("a", vec![1; 100]).unwrap();
+    clock.advance_to(30.0);
+    c.put_data("b", vec![2; 100]).unwrap();
+    assert!(!c.flush_if_too_old());
+    assert_eq!(c.flushes(), 0);
+    // 61 s after the first queued write: the next write flushes the old ones first.
+    clock.advance_to(61.0);
+    c.put_data("c", vec![3; 100]).unwrap();
+    assert_eq!(c.flushes(), 1);
+    assert_eq!(c.queued_bytes(), 1 + 100);
+    // A timer catches an idle application too.
+    clock.advance_to(200.0);
+    assert!(c.flush_if_too_old());
+    assert_eq!(c.queued_bytes(), 0);
+    assert!(!c.flush_if_too_old());
+}
