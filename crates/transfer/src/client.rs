@@ -885,6 +885,10 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
             .collect()
     };
     let mut decision = ctl.initial(&remaining_vec(&shared));
+    if let Some(cap) = decision.rate_cap_bps {
+        shared.rate_cap.store(cap as u64, Ordering::SeqCst);
+        *shared.cap_epoch.lock().unwrap() = (Instant::now(), 0);
+    }
     // Algorithm 1's ccLevel split is the first budget
     for (i, p) in shared.parts.iter().enumerate() {
         p.target.store(
@@ -1375,16 +1379,20 @@ fn record_done(sh: &Shared, c: &Chunk, len: u64) {
 }
 
 async fn pace(sh: &Shared) {
-    let cap = sh.rate_cap.load(Ordering::Relaxed);
-    if cap == 0 {
-        return;
-    }
-    let (t0, b0) = *sh.cap_epoch.lock().unwrap();
-    let got = sh.received.load(Ordering::Relaxed).saturating_sub(b0);
-    let due = Duration::from_secs_f64(got as f64 * 8.0 / cap as f64);
-    let el = t0.elapsed();
-    if due > el {
-        tokio::time::sleep((due - el).min(Duration::from_millis(500))).await;
+    // sleep in short steps so a lifted or changed cap takes effect quickly
+    loop {
+        let cap = sh.rate_cap.load(Ordering::Relaxed);
+        if cap == 0 {
+            return;
+        }
+        let (t0, b0) = *sh.cap_epoch.lock().unwrap();
+        let got = sh.received.load(Ordering::Relaxed).saturating_sub(b0);
+        let due = Duration::from_secs_f64(got as f64 * 8.0 / cap as f64);
+        let el = t0.elapsed();
+        if due <= el {
+            return;
+        }
+        tokio::time::sleep((due - el).min(Duration::from_millis(100))).await;
     }
 }
 
@@ -1499,7 +1507,13 @@ async fn run_connection(
                     .with_context(|| format!("cannot write {}; check the disk", j.part_path.display()))?;
                 while written < c.len {
                     pace(sh).await;
-                    let want = ((c.len - written) as usize).min(body.len());
+                    // smaller reads while paced keep the bursts above the cap small
+                    let step = if sh.rate_cap.load(Ordering::Relaxed) > 0 {
+                        32 * 1024
+                    } else {
+                        body.len()
+                    };
+                    let want = ((c.len - written) as usize).min(step);
                     let n = if !rb.avail().is_empty() {
                         let t = rb.take(want);
                         body[..t.len()].copy_from_slice(&t);

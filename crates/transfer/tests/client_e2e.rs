@@ -245,3 +245,37 @@ fn clear_errors() {
     .unwrap_err();
     assert!(e.to_string().contains("HTTP 404"), "{e}");
 }
+
+/// EETT on loopback, where one connection could go at memory speed: the client paces its
+/// reads, so the run cannot beat the target by much (an upper bound that does not depend on
+/// how busy the machine is; the lower bound is loose for the same reason).
+#[test]
+fn eett_paces_to_its_target_on_a_fast_path() {
+    let src = tempfile::tempdir().unwrap();
+    let rels = common::make_dataset(src.path(), &[("a.bin", 3_000_000), ("b.bin", 3_000_000)]);
+    let h = ServerHandle::start(ServerConfig::new(src.path()), "127.0.0.1:0").unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let target = 40e6; // 6 MB at 40 Mbit/s: 1.2 s
+    let s = run_transfer(&opts(
+        format!("http://{}/", h.addr),
+        dst.path(),
+        Sla::Target(target),
+    ))
+    .unwrap();
+    common::assert_same_tree(src.path(), dst.path(), &rels);
+    eprintln!(
+        "EETT on loopback: {:.1} Mbit/s for a 40 Mbit/s target",
+        s.throughput_bps / 1e6
+    );
+    assert!(
+        s.throughput_bps <= 1.15 * target,
+        "{} bit/s",
+        s.throughput_bps
+    );
+    assert!(
+        s.throughput_bps >= 0.5 * target,
+        "{} bit/s",
+        s.throughput_bps
+    );
+    assert!(s.intervals.iter().any(|i| i.rate_cap_mbps == Some(40.0)));
+}
