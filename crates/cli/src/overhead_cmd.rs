@@ -39,6 +39,13 @@ pub struct OverheadArgs {
     /// Multiplies the stress-ng bogo-op counts (1.0 ≈ 1-2 s per run on a 2-vCPU VM).
     #[arg(long)]
     scale: Option<f64>,
+    /// Run order within each round: "shuffled" (default; a new order every round, from
+    /// --seed) or "fixed" (the paper's order: off first, then rising frequency).
+    #[arg(long, default_value = "shuffled", value_parser = ["shuffled", "fixed"])]
+    order: String,
+    /// Seed of the shuffled order (the run order is reproducible).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
     /// Seconds between starting the recorder and starting the workload.
     #[arg(long, default_value_t = 0.2)]
     settle: f64,
@@ -70,10 +77,8 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
     if reps == 0 || rounds == 0 {
         bail!("--reps and --rounds must be at least 1");
     }
-    if !(idle_s.is_finite() && idle_s >= 0.0)
-        || !(scale.is_finite() && scale > 0.0)
-        || !(a.settle.is_finite() && a.settle >= 0.0)
-    {
+    let non_negative = |v: f64| v.is_finite() && v >= 0.0;
+    if !(non_negative(idle_s) && non_negative(a.settle) && scale.is_finite() && scale > 0.0) {
         bail!("--idle-s and --settle must be >= 0 and --scale > 0");
     }
     if a.freqs.is_empty()
@@ -125,7 +130,7 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
             argv,
         }]
     };
-    let plan = Plan {
+    let mut plan = Plan {
         workloads,
         mechanisms,
         freqs: a.freqs.clone(),
@@ -133,6 +138,7 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
         rounds,
         idle_s,
         settle_s: a.settle,
+        shuffle_seed: (a.order == "shuffled").then_some(a.seed),
     };
     let out_dir = a.output.clone().unwrap_or_else(|| {
         let t = std::time::SystemTime::now()
@@ -143,6 +149,31 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
     });
     let exe =
         std::env::current_exe().context("cannot find the wattio executable to run as recorder")?;
+
+    // Preflight: a mechanism `probe` calls usable may still fail to record (e.g. perf
+    // counters that never advance in a VM); find out before spending minutes.
+    let max_f = plan.freqs.iter().cloned().fold(0.0, f64::max);
+    let probe = Runner {
+        plan: &plan,
+        wattio_exe: exe.clone(),
+        out_dir: out_dir.clone(),
+        root: root.clone(),
+        model,
+    };
+    let mut failed = Vec::new();
+    for m in &plan.mechanisms {
+        if let Err(e) = probe.preflight(m, max_f) {
+            if a.mechanisms != "auto" {
+                bail!("mechanism {m} cannot record: {e}");
+            }
+            eprintln!("wattio overhead: leaving out {m}: {e}");
+            failed.push(m.clone());
+        }
+    }
+    plan.mechanisms.retain(|m| !failed.contains(m));
+    if plan.mechanisms.is_empty() {
+        bail!("no mechanism could record (see above); run `wattio probe`");
+    }
 
     // Warm-up: one untimed run of each workload (page cache, CPU frequency) that also
     // gives the time estimate.
@@ -184,7 +215,7 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
     );
     let runner = Runner {
         plan: &plan,
-        wattio_exe: exe,
+        wattio_exe: exe.clone(),
         out_dir: out_dir.clone(),
         root: root.clone(),
         model,
@@ -218,6 +249,16 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
         cmdline.join(" ")
     );
     let _ = writeln!(md, "Machine: {}\n", machine_line(&root));
+    let _ = writeln!(
+        md,
+        "Schedule: {} rounds × {} consecutive runs per combination, order {}; outliers outside [q1 − 3·IQR, q3 + 3·IQR] removed per combination; one-sided Wilcoxon rank-sum (H1: slower / more power with measurement), Holm over each table; shift = Hodges–Lehmann (with − without).\n",
+        rounds,
+        reps,
+        match plan.shuffle_seed {
+            Some(s) => format!("shuffled per round (seed {s})"),
+            None => "fixed (off first, then rising frequency, as in the paper)".into(),
+        }
+    );
     for w in &plan.workloads {
         let _ = writeln!(md, "- workload `{}`: `{}`", w.name, w.argv.join(" "));
     }

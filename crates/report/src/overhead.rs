@@ -690,6 +690,21 @@ pub struct Plan {
     pub idle_s: f64,
     /// Pause after starting the recorder (and in "off" runs) before the workload starts.
     pub settle_s: f64,
+    /// Shuffle the order of combinations in every round with this seed; `None` keeps the
+    /// paper's fixed order. A fixed order ties each combination to one position in the
+    /// cycle, so anything that drifts with that position (other tenants' load, the
+    /// transition between workloads) looks like an effect of the combination.
+    pub shuffle_seed: Option<u64>,
+}
+
+/// SplitMix64 (Steele, Lea & Flood 2014): a tiny, well-known generator, enough for a
+/// reproducible run order (not for statistics).
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// One visit of the round-robin schedule: `reps` consecutive runs of one combination.
@@ -725,11 +740,19 @@ impl Plan {
     }
 
     /// The schedule of the paper's Figure 6: every combination gets `reps_per_visit` runs,
-    /// in order, and the whole cycle repeats `rounds` times.
+    /// then the next one, and the whole cycle repeats `rounds` times — in the same order
+    /// each round, or shuffled per round (Fisher–Yates) when `shuffle_seed` is set.
     pub fn schedule(&self) -> Vec<Visit> {
-        let combos = self.combinations();
+        let mut combos = self.combinations();
+        let mut rng = self.shuffle_seed.unwrap_or(0);
         let mut v = Vec::new();
         for round in 0..self.rounds {
+            if self.shuffle_seed.is_some() {
+                for i in (1..combos.len()).rev() {
+                    let j = (splitmix64(&mut rng) % (i as u64 + 1)) as usize;
+                    combos.swap(i, j);
+                }
+            }
             for (w, m, f) in &combos {
                 v.push(Visit {
                     round,
@@ -1005,6 +1028,19 @@ pub struct Outcome {
 }
 
 impl Runner<'_> {
+    /// Starts and stops a recorder for `mechanism` at `freq_hz` for a moment, so a mechanism
+    /// that cannot record (dead counters, no permission) is found before the study starts.
+    pub fn preflight(&self, mechanism: &str, freq_hz: f64) -> Result<(), RunError> {
+        let dir = self.out_dir.join(".preflight");
+        std::fs::create_dir_all(&dir)?;
+        let r = Recorder::start(&self.wattio_exe, mechanism, freq_hz, &dir).and_then(|rec| {
+            std::thread::sleep(Duration::from_millis(200));
+            rec.stop().map(|_| ())
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+        r
+    }
+
     /// Runs the whole schedule, appending every run to `runs.csv` / `idle.csv` in
     /// `out_dir` as it finishes (a crash loses at most the run in progress).
     pub fn run(&self, progress: Progress) -> Result<Outcome, RunError> {
@@ -1177,6 +1213,7 @@ mod tests {
             rounds: 2,
             idle_s: 2.0,
             settle_s: 0.2,
+            shuffle_seed: None,
         }
     }
 
@@ -1192,6 +1229,26 @@ mod tests {
         assert_eq!(s[24].round, 1);
         assert_eq!((s[24].workload, s[24].mechanism.clone()), (Some(0), None));
         assert!(s.iter().all(|v| v.reps == 3));
+    }
+
+    #[test]
+    fn shuffled_schedule_covers_every_combination_each_round() {
+        let mut p = plan();
+        p.shuffle_seed = Some(42);
+        let s = p.schedule();
+        let fixed = plan().schedule();
+        assert_eq!(s.len(), fixed.len());
+        assert_ne!(s, fixed, "seed 42 should change the order");
+        let key = |v: &Visit| format!("{:?}{:?}{}", v.workload, v.mechanism, v.freq_hz);
+        for round in 0..2 {
+            let mut a: Vec<String> = s.iter().filter(|v| v.round == round).map(key).collect();
+            let mut b: Vec<String> = fixed.iter().filter(|v| v.round == round).map(key).collect();
+            a.sort();
+            b.sort();
+            assert_eq!(a, b);
+        }
+        // Same seed, same order.
+        assert_eq!(s, p.schedule());
     }
 
     #[test]
