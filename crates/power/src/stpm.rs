@@ -356,14 +356,15 @@ impl NetStpm {
         }
     }
 
-    /// Idle time after which the card goes back to its low mode: eq. (3) for the network.
+    /// The mode the device returns to when idle: its deepest mode (802.11 PSM; LTE RRC idle,
+    /// which cannot transfer and needs a promotion).
+    pub fn idle_mode(&self) -> ModeId {
+        deepest_mode(&self.spec).unwrap_or_else(|| self.spec.high_mode())
+    }
+
+    /// Idle time after which the card goes back to its idle mode: eq. (3) for the network.
     pub fn idle_timeout(&self) -> f64 {
-        stpm_break_even(
-            &self.spec,
-            self.spec.low_readable_mode(),
-            self.base_power_w,
-            self.knob,
-        )
+        stpm_break_even(&self.spec, self.idle_mode(), self.base_power_w, self.knob)
     }
 
     fn run_gap(&self) -> f64 {
@@ -597,6 +598,21 @@ mod tests {
         without.end_run_if_idle(now + 100.0);
         assert_eq!(with.runs().weight(5), 1.0);
         assert!(without.runs().weight(1) > 4.0);
+    }
+
+    #[test]
+    fn lte_idle_mode_is_rrc_idle_with_a_finite_timeout() {
+        // LTE: promotion 0.26 s / 0.3146 J, release free; connected 1.06 W, idle 0.02 W, base 5 W.
+        // C_E = 0 − 1.06·0 + 0.3146 + 5·0.26 = 1.6146 J; K = 50:
+        // T_be = (0.26·50 + 1.6146·50) / (1.04·50) = 1.8746 / 1.04 = 1.802500 s.
+        let p = Profile::builtin("laptop-hdd-lte").unwrap();
+        let n = NetStpm::new(p.network.clone(), 5.0, 50.0);
+        assert_eq!(p.network.modes[n.idle_mode().0].name, "idle");
+        assert!(
+            (n.idle_timeout() - 1.8746 / 1.04).abs() < 1e-9,
+            "{}",
+            n.idle_timeout()
+        );
     }
 
     #[test]

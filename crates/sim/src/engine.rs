@@ -350,7 +350,7 @@ impl<'a> Sim<'a> {
                 let st = NetStpm::new(n.clone(), profile.base_power_w, k);
                 (
                     n.high_mode(),
-                    stpm::make_ladder(n, vec![(st.idle_timeout(), n.low_readable_mode())]),
+                    stpm::make_ladder(n, vec![(st.idle_timeout(), st.idle_mode())]),
                 )
             }
         };
