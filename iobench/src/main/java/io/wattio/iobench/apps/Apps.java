@@ -14,11 +14,8 @@ import java.io.OutputStream;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
 import java.nio.ByteBuffer;
-import java.nio.CharBuffer;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.charset.CharsetEncoder;
-import java.nio.charset.CoderResult;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -83,16 +80,17 @@ public final class Apps {
             case "channel": {
                 FileChannel ch = FileChannel.open(out, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
                 ByteBuffer bb = ByteBuffer.allocate(8192);
-                CharsetEncoder enc = StandardCharsets.UTF_8.newEncoder();
                 return new Sink() {
                     public void line(String s) throws IOException {
-                        CharBuffer cb = CharBuffer.wrap(s);
-                        while (true) {
-                            CoderResult r = enc.encode(cb, bb, false);
-                            if (!r.isOverflow()) {
-                                break;
+                        byte[] b = s.getBytes(StandardCharsets.UTF_8);
+                        int off = 0;
+                        while (off < b.length) {
+                            if (!bb.hasRemaining()) {
+                                drain();
                             }
-                            drain();
+                            int k = Math.min(bb.remaining(), b.length - off);
+                            bb.put(b, off, k);
+                            off += k;
                         }
                     }
 
