@@ -279,3 +279,39 @@ fn eett_paces_to_its_target_on_a_fast_path() {
     );
     assert!(s.intervals.iter().any(|i| i.rate_cap_mbps == Some(40.0)));
 }
+
+/// Resume bookkeeping on its own: a `.done` log with one valid record and a torn one resumes
+/// exactly the recorded range; a part file of the wrong size is started afresh.
+#[test]
+fn resume_uses_done_records_and_discards_mismatched_parts() {
+    let src = tempfile::tempdir().unwrap();
+    let rels = common::make_dataset(src.path(), &[("a.bin", 1_000_000), ("b.bin", 500_000)]);
+    let a = std::fs::read(src.path().join("a.bin")).unwrap();
+    let h = ServerHandle::start(ServerConfig::new(src.path()), "127.0.0.1:0").unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    // a.bin: first 400 000 bytes present and recorded, then a torn 7-byte record
+    let mut part = a[..400_000].to_vec();
+    part.resize(1_000_000, 0);
+    std::fs::write(dst.path().join("a.bin.wattio-part"), &part).unwrap();
+    let mut log = Vec::new();
+    log.extend_from_slice(&0u64.to_le_bytes());
+    log.extend_from_slice(&400_000u64.to_le_bytes());
+    log.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7]);
+    std::fs::write(dst.path().join("a.bin.wattio-part.done"), &log).unwrap();
+    // b.bin: a part file of the wrong size with a record claiming everything
+    std::fs::write(dst.path().join("b.bin.wattio-part"), vec![0xAA; 123]).unwrap();
+    let mut log = Vec::new();
+    log.extend_from_slice(&0u64.to_le_bytes());
+    log.extend_from_slice(&500_000u64.to_le_bytes());
+    std::fs::write(dst.path().join("b.bin.wattio-part.done"), &log).unwrap();
+
+    let s = run_transfer(&opts(
+        format!("http://{}/", h.addr),
+        dst.path(),
+        Sla::MaxThroughput,
+    ))
+    .unwrap();
+    common::assert_same_tree(src.path(), dst.path(), &rels);
+    assert_eq!(s.resumed_bytes, 400_000);
+    assert_eq!(s.bytes, 600_000 + 500_000);
+}
