@@ -1323,7 +1323,7 @@ async fn channel_task(sh: Arc<Shared>, pi: usize) {
                     ));
                     break;
                 }
-                // exponential backoff, 100 ms doubling to 2 s, with a little spread per channel
+                // exponential backoff: 200 ms after the first failure, doubling to 2 s, plus a little spread per channel
                 let base = 100u64.saturating_mul(1 << failures.min(5)).min(2000);
                 let spread = (pi as u64 * 37 + failures as u64 * 11) % 50;
                 tokio::time::sleep(Duration::from_millis(base + spread)).await;
