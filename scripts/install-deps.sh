@@ -7,6 +7,7 @@ PACKAGES=(
   chromium
   curl
   iproute2
+  iputils-ping
   maven
   nghttp2-client
   nginx

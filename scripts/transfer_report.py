@@ -75,23 +75,46 @@ def tool_key(t):
     return (TOOL_ORDER.index(t) if t in TOOL_ORDER else len(TOOL_ORDER), t)
 
 
-def bar_chart(path, title, ylabel, groups, series, value, hline=None, hline_label=None, fmt="{:.0f}"):
-    """Grouped bars: one group per entry of `groups`, one bar per entry of `series`."""
-    W, H, L, R, T, B = 960, 440, 70, 20, 40, 110
+def nice_step(vmax, ticks=5):
+    """A 1/2/2.5/5 × 10^k tick step so that `ticks` steps cover vmax."""
+    import math
+    raw = vmax / ticks
+    k = 10 ** math.floor(math.log10(raw))
+    for m in (1, 2, 2.5, 5, 10):
+        if m * k >= raw:
+            return m * k
+    return 10 * k
+
+
+def bar_chart(path, title, ylabel, groups, series, value, hline=None, hline_label=None, fmt="{:.0f}",
+              colors=None, band=None):
+    """Grouped bars: one group per entry of `groups`, one bar per entry of `series`, each bar
+    labelled with its value. `band(g)` -> (lo, hi) shades a tolerance band behind a group."""
+    colors = colors or COLORS
+    W, H, L, R, T, B = 960, 460, 70, 20, 40, 110
     vals = [value(g, s) for g in groups for s in series]
-    vmax = max([v for v in vals if v is not None] + ([hline] if hline else []) + [1e-9]) * 1.12
+    top = max([v for v in vals if v is not None] + ([hline] if hline else []) + [1e-9]) * 1.12
+    step = nice_step(top)
+    nt = max(1, int(-(-top // step)))
+    vmax = step * nt
     pw, ph = W - L - R, H - T - B
     gw = pw / len(groups)
     bw = gw * 0.84 / max(1, len(series))
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
            f'<rect width="{W}" height="{H}" fill="white"/>',
            f'<text x="{W/2}" y="22" text-anchor="middle" font-size="14">{escape(title)}</text>']
-    for i in range(6):  # grid and y ticks
-        v = vmax * i / 5
-        y = T + ph - ph * i / 5
+    for i in range(nt + 1):  # grid and y ticks
+        v = step * i
+        y = T + ph - ph * i / nt
         out.append(f'<line x1="{L}" y1="{y:.1f}" x2="{W-R}" y2="{y:.1f}" stroke="#ddd"/>')
         out.append(f'<text x="{L-6}" y="{y+4:.1f}" text-anchor="end">{fmt.format(v)}</text>')
     out.append(f'<text transform="translate(16,{T+ph/2}) rotate(-90)" text-anchor="middle">{escape(ylabel)}</text>')
+    if band:
+        for gi, g in enumerate(groups):
+            lo, hi = band(g)
+            y0, y1 = T + ph - ph * hi / vmax, T + ph - ph * lo / vmax
+            out.append(f'<rect x="{L+gi*gw+gw*0.04:.1f}" y="{y0:.1f}" width="{gw*0.92:.1f}" height="{y1-y0:.1f}" '
+                       f'fill="#2ca02c" fill-opacity="0.15"><title>{escape(str(g))}: target ±10 %</title></rect>')
     for gi, g in enumerate(groups):
         x0 = L + gi * gw + gw * 0.08
         for si, s in enumerate(series):
@@ -101,7 +124,10 @@ def bar_chart(path, title, ylabel, groups, series, value, hline=None, hline_labe
             h = ph * v / vmax
             x = x0 + si * bw
             out.append(f'<rect x="{x:.1f}" y="{T+ph-h:.1f}" width="{bw*0.92:.1f}" height="{h:.1f}" '
-                       f'fill="{COLORS[si % len(COLORS)]}"><title>{escape(str(g))} / {escape(s)}: {fmt.format(v)}</title></rect>')
+                       f'fill="{colors[si % len(colors)]}"><title>{escape(str(g))} / {escape(s)}: {fmt.format(v)}</title></rect>')
+            cx, cy = x + bw * 0.46, T + ph - h - 3
+            out.append(f'<text x="{cx:.1f}" y="{cy:.1f}" font-size="8" text-anchor="start" '
+                       f'transform="rotate(-90 {cx:.1f} {cy:.1f})" dy="3">{fmt.format(v)}</text>')
         out.append(f'<text x="{L+gi*gw+gw/2:.1f}" y="{T+ph+16}" text-anchor="middle" font-size="12">{escape(str(g))}</text>')
     if hline:
         y = T + ph - ph * hline / vmax
@@ -112,7 +138,7 @@ def bar_chart(path, title, ylabel, groups, series, value, hline=None, hline_labe
     for si, s in enumerate(series):  # legend
         lx = L + (si % per_row) * 170
         ly = T + ph + 38 + (si // per_row) * 18
-        out.append(f'<rect x="{lx}" y="{ly-9}" width="12" height="12" fill="{COLORS[si % len(COLORS)]}"/>')
+        out.append(f'<rect x="{lx}" y="{ly-9}" width="12" height="12" fill="{colors[si % len(colors)]}"/>')
         out.append(f'<text x="{lx+16}" y="{ly+1}">{escape(s)}</text>')
     out.append("</svg>")
     with open(path, "w") as f:
@@ -188,9 +214,11 @@ def main(run):
         labels = [f"{100*r['target_mbit']/link:.0f} %" for r in eett]
         by = {f"{100*r['target_mbit']/link:.0f} %": r for r in eett}
         bar_chart(os.path.join(run, "transfer-eett.svg"),
-                  "EETT: achieved throughput vs target (mixed dataset)", "Mbit/s", labels,
+                  "EETT: achieved throughput vs target (mixed dataset; green band: target ±10 %)", "Mbit/s", labels,
                   ["target", "achieved"],
-                  lambda g, s: {"target": by[g]["target_mbit"], "achieved": by[g]["throughput_mbit"]}[s])
+                  lambda g, s: {"target": by[g]["target_mbit"], "achieved": by[g]["throughput_mbit"]}[s],
+                  colors=["#7f7f7f", "#d62728"],
+                  band=lambda g: (0.9 * by[g]["target_mbit"], 1.1 * by[g]["target_mbit"]))
     with open(os.path.join(run, "report.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     print("\n".join(md))
