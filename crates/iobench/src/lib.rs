@@ -191,6 +191,13 @@ pub fn console_report(out: &StudyOutput) -> String {
             }
         }
     }
+    if let Some(t) = report::buffer_table(&out.cells, &prov) {
+        // The markdown table reads fine on a terminal too; skip its title line.
+        s.push_str("\nbuffer sweep, median J per buffer size:\n");
+        for l in t.lines().skip(2) {
+            s.push_str(&format!("  {l}\n"));
+        }
+    }
     s.push_str("\nrecommendations:\n");
     s.push_str(&report::recommendations_text(&out.recommendations));
     s
