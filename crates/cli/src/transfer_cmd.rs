@@ -254,9 +254,30 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
             ),
         }
         println!(
+            "energy of this process: {:.1} J ({:.2} s CPU) — {}; {}; tuner fed by {}",
+            s.energy_process.total_j,
+            s.energy_process.cpu_s,
+            s.energy_process.provenance,
+            s.energy_process.scope,
+            s.energy_feedback
+        );
+        println!(
             "verified: {} files by XXH3-64, all by size",
             s.files_verified_checksum
         );
+        if let Some(r) = s.cpu_actuator.last() {
+            use wattio_transfer::actuator::Outcome;
+            let show = |o: &Outcome| match o {
+                Outcome::Applied(d) => format!("applied ({d})"),
+                Outcome::Unavailable(d) => format!("not available ({d})"),
+                Outcome::Failed(d) => format!("FAILED ({d})"),
+            };
+            println!(
+                "cpu (last setting): cores {}; frequency {}",
+                show(&r.cores),
+                show(&r.frequency)
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

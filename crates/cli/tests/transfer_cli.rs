@@ -385,3 +385,33 @@ fn sigterm_restores_cpufreq_and_keeps_partial_data() {
         "partial data kept"
     );
 }
+
+/// Without --json: a short human summary in which every energy figure carries its label.
+#[test]
+fn human_summary_labels_energy() {
+    let src = tempfile::tempdir().unwrap();
+    dataset(src.path());
+    let port = free_port();
+    let _s = Serve::start(src.path(), port, &[]);
+    let dst = tempfile::tempdir().unwrap();
+    let out = transfer(
+        &format!("http://127.0.0.1:{port}/"),
+        dst.path(),
+        &["--sla", "min-energy"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in text.lines().filter(|l| l.starts_with("energy")) {
+        assert!(
+            line.contains("estimated (model:") || line.contains("measured"),
+            "unlabelled energy: {line}"
+        );
+    }
+    assert!(text.contains("energy of this process"), "{text}");
+    assert!(text.contains("verified: 3 files by XXH3-64"), "{text}");
+    assert!(text.contains("cpu (last setting)"), "{text}");
+}
