@@ -223,6 +223,26 @@ mod tests {
     }
 
     #[test]
+    fn unknown_bandwidth_slow_start_finds_the_link() {
+        // doubling 1 → 2 → 4 → 8 channels: 233, 466, 932, 970 Mbit/s (+4 % < 10 %: stop)
+        let sim = SimChannel::cloudlab_like();
+        let mut c = ctl(
+            Box::new(EemtTuner::new(1, None, Thresholds::default())),
+            None,
+        );
+        let r = run(&sim, &mut c, &[20 * GB], 2, 1.0, 40);
+        let ch: Vec<usize> = r.steps.iter().take(4).map(|s| s.num_ch).collect();
+        assert_eq!(ch, vec![1, 2, 4, 8]);
+        assert!(r.mean_tput_from(5) >= 0.9e9, "{}", r.mean_tput_from(5));
+        let mut me = ctl(
+            Box::new(MeTuner::new(1, None, Thresholds::default())),
+            Some(CpuScaler::new(1, 2, 0, 3)),
+        );
+        let r = run(&sim, &mut me, &[20 * GB], 2, 1.0, 40);
+        assert!(r.mean_tput_from(5) >= 0.9e9, "{}", r.mean_tput_from(5));
+    }
+
+    #[test]
     fn eemt_follows_a_bandwidth_drop_and_recovers_after() {
         let mut sim = SimChannel::cloudlab_like();
         sim.link_changes = vec![(15.0, 0.5e9), (30.0, 1e9)];
