@@ -193,7 +193,21 @@ fn sigkill_server_mid_transfer_restart_and_finish() {
             ],
         )
     });
-    std::thread::sleep(Duration::from_millis(600));
+    // wait until the transfer is writing, then let it run a little
+    let t = Instant::now();
+    while !std::fs::read_dir(dst.path()).unwrap().any(|e| {
+        e.unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".wattio-part")
+    }) {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the transfer never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(300));
     s.kill9();
     std::thread::sleep(Duration::from_millis(700));
     let _s2 = Serve::start(src.path(), port, &[]);

@@ -165,7 +165,8 @@ fn server_killed_mid_transfer_then_restarted() {
     o.tuner = TunerChoice::Fixed(FixedParams { cc: 2, p: 1, pp: 2 });
     o.retries = 12;
     let t = std::thread::spawn(move || run_transfer(&o));
-    std::thread::sleep(Duration::from_millis(700));
+    common::wait_for_part_file(dst.path());
+    std::thread::sleep(Duration::from_millis(300));
     drop(h); // every connection dies at once
     std::thread::sleep(Duration::from_millis(800));
     let _h2 = ServerHandle::start(cfg, &addr.to_string()).unwrap();
@@ -194,7 +195,8 @@ fn resume_after_failure_and_checksum_catches_corruption() {
     o.retries = 1;
     let o2 = o.clone();
     let t = std::thread::spawn(move || run_transfer(&o2));
-    std::thread::sleep(Duration::from_millis(600));
+    common::wait_for_part_file(dst.path());
+    std::thread::sleep(Duration::from_millis(300));
     drop(h);
     let err = t.join().unwrap().expect_err("server gone for good");
     let msg = format!("{err:#}");

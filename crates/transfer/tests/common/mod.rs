@@ -143,3 +143,24 @@ impl Drop for Nginx {
         let _ = self.child.wait();
     }
 }
+
+/// Waits until a transfer into `dst` has started writing (a `.wattio-part` file exists), so an
+/// interruption test interrupts a running transfer even on a slow, busy machine.
+pub fn wait_for_part_file(dst: &Path) {
+    let t = Instant::now();
+    loop {
+        let mut files = Vec::new();
+        walk(dst, &mut files);
+        if files
+            .iter()
+            .any(|p| p.to_string_lossy().ends_with(".wattio-part"))
+        {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the transfer never started writing"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
