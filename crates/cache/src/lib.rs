@@ -5,6 +5,46 @@
 //! - [`queue`]: the capped deferred write queue.
 //! - [`store`]: the atomic on-disk store and its index rebuild.
 //! - [`manager`]: [`CacheManager`], tying them to a [`wattio_power::PowerManager`].
+//!
+//! Wiring it together (the drivers report modes; STPM moves the disk; the cache reads the modes):
+//!
+//! ```
+//! use std::sync::Arc;
+//! use wattio_cache::{CacheConfig, CacheManager, CacheStatus, Source};
+//! use wattio_power::{DiskController, DiskPolicy, GhostPolicy, PowerManager, Profile, RealClock};
+//!
+//! let profile = Profile::builtin("paper-2004")?;
+//! let pm = Arc::new(PowerManager::new(Arc::new(RealClock::new()), profile.base_power_w, 50)?);
+//! let disk = pm.register_device(profile.storage.clone(), profile.storage.high_mode())?;
+//! let net = pm.register_device(profile.network.clone(), profile.network.high_mode())?;
+//! let stpm = Arc::new(DiskController::new(
+//!     pm.clone(),
+//!     disk,
+//!     DiskPolicy::Stpm { knob: 50.0, base_power_w: profile.base_power_w },
+//!     Some(GhostPolicy::Predictive),
+//! )?);
+//! let dir = tempfile::tempdir()?;
+//! let cache = CacheManager::open(&CacheConfig::new(dir.path()), pm.clone(), disk, net)?;
+//! let s = stpm.clone();
+//! cache.set_ghost_sink(Arc::new(move |to, hint| {
+//!     if to == Source::Disk {
+//!         let _ = s.on_ghost(hint);
+//!     }
+//! }));
+//! cache.put_data("index.html", b"<html>".to_vec())?;
+//! match cache.cache_status("index.html")? {
+//!     CacheStatus::Present { .. } => {
+//!         stpm.on_access()?; // wakes the disk if needed
+//!         let data = cache.get_data("index.html")?;
+//!         stpm.on_io_done();
+//!         assert_eq!(data, b"<html>");
+//!     }
+//!     CacheStatus::NetworkPreferred { .. } => { /* fetch from the server instead */ }
+//!     CacheStatus::NotPresent => { /* fetch, then put_data */ }
+//! }
+//! stpm.poll()?; // from a timer: ladder steps, completed transitions (and queue flushes)
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod decide;
 pub mod manager;
