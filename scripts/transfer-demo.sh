@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # wattio transfer on the emulated CloudLab path (1 Gbit/s, 36 ms): every SLA with the wattio
-# tuners and the Alan baselines, on the large and mixed datasets (Table II shapes, scaled).
+# tuners and the Alan baselines, on the large and mixed datasets (Table II shapes, scaled), then
+# EETT at 80/60/40/20 % of the link on the mixed dataset.
 # Prints a markdown table; JSON summaries go to results/transfer-demo/. Needs root (namespaces).
 # The full comparison with other tools is `make bench-transfer` (docs/results/transfer.md).
 set -euo pipefail
@@ -47,6 +48,22 @@ for ds in large mixed; do
   for sla in max-throughput min-energy target:400mbit; do run "$ds" "$sla" wattio; done
   for sla in max-throughput min-energy target:400mbit; do run "$ds" "$sla" alan; done
   run "$ds" max-throughput fixed --cc 1 -p 1 --pipelining 1
+done
+echo
+echo "| EETT target (% of link) | target Mbit/s | achieved Mbit/s | error | s |"
+echo "|---|---|---|---|---|"
+for pct in 80 60 40 20; do
+  rate=$((pct * 10))
+  f="$OUT/eett-mixed-$pct.json"
+  rm -rf "$OUT/dst"
+  "$W" testbed --name "$NAME" exec client -- "$W" transfer "http://10.77.0.2:$PORT/mixed/" "$OUT/dst" \
+    --sla "target:${rate}mbit" --rtt 36ms --bandwidth 1gbit --json --no-progress > "$f"
+  python3 - "$f" "$pct" "$rate" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = float(sys.argv[3])
+print(f"| {sys.argv[2]} % | {t:.0f} | {d['throughput_mbps']:.0f} | {(d['throughput_mbps'] / t - 1) * 100:+.1f} % | {d['seconds']:.1f} |")
+PY
 done
 echo
 echo "energy: $(python3 -c "import json,glob;print(json.load(open(sorted(glob.glob('$OUT/*.json'))[0]))['energy_process']['provenance'])") — this process only"
