@@ -519,3 +519,55 @@ pub fn run_delay_line(bed: &Bed, one_way: Duration, mtu: usize, ready: &Path) ->
         Ok(())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_checked_before_anything_is_made() {
+        for ok in ["wattio", "t5a", "wb-1"] {
+            Bed::new(ok).unwrap();
+        }
+        for bad in ["", "Wattio", "1abc", "a b", "a/b", "abcdefghijklmnop"] {
+            let e = Bed::new(bad).unwrap_err().to_string();
+            assert!(e.contains("invalid"), "{bad:?}: {e}");
+        }
+        let b = Bed::new("wb").unwrap();
+        assert_eq!(b.netns(Side::Client), "wb-client");
+        assert_eq!(b.netns(Side::Server), "wb-server");
+    }
+
+    #[test]
+    fn exec_on_a_testbed_that_is_not_up_says_so() {
+        let b = Bed::new("wtnotthere").unwrap();
+        let e = b
+            .exec_command(Side::Client, &["true".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not up"), "{e}");
+        let e = b.exec_command(Side::Client, &[]).unwrap_err().to_string();
+        assert!(e.contains("nothing to run"), "{e}");
+        assert!(b.state().is_none() && b.is_up().is_none());
+    }
+
+    #[test]
+    fn describe_prints_both_addresses() {
+        let st = State {
+            name: "wb".into(),
+            link: crate::link::profile("didclab").unwrap(),
+            pid: 1,
+            client_ns: "wb-client".into(),
+            server_ns: "wb-server".into(),
+            client_addr: CLIENT_ADDR.into(),
+            server_addr: SERVER_ADDR.into(),
+        };
+        let d = st.describe();
+        assert!(
+            d.contains("client 10.77.0.1")
+                && d.contains("server 10.77.0.2")
+                && d.contains("RTT 44.0 ms"),
+            "{d}"
+        );
+    }
+}
