@@ -35,7 +35,7 @@ import org.openjdk.jmh.infra.Blackhole;
 @Measurement(iterations = 1)
 @Fork(1)
 @OutputTimeUnit(TimeUnit.MILLISECONDS)
-@Timeout(time = 60, timeUnit = TimeUnit.MINUTES)
+@Timeout(time = 12, timeUnit = TimeUnit.HOURS)
 public class AppsBench {
 
     @State(Scope.Thread)

@@ -26,7 +26,7 @@ import org.openjdk.jmh.infra.Blackhole;
 @Measurement(iterations = 1)
 @Fork(1)
 @OutputTimeUnit(TimeUnit.MILLISECONDS)
-@Timeout(time = 60, timeUnit = TimeUnit.MINUTES)
+@Timeout(time = 12, timeUnit = TimeUnit.HOURS)
 public class ReadBench {
 
     @State(Scope.Thread)
