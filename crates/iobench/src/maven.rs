@@ -80,8 +80,10 @@ pub fn find_module(explicit: Option<&Path>) -> Result<PathBuf> {
 
 /// The benchmark jar for `libs`.
 pub fn jar_path(module: &Path, libs: Libs) -> PathBuf {
+    // One Maven build tree per library set (pom.xml: build.directory = target/${libs}).
     module
         .join("target")
+        .join(libs.as_str())
         .join(format!("benchmarks-{}.jar", libs.as_str()))
 }
 
