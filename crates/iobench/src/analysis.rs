@@ -181,14 +181,14 @@ pub fn recommend(rows: &[RunRecord], op: Op, provenance: &str) -> Option<Recomme
         .map(|c| format!("{} (p_holm={:.3})", c.method, c.p_holm))
         .collect();
     let mut line = format!(
-        "{}: use {} — median {} J [IQR {}–{}] on {} ({} runs, {})",
+        "{}: use {} — median {} J [IQR {}–{}] on {} ({}, {})",
         op,
         best,
         sig(bs.median),
         sig(bs.q1),
         sig(bs.q3),
         size,
-        n,
+        runs_label(n),
         provenance
     );
     if comparisons.is_empty() {
@@ -223,6 +223,15 @@ pub fn recommend(rows: &[RunRecord], op: Op, provenance: &str) -> Option<Recomme
         comparisons,
         line,
     })
+}
+
+/// "1 run", "5 runs".
+pub fn runs_label(n: usize) -> String {
+    if n == 1 {
+        "1 run".into()
+    } else {
+        format!("{n} runs")
+    }
 }
 
 /// Three significant digits, plain notation for everyday magnitudes.

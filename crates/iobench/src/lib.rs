@@ -170,10 +170,10 @@ pub fn console_report(out: &StudyOutput) -> String {
         let v = report::ranking_cells(&out.cells, op);
         if let Some(f) = v.first() {
             s.push_str(&format!(
-                "\n{} — {} file, {} runs, best MB/J first:\n",
+                "\n{} — {} file, {}, best MB/J first:\n",
                 op.title(),
                 f.size,
-                f.n
+                analysis::runs_label(f.n)
             ));
             s.push_str(&format!(
                 "  {:>4}  {:<12} {:>10} {:>12} {:>12}\n",
