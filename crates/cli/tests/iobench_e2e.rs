@@ -132,6 +132,10 @@ fn bad_flags_give_one_line_errors() {
     for (args, want) in [
         (vec!["--methods", "fsync"], "unknown method 'fsync'"),
         (vec!["--runs", "0"], "--runs must be at least 1"),
+        (
+            vec!["--from", "/nonexistent/results.csv"],
+            "/nonexistent/results.csv",
+        ),
     ] {
         let o = wattio()
             .arg("iobench")
