@@ -440,7 +440,13 @@ pub fn run(
     let mut counts: BTreeMap<Cell, u32> = BTreeMap::new();
     let mut records = vec![];
     for round in 0..cfg.runs {
-        for inv in &plan.round {
+        // Odd rounds run the invocations in reverse order (JMH fixes the order inside one).
+        let order: Vec<&Invocation> = if round % 2 == 1 {
+            plan.round.iter().rev().collect()
+        } else {
+            plan.round.iter().collect()
+        };
+        for inv in order {
             let mut cmd = Command::new(&cfg.java);
             // The host JVM only launches forks: keep it light. Forks get exactly `jvm_args`.
             cmd.args(["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-jar"])
