@@ -44,14 +44,21 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
         );
     }
     let s = wattio_report::write_report(&a.input, &output, &a.title)?;
-    for (p, why) in &s.skipped {
+    for (p, why) in s.skipped.iter().take(10) {
         eprintln!("wattio report: skipped {p}: {why}");
     }
+    if s.skipped.len() > 10 {
+        eprintln!(
+            "wattio report: ... and {} more skipped (listed in the page)",
+            s.skipped.len() - 10
+        );
+    }
     println!(
-        "wrote {} ({} result file(s), {} skipped, {} KiB)",
+        "wrote {} ({} result file(s), {} skipped, {} other file(s) not read, {} KiB)",
         output.display(),
         s.datasets,
         s.skipped.len(),
+        s.ignored,
         s.bytes.div_ceil(1024)
     );
     Ok(ExitCode::SUCCESS)

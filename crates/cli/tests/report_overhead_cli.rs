@@ -30,7 +30,7 @@ fn report_from_fixture_results() {
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("9 result file(s), 0 skipped"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("9 result file(s), 0 skipped, 0 other file(s) not read"));
     assert!(std::fs::read_to_string(out).unwrap().contains("<svg"));
 }
 

@@ -128,11 +128,15 @@ pub struct IoRow {
 /// One `cache sweep` / `cache replay` row.
 #[derive(Debug, Clone)]
 pub struct CacheRow {
+    /// Trace the row replays (e.g. email, web); empty when not recorded.
+    pub workload: String,
     pub strategy: String,
     pub knob: f64,
     pub ghost_hints: String,
     pub mean_response_s: f64,
     pub energy_j: f64,
+    /// The simulator's own provenance text, e.g. "simulated (estimated from device profile …)".
+    pub energy_kind: Option<String>,
 }
 
 /// One interval of a transfer.
@@ -210,7 +214,13 @@ pub struct Skipped {
 pub struct Scan {
     pub loaded: Vec<Loaded>,
     pub skipped: Vec<Skipped>,
+    /// Files not read at all: their extension is not .csv/.json/.jsonl/.ndjson
+    /// (datasets, binaries, logs, our own HTML/SVG).
+    pub ignored: usize,
 }
+
+/// Extensions a result file can have; everything else is counted, not read.
+pub const RESULT_EXTENSIONS: &[&str] = &["csv", "json", "jsonl", "ndjson"];
 
 const DERIVED_TIME_HEADER: &str = "workload,mechanism,freq_hz,n_base,n,removed_base,";
 const DERIVED_IDLE_HEADER: &str = "mechanism,freq_hz,n_base,n,est_power_base_w,";
@@ -230,13 +240,40 @@ pub fn scan(dir: &Path) -> std::io::Result<Scan> {
     }
     files.sort();
     let mut s = Scan::default();
+    let single = meta.is_file();
     for f in files {
+        let ext = f
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        if !single && !RESULT_EXTENSIONS.contains(&ext.as_str()) {
+            s.ignored += 1;
+            continue;
+        }
         match load_file(&f) {
             Ok(Some(data)) => s.loaded.push(Loaded { path: f, data }),
             Ok(None) => {}
             Err(reason) => s.skipped.push(Skipped { path: f, reason }),
         }
     }
+    // iobench writes the same runs as results.csv and results.json: keep the CSV.
+    let csv_iobench: Vec<(PathBuf, usize)> = s
+        .loaded
+        .iter()
+        .filter_map(|l| match &l.data {
+            Dataset::IoBench { rows } if l.path.extension().is_some_and(|e| e == "csv") => {
+                Some((l.path.with_extension(""), rows.len()))
+            }
+            _ => None,
+        })
+        .collect();
+    s.loaded.retain(|l| match &l.data {
+        Dataset::IoBench { rows } if l.path.extension().is_some_and(|e| e == "json") => {
+            !csv_iobench.contains(&(l.path.with_extension(""), rows.len()))
+        }
+        _ => true,
+    });
     Ok(s)
 }
 
@@ -280,6 +317,25 @@ pub fn load_file(path: &Path) -> Result<Option<Dataset>, String> {
             MAX_FILE_BYTES >> 20
         ));
     }
+    if ext == "csv" {
+        // Check the header before reading a possibly large CSV that is not ours.
+        use std::io::Read;
+        let mut head = vec![0u8; 64 * 1024];
+        let n = std::fs::File::open(path)
+            .and_then(|mut f| f.read(&mut head))
+            .map_err(|e| format!("cannot read: {e}"))?;
+        head.truncate(n);
+        if !head.contains(&0) {
+            let first = String::from_utf8_lossy(&head);
+            let header = first.lines().next().unwrap_or("");
+            if !header.is_empty() && !known_csv_header(header) {
+                return Err(format!(
+                    "CSV with unknown columns ({})",
+                    truncate_note(header)
+                ));
+            }
+        }
+    }
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
     if bytes.contains(&0) {
         return Err("binary file (contains NUL bytes), not a result file".into());
@@ -309,6 +365,36 @@ pub fn load_file(path: &Path) -> Result<Option<Dataset>, String> {
         _ => Err(format!("unrecognised file type '.{ext}'")),
     }
     .map(Some)
+}
+
+fn truncate_note(s: &str) -> String {
+    if s.chars().count() > 120 {
+        format!("{}…", s.chars().take(119).collect::<String>())
+    } else {
+        s.to_string()
+    }
+}
+
+/// Whether a CSV header line belongs to a format [`parse_csv`] understands.
+fn known_csv_header(header: &str) -> bool {
+    let cols: Vec<&str> = header
+        .split(',')
+        .map(|c| c.trim().trim_matches('"'))
+        .collect();
+    let has = |names: &[&str]| names.iter().all(|n| cols.contains(n));
+    has(&[
+        "timestamp",
+        "mechanism",
+        "socket",
+        "domain",
+        "energy_j",
+        "estimated",
+    ]) || has(crate::overhead::LOAD_COLUMNS)
+        || has(crate::overhead::IDLE_COLUMNS)
+        || has(&["method", "op", "energy_j"])
+        || has(&["strategy", "knob", "energy_j"])
+        || header.starts_with(DERIVED_TIME_HEADER)
+        || header.starts_with(DERIVED_IDLE_HEADER)
 }
 
 fn num(v: Option<&Value>) -> Option<f64> {
@@ -362,6 +448,14 @@ fn parse_json(text: &str) -> Result<Dataset, String> {
             .is_some_and(|r| has(r, &["duration_s", "total_j"]))
         {
             return measure_from(&v, runs);
+        }
+        if runs
+            .first()
+            .is_some_and(|r| has(r, &["method", "op", "energy_j"]))
+        {
+            return Ok(Dataset::IoBench {
+                rows: runs.iter().map(io_row_json).collect::<Result<_, _>>()?,
+            });
         }
     }
     if has(&v, &["duration_s", "total_j", "domains"]) {
@@ -459,6 +553,15 @@ fn cache_row_json(v: &Value) -> Result<CacheRow, String> {
             .unwrap_or_default(),
         mean_response_s: num(v.get("mean_response_s")).unwrap_or(f64::NAN),
         energy_j: num(v.get("energy_j")).ok_or("cache row without numeric energy_j")?,
+        workload: v
+            .get("workload")
+            .and_then(|w| w.as_str())
+            .unwrap_or("")
+            .to_string(),
+        energy_kind: v
+            .get("energy_kind")
+            .and_then(|w| w.as_str())
+            .map(str::to_string),
     })
 }
 
@@ -662,7 +765,10 @@ fn parse_csv(text: &str) -> Result<Dataset, String> {
     if has_all(&["strategy", "knob", "energy_j"]) {
         let mut out = Vec::new();
         for (i, r) in rows.iter().enumerate() {
+            let kind = get(r, "energy_kind");
             out.push(CacheRow {
+                workload: get(r, "workload"),
+                energy_kind: if kind.is_empty() { None } else { Some(kind) },
                 strategy: get(r, "strategy"),
                 knob: getf(r, i, "knob")?,
                 ghost_hints: get(r, "ghost_hints"),

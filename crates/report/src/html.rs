@@ -10,6 +10,9 @@ use std::path::Path;
 use wattio_energy::ModelParams;
 use wattio_stats::median;
 
+/// The "Files not included" list stops after this many entries.
+const MAX_SKIPPED_LISTED: usize = 40;
+
 const CSS: &str = "body{font-family:system-ui,sans-serif;max-width:980px;margin:2em auto;padding:0 1em;color:#222}\
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}\
 figure{margin:1em 0}figcaption{font-size:.9em;color:#444}.prov{font-weight:600}\
@@ -94,9 +97,16 @@ pub fn render(scan: &Scan, base: &Path, title: &str) -> String {
         section(&mut body, l);
     }
     let mut skipped = String::new();
+    if scan.ignored > 0 {
+        let _ = write!(
+            skipped,
+            "<p class=\"note\">{} other file(s) were not read (not .csv, .json, .jsonl or .ndjson).</p>",
+            scan.ignored
+        );
+    }
     if !scan.skipped.is_empty() {
         skipped.push_str("<h2>Files not included</h2><ul class=\"note\">");
-        for s in &scan.skipped {
+        for s in scan.skipped.iter().take(MAX_SKIPPED_LISTED) {
             let rel = s
                 .path
                 .strip_prefix(base)
@@ -108,6 +118,13 @@ pub fn render(scan: &Scan, base: &Path, title: &str) -> String {
                 "<li><code>{}</code>: {}</li>",
                 esc(&rel),
                 esc(&s.reason)
+            );
+        }
+        if scan.skipped.len() > MAX_SKIPPED_LISTED {
+            let _ = write!(
+                skipped,
+                "<li>… and {} more</li>",
+                scan.skipped.len() - MAX_SKIPPED_LISTED
             );
         }
         skipped.push_str("</ul>");
@@ -250,58 +267,84 @@ fn section(out: &mut String, l: &Loaded) {
         }
         Dataset::IoBench { rows } => iobench(out, rows),
         Dataset::Cache { rows } => {
-            let prov =
-                Provenance::simulated("device power profiles of the cache simulator").label();
-            let mut by: BTreeMap<String, Vec<(f64, f64, f64)>> = BTreeMap::new();
+            let mut workloads: Vec<&str> = Vec::new();
             for r in rows {
-                let name = if r.ghost_hints.is_empty() {
-                    r.strategy.clone()
-                } else {
-                    format!("{} (hints {})", r.strategy, r.ghost_hints)
-                };
-                by.entry(name)
-                    .or_default()
-                    .push((r.knob, r.energy_j, r.mean_response_s));
+                if !workloads.contains(&r.workload.as_str()) {
+                    workloads.push(&r.workload);
+                }
             }
-            let mk = |k: usize| -> Vec<Series> {
-                by.iter()
-                    .map(|(n, v)| {
-                        let mut p: Vec<(f64, f64)> = v
-                            .iter()
-                            .map(|t| (t.0, if k == 1 { t.1 } else { t.2 }))
-                            .collect();
-                        p.sort_by(|a, b| a.0.total_cmp(&b.0));
-                        Series {
-                            name: n.clone(),
-                            points: p,
-                        }
-                    })
-                    .collect()
-            };
-            let o = |y: &str| LineOpts {
-                x_label: "knob".into(),
-                y_label: y.into(),
-                markers: true,
-                y_zero: true,
-                ..Default::default()
-            };
-            figure(
-                out,
-                &line_chart("Energy against knob", &prov, &mk(1), &o("energy (J)")),
-                "Energy against the performance/energy knob",
-                &prov,
-            );
-            figure(
-                out,
-                &line_chart(
-                    "Response time against knob",
+            for w in workloads {
+                let rs: Vec<&crate::data::CacheRow> =
+                    rows.iter().filter(|r| r.workload == w).collect();
+                // The simulator labels its own energy ("simulated (estimated from device profile …)").
+                let prov = rs
+                    .iter()
+                    .find_map(|r| r.energy_kind.clone())
+                    .unwrap_or_else(|| {
+                        Provenance::simulated("device power profiles of the cache simulator")
+                            .label()
+                    });
+                let mut by: BTreeMap<String, Vec<(f64, f64, f64)>> = BTreeMap::new();
+                for r in &rs {
+                    let name = if r.ghost_hints.is_empty() || r.ghost_hints == "-" {
+                        r.strategy.clone()
+                    } else {
+                        format!("{} (hints {})", r.strategy, r.ghost_hints)
+                    };
+                    by.entry(name)
+                        .or_default()
+                        .push((r.knob, r.energy_j, r.mean_response_s));
+                }
+                let mk = |k: usize| -> Vec<Series> {
+                    by.iter()
+                        .map(|(n, v)| {
+                            let mut p: Vec<(f64, f64)> = v
+                                .iter()
+                                .map(|t| (t.0, if k == 1 { t.1 } else { t.2 }))
+                                .collect();
+                            p.sort_by(|a, b| a.0.total_cmp(&b.0));
+                            Series {
+                                name: n.clone(),
+                                points: p,
+                            }
+                        })
+                        .collect()
+                };
+                let o = |y: &str| LineOpts {
+                    x_label: "knob".into(),
+                    y_label: y.into(),
+                    markers: true,
+                    y_zero: true,
+                    ..Default::default()
+                };
+                let what = if w.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({w})")
+                };
+                figure(
+                    out,
+                    &line_chart(
+                        &format!("Energy against knob{what}"),
+                        &prov,
+                        &mk(1),
+                        &o("energy (J)"),
+                    ),
+                    &format!("Energy against the performance/energy knob{what}"),
                     &prov,
-                    &mk(2),
-                    &o("mean response (s)"),
-                ),
-                "Mean response time against the knob",
-                &prov,
-            );
+                );
+                figure(
+                    out,
+                    &line_chart(
+                        &format!("Response time against knob{what}"),
+                        &prov,
+                        &mk(2),
+                        &o("mean response (s)"),
+                    ),
+                    &format!("Mean response time against the knob{what}"),
+                    &prov,
+                );
+            }
         }
         Dataset::Transfer {
             summary,

@@ -23,6 +23,8 @@ use std::path::Path;
 pub struct ReportSummary {
     pub datasets: usize,
     pub skipped: Vec<(String, String)>,
+    /// Files not read (extension not .csv/.json/.jsonl/.ndjson).
+    pub ignored: usize,
     pub bytes: usize,
 }
 
@@ -75,6 +77,7 @@ pub fn write_report(
             .iter()
             .map(|s| (s.path.display().to_string(), s.reason.clone()))
             .collect(),
+        ignored: scan.ignored,
         bytes: html.len(),
     })
 }

@@ -151,15 +151,28 @@ fn x_label(out: &mut String, label: &str) {
 fn legend(out: &mut String, names: &[(String, &str)]) {
     for (i, (name, colour)) in names.iter().enumerate().take(16) {
         let y = MT + 10.0 + i as f64 * 18.0;
+        // A line sample, dashed like the series from the second palette cycle on.
         let _ = write!(
             out,
-            r#"<rect x="{x}" y="{ry}" width="12" height="12" fill="{colour}"/><text x="{tx}" y="{ty}" font-size="11">{n}</text>"#,
-            x = W - MR + 12.0,
-            ry = y - 10.0,
+            r#"<line x1="{x}" x2="{x2}" y1="{ly}" y2="{ly}" stroke="{colour}" stroke-width="3"{d}/><text x="{tx}" y="{ty}" font-size="11">{n}</text>"#,
+            x = W - MR + 8.0,
+            x2 = W - MR + 26.0,
+            ly = y - 4.0,
+            d = dash(i),
             tx = W - MR + 30.0,
             ty = y,
             n = esc(&truncate(name, 22))
         );
+    }
+}
+
+/// Dash pattern for series `i`: solid for the first palette cycle, dashed after, so
+/// colours that repeat stay distinguishable.
+fn dash(i: usize) -> &'static str {
+    match i / PALETTE.len() {
+        0 => "",
+        1 => r#" stroke-dasharray="6,3""#,
+        _ => r#" stroke-dasharray="2,2""#,
     }
 }
 
@@ -293,8 +306,9 @@ pub fn line_chart(title: &str, provenance: &str, series: &[Series], o: &LineOpts
         if !pts.is_empty() {
             let _ = write!(
                 out,
-                r#"<polyline fill="none" stroke="{c}" stroke-width="1.5" points="{}"/>"#,
-                pts.join(" ")
+                r#"<polyline fill="none" stroke="{c}" stroke-width="1.5"{d} points="{p}"/>"#,
+                d = dash(i),
+                p = pts.join(" ")
             );
             if o.markers {
                 for p in &pts {

@@ -172,3 +172,48 @@ fn write_report_is_atomic_and_errors_name_the_problem() {
         "{e}"
     );
 }
+
+#[test]
+fn iobench_csv_and_json_twins_load_once_and_other_files_are_not_read() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixtures().join("results/misc/iobench.csv"),
+        d.path().join("results.csv"),
+    )
+    .unwrap();
+    // The same 8 runs as JSON under "runs", as the iobench study writes them.
+    let rows: Vec<String> = std::fs::read_to_string(fixtures().join("results/misc/iobench.csv"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            format!(
+                r#"{{"method":"{}","op":"{}","size":"{}","energy_j":{},"time_s":{},"bytes":{},"mechanism":"model","estimated":true}}"#,
+                f[0], f[1], f[2], f[5], f[6], f[7]
+            )
+        })
+        .collect();
+    std::fs::write(
+        d.path().join("results.json"),
+        format!(r#"{{"meta":{{}},"runs":[{}]}}"#, rows.join(",")),
+    )
+    .unwrap();
+    let Dataset::IoBench { rows } = load_file(&d.path().join("results.json")).unwrap().unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(rows.len(), 8);
+    std::fs::write(d.path().join("dataset.bin"), vec![0u8; 4096]).unwrap();
+    std::fs::write(d.path().join("other.csv"), "a,b\n1,2\n").unwrap();
+    let s = scan(d.path()).unwrap();
+    assert_eq!(
+        s.loaded.len(),
+        1,
+        "json twin of results.csv must be dropped"
+    );
+    assert!(s.loaded[0].path.ends_with("results.csv"));
+    assert_eq!(s.ignored, 1);
+    assert_eq!(s.skipped.len(), 1);
+    assert_eq!(s.skipped[0].reason, "CSV with unknown columns (a,b)");
+}
