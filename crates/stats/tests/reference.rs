@@ -226,3 +226,23 @@ fn bad_input_is_an_error_not_a_panic() {
     let t = rank_sum(&[1.0, 1.0, 1.0], &[1.0, 1.0], Alternative::Greater).unwrap();
     assert_eq!(t.p_value, 1.0);
 }
+
+#[test]
+fn hodges_lehmann_large_sample_interval() {
+    // gen.py, last block: 60 vs 55 distinct values, normal-approximation k = 1300.
+    let xs: Vec<f64> = (0..60)
+        .map(|i: i32| {
+            ((0.37 * f64::from(i) + 0.011 * f64::from(i * i % 7)) * 1000.0).round() / 1000.0
+        })
+        .collect();
+    let ys: Vec<f64> = (0..55)
+        .map(|j: i32| {
+            ((0.41 * f64::from(j) - 1.3 + 0.013 * f64::from(j * j % 5)) * 1000.0).round() / 1000.0
+        })
+        .collect();
+    let ci = hodges_lehmann_ci(&xs, &ys, 0.95).unwrap();
+    assert!(!ci.exact);
+    close(ci.estimate, 1.1464999999999996, 1e-9);
+    close(ci.low, -1.3659999999999997, 1e-9);
+    close(ci.high, 3.660000000000002, 1e-9);
+}

@@ -82,3 +82,14 @@ q = [3.1, 0.2, 7.7, 4.4, 4.4, 9.0, 1.5]
 for p in [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0]:
     print(p, np.quantile(q, p))
 print("median even", np.median([4.0, 1.0, 3.0, 2.0]))
+
+print("== Hodges-Lehmann large-sample interval (n >= 50: Hollander & Wolfe normal k)")
+from scipy.stats import norm
+xs = [round(0.37 * i + 0.011 * (i * i % 7), 3) for i in range(60)]
+ys = [round(0.41 * j - 1.3 + 0.013 * (j * j % 5), 3) for j in range(55)]
+assert len(set(xs) | set(ys)) == len(xs) + len(ys), "ties"
+m, n = len(xs), len(ys)
+d = sorted(a - b for a in xs for b in ys)
+z = norm.ppf(0.975)
+k = int(round(m * n / 2 - z * math.sqrt(m * n * (m + n + 1) / 12)))
+print("k", k, "CI95", d[k - 1], d[m * n - k], "HL", float(np.median(d)))
