@@ -249,6 +249,9 @@ pub struct TimeTest {
     pub median_s: f64,
     pub p_value: f64,
     pub p_adj: f64,
+    /// Two-sided p-value (not adjusted): a diagnostic for differences in the direction the
+    /// one-sided test cannot see (faster with measurement = something else is going on).
+    pub p_two_sided: f64,
     pub exact: bool,
     /// Hodges–Lehmann shift (measured − off), seconds; positive = slower with measurement.
     pub shift_s: f64,
@@ -334,6 +337,9 @@ pub fn analyze_load(runs: &[LoadRun]) -> Vec<TimeTest> {
                 median_s: median(&x).unwrap_or(f64::NAN),
                 p_value: t.p_value,
                 p_adj: f64::NAN,
+                p_two_sided: rank_sum(&x, &b, Alternative::TwoSided)
+                    .map(|t| t.p_value)
+                    .unwrap_or(f64::NAN),
                 exact: t.method == TestMethod::Exact,
                 shift_s: hl.estimate,
                 shift_pct: 100.0 * hl.estimate / mb,
@@ -490,12 +496,12 @@ pub fn fmt_p(p: f64) -> String {
 /// Markdown table shaped like the paper's Appendix A.
 pub fn time_table_markdown(tests: &[TimeTest]) -> String {
     let mut s = String::from(
-        "| workload | mechanism | freq (Hz) | n (off/on) | median off (s) | median on (s) | pvalue | adj.pvalue | shift (s) | shift % | 95% CI (s) | rows/s | recorder CPU (s) |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n",
+        "| workload | mechanism | freq (Hz) | n (off/on) | median off (s) | median on (s) | pvalue | adj.pvalue | p two-sided | shift (s) | shift % | 95% CI (s) | rows/s | recorder CPU (s) |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n",
     );
     for t in tests {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {}/{} | {:.4} | {:.4} | {} | {} | {:+.4} | {:+.2} | [{:+.4}, {:+.4}] | {:.1} | {:.3} |",
+            "| {} | {} | {} | {}/{} | {:.4} | {:.4} | {} | {} | {} | {:+.4} | {:+.2} | [{:+.4}, {:+.4}] | {:.1} | {:.3} |",
             t.workload,
             t.mechanism,
             t.freq_hz,
@@ -505,6 +511,7 @@ pub fn time_table_markdown(tests: &[TimeTest]) -> String {
             t.median_s,
             fmt_p(t.p_value),
             fmt_p(t.p_adj),
+            fmt_p(t.p_two_sided),
             t.shift_s,
             t.shift_pct,
             t.ci_low_s,
@@ -545,11 +552,11 @@ pub fn idle_table_markdown(tests: &[IdleTest]) -> String {
 
 /// CSV of the time tests (machine-readable Appendix A).
 pub fn time_tests_csv(tests: &[TimeTest]) -> String {
-    let mut s = String::from("workload,mechanism,freq_hz,n_base,n,removed_base,removed,median_base_s,median_s,pvalue,adj_pvalue,exact,shift_s,shift_pct,ci95_low_s,ci95_high_s,rows_per_s,recorder_cpu_s\n");
+    let mut s = String::from("workload,mechanism,freq_hz,n_base,n,removed_base,removed,median_base_s,median_s,pvalue,adj_pvalue,pvalue_two_sided,exact,shift_s,shift_pct,ci95_low_s,ci95_high_s,rows_per_s,recorder_cpu_s\n");
     for t in tests {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             csv_quote(&t.workload),
             t.mechanism,
             t.freq_hz,
@@ -561,6 +568,7 @@ pub fn time_tests_csv(tests: &[TimeTest]) -> String {
             t.median_s,
             t.p_value,
             t.p_adj,
+            t.p_two_sided,
             t.exact,
             t.shift_s,
             t.shift_pct,

@@ -94,6 +94,8 @@ fn overhead_runs_analysed_like_appendix_a() {
     // 3 vs 3, complete separation: exact one-sided p = 1/C(6,3) = 0.05; one test, Holm = p.
     assert!((t[0].p_value - 0.05).abs() < 1e-12);
     assert!((t[0].p_adj - 0.05).abs() < 1e-12);
+    // Two-sided: both tails, 2/20 = 0.1.
+    assert!((t[0].p_two_sided - 0.1).abs() < 1e-12);
     // Differences x−y: .08 .09 .09 .10 .10 .10 .11 .11 .12 → median 0.10 s.
     assert!((t[0].shift_s - 0.10).abs() < 1e-9);
     // 1410 rows in 1.41 s.
