@@ -254,8 +254,8 @@ pub fn dataset(a: DatasetArgs) -> Result<ExitCode> {
     let DatasetCmd::Generate(g) = a.cmd;
     let sums = dataset::generate(&g.dir, &g.only, g.scale, g.seed, true)?;
     println!(
-        "{:<8} {:>7} {:>12} {:>12} {:>12}  {}",
-        "dataset", "files", "total MiB", "mean KiB", "sd KiB", "dir"
+        "{:<8} {:>7} {:>12} {:>12} {:>12}  dir",
+        "dataset", "files", "total MiB", "mean KiB", "sd KiB"
     );
     for s in sums {
         println!(
