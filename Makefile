@@ -51,7 +51,7 @@ test-testbed:
 	$(CARGO) test --release -p wattio --test testbed_e2e
 
 ## Transfer tools side by side on the emulated WAN (root; NOT part of make test). SCALE=0.05 (as in
-## docs/results/transfer.md) took 18 min on 2 vCPUs; the default SCALE=0.02 about 8.
+## docs/results/transfer.md) took 18 min on 2 vCPUs, the default SCALE=0.02 12 min (incl. nghttp at 64 KiB windows).
 bench-transfer:
 	./scripts/bench-transfer.sh
 
