@@ -130,6 +130,9 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
             if outcome == UpOutcome::AlreadyUp {
                 eprintln!("testbed {} was already up with these settings", st.name);
             }
+            for w in bed.daemon_warnings() {
+                eprintln!("wattio: warning: {w}");
+            }
             println!("{}", st.describe());
             Ok(ExitCode::SUCCESS)
         }

@@ -237,6 +237,16 @@ impl Bed {
         serde_json::from_str(&s).ok()
     }
 
+    /// Warnings the delay-line daemon logged (e.g. no real-time priority), one per line.
+    pub fn daemon_warnings(&self) -> Vec<String> {
+        fs::read_to_string(self.state_dir().join("delay-line.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// Whether `pid` is this testbed's delay-line daemon.
     fn is_our_daemon(&self, pid: u32) -> bool {
         cmdline(pid).is_some_and(|a| {
@@ -494,13 +504,14 @@ pub fn run_delay_line(bed: &Bed, one_way: Duration, mtu: usize, ready: &Path) ->
     };
     let stop = AtomicBool::new(false);
     let (up, down) = (Counters::default(), Counters::default());
+    // Before `ready`, so `up` sees a refusal in the log; the threads inherit the policy.
+    realtime_priority();
     fs::write(ready, std::process::id().to_string())?;
     std::thread::scope(|sc| -> Result<()> {
         // If one direction fails the other is stopped too, so the daemon exits and `status`
         // reports the testbed as down instead of half-working.
         let stop = &stop;
         let fwd = move |from, to, ctr| {
-            realtime_priority();
             let r = delay::run(from, to, dir, stop, ctr);
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
             r
