@@ -9,7 +9,10 @@
 //!    CSV rows to a file as `wattio record` does, for two read paths: powercap fixture files
 //!    (a `pread` per counter, the path of real sysfs) and the model (`/proc/stat`).
 //!
-//! Prints a Markdown table; `docs/benchmarks/meter.md` holds a run.
+//! 3. The floor under both: a bare `timerfd` loop that only wakes and timestamps, so the cost of
+//!    the kernel's and hypervisor's wake-ups is told apart from the meter's own.
+//!
+//! Prints Markdown tables; `docs/benchmarks/meter.md` holds a run.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -91,6 +94,51 @@ fn run(
     (sink.times, stats.wall_s, cpu)
 }
 
+/// The floor: a bare `timerfd` loop that only waits and timestamps, no read, no writer thread.
+/// What the kernel and hypervisor charge for 1000 wake-ups a second, whatever the meter does.
+fn bare_timerfd_loop(freq: f64, secs: f64) -> (Vec<u64>, f64, f64) {
+    let period_ns = (1e9 / freq) as i64;
+    let now = |clock| {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: valid timespec.
+        unsafe { libc::clock_gettime(clock, &mut ts) };
+        ts
+    };
+    // SAFETY: plain syscalls on a descriptor we own and close.
+    unsafe {
+        let fd = libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC);
+        assert!(fd >= 0);
+        let mut first = now(libc::CLOCK_MONOTONIC);
+        first.tv_sec += 1;
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: (period_ns / 1_000_000_000) as libc::time_t,
+                tv_nsec: (period_ns % 1_000_000_000) as libc::c_long,
+            },
+            it_value: first,
+        };
+        let r = libc::timerfd_settime(fd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut());
+        assert_eq!(r, 0, "timerfd_settime: {}", std::io::Error::last_os_error());
+        let n = (freq * secs) as usize;
+        let mut times = Vec::with_capacity(n);
+        let cpu0 = cpu_seconds();
+        let t0 = std::time::Instant::now();
+        let mut exp = 0u64;
+        while times.len() < n {
+            libc::read(fd, (&mut exp as *mut u64).cast(), 8);
+            let t = now(libc::CLOCK_MONOTONIC);
+            times.push(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
+        }
+        let wall = t0.elapsed().as_secs_f64() - 1.0; // the first tick waits one second
+        let cpu = cpu_seconds() - cpu0;
+        libc::close(fd);
+        (times, wall.max(1e-9), cpu)
+    }
+}
+
 fn interval_errors_us(times: &[u64], period_ns: f64) -> Vec<f64> {
     times
         .windows(2)
@@ -113,10 +161,14 @@ fn main() {
     println!("| loop | samples/s | p50 error (µs) | p99 error (µs) | max error (µs) |");
     println!("|---|---|---|---|---|");
     for (name, pacing) in [
-        ("timerfd (wattio)", Pacing::Timerfd),
-        ("sleep (badsleep)", Pacing::Sleep),
+        ("timerfd (wattio)", Some(Pacing::Timerfd)),
+        ("sleep (badsleep)", Some(Pacing::Sleep)),
+        ("bare timerfd loop (floor: no read, no writer)", None),
     ] {
-        let (times, wall, _) = run(powercap_source(&fx), 1000.0, secs, pacing, &out);
+        let (times, wall, _) = match pacing {
+            Some(p) => run(powercap_source(&fx), 1000.0, secs, p, &out),
+            None => bare_timerfd_loop(1000.0, secs),
+        };
         let errs = interval_errors_us(&times, 1e6);
         let q = |p| wattio_stats::quantile(&errs, p).unwrap_or(f64::NAN);
         let max = errs.iter().copied().fold(0.0, f64::max);
@@ -132,6 +184,13 @@ fn main() {
     println!("\n## CPU time of the meter process ({cpu_secs} s per rate, timerfd, rows written to a file)\n");
     println!("| read path | rate (Hz) | CPU (% of one core) |");
     println!("|---|---|---|");
+    for freq in [1.0, 10.0, 100.0, 1000.0] {
+        let (_, wall, cpu) = bare_timerfd_loop(freq, cpu_secs);
+        println!(
+            "| none: bare timerfd loop (floor) | {freq} | {:.3} |",
+            100.0 * cpu / wall
+        );
+    }
     for (name, model) in [
         ("powercap (fixture file)", false),
         ("model (/proc/stat)", true),
