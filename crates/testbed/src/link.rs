@@ -1,6 +1,6 @@
 //! Link settings of the emulated path and the named profiles.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -181,24 +181,12 @@ pub fn parse_rate(s: &str) -> Result<u64> {
 }
 
 /// Parses a duration such as `36ms`, `0.5s`, `250us` or `36` (milliseconds).
+///
+/// The grammar is `wattio_transfer::units::parse_duration`'s; only the error message is the
+/// testbed's own.
 pub fn parse_duration(s: &str) -> Result<Duration> {
-    let t = s.trim().to_ascii_lowercase();
-    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix("us") {
-        (n, 1e-6)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else {
-        (t.as_str(), 1e-3)
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .ok()
-        .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-        .with_context(|| format!("duration {s:?} is not a duration: write e.g. 36ms or 0.5s"))?;
-    Ok(Duration::from_secs_f64(v * mult))
+    wattio_transfer::units::parse_duration(s)
+        .map_err(|_| anyhow!("duration {s:?} is not a duration: write e.g. 36ms or 0.5s"))
 }
 
 /// Formats bits per second the way tc reads it back (`1gbit`, `500mbit`).
