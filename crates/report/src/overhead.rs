@@ -106,24 +106,48 @@ pub struct IdleRun {
     pub cstates: String,
 }
 
-fn field<'a>(headers: &[String], r: &'a csv::StringRecord, name: &str) -> &'a str {
-    headers
-        .iter()
-        .position(|h| h == name)
-        .and_then(|i| r.get(i))
-        .unwrap_or("")
-        .trim()
+/// One data row of a results CSV, read by column name.
+struct Row<'a> {
+    headers: &'a [String],
+    r: &'a csv::StringRecord,
+    /// 1-based line in the file (the header is line 1), for error messages.
+    line: usize,
 }
 
-fn parse_f(
+impl Row<'_> {
+    /// The trimmed text of column `name` ("" if the column or the cell is missing).
+    fn text(&self, name: &str) -> &str {
+        self.headers
+            .iter()
+            .position(|h| h == name)
+            .and_then(|i| self.r.get(i))
+            .unwrap_or("")
+            .trim()
+    }
+
+    fn num(&self, name: &str) -> Result<f64, String> {
+        let s = self.text(name);
+        s.parse()
+            .map_err(|_| format!("line {}: column {name}: '{s}' is not a number", self.line))
+    }
+}
+
+/// Builds one value per CSV row (header already split off), stopping at the first bad row.
+fn parse_rows<T>(
     headers: &[String],
-    r: &csv::StringRecord,
-    line: usize,
-    name: &str,
-) -> Result<f64, String> {
-    let s = field(headers, r, name);
-    s.parse()
-        .map_err(|_| format!("line {line}: column {name}: '{s}' is not a number"))
+    rows: &[csv::StringRecord],
+    build: impl Fn(&Row) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    rows.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            build(&Row {
+                headers,
+                r,
+                line: i + 2,
+            })
+        })
+        .collect()
 }
 
 /// Parses load runs from CSV rows (header already split off).
@@ -131,26 +155,21 @@ pub fn load_runs_from_csv(
     headers: &[String],
     rows: &[csv::StringRecord],
 ) -> Result<Vec<LoadRun>, String> {
-    rows.iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let l = i + 2;
-            let f = |n: &str| parse_f(headers, r, l, n);
-            Ok(LoadRun {
-                round: f("round")? as usize,
-                seq: f("seq")? as usize,
-                workload: field(headers, r, "workload").to_string(),
-                mechanism: field(headers, r, "mechanism").to_string(),
-                freq_hz: f("freq_hz")?,
-                rep: f("rep")? as usize,
-                elapsed_s: f("elapsed_s")?,
-                samples: f("samples")? as u64,
-                recorder_s: f("recorder_s")?,
-                recorder_cpu_s: f("recorder_cpu_s")?,
-                start_unix: f("start_unix")?,
-            })
+    parse_rows(headers, rows, |r| {
+        Ok(LoadRun {
+            round: r.num("round")? as usize,
+            seq: r.num("seq")? as usize,
+            workload: r.text("workload").to_string(),
+            mechanism: r.text("mechanism").to_string(),
+            freq_hz: r.num("freq_hz")?,
+            rep: r.num("rep")? as usize,
+            elapsed_s: r.num("elapsed_s")?,
+            samples: r.num("samples")? as u64,
+            recorder_s: r.num("recorder_s")?,
+            recorder_cpu_s: r.num("recorder_cpu_s")?,
+            start_unix: r.num("start_unix")?,
         })
-        .collect()
+    })
 }
 
 /// Parses idle runs from CSV rows.
@@ -158,28 +177,23 @@ pub fn idle_runs_from_csv(
     headers: &[String],
     rows: &[csv::StringRecord],
 ) -> Result<Vec<IdleRun>, String> {
-    rows.iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let l = i + 2;
-            let f = |n: &str| parse_f(headers, r, l, n);
-            Ok(IdleRun {
-                round: f("round")? as usize,
-                seq: f("seq")? as usize,
-                mechanism: field(headers, r, "mechanism").to_string(),
-                freq_hz: f("freq_hz")?,
-                rep: f("rep")? as usize,
-                wall_s: f("wall_s")?,
-                busy_cpu_s: f("busy_cpu_s")?,
-                recorder_s: f("recorder_s")?,
-                recorder_cpu_s: f("recorder_cpu_s")?,
-                samples: f("samples")? as u64,
-                est_power_w: f("est_power_w")?,
-                model: field(headers, r, "model").to_string(),
-                cstates: field(headers, r, "cstates").to_string(),
-            })
+    parse_rows(headers, rows, |r| {
+        Ok(IdleRun {
+            round: r.num("round")? as usize,
+            seq: r.num("seq")? as usize,
+            mechanism: r.text("mechanism").to_string(),
+            freq_hz: r.num("freq_hz")?,
+            rep: r.num("rep")? as usize,
+            wall_s: r.num("wall_s")?,
+            busy_cpu_s: r.num("busy_cpu_s")?,
+            recorder_s: r.num("recorder_s")?,
+            recorder_cpu_s: r.num("recorder_cpu_s")?,
+            samples: r.num("samples")? as u64,
+            est_power_w: r.num("est_power_w")?,
+            model: r.text("model").to_string(),
+            cstates: r.text("cstates").to_string(),
         })
-        .collect()
+    })
 }
 
 fn csv_quote(s: &str) -> String {
