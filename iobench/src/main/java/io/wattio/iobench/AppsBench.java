@@ -6,22 +6,14 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.concurrent.TimeUnit;
 import java.util.zip.CRC32;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
-import org.openjdk.jmh.annotations.Timeout;
-import org.openjdk.jmh.annotations.Warmup;
 import org.openjdk.jmh.infra.BenchmarkParams;
 import org.openjdk.jmh.infra.Blackhole;
 
@@ -30,13 +22,7 @@ import org.openjdk.jmh.infra.Blackhole;
  * run is the measured window (not only its read phase, as in the artifact). Every run's output
  * is checked against a reference computed outside the window: the same bytes for every method.
  */
-@BenchmarkMode(Mode.SingleShotTime)
-@Warmup(iterations = 0)
-@Measurement(iterations = 1)
-@Fork(1)
-@OutputTimeUnit(TimeUnit.MILLISECONDS)
-@Timeout(time = 12, timeUnit = TimeUnit.HOURS)
-public class AppsBench {
+public class AppsBench extends SingleShotBench {
 
     @State(Scope.Thread)
     public static class S {
@@ -53,8 +39,7 @@ public class AppsBench {
         String got;
         long bytes;
         long n;
-        WattioClient client;
-        private long t0;
+        Window window;
 
         @Setup(Level.Trial)
         public void trial(BenchmarkParams params) throws IOException {
@@ -95,12 +80,7 @@ public class AppsBench {
                 default:
                     throw new IllegalStateException("unknown program " + app);
             }
-            client = WattioClient.connect();
-            client.call("HELLO op=" + app + " method=" + method + " size=" + size + " buffer=0 pid="
-                    + ProcessHandle.current().pid());
-            if (in != null) {
-                client.call("PREPARE " + in.toAbsolutePath());
-            }
+            window = Window.open(app, method, size, 0, in);
         }
 
         @Setup(Level.Invocation)
@@ -108,14 +88,12 @@ public class AppsBench {
             if (out != null) {
                 Files.deleteIfExists(out);
             }
-            client.call("BEGIN");
-            t0 = System.nanoTime();
+            window.begin();
         }
 
         @TearDown(Level.Invocation)
         public void end() throws IOException {
-            long ns = System.nanoTime() - t0;
-            client.call("END ns=" + ns);
+            window.end();
             if (app.equals("zip4j")) {
                 got = Long.toString(Apps.unzipCrc(out));
             } else if (app.equals("fasta")) {
@@ -126,7 +104,7 @@ public class AppsBench {
                 Files.deleteIfExists(out);
             }
             boolean ok = want.equals(got);
-            client.call("CHECK ok=" + ok + " bytes=" + bytes + " got=" + got + " want=" + want);
+            window.check(ok, bytes, got, want);
             if (!ok) {
                 throw new IllegalStateException(app + " with " + method + " on " + size + " produced a different output: "
                         + got + ", expected " + want);
@@ -135,7 +113,7 @@ public class AppsBench {
 
         @TearDown(Level.Trial)
         public void close() throws IOException {
-            client.close();
+            window.close();
         }
     }
 

@@ -12,6 +12,7 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.infra.BenchmarkParams;
+import org.openjdk.jmh.infra.Blackhole;
 
 /**
  * Per-fork state shared by the use cases: prepares the job before the window, brackets exactly
@@ -40,10 +41,9 @@ public abstract class BenchState {
     protected Sums sums;
     public Job job;
     protected String method;
-    protected WattioClient client;
+    protected Window window;
     /** What the last invocation returned (bytes). */
     public long result;
-    private long t0;
 
     protected abstract Catalog.Op op();
 
@@ -70,12 +70,7 @@ public abstract class BenchState {
         } else {
             job = Job.forRead(input, buffer());
         }
-        client = WattioClient.connect();
-        client.call("HELLO op=" + op().label() + " method=" + method + " size=" + sz.label() + " buffer="
-                + buffer() + " pid=" + ProcessHandle.current().pid());
-        if (op() != Catalog.Op.WRITE) {
-            client.call("PREPARE " + input.toAbsolutePath());
-        }
+        window = Window.open(op().label(), method, sz.label(), buffer(), op() == Catalog.Op.WRITE ? null : input);
     }
 
     @Setup(Level.Invocation)
@@ -84,14 +79,12 @@ public abstract class BenchState {
         if (job.output() != null) {
             Files.deleteIfExists(job.output());
         }
-        client.call("BEGIN");
-        t0 = System.nanoTime();
+        window.begin();
     }
 
     @TearDown(Level.Invocation)
     public void end() throws IOException {
-        long ns = System.nanoTime() - t0;
-        client.call("END ns=" + ns);
+        window.end();
         String got;
         String want;
         long bytes;
@@ -116,7 +109,7 @@ public abstract class BenchState {
     }
 
     private void check(boolean ok, long bytes, String got, String want) throws IOException {
-        client.call("CHECK ok=" + ok + " bytes=" + bytes + " got=" + got + " want=" + want);
+        window.check(ok, bytes, got, want);
         if (!ok) {
             throw new IllegalStateException(op().label() + "/" + method + " on " + sz.label()
                     + " produced a wrong output: got " + got + " (" + bytes + " bytes), expected " + want);
@@ -125,9 +118,19 @@ public abstract class BenchState {
 
     @TearDown(Level.Trial)
     public void close() throws IOException {
-        if (client != null) {
-            client.close();
+        if (window != null) {
+            window.close();
         }
+    }
+
+    /**
+     * Ends a benchmark method: the checksum of what was read goes to the Blackhole, and the byte
+     * count is kept for the check after the window.
+     */
+    public final long done(long n, Blackhole bh) {
+        bh.consume(job.sum().value());
+        result = n;
+        return n;
     }
 
     static long crc32(Path p) throws IOException {

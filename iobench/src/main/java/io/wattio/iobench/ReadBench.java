@@ -1,18 +1,9 @@
 package io.wattio.iobench;
 
 import java.io.IOException;
-import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
-import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.Timeout;
-import org.openjdk.jmh.annotations.Warmup;
 import org.openjdk.jmh.infra.Blackhole;
 
 /**
@@ -21,24 +12,10 @@ import org.openjdk.jmh.infra.Blackhole;
  * <p>Single shot in a fresh JVM: {@code wattio iobench} runs one fork per measured run and
  * interleaves methods across runs. The checksum of what was read goes to the Blackhole.
  */
-@BenchmarkMode(Mode.SingleShotTime)
-@Warmup(iterations = 0)
-@Measurement(iterations = 1)
-@Fork(1)
-@OutputTimeUnit(TimeUnit.MILLISECONDS)
-@Timeout(time = 12, timeUnit = TimeUnit.HOURS)
-public class ReadBench {
+public class ReadBench extends SingleShotBench {
 
     @State(Scope.Thread)
-    public static class S extends BenchState {
-        @Param({"8192"})
-        public int buffer;
-
-        @Override
-        protected int buffer() {
-            return buffer;
-        }
-
+    public static class S extends BufferedBenchState {
         @Override
         protected Catalog.Op op() {
             return Catalog.Op.READ;
@@ -47,89 +24,56 @@ public class ReadBench {
 
     @Benchmark
     public long apache(S s, Blackhole bh) throws IOException {
-        long n = Methods.readApache(s.job);
-        bh.consume(s.job.sum().value());
-        s.result = n;
-        return n;
+        return s.done(Methods.readApache(s.job), bh);
     }
 
     @Benchmark
     public long bfilereader(S s, Blackhole bh) throws IOException {
-        long n = Methods.readBfilereader(s.job);
-        bh.consume(s.job.sum().value());
-        s.result = n;
-        return n;
+        return s.done(Methods.readBfilereader(s.job), bh);
     }
 
     @Benchmark
     public long biostream(S s, Blackhole bh) throws IOException {
-        long n = Methods.readBiostream(s.job);
-        bh.consume(s.job.sum().value());
-        s.result = n;
-        return n;
+        return s.done(Methods.readBiostream(s.job), bh);
     }
 
     @Benchmark
     public long channel(S s, Blackhole bh) throws IOException {
-        long n = Methods.readChannel(s.job);
-        bh.consume(s.job.sum().value());
-        s.result = n;
-        return n;
+        return s.done(Methods.readChannel(s.job), bh);
     }
 
     @Benchmark
     public long filereader(S s, Blackhole bh) throws IOException {
-        long n = Methods.readFilereader(s.job);
-        bh.consume(s.job.sum().value());
-        s.result = n;
-        return n;
+        return s.done(Methods.readFilereader(s.job), bh);
     }
 
     @Benchmark
     public long guava(S s, Blackhole bh) throws IOException {
-        long n = Methods.readGuava(s.job);
-        bh.consume(s.job.sum().value());
-        s.result = n;
-        return n;
+        return s.done(Methods.readGuava(s.job), bh);
     }
 
     @Benchmark
     public long iostream(S s, Blackhole bh) throws IOException {
-        long n = Methods.readIostream(s.job);
-        bh.consume(s.job.sum().value());
-        s.result = n;
-        return n;
+        return s.done(Methods.readIostream(s.job), bh);
     }
 
     @Benchmark
     public long niof(S s, Blackhole bh) throws IOException {
-        long n = Methods.readNiof(s.job);
-        bh.consume(s.job.sum().value());
-        s.result = n;
-        return n;
+        return s.done(Methods.readNiof(s.job), bh);
     }
 
     @Benchmark
     public long omchannel(S s, Blackhole bh) throws IOException {
-        long n = Methods.readOmchannel(s.job);
-        bh.consume(s.job.sum().value());
-        s.result = n;
-        return n;
+        return s.done(Methods.readOmchannel(s.job), bh);
     }
 
     @Benchmark
     public long raf(S s, Blackhole bh) throws IOException {
-        long n = Methods.readRaf(s.job);
-        bh.consume(s.job.sum().value());
-        s.result = n;
-        return n;
+        return s.done(Methods.readRaf(s.job), bh);
     }
 
     @Benchmark
     public long scanner(S s, Blackhole bh) throws IOException {
-        long n = Methods.readScanner(s.job);
-        bh.consume(s.job.sum().value());
-        s.result = n;
-        return n;
+        return s.done(Methods.readScanner(s.job), bh);
     }
 }
