@@ -35,6 +35,18 @@ impl Default for Thresholds {
     }
 }
 
+impl Thresholds {
+    /// numCh after adding ΔCh channels, at most `max_ch`.
+    fn add_ch(&self, num_ch: usize) -> usize {
+        (num_ch + self.delta_ch).min(self.max_ch)
+    }
+
+    /// numCh after removing ΔCh channels, at least one.
+    fn remove_ch(&self, num_ch: usize) -> usize {
+        num_ch.saturating_sub(self.delta_ch).max(1)
+    }
+}
+
 /// Algorithm 2, slow start: after each of a few timeouts, numCh *= bandwidth / lastThroughput.
 ///
 /// Ours where the paper is silent: the loop runs `rounds` timeouts (default 2); one step may
@@ -151,16 +163,11 @@ impl ChannelTuner for MeTuner {
             return;
         }
         let past = self.e_past.unwrap_or(f64::INFINITY);
-        let (a, b, d, m) = (
-            self.th.alpha,
-            self.th.beta,
-            self.th.delta_ch,
-            self.th.max_ch,
-        );
+        let (a, b) = (self.th.alpha, self.th.beta);
         match self.state {
             State::Increase => {
                 if now < (1.0 - a) * past {
-                    self.num_ch = (self.num_ch + d).min(m);
+                    self.num_ch = self.th.add_ch(self.num_ch);
                 } else if now > (1.0 + b) * past {
                     self.state = State::Warning;
                 }
@@ -169,13 +176,13 @@ impl ChannelTuner for MeTuner {
                 if now <= (1.0 + b) * past {
                     self.state = State::Increase;
                 } else {
-                    self.num_ch = self.num_ch.saturating_sub(d).max(1);
+                    self.num_ch = self.th.remove_ch(self.num_ch);
                     self.state = State::Recovery;
                 }
             }
             State::Recovery => {
                 if now > (1.0 + b) * past {
-                    self.num_ch = (self.num_ch + d).min(m);
+                    self.num_ch = self.th.add_ch(self.num_ch);
                 }
                 self.state = State::Increase;
             }
@@ -239,12 +246,7 @@ impl ChannelTuner for EemtTuner {
     }
     fn on_timeout(&mut self, obs: &Observation) {
         let t = obs.tput_bps();
-        let (a, b, d, m) = (
-            self.th.alpha,
-            self.th.beta,
-            self.th.delta_ch,
-            self.th.max_ch,
-        );
+        let (a, b, m) = (self.th.alpha, self.th.beta, self.th.max_ch);
         match self.state {
             State::SlowStart => {
                 if self.ss.step(&mut self.num_ch, t, m) {
@@ -252,7 +254,7 @@ impl ChannelTuner for EemtTuner {
                     self.ref_bps = self.ss.mean_bps().max(t);
                     // first probe right away
                     self.saved_ch = self.num_ch;
-                    self.num_ch = (self.num_ch + d).min(m);
+                    self.num_ch = self.th.add_ch(self.num_ch);
                     self.probing = self.num_ch != self.saved_ch;
                 }
             }
@@ -260,7 +262,7 @@ impl ChannelTuner for EemtTuner {
                 if t >= (1.0 + b) * self.ref_bps {
                     self.ref_bps = t;
                     self.saved_ch = self.num_ch;
-                    self.num_ch = (self.num_ch + d).min(m);
+                    self.num_ch = self.th.add_ch(self.num_ch);
                     self.probing = self.num_ch != self.saved_ch;
                     self.neutral_run = 0;
                 } else if t < (1.0 - a) * self.ref_bps {
@@ -276,7 +278,7 @@ impl ChannelTuner for EemtTuner {
                     if self.neutral_run >= self.probe_every && self.num_ch < m {
                         self.neutral_run = 0;
                         self.saved_ch = self.num_ch;
-                        self.num_ch += d.min(m - self.num_ch);
+                        self.num_ch = self.th.add_ch(self.num_ch);
                         self.probing = true;
                     }
                 }
@@ -286,7 +288,7 @@ impl ChannelTuner for EemtTuner {
                     self.state = State::Increase;
                 } else {
                     self.saved_ch = self.num_ch;
-                    self.num_ch = self.num_ch.saturating_sub(d).max(1);
+                    self.num_ch = self.th.remove_ch(self.num_ch);
                     self.state = State::Recovery;
                 }
             }
@@ -350,12 +352,7 @@ impl ChannelTuner for EettTuner {
     }
     fn on_timeout(&mut self, obs: &Observation) {
         let t = obs.tput_bps();
-        let (a, b, d, m) = (
-            self.th.alpha,
-            self.th.beta,
-            self.th.delta_ch,
-            self.th.max_ch,
-        );
+        let (a, b, m) = (self.th.alpha, self.th.beta, self.th.max_ch);
         let hi = (1.0 + b) * self.target_bps;
         let lo = (1.0 - a) * self.target_bps;
         match self.state {
@@ -372,7 +369,7 @@ impl ChannelTuner for EettTuner {
             State::Recovery => {
                 if t > hi {
                     let n = self.num_ch as f64;
-                    let fewer = self.num_ch.saturating_sub(d).max(1);
+                    let fewer = self.th.remove_ch(self.num_ch);
                     if self.num_ch > 1 && t * fewer as f64 / n >= lo {
                         self.num_ch = fewer;
                     } else {
@@ -382,7 +379,7 @@ impl ChannelTuner for EettTuner {
                     if self.cap.is_some() {
                         self.cap = None; // the cap binds too hard: lift it before adding channels
                     } else {
-                        self.num_ch = (self.num_ch + d).min(m);
+                        self.num_ch = self.th.add_ch(self.num_ch);
                     }
                 }
                 self.state = State::Increase;
