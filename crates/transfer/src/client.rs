@@ -397,22 +397,27 @@ pub fn run_transfer(opts: &TransferOptions) -> anyhow::Result<Summary> {
     r
 }
 
+/// Opens a fresh connection to the server, giving up after 10 s.
+async fn connect(url: &HttpUrl) -> anyhow::Result<TcpStream> {
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        TcpStream::connect(url.connect_addr()),
+    )
+    .await
+    .map_err(|_| anyhow!("connecting to {} timed out", url.authority()))?
+    .with_context(|| {
+        format!(
+            "cannot connect to {}; is the server running?",
+            url.authority()
+        )
+    })
+}
+
 async fn measure_rtt(url: &HttpUrl) -> anyhow::Result<Duration> {
     let mut best = Duration::from_secs(10);
     for _ in 0..3 {
         let t = Instant::now();
-        let s = tokio::time::timeout(
-            Duration::from_secs(10),
-            TcpStream::connect(url.connect_addr()),
-        )
-        .await
-        .map_err(|_| anyhow!("connecting to {} timed out", url.authority()))?
-        .with_context(|| {
-            format!(
-                "cannot connect to {}; is the server running?",
-                url.authority()
-            )
-        })?;
+        let s = connect(url).await?;
         best = best.min(t.elapsed());
         drop(s);
     }
@@ -425,18 +430,7 @@ async fn simple_request(
     method: &str,
     path: &str,
 ) -> anyhow::Result<(u16, Vec<(String, String)>, Vec<u8>)> {
-    let mut s = tokio::time::timeout(
-        Duration::from_secs(10),
-        TcpStream::connect(url.connect_addr()),
-    )
-    .await
-    .map_err(|_| anyhow!("connecting to {} timed out", url.authority()))?
-    .with_context(|| {
-        format!(
-            "cannot connect to {}; is the server running?",
-            url.authority()
-        )
-    })?;
+    let mut s = connect(url).await?;
     let req = format!(
         "{method} {path} HTTP/1.1\r\nHost: {}\r\nUser-Agent: wattio\r\nConnection: close\r\n\r\n",
         url.authority()
