@@ -259,6 +259,23 @@ async fn serve_connection(mut sock: TcpStream, sh: &Shared) -> io::Result<()> {
     }
 }
 
+/// The 403 for a request path that `confine` puts outside the served directory.
+async fn write_outside(
+    sock: &mut TcpStream,
+    keep_alive: bool,
+    head_only: bool,
+) -> io::Result<bool> {
+    write_simple(
+        sock,
+        403,
+        "Forbidden",
+        "the path leaves the served directory\n",
+        keep_alive,
+        head_only,
+    )
+    .await
+}
+
 /// Writes a small text response. Returns whether the connection stays open.
 async fn write_simple(
     sock: &mut TcpStream,
@@ -308,17 +325,7 @@ async fn respond(sock: &mut TcpStream, sh: &Shared, req: &Request) -> io::Result
                 return write_simple(sock, 404, "Not Found", "no such directory\n", keep, head)
                     .await
             }
-            Err(Confine::Outside) => {
-                return write_simple(
-                    sock,
-                    403,
-                    "Forbidden",
-                    "the path leaves the served directory\n",
-                    keep,
-                    head,
-                )
-                .await
-            }
+            Err(Confine::Outside) => return write_outside(sock, keep, head).await,
         };
         // Hashing reads every file: keep it off the reactor threads.
         let built = tokio::task::block_in_place(|| sh.listings.build(&root));
@@ -354,17 +361,7 @@ async fn respond(sock: &mut TcpStream, sh: &Shared, req: &Request) -> io::Result
         Err(Confine::NotFound) => {
             return write_simple(sock, 404, "Not Found", "no such file\n", keep, head).await
         }
-        Err(Confine::Outside) => {
-            return write_simple(
-                sock,
-                403,
-                "Forbidden",
-                "the path leaves the served directory\n",
-                keep,
-                head,
-            )
-            .await
-        }
+        Err(Confine::Outside) => return write_outside(sock, keep, head).await,
     };
     let file = match std::fs::File::open(&path) {
         Ok(f) => f,
