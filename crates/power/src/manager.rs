@@ -69,6 +69,18 @@ pub struct Residency {
     pub energy_j: f64,
 }
 
+/// `UnknownMode` unless `mode` is one of the device's modes.
+fn check_mode(spec: &DeviceSpec, mode: ModeId) -> Result<(), PmError> {
+    if mode.0 >= spec.modes.len() {
+        return Err(PmError::UnknownMode {
+            device: spec.name.clone(),
+            mode: mode.0,
+            count: spec.modes.len(),
+        });
+    }
+    Ok(())
+}
+
 struct Dev {
     spec: DeviceSpec,
     current: ModeId,
@@ -156,13 +168,7 @@ impl PowerManager {
         initial: ModeId,
     ) -> Result<DeviceHandle, PmError> {
         spec.validate().map_err(|e| PmError::InvalidSpec(e.0))?;
-        if initial.0 >= spec.modes.len() {
-            return Err(PmError::UnknownMode {
-                device: spec.name.clone(),
-                mode: initial.0,
-                count: spec.modes.len(),
-            });
-        }
+        check_mode(&spec, initial)?;
         let now = self.clock.now();
         let mut g = self.lock();
         let id = g.next_id;
@@ -199,13 +205,7 @@ impl PowerManager {
         let to_call: Vec<ModeCallback> = {
             let mut g = self.lock();
             let d = g.devices.get_mut(&h.0).ok_or(PmError::UnknownDevice)?;
-            if mode.0 >= d.spec.modes.len() {
-                return Err(PmError::UnknownMode {
-                    device: d.spec.name.clone(),
-                    mode: mode.0,
-                    count: d.spec.modes.len(),
-                });
-            }
+            check_mode(&d.spec, mode)?;
             let cur = d.current;
             d.seconds[cur.0] += (now - d.since).max(0.0);
             d.since = now;
@@ -245,15 +245,8 @@ impl PowerManager {
     pub fn mode_info(&self, h: DeviceHandle, mode: ModeId) -> Result<ModeInfo, PmError> {
         let g = self.lock();
         let d = g.devices.get(&h.0).ok_or(PmError::UnknownDevice)?;
-        d.spec
-            .modes
-            .get(mode.0)
-            .cloned()
-            .ok_or_else(|| PmError::UnknownMode {
-                device: d.spec.name.clone(),
-                mode: mode.0,
-                count: d.spec.modes.len(),
-            })
+        check_mode(&d.spec, mode)?;
+        Ok(d.spec.modes[mode.0].clone())
     }
 
     /// `QueryTransitionCost`: `None` when the device has no direct transition between the modes.
@@ -265,15 +258,8 @@ impl PowerManager {
     ) -> Result<Option<TransitionCost>, PmError> {
         let g = self.lock();
         let d = g.devices.get(&h.0).ok_or(PmError::UnknownDevice)?;
-        for m in [from, to] {
-            if m.0 >= d.spec.modes.len() {
-                return Err(PmError::UnknownMode {
-                    device: d.spec.name.clone(),
-                    mode: m.0,
-                    count: d.spec.modes.len(),
-                });
-            }
-        }
+        check_mode(&d.spec, from)?;
+        check_mode(&d.spec, to)?;
         Ok(d.spec.transition(from, to))
     }
 
@@ -307,13 +293,7 @@ impl PowerManager {
     ) -> Result<CallbackId, PmError> {
         let mut g = self.lock();
         let d = g.devices.get(&h.0).ok_or(PmError::UnknownDevice)?;
-        if mode.0 >= d.spec.modes.len() {
-            return Err(PmError::UnknownMode {
-                device: d.spec.name.clone(),
-                mode: mode.0,
-                count: d.spec.modes.len(),
-            });
-        }
+        check_mode(&d.spec, mode)?;
         let id = CallbackId(g.next_id);
         g.next_id += 1;
         g.callbacks.push((id, h, mode, f));
