@@ -377,6 +377,10 @@ mod tests {
         }
     }
 
+    fn cost(time_s: f64, energy_j: f64) -> Option<TransitionCost> {
+        Some(TransitionCost { time_s, energy_j })
+    }
+
     #[test]
     fn paper_profile_has_figure_1_and_2_numbers() {
         let p = Profile::builtin("paper-2004").unwrap();
@@ -389,34 +393,10 @@ mod tests {
         assert_eq!(s.modes[lpi.0].power_w, 0.34);
         assert_eq!(s.modes[sb.0].power_w, 0.08);
         assert_eq!(s.high_mode(), pi);
-        assert_eq!(
-            s.transition(sb, pi),
-            Some(TransitionCost {
-                time_s: 0.82,
-                energy_j: 0.9
-            })
-        );
-        assert_eq!(
-            s.transition(pi, sb),
-            Some(TransitionCost {
-                time_s: 0.32,
-                energy_j: 0.3
-            })
-        );
-        assert_eq!(
-            s.transition(lpi, pi),
-            Some(TransitionCost {
-                time_s: 0.30,
-                energy_j: 0.31
-            })
-        );
-        assert_eq!(
-            s.transition(pi, lpi),
-            Some(TransitionCost {
-                time_s: 0.16,
-                energy_j: 0.15
-            })
-        );
+        assert_eq!(s.transition(sb, pi), cost(0.82, 0.9));
+        assert_eq!(s.transition(pi, sb), cost(0.32, 0.3));
+        assert_eq!(s.transition(lpi, pi), cost(0.30, 0.31));
+        assert_eq!(s.transition(pi, lpi), cost(0.16, 0.15));
         let n = &p.network;
         let cam = n.mode_by_name("cam").unwrap();
         let psm = n.mode_by_name("psm").unwrap();
@@ -424,20 +404,8 @@ mod tests {
         assert_eq!(n.modes[psm.0].power_w, 0.39);
         assert_eq!(n.high_mode(), cam);
         assert_eq!(n.low_readable_mode(), psm);
-        assert_eq!(
-            n.transition(psm, cam),
-            Some(TransitionCost {
-                time_s: 0.40,
-                energy_j: 0.51
-            })
-        );
-        assert_eq!(
-            n.transition(cam, psm),
-            Some(TransitionCost {
-                time_s: 0.41,
-                energy_j: 0.53
-            })
-        );
+        assert_eq!(n.transition(psm, cam), cost(0.40, 0.51));
+        assert_eq!(n.transition(cam, psm), cost(0.41, 0.53));
     }
 
     fn bad(text: &str) -> ProfileError {
