@@ -196,6 +196,20 @@ impl Drop for ServerHandle {
     }
 }
 
+/// Answers 408 to a peer whose request head did not arrive within one idle timeout.
+async fn write_head_timeout(sock: &mut TcpStream) -> io::Result<()> {
+    write_simple(
+        sock,
+        408,
+        "Request Timeout",
+        "request head too slow\n",
+        false,
+        false,
+    )
+    .await
+    .map(|_| ())
+}
+
 async fn serve_connection(mut sock: TcpStream, sh: &Shared) -> io::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
     let mut tmp = [0u8; 8192];
@@ -217,18 +231,7 @@ async fn serve_connection(mut sock: TcpStream, sh: &Shared) -> io::Result<()> {
                 let budget = match head_started {
                     Some(t) => match sh.cfg.idle_timeout.checked_sub(t.elapsed()) {
                         Some(left) => left,
-                        None => {
-                            write_simple(
-                                &mut sock,
-                                408,
-                                "Request Timeout",
-                                "request head too slow\n",
-                                false,
-                                false,
-                            )
-                            .await?;
-                            return Ok(());
-                        }
+                        None => return write_head_timeout(&mut sock).await,
                     },
                     None => sh.cfg.idle_timeout,
                 };
@@ -237,6 +240,9 @@ async fn serve_connection(mut sock: TcpStream, sh: &Shared) -> io::Result<()> {
                     head_started = Some(Instant::now());
                 }
                 match r {
+                    // The budget ran out with part of a head received: say so before closing
+                    // (an idle keep-alive connection with nothing pending just closes).
+                    Err(_) if !buf.is_empty() => return write_head_timeout(&mut sock).await,
                     Ok(Ok(0)) | Err(_) => return Ok(()),
                     Ok(Ok(n)) => buf.extend_from_slice(&tmp[..n]),
                     Ok(Err(e)) => return Err(e),
