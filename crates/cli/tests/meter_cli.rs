@@ -387,7 +387,16 @@ fn record_on_this_machine_writes_estimated_rows_at_the_asked_rate() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(rows.len(), 50, "one row per tick for one socket");
+    // One row per tick for one socket; a tick the loaded machine let pass is reported as late
+    // and its energy lands in the next row.
+    let e = stderr(&o);
+    let late: usize = e
+        .split(" late timer ticks")
+        .next()
+        .and_then(|s| s.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no late-tick count in {e}"));
+    assert_eq!(rows.len() + late, 50, "{e}");
     assert!(rows
         .iter()
         .all(|r| r["estimated"] == true && r["mechanism"] == "model"));

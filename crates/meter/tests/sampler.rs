@@ -163,15 +163,15 @@ fn the_stop_flag_ends_the_run_with_a_final_row() {
         s2.store(true, std::sync::atomic::Ordering::Relaxed);
     });
     let cfg = SamplerConfig {
-        freq_hz: 2.0,
+        freq_hz: 0.2,
         duration: None,
         ..SamplerConfig::default()
     };
     let t0 = Instant::now();
     let (_, sink) = sampler::run(Box::new(src), &cfg, stop, Collect::default()).unwrap();
     assert!(
-        t0.elapsed() < Duration::from_millis(450),
-        "stopped promptly despite 500 ms ticks"
+        t0.elapsed() < Duration::from_secs(2),
+        "stopped promptly despite 5 s ticks"
     );
     assert_eq!(sink.samples.len(), 1, "the final row");
     let recorded = sum(&sink.samples, 0);
