@@ -340,6 +340,8 @@ struct Shared {
     /// bits/s; 0 = no cap
     rate_cap: AtomicU64,
     cap_epoch: Mutex<(Instant, u64)>,
+    /// Times the pacer held a read back since the last timeout.
+    cap_waits: AtomicU64,
     fatal: Mutex<Option<String>>,
     retries: u32,
     started: Instant,
@@ -813,6 +815,7 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
         reconnects: AtomicU64::new(0),
         rate_cap: AtomicU64::new(0),
         cap_epoch: Mutex::new((Instant::now(), 0)),
+        cap_waits: AtomicU64::new(0),
         fatal: Mutex::new(None),
         retries: opts.retries,
         started: Instant::now(),
@@ -981,6 +984,7 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
                 energy_j: energy,
                 remaining: remaining_vec(&shared),
                 cpu_load: Some(load),
+                cap_held: shared.cap_waits.swap(0, Ordering::Relaxed) > 0,
             };
             decision = ctl.on_interval(&obs);
             for (i, p) in shared.parts.iter().enumerate() {
@@ -1386,6 +1390,7 @@ async fn pace(sh: &Shared) {
         if due <= el {
             return;
         }
+        sh.cap_waits.fetch_add(1, Ordering::Relaxed);
         tokio::time::sleep((due - el).min(Duration::from_millis(100))).await;
     }
 }

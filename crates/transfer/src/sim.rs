@@ -164,6 +164,8 @@ pub fn run(
             energy_j: Some(power * dt),
             remaining: rem_u64(&remaining),
             cpu_load: Some(load),
+            // the simulated pacer holds back exactly when the channels reach the cap
+            cap_held: d.rate_cap_bps.is_some_and(|c| tput >= c),
         };
         d = ctl.on_interval(&obs);
         steps.push(SimStep {

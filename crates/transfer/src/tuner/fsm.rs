@@ -376,7 +376,10 @@ impl ChannelTuner for EettTuner {
                         self.cap = Some(self.target_bps);
                     }
                 } else if t < lo {
-                    if self.cap.is_some() {
+                    if obs.cap_held {
+                        // the channels were ahead of the cap's schedule: the dip is a stall
+                        // that the pacer makes up for, not a path that is too slow
+                    } else if self.cap.is_some() {
                         self.cap = None; // the cap binds too hard: lift it before adding channels
                     } else {
                         self.num_ch = self.th.add_ch(self.num_ch);
@@ -400,6 +403,7 @@ mod tests {
             energy_j: energy,
             remaining: vec![remaining],
             cpu_load: None,
+            cap_held: false,
         }
     }
 
@@ -509,6 +513,14 @@ mod tests {
         assert_eq!((t.state(), t.num_ch()), (State::Increase, 1));
         t.on_timeout(&obs(5200.0, None, 1));
         t.on_timeout(&obs(5200.0, None, 1)); // one channel is too fast: pace
+        assert_eq!((t.rate_cap_bps(), t.num_ch()), (Some(4000.0), 1));
+        // a dip while the pacer was holding reads back is a stall: the cap stays
+        let stalled = Observation {
+            cap_held: true,
+            ..obs(2400.0, None, 1)
+        };
+        t.on_timeout(&stalled);
+        t.on_timeout(&stalled);
         assert_eq!((t.rate_cap_bps(), t.num_ch()), (Some(4000.0), 1));
         t.on_timeout(&obs(2400.0, None, 1));
         t.on_timeout(&obs(2400.0, None, 1)); // too slow: the cap goes first

@@ -66,6 +66,11 @@ pub struct Observation {
     pub remaining: Vec<u64>,
     /// Our CPU time over the interval divided by (active cores × interval), 0..1.
     pub cpu_load: Option<f64>,
+    /// Whether the client's rate cap held reads back during the interval, i.e. the channels
+    /// were ahead of the cap's schedule at some point. A dip below the target while this is
+    /// set comes from a stall (a busy machine, a late timer), not from a cap that binds too
+    /// hard: the pacer lets the channels catch up afterwards.
+    pub cap_held: bool,
 }
 
 impl Observation {
