@@ -15,7 +15,7 @@ use crate::http::percent_encode_path;
 use crate::listing::{is_safe_relative, Listing, LISTING_PATH};
 use crate::tuner::{
     initial_plan, AlanHeuristic, ChannelTuner, Controller, CpuScaler, Decision, EemtTuner,
-    EettTuner, FixedParams, MeTuner, NetParams, Observation, Plan, Sla, SlaeeTuner, Split,
+    EettTuner, FixedParams, MeTuner, NetParams, Observation, Plan, Sla, SlaeeTuner, Split, State,
     StaticTuner, Thresholds,
 };
 use anyhow::{anyhow, bail, Context};
@@ -758,6 +758,18 @@ fn split_ranges(miss: &[(u64, u64)], split: Split, size: u64) -> Vec<(u64, u64)>
     out
 }
 
+/// Slow start's timeout: six RTTs, at least 200 ms, at most the tuning interval.
+///
+/// Ours: the paper times slow start with the same timeout as the later states. With a 1 s
+/// timeout every transfer spends its first seconds on the channels Algorithm 1 guessed, and a
+/// small dataset is done before slow start has acted; six RTTs are enough for a new TCP
+/// stream to leave its own slow start on the paths we test (36–44 ms).
+pub fn slow_start_timeout(rtt_s: f64, interval: Duration) -> Duration {
+    Duration::from_secs_f64(rtt_s.max(0.0) * 6.0)
+        .max(Duration::from_millis(200))
+        .min(interval)
+}
+
 async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::Result<Summary> {
     let url = HttpUrl::parse(&opts.source)?;
     let rtt = match opts.rtt {
@@ -956,7 +968,12 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
         let rec = shared.received.load(Ordering::Relaxed);
         pb.set_position(prep.resumed_bytes + rec);
         let el = last_tick.elapsed();
-        if el >= opts.interval {
+        let timeout = if decision.state == State::SlowStart {
+            slow_start_timeout(net.rtt_s, opts.interval)
+        } else {
+            opts.interval
+        };
+        if el >= timeout {
             let dt = el.as_secs_f64();
             last_tick = Instant::now();
             let bytes = rec - last_bytes;

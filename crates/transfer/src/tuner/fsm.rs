@@ -50,7 +50,8 @@ impl Thresholds {
 /// Algorithm 2, slow start: after each of a few timeouts, numCh *= bandwidth / lastThroughput.
 ///
 /// Ours where the paper is silent: the loop runs `rounds` timeouts (default 2); one step may
-/// change numCh by at most ×4 (the first interval includes connection set-up); without a
+/// change numCh by at most ×2 (the first timeouts include connection set-up and TCP's own
+/// slow start, so the measured rate underestimates what the channels will carry); without a
 /// known bandwidth, numCh doubles while throughput still grows by ≥ 10 % (at most 5 rounds)
 /// and the best throughput seen becomes the bandwidth estimate.
 #[derive(Debug, Clone)]
@@ -78,7 +79,7 @@ impl SlowStart {
         match self.bandwidth_bps {
             Some(bw) => {
                 if tput_bps > 0.0 {
-                    let f = (bw / tput_bps).clamp(0.25, 4.0);
+                    let f = (bw / tput_bps).clamp(0.5, 2.0);
                     *num_ch = ((*num_ch as f64 * f).ceil() as usize).clamp(1, max_ch);
                 }
                 self.best_bps = self.best_bps.max(tput_bps);
@@ -200,7 +201,8 @@ impl ChannelTuner for MeTuner {
 ///   < (1−α)·ref → Warning (negative); otherwise (neutral) hold — and if the last step was an
 ///   increase that did not pay, take it back (ours: "avoid increasing the channel count if
 ///   doing so does not increase the throughput"); after `probe_every` neutral timeouts probe
-///   again with +ΔCh (ours, so a freed-up path is found);
+///   again with +ΔCh (ours, so a freed-up path is found) — after two when `--bandwidth` is
+///   known and the throughput is below (1−α) of it;
 /// - Warning: positive or neutral → Increase; negative → remember numCh, −ΔCh, Recovery;
 /// - Recovery: throughput better than the one that caused it → Increase with the new count;
 ///   otherwise restore the old count, ref = last throughput, Increase.
@@ -275,7 +277,11 @@ impl ChannelTuner for EemtTuner {
                     }
                     self.ref_bps = self.ref_bps.max(t);
                     self.neutral_run += 1;
-                    if self.neutral_run >= self.probe_every && self.num_ch < m {
+                    // ours: with a known bandwidth and the link visibly not full, probe
+                    // every other timeout instead of waiting `probe_every`
+                    let headroom = self.ss.bandwidth_bps.is_some_and(|bw| t < (1.0 - a) * bw);
+                    let every = if headroom { 2 } else { self.probe_every };
+                    if self.neutral_run >= every && self.num_ch < m {
                         self.neutral_run = 0;
                         self.saved_ch = self.num_ch;
                         self.num_ch = self.th.add_ch(self.num_ch);
@@ -412,9 +418,9 @@ mod tests {
         let mut ss = SlowStart::new(Some(1000.0));
         let mut n = 2;
         assert!(!ss.step(&mut n, 400.0, 64));
-        assert_eq!(n, 5); // ceil(2 × 2.5)
+        assert_eq!(n, 4); // ×2.5 wanted, ×2 at most per step
         assert!(ss.step(&mut n, 900.0, 64));
-        assert_eq!(n, 6); // ceil(5 × 1.11)
+        assert_eq!(n, 5); // ceil(4 × 1.11)
     }
 
     #[test]
@@ -444,6 +450,26 @@ mod tests {
         t.on_timeout(&obs(990.0, None, 1)); // neutral again
         assert_eq!(t.state(), State::Increase);
         assert_eq!(t.num_ch(), 4);
+    }
+
+    #[test]
+    fn eemt_probes_sooner_while_below_a_known_bandwidth() {
+        let mut t = EemtTuner::new(4, Some(1000.0), Thresholds::default());
+        t.on_timeout(&obs(800.0, None, 1));
+        t.on_timeout(&obs(800.0, None, 1)); // slow start over (×1.25 twice), one probe channel
+        let base = t.num_ch() - 1;
+        t.on_timeout(&obs(800.0, None, 1)); // neutral: probe withdrawn (run 1)
+        assert_eq!(t.num_ch(), base);
+        t.on_timeout(&obs(800.0, None, 1)); // run 2, 800 < 950: probe again
+        assert_eq!(t.num_ch(), base + 1);
+        // at the link, the same neutral runs wait for probe_every
+        let mut full = EemtTuner::new(4, Some(1000.0), Thresholds::default());
+        for _ in 0..3 {
+            full.on_timeout(&obs(1000.0, None, 1));
+        }
+        let n = full.num_ch();
+        full.on_timeout(&obs(1000.0, None, 1));
+        assert_eq!(full.num_ch(), n, "no early probe at the link's rate");
     }
 
     #[test]
