@@ -9,7 +9,9 @@
 # Knobs (environment): SCALE (dataset factor, default 0.02), PROFILE (testbed profile, default
 # cloudlab), DATASETS, TOOLS (space-separated subsets), TARGETS (EETT targets in % of the link),
 # DATA (dataset dir), OUT (result dir), DEST (download dir; tmpfs: the paper moved memory to memory),
-# WATTIO_BIN (use this wattio binary instead of building one).
+# WATTIO_BIN (use this wattio binary instead of building one), REPEATS (runs per cell, default 3:
+# the report shows medians and ranges; rounds are interleaved so slow drift in the host's load
+# falls on every tool alike).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +21,7 @@ DATASETS=${DATASETS:-"small medium large mixed"}
 ALL_TOOLS="curl-seq curl-par wget wget2 aria2-default aria2-tuned nghttp-h2 wattio-me wattio-eemt"
 TOOLS=${TOOLS:-$ALL_TOOLS}
 TARGETS=${TARGETS:-"80 60 40 20"}
+REPEATS=${REPEATS:-3}
 DATA=${DATA:-results/transfer/data-$SCALE}
 OUT=${OUT:-results/transfer/run-$(date -u +%Y%m%dT%H%M%SZ)}
 DEST=${DEST:-/dev/shm/wattio-bench-dest}
@@ -123,12 +126,12 @@ tool_cmd() { # tool dataset -> the shell command the client runs
   esac
 }
 
-run_one() { # tool dataset [target-mbit]
-  local tool=$1 ds=$2 rate=${3:-0}
-  local id="$ds.$tool" cmd
+run_one() { # round tool dataset [target-mbit]
+  local rep=$1 tool=$2 ds=$3 rate=${4:-0}
+  local id="$ds.$tool.r$rep" cmd
   cmd=$(tool_cmd "$tool" "$ds" "$rate")
   rm -rf "$DEST"; mkdir -p "$DEST"
-  printf '%-8s %-16s ' "$ds" "$tool"
+  printf 'r%-2s %-8s %-16s ' "$rep" "$ds" "$tool"
   set +e
   "$W" measure --json -- "$W" testbed --name $NAME exec client --stats "$OUT/runs/$id.stats.json" -- \
     timeout "${RUN_TIMEOUT:-900}" sh -c "cd '$DEST' && { $cmd ; } >'$OUT/runs/$id.stdout' 2>'$OUT/runs/$id.stderr'" \
@@ -140,7 +143,7 @@ run_one() { # tool dataset [target-mbit]
   got=$(find "$DEST" -type f ! -name '*.part' ! -name '*.tmp' ! -path '*/.wattio*' -printf '%s\n' | awk '{n++; s+=$1} END {print n+0, s+0}')
   local want_files want_bytes
   want_files=$(wc -l < "$DATA/$ds.tsv"); want_bytes=$(awk -F'\t' '{s+=$2} END {print s}' "$DATA/$ds.tsv")
-  echo "{\"tool\":\"$tool\",\"dataset\":\"$ds\",\"target_mbit\":$rate,\"rc\":$rc,\"got_files\":${got% *},\"got_bytes\":${got#* },\"want_files\":$want_files,\"want_bytes\":$want_bytes,\"link_bps\":$RATE_BPS,\"rtt_ms\":$RTT_MS,\"cmd\":$(python3 -c 'import json,sys;print(json.dumps(sys.argv[1]))' "$cmd")}" \
+  echo "{\"tool\":\"$tool\",\"rep\":$rep,\"dataset\":\"$ds\",\"target_mbit\":$rate,\"rc\":$rc,\"got_files\":${got% *},\"got_bytes\":${got#* },\"want_files\":$want_files,\"want_bytes\":$want_bytes,\"link_bps\":$RATE_BPS,\"rtt_ms\":$RTT_MS,\"cmd\":$(python3 -c 'import json,sys;print(json.dumps(sys.argv[1]))' "$cmd")}" \
     > "$OUT/runs/$id.meta.json"
   python3 - "$OUT/runs/$id" <<'PY'
 import json, sys
@@ -152,24 +155,26 @@ print(f"{m['got_bytes']*8/s['wall_s']/1e6:8.1f} Mbit/s {s['wall_s']:7.2f} s cpu 
 PY
 }
 
-echo "== runs -> $OUT/runs"
-for ds in $DATASETS; do
-  for tool in $TOOLS; do
-    run_one "$tool" "$ds"
+echo "== runs -> $OUT/runs ($REPEATS rounds)"
+for rep in $(seq 1 "$REPEATS"); do
+  for ds in $DATASETS; do
+    for tool in $TOOLS; do
+      run_one "$rep" "$tool" "$ds"
+    done
   done
+  if [[ " $DATASETS " == *" mixed "* ]] && [[ " $TOOLS " == *" wattio-"* ]]; then
+    for pct in $TARGETS; do
+      run_one "$rep" "wattio-eett-$pct" mixed $(( RATE_BPS * pct / 100 / 1000000 ))
+    done
+  fi
 done
-if [[ " $DATASETS " == *" mixed "* ]] && [[ " $TOOLS " == *" wattio-"* ]]; then
-  for pct in $TARGETS; do
-    run_one "wattio-eett-$pct" mixed $(( RATE_BPS * pct / 100 / 1000000 ))
-  done
-fi
 
 cat > "$OUT/machine.txt" <<EOF
 date: $(date -u +%Y-%m-%dT%H:%M:%SZ)
 cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') (family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' '), model $(grep -m1 '^model' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')), $(nproc) vCPU
 kernel: $(uname -r)
 os: $(. /etc/os-release; echo "$PRETTY_NAME")
-scale: $SCALE   profile: $PROFILE   command: SCALE=$SCALE PROFILE=$PROFILE make bench-transfer
+scale: $SCALE   profile: $PROFILE   repeats: $REPEATS   command: SCALE=$SCALE PROFILE=$PROFILE REPEATS=$REPEATS make bench-transfer
 tools: $(curl --version | head -1 | cut -d' ' -f1-2); $(wget --version | head -1 | cut -d' ' -f1-3); $(wget2 --version | head -1 | cut -d' ' -f1-3); $(aria2c --version | head -1); $(nghttp --version); $(nginx -v 2>&1)
 EOF
 python3 scripts/transfer_report.py "$OUT"

@@ -3,6 +3,9 @@
 
 usage: transfer_report.py RUN_DIR   ->  RUN_DIR/results.csv, RUN_DIR/report.md, RUN_DIR/*.svg
 
+Each cell (dataset, tool) may hold several runs (REPEATS): tables and plots show the median over
+the complete runs, with the throughput range; results.csv keeps every run.
+
 Throughput is payload bytes that arrived complete divided by the tool's wall time. "Client
 energy" is the meter's linear model applied to the tool's own CPU time (every tool charged by the
 same rule) and is an ESTIMATE; "system" is `wattio measure`'s system-wide figure (also an
@@ -12,6 +15,7 @@ import csv
 import glob
 import json
 import os
+import statistics
 import sys
 from html import escape
 
@@ -47,6 +51,7 @@ def load(run):
         rows.append({
             "dataset": m["dataset"],
             "tool": m["tool"],
+            "rep": m.get("rep", 1),
             "target_mbit": m["target_mbit"],
             "complete": complete,
             "exit_code": m["rc"],
@@ -69,6 +74,32 @@ def load(run):
             "cmd": m["cmd"],
         })
     return rows
+
+
+MEDIAN_KEYS = ["wall_s", "throughput_mbit", "client_cpu_s", "client_energy_j_est", "client_j_per_gb_est",
+               "system_energy_j_est"]
+
+
+def aggregate(rows):
+    """One summary per (dataset, tool, target): medians over the complete runs (all runs when
+    none completed, so an incomplete cell still shows what happened), the run counts and the
+    throughput range."""
+    cells = {}
+    for r in rows:
+        cells.setdefault((r["dataset"], r["tool"], r["target_mbit"]), []).append(r)
+    out = []
+    for runs in cells.values():
+        done = [r for r in runs if r["complete"]]
+        use = done or runs
+        summary = dict(sorted(use, key=lambda r: r["wall_s"])[len(use) // 2])
+        for k in MEDIAN_KEYS:
+            vals = [r[k] for r in use if r[k] is not None]
+            summary[k] = statistics.median(vals) if vals else None
+        tputs = [r["throughput_mbit"] for r in use]
+        summary.update(n=len(runs), n_complete=len(done), complete=len(done) == len(runs),
+                       tput_min=min(tputs), tput_max=max(tputs))
+        out.append(summary)
+    return out
 
 
 def tool_key(t):
@@ -157,7 +188,9 @@ def main(run):
     link = rows[0]["link_mbit"]
     rtt = rows[0]["rtt_ms"]
     model = rows[0]["model"]
-    base = [r for r in rows if not r["tool"].startswith("wattio-eett")]
+    summaries = aggregate(rows)
+    reps = max(s["n"] for s in summaries)
+    base = [r for r in summaries if not r["tool"].startswith("wattio-eett")]
     datasets = [d for d in DATASETS if any(r["dataset"] == d for r in base)]
     tools = sorted({r["tool"] for r in base}, key=tool_key)
     get = {(r["dataset"], r["tool"]): r for r in base}
@@ -183,7 +216,9 @@ def main(run):
 
     md = [f"Link {link:.0f} Mbit/s, RTT {rtt:.0f} ms. Client energy is ESTIMATED: {model} applied to the "
           "client tool's CPU time (idle share for the whole VM over the wall time); system-wide is "
-          "`wattio measure` (also estimated here) and includes the server, the delay line and other load.", ""]
+          "`wattio measure` (also estimated here) and includes the server, the delay line and other load. "
+          f"Up to {reps} runs per cell: every figure is the median over the complete runs; "
+          "the Mbit/s column gives the range in brackets.", ""]
     for d in datasets:
         dr = sorted([r for r in base if r["dataset"] == d], key=lambda r: tool_key(r["tool"]))
         if not dr:
@@ -191,25 +226,29 @@ def main(run):
         r0 = dr[0]
         md.append(f"### {d} ({r0['want_files']} files, {r0['want_bytes']/1e6:.0f} MB)")
         md.append("")
-        md.append("| tool | complete | time s | Mbit/s | % link | client CPU s | client J (est.) | J/GB (est.) | system J (est.) |")
+        md.append("| tool | complete | time s | Mbit/s [range] | % link | client CPU s | client J (est.) | J/GB (est.) | system J (est.) |")
         md.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
         for r in dr:
-            comp = "yes" if r["complete"] else f"NO (exit {r['exit_code']}, {r['bytes']}/{r['want_bytes']} B)"
-            jpg = f"{r['client_j_per_gb_est']:.0f}" if r["client_j_per_gb_est"] else "-"
+            comp = f"{r['n_complete']}/{r['n']}" if r["complete"] else \
+                f"NO: {r['n_complete']}/{r['n']} (exit {r['exit_code']}, {r['bytes']}/{r['want_bytes']} B)"
+            jpg = f"{r['client_j_per_gb_est']:.1f}" if r["client_j_per_gb_est"] else "-"
             sysj = f"{r['system_energy_j_est']:.0f}" if r["system_energy_j_est"] is not None else "-"
-            md.append(f"| {r['tool']} | {comp} | {r['wall_s']:.1f} | {r['throughput_mbit']:.0f} | "
-                      f"{100*r['throughput_mbit']/link:.0f} | {r['client_cpu_s']:.2f} | {r['client_energy_j_est']:.0f} | {jpg} | {sysj} |")
+            rng = f" [{r['tput_min']:.0f}–{r['tput_max']:.0f}]" if r["n"] > 1 else ""
+            md.append(f"| {r['tool']} | {comp} | {r['wall_s']:.1f} | {r['throughput_mbit']:.0f}{rng} | "
+                      f"{100*r['throughput_mbit']/link:.0f} | {r['client_cpu_s']:.2f} | {r['client_energy_j_est']:.1f} | {jpg} | {sysj} |")
         md.append("")
-    eett = sorted([r for r in rows if r["tool"].startswith("wattio-eett")], key=lambda r: -r["target_mbit"])
+    eett = sorted([r for r in summaries if r["tool"].startswith("wattio-eett")], key=lambda r: -r["target_mbit"])
     if eett:
         md.append("### EETT (wattio transfer --sla target:RATE), mixed dataset")
         md.append("")
-        md.append("| target % of link | target Mbit/s | achieved Mbit/s | error | complete | client J (est.) |")
-        md.append("|---:|---:|---:|---:|---|---:|")
+        md.append("| target % of link | target Mbit/s | achieved Mbit/s [range] | error (median) | worst error | complete | client J (est.) |")
+        md.append("|---:|---:|---:|---:|---:|---|---:|")
         for r in eett:
             err = 100 * (r["throughput_mbit"] / r["target_mbit"] - 1)
-            md.append(f"| {100*r['target_mbit']/link:.0f} % | {r['target_mbit']} | {r['throughput_mbit']:.0f} | {err:+.0f} % | "
-                      f"{'yes' if r['complete'] else 'NO'} | {r['client_energy_j_est']:.0f} |")
+            worst = max((100 * (v / r["target_mbit"] - 1) for v in (r["tput_min"], r["tput_max"])), key=abs)
+            md.append(f"| {100*r['target_mbit']/link:.0f} % | {r['target_mbit']} | {r['throughput_mbit']:.0f} "
+                      f"[{r['tput_min']:.0f}–{r['tput_max']:.0f}] | {err:+.1f} % | {worst:+.1f} % | "
+                      f"{r['n_complete']}/{r['n']} | {r['client_energy_j_est']:.0f} |")
         md.append("")
         labels = [f"{100*r['target_mbit']/link:.0f} %" for r in eett]
         by = {f"{100*r['target_mbit']/link:.0f} %": r for r in eett}
