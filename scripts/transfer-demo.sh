@@ -32,12 +32,13 @@ run() { # dataset sla tuner [extra...]
   rm -rf "$OUT/dst"
   "$W" testbed --name "$NAME" exec client -- "$W" transfer "http://10.77.0.2:$PORT/$ds/" "$OUT/dst" \
     --sla "$sla" --tuner "$tuner" --rtt 36ms --bandwidth 1gbit --json --no-progress "$@" > "$f"
-  python3 - "$f" "$ds" <<'PY'
+  python3 - "$f" "$ds" "$*" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 last = d["intervals"][-2]["num_ch"] if len(d["intervals"]) > 1 else d["params_initial"]["num_ch"]
 pe = d["energy_process"]
-print(f"| {sys.argv[2]} | {d['sla']} | {d['tuner']} | {d['bytes']/1e6:.0f} | {d['seconds']:.2f} "
+tuner = d["tuner"] + (f" ({sys.argv[3]})" if sys.argv[3] else "")  # fixed: show its flags
+print(f"| {sys.argv[2]} | {d['sla']} | {tuner} | {d['bytes']/1e6:.0f} | {d['seconds']:.2f} "
       f"| {d['throughput_mbps']:.0f} | {last} | {pe['joules_per_gb']:.1f} |")
 PY
 }

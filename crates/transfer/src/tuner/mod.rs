@@ -43,12 +43,20 @@ impl Sla {
         }
     }
 
-    /// Short name for logs.
+    /// Short name for logs, in the form `--sla` accepts (`target:400mbit`).
     pub fn name(&self) -> String {
         match self {
             Sla::MinEnergy => "min-energy".into(),
             Sla::MaxThroughput => "max-throughput".into(),
-            Sla::Target(r) => format!("target:{:.0}bit/s", r),
+            Sla::Target(r) => {
+                let unit = [(1e9, "gbit"), (1e6, "mbit"), (1e3, "kbit")]
+                    .into_iter()
+                    .find(|(scale, _)| *r >= *scale && (r / scale).fract() == 0.0);
+                match unit {
+                    Some((scale, name)) => format!("target:{}{name}", r / scale),
+                    None => format!("target:{r:.0}bit"),
+                }
+            }
         }
     }
 }
@@ -227,5 +235,17 @@ mod tests {
         assert_eq!(Sla::parse("min-energy"), Ok(Sla::MinEnergy));
         assert_eq!(Sla::parse("target:400mbit"), Ok(Sla::Target(400e6)));
         assert!(Sla::parse("fastest").unwrap_err().contains("min-energy"));
+        assert_eq!(Sla::Target(400e6).name(), "target:400mbit");
+        assert_eq!(Sla::Target(2e9).name(), "target:2gbit");
+        assert_eq!(Sla::Target(1500e3).name(), "target:1500kbit");
+        assert_eq!(Sla::Target(1234.0).name(), "target:1234bit");
+        for sla in [
+            Sla::MinEnergy,
+            Sla::MaxThroughput,
+            Sla::Target(40e6),
+            Sla::Target(999.0),
+        ] {
+            assert_eq!(Sla::parse(&sla.name()), Ok(sla), "name() reads back");
+        }
     }
 }
