@@ -375,6 +375,16 @@ fn truncate_note(s: &str) -> String {
     }
 }
 
+/// Columns a `wattio record` CSV must have for the report (`model` is read when present).
+const METER_COLUMNS: &[&str] = &[
+    "timestamp",
+    "mechanism",
+    "socket",
+    "domain",
+    "energy_j",
+    "estimated",
+];
+
 /// Whether a CSV header line belongs to a format [`parse_csv`] understands.
 fn known_csv_header(header: &str) -> bool {
     let cols: Vec<&str> = header
@@ -382,14 +392,8 @@ fn known_csv_header(header: &str) -> bool {
         .map(|c| c.trim().trim_matches('"'))
         .collect();
     let has = |names: &[&str]| names.iter().all(|n| cols.contains(n));
-    has(&[
-        "timestamp",
-        "mechanism",
-        "socket",
-        "domain",
-        "energy_j",
-        "estimated",
-    ]) || has(crate::overhead::LOAD_COLUMNS)
+    has(METER_COLUMNS)
+        || has(crate::overhead::LOAD_COLUMNS)
         || has(crate::overhead::IDLE_COLUMNS)
         || has(&["method", "op", "energy_j"])
         || has(&["strategy", "knob", "energy_j"])
@@ -713,14 +717,7 @@ fn parse_csv(text: &str) -> Result<Dataset, String> {
         })
     };
 
-    if has_all(&[
-        "timestamp",
-        "mechanism",
-        "socket",
-        "domain",
-        "energy_j",
-        "estimated",
-    ]) {
+    if has_all(METER_COLUMNS) {
         let mut counters: BTreeMap<(u32, String, Provenance), Vec<(f64, f64)>> = BTreeMap::new();
         for (i, r) in rows.iter().enumerate() {
             let t = getf(r, i, "timestamp")?;
