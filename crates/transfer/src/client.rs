@@ -762,9 +762,10 @@ fn split_ranges(miss: &[(u64, u64)], split: Split, size: u64) -> Vec<(u64, u64)>
 ///
 /// Ours: the paper times slow start with the same timeout as the later states. With a 1 s
 /// timeout every transfer spends its first seconds on the channels Algorithm 1 guessed, and a
-/// small dataset is done before slow start has acted; six RTTs are enough for a new TCP
-/// stream to leave its own slow start on the paths we test (36–44 ms).
-pub fn slow_start_timeout(rtt_s: f64, interval: Duration) -> Duration {
+/// small dataset is done before slow start has acted. Six RTTs are not enough for a new TCP
+/// stream to finish its own slow start, so these timeouts underestimate the channels' rate;
+/// slow start's ×2 step limit is what keeps that from opening too many channels.
+fn slow_start_timeout(rtt_s: f64, interval: Duration) -> Duration {
     Duration::from_secs_f64(rtt_s.max(0.0) * 6.0)
         .max(Duration::from_millis(200))
         .min(interval)
@@ -1616,6 +1617,23 @@ mod tests {
             .to_string()
             .contains("only http://"));
         assert!(HttpUrl::parse("http://x:port/").is_err());
+    }
+
+    #[test]
+    fn slow_start_timeout_is_six_rtts_within_bounds() {
+        let ms = Duration::from_millis;
+        assert_eq!(slow_start_timeout(0.036, ms(1000)), ms(216));
+        assert_eq!(
+            slow_start_timeout(0.0001, ms(1000)),
+            ms(200),
+            "floor on short paths"
+        );
+        assert_eq!(
+            slow_start_timeout(0.5, ms(1000)),
+            ms(1000),
+            "never past --interval"
+        );
+        assert_eq!(slow_start_timeout(0.036, ms(100)), ms(100));
     }
 
     #[test]

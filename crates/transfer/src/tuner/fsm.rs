@@ -383,11 +383,10 @@ impl ChannelTuner for EettTuner {
                     } else {
                         self.cap = Some(self.target_bps);
                     }
-                } else if t < lo {
-                    if obs.cap_held {
-                        // the channels were ahead of the cap's schedule: the dip is a stall
-                        // that the pacer makes up for, not a path that is too slow
-                    } else if self.cap.is_some() {
+                } else if t < lo && !obs.cap_held {
+                    // (with cap_held the channels were ahead of the cap's schedule: the dip is
+                    // a stall that the pacer makes up for, not a path that is too slow)
+                    if self.cap.is_some() {
                         self.cap = None; // the cap binds too hard: lift it before adding channels
                     } else {
                         self.num_ch = self.th.add_ch(self.num_ch);
