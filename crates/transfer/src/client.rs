@@ -254,6 +254,11 @@ struct FileJob {
     url_path: String,
     size: u64,
     xxh3: Option<String>,
+    /// The listing's per-block checksums, verified instead of `xxh3` when present.
+    blocks: Option<BlockDigests>,
+    /// Block digests computed from the bytes as they arrived (None: not seen whole in one
+    /// stream, hashed from the file when it is finished).
+    block_sums: Mutex<Vec<Option<u64>>>,
     final_path: PathBuf,
     part_path: PathBuf,
     done_path: PathBuf,
@@ -305,6 +310,12 @@ impl FileJob {
             rec[..8].copy_from_slice(&offset.to_le_bytes());
             rec[8..].copy_from_slice(&len.to_le_bytes());
             let _ = f.write_all(&rec);
+        }
+    }
+
+    fn store_block_sum(&self, index: u64, digest: u64) {
+        if let Some(slot) = self.block_sums.lock().unwrap().get_mut(index as usize) {
+            *slot = Some(digest);
         }
     }
 
@@ -471,6 +482,28 @@ struct SourceFile {
     url_path: String,
     size: u64,
     xxh3: Option<String>,
+    blocks: Option<BlockDigests>,
+}
+
+/// A file's expected block checksums (from its listing entry).
+#[derive(Debug, Clone)]
+struct BlockDigests {
+    size: u64,
+    xxh3: Vec<u64>,
+}
+
+impl BlockDigests {
+    fn from_listing(b: crate::listing::Blocks) -> BlockDigests {
+        BlockDigests {
+            size: b.size,
+            // Listing::parse checked every digest
+            xxh3: b
+                .xxh3
+                .iter()
+                .map(|h| checksum::parse_digest(h).unwrap_or_default())
+                .collect(),
+        }
+    }
 }
 
 async fn resolve_source(url: &HttpUrl) -> anyhow::Result<Vec<SourceFile>> {
@@ -502,6 +535,7 @@ async fn resolve_source(url: &HttpUrl) -> anyhow::Result<Vec<SourceFile>> {
                 rel: e.path,
                 size: e.size,
                 xxh3: e.xxh3,
+                blocks: e.blocks.map(BlockDigests::from_listing),
             })
             .collect());
     }
@@ -532,6 +566,7 @@ async fn resolve_source(url: &HttpUrl) -> anyhow::Result<Vec<SourceFile>> {
         url_path: path,
         size,
         xxh3: None,
+        blocks: None,
     }])
 }
 
@@ -638,6 +673,8 @@ fn prepare(dest: &Path, src: Vec<SourceFile>) -> anyhow::Result<Prepared> {
             url_path: s.url_path,
             size: s.size,
             xxh3: s.xxh3,
+            block_sums: Mutex::new(vec![None; s.blocks.as_ref().map_or(0, |b| b.xxh3.len())]),
+            blocks: s.blocks,
             final_path,
             part_path,
             done_path,
@@ -740,16 +777,28 @@ fn build_controller(
     }
 }
 
-fn split_ranges(miss: &[(u64, u64)], split: Split, size: u64) -> Vec<(u64, u64)> {
+/// Cuts a file's missing ranges into the plan's pieces. With `block` (the listing's checksum
+/// block), pieces are rounded to whole blocks and cut at multiples of the piece size, so each
+/// stream covers whole blocks and can hash them as they arrive.
+fn split_ranges(
+    miss: &[(u64, u64)],
+    split: Split,
+    size: u64,
+    block: Option<u64>,
+) -> Vec<(u64, u64)> {
     let piece = match split {
         Split::Whole => u64::MAX,
         Split::Chunk(c) => c.max(1),
         Split::Parts(p) => size.div_ceil(p.max(1) as u64).max(1),
     };
+    let piece = match block {
+        Some(b) if b > 0 && piece != u64::MAX => ((piece + b / 2) / b).max(1) * b,
+        _ => piece,
+    };
     let mut out = Vec::new();
     for &(mut o, mut l) in miss {
         while l > 0 {
-            let n = l.min(piece);
+            let n = l.min(piece - o % piece);
             out.push((o, n));
             o += n;
             l -= n;
@@ -801,7 +850,8 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
         let mut q = VecDeque::new();
         let mut rem = 0;
         for &fi in &part.files {
-            for (o, l) in split_ranges(&prep.missing[fi], part.split, sizes[fi]) {
+            let block = prep.jobs[fi].blocks.as_ref().map(|b| b.size);
+            for (o, l) in split_ranges(&prep.missing[fi], part.split, sizes[fi], block) {
                 q.push_back(Chunk {
                     file: fi,
                     offset: o,
@@ -1148,7 +1198,8 @@ fn process_cpu_s() -> f64 {
 /// Verifies a fully received file and renames it into place.
 fn finish_file(sh: &Shared, i: usize) {
     let j = &sh.files[i];
-    let res = (|| -> Result<bool, String> {
+    // Ok(ranges to fetch again; empty when the file is good)
+    let res = (|| -> Result<Vec<(u64, u64)>, String> {
         let f = j
             .part()
             .map_err(|e| format!("cannot open {}: {e}", j.part_path.display()))?;
@@ -1163,26 +1214,32 @@ fn finish_file(sh: &Shared, i: usize) {
                 j.size
             ));
         }
-        if let Some(want) = &j.xxh3 {
+        if let Some(b) = &j.blocks {
+            let bad = bad_blocks(j, b)
+                .map_err(|e| format!("cannot read back {}: {e}", j.part_path.display()))?;
+            if !bad.is_empty() {
+                return Ok(block_ranges(&bad, b.size, j.size));
+            }
+        } else if let Some(want) = &j.xxh3 {
             let got = checksum::file_xxh3(&j.part_path).map_err(|e| e.to_string())?;
             if &got != want {
-                return Ok(false);
+                return Ok(vec![(0, j.size)]);
             }
         }
         std::fs::rename(&j.part_path, &j.final_path)
             .map_err(|e| format!("cannot rename into {}: {e}", j.final_path.display()))?;
         let _ = std::fs::remove_file(&j.done_path);
-        Ok(true)
+        Ok(Vec::new())
     })();
     match res {
-        Ok(true) => {
-            if j.xxh3.is_some() {
+        Ok(refetch) if refetch.is_empty() => {
+            if j.xxh3.is_some() || j.blocks.is_some() {
                 sh.verified.fetch_add(1, Ordering::SeqCst);
             }
             sh.files_done.fetch_add(1, Ordering::SeqCst);
         }
-        Ok(false) => {
-            // checksum mismatch: refetch the whole file once, then give up
+        Ok(refetch) => {
+            // checksum mismatch: fetch the bad blocks (or the whole file) once more, then give up
             if j.checksum_retry.swap(true, Ordering::SeqCst) {
                 sh.fail(format!(
                     "{}: checksum mismatch twice; the server's file changed or is corrupt",
@@ -1191,23 +1248,68 @@ fn finish_file(sh: &Shared, i: usize) {
                 return;
             }
             let _ = std::fs::remove_file(&j.done_path);
-            j.remaining.store(j.size, Ordering::SeqCst);
+            let again: u64 = refetch.iter().map(|r| r.1).sum();
+            if let Some(b) = &j.blocks {
+                let mut sums = j.block_sums.lock().unwrap();
+                for &(o, l) in &refetch {
+                    for i in o / b.size..(o + l).div_ceil(b.size) {
+                        sums[i as usize] = None;
+                    }
+                }
+            }
+            j.remaining.store(again, Ordering::SeqCst);
             // any partition can carry it: prefer one that still has channels
             let pi = sh
                 .parts
                 .iter()
                 .position(|p| p.target.load(Ordering::SeqCst) > 0)
                 .unwrap_or(0);
-            sh.parts[pi].remaining.fetch_add(j.size, Ordering::SeqCst);
+            sh.parts[pi].remaining.fetch_add(again, Ordering::SeqCst);
             sh.parts[pi].target.fetch_max(1, Ordering::SeqCst);
-            sh.parts[pi].chunks.lock().unwrap().push_back(Chunk {
-                file: i,
-                offset: 0,
-                len: j.size,
-            });
+            let mut q = sh.parts[pi].chunks.lock().unwrap();
+            for (offset, len) in refetch {
+                q.push_back(Chunk {
+                    file: i,
+                    offset,
+                    len,
+                });
+            }
         }
         Err(e) => sh.fail(e),
     }
+}
+
+/// Indexes of the blocks of a received file whose digest differs from the listing's; blocks
+/// not hashed on arrival are hashed from the file now.
+fn bad_blocks(j: &FileJob, want: &BlockDigests) -> std::io::Result<Vec<u64>> {
+    let mut sums = j.block_sums.lock().unwrap().clone();
+    let unseen: Vec<u64> = (0..sums.len() as u64)
+        .filter(|&i| sums[i as usize].is_none())
+        .collect();
+    if !unseen.is_empty() {
+        let f = File::open(&j.part_path)?;
+        let hashed = checksum::file_blocks_xxh3(&f, want.size, &unseen)?;
+        for (i, d) in unseen.into_iter().zip(hashed) {
+            sums[i as usize] = Some(d);
+        }
+    }
+    Ok((0..sums.len() as u64)
+        .filter(|&i| sums[i as usize] != want.xxh3.get(i as usize).copied())
+        .collect())
+}
+
+/// Byte ranges of the given blocks (ascending indexes), adjacent blocks merged.
+fn block_ranges(blocks: &[u64], block_size: u64, file_size: u64) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for &i in blocks {
+        let start = i * block_size;
+        let end = ((i + 1) * block_size).min(file_size);
+        match out.last_mut() {
+            Some(last) if last.0 + last.1 == start => last.1 = end - last.0,
+            _ => out.push((start, end - start)),
+        }
+    }
+    out
 }
 
 /// Response head fields the engine needs.
@@ -1518,6 +1620,10 @@ async fn run_connection(
             }
             // stream the body into the file at its offset
             let mut written = 0u64;
+            let mut block_hasher = j
+                .blocks
+                .as_ref()
+                .map(|b| checksum::BlockHasher::new(b.size, j.size, c.offset));
             let r: anyhow::Result<()> = async {
                 let part = j
                     .part()
@@ -1546,6 +1652,11 @@ async fn run_connection(
                     };
                     // page-cache writes are short; doing them inline keeps the engine simple
                     part.write_all_at(&body[..n], c.offset + written)?;
+                    // hashed while the bytes are still in cache: reading them back later costs
+                    // a pass over memory per file
+                    if let Some(h) = block_hasher.as_mut() {
+                        h.update(&body[..n], |i, d| j.store_block_sum(i, d));
+                    }
                     written += n as u64;
                     sh.received.fetch_add(n as u64, Ordering::Relaxed);
                 }
@@ -1651,14 +1762,37 @@ mod tests {
     #[test]
     fn split_ranges_by_plan() {
         assert_eq!(
-            split_ranges(&[(0, 10)], Split::Chunk(4), 10),
+            split_ranges(&[(0, 10)], Split::Chunk(4), 10, None),
             vec![(0, 4), (4, 4), (8, 2)]
         );
         assert_eq!(
-            split_ranges(&[(0, 10)], Split::Parts(2), 10),
+            split_ranges(&[(0, 10)], Split::Parts(2), 10, None),
             vec![(0, 5), (5, 5)]
         );
-        assert_eq!(split_ranges(&[(3, 7)], Split::Whole, 10), vec![(3, 7)]);
+        assert_eq!(
+            split_ranges(&[(3, 7)], Split::Whole, 10, None),
+            vec![(3, 7)]
+        );
+        // with checksum blocks of 4: pieces of 5 round to 4 and are cut at multiples of 4, so a
+        // resumed range starting midway ends its first piece on a block boundary
+        assert_eq!(
+            split_ranges(&[(0, 10)], Split::Chunk(5), 10, Some(4)),
+            vec![(0, 4), (4, 4), (8, 2)]
+        );
+        assert_eq!(
+            split_ranges(&[(2, 8)], Split::Chunk(8), 10, Some(4)),
+            vec![(2, 6), (8, 2)]
+        );
+        assert_eq!(
+            split_ranges(&[(0, 10)], Split::Chunk(1), 10, Some(4)),
+            vec![(0, 4), (4, 4), (8, 2)]
+        );
+    }
+
+    #[test]
+    fn block_ranges_merge_neighbours() {
+        assert_eq!(block_ranges(&[0, 1, 3, 4], 10, 45), vec![(0, 20), (30, 15)]);
+        assert_eq!(block_ranges(&[], 10, 45), vec![]);
     }
 
     #[test]

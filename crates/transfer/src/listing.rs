@@ -21,6 +21,16 @@ pub struct Entry {
     /// XXH3-64 as 16 hex digits, when known.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub xxh3: Option<String>,
+    /// XXH3-64 of each block, for files larger than one block.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub blocks: Option<Blocks>,
+}
+
+/// Per-block checksums of a file: `xxh3[i]` covers bytes `[i*size, (i+1)*size)`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Blocks {
+    pub size: u64,
+    pub xxh3: Vec<String>,
 }
 
 /// A dataset listing.
@@ -49,6 +59,15 @@ impl Listing {
                     "listing entry {:?} is not a safe relative path; refusing it",
                     e.path
                 ));
+            }
+            if let Some(b) = &e.blocks {
+                let count_ok = b.size > 0 && b.xxh3.len() as u64 == e.size.div_ceil(b.size);
+                if !count_ok || b.xxh3.iter().any(|h| checksum::parse_digest(h).is_none()) {
+                    return Err(format!(
+                        "listing entry {:?}: its block checksums do not cover its {} bytes in {}-byte blocks of 16 hex digits",
+                        e.path, e.size, b.size
+                    ));
+                }
             }
         }
         Ok(l)
@@ -112,7 +131,7 @@ pub fn scan(root: &Path) -> std::io::Result<Vec<(String, PathBuf, u64, SystemTim
 /// hashes only files that changed.
 #[derive(Default)]
 pub struct ListingCache {
-    sums: Mutex<HashMap<PathBuf, (u64, SystemTime, String)>>,
+    sums: Mutex<HashMap<PathBuf, (u64, SystemTime, checksum::FileDigests)>>,
 }
 
 impl ListingCache {
@@ -131,7 +150,7 @@ impl ListingCache {
             let sum = match cached {
                 Some(h) => h,
                 None => {
-                    let h = checksum::file_xxh3(&real)?;
+                    let h = checksum::file_digests(&real, checksum::BLOCK_SIZE)?;
                     self.sums
                         .lock()
                         .unwrap()
@@ -143,7 +162,11 @@ impl ListingCache {
             entries.push(Entry {
                 path: rel,
                 size,
-                xxh3: Some(sum),
+                xxh3: Some(sum.whole),
+                blocks: sum.blocks.map(|xxh3| Blocks {
+                    size: checksum::BLOCK_SIZE,
+                    xxh3,
+                }),
             });
         }
         Ok(Listing {
@@ -212,5 +235,10 @@ mod tests {
             "files":[{"path":"../../etc/passwd","size":1}]}"#;
         assert!(Listing::parse(body).unwrap_err().contains("safe relative"));
         assert!(Listing::parse(b"<html>").is_err());
+        let short = br#"{"format":"wattio-listing/1","checksum":"xxh3-64","total_bytes":3000,
+            "files":[{"path":"a","size":3000,"blocks":{"size":1000,"xxh3":["0123456789abcdef"]}}]}"#;
+        assert!(Listing::parse(short)
+            .unwrap_err()
+            .contains("block checksums"));
     }
 }

@@ -180,7 +180,8 @@ fn server_killed_mid_transfer_then_restarted() {
 }
 
 /// A transfer that gives up keeps its partial data; the next run resumes from it, fetches
-/// only what is missing, and a corrupted finished range is caught by the checksum.
+/// only what is missing, and a corrupted finished range is caught by its block checksum and
+/// fetched again.
 #[test]
 fn resume_after_failure_and_checksum_catches_corruption() {
     let src = tempfile::tempdir().unwrap();
@@ -216,12 +217,51 @@ fn resume_after_failure_and_checksum_catches_corruption() {
     let s = run_transfer(&o).expect("second run");
     common::assert_same_tree(src.path(), dst.path(), &rels);
     assert!(s.resumed_bytes > 0, "{s:?}");
-    // the corrupted file was fetched again in full after the checksum failed
-    assert!(s.bytes >= 4_000_000, "{}", s.bytes);
+    // what was missing, and the corrupted first 1 MiB block once more: not the whole file
+    assert_eq!(s.bytes, 4_050_000 - s.resumed_bytes + (1 << 20), "{s:?}");
 
     // a third run finds everything complete and moves nothing
     let s = run_transfer(&o).unwrap();
     assert_eq!((s.bytes, s.files_skipped), (0, 2));
+}
+
+/// Bytes that do not match the listing are caught as they arrive (block checksums computed in
+/// the receive path), fetched once more, and never renamed into place.
+#[test]
+fn data_that_differs_from_the_listing_is_refused() {
+    let src = tempfile::tempdir().unwrap();
+    common::make_dataset(src.path(), &[("big.bin", 3_000_000)]);
+    let h = ServerHandle::start(ServerConfig::new(src.path()), "127.0.0.1:0").unwrap();
+    let mut o = opts(
+        format!("http://{}/", h.addr),
+        tempfile::tempdir().unwrap().path(),
+        Sla::MaxThroughput,
+    );
+    o.tuner = TunerChoice::Fixed(FixedParams { cc: 1, p: 3, pp: 1 });
+    let first = tempfile::tempdir().unwrap();
+    o.dest = first.path().to_path_buf();
+    run_transfer(&o).expect("the server lists and caches the checksums");
+    // change one byte of the second block, keeping size and mtime: the server's cached listing
+    // still has the old checksums
+    let p = src.path().join("big.bin");
+    let mtime = std::fs::metadata(&p).unwrap().modified().unwrap();
+    let mut data = std::fs::read(&p).unwrap();
+    data[1_500_000] ^= 0x55;
+    std::fs::write(&p, &data).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let second = tempfile::tempdir().unwrap();
+    o.dest = second.path().to_path_buf();
+    let e = run_transfer(&o).expect_err("checksum must fail");
+    assert!(
+        format!("{e:#}").contains("checksum mismatch twice"),
+        "{e:#}"
+    );
+    assert!(!second.path().join("big.bin").exists());
 }
 
 #[test]

@@ -347,6 +347,26 @@ fn listing_has_sizes_and_xxh3() {
     }
 }
 
+/// A file larger than one block also gets a digest per 1 MiB block, each the XXH3-64 of those
+/// bytes as `xxhsum` computes it.
+#[test]
+fn listing_has_block_checksums_for_large_files() {
+    let d = tempfile::tempdir().unwrap();
+    let data = common::bytes(11, 2_300_000);
+    std::fs::write(d.path().join("big.bin"), &data).unwrap();
+    let h = ServerHandle::start(ServerConfig::new(d.path()), "127.0.0.1:0").unwrap();
+    let (st, _, body) = get(&h, "GET /.wattio/listing.json HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(st, 200);
+    let l = wattio_transfer::listing::Listing::parse(&body).unwrap();
+    let b = l.files[0].blocks.as_ref().expect("block checksums");
+    assert_eq!((b.size, b.xxh3.len()), (1 << 20, 3));
+    for (i, block) in data.chunks(1 << 20).enumerate() {
+        if let Some(want) = reference_xxh3(block) {
+            assert_eq!(b.xxh3[i], format!("{want:016x}"), "block {i}");
+        }
+    }
+}
+
 /// XXH3-64 computed by the `xxhsum` reference tool (Debian package xxhash), not by the code
 /// under test. None when the tool is missing and WATTIO_REQUIRE_NGINX (set by `make test`)
 /// is unset.
