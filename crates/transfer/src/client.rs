@@ -14,9 +14,9 @@ use crate::checksum;
 use crate::http::percent_encode_path;
 use crate::listing::{is_safe_relative, Listing, LISTING_PATH};
 use crate::tuner::{
-    initial_plan, AlanHeuristic, ChannelTuner, Controller, CpuScaler, Decision, EemtTuner,
-    EettTuner, FixedParams, MeTuner, NetParams, Observation, Plan, Sla, SlaeeTuner, Split, State,
-    StaticTuner, Thresholds,
+    channel_count, initial_plan, AlanHeuristic, ChannelTuner, Controller, CpuScaler, Decision,
+    EemtTuner, EettTuner, FixedParams, MeTuner, NetParams, Observation, Plan, Sla, SlaeeTuner,
+    Split, State, StaticTuner, Thresholds,
 };
 use anyhow::{anyhow, bail, Context};
 use serde::Serialize;
@@ -341,6 +341,8 @@ struct PartQueue {
 }
 
 struct Shared {
+    /// Connections opened ahead (see `spawn_preconnect`), taken by the first channels.
+    spare: Mutex<Vec<(Instant, TcpStream)>>,
     url: HttpUrl,
     files: Vec<FileJob>,
     parts: Vec<PartQueue>,
@@ -408,6 +410,26 @@ pub fn run_transfer(opts: &TransferOptions) -> anyhow::Result<Summary> {
         eprintln!("wattio: warning: {e}");
     }
     r
+}
+
+/// Opens `n` connections in the background; failures are left to the channels, which connect
+/// themselves and report errors.
+fn spawn_preconnect(url: &HttpUrl, n: usize) -> tokio::task::JoinHandle<Vec<(Instant, TcpStream)>> {
+    let url = url.clone();
+    tokio::spawn(async move {
+        let mut set = tokio::task::JoinSet::new();
+        for _ in 0..n {
+            let u = url.clone();
+            set.spawn(async move { connect(&u).await });
+        }
+        let mut out = Vec::new();
+        while let Some(r) = set.join_next().await {
+            if let Ok(Ok(s)) = r {
+                out.push((Instant::now(), s));
+            }
+        }
+        out
+    })
 }
 
 /// Opens a fresh connection to the server, giving up after 10 s.
@@ -713,16 +735,20 @@ fn build_controller(
     };
     match opts.tuner {
         TunerChoice::Wattio => {
+            let first = first_channels(opts.sla, net);
+            let mut plan = plan.clone();
             let t: Box<dyn ChannelTuner> = match opts.sla {
-                Sla::MinEnergy => Box::new(MeTuner::new(plan.num_ch, net.bandwidth_bps, th)),
-                Sla::MaxThroughput => Box::new(EemtTuner::new(plan.num_ch, net.bandwidth_bps, th)),
-                Sla::Target(r) => {
-                    // start from the channels the target needs, not the link
-                    let n = (r / net.channel_tput_bps()).ceil() as usize;
-                    Box::new(EettTuner::new(n.max(1), r, th))
+                Sla::MinEnergy => Box::new(MeTuner::new(first, net.bandwidth_bps, th)),
+                Sla::MaxThroughput => {
+                    for c in plan.channels.iter_mut() {
+                        *c = (*c * EEMT_START_FACTOR).min(net.max_ch.max(1));
+                    }
+                    plan.num_ch = first;
+                    Box::new(EemtTuner::new(first, net.bandwidth_bps, th))
                 }
+                Sla::Target(r) => Box::new(EettTuner::new(first, r, th)),
             };
-            (Controller::new(t, scaler(plan.cores)), plan.clone())
+            (Controller::new(t, scaler(plan.cores)), plan)
         }
         TunerChoice::Alan => {
             let mut p = plan.clone();
@@ -777,6 +803,24 @@ fn build_controller(
     }
 }
 
+/// EEMT opens this many times Algorithm 1's channels at the start (ours). Algorithm 1 counts
+/// channels at full TCP window, but a new connection starts from its initial window and needs
+/// several RTTs of slow start to reach it: with Algorithm 1's 2 channels on the CloudLab-like
+/// testbed the first 0.4 s carried almost nothing (docs/transfer.md). Slow start then sizes the
+/// channel count from measurements as before.
+const EEMT_START_FACTOR: usize = 3;
+
+/// The channels the wattio tuners open before any feedback: Algorithm 1's count for ME, three
+/// times that for EEMT, and for EETT the channels its target rate needs rather than the link.
+fn first_channels(sla: Sla, net: &NetParams) -> usize {
+    let max = net.max_ch.max(1);
+    match sla {
+        Sla::MinEnergy => channel_count(net),
+        Sla::MaxThroughput => (channel_count(net) * EEMT_START_FACTOR).min(max),
+        Sla::Target(r) => ((r / net.channel_tput_bps()).ceil() as usize).clamp(1, max),
+    }
+}
+
 /// Cuts a file's missing ranges into the plan's pieces. With `block` (the listing's checksum
 /// block), pieces are rounded to whole blocks and cut at multiples of the piece size, so each
 /// stream covers whole blocks and can hash them as they arrive.
@@ -822,15 +866,19 @@ fn slow_start_timeout(rtt_s: f64, interval: Duration) -> Duration {
 
 async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::Result<Summary> {
     let url = HttpUrl::parse(&opts.source)?;
+    // The meter's discovery takes a while (it watches each counter for a moment to refuse dead
+    // ones): it runs while the listing is fetched.
+    let meter_open = opts.meter.then(|| {
+        let cfg = MeterConfig {
+            root: opts.root.clone(),
+            ..MeterConfig::default()
+        };
+        tokio::task::spawn_blocking(move || Meter::open(&cfg))
+    });
     let rtt = match opts.rtt {
         Some(r) => r,
         None => measure_rtt(&url).await?,
     };
-    let src = resolve_source(&url).await?;
-    let total_bytes: u64 = src.iter().map(|s| s.size).sum();
-    let n_files = src.len();
-    let dest = opts.dest.clone();
-    let prep = tokio::task::spawn_blocking(move || prepare(&dest, src)).await??;
     let net = NetParams {
         rtt_s: rtt.as_secs_f64().max(1e-5),
         bandwidth_bps: opts.bandwidth_bps,
@@ -839,6 +887,16 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
             .unwrap_or_else(|| default_window(&opts.root)),
         max_ch: opts.max_ch.max(1),
     };
+    // The first channels connect while the listing is fetched, saving them a round trip.
+    let preconnect = match opts.tuner {
+        TunerChoice::Wattio => Some(spawn_preconnect(&url, first_channels(opts.sla, &net))),
+        _ => None,
+    };
+    let src = resolve_source(&url).await?;
+    let total_bytes: u64 = src.iter().map(|s| s.size).sum();
+    let n_files = src.len();
+    let dest = opts.dest.clone();
+    let prep = tokio::task::spawn_blocking(move || prepare(&dest, src)).await??;
     let sizes: Vec<u64> = prep.jobs.iter().map(|j| j.size).collect();
     let base_plan = initial_plan(&sizes, &net, opts.sla, act.n_cores());
     let n_freqs = act.ladder_khz().len().max(1);
@@ -868,7 +926,12 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
             remaining: AtomicU64::new(rem),
         });
     }
+    let spare = match preconnect {
+        Some(task) => task.await.unwrap_or_default(),
+        None => Vec::new(),
+    };
     let shared = Arc::new(Shared {
+        spare: Mutex::new(spare),
         url: url.clone(),
         files: prep.jobs,
         parts,
@@ -891,19 +954,15 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
         }
     }
 
-    let meter = if opts.meter {
-        match Meter::open(&MeterConfig {
-            root: opts.root.clone(),
-            ..MeterConfig::default()
-        }) {
+    let meter = match meter_open {
+        Some(task) => match task.await? {
             Ok(m) => Some(m),
             Err(e) => {
                 eprintln!("wattio: warning: no energy meter ({e}); ME holds its channel count");
                 None
             }
-        }
-    } else {
-        None
+        },
+        None => None,
     };
     let snap0 = meter.as_ref().and_then(|m| m.snapshot().ok());
     let model = wattio_energy::ModelParams::default();
@@ -1025,6 +1084,8 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
             opts.interval
         };
         if el >= timeout {
+            // connections opened ahead that no channel took by now are not needed
+            shared.spare.lock().unwrap().clear();
             let dt = el.as_secs_f64();
             last_tick = Instant::now();
             let bytes = rec - last_bytes;
@@ -1532,12 +1593,24 @@ async fn run_connection(
         .fetch_add(1, Ordering::Relaxed);
     let mut inflight: VecDeque<Chunk> = VecDeque::new();
     inflight.push_back(first);
-    let mut s = match tokio::time::timeout(
-        Duration::from_secs(10),
-        TcpStream::connect(sh.url.connect_addr()),
-    )
-    .await
-    {
+    // a spare left idle for long (a slow resume check) may have been closed by the server
+    let spare = sh
+        .spare
+        .lock()
+        .unwrap()
+        .pop()
+        .filter(|(t, _)| t.elapsed() < Duration::from_secs(2));
+    let connected = match spare {
+        Some((_, s)) => Ok(Ok(s)),
+        None => {
+            tokio::time::timeout(
+                Duration::from_secs(10),
+                TcpStream::connect(sh.url.connect_addr()),
+            )
+            .await
+        }
+    };
+    let mut s = match connected {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             requeue(sh, pi, first);
@@ -1787,6 +1860,22 @@ mod tests {
             split_ranges(&[(0, 10)], Split::Chunk(1), 10, Some(4)),
             vec![(0, 4), (4, 4), (8, 2)]
         );
+    }
+
+    #[test]
+    fn first_channels_per_sla() {
+        // 1 MiB windows over 36 ms: 233 Mbit/s a channel, 5 channels for 1 Gbit/s
+        let mut net = NetParams {
+            rtt_s: 0.036,
+            bandwidth_bps: Some(1e9),
+            window_bytes: 1 << 20,
+            max_ch: 32,
+        };
+        assert_eq!(first_channels(Sla::MinEnergy, &net), 5);
+        assert_eq!(first_channels(Sla::MaxThroughput, &net), 15);
+        assert_eq!(first_channels(Sla::Target(400e6), &net), 2);
+        net.max_ch = 8;
+        assert_eq!(first_channels(Sla::MaxThroughput, &net), 8);
     }
 
     #[test]

@@ -127,12 +127,7 @@ pub fn initial_plan(sizes: &[u64], net: &NetParams, sla: Sla, n_cores: usize) ->
             pipelining: pp,
         });
     }
-    // lines 8-9
-    let num_ch = match net.bandwidth_bps {
-        Some(bw) => (bw / net.channel_tput_bps()).ceil() as usize,
-        None => 4, // ours: slow start measures the path from here
-    }
-    .clamp(1, net.max_ch.max(1));
+    let num_ch = channel_count(net);
     // lines 10-13: ccLevel_i = ceil(weight_i × numChannels)
     let total: u64 = parts.iter().map(|p| p.bytes).sum();
     let channels = parts
@@ -160,6 +155,16 @@ pub fn initial_plan(sizes: &[u64], net: &NetParams, sla: Sla, n_cores: usize) ->
         cores,
         freq_idx: 0,
     }
+}
+
+/// Algorithm 1 lines 8-9: the channels the link needs, `ceil(bandwidth / channel throughput)`,
+/// where a channel carries at most its TCP window per RTT.
+pub fn channel_count(net: &NetParams) -> usize {
+    match net.bandwidth_bps {
+        Some(bw) => (bw / net.channel_tput_bps()).ceil() as usize,
+        None => 4, // ours: slow start measures the path from here
+    }
+    .clamp(1, net.max_ch.max(1))
 }
 
 fn classify(size: u64, bdp: u64) -> PartitionClass {

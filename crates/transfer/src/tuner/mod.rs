@@ -10,7 +10,9 @@ mod baseline;
 mod fsm;
 mod scaler;
 
-pub use alg1::{initial_plan, NetParams, Partition, PartitionClass, Plan, Split, MIN_CHUNK};
+pub use alg1::{
+    channel_count, initial_plan, NetParams, Partition, PartitionClass, Plan, Split, MIN_CHUNK,
+};
 pub use baseline::{AlanHeuristic, FixedParams, SlaeeTuner, StaticTuner};
 pub use fsm::{EemtTuner, EettTuner, MeTuner, SlowStart, State, Thresholds};
 pub use scaler::{CpuScaler, ScalerOrder};
