@@ -1543,6 +1543,15 @@ fn next_chunk(sh: &Shared, pi: usize, leaving: &mut bool, released: &mut bool) -
     c
 }
 
+/// Whether a channel with `in_flight` requests should queue one more, given the chunks left in
+/// its partition's queue and the channels drawing from it. Ours: once fewer chunks are left
+/// than channels, a second request would make one channel fetch two chunks in a row while
+/// another sits idle, and the transfer's end waits for the slowest channel; the round trip a
+/// channel then spends between its last two requests costs less (docs/transfer.md, *Engine*).
+fn pipeline_another(in_flight: usize, queued: usize, live_channels: usize) -> bool {
+    in_flight == 0 || queued >= live_channels
+}
+
 fn requeue(sh: &Shared, pi: usize, c: Chunk) {
     sh.files[c.file].in_flight.fetch_sub(1, Ordering::Relaxed);
     if c.len > 0 {
@@ -1630,6 +1639,10 @@ async fn run_connection(
         loop {
             // fill the pipeline
             while inflight.len() < pp {
+                let queued = sh.parts[pi].chunks.lock().unwrap().len();
+                if !pipeline_another(inflight.len(), queued, sh.parts[pi].live.load(Ordering::SeqCst)) {
+                    break;
+                }
                 match next_chunk(sh, pi, &mut leaving, released) {
                     Some(c) => {
                         sh.files[c.file].in_flight.fetch_add(1, Ordering::Relaxed);
@@ -1876,6 +1889,14 @@ mod tests {
         assert_eq!(first_channels(Sla::Target(400e6), &net), 2);
         net.max_ch = 8;
         assert_eq!(first_channels(Sla::MaxThroughput, &net), 8);
+    }
+
+    #[test]
+    fn pipelining_stops_when_fewer_chunks_than_channels_are_left() {
+        assert!(pipeline_another(0, 0, 8), "an idle channel always asks");
+        assert!(pipeline_another(1, 8, 8));
+        assert!(!pipeline_another(1, 7, 8));
+        assert!(!pipeline_another(2, 1, 3));
     }
 
     #[test]
