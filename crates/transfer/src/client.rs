@@ -737,18 +737,18 @@ fn build_controller(
         TunerChoice::Wattio => {
             let first = first_channels(opts.sla, net);
             let mut plan = plan.clone();
+            if matches!(opts.sla, Sla::MinEnergy | Sla::MaxThroughput) {
+                // Algorithm 1 lines 10-13 again, for the channels opened at the start
+                plan.num_ch = opened_channels(opts.sla, net);
+                let total: u64 = plan.partitions.iter().map(|p| p.bytes).sum();
+                for (c, part) in plan.channels.iter_mut().zip(&plan.partitions) {
+                    let share = part.bytes as f64 / total.max(1) as f64;
+                    *c = ((share * plan.num_ch as f64).ceil() as usize).max(1);
+                }
+            }
             let t: Box<dyn ChannelTuner> = match opts.sla {
                 Sla::MinEnergy => Box::new(MeTuner::new(first, net.bandwidth_bps, th)),
-                Sla::MaxThroughput => {
-                    // Algorithm 1 lines 10-13 again, for the channels opened at the start
-                    plan.num_ch = opened_channels(opts.sla, net);
-                    let total: u64 = plan.partitions.iter().map(|p| p.bytes).sum();
-                    for (c, part) in plan.channels.iter_mut().zip(&plan.partitions) {
-                        let share = part.bytes as f64 / total.max(1) as f64;
-                        *c = ((share * plan.num_ch as f64).ceil() as usize).max(1);
-                    }
-                    Box::new(EemtTuner::new(first, net.bandwidth_bps, th))
-                }
+                Sla::MaxThroughput => Box::new(EemtTuner::new(first, net.bandwidth_bps, th)),
                 Sla::Target(r) => Box::new(EettTuner::new(first, r, th)),
             };
             (Controller::new(t, scaler(plan.cores)), plan)
@@ -813,11 +813,12 @@ fn build_controller(
 /// channel count from measurements as before.
 const EEMT_START_FACTOR: usize = 3;
 
-/// EEMT opens this many times its first channel count right away (ours). With a known
-/// bandwidth, slow start's first timeout sees every new connection's TCP ramp and doubles the
-/// count (its step limit); opening those channels at once saves them one timeout of ramp. Where
-/// the first timeout does not double, the surplus finishes its ranges and leaves.
-const EEMT_OPEN_AHEAD: usize = 2;
+/// ME and EEMT open this many times their tuner's first channel count right away (ours). With
+/// a known bandwidth, slow start's first timeout sees every new connection's TCP ramp and
+/// doubles the count (its step limit); opening those channels at once saves them one timeout of
+/// ramp. Where the first timeout does not double, the surplus finishes its ranges and leaves.
+/// EETT aims below the link and starts from what its target needs.
+const OPEN_AHEAD: usize = 2;
 
 /// The channels the wattio tuners open before any feedback: Algorithm 1's count for ME, three
 /// times that for EEMT, and for EETT the channels its target rate needs rather than the link.
@@ -831,12 +832,12 @@ fn first_channels(sla: Sla, net: &NetParams) -> usize {
 }
 
 /// The channels opened at the start (and connected during the listing fetch): the tuner's
-/// first count, for EEMT [`EEMT_OPEN_AHEAD`] times that.
+/// first count, for ME and EEMT [`OPEN_AHEAD`] times that.
 fn opened_channels(sla: Sla, net: &NetParams) -> usize {
     let first = first_channels(sla, net);
     match sla {
-        Sla::MaxThroughput => (first * EEMT_OPEN_AHEAD).min(net.max_ch.max(1)),
-        _ => first,
+        Sla::MinEnergy | Sla::MaxThroughput => (first * OPEN_AHEAD).min(net.max_ch.max(1)),
+        Sla::Target(_) => first,
     }
 }
 
@@ -1908,11 +1909,11 @@ mod tests {
         assert_eq!(first_channels(Sla::Target(400e6), &net), 2);
         net.max_ch = 8;
         assert_eq!(first_channels(Sla::MaxThroughput, &net), 8);
-        // EEMT opens twice its first count at once, within --max-channels; the others as many
+        // ME and EEMT open twice their first count at once, within --max-channels; EETT as many
         assert_eq!(opened_channels(Sla::MaxThroughput, &net), 8);
         net.max_ch = 32;
         assert_eq!(opened_channels(Sla::MaxThroughput, &net), 30);
-        assert_eq!(opened_channels(Sla::MinEnergy, &net), 5);
+        assert_eq!(opened_channels(Sla::MinEnergy, &net), 10);
         assert_eq!(opened_channels(Sla::Target(400e6), &net), 2);
     }
 
