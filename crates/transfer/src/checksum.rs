@@ -12,8 +12,8 @@ use twox_hash::XxHash3_64;
 /// Name of the checksum algorithm in listings.
 pub const ALGORITHM: &str = "xxh3-64";
 
-/// Streaming XXH3-64 (seed 0). twox-hash picks its AVX2 code at run time where the CPU has it:
-/// twice the speed of a build limited to SSE2 on these VMs.
+/// Streaming XXH3-64 (seed 0). twox-hash picks its AVX2 code at run time where the CPU has it;
+/// a portable build of xxhash-rust gets SSE2 only.
 struct Xxh3(XxHash3_64);
 
 impl Xxh3 {
@@ -63,38 +63,48 @@ pub fn file_digests(path: &Path, block_size: u64) -> std::io::Result<FileDigests
     let f = File::open(path)?;
     let len = f.metadata()?.len();
     let bs = block_size.max(1);
-    let blocks_of = |data: &[u8]| {
-        let mut whole = Xxh3::new();
-        let mut blocks = Vec::new();
-        for b in data.chunks(bs as usize) {
-            whole.update(b);
-            blocks.push(format!("{:016x}", xxh3_64(b)));
-        }
-        (format!("{:016x}", whole.digest()), blocks)
-    };
-    let (whole, blocks) = match with_mapping(&f, len, blocks_of) {
-        Some(r) => r,
-        None => {
-            // not mappable (or empty): read it block by block
-            let mut whole = Xxh3::new();
-            let mut blocks = Vec::new();
-            let mut buf = vec![0u8; bs as usize];
-            let mut f = f;
-            loop {
-                let n = read_full(&mut f, &mut buf)?;
-                if n == 0 {
-                    break;
-                }
-                whole.update(&buf[..n]);
-                blocks.push(format!("{:016x}", xxh3_64(&buf[..n])));
+    let mut acc = DigestsBuilder::default();
+    let mapped = with_mapping(&f, len, |data| {
+        data.chunks(bs as usize).for_each(|b| acc.add(b))
+    });
+    if mapped.is_none() {
+        // not mappable (or empty): read it block by block
+        let mut buf = vec![0u8; bs as usize];
+        let mut f = f;
+        loop {
+            let n = read_full(&mut f, &mut buf)?;
+            if n == 0 {
+                break;
             }
-            (format!("{:016x}", whole.digest()), blocks)
+            acc.add(&buf[..n]);
         }
-    };
+    }
     Ok(FileDigests {
-        whole,
-        blocks: (len > bs).then_some(blocks),
+        whole: format!("{:016x}", acc.whole.digest()),
+        blocks: (len > bs).then_some(acc.blocks),
     })
+}
+
+/// Digests of a file fed to it block by block.
+struct DigestsBuilder {
+    whole: Xxh3,
+    blocks: Vec<String>,
+}
+
+impl Default for DigestsBuilder {
+    fn default() -> Self {
+        DigestsBuilder {
+            whole: Xxh3::new(),
+            blocks: Vec::new(),
+        }
+    }
+}
+
+impl DigestsBuilder {
+    fn add(&mut self, block: &[u8]) {
+        self.whole.update(block);
+        self.blocks.push(format!("{:016x}", xxh3_64(block)));
+    }
 }
 
 /// XXH3-64 of the given blocks (indexes) of an open file whose blocks are `block_size` long.

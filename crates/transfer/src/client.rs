@@ -14,9 +14,9 @@ use crate::checksum;
 use crate::http::percent_encode_path;
 use crate::listing::{is_safe_relative, Listing, LISTING_PATH};
 use crate::tuner::{
-    channel_count, initial_plan, AlanHeuristic, ChannelTuner, Controller, CpuScaler, Decision,
-    EemtTuner, EettTuner, FixedParams, MeTuner, NetParams, Observation, Plan, Sla, SlaeeTuner,
-    Split, State, StaticTuner, Thresholds,
+    channel_count, channel_split, initial_plan, AlanHeuristic, ChannelTuner, Controller, CpuScaler,
+    Decision, EemtTuner, EettTuner, FixedParams, MeTuner, NetParams, Observation, Plan, Sla,
+    SlaeeTuner, Split, State, StaticTuner, Thresholds,
 };
 use anyhow::{anyhow, bail, Context};
 use serde::Serialize;
@@ -740,11 +740,7 @@ fn build_controller(
             if matches!(opts.sla, Sla::MinEnergy | Sla::MaxThroughput) {
                 // Algorithm 1 lines 10-13 again, for the channels opened at the start
                 plan.num_ch = opened_channels(opts.sla, net);
-                let total: u64 = plan.partitions.iter().map(|p| p.bytes).sum();
-                for (c, part) in plan.channels.iter_mut().zip(&plan.partitions) {
-                    let share = part.bytes as f64 / total.max(1) as f64;
-                    *c = ((share * plan.num_ch as f64).ceil() as usize).max(1);
-                }
+                plan.channels = channel_split(&plan.partitions, plan.num_ch);
             }
             let t: Box<dyn ChannelTuner> = match opts.sla {
                 Sla::MinEnergy => Box::new(MeTuner::new(first, net.bandwidth_bps, th)),
@@ -809,8 +805,8 @@ fn build_controller(
 /// EEMT opens this many times Algorithm 1's channels at the start (ours). Algorithm 1 counts
 /// channels at full TCP window, but a new connection starts from its initial window and needs
 /// several RTTs of slow start to reach it: with Algorithm 1's 2 channels on the CloudLab-like
-/// testbed the first 0.4 s carried almost nothing (docs/transfer.md). Slow start then sizes the
-/// channel count from measurements as before.
+/// testbed the first few hundred milliseconds carried little (docs/transfer.md). Slow start then
+/// sizes the channel count from measurements as before.
 const EEMT_START_FACTOR: usize = 3;
 
 /// ME and EEMT open this many times their tuner's first channel count right away (ours). With

@@ -128,20 +128,7 @@ pub fn initial_plan(sizes: &[u64], net: &NetParams, sla: Sla, n_cores: usize) ->
         });
     }
     let num_ch = channel_count(net);
-    // lines 10-13: ccLevel_i = ceil(weight_i × numChannels)
-    let total: u64 = parts.iter().map(|p| p.bytes).sum();
-    let channels = parts
-        .iter()
-        .map(|p| {
-            if total == 0 {
-                1
-            } else {
-                ((p.bytes as f64 / total as f64) * num_ch as f64)
-                    .ceil()
-                    .max(1.0) as usize
-            }
-        })
-        .collect();
+    let channels = channel_split(&parts, num_ch);
     // lines 14-20 (target throughput is not covered by the paper; we start it like energy)
     let cores = match sla {
         Sla::MaxThroughput => n_cores.max(1),
@@ -155,6 +142,24 @@ pub fn initial_plan(sizes: &[u64], net: &NetParams, sla: Sla, n_cores: usize) ->
         cores,
         freq_idx: 0,
     }
+}
+
+/// Algorithm 1 lines 10-13: `ccLevel_i = ceil(weight_i × numChannels)`, weight = the
+/// partition's share of the bytes; at least one channel each.
+pub fn channel_split(parts: &[Partition], num_ch: usize) -> Vec<usize> {
+    let total: u64 = parts.iter().map(|p| p.bytes).sum();
+    parts
+        .iter()
+        .map(|p| {
+            if total == 0 {
+                1
+            } else {
+                ((p.bytes as f64 / total as f64) * num_ch as f64)
+                    .ceil()
+                    .max(1.0) as usize
+            }
+        })
+        .collect()
 }
 
 /// Algorithm 1 lines 8-9: the channels the link needs, `ceil(bandwidth / channel throughput)`,

@@ -11,7 +11,8 @@ mod fsm;
 mod scaler;
 
 pub use alg1::{
-    channel_count, initial_plan, NetParams, Partition, PartitionClass, Plan, Split, MIN_CHUNK,
+    channel_count, channel_split, initial_plan, NetParams, Partition, PartitionClass, Plan, Split,
+    MIN_CHUNK,
 };
 pub use baseline::{AlanHeuristic, FixedParams, SlaeeTuner, StaticTuner};
 pub use fsm::{EemtTuner, EettTuner, MeTuner, SlowStart, State, Thresholds};
