@@ -13,6 +13,7 @@
 //! `WATTIO_ROOT` environment variable so fixture trees can stand in for hardware.
 
 pub mod accumulate;
+pub mod attribution;
 pub mod cpu;
 pub mod discover;
 pub mod error;

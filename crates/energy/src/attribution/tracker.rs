@@ -1,0 +1,473 @@
+//! Interval attribution for a whole machine: who used the energy of each interval, by process or
+//! by cgroup. Used by `wattio top`, `record --by` and `export`.
+//!
+//! Each [`Attributor::step`] reads the CPU time of every process (`/proc/PID/stat`) or cgroup
+//! (`cpu.stat`), takes the deltas since the previous step and [`split`]s the interval's energy by
+//! them. What is missed, and how it shows:
+//! * by process, a process that ends between two steps takes the CPU time it used since the
+//!   previous step with it (the kernel adds it to its parent's `cutime` only when the parent
+//!   waits, and no longer to a live process's own figures). That time is still in the machine's
+//!   busy time, so [`Interval::unseen_cpu_s`] reports it, and with [`IdlePolicy::Apart`] its
+//!   energy stays in the idle/unattributed part; a process that starts after one step is counted
+//!   from its start;
+//! * by cgroup nothing is lost that way: a cgroup keeps the usage of its ended processes; only a
+//!   cgroup removed between two steps loses its last interval.
+
+use super::cgroup;
+use super::cputime::{self, ProcStat};
+use super::split::{split, IdlePolicy};
+use crate::root::SysRoot;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::io::{self, Read};
+
+/// What the energy is attributed to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum By {
+    Process,
+    Cgroup,
+}
+
+impl std::str::FromStr for By {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "process" | "pid" => Ok(By::Process),
+            "cgroup" | "container" => Ok(By::Cgroup),
+            other => Err(format!("unknown --by '{other}': use process or cgroup")),
+        }
+    }
+}
+
+impl By {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            By::Process => "process",
+            By::Cgroup => "cgroup",
+        }
+    }
+}
+
+/// Names one process across pid reuse: pid and start time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProcKey {
+    pub pid: u32,
+    pub start_ticks: u64,
+}
+
+/// An attributed entity: a process or a cgroup.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Key {
+    Process(ProcKey),
+    Cgroup(String),
+}
+
+/// One entry of an interval.
+#[derive(Debug, Clone, Serialize)]
+pub struct Entry {
+    #[serde(skip)]
+    pub key: Key,
+    /// The process id (absent when attributing by cgroup).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The command name (absent when attributing by cgroup).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm: Option<String>,
+    /// The cgroup v2 path (`None` where the process's cgroup could not be read).
+    pub cgroup: Option<String>,
+    /// CPU-seconds in the interval.
+    pub cpu_s: f64,
+    /// Joules attributed in the interval.
+    pub energy_j: f64,
+    /// `energy_j / interval_s`.
+    pub power_w: f64,
+    /// Joules attributed since the attributor started.
+    pub total_energy_j: f64,
+}
+
+/// One interval's attribution.
+#[derive(Debug, Clone, Serialize)]
+pub struct Interval {
+    pub interval_s: f64,
+    /// The interval's energy (the meter's total: packages + DRAM).
+    pub total_j: f64,
+    /// The part no entry's CPU time explains.
+    pub idle_j: f64,
+    /// Busy CPU-seconds of the machine in the interval (`/proc/stat`).
+    pub busy_cpu_s: f64,
+    /// Busy CPU-seconds not found in any entry: by process, mostly processes that ended during
+    /// the interval, plus interrupt time; by cgroup, cgroups removed during it.
+    pub unseen_cpu_s: f64,
+    /// Entries with CPU time in the interval, most energy first.
+    pub entries: Vec<Entry>,
+}
+
+struct ProcInfo {
+    comm: String,
+    cgroup: Option<String>,
+    last_ticks: u64,
+    seen: u64,
+}
+
+/// Attributes interval energies to processes or cgroups. Create it at the start of the first
+/// interval, then call [`Attributor::step`] at the end of each.
+pub struct Attributor {
+    root: SysRoot,
+    by: By,
+    policy: IdlePolicy,
+    n_cpus: usize,
+    ticks_per_s: f64,
+    procs: HashMap<ProcKey, ProcInfo>,
+    cgroup_mount: Option<std::path::PathBuf>,
+    cgroups: BTreeMap<String, u64>,
+    totals: HashMap<Key, f64>,
+    last_busy_s: f64,
+    generation: u64,
+    buf: Vec<u8>,
+}
+
+impl Attributor {
+    /// Starts attributing on a machine of `n_cpus` online CPUs; reads the starting CPU times.
+    pub fn new(root: SysRoot, by: By, policy: IdlePolicy, n_cpus: usize) -> io::Result<Self> {
+        let cgroup_mount = match by {
+            By::Cgroup => Some(cgroup::v2_mount(&root).ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!(
+                        "no cgroup v2 hierarchy under {} (looked for sys/fs/cgroup/cgroup.controllers and sys/fs/cgroup/unified/cgroup.controllers); mount cgroup2 or use --by process",
+                        root.base().display()
+                    ),
+                )
+            })?),
+            By::Process => None,
+        };
+        let mut a = Attributor {
+            last_busy_s: cputime::machine_busy_cpu_s(&root)?,
+            root,
+            by,
+            policy,
+            n_cpus: n_cpus.max(1),
+            ticks_per_s: cputime::ticks_per_s(),
+            procs: HashMap::new(),
+            cgroup_mount,
+            cgroups: BTreeMap::new(),
+            totals: HashMap::new(),
+            generation: 0,
+            buf: Vec::with_capacity(1024),
+        };
+        match a.by {
+            By::Process => {
+                a.scan_processes()?;
+            }
+            By::Cgroup => {
+                a.scan_cgroups()?;
+            }
+        }
+        Ok(a)
+    }
+
+    pub fn by(&self) -> By {
+        self.by
+    }
+
+    pub fn policy(&self) -> IdlePolicy {
+        self.policy
+    }
+
+    /// Ends an interval of `interval_s` seconds whose energy was `total_j`: reads the CPU times
+    /// and splits the energy.
+    pub fn step(&mut self, total_j: f64, interval_s: f64) -> io::Result<Interval> {
+        let deltas = match self.by {
+            By::Process => self.scan_processes()?,
+            By::Cgroup => self.scan_cgroups()?,
+        };
+        let busy = cputime::machine_busy_cpu_s(&self.root)?;
+        let busy_cpu_s = (busy - self.last_busy_s).max(0.0);
+        self.last_busy_s = busy;
+        let cpu: Vec<f64> = deltas.iter().map(|d| d.cpu_s).collect();
+        let s = split(total_j, self.n_cpus as f64 * interval_s, &cpu, self.policy);
+        let mut entries: Vec<Entry> = deltas
+            .into_iter()
+            .zip(s.entries_j)
+            .map(|(mut e, j)| {
+                e.energy_j = j;
+                e.power_w = if interval_s > 0.0 {
+                    j / interval_s
+                } else {
+                    0.0
+                };
+                let t = self.totals.entry(e.key.clone()).or_insert(0.0);
+                *t += j;
+                e.total_energy_j = *t;
+                e
+            })
+            .collect();
+        entries.sort_by(|a, b| {
+            b.energy_j
+                .total_cmp(&a.energy_j)
+                .then(b.cpu_s.total_cmp(&a.cpu_s))
+                .then(a.key.cmp(&b.key))
+        });
+        let seen: f64 = cpu.iter().sum();
+        // Forget the totals of entities that are gone.
+        match self.by {
+            By::Process => {
+                let procs = &self.procs;
+                self.totals.retain(|k, _| match k {
+                    Key::Process(p) => procs.contains_key(p),
+                    Key::Cgroup(_) => false,
+                });
+            }
+            By::Cgroup => {
+                let cgs = &self.cgroups;
+                self.totals.retain(|k, _| match k {
+                    Key::Cgroup(c) => cgs.contains_key(c),
+                    Key::Process(_) => false,
+                });
+            }
+        }
+        Ok(Interval {
+            interval_s,
+            total_j: if total_j.is_finite() {
+                total_j.max(0.0)
+            } else {
+                0.0
+            },
+            idle_j: s.idle_j,
+            busy_cpu_s,
+            unseen_cpu_s: (busy_cpu_s - seen).max(0.0),
+            entries,
+        })
+    }
+
+    /// Reads every process's CPU ticks; returns those with time since the previous scan.
+    fn scan_processes(&mut self) -> io::Result<Vec<Entry>> {
+        self.generation += 1;
+        let gen = self.generation;
+        let first = gen == 1;
+        let proc_dir = self.root.path("/proc");
+        let dir = std::fs::read_dir(&proc_dir).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("{}: {e}; is /proc mounted?", proc_dir.display()),
+            )
+        })?;
+        let mut out = Vec::new();
+        for e in dir.flatten() {
+            let name = e.file_name();
+            let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Some(st) = self.read_stat(pid) else {
+                continue; // ended between the listing and the read
+            };
+            let key = ProcKey {
+                pid,
+                start_ticks: st.start_ticks,
+            };
+            let delta_ticks = match self.procs.get_mut(&key) {
+                Some(info) => {
+                    let d = st.cpu_ticks.saturating_sub(info.last_ticks);
+                    info.last_ticks = st.cpu_ticks;
+                    info.seen = gen;
+                    info.comm = st.comm;
+                    d
+                }
+                None => {
+                    let cgroup = cgroup::cgroup_of(&self.root, pid);
+                    let comm = st.comm;
+                    self.procs.insert(
+                        key,
+                        ProcInfo {
+                            comm,
+                            cgroup,
+                            last_ticks: st.cpu_ticks,
+                            seen: gen,
+                        },
+                    );
+                    // Started since the previous scan: all its time is in this interval.
+                    if first {
+                        0
+                    } else {
+                        st.cpu_ticks
+                    }
+                }
+            };
+            if delta_ticks > 0 {
+                let info = &self.procs[&key];
+                out.push(Entry {
+                    key: Key::Process(key),
+                    pid: Some(pid),
+                    comm: Some(info.comm.clone()),
+                    cgroup: info.cgroup.clone(),
+                    cpu_s: delta_ticks as f64 / self.ticks_per_s,
+                    energy_j: 0.0,
+                    power_w: 0.0,
+                    total_energy_j: 0.0,
+                });
+            }
+        }
+        self.procs.retain(|_, i| i.seen == gen);
+        Ok(out)
+    }
+
+    fn read_stat(&mut self, pid: u32) -> Option<ProcStat> {
+        let path = self.root.path(format!("/proc/{pid}/stat"));
+        let mut f = std::fs::File::open(path).ok()?;
+        self.buf.clear();
+        f.read_to_end(&mut self.buf).ok()?;
+        cputime::parse_proc_stat(std::str::from_utf8(&self.buf).ok()?)
+    }
+
+    /// Reads every cgroup's own usage; returns those with time since the previous scan.
+    fn scan_cgroups(&mut self) -> io::Result<Vec<Entry>> {
+        let mount = self
+            .cgroup_mount
+            .clone()
+            .expect("set when attributing by cgroup");
+        let all = cgroup::read_usage(&mount)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", mount.display())))?;
+        let root_usec = (cputime::machine_busy_cpu_s(&self.root)? * 1e6) as u64;
+        let own = cgroup::own_usage(&all, Some(root_usec));
+        let first = self.cgroups.is_empty();
+        let mut out = Vec::new();
+        for (path, &usec) in &own {
+            let d = match self.cgroups.get(path) {
+                Some(&prev) => usec.saturating_sub(prev),
+                None if first => 0,
+                None => usec,
+            };
+            if d > 0 {
+                out.push(Entry {
+                    key: Key::Cgroup(path.clone()),
+                    pid: None,
+                    comm: None,
+                    cgroup: Some(path.clone()),
+                    cpu_s: d as f64 * 1e-6,
+                    energy_j: 0.0,
+                    power_w: 0.0,
+                    total_energy_j: 0.0,
+                });
+            }
+        }
+        self.cgroups = own;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat_line(pid: u32, comm: &str, ticks: u64, start: u64) -> String {
+        format!("{pid} ({comm}) S 1 1 1 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 1 0 {start} 0 0\n")
+    }
+
+    fn write(root: &std::path::Path, p: &str, s: &str) {
+        let p = root.join(p.trim_start_matches('/'));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, s).unwrap();
+    }
+
+    fn proc_stat(busy_ticks: u64) -> String {
+        format!(
+            "cpu  {busy_ticks} 0 0 100000 0 0 0 0 0 0\ncpu0 {busy_ticks} 0 0 50000 0 0 0 0 0 0\n"
+        )
+    }
+
+    #[test]
+    fn processes_by_cpu_time_with_pid_reuse_and_exits() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        write(r, "/proc/stat", &proc_stat(1000));
+        write(r, "/proc/10/stat", &stat_line(10, "a", 100, 5));
+        write(r, "/proc/10/cgroup", "0::/system.slice/a.service\n");
+        write(r, "/proc/11/stat", &stat_line(11, "b b", 100, 6));
+        write(r, "/proc/12/stat", &stat_line(12, "gone", 100, 7));
+        let mut a = Attributor::new(SysRoot::new(r), By::Process, IdlePolicy::Apart, 2).unwrap();
+        // 1 s on 2 CPUs: a +50 ticks (0.5 s), b +100 (1 s), 12 ended, 13 started with 20 ticks,
+        // pid 11 unchanged. Machine busy +200 ticks.
+        write(r, "/proc/stat", &proc_stat(1200));
+        write(r, "/proc/10/stat", &stat_line(10, "a", 150, 5));
+        write(r, "/proc/11/stat", &stat_line(11, "b b", 200, 6));
+        std::fs::remove_dir_all(r.join("proc/12")).unwrap();
+        write(r, "/proc/13/stat", &stat_line(13, "new", 20, 900));
+        let i = a.step(40.0, 1.0).unwrap();
+        let e = |pid: u32| i.entries.iter().find(|e| e.pid == Some(pid)).unwrap();
+        // capacity 2 CPU-s: 40 J × 1.0/2, × 0.5/2, × 0.2/2
+        assert!((e(11).energy_j - 20.0).abs() < 1e-9);
+        assert!((e(10).energy_j - 10.0).abs() < 1e-9);
+        assert!((e(13).energy_j - 4.0).abs() < 1e-9);
+        assert_eq!(e(10).cgroup.as_deref(), Some("/system.slice/a.service"));
+        assert_eq!(e(11).comm.as_deref(), Some("b b"));
+        assert!((i.idle_j - 6.0).abs() < 1e-9);
+        assert_eq!(i.entries[0].pid, Some(11)); // most energy first
+        assert!((i.busy_cpu_s - 2.0).abs() < 1e-9);
+        assert!((i.unseen_cpu_s - 0.3).abs() < 1e-9);
+        // pid 10 reused by a new process: not the old one's continuation.
+        write(r, "/proc/10/stat", &stat_line(10, "a2", 30, 1000));
+        let i = a.step(10.0, 1.0).unwrap();
+        let e10 = i.entries.iter().find(|e| e.pid == Some(10)).unwrap();
+        assert!((e10.cpu_s - 0.3).abs() < 1e-9);
+        assert!((e10.total_energy_j - e10.energy_j).abs() < 1e-12);
+        assert_eq!(e10.comm.as_deref(), Some("a2"));
+        let s: f64 = i.entries.iter().map(|e| e.energy_j).sum::<f64>() + i.idle_j;
+        assert!((s - 10.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn nested_cgroups_each_get_their_own_time() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        let cg = "/sys/fs/cgroup";
+        let usage = |p: &str, u: u64| {
+            write(
+                r,
+                &format!("{cg}{p}/cpu.stat"),
+                &format!("usage_usec {u}\nuser_usec {u}\nsystem_usec 0\n"),
+            )
+        };
+        write(r, "/proc/stat", &proc_stat(0));
+        write(r, &format!("{cg}/cgroup.controllers"), "cpu\n");
+        let pod = "/kubepods.slice/kubepods-pod1.slice";
+        let ctr = "/kubepods.slice/kubepods-pod1.slice/cri-containerd-abc.scope";
+        let set = |root_u, pod_u, ctr_u, svc_u| {
+            usage("", root_u);
+            usage("/kubepods.slice", pod_u);
+            usage(pod, pod_u);
+            usage(ctr, ctr_u);
+            usage("/system.slice", svc_u);
+            usage("/system.slice/nginx.service", svc_u);
+        };
+        set(1_000_000, 500_000, 400_000, 200_000);
+        let mut a = Attributor::new(SysRoot::new(r), By::Cgroup, IdlePolicy::Apart, 4).unwrap();
+        // +1.5 s in the container, +0.5 s in the pod outside it, +1 s in nginx, +0.2 s at root.
+        set(4_200_000, 2_500_000, 1_900_000, 1_200_000);
+        let i = a.step(80.0, 1.0).unwrap();
+        let get = |p: &str| {
+            i.entries
+                .iter()
+                .find(|e| e.cgroup.as_deref() == Some(p))
+                .map(|e| (e.cpu_s, e.energy_j))
+        };
+        assert_eq!(get(ctr), Some((1.5, 30.0)));
+        assert_eq!(get(pod), Some((0.5, 10.0)));
+        assert_eq!(get("/system.slice/nginx.service"), Some((1.0, 20.0)));
+        assert!((get("/").unwrap().0 - 0.2).abs() < 1e-9);
+        assert!(get("/kubepods.slice").is_none()); // no time of its own
+        assert!(i.entries.iter().all(|e| e.pid.is_none()));
+        let s: f64 = i.entries.iter().map(|e| e.energy_j).sum::<f64>() + i.idle_j;
+        assert!((s - 80.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn missing_cgroup_tree_is_a_clear_error() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "/proc/stat", &proc_stat(0));
+        let e = Attributor::new(SysRoot::new(d.path()), By::Cgroup, IdlePolicy::Apart, 1)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("--by process"), "{e}");
+    }
+}
