@@ -1,10 +1,14 @@
-//! An OpenMetrics endpoint: `wattio_energy_joules_total{socket,domain,mechanism,estimated,model}`.
+//! An OpenMetrics endpoint: `wattio_energy_joules_total{socket,domain,mechanism,estimated,model}`,
+//! and with attribution on, `wattio_process_energy_joules_total{comm,pid,…}` or
+//! `wattio_cgroup_energy_joules_total{cgroup,…}` for at most N entities ([`SeriesGuard`]: the rest
+//! in one `other` series), plus `wattio_unattributed_energy_joules_total` (idle/unattributed).
 //!
 //! Each scrape of `GET /metrics` reads the counters afresh (the [`Meter`]'s background poller
 //! keeps them wrap-safe between scrapes), so the values are current to the request. The server is
 //! a small blocking HTTP/1.1 responder on std sockets (one short-lived thread per connection,
 //! capped), parsing requests with `httparse`.
 
+use crate::attribute::{LiveAttribution, SeriesGuard};
 use crate::meter::Meter;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -16,6 +20,8 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use wattio_energy::attribution::tracker::Key;
+use wattio_energy::attribution::By;
 
 /// Labels of the energy counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -28,6 +34,26 @@ pub struct EnergyLabels {
     pub model: String,
 }
 
+/// Labels of the per-process and per-cgroup series. `comm="other"` / `cgroup="other"` holds the
+/// entities past the cardinality limit.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EntityLabels {
+    pub comm: String,
+    pub pid: String,
+    pub cgroup: String,
+    pub mechanism: String,
+    pub estimated: String,
+    /// `attributed (cpu-time share)` with the total's provenance.
+    pub attribution: String,
+}
+
+struct AttributionState {
+    live: LiveAttribution,
+    guard: SeriesGuard,
+    series: std::collections::HashMap<Key, EntityLabels>,
+    other: EntityLabels,
+}
+
 /// The metrics registry fed by a [`Meter`].
 pub struct Exporter {
     meter: Meter,
@@ -36,6 +62,9 @@ pub struct Exporter {
     scrape_errors: Counter,
     last_totals: Mutex<Vec<f64>>,
     labels: Vec<EnergyLabels>,
+    entities: Family<EntityLabels, Counter<f64, AtomicU64>>,
+    unattributed: Counter<f64, AtomicU64>,
+    attribution: Option<Mutex<AttributionState>>,
 }
 
 impl Exporter {
@@ -77,19 +106,109 @@ impl Exporter {
             scrape_errors,
             last_totals: Mutex::new(vec![0.0; n]),
             labels,
+            entities: Family::default(),
+            unattributed: Counter::default(),
+            attribution: None,
         }
+    }
+
+    /// Adds per-process or per-cgroup series (`wattio export --by`), at most `max_series` of
+    /// them plus `other`. `live` must follow this exporter's meter.
+    pub fn with_attribution(mut self, live: LiveAttribution, by: By, max_series: usize) -> Self {
+        let (name, help) = match by {
+            By::Process => ("wattio_process_energy_joules", "Energy attributed to a process by its CPU-time share since its series started (comm=\"other\": processes past the series limit); see the attribution and estimated labels"),
+            By::Cgroup => ("wattio_cgroup_energy_joules", "Energy attributed to a cgroup (its own CPU time, children apart) since its series started (cgroup=\"other\": cgroups past the series limit); see the attribution and estimated labels"),
+        };
+        self.registry.register(name, help, self.entities.clone());
+        self.registry.register(
+            "wattio_unattributed_energy_joules",
+            "Energy no process's or cgroup's CPU time explains (idle CPUs, unseen tasks)",
+            self.unattributed.clone(),
+        );
+        let p = self.meter.provenance().clone();
+        let other = EntityLabels {
+            comm: if by == By::Process {
+                "other".into()
+            } else {
+                String::new()
+            },
+            pid: String::new(),
+            cgroup: if by == By::Cgroup {
+                "other".into()
+            } else {
+                String::new()
+            },
+            mechanism: p.mechanism.to_string(),
+            estimated: p.estimated.to_string(),
+            attribution: wattio_energy::attribution::attributed_label(&p.label()),
+        };
+        let _ = self.entities.get_or_create(&other);
+        self.attribution = Some(Mutex::new(AttributionState {
+            live,
+            guard: SeriesGuard::new(max_series),
+            series: std::collections::HashMap::new(),
+            other,
+        }));
+        self
+    }
+
+    fn attribute(&self, snap: crate::meter::Snapshot) {
+        let Some(state) = &self.attribution else {
+            return;
+        };
+        let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+        let st = &mut *st;
+        let interval = match st.live.step_to(&self.meter, snap) {
+            Ok(i) => i,
+            Err(_) => {
+                self.scrape_errors.inc();
+                return;
+            }
+        };
+        self.unattributed.inc_by(interval.idle_j);
+        let alive: std::collections::HashSet<Key> =
+            interval.entries.iter().map(|e| e.key.clone()).collect();
+        // An entity with no CPU time this interval may still be alive: keep its series unless
+        // it is gone from /proc (process) or from the hierarchy (cgroup); the tracker knows.
+        let known = |k: &Key| alive.contains(k) || st.series.contains_key(k) && st.live.is_alive(k);
+        let (series, other_j) = st.guard.update(&interval.entries, known);
+        let base = st.other.clone();
+        for s in &series {
+            let labels = st
+                .series
+                .entry(s.key.clone())
+                .or_insert_with(|| EntityLabels {
+                    comm: s.comm.clone().unwrap_or_default(),
+                    pid: s.pid.map(|p| p.to_string()).unwrap_or_default(),
+                    cgroup: s.cgroup.clone().unwrap_or_default(),
+                    ..base.clone()
+                });
+            self.entities.get_or_create(labels).inc_by(s.delta_j);
+        }
+        let guard = &st.guard;
+        st.series.retain(|k, labels| {
+            let keep = guard.has(k);
+            if !keep {
+                self.entities.remove(labels);
+            }
+            keep
+        });
+        self.entities.get_or_create(&st.other).inc_by(other_j);
     }
 
     /// Reads the counters and renders the OpenMetrics text.
     pub fn render(&self) -> String {
         match self.meter.snapshot() {
             Ok(snap) => {
-                let mut last = self.last_totals.lock().unwrap_or_else(|p| p.into_inner());
-                for (i, l) in self.labels.iter().enumerate() {
-                    let d = (snap.totals_j[i] - last[i]).max(0.0);
-                    self.energy.get_or_create(l).inc_by(d);
-                    last[i] = snap.totals_j[i];
+                {
+                    let mut last = self.last_totals.lock().unwrap_or_else(|p| p.into_inner());
+                    for (i, l) in self.labels.iter().enumerate() {
+                        let d = (snap.totals_j[i] - last[i]).max(0.0);
+                        self.energy.get_or_create(l).inc_by(d);
+                        last[i] = snap.totals_j[i];
+                    }
                 }
+                self.attribute(snap);
             }
             Err(_) => {
                 self.scrape_errors.inc();

@@ -8,7 +8,10 @@
 //! * [`sink`] — CSV and JSON-lines row writers.
 //! * [`measure`] — run a command between two readings (and polls in between).
 //! * [`export`] — an OpenMetrics endpoint.
+//! * [`attribute`] — live per-process / per-cgroup attribution over a meter (`top`, `record --by`,
+//!   `export`), on [`wattio_energy::attribution`].
 
+pub mod attribute;
 pub mod export;
 pub mod measure;
 pub mod meter;

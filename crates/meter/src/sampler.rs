@@ -433,12 +433,27 @@ pub struct RowSink<W: Write + Send + 'static> {
     fmt: RowFormatter,
     out: io::BufWriter<W>,
     last_flush: Instant,
+    attribution: Option<crate::attribute::RecordAttribution>,
+    n: usize,
 }
 
 impl<W: Write + Send + 'static> RowSink<W> {
     /// A sink writing `format` rows for `source`'s counters into `out`; writes the header now.
     pub fn new(source: &dyn Source, format: Format, out: W) -> io::Result<Self> {
-        let fmt = RowFormatter::new(format, source.counters(), source.provenance());
+        Self::with_attribution(source, format, out, None)
+    }
+
+    /// As [`RowSink::new`], adding the per-entry rows of `attribution` (`record --by`).
+    pub fn with_attribution(
+        source: &dyn Source,
+        format: Format,
+        out: W,
+        attribution: Option<crate::attribute::RecordAttribution>,
+    ) -> io::Result<Self> {
+        let mut fmt = RowFormatter::new(format, source.counters(), source.provenance());
+        if attribution.is_some() {
+            fmt = fmt.with_entity_columns(source.provenance());
+        }
         let mut out = io::BufWriter::with_capacity(128 * 1024, out);
         fmt.write_header(&mut out)?;
         out.flush()?;
@@ -446,13 +461,33 @@ impl<W: Write + Send + 'static> RowSink<W> {
             fmt,
             out,
             last_flush: Instant::now(),
+            attribution,
+            n: source.counters().len(),
         })
+    }
+
+    fn attribution_rows(
+        &mut self,
+        unix_s: f64,
+        mono: u64,
+        joules: &[f64],
+        last: bool,
+    ) -> io::Result<()> {
+        if let Some(a) = &mut self.attribution {
+            if let Some(rows) = a.sample(mono, joules, last)? {
+                for r in &rows {
+                    self.fmt.write_entity_row(&mut self.out, unix_s, r)?;
+                }
+            }
+        }
+        Ok(())
     }
 }
 
 impl<W: Write + Send + 'static> SampleSink for RowSink<W> {
     fn consume(&mut self, s: &Sample) -> io::Result<()> {
         self.fmt.write_sample(&mut self.out, s.unix_s, &s.joules)?;
+        self.attribution_rows(s.unix_s, s.mono_ns, &s.joules, false)?;
         if self.last_flush.elapsed() >= Duration::from_secs(1) {
             self.out.flush()?;
             self.last_flush = Instant::now();
@@ -461,6 +496,9 @@ impl<W: Write + Send + 'static> SampleSink for RowSink<W> {
     }
 
     fn finish(&mut self) -> io::Result<()> {
+        // The last interval, however short, so the rows add up to the counters' energy.
+        let zeros = vec![0.0; self.n];
+        self.attribution_rows(unix_now(), mono_ns(), &zeros, true)?;
         self.out.flush()
     }
 }
@@ -473,6 +511,19 @@ pub fn record<W: Write + Send + 'static>(
     format: Format,
     out: W,
 ) -> Result<SamplerStats, SamplerError> {
-    let sink = RowSink::new(source.as_ref(), format, out).map_err(SamplerError::Write)?;
+    record_by(source, cfg, stop, format, out, None)
+}
+
+/// As [`record`], with the per-entry rows of `attribution` (`record --by`).
+pub fn record_by<W: Write + Send + 'static>(
+    source: Box<dyn Source>,
+    cfg: &SamplerConfig,
+    stop: Arc<AtomicBool>,
+    format: Format,
+    out: W,
+    attribution: Option<crate::attribute::RecordAttribution>,
+) -> Result<SamplerStats, SamplerError> {
+    let sink = RowSink::with_attribution(source.as_ref(), format, out, attribution)
+        .map_err(SamplerError::Write)?;
     run(source, cfg, stop, sink).map(|(stats, _)| stats)
 }

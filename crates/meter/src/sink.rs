@@ -30,12 +30,19 @@ impl std::str::FromStr for Format {
 /// The CSV header line (without newline).
 pub const CSV_HEADER: &str = "timestamp,mechanism,socket,domain,energy_j,estimated,model";
 
+/// The columns `record --by` adds after [`CSV_HEADER`]: empty on counter rows; on attribution
+/// rows `entity` is `process`, `cgroup`, `other` or `idle`, `domain` is `total` (packages +
+/// DRAM, the energy that was split) and `socket` is empty.
+pub const CSV_ENTITY_COLUMNS: &str = "entity,pid,comm,cgroup,cpu_s";
+
 /// Formats samples of one source as rows.
 pub struct RowFormatter {
     format: Format,
     /// Per counter: the constant part of each row, pre-formatted once.
     prefixes: Vec<(String, String)>,
     line: String,
+    /// `record --by`: the extra columns, and the constant parts of attribution rows.
+    entity: Option<(String, String)>,
 }
 
 fn csv_field(s: &str) -> String {
@@ -78,12 +85,89 @@ impl RowFormatter {
             format,
             prefixes,
             line: String::with_capacity(256),
+            entity: None,
         }
+    }
+
+    /// Adds the [`CSV_ENTITY_COLUMNS`] (CSV) so attribution rows can follow counter rows, with
+    /// the attribution label on those rows' `model` field (`…, attributed (cpu-time share)`).
+    pub fn with_entity_columns(mut self, provenance: &Provenance) -> Self {
+        let label = wattio_energy::attribution::attributed_label(&provenance.label());
+        if self.format == Format::Csv {
+            for (_, post) in &mut self.prefixes {
+                post.insert_str(post.len() - 1, ",,,,,");
+            }
+        }
+        self.entity = Some(match self.format {
+            Format::Csv => (
+                format!(",{},,total,", provenance.mechanism),
+                format!(",{},{}", provenance.estimated, csv_field(&label)),
+            ),
+            Format::JsonLines => (
+                format!(
+                    ",\"mechanism\":\"{}\",\"domain\":\"total\",\"energy_j\":",
+                    provenance.mechanism
+                ),
+                format!(
+                    ",\"estimated\":{},\"model\":{}",
+                    provenance.estimated,
+                    serde_json::to_string(&label).unwrap_or_else(|_| "null".into())
+                ),
+            ),
+        });
+        self
+    }
+
+    /// Writes one attribution row (after [`RowFormatter::with_entity_columns`]).
+    pub fn write_entity_row(
+        &mut self,
+        w: &mut impl Write,
+        unix_s: f64,
+        row: &crate::attribute::EntityRow,
+    ) -> io::Result<()> {
+        use std::fmt::Write as _;
+        let Some((pre, post)) = &self.entity else {
+            return Ok(());
+        };
+        self.line.clear();
+        let pid = row.pid.map(|p| p.to_string()).unwrap_or_default();
+        let _ = match self.format {
+            Format::Csv => writeln!(
+                self.line,
+                "{unix_s:.6}{pre}{}{post},{},{pid},{},{},{}",
+                row.energy_j,
+                row.entity,
+                csv_field(row.comm.as_deref().unwrap_or("")),
+                csv_field(row.cgroup.as_deref().unwrap_or("")),
+                row.cpu_s
+            ),
+            Format::JsonLines => {
+                let js = |o: &Option<String>| {
+                    o.as_ref()
+                        .and_then(|v| serde_json::to_string(v).ok())
+                        .unwrap_or_else(|| "null".into())
+                };
+                writeln!(
+                    self.line,
+                    "{{\"timestamp\":{unix_s:.6}{pre}{}{post},\"entity\":\"{}\",\"pid\":{},\"comm\":{},\"cgroup\":{},\"cpu_s\":{}}}",
+                    row.energy_j,
+                    row.entity,
+                    if pid.is_empty() { "null".to_string() } else { pid },
+                    js(&row.comm),
+                    js(&row.cgroup),
+                    row.cpu_s
+                )
+            }
+        };
+        w.write_all(self.line.as_bytes())
     }
 
     /// Writes the header (CSV only).
     pub fn write_header(&self, w: &mut impl Write) -> io::Result<()> {
         match self.format {
+            Format::Csv if self.entity.is_some() => {
+                writeln!(w, "{CSV_HEADER},{CSV_ENTITY_COLUMNS}")
+            }
             Format::Csv => writeln!(w, "{CSV_HEADER}"),
             Format::JsonLines => Ok(()),
         }
@@ -143,6 +227,48 @@ mod tests {
         assert_eq!(&rec[4], "0.25");
         assert_eq!(&rec[5], "true");
         assert_eq!(&rec[6], "ccf-linear(min=0.74W,max=3.5W per vCPU)");
+    }
+
+    #[test]
+    fn entity_rows_share_the_csv_with_counter_rows() {
+        let p = ModelParams::default().provenance();
+        let mut f = RowFormatter::new(Format::Csv, &specs(), &p).with_entity_columns(&p);
+        let mut out = Vec::new();
+        f.write_header(&mut out).unwrap();
+        f.write_sample(&mut out, 1.0, &[0.25]).unwrap();
+        let row = crate::attribute::EntityRow {
+            entity: "process",
+            pid: Some(42),
+            comm: Some("a,b".into()),
+            cgroup: Some("/system.slice/x.service".into()),
+            cpu_s: 0.5,
+            energy_j: 1.25,
+        };
+        f.write_entity_row(&mut out, 2.0, &row).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let mut rdr = csv::ReaderBuilder::new().from_reader(text.as_bytes());
+        let h = rdr.headers().unwrap().clone();
+        assert_eq!(h.len(), 12);
+        let recs: Vec<_> = rdr.records().map(|r| r.unwrap()).collect();
+        assert_eq!(&recs[0][3], "dram");
+        assert_eq!(&recs[0][7], "");
+        assert_eq!(&recs[1][2], "");
+        assert_eq!(&recs[1][3], "total");
+        assert_eq!(&recs[1][4], "1.25");
+        assert!(recs[1][6].ends_with("attributed (cpu-time share)"));
+        assert_eq!(&recs[1][7], "process");
+        assert_eq!(&recs[1][8], "42");
+        assert_eq!(&recs[1][9], "a,b");
+        assert_eq!(&recs[1][11], "0.5");
+        // JSON lines too.
+        let mut f = RowFormatter::new(Format::JsonLines, &specs(), &p).with_entity_columns(&p);
+        let mut out = Vec::new();
+        f.write_entity_row(&mut out, 2.0, &row).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["entity"], "process");
+        assert_eq!(v["pid"], 42);
+        assert_eq!(v["estimated"], true);
+        assert_eq!(v["domain"], "total");
     }
 
     #[test]

@@ -171,6 +171,14 @@ impl Attributor {
         self.by
     }
 
+    /// Whether the process or cgroup `key` was present at the last step.
+    pub fn is_alive(&self, key: &Key) -> bool {
+        match key {
+            Key::Process(p) => self.procs.contains_key(p),
+            Key::Cgroup(c) => self.cgroups.contains_key(c),
+        }
+    }
+
     pub fn policy(&self) -> IdlePolicy {
         self.policy
     }

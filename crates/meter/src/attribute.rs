@@ -1,0 +1,471 @@
+//! Live attribution over a [`Meter`]: `wattio top`, the per-entry rows of `record --by` and the
+//! per-process / per-cgroup series of `export`. The formula and the CPU-time readers are in
+//! [`wattio_energy::attribution`]; this module adds the meter's energy, the labels, a terminal
+//! table and a cardinality guard.
+
+use crate::meter::{unix_now, Meter, Snapshot};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::io;
+use wattio_energy::attribution::tracker::Key;
+use wattio_energy::attribution::{attributed_label, Attributor, By, Entry, IdlePolicy, Interval};
+use wattio_energy::{CounterSpec, Provenance, SysRoot};
+
+/// One attributed interval with its provenance: what `wattio top --once --json` prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct AttributedInterval {
+    /// Seconds since the Unix epoch at the end of the interval.
+    pub timestamp: f64,
+    pub interval_s: f64,
+    pub by: By,
+    pub mechanism: String,
+    pub estimated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// E.g. `measured (perf), attributed (cpu-time share)`.
+    pub label: String,
+    pub idle_policy: IdlePolicy,
+    /// The interval's energy, packages + DRAM.
+    pub total_j: f64,
+    /// What no entry's CPU time explains.
+    pub idle_j: f64,
+    pub busy_cpu_s: f64,
+    pub unseen_cpu_s: f64,
+    pub entries: Vec<Entry>,
+}
+
+impl AttributedInterval {
+    pub fn new(i: Interval, by: By, policy: IdlePolicy, p: &Provenance) -> Self {
+        AttributedInterval {
+            timestamp: unix_now(),
+            interval_s: i.interval_s,
+            by,
+            mechanism: p.mechanism.to_string(),
+            estimated: p.estimated,
+            model: p.model.clone(),
+            label: attributed_label(&p.label()),
+            idle_policy: policy,
+            total_j: i.total_j,
+            idle_j: i.idle_j,
+            busy_cpu_s: i.busy_cpu_s,
+            unseen_cpu_s: i.unseen_cpu_s,
+            entries: i.entries,
+        }
+    }
+}
+
+/// Attribution that follows a meter: each [`LiveAttribution::step`] takes a snapshot and
+/// attributes the energy since the previous one.
+pub struct LiveAttribution {
+    attributor: Attributor,
+    last: Snapshot,
+    provenance: Provenance,
+    /// Joules since start, all entries and idle together, and idle alone.
+    pub total_j: f64,
+    pub idle_total_j: f64,
+}
+
+impl LiveAttribution {
+    /// Starts now. `n_cpus` online CPUs (the capacity of a window is n_cpus × its seconds).
+    pub fn start(
+        meter: &Meter,
+        root: SysRoot,
+        by: By,
+        policy: IdlePolicy,
+        n_cpus: usize,
+    ) -> io::Result<Self> {
+        let attributor = Attributor::new(root, by, policy, n_cpus)?;
+        let last = meter.snapshot().map_err(io::Error::other)?;
+        Ok(LiveAttribution {
+            attributor,
+            last,
+            provenance: meter.provenance().clone(),
+            total_j: 0.0,
+            idle_total_j: 0.0,
+        })
+    }
+
+    /// Whether the process or cgroup `key` was present at the last step.
+    pub fn is_alive(&self, key: &Key) -> bool {
+        self.attributor.is_alive(key)
+    }
+
+    /// Attributes the energy since the previous step.
+    pub fn step(&mut self, meter: &Meter) -> io::Result<AttributedInterval> {
+        let now = meter.snapshot().map_err(io::Error::other)?;
+        self.step_to(meter, now)
+    }
+
+    /// Attributes the energy up to `now`, a snapshot of `meter` just taken.
+    pub fn step_to(&mut self, meter: &Meter, now: Snapshot) -> io::Result<AttributedInterval> {
+        let r = meter.between(&self.last, &now);
+        self.last = now;
+        let i = self.attributor.step(r.total_j, r.duration_s)?;
+        self.total_j += i.total_j;
+        self.idle_total_j += i.idle_j;
+        Ok(AttributedInterval::new(
+            i,
+            self.attributor.by(),
+            self.attributor.policy(),
+            &self.provenance,
+        ))
+    }
+}
+
+/// The live `wattio top` screen: a header with the totals, the label and the idle share, then
+/// one line per entry (at most `rows`), most power first.
+pub fn render_top(
+    i: &AttributedInterval,
+    since_start_j: f64,
+    idle_since_start_j: f64,
+    rows: usize,
+) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let total_w = if i.interval_s > 0.0 {
+        i.total_j / i.interval_s
+    } else {
+        0.0
+    };
+    let idle_w = if i.interval_s > 0.0 {
+        i.idle_j / i.interval_s
+    } else {
+        0.0
+    };
+    let _ = writeln!(s, "wattio top — by {} — {}", i.by.as_str(), i.label);
+    let _ = writeln!(
+        s,
+        "total {total_w:8.2} W  {since_start_j:10.1} J since start   idle/unattributed {idle_w:7.2} W ({:4.1} %)  {idle_since_start_j:10.1} J   busy {:.2} CPU-s, unseen {:.2}",
+        if i.total_j > 0.0 { 100.0 * i.idle_j / i.total_j } else { 0.0 },
+        i.busy_cpu_s,
+        i.unseen_cpu_s
+    );
+    if i.estimated {
+        let _ = writeln!(
+            s,
+            "ESTIMATED: no hardware energy counter; every figure below is a model estimate"
+        );
+    }
+    let _ = writeln!(s);
+    match i.by {
+        By::Process => {
+            let _ = writeln!(
+                s,
+                "{:>8}  {:<16} {:>9} {:>10} {:>7}  {}",
+                "PID", "COMMAND", "POWER W", "ENERGY J", "CPU %", "CGROUP"
+            );
+        }
+        By::Cgroup => {
+            let _ = writeln!(
+                s,
+                "{:>9} {:>10} {:>7}  {:<18} {}",
+                "POWER W", "ENERGY J", "CPU %", "KIND", "CGROUP"
+            );
+        }
+    }
+    for e in i.entries.iter().take(rows) {
+        let cpu_pct = if i.interval_s > 0.0 {
+            100.0 * e.cpu_s / i.interval_s
+        } else {
+            0.0
+        };
+        let cg = e.cgroup.as_deref().unwrap_or("?");
+        match i.by {
+            By::Process => {
+                let _ = writeln!(
+                    s,
+                    "{:>8}  {:<16} {:>9.3} {:>10.2} {:>7.1}  {}",
+                    e.pid.unwrap_or(0),
+                    e.comm.as_deref().unwrap_or("?"),
+                    e.power_w,
+                    e.total_energy_j,
+                    cpu_pct,
+                    cg
+                );
+            }
+            By::Cgroup => {
+                let _ = writeln!(
+                    s,
+                    "{:>9.3} {:>10.2} {:>7.1}  {:<18} {}",
+                    e.power_w,
+                    e.total_energy_j,
+                    cpu_pct,
+                    wattio_energy::attribution::cgroup::kind(cg),
+                    cg
+                );
+            }
+        }
+    }
+    if i.entries.len() > rows {
+        let rest: f64 = i.entries[rows..].iter().map(|e| e.power_w).sum();
+        let _ = writeln!(
+            s,
+            "… {} more entries, {rest:.3} W together",
+            i.entries.len() - rows
+        );
+    }
+    s
+}
+
+/// Keeps the number of per-entry series bounded (Prometheus, record rows): at most `max`
+/// entities have a series of their own; the energy of the others goes to one `other` figure.
+///
+/// A slot, once given, stays with its entity until the entity is gone, so every series is a
+/// monotone counter and the series plus `other` add up to the attributed total exactly. Free
+/// slots go to the unslotted entities with the most energy in the interval; an entity's series
+/// counts from when it got its slot (what it used before is in `other`).
+pub struct SeriesGuard {
+    max: usize,
+    slots: HashMap<Key, f64>,
+    other_j: f64,
+}
+
+/// One series of a [`SeriesGuard`] after an interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub key: Key,
+    pub pid: Option<u32>,
+    pub comm: Option<String>,
+    pub cgroup: Option<String>,
+    /// Joules since the series started.
+    pub total_j: f64,
+    /// Joules in this interval.
+    pub delta_j: f64,
+    pub cpu_s: f64,
+}
+
+impl SeriesGuard {
+    pub fn new(max: usize) -> Self {
+        SeriesGuard {
+            max,
+            slots: HashMap::new(),
+            other_j: 0.0,
+        }
+    }
+
+    /// Joules of the entities without a series, since start.
+    pub fn other_total_j(&self) -> f64 {
+        self.other_j
+    }
+
+    /// Takes an interval's entries (every entity alive has its key in `alive`); returns the
+    /// series that moved or exist, and the interval's `other` joules.
+    pub fn update<'a>(
+        &mut self,
+        entries: &[Entry],
+        alive: impl Fn(&Key) -> bool,
+    ) -> (Vec<Series>, f64) {
+        self.slots.retain(|k, _| alive(k));
+        // Entries come sorted by energy: free slots go to the largest unslotted ones.
+        for e in entries {
+            if self.slots.len() >= self.max {
+                break;
+            }
+            self.slots.entry(e.key.clone()).or_insert(0.0);
+        }
+        let mut out = Vec::new();
+        let mut other = 0.0;
+        for e in entries {
+            match self.slots.get_mut(&e.key) {
+                Some(t) => {
+                    *t += e.energy_j;
+                    out.push(Series {
+                        key: e.key.clone(),
+                        pid: e.pid,
+                        comm: e.comm.clone(),
+                        cgroup: e.cgroup.clone(),
+                        total_j: *t,
+                        delta_j: e.energy_j,
+                        cpu_s: e.cpu_s,
+                    });
+                }
+                None => other += e.energy_j,
+            }
+        }
+        self.other_j += other;
+        (out, other)
+    }
+
+    /// Whether `key` has a series.
+    pub fn has(&self, key: &Key) -> bool {
+        self.slots.contains_key(key)
+    }
+}
+
+/// The per-entry rows `record --by` adds: every `interval`, the interval's energy split over the
+/// top `top` entries, `other` and `idle`.
+pub struct RecordAttribution {
+    attributor: Attributor,
+    in_total: Vec<bool>,
+    interval_ns: u64,
+    top: usize,
+    acc_j: f64,
+    start_ns: Option<u64>,
+}
+
+/// One row of `record --by`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EntityRow {
+    /// `process`, `cgroup`, `other` (entries past `--top`) or `idle`.
+    pub entity: &'static str,
+    pub pid: Option<u32>,
+    pub comm: Option<String>,
+    pub cgroup: Option<String>,
+    pub cpu_s: f64,
+    pub energy_j: f64,
+}
+
+impl RecordAttribution {
+    /// Attribution rows every `interval_s` over the counters `specs` (packages + DRAM count).
+    pub fn new(
+        root: SysRoot,
+        by: By,
+        policy: IdlePolicy,
+        n_cpus: usize,
+        specs: &[CounterSpec],
+        interval_s: f64,
+        top: usize,
+    ) -> io::Result<Self> {
+        Ok(RecordAttribution {
+            attributor: Attributor::new(root, by, policy, n_cpus)?,
+            in_total: specs.iter().map(|s| s.domain.counts_in_total()).collect(),
+            interval_ns: (interval_s * 1e9) as u64,
+            top,
+            acc_j: 0.0,
+            start_ns: None,
+        })
+    }
+
+    pub fn by(&self) -> By {
+        self.attributor.by()
+    }
+
+    /// Takes a sample's joules at `mono_ns`; at the end of an interval returns its rows.
+    pub fn sample(
+        &mut self,
+        mono_ns: u64,
+        joules: &[f64],
+        last: bool,
+    ) -> io::Result<Option<Vec<EntityRow>>> {
+        let start = *self.start_ns.get_or_insert(mono_ns);
+        self.acc_j += joules
+            .iter()
+            .zip(&self.in_total)
+            .filter(|(_, &t)| t)
+            .map(|(j, _)| j)
+            .sum::<f64>();
+        let elapsed = mono_ns.saturating_sub(start);
+        if elapsed < self.interval_ns && !last {
+            return Ok(None);
+        }
+        let i = self.attributor.step(self.acc_j, elapsed as f64 * 1e-9)?;
+        self.acc_j = 0.0;
+        self.start_ns = Some(mono_ns);
+        let entity = self.attributor.by().as_str();
+        let mut rows: Vec<EntityRow> = i
+            .entries
+            .iter()
+            .take(self.top)
+            .map(|e| EntityRow {
+                entity,
+                pid: e.pid,
+                comm: e.comm.clone(),
+                cgroup: e.cgroup.clone(),
+                cpu_s: e.cpu_s,
+                energy_j: e.energy_j,
+            })
+            .collect();
+        if i.entries.len() > self.top {
+            let rest = &i.entries[self.top..];
+            rows.push(EntityRow {
+                entity: "other",
+                pid: None,
+                comm: None,
+                cgroup: None,
+                cpu_s: rest.iter().map(|e| e.cpu_s).sum(),
+                energy_j: rest.iter().map(|e| e.energy_j).sum(),
+            });
+        }
+        rows.push(EntityRow {
+            entity: "idle",
+            pid: None,
+            comm: None,
+            cgroup: None,
+            cpu_s: 0.0,
+            energy_j: i.idle_j,
+        });
+        Ok(Some(rows))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wattio_energy::attribution::tracker::ProcKey;
+
+    fn entry(pid: u32, j: f64) -> Entry {
+        Entry {
+            key: Key::Process(ProcKey {
+                pid,
+                start_ticks: 1,
+            }),
+            pid: Some(pid),
+            comm: Some(format!("p{pid}")),
+            cgroup: None,
+            cpu_s: j,
+            energy_j: j,
+            power_w: j,
+            total_energy_j: j,
+        }
+    }
+
+    #[test]
+    fn guard_keeps_series_monotone_and_adding_up() {
+        let mut g = SeriesGuard::new(2);
+        let all_alive = |_: &Key| true;
+        let (s, other) = g.update(&[entry(1, 5.0), entry(2, 3.0), entry(3, 1.0)], all_alive);
+        assert_eq!(s.len(), 2);
+        assert_eq!(other, 1.0);
+        // pid 3 now uses the most but has no slot: its energy stays in `other`.
+        let (s, other) = g.update(&[entry(3, 9.0), entry(1, 1.0)], all_alive);
+        assert_eq!(other, 9.0);
+        assert_eq!(s.iter().find(|x| x.pid == Some(1)).unwrap().total_j, 6.0);
+        assert_eq!(g.other_total_j(), 10.0);
+        // pid 2 ends: its slot goes to pid 3, whose series starts from there.
+        let alive = |k: &Key| !matches!(k, Key::Process(p) if p.pid == 2);
+        let (s, other) = g.update(&[entry(3, 2.0)], alive);
+        assert_eq!(other, 0.0);
+        assert_eq!(s[0].pid, Some(3));
+        assert_eq!(s[0].total_j, 2.0);
+        // Series (p1 6, p2 3 until it ended, p3 2) + other (10) = everything attributed.
+        assert_eq!(
+            6.0 + 3.0 + 2.0 + g.other_total_j(),
+            5.0 + 3.0 + 1.0 + 9.0 + 1.0 + 2.0
+        );
+    }
+
+    #[test]
+    fn top_screen_names_the_label_and_idle() {
+        let i = AttributedInterval {
+            timestamp: 0.0,
+            interval_s: 2.0,
+            by: By::Process,
+            mechanism: "model".into(),
+            estimated: true,
+            model: Some("m".into()),
+            label: "estimated (model: m), attributed (cpu-time share)".into(),
+            idle_policy: IdlePolicy::Apart,
+            total_j: 10.0,
+            idle_j: 4.0,
+            busy_cpu_s: 1.0,
+            unseen_cpu_s: 0.0,
+            entries: vec![entry(7, 4.0), entry(8, 2.0)],
+        };
+        let s = render_top(&i, 10.0, 4.0, 1);
+        assert!(s.contains("attributed (cpu-time share)"), "{s}");
+        assert!(s.contains("ESTIMATED"), "{s}");
+        assert!(s.contains("40.0 %"), "{s}");
+        assert!(s.contains("p7") && !s.contains("p8"), "{s}");
+        assert!(s.contains("1 more entries"), "{s}");
+    }
+}
