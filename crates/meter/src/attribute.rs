@@ -90,6 +90,12 @@ impl LiveAttribution {
         self.attributor.is_alive(key)
     }
 
+    /// The meter's cumulative joules per counter when this attribution last stepped (or
+    /// started): counters reported from here on add up with the attributed figures.
+    pub fn last_totals_j(&self) -> &[f64] {
+        &self.last.totals_j
+    }
+
     /// Attributes the energy since the previous step.
     pub fn step(&mut self, meter: &Meter) -> io::Result<AttributedInterval> {
         let now = meter.snapshot().map_err(io::Error::other)?;

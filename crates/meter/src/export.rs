@@ -143,6 +143,8 @@ impl Exporter {
             attribution: wattio_energy::attribution::attributed_label(&p.label()),
         };
         let _ = self.entities.get_or_create(&other);
+        // Count the energy counters from the same instant as the attribution.
+        *self.last_totals.lock().unwrap_or_else(|p| p.into_inner()) = live.last_totals_j().to_vec();
         self.attribution = Some(Mutex::new(AttributionState {
             live,
             guard: SeriesGuard::new(max_series),

@@ -120,3 +120,44 @@ mod tests {
         assert_eq!(fnv1a(FNV_OFFSET, b"a"), 0xaf63dc4c8601ec8c);
     }
 }
+
+/// Busy-waits for `load` of every `period` (0 ≤ load ≤ 1) until `duration` has passed: a CPU
+/// load of known size, used by the attribution tests and as a calibration load.
+///
+/// Each period burns `load × period` of this thread's own CPU time (`CLOCK_THREAD_CPUTIME_ID`,
+/// so time the scheduler gives to others does not count) and sleeps until the period ends.
+/// Returns the CPU seconds burnt.
+pub fn spin(load: f64, period: std::time::Duration, duration: std::time::Duration) -> f64 {
+    let load = if load.is_finite() {
+        load.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let thread_cpu = || {
+        let mut t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes the struct; the clock always exists on Linux.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+        t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+    };
+    let start = std::time::Instant::now();
+    let cpu0 = thread_cpu();
+    let mut x = 1u64;
+    let mut next = start;
+    while start.elapsed() < duration {
+        next += period;
+        let until = thread_cpu() + load * period.as_secs_f64();
+        while thread_cpu() < until && std::time::Instant::now() < next {
+            for _ in 0..1000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+        }
+        let now = std::time::Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        }
+    }
+    thread_cpu() - cpu0
+}

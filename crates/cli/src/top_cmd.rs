@@ -1,0 +1,115 @@
+//! `wattio top`: which process or cgroup is using the energy, live.
+
+use crate::meter_cmd::SourceArgs;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wattio_energy::attribution::{By, IdlePolicy};
+use wattio_energy::SysRoot;
+use wattio_meter::attribute::{render_top, LiveAttribution};
+
+#[derive(Args)]
+pub struct TopArgs {
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Attribute to processes or to cgroups (services, containers, pods).
+    #[arg(long, default_value = "process", value_parser = parse_by)]
+    by: By,
+    /// Seconds between refreshes.
+    #[arg(long, default_value_t = 2.0)]
+    interval: f64,
+    /// Print one snapshot after one interval and exit.
+    #[arg(long)]
+    once: bool,
+    /// Print snapshots as JSON (one object per line; with --once, one object).
+    #[arg(long)]
+    json: bool,
+    /// Stop after this many refreshes (default: until Ctrl-C).
+    #[arg(long, short = 'n')]
+    iterations: Option<u64>,
+    /// Lines of entries to show (the JSON has them all).
+    #[arg(long, default_value_t = 20)]
+    rows: usize,
+    /// Where the energy nobody's CPU time explains goes: apart (shown as idle/unattributed,
+    /// as Scaphandre and Kepler do) or shared (split over the entries by CPU time).
+    #[arg(long, default_value = "apart", value_parser = parse_policy)]
+    idle: IdlePolicy,
+}
+
+fn parse_by(s: &str) -> Result<By, String> {
+    s.parse()
+}
+
+fn parse_policy(s: &str) -> Result<IdlePolicy, String> {
+    s.parse()
+}
+
+pub fn top(a: TopArgs) -> Result<ExitCode> {
+    if !(a.interval.is_finite() && (0.05..=3600.0).contains(&a.interval)) {
+        bail!(
+            "--interval must be between 0.05 and 3600 seconds (got {})",
+            a.interval
+        );
+    }
+    let meter = a.source.open_meter()?;
+    let root = SysRoot::from_env();
+    let n_cpus = wattio_energy::cpu::online_cpu_count(&root)?;
+    let mut live = LiveAttribution::start(&meter, root, a.by, a.idle, n_cpus)
+        .context("starting attribution")?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .context("installing signal handlers")?;
+    }
+    let iterations = if a.once { Some(1) } else { a.iterations };
+    let live_screen = !a.json && std::io::stdout().is_terminal();
+    let mut out = std::io::stdout().lock();
+    let mut n = 0u64;
+    let period = Duration::from_secs_f64(a.interval);
+    let mut next = Instant::now() + period;
+    loop {
+        // Sleep in short steps so Ctrl-C ends the view promptly.
+        while Instant::now() < next {
+            if stop.load(Ordering::Relaxed) {
+                if live_screen {
+                    let _ = writeln!(out);
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            std::thread::sleep((next - Instant::now()).min(Duration::from_millis(50)));
+        }
+        next += period;
+        let i = live.step(&meter).context("reading CPU times")?;
+        let r = if a.json {
+            serde_json::to_writer(&mut out, &i)
+                .map_err(std::io::Error::from)
+                .and_then(|_| writeln!(out))
+        } else if live_screen {
+            // Home, clear, draw: a refreshing screen as top does.
+            write!(
+                out,
+                "\x1b[H\x1b[2J{}",
+                render_top(&i, live.total_j, live.idle_total_j, a.rows)
+            )
+        } else {
+            writeln!(
+                out,
+                "{}",
+                render_top(&i, live.total_j, live.idle_total_j, a.rows)
+            )
+        };
+        match r {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
+            r => r.context("writing to standard output")?,
+        }
+        out.flush().ok();
+        n += 1;
+        if iterations.is_some_and(|k| n >= k) {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+}

@@ -1,0 +1,404 @@
+//! Attribution end to end: real processes of known CPU loads under `wattio top`, `record --by`
+//! and `export --by`, and cgroup attribution on fixture trees and on a real cgroup.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_wattio");
+
+/// Kills and reaps children even when the test fails.
+struct Reaper(Vec<Child>);
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn spin(load: f64, seconds: f64) -> Child {
+    Command::new(BIN)
+        .args([
+            "workload",
+            "spin",
+            "--load",
+            &load.to_string(),
+            "--seconds",
+            &seconds.to_string(),
+        ])
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the spinner")
+}
+
+fn wattio(root: Option<&Path>, args: &[&str]) -> Output {
+    let mut c = Command::new(BIN);
+    c.args(args);
+    match root {
+        Some(r) => c.env("WATTIO_ROOT", r),
+        None => c.env_remove("WATTIO_ROOT"),
+    };
+    c.output().expect("run wattio")
+}
+
+fn entry<'a>(snap: &'a serde_json::Value, pid: u32) -> &'a serde_json::Value {
+    snap["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["pid"] == pid)
+        .unwrap_or_else(|| panic!("pid {pid} not in {snap}"))
+}
+
+fn f(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// Two processes at 60 % and 30 % of a CPU: the attributed energies follow the loads (2:1),
+/// the parts add up to the total, and every figure is labelled estimated on this VM.
+#[test]
+fn top_attributes_energy_in_proportion_to_cpu_load() {
+    let kids = Reaper(vec![spin(0.6, 8.0), spin(0.3, 8.0)]);
+    let (hi, lo) = (kids.0[0].id(), kids.0[1].id());
+    std::thread::sleep(Duration::from_millis(300));
+    let o = wattio(None, &["top", "--once", "--json", "--interval", "4"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let snap: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(snap["estimated"], true, "{snap}");
+    assert_eq!(snap["mechanism"], "model");
+    assert!(snap["label"]
+        .as_str()
+        .unwrap()
+        .ends_with("attributed (cpu-time share)"));
+    let (eh, el) = (entry(&snap, hi), entry(&snap, lo));
+    let interval = f(&snap["interval_s"]);
+    // The loads themselves, from the spinners' CPU time (10 ms ticks: ±0.01 s per read).
+    let (ch, cl) = (f(&eh["cpu_s"]), f(&el["cpu_s"]));
+    assert!(
+        (ch / interval - 0.6).abs() < 0.15,
+        "60 % spinner used {ch} s of {interval}"
+    );
+    assert!(
+        (cl / interval - 0.3).abs() < 0.1,
+        "30 % spinner used {cl} s of {interval}"
+    );
+    let ratio = f(&eh["energy_j"]) / f(&el["energy_j"]);
+    assert!(
+        (ratio - 2.0).abs() < 0.5,
+        "energy ratio {ratio}, want 2 ± 0.5"
+    );
+    assert!((f(&eh["power_w"]) * interval - f(&eh["energy_j"])).abs() < 1e-6);
+    let parts: f64 = snap["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| f(&e["energy_j"]))
+        .sum::<f64>()
+        + f(&snap["idle_j"]);
+    assert!(
+        (parts - f(&snap["total_j"])).abs() < 1e-6 * f(&snap["total_j"]).max(1.0),
+        "{parts} vs {}",
+        snap["total_j"]
+    );
+    assert_eq!(eh["comm"], "wattio");
+    assert!(eh["cgroup"].is_string());
+}
+
+#[test]
+fn top_by_cgroup_on_a_fixture_tree_names_containers_and_never_counts_twice() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path();
+    let w = |p: &str, s: &str| {
+        let p = r.join(p.trim_start_matches('/'));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, s).unwrap();
+    };
+    w(
+        "/proc/stat",
+        "cpu  0 0 0 1000 0 0 0 0 0 0\ncpu0 0 0 0 1000 0 0 0 0 0 0\n",
+    );
+    w(
+        "/proc/cpuinfo",
+        "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\n\n",
+    );
+    w(
+        "/sys/devices/system/cpu/cpu0/topology/physical_package_id",
+        "0\n",
+    );
+    w("/sys/devices/system/cpu/online", "0\n");
+    w("/sys/fs/cgroup/cgroup.controllers", "cpu\n");
+    let ctr = "/sys/fs/cgroup/system.slice/docker-abc.scope";
+    let usage = |p: &str, u: u64| w(&format!("{p}/cpu.stat"), &format!("usage_usec {u}\n"));
+    usage("/sys/fs/cgroup", 0);
+    usage("/sys/fs/cgroup/system.slice", 0);
+    usage(ctr, 0);
+    // A writer advances the container's usage while `top` watches.
+    let root = r.to_path_buf();
+    let writer = std::thread::spawn(move || {
+        for i in 1..=30u64 {
+            std::thread::sleep(Duration::from_millis(50));
+            let u = i * 20_000;
+            for p in ["/sys/fs/cgroup", "/sys/fs/cgroup/system.slice", ctr] {
+                let path = root.join(p.trim_start_matches('/')).join("cpu.stat");
+                std::fs::write(&path, format!("usage_usec {u}\n")).unwrap();
+            }
+        }
+    });
+    let o = wattio(
+        Some(r),
+        &[
+            "top",
+            "--by",
+            "cgroup",
+            "--once",
+            "--json",
+            "--interval",
+            "1",
+        ],
+    );
+    writer.join().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let snap: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let entries = snap["entries"].as_array().unwrap();
+    assert_eq!(
+        entries.len(),
+        1,
+        "only the container has time of its own: {snap}"
+    );
+    assert_eq!(entries[0]["cgroup"], "/system.slice/docker-abc.scope");
+    assert!(entries[0].get("pid").is_none());
+    assert!(f(&entries[0]["energy_j"]) > 0.0);
+    // Text mode names its kind.
+    let o = wattio(
+        Some(r),
+        &["top", "--by", "cgroup", "--once", "--interval", "0.2"],
+    );
+    assert!(o.status.success());
+}
+
+#[test]
+fn a_real_cgroup_gets_the_energy_of_the_process_in_it() {
+    let unified = ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"]
+        .into_iter()
+        .map(Path::new)
+        .find(|p| p.join("cgroup.controllers").exists());
+    let Some(unified) = unified else {
+        eprintln!("skipped: no cgroup v2 hierarchy mounted");
+        return;
+    };
+    let cg = unified.join(format!("wattio-test-{}", std::process::id()));
+    if std::fs::create_dir(&cg).is_err() {
+        eprintln!(
+            "skipped: cannot create a cgroup under {} (not root?)",
+            unified.display()
+        );
+        return;
+    }
+    struct Rmdir(std::path::PathBuf);
+    impl Drop for Rmdir {
+        fn drop(&mut self) {
+            // The cgroup can only go once its processes are gone (the Reaper runs first).
+            for _ in 0..50 {
+                if std::fs::remove_dir(&self.0).is_ok() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+    let _rm = Rmdir(cg.clone());
+    let kids = Reaper(vec![spin(0.5, 6.0)]);
+    std::fs::write(cg.join("cgroup.procs"), kids.0[0].id().to_string()).unwrap();
+    let o = wattio(
+        None,
+        &[
+            "top",
+            "--by",
+            "cgroup",
+            "--once",
+            "--json",
+            "--interval",
+            "2",
+        ],
+    );
+    drop(kids);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let snap: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let name = format!("/{}", cg.file_name().unwrap().to_string_lossy());
+    let e = snap["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["cgroup"] == name.as_str())
+        .unwrap_or_else(|| panic!("{name} not in {snap}"));
+    let load = f(&e["cpu_s"]) / f(&snap["interval_s"]);
+    assert!((load - 0.5).abs() < 0.15, "cgroup load {load}");
+}
+
+#[test]
+fn record_by_process_rows_add_up_to_the_counters() {
+    let _kids = Reaper(vec![spin(0.5, 4.0)]);
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("e.csv");
+    let o = wattio(
+        None,
+        &[
+            "record",
+            "--freq",
+            "20",
+            "--duration",
+            "2.5",
+            "--by",
+            "process",
+            "--top",
+            "3",
+            "--by-interval",
+            "0.5",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut rdr = csv::Reader::from_path(&out).unwrap();
+    let h = rdr.headers().unwrap().clone();
+    assert_eq!(
+        h.iter().collect::<Vec<_>>(),
+        vec![
+            "timestamp",
+            "mechanism",
+            "socket",
+            "domain",
+            "energy_j",
+            "estimated",
+            "model",
+            "entity",
+            "pid",
+            "comm",
+            "cgroup",
+            "cpu_s"
+        ]
+    );
+    let (mut counters, mut parts, mut idle_rows, mut proc_rows) = (0.0, 0.0, 0, 0);
+    for r in rdr.records() {
+        let r = r.unwrap();
+        let j: f64 = r[4].parse().unwrap();
+        match &r[7] {
+            "" => counters += j,
+            e => {
+                parts += j;
+                assert_eq!(&r[3], "total");
+                assert_eq!(&r[5], "true");
+                assert!(r[6].ends_with("attributed (cpu-time share)"), "{}", &r[6]);
+                match e {
+                    "idle" => idle_rows += 1,
+                    "process" => {
+                        proc_rows += 1;
+                        assert!(!r[8].is_empty() && !r[9].is_empty());
+                    }
+                    "other" => {}
+                    x => panic!("entity {x}"),
+                }
+            }
+        }
+    }
+    assert!(
+        idle_rows >= 4,
+        "one idle row per 0.5 s interval: {idle_rows}"
+    );
+    assert!(proc_rows >= 4);
+    assert!(
+        (parts - counters).abs() < 1e-6 * counters.max(1.0),
+        "attribution rows {parts} J vs counter rows {counters} J"
+    );
+}
+
+#[test]
+fn export_by_process_keeps_the_series_bounded() {
+    let _kids = Reaper(vec![spin(0.3, 6.0), spin(0.2, 6.0), spin(0.1, 6.0)]);
+    let child = Command::new(BIN)
+        .args([
+            "export",
+            "--source",
+            "model",
+            "--listen",
+            "127.0.0.1:0",
+            "--by",
+            "process",
+            "--max-series",
+            "2",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ex = Reaper(vec![child]);
+    let mut err = BufReader::new(ex.0[0].stderr.take().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut addr = None;
+    while addr.is_none() && Instant::now() < deadline {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        if let Some(rest) = line.split("http://").nth(1) {
+            addr = Some(rest.split('/').next().unwrap().to_string());
+        }
+    }
+    let addr = addr.expect("exporter printed its address");
+    let get = || {
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+        let mut body = String::new();
+        s.read_to_string(&mut body).unwrap();
+        body
+    };
+    get();
+    std::thread::sleep(Duration::from_millis(1500));
+    let r = get();
+    let series: Vec<&str> = r
+        .lines()
+        .filter(|l| l.starts_with("wattio_process_energy_joules_total{"))
+        .collect();
+    assert_eq!(series.len(), 3, "2 series + other: {r}");
+    assert!(series.iter().any(|l| l.contains("comm=\"other\"")), "{r}");
+    assert!(series
+        .iter()
+        .all(|l| l.contains("estimated=\"true\"") && l.contains("attributed (cpu-time share)")));
+    assert!(r.contains("wattio_unattributed_energy_joules_total"), "{r}");
+    let value = |l: &str| -> f64 { l.rsplit(' ').next().unwrap().parse().unwrap() };
+    let attributed: f64 = series.iter().map(|l| value(l)).sum::<f64>()
+        + r.lines()
+            .filter(|l| l.starts_with("wattio_unattributed_energy_joules_total"))
+            .map(value)
+            .sum::<f64>();
+    let total: f64 = r
+        .lines()
+        .filter(|l| l.starts_with("wattio_energy_joules_total{"))
+        .map(value)
+        .sum();
+    assert!(
+        (attributed - total).abs() < 1e-6 * total.max(1.0),
+        "series {attributed} J vs counters {total} J"
+    );
+}
+
+#[test]
+fn attribution_flags_are_checked() {
+    let o = wattio(None, &["top", "--by", "thread"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("use process or cgroup"));
+    let o = wattio(None, &["top", "--interval", "0"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--interval must be"));
+    let o = wattio(None, &["record", "--top", "3"]);
+    assert!(!o.status.success(), "--top needs --by");
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("x"), "").unwrap();
+    let o = wattio(Some(d.path()), &["top", "--once", "--source", "model"]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(e.trim().lines().count(), 1, "one line: {e}");
+}
