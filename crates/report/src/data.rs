@@ -637,6 +637,9 @@ fn parse_jsonl(text: &str) -> Result<Dataset, String> {
                 i + 1
             ));
         }
+        if v.get("entity").is_some_and(|e| !e.is_null()) {
+            continue; // a `record --by` attribution row: see parse_csv
+        }
         let p = Provenance::from_json(&v).ok_or(format!("line {}: no mechanism", i + 1))?;
         let t = num(v.get("timestamp")).ok_or(format!("line {}: bad timestamp", i + 1))?;
         let e = num(v.get("energy_j")).ok_or(format!("line {}: bad energy_j", i + 1))?;
@@ -720,6 +723,11 @@ fn parse_csv(text: &str) -> Result<Dataset, String> {
     if has_all(METER_COLUMNS) {
         let mut counters: BTreeMap<(u32, String, Provenance), Vec<(f64, f64)>> = BTreeMap::new();
         for (i, r) in rows.iter().enumerate() {
+            // `record --by` attribution rows (entity set) split the counters' energy: the
+            // counter rows alone are the machine's energy.
+            if !get(r, "entity").is_empty() {
+                continue;
+            }
             let t = getf(r, i, "timestamp")?;
             let e = getf(r, i, "energy_j")?;
             let socket = get(r, "socket")

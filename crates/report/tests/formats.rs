@@ -28,6 +28,29 @@ fn record_csv_from_the_meter() {
 }
 
 #[test]
+fn record_by_process_keeps_the_counters_apart_from_attribution_rows() {
+    let d = tempfile::tempdir().unwrap();
+    let csv = "timestamp,mechanism,socket,domain,energy_j,estimated,model,entity,pid,comm,cgroup,cpu_s\n\
+        1.0,perf,0,package,2,false,,,,,,\n\
+        1.0,perf,,total,1.5,false,\"measured (perf), attributed (cpu-time share)\",process,42,gzip,/,0.5\n\
+        1.0,perf,,total,0.5,false,\"measured (perf), attributed (cpu-time share)\",idle,,,,0\n\
+        2.0,perf,0,package,4,false,,,,,,\n";
+    std::fs::write(d.path().join("e.csv"), csv).unwrap();
+    let Dataset::Record { counters } = load_file(&d.path().join("e.csv")).unwrap().unwrap() else {
+        panic!("not a record")
+    };
+    assert_eq!(counters.len(), 1, "attribution rows are not counters");
+    assert_eq!(counters[0].rows, vec![(1.0, 2.0), (2.0, 4.0)]);
+    let jsonl = "{\"timestamp\":1.0,\"mechanism\":\"perf\",\"socket\":0,\"domain\":\"package\",\"energy_j\":2,\"estimated\":false,\"model\":null}\n\
+        {\"timestamp\":1.0,\"mechanism\":\"perf\",\"domain\":\"total\",\"energy_j\":2,\"estimated\":false,\"model\":\"x\",\"entity\":\"idle\",\"pid\":null,\"comm\":null,\"cgroup\":null,\"cpu_s\":0}\n";
+    std::fs::write(d.path().join("e.jsonl"), jsonl).unwrap();
+    let Dataset::Record { counters } = load_file(&d.path().join("e.jsonl")).unwrap().unwrap() else {
+        panic!("not a record")
+    };
+    assert_eq!(counters.len(), 1);
+}
+
+#[test]
 fn record_jsonl_power_series() {
     let Dataset::Record { counters } = load("results/record-perf.jsonl") else {
         panic!("not a record")
