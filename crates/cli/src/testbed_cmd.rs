@@ -68,7 +68,9 @@ enum SideArg {
 struct ExecArgs {
     /// Which namespace.
     side: SideArg,
-    /// Also write wall time, CPU time and the estimated (model) energy of the command as JSON.
+    /// Also write as JSON: wall time, CPU time (wait4), `energy_j` = the estimated energy of a
+    /// host running only this command (model: min W x vCPUs x wall + (max-min) W x its CPU s),
+    /// and `attributed_j` = its CPU-time share of this machine's metered energy over the run.
     #[arg(long, value_name = "FILE")]
     stats: Option<PathBuf>,
     /// The command and its arguments, after `--`.
@@ -163,7 +165,22 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
             let cmd = bed.exec_command(side, &e.cmd)?;
             let code = match e.stats {
                 Some(path) => {
-                    let s = runstats::run(cmd, wattio_energy::model::ModelParams::default())?;
+                    // The machine's energy over the run, for the command's attributed share;
+                    // without a meter the stats still hold the dedicated-host estimate.
+                    let meter = match wattio_meter::Meter::open(
+                        &wattio_meter::MeterConfig::default(),
+                    ) {
+                        Ok(m) => Some(m),
+                        Err(e) => {
+                            eprintln!("wattio: warning: no energy meter ({e}); --stats has no attributed_j");
+                            None
+                        }
+                    };
+                    let s = runstats::run(
+                        cmd,
+                        wattio_energy::model::ModelParams::default(),
+                        meter.as_ref(),
+                    )?;
                     std::fs::write(&path, serde_json::to_string_pretty(&s)?)
                         .with_context(|| format!("cannot write {}", path.display()))?;
                     s.exit_code

@@ -1,94 +1,143 @@
-//! Wall time, CPU time and labelled model energy of one child command.
+//! Wall time, CPU time and labelled energy figures of one child command.
 //!
-//! The system-wide meter (`wattio measure`) also counts the server, the delay line and whatever
-//! else runs on the host. To compare *client* tools, the energy of the client alone is estimated
-//! with the same linear model the meter uses (`wattio_energy::model::ModelParams`) applied to the
-//! client's own CPU time (`getrusage(RUSAGE_CHILDREN)`: every thread and waited-for descendant),
-//! so every tool is charged by one rule. The figure is an estimate and is labelled so.
+//! Two figures, two questions:
+//!
+//! * `energy_j` — the **estimated energy of a host running only this command** (a dedicated
+//!   client host): the linear model the meter uses (`wattio_energy::model::ModelParams`) with
+//!   the command's own CPU time as the host's busy time,
+//!   `min W × vCPUs × wall + (max − min) W × its CPU s`. It charges every client tool by one
+//!   rule whatever else the host runs (the server, the delay line, other users), which is what
+//!   the published transfer comparison (`docs/results/transfer.md`) uses. It is not the
+//!   command's share of a real machine's energy.
+//! * `attributed_j` — the command's **share of the machine's energy** over the same window, when
+//!   a meter is given: `wattio_energy::attribution::share_j` of the meter's whole-machine total
+//!   (measured with RAPL, estimated with the model) by the command's CPU time, labelled
+//!   `…, attributed (cpu-time share)`.
+//!
+//! The CPU time is the command's `wait4` rusage at exit (`attribution::cputime::wait_child`):
+//! every thread and every descendant it waited for, nothing of other children of ours.
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::process::Command;
 use std::time::Instant;
+use wattio_energy::attribution::{self, cputime};
 use wattio_energy::model::ModelParams;
+use wattio_energy::SysRoot;
+use wattio_meter::Meter;
+
+/// What `energy_j` is, for readers of the JSON.
+pub const HOST_ESTIMATE_SCOPE: &str = "estimated energy of a host running only this process: model(min W x vCPUs x wall + (max-min) W x its CPU s)";
 
 /// What one run cost.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunStats {
     /// Wall-clock seconds from spawn to exit.
     pub wall_s: f64,
-    /// User CPU seconds of the command and its waited-for descendants.
+    /// User CPU seconds of the command and its waited-for descendants (`wait4` rusage).
     pub user_s: f64,
-    /// System CPU seconds of the command and its waited-for descendants.
+    /// System CPU seconds of the command and its waited-for descendants (`wait4` rusage).
     pub sys_s: f64,
     /// Exit code (128 + signal number when killed by a signal).
     pub exit_code: i32,
-    /// Online CPUs the model charges idle power for.
+    /// vCPUs the dedicated-host estimate charges idle power for.
     pub n_cpus: usize,
-    /// Estimated client energy in joules: `min·n_cpus·wall + (max−min)·cpu`.
+    /// Estimated energy in joules of a host running only this command (the dedicated client
+    /// host): `min·n_cpus·wall + (max−min)·(user_s + sys_s)`. Not the command's share of this
+    /// machine's energy: that is `attributed_j`.
     pub energy_j: f64,
-    /// Always true: no counter measured this.
+    /// Always true: `energy_j` is a model estimate, no counter measured it.
     pub estimated: bool,
-    /// The model and its coefficients.
+    /// The model and its coefficients (of `energy_j`).
     pub model: String,
+    /// What `energy_j` is ([`HOST_ESTIMATE_SCOPE`]).
+    #[serde(default)]
+    pub energy_scope: String,
+    /// The meter's whole-machine energy over the run (spawn to exit), when a meter was given.
+    #[serde(default)]
+    pub system_energy_j: Option<f64>,
+    /// The command's CPU-time share of `system_energy_j`:
+    /// `attribution::share_j(system_energy_j, online CPUs, wall_s, user_s + sys_s)`.
+    #[serde(default)]
+    pub attributed_j: Option<f64>,
+    /// Label of `attributed_j`, e.g. `measured (perf), attributed (cpu-time share)`.
+    #[serde(default)]
+    pub attributed_label: Option<String>,
 }
 
-fn tv_s(tv: libc::timeval) -> f64 {
-    tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6
+/// Online CPUs of the machine the meter measures (the capacity of the share's window).
+fn machine_cpus(fallback: usize) -> usize {
+    wattio_energy::cpu::online_cpu_count(&SysRoot::from_env())
+        .ok()
+        .filter(|&n| n > 0)
+        .unwrap_or(fallback)
 }
 
-fn children_cpu() -> (f64, f64) {
-    // SAFETY: getrusage fills the struct.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    (tv_s(ru.ru_utime), tv_s(ru.ru_stime))
-}
-
-/// Runs `cmd` to completion and returns its statistics. The model estimate uses `params`.
-pub fn run(mut cmd: Command, params: ModelParams) -> Result<RunStats> {
-    let (u0, s0) = children_cpu();
-    let t0 = Instant::now();
+/// Runs `cmd` to completion and returns its statistics. The dedicated-host estimate uses
+/// `params`; with a `meter`, the command's attributed share of the machine's energy over the run
+/// is added.
+pub fn run(mut cmd: Command, params: ModelParams, meter: Option<&Meter>) -> Result<RunStats> {
     let prog = format!("{:?}", cmd.get_program());
-    let status = cmd
-        .status()
+    let snap0 = meter.and_then(|m| m.snapshot().ok());
+    let t0 = Instant::now();
+    let child = cmd
+        .spawn()
         .with_context(|| format!("cannot run {prog}: is it installed and on PATH?"))?;
+    let usage = cputime::wait_child(child).with_context(|| format!("waiting for {prog}"))?;
     let wall_s = t0.elapsed().as_secs_f64();
-    let (u1, s1) = children_cpu();
-    use std::os::unix::process::ExitStatusExt;
-    let exit_code = status
-        .code()
-        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+    let snap1 = meter.and_then(|m| m.snapshot().ok());
     let n_cpus = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    let (user_s, sys_s) = (u1 - u0, s1 - s0);
+    let cpu_s = usage.user_s + usage.sys_s;
+    let system = match (meter, snap0.as_ref(), snap1.as_ref()) {
+        (Some(m), Some(a), Some(b)) => Some(m.between(a, b)),
+        _ => None,
+    };
+    let attributed_j = system
+        .as_ref()
+        .map(|r| attribution::share_j(r.total_j, machine_cpus(n_cpus), wall_s, cpu_s));
     Ok(RunStats {
         wall_s,
-        user_s,
-        sys_s,
-        exit_code,
+        user_s: usage.user_s,
+        sys_s: usage.sys_s,
+        exit_code: cputime::shell_code(&usage.status),
         n_cpus,
-        energy_j: params.energy_j(n_cpus, wall_s, user_s + sys_s),
+        energy_j: params.energy_j(n_cpus, wall_s, cpu_s),
         estimated: true,
         model: params.name(),
+        energy_scope: HOST_ESTIMATE_SCOPE.to_string(),
+        system_energy_j: system.as_ref().map(|r| r.total_j),
+        attributed_j,
+        attributed_label: system
+            .as_ref()
+            .map(|r| attribution::attributed_label(&r.provenance_label())),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wattio_energy::{Mechanism, SourceChoice};
+    use wattio_meter::MeterConfig;
 
-    #[test]
-    fn counts_the_childs_cpu_and_exit_code() {
+    fn busy_child() -> Command {
         // A shell loop that burns CPU for ~0.3 s, then exits 3.
         let mut c = Command::new("sh");
         c.args(["-c", "end=$(( $(date +%s%N) + 300000000 )); while [ $(date +%s%N) -lt $end ]; do :; done; exit 3"]);
-        let s = run(c, ModelParams::default()).unwrap();
+        c
+    }
+
+    #[test]
+    fn counts_the_childs_cpu_and_exit_code() {
+        let s = run(busy_child(), ModelParams::default(), None).unwrap();
         assert_eq!(s.exit_code, 3);
         assert!(s.wall_s >= 0.3, "wall {}", s.wall_s);
         assert!(s.user_s + s.sys_s > 0.05, "cpu {} + {}", s.user_s, s.sys_s);
         assert!(s.estimated);
         assert!(s.model.starts_with("ccf-linear"));
+        assert!(s.energy_scope.contains("host running only this process"));
+        assert!(s.attributed_j.is_none() && s.attributed_label.is_none());
         // Energy is bounded by the model's idle and full-load lines.
         let p = ModelParams::default();
         let lo = p.min_w_per_cpu * s.n_cpus as f64 * s.wall_s;
@@ -101,10 +150,51 @@ mod tests {
     }
 
     #[test]
+    fn attributed_is_the_cpu_time_share_of_the_meters_window() {
+        let meter = Meter::open(&MeterConfig {
+            root: SysRoot::new("/"),
+            choice: SourceChoice::Only(Mechanism::Model),
+            domains: None,
+            model: ModelParams::default(),
+        })
+        .expect("the model source needs only /proc/stat");
+        let s = run(busy_child(), ModelParams::default(), Some(&meter)).unwrap();
+        let total = s.system_energy_j.expect("a meter was given");
+        let got = s.attributed_j.expect("a meter was given");
+        let n = machine_cpus(s.n_cpus);
+        let want = attribution::share_j(total, n, s.wall_s, s.user_s + s.sys_s);
+        assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+        assert!(got > 0.0 && got <= total + 1e-12, "{got} of {total}");
+        // Still the dedicated-host estimate next to it, unchanged.
+        let p = ModelParams::default();
+        let host = p.energy_j(s.n_cpus, s.wall_s, s.user_s + s.sys_s);
+        assert!((s.energy_j - host).abs() < 1e-12);
+        assert_eq!(
+            s.attributed_label.as_deref(),
+            Some(
+                format!(
+                    "estimated (model: {}), attributed (cpu-time share)",
+                    p.name()
+                )
+                .as_str()
+            )
+        );
+    }
+
+    #[test]
+    fn old_stats_files_still_parse() {
+        let old = r#"{"wall_s":1.0,"user_s":0.5,"sys_s":0.1,"exit_code":0,"n_cpus":2,
+            "energy_j":3.1,"estimated":true,"model":"ccf-linear(min=0.74W,max=3.5W per vCPU)"}"#;
+        let s: RunStats = serde_json::from_str(old).unwrap();
+        assert!(s.attributed_j.is_none() && s.system_energy_j.is_none());
+    }
+
+    #[test]
     fn a_missing_program_is_a_clear_error() {
         let e = run(
             Command::new("/nonexistent/wattio-tool"),
             ModelParams::default(),
+            None,
         )
         .unwrap_err();
         assert!(e.to_string().contains("cannot run"), "{e}");
