@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 mod cache_cmd;
 mod iobench_cmd;
+mod measure_cmd;
 mod meter_cmd;
 mod overhead_cmd;
 mod report_cmd;
@@ -26,8 +27,8 @@ enum Command {
     Probe(meter_cmd::ProbeArgs),
     /// Sample energy counters to CSV or JSON lines.
     Record(meter_cmd::RecordArgs),
-    /// Run a command and report the energy it took.
-    Measure(meter_cmd::MeasureArgs),
+    /// Run a command and report the energy it took, or compare commands (hyperfine for energy).
+    Measure(measure_cmd::MeasureArgs),
     /// Serve an OpenMetrics endpoint with energy counters.
     Export(meter_cmd::ExportArgs),
     /// Built-in workloads used by the demo and the overhead study.
@@ -57,7 +58,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Probe(a) => meter_cmd::probe(a),
         Command::Record(a) => meter_cmd::record(a),
-        Command::Measure(a) => meter_cmd::measure(a),
+        Command::Measure(a) => measure_cmd::measure(a),
         Command::Export(a) => meter_cmd::export(a),
         Command::Workload(a) => meter_cmd::workload(a),
         Command::Fixture(a) => meter_cmd::fixture(a),

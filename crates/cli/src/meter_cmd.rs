@@ -1,17 +1,14 @@
-//! `wattio probe | record | measure | export | workload`: argument parsing and printing over
-//! `wattio-energy` and `wattio-meter`.
+//! `wattio probe | record | export | workload`: argument parsing and printing over
+//! `wattio-energy` and `wattio-meter` (`measure` is in `measure_cmd.rs`).
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use std::ffi::OsString;
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 use wattio_energy::{Domain, ModelParams, ProbeReport, SourceChoice, SysRoot, Wrap};
-use wattio_meter::measure::{measure_once, RepeatSummary, RunReport};
 use wattio_meter::sampler::{self, SamplerConfig};
 use wattio_meter::sink::Format;
 use wattio_meter::{Meter, MeterConfig};
@@ -317,144 +314,6 @@ impl Drop for ProgressLine {
         }
         self.bar.finish_and_clear();
     }
-}
-
-#[derive(Args)]
-pub struct MeasureArgs {
-    #[command(flatten)]
-    source: SourceArgs,
-    /// Run the command this many times; report every run and the median and IQR.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    repeat: u32,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    json: bool,
-    /// The command to measure, after `--`.
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        required = true,
-        value_name = "CMD"
-    )]
-    command: Vec<OsString>,
-}
-
-fn print_run(r: &RunReport, label: &str) {
-    let e = &r.energy;
-    println!("{label}duration     {:.3} s", e.duration_s);
-    println!("{label}energy       {}", e.provenance_label());
-    for d in &e.domains {
-        println!(
-            "{label}  socket {} {:<8} {:>12.3} J",
-            d.socket,
-            d.domain.as_str(),
-            d.energy_j
-        );
-    }
-    if let Some(p) = e.psys_j {
-        println!("{label}  psys (whole platform, not in total) {p:.3} J");
-    }
-    println!(
-        "{label}total        {:.3} J (package + dram){}",
-        e.total_j,
-        if e.estimated { " ESTIMATED" } else { "" }
-    );
-    println!("{label}mean power   {:.3} W", r.mean_power_w);
-    println!("{label}command CPU  {:.3} s", r.child_cpu_s);
-    if let Some(j) = r.command_estimated_j {
-        println!(
-            "{label}command share {j:.3} J ESTIMATED (its CPU time × the model's busy W per vCPU)"
-        );
-    }
-    println!("{label}exit code    {}", r.exit_code);
-    for e in &r.energy.read_errors {
-        eprintln!("wattio: warning: {e}");
-    }
-}
-
-pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
-    let meter = a.source.open_meter()?;
-    // Ctrl-C goes to the whole process group: the command gets it and ends; we report.
-    let _interrupted = stop_on_signals()?;
-    let mut runs = Vec::new();
-    for i in 0..a.repeat {
-        let r = measure_once(&meter, &a.command)?;
-        if !a.json && a.repeat > 1 {
-            eprintln!(
-                "run {}/{}: {:.3} s, {:.3} J{}, exit {}",
-                i + 1,
-                a.repeat,
-                r.energy.duration_s,
-                r.energy.total_j,
-                if r.energy.estimated {
-                    " (estimated)"
-                } else {
-                    ""
-                },
-                r.exit_code
-            );
-        }
-        let failed = r.exit_code != 0;
-        runs.push(r);
-        if failed {
-            break; // a failing command's energy is not worth repeating
-        }
-    }
-    let code = runs.last().map(|r| r.exit_code).unwrap_or(1);
-    let command: Vec<String> = a
-        .command
-        .iter()
-        .map(|s| s.to_string_lossy().into_owned())
-        .collect();
-    if a.json {
-        let v = if a.repeat == 1 {
-            let mut v = serde_json::to_value(&runs[0])?;
-            v["command"] = serde_json::json!(command);
-            v
-        } else {
-            let p = meter.provenance();
-            serde_json::json!({
-                "command": command,
-                "mechanism": p.mechanism,
-                "estimated": p.estimated,
-                "model": p.model,
-                "runs": runs,
-                "summary": RepeatSummary::of(&runs),
-                "exit_code": code,
-            })
-        };
-        println!("{}", serde_json::to_string_pretty(&v)?);
-    } else {
-        println!("command      {}", command.join(" "));
-        if runs.len() == 1 {
-            print_run(&runs[0], "");
-        } else {
-            let s = RepeatSummary::of(&runs);
-            println!("runs         {}", s.runs);
-            println!("energy       {}", runs[0].energy.provenance_label());
-            println!(
-                "duration     median {:.3} s, IQR {:.3} s",
-                s.duration_s.median, s.duration_s.iqr
-            );
-            println!(
-                "total        median {:.3} J, IQR {:.3} J{}",
-                s.total_j.median,
-                s.total_j.iqr,
-                if runs[0].energy.estimated {
-                    " ESTIMATED"
-                } else {
-                    ""
-                }
-            );
-            println!(
-                "mean power   median {:.3} W, IQR {:.3} W",
-                s.mean_power_w.median, s.mean_power_w.iqr
-            );
-            println!("exit code    {code}");
-        }
-    }
-    std::io::stdout().flush().ok();
-    Ok(ExitCode::from(code.clamp(0, 255) as u8))
 }
 
 #[derive(Args)]

@@ -1,160 +1,425 @@
-//! Measuring a command: read right before the spawn, right after the exit, poll in between.
+//! Measuring commands: one run between two meter readings, and benchmarks that compare several
+//! commands run after one another (hyperfine for energy).
 //!
-//! RAPL counters are machine-wide (the perf `power` PMU refuses per-task events), so the energy
-//! reported is the whole machine's during the command, as with `perf stat -a -e power/...`.
+//! RAPL counters are machine-wide (the perf `power` PMU refuses per-task events), so the
+//! `total_j` of a run is the whole machine's energy while the command ran, as with
+//! `perf stat -a -e power/...`. The command's own share, `command_j`, is its CPU-time share of
+//! that total ([`wattio_energy::attribution::share_j`]):
+//!
+//! ```text
+//! command_j = total_j · c / max(n · Δt, c)
+//! ```
+//!
+//! with `c` the user + system CPU seconds of the command and every descendant it waited for
+//! (`wait4` rusage), `n` the online CPUs and `Δt` the run's duration. The denominator is never
+//! smaller than `c`, so `command_j ≤ total_j` always, however small the command.
+//!
+//! * [`Executor`] runs a [`CommandSpec`] once and reports a [`RunReport`]; [`MeterExecutor`] is
+//!   the real one (spawn, `wait4`, two meter snapshots). Tests substitute fakes.
+//! * [`bench`] — the run loop: warmups, `--prepare`, round-robin interleaving, failed and
+//!   interrupted runs left out, per-command statistics, the comparison with the best command.
+//! * [`render`] — the human summary, CSV and Markdown exports.
+
+pub mod bench;
+pub mod render;
 
 use crate::meter::{EnergyReport, Meter};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
-use std::process::Command;
+use std::process::{Command, ExitStatus, Stdio};
+use wattio_energy::attribution::{self, cputime};
+use wattio_energy::SysRoot;
 
-/// How the command ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ExitInfo {
-    /// The exit code, when it exited.
-    pub code: Option<i32>,
+/// A command to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandSpec {
+    /// A shell command line, run with `sh -c` (hyperfine's form).
+    Shell(String),
+    /// A program and its arguments, run directly (`wattio measure -- prog args…`).
+    Argv(Vec<OsString>),
+}
+
+impl CommandSpec {
+    /// How the command is named in reports: the shell line, or the argv quoted for a shell.
+    pub fn display(&self) -> String {
+        match self {
+            CommandSpec::Shell(s) => s.clone(),
+            CommandSpec::Argv(v) => v
+                .iter()
+                .map(|a| shell_quote(&a.to_string_lossy()))
+                .collect::<Vec<_>>()
+                .join(" "),
+        }
+    }
+
+    /// The process to spawn, or `None` for an empty argv.
+    pub fn command(&self) -> Option<Command> {
+        match self {
+            CommandSpec::Shell(s) => {
+                let mut c = Command::new("sh");
+                c.arg("-c").arg(s);
+                Some(c)
+            }
+            CommandSpec::Argv(v) => {
+                let (prog, args) = v.split_first()?;
+                let mut c = Command::new(prog);
+                c.args(args);
+                Some(c)
+            }
+        }
+    }
+
+    /// The program's name for a spawn error.
+    fn program(&self) -> String {
+        match self {
+            CommandSpec::Shell(_) => "sh".into(),
+            CommandSpec::Argv(v) => v
+                .first()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// `arg` as one shell word: unchanged when it needs no quoting, else in single quotes.
+pub fn shell_quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%^".contains(c));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exit {
+    /// The shell convention: the exit code, or 128 + the signal.
+    pub code: i32,
     /// The signal that killed it, when it was killed.
     pub signal: Option<i32>,
 }
 
-impl ExitInfo {
-    /// The shell convention: the code, or 128 + signal.
-    pub fn shell_code(&self) -> i32 {
-        match (self.code, self.signal) {
-            (Some(c), _) => c,
-            (None, Some(s)) => 128 + s,
-            _ => 1,
+impl Exit {
+    /// Exited with `code`.
+    pub fn code(code: i32) -> Exit {
+        Exit { code, signal: None }
+    }
+
+    /// Killed by signal `sig`.
+    pub fn signal(sig: i32) -> Exit {
+        Exit {
+            code: 128 + sig,
+            signal: Some(sig),
+        }
+    }
+
+    pub fn from_status(status: &ExitStatus) -> Exit {
+        Exit {
+            code: cputime::shell_code(status),
+            signal: status.signal(),
         }
     }
 
     pub fn success(&self) -> bool {
-        self.code == Some(0)
+        self.code == 0 && self.signal.is_none()
+    }
+
+    pub fn status(&self) -> RunStatus {
+        match (self.signal, self.code) {
+            (Some(_), _) => RunStatus::Interrupted,
+            (None, 0) => RunStatus::Ok,
+            _ => RunStatus::Failed,
+        }
+    }
+}
+
+/// Whether a run counts in the statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Exit code 0: kept.
+    Ok,
+    /// A non-zero exit code: left out (and, without `--ignore-failure`, the benchmark stops).
+    Failed,
+    /// Killed by a signal: left out.
+    Interrupted,
+}
+
+impl RunStatus {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RunStatus::Ok => "ok",
+            RunStatus::Failed => "failed",
+            RunStatus::Interrupted => "interrupted",
+        }
     }
 }
 
 /// One measured run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
+    /// `duration_s`, `mechanism`, `estimated`, `model`, `domains`, `total_j` (the machine's),
+    /// `psys_j`, `read_errors`.
     #[serde(flatten)]
     pub energy: EnergyReport,
+    /// Where `total_j` comes from: `measured (perf)` or `estimated (model: …)`.
+    pub total_label: String,
     pub mean_power_w: f64,
+    /// User + system CPU seconds of the command and its waited-for descendants (`wait4`).
+    pub child_cpu_s: f64,
+    /// Online CPUs, the `n` of the split.
+    pub n_cpus: usize,
+    /// The command's CPU-time share of `total_j`: `total_j · c / max(n · Δt, c)`; never more
+    /// than `total_j`.
+    pub command_j: f64,
+    /// `total_label`, attributed (cpu-time share).
+    pub command_label: String,
     pub exit_code: i32,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub signal: Option<i32>,
-    /// User + system CPU seconds of the command and its waited-for descendants (`wait4`).
-    pub child_cpu_s: f64,
-    /// Model mechanism only: the share of the estimate attributable to the command itself,
-    /// its CPU time at the model's busy power per vCPU (`child_cpu_s × W_max`). Estimated.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub command_estimated_j: Option<f64>,
 }
 
-/// Errors of `measure`.
+impl RunReport {
+    /// A run's report: the machine's energy over the run, how it ended, and the CPU time of the
+    /// command; `command_j` is its CPU-time share on `n_cpus` CPUs.
+    pub fn new(energy: EnergyReport, exit: Exit, child_cpu_s: f64, n_cpus: usize) -> RunReport {
+        let total_label = energy.provenance_label();
+        let command_j =
+            attribution::share_j(energy.total_j, n_cpus, energy.duration_s, child_cpu_s);
+        RunReport {
+            command_label: attribution::attributed_label(&total_label),
+            total_label,
+            mean_power_w: energy.mean_power_w(),
+            child_cpu_s,
+            n_cpus,
+            command_j,
+            exit_code: exit.code,
+            signal: exit.signal,
+            energy,
+        }
+    }
+
+    pub fn exit(&self) -> Exit {
+        Exit {
+            code: self.exit_code,
+            signal: self.signal,
+        }
+    }
+
+    pub fn status(&self) -> RunStatus {
+        self.exit().status()
+    }
+}
+
+/// Errors of measuring.
 #[derive(Debug, thiserror::Error)]
 pub enum MeasureError {
-    #[error("no command given: put it after `--`, e.g. `wattio measure -- sleep 1`")]
+    #[error("no command given: `wattio measure -- prog args…` for one command, or `wattio measure 'cmd A' 'cmd B'` to compare shell commands")]
     NoCommand,
+    #[error(
+        "--runs must be at least 1: give the number of measured runs per command, e.g. --runs 10"
+    )]
+    NoRuns,
     #[error("cannot run {cmd:?}: {err}; check the command name and PATH")]
     Spawn { cmd: String, err: std::io::Error },
     #[error("waiting for the command failed: {0}")]
     Wait(std::io::Error),
     #[error("reading energy: {0}")]
     Energy(#[from] wattio_energy::EnergyError),
+    #[error("command '{command}' failed in {phase} {run} of {of} with exit code {code}{hint}: fix it (--show-output shows its output), or pass --ignore-failure to leave failed runs out of the statistics", hint = code_hint(*code))]
+    Failed {
+        command: String,
+        /// `run` or `warmup run`.
+        phase: &'static str,
+        run: usize,
+        of: usize,
+        code: i32,
+    },
+    #[error("the --prepare command '{command}' failed with exit code {code}{hint} before a run of '{before}': fix it so that it exits 0", hint = code_hint(*code))]
+    PrepareFailed {
+        command: String,
+        before: String,
+        code: i32,
+    },
 }
 
-/// Runs `argv` once under `meter`.
-pub fn measure_once(meter: &Meter, argv: &[OsString]) -> Result<RunReport, MeasureError> {
-    let (prog, args) = argv.split_first().ok_or(MeasureError::NoCommand)?;
-    let mut cmd = Command::new(prog);
-    cmd.args(args);
-    let before = meter.snapshot()?;
-    let child = cmd.spawn().map_err(|e| MeasureError::Spawn {
-        cmd: prog.to_string_lossy().into_owned(),
-        err: e,
-    })?;
-    let (status, rusage) = wait4(child.id() as libc::pid_t).map_err(MeasureError::Wait)?;
-    let after = meter.snapshot()?;
-    let energy = meter.between(&before, &after);
-    let exit = ExitInfo {
-        code: status.code(),
-        signal: status.signal(),
-    };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    let child_cpu_s = tv(rusage.ru_utime) + tv(rusage.ru_stime);
-    Ok(RunReport {
-        command_estimated_j: meter.model_params().map(|m| m.max_w_per_cpu * child_cpu_s),
-        mean_power_w: energy.mean_power_w(),
-        energy,
-        exit_code: exit.shell_code(),
-        signal: exit.signal,
-        child_cpu_s,
-    })
-}
-
-/// `wait4` on one child: its status and resource usage (CPU time of it and its waited-for
-/// descendants), retrying on EINTR.
-fn wait4(pid: libc::pid_t) -> std::io::Result<(std::process::ExitStatus, libc::rusage)> {
-    let mut status = 0;
-    // SAFETY: zeroed rusage is a valid value for wait4 to fill.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: pid is our child; pointers are valid.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-        if r == pid {
-            return Ok((std::process::ExitStatus::from_raw(status), ru));
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
+fn code_hint(code: i32) -> &'static str {
+    match code {
+        127 => " (the shell found no such command)",
+        126 => " (not executable)",
+        _ => "",
     }
 }
 
-/// Summary of repeated runs: median and interquartile range of each measure.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Spread {
-    pub median: f64,
-    pub q1: f64,
-    pub q3: f64,
-    pub iqr: f64,
-    pub min: f64,
-    pub max: f64,
-}
+/// Runs commands. The benchmark loop ([`bench::run_benchmark`]) only talks to this, so its
+/// scheduling, exclusions and statistics are tested with fakes.
+pub trait Executor {
+    /// Runs `cmd` once, measured.
+    fn run(&mut self, cmd: &CommandSpec) -> Result<RunReport, MeasureError>;
 
-impl Spread {
-    /// Median and quartiles of `xs` (linear interpolation between order statistics, R type 7).
-    pub fn of(xs: &[f64]) -> Spread {
-        let q = |p: f64| wattio_stats::quantile(xs, p).unwrap_or(f64::NAN);
-        let (q1, q3) = (q(0.25), q(0.75));
-        Spread {
-            median: q(0.5),
-            q1,
-            q3,
-            iqr: q3 - q1,
-            min: xs.iter().copied().fold(f64::INFINITY, f64::min),
-            max: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-        }
+    /// Runs `cmd` once without measuring it (warmups, `--prepare`).
+    fn run_unmeasured(&mut self, cmd: &CommandSpec) -> Result<Exit, MeasureError> {
+        self.run(cmd).map(|r| r.exit())
     }
 }
 
-/// Summary of `runs`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RepeatSummary {
-    pub runs: usize,
-    pub duration_s: Spread,
-    pub total_j: Spread,
-    pub mean_power_w: Spread,
+/// The real executor: spawns the command, reaps it with `wait4` for its CPU time, and reads the
+/// meter right before the spawn and right after the exit.
+pub struct MeterExecutor<'m> {
+    meter: &'m Meter,
+    n_cpus: usize,
+    inherit_io: bool,
 }
 
-impl RepeatSummary {
-    pub fn of(runs: &[RunReport]) -> RepeatSummary {
-        let col = |f: &dyn Fn(&RunReport) -> f64| runs.iter().map(f).collect::<Vec<_>>();
-        RepeatSummary {
-            runs: runs.len(),
-            duration_s: Spread::of(&col(&|r| r.energy.duration_s)),
-            total_j: Spread::of(&col(&|r| r.energy.total_j)),
-            mean_power_w: Spread::of(&col(&|r| r.mean_power_w)),
+impl<'m> MeterExecutor<'m> {
+    /// `inherit_io`: the commands read and write wattio's stdin, stdout and stderr; otherwise
+    /// they get `/dev/null` (hyperfine's default, so that output does not mix with reports).
+    pub fn new(meter: &'m Meter, n_cpus: usize, inherit_io: bool) -> Self {
+        MeterExecutor {
+            meter,
+            n_cpus,
+            inherit_io,
         }
+    }
+
+    fn spawn(&self, cmd: &CommandSpec) -> Result<std::process::Child, MeasureError> {
+        let mut c = cmd.command().ok_or(MeasureError::NoCommand)?;
+        if !self.inherit_io {
+            c.stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+        }
+        c.spawn().map_err(|err| MeasureError::Spawn {
+            cmd: cmd.program(),
+            err,
+        })
+    }
+}
+
+impl Executor for MeterExecutor<'_> {
+    fn run(&mut self, cmd: &CommandSpec) -> Result<RunReport, MeasureError> {
+        let before = self.meter.snapshot()?;
+        let child = self.spawn(cmd)?;
+        let usage = cputime::wait_child(child).map_err(MeasureError::Wait)?;
+        let after = self.meter.snapshot()?;
+        Ok(RunReport::new(
+            self.meter.between(&before, &after),
+            Exit::from_status(&usage.status),
+            usage.cpu_s,
+            self.n_cpus,
+        ))
+    }
+
+    fn run_unmeasured(&mut self, cmd: &CommandSpec) -> Result<Exit, MeasureError> {
+        let mut child = self.spawn(cmd)?;
+        let status = child.wait().map_err(MeasureError::Wait)?;
+        Ok(Exit::from_status(&status))
+    }
+}
+
+/// Online CPUs under `root` (the `n` of the split).
+pub fn online_cpus(root: &SysRoot) -> Result<usize, MeasureError> {
+    Ok(wattio_energy::cpu::online_cpu_count(root)?.max(1))
+}
+
+/// Runs `argv` once under `meter`, with the terminal passed through.
+pub fn measure_once(
+    meter: &Meter,
+    n_cpus: usize,
+    argv: &[OsString],
+) -> Result<RunReport, MeasureError> {
+    if argv.is_empty() {
+        return Err(MeasureError::NoCommand);
+    }
+    MeterExecutor::new(meter, n_cpus, true).run(&CommandSpec::Argv(argv.to_vec()))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::meter::DomainEnergy;
+    use wattio_energy::{Domain, Mechanism};
+
+    /// An estimated report of `total_j` over `duration_s`, as the model would give.
+    pub(crate) fn energy(total_j: f64, duration_s: f64) -> EnergyReport {
+        EnergyReport {
+            duration_s,
+            mechanism: Mechanism::Model,
+            estimated: true,
+            model: Some("ccf-linear(min=0.74W,max=3.5W per vCPU)".into()),
+            domains: vec![DomainEnergy {
+                socket: 0,
+                domain: Domain::Package,
+                energy_j: total_j,
+            }],
+            total_j,
+            psys_j: None,
+            read_errors: vec![],
+        }
+    }
+
+    #[test]
+    fn command_energy_is_the_cpu_time_share_and_never_exceeds_the_total() {
+        // 2 CPUs for 1 s = 2 CPU-s of capacity; the command used 0.5 CPU-s: a quarter of 10 J.
+        let r = RunReport::new(energy(10.0, 1.0), Exit::code(0), 0.5, 2);
+        assert_eq!(r.command_j, 2.5);
+        assert_eq!(r.mean_power_w, 10.0);
+        assert_eq!(r.status(), RunStatus::Ok);
+        // A tiny window whose rusage says more CPU than the window held: capped at the total
+        // (the old `CPU s × W_max` gave 3 × 3.5 = 10.5 J here, over 30 times the total).
+        let r = RunReport::new(energy(0.3, 0.01), Exit::code(0), 3.0, 2);
+        assert_eq!(r.command_j, 0.3);
+        assert!(r.total_label.starts_with("estimated (model: ccf-linear("));
+        assert!(r.command_label.ends_with("), attributed (cpu-time share)"));
+    }
+
+    #[test]
+    fn exits_are_classified() {
+        assert_eq!(Exit::code(3).status(), RunStatus::Failed);
+        assert_eq!(Exit::signal(9).status(), RunStatus::Interrupted);
+        assert_eq!(Exit::signal(9).code, 137);
+        assert!(Exit::code(0).success());
+    }
+
+    #[test]
+    fn argv_is_displayed_as_a_shell_would_read_it() {
+        let c = CommandSpec::Argv(vec!["sh".into(), "-c".into(), "exit 3".into()]);
+        assert_eq!(c.display(), "sh -c 'exit 3'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(CommandSpec::Shell("true".into()).display(), "true");
+        assert!(CommandSpec::Argv(vec![]).command().is_none());
+    }
+
+    #[test]
+    fn the_real_executor_measures_a_shell_command() {
+        let cfg = crate::MeterConfig {
+            root: SysRoot::new("/"),
+            choice: wattio_energy::SourceChoice::Only(wattio_energy::Mechanism::Model),
+            ..Default::default()
+        };
+        let meter = Meter::open(&cfg).unwrap();
+        let n = online_cpus(&cfg.root).unwrap();
+        let mut ex = MeterExecutor::new(&meter, n, false);
+        let busy =
+            CommandSpec::Shell("i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exit 4".into());
+        let r = ex.run(&busy).unwrap();
+        assert_eq!(r.exit_code, 4);
+        assert_eq!(r.status(), RunStatus::Failed);
+        assert!(r.child_cpu_s > 0.0);
+        assert!(r.command_j > 0.0 && r.command_j <= r.energy.total_j);
+        assert_eq!(ex.run_unmeasured(&busy).unwrap(), Exit::code(4));
+        let e = ex
+            .run(&CommandSpec::Argv(vec!["/nonexistent/cmd".into()]))
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("cannot run \"/nonexistent/cmd\""),
+            "{e}"
+        );
     }
 }

@@ -1,0 +1,224 @@
+//! `wattio measure`: flags, files and printing over `wattio_meter::measure` (the run loop,
+//! statistics and renderings live there).
+
+use crate::meter_cmd::SourceArgs;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use wattio_meter::measure::bench::{run_benchmark, Plan, Progress, Report};
+use wattio_meter::measure::{online_cpus, render, CommandSpec, MeasureError, MeterExecutor};
+
+#[derive(Args)]
+pub struct MeasureArgs {
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Measured runs per command [default: 1 for a command after `--`, 10 for shell commands].
+    /// `--repeat` is its old name.
+    #[arg(long, alias = "repeat", value_name = "N")]
+    runs: Option<u64>,
+    /// Unmeasured runs of each command before the measured ones.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    warmup: usize,
+    /// Shell command run before every run, warmups included; never measured.
+    #[arg(long, value_name = "CMD")]
+    prepare: Option<String>,
+    /// Go on when a run exits non-zero: such runs are reported and left out of the statistics.
+    #[arg(short = 'i', long)]
+    ignore_failure: bool,
+    /// Let the commands write to the terminal (always so for a single run of one command;
+    /// otherwise their input and output are /dev/null).
+    #[arg(long)]
+    show_output: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Write every run, the statistics and the comparison as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    export_json: Option<PathBuf>,
+    /// Write one CSV row per command (statistics, comparison, labels) to FILE.
+    #[arg(long, value_name = "FILE")]
+    export_csv: Option<PathBuf>,
+    /// Write a Markdown table of the commands to FILE.
+    #[arg(long, value_name = "FILE")]
+    export_markdown: Option<PathBuf>,
+    /// Shell commands to compare, each run with `sh -c`: `wattio measure 'cmd A' 'cmd B'`.
+    #[arg(value_name = "COMMAND")]
+    commands: Vec<String>,
+    /// Or one command after `--`, run directly: `wattio measure -- prog args…`.
+    #[arg(last = true, value_name = "ARGV")]
+    argv: Vec<OsString>,
+}
+
+/// Creates an export file before anything runs, so a bad path costs no benchmark.
+fn create(flag: &str, path: &Option<PathBuf>) -> Result<Option<(File, PathBuf)>> {
+    path.as_ref()
+        .map(|p| {
+            File::create(p).map(|f| (f, p.clone())).with_context(|| {
+                format!(
+                    "cannot write {flag} {}: check that the directory exists and is writable",
+                    p.display()
+                )
+            })
+        })
+        .transpose()
+}
+
+fn write_export(file: Option<(File, PathBuf)>, text: &str) -> Result<()> {
+    if let Some((mut f, p)) = file {
+        f.write_all(text.as_bytes())
+            .and_then(|_| f.flush())
+            .with_context(|| format!("writing {}: check the disk has room", p.display()))?;
+    }
+    Ok(())
+}
+
+fn progress_bar(
+    total: usize,
+    names: Vec<String>,
+) -> (indicatif::ProgressBar, impl FnMut(&Progress)) {
+    let bar = indicatif::ProgressBar::new(total as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} {msg} [{bar:25}] {pos}/{len} runs {elapsed}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    let b = bar.clone();
+    let update = move |p: &Progress| {
+        b.set_position(p.done as u64);
+        let cmd = &names[p.command];
+        let cmd: String = if cmd.chars().count() > 30 {
+            cmd.chars().take(29).chain(['…']).collect()
+        } else {
+            cmd.clone()
+        };
+        b.set_message(format!(
+            "{}{} {}/{}: {cmd}",
+            if p.warmup { "warmup " } else { "" },
+            "run",
+            p.run,
+            p.of
+        ));
+    };
+    (bar, update)
+}
+
+pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
+    let argv_form = !a.argv.is_empty();
+    if argv_form && !a.commands.is_empty() {
+        bail!(
+            "give either shell commands ('cmd A' 'cmd B') or one command after `--`, not both: \
+             quote the command after `--` as one more shell command"
+        );
+    }
+    let commands: Vec<CommandSpec> = if argv_form {
+        vec![CommandSpec::Argv(a.argv.clone())]
+    } else {
+        a.commands.iter().cloned().map(CommandSpec::Shell).collect()
+    };
+    if commands.is_empty() {
+        return Err(MeasureError::NoCommand.into());
+    }
+    let runs = a.runs.unwrap_or(if argv_form { 1 } else { 10 });
+    if runs == 0 {
+        return Err(MeasureError::NoRuns.into());
+    }
+    let runs = usize::try_from(runs).context("--runs is too large")?;
+    // One run of one command: a wrapper, like `time` and `perf stat`. Its exit status passes
+    // through and its output goes to the terminal.
+    let single = commands.len() == 1 && runs == 1;
+    let exports = (
+        create("--export-json", &a.export_json)?,
+        create("--export-csv", &a.export_csv)?,
+        create("--export-markdown", &a.export_markdown)?,
+    );
+    let plan = Plan {
+        commands,
+        runs,
+        warmup: a.warmup,
+        prepare: a.prepare.clone().map(CommandSpec::Shell),
+        ignore_failure: a.ignore_failure || single,
+    };
+
+    let cfg = a.source.config();
+    let meter = a.source.open_meter()?;
+    let n_cpus = online_cpus(&cfg.root)?;
+    // Ctrl-C goes to the whole process group: the running command gets it and ends; we stop
+    // after it and report the runs done.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .context("installing signal handlers")?;
+    }
+    let mut exec = MeterExecutor::new(&meter, n_cpus, single || a.show_output);
+    let names: Vec<String> = plan.commands.iter().map(CommandSpec::display).collect();
+    let bench = if single || a.show_output {
+        run_benchmark(&plan, &mut exec, &stop, &mut |_| {})?
+    } else {
+        let (bar, mut update) = progress_bar((plan.warmup + plan.runs) * names.len(), names);
+        let r = run_benchmark(&plan, &mut exec, &stop, &mut update);
+        bar.finish_and_clear();
+        r?
+    };
+    let report = Report::new(meter.provenance(), n_cpus, &plan, bench);
+
+    if exports.0.is_some() {
+        write_export(exports.0, &serde_json::to_string_pretty(&report)?)?;
+    }
+    write_export(exports.1, &render::csv(&report))?;
+    write_export(exports.2, &render::markdown(&report))?;
+    for c in &report.benchmark.results {
+        for r in &c.runs {
+            for e in &r.report.energy.read_errors {
+                eprintln!("wattio: warning: {e}");
+            }
+        }
+    }
+
+    let b = &report.benchmark;
+    if single {
+        let Some(run) = b.results[0].runs.first() else {
+            return Ok(ExitCode::from(130)); // stopped before it started
+        };
+        if a.json {
+            let mut v = serde_json::to_value(&run.report)?;
+            v["command"] = serde_json::json!(match &plan.commands[0] {
+                CommandSpec::Argv(argv) => argv
+                    .iter()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .collect::<Vec<_>>(),
+                CommandSpec::Shell(s) => vec!["sh".into(), "-c".into(), s.clone()],
+            });
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        } else {
+            print!("{}", render::single_run(&b.results[0].command, &run.report));
+        }
+        std::io::stdout().flush().ok();
+        return Ok(ExitCode::from(run.report.exit_code.clamp(0, 255) as u8));
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", render::text(&report));
+    }
+    std::io::stdout().flush().ok();
+    if let Some(c) = b.without_kept_runs().first() {
+        bail!(
+            "no run of '{}' was kept ({} failed, {} interrupted): fix the command (--show-output shows its output); its figures are missing",
+            c.command,
+            c.failed,
+            c.interrupted
+        );
+    }
+    if b.stopped_early {
+        return Ok(ExitCode::from(130));
+    }
+    Ok(ExitCode::SUCCESS)
+}

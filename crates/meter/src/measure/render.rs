@@ -1,0 +1,437 @@
+//! What `wattio measure` prints and exports: the single-run report, the hyperfine-like summary,
+//! and the CSV and Markdown tables. JSON is the serde form of [`Report`] and [`RunReport`].
+
+use super::bench::{CommandResult, Report, Stat};
+use super::{RunReport, RunStatus};
+use std::fmt::Write as _;
+
+/// The report of one run of one command (`wattio measure -- cmd`).
+pub fn single_run(command: &str, r: &RunReport) -> String {
+    let mut s = String::new();
+    let e = &r.energy;
+    let _ = writeln!(s, "command      {command}");
+    let _ = writeln!(s, "duration     {:.3} s", e.duration_s);
+    let _ = writeln!(s, "energy       {}", r.total_label);
+    for d in &e.domains {
+        let _ = writeln!(
+            s,
+            "  socket {} {:<8} {:>12.3} J",
+            d.socket,
+            d.domain.as_str(),
+            d.energy_j
+        );
+    }
+    if let Some(p) = e.psys_j {
+        let _ = writeln!(s, "  psys (whole platform, not in total) {p:.3} J");
+    }
+    let _ = writeln!(
+        s,
+        "total        {:.3} J (package + dram, whole machine){}",
+        e.total_j,
+        if e.estimated { " ESTIMATED" } else { "" }
+    );
+    let _ = writeln!(s, "mean power   {:.3} W", r.mean_power_w);
+    let _ = writeln!(
+        s,
+        "command CPU  {:.3} s (on {} CPUs)",
+        r.child_cpu_s, r.n_cpus
+    );
+    let _ = writeln!(
+        s,
+        "command share {:.3} J, its CPU-time share of the total: {}",
+        r.command_j, r.command_label
+    );
+    let _ = writeln!(s, "exit code    {}", r.exit_code);
+    s
+}
+
+/// A unit for times of the size of `x`: scale, name, decimals.
+fn time_unit(x: f64) -> (f64, &'static str, usize) {
+    if x.abs() < 1.0 {
+        (1e3, "ms", 1)
+    } else {
+        (1.0, "s", 3)
+    }
+}
+
+/// A unit for energies of the size of `x`: J, mJ or µJ.
+fn energy_unit(x: f64) -> (f64, &'static str, usize) {
+    let a = x.abs();
+    if a >= 1.0 || a == 0.0 {
+        (1.0, "J", 3)
+    } else if a >= 1e-3 {
+        (1e3, "mJ", 1)
+    } else {
+        (1e6, "µJ", 1)
+    }
+}
+
+/// `x` in the unit `unit_of` picks for `like`.
+fn fmt_in(x: f64, like: f64, unit_of: fn(f64) -> (f64, &'static str, usize)) -> String {
+    let (scale, unit, d) = unit_of(like);
+    format!("{:.d$} {unit}", x * scale)
+}
+
+/// One line of a benchmark: mean ± σ and the range, all in the unit the mean calls for.
+fn line(
+    name: &str,
+    st: &Stat,
+    unit_of: fn(f64) -> (f64, &'static str, usize),
+    tail: &str,
+) -> String {
+    let f = |x: f64| fmt_in(x, st.mean, unit_of);
+    let (m, sd, lo, hi) = (f(st.mean), f(st.stddev), f(st.min), f(st.max));
+    format!(
+        "  {name:<8}(mean ± σ): {m:>11} ± {sd:>10}    [min … max]: {lo:>11} … {hi:>11}    {tail}\n"
+    )
+}
+
+/// A p-value as it is printed.
+pub fn fmt_p(p: f64) -> String {
+    if p < 1e-4 {
+        "p < 0.0001".into()
+    } else {
+        format!("p = {p:.4}")
+    }
+}
+
+fn left_out(c: &CommandResult) -> Option<String> {
+    let mut parts = Vec::new();
+    let codes = |st: RunStatus| {
+        c.runs
+            .iter()
+            .filter(|r| r.status == st)
+            .map(|r| match r.report.signal {
+                Some(s) => format!("signal {s}"),
+                None => r.report.exit_code.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if c.failed > 0 {
+        parts.push(format!(
+            "{} failed run{} (exit code {})",
+            c.failed,
+            if c.failed == 1 { "" } else { "s" },
+            codes(RunStatus::Failed)
+        ));
+    }
+    if c.interrupted > 0 {
+        parts.push(format!(
+            "{} interrupted run{} ({})",
+            c.interrupted,
+            if c.interrupted == 1 { "" } else { "s" },
+            codes(RunStatus::Interrupted)
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("  {} left out of the statistics\n", parts.join(" and ")))
+}
+
+/// The hyperfine-like summary of a benchmark.
+pub fn text(rep: &Report) -> String {
+    let mut s = String::new();
+    let b = &rep.benchmark;
+    for (i, c) in b.results.iter().enumerate() {
+        let _ = writeln!(s, "Benchmark {}: {}", i + 1, c.command);
+        match &c.summary {
+            Some(st) => {
+                let runs = format!("{} run{}", c.kept, if c.kept == 1 { "" } else { "s" });
+                s += &line("Time", &st.duration_s, time_unit, &runs);
+                s += &line("Energy", &st.total_j, energy_unit, &rep.label);
+                s += &line("Command", &st.command_j, energy_unit, "its CPU-time share");
+                let med = fmt_in(st.total_j.median, st.total_j.median, energy_unit);
+                let cmed = fmt_in(st.command_j.median, st.command_j.median, energy_unit);
+                let _ = writeln!(
+                    s,
+                    "  median energy {med}, command {cmed}; CPU {:.3} s, mean power {:.2} W",
+                    st.child_cpu_s.mean, st.mean_power_w.mean
+                );
+            }
+            None => {
+                let _ = writeln!(s, "  no run kept: every run failed or was interrupted");
+            }
+        }
+        if let Some(l) = left_out(c) {
+            s += &l;
+        }
+        let _ = writeln!(s);
+    }
+    let _ = writeln!(s, "Command energy is {}.", rep.command_label);
+    if b.stopped_early {
+        let _ = writeln!(
+            s,
+            "Stopped by a signal before every run was done: the figures cover the runs above."
+        );
+    }
+    if let Some(best) = b.best {
+        let _ = writeln!(s, "\nSummary");
+        let _ = writeln!(s, "  '{}' used the least energy", b.results[best].command);
+        for (i, c) in b.results.iter().enumerate() {
+            if i == best {
+                continue;
+            }
+            let (Some(r), Some(sd)) = (c.energy_ratio, c.energy_ratio_stddev) else {
+                continue;
+            };
+            let p = c
+                .p_holm
+                .map(|p| format!(" ({}, Holm)", fmt_p(p)))
+                .unwrap_or_default();
+            let _ = writeln!(s, "    {r:.2} ± {sd:.2} times less than '{}'{p}", c.command);
+        }
+    }
+    s
+}
+
+/// A CSV field, quoted when it must be (RFC 4180).
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) || s.starts_with(' ') || s.ends_with(' ') {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn num(x: Option<f64>) -> String {
+    x.map(|v| v.to_string()).unwrap_or_default()
+}
+
+/// The CSV columns, one row per command.
+pub const CSV_COLUMNS: &[&str] = &[
+    "command",
+    "runs_kept",
+    "runs_failed",
+    "runs_interrupted",
+    "duration_mean_s",
+    "duration_stddev_s",
+    "duration_median_s",
+    "duration_min_s",
+    "duration_max_s",
+    "total_mean_j",
+    "total_stddev_j",
+    "total_median_j",
+    "total_min_j",
+    "total_max_j",
+    "command_mean_j",
+    "command_stddev_j",
+    "command_median_j",
+    "command_min_j",
+    "command_max_j",
+    "child_cpu_mean_s",
+    "mean_power_w",
+    "energy_ratio",
+    "energy_ratio_stddev",
+    "p_value",
+    "p_holm",
+    "estimated",
+    "label",
+    "command_label",
+];
+
+/// One row per command: counts, statistics over the kept runs, the comparison, the labels.
+pub fn csv(rep: &Report) -> String {
+    let mut s = CSV_COLUMNS.join(",") + "\n";
+    for c in &rep.benchmark.results {
+        let mut row = vec![
+            csv_field(&c.command),
+            c.kept.to_string(),
+            c.failed.to_string(),
+            c.interrupted.to_string(),
+        ];
+        let st = c.summary;
+        for get in [
+            (|s: &super::bench::CommandStats| s.duration_s) as fn(&_) -> Stat,
+            |s| s.total_j,
+            |s| s.command_j,
+        ] {
+            let x = st.as_ref().map(get);
+            for f in [
+                (|x: &Stat| x.mean) as fn(&Stat) -> f64,
+                |x| x.stddev,
+                |x| x.median,
+                |x| x.min,
+                |x| x.max,
+            ] {
+                row.push(num(x.as_ref().map(f)));
+            }
+        }
+        row.push(num(st.map(|s| s.child_cpu_s.mean)));
+        row.push(num(st.map(|s| s.mean_power_w.mean)));
+        for x in [c.energy_ratio, c.energy_ratio_stddev, c.p_value, c.p_holm] {
+            row.push(num(x));
+        }
+        row.push(rep.estimated.to_string());
+        row.push(csv_field(&rep.label));
+        row.push(csv_field(&rep.command_label));
+        s += &row.join(",");
+        s.push('\n');
+    }
+    s
+}
+
+/// About four significant digits, fixed notation.
+fn sig(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x:.3}");
+    }
+    let d = (3 - x.abs().log10().floor() as i32).clamp(0, 9) as usize;
+    format!("{x:.d$}")
+}
+
+/// A command as a Markdown code span inside a table cell.
+fn md_code(cmd: &str) -> String {
+    let cmd = cmd.replace('|', "\\|").replace('\n', " ");
+    if cmd.contains('`') {
+        format!("`` {cmd} ``")
+    } else {
+        format!("`{cmd}`")
+    }
+}
+
+/// The Markdown table columns.
+pub const MARKDOWN_COLUMNS: &[&str] = &[
+    "Command",
+    "Time [s]",
+    "Energy [J]",
+    "Command energy [J]",
+    "Relative energy",
+    "p (Holm)",
+    "Runs",
+];
+
+/// A hyperfine-like Markdown table, mean ± σ over the kept runs, with the labels under it.
+pub fn markdown(rep: &Report) -> String {
+    let mut s = format!("| {} |\n", MARKDOWN_COLUMNS.join(" | "));
+    s += "|:---|---:|---:|---:|---:|---:|---:|\n";
+    let pm = |x: &Stat| format!("{} ± {}", sig(x.mean), sig(x.stddev));
+    for c in &rep.benchmark.results {
+        let (t, e, ce) = match &c.summary {
+            Some(st) => (pm(&st.duration_s), pm(&st.total_j), pm(&st.command_j)),
+            None => ("—".into(), "—".into(), "—".into()),
+        };
+        let rel = match (c.energy_ratio, c.energy_ratio_stddev) {
+            (Some(r), Some(sd)) if sd > 0.0 => format!("{r:.2} ± {sd:.2}"),
+            (Some(r), _) => format!("{r:.2}"),
+            _ => "—".into(),
+        };
+        let p = c.p_holm.map(|p| format!("{p:.4}")).unwrap_or("—".into());
+        let mut runs = c.kept.to_string();
+        if c.failed + c.interrupted > 0 {
+            runs += &format!(" (+{} left out)", c.failed + c.interrupted);
+        }
+        let _ = writeln!(
+            s,
+            "| {} | {t} | {e} | {ce} | {rel} | {p} | {runs} |",
+            md_code(&c.command)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nEnergy: the machine's, {}. Command energy: {}. Mean ± σ over the kept runs; p: two-sided Wilcoxon rank-sum test of energy against the best command, Holm-adjusted.",
+        rep.label, rep.command_label
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::bench::tests::{plan, Fake};
+    use crate::measure::bench::{run_benchmark, Report};
+    use crate::measure::Exit;
+    use std::sync::atomic::AtomicBool;
+    use wattio_energy::{Mechanism, Provenance};
+
+    fn report() -> Report {
+        let ok = |j: f64| (j, 0.5, 0.25, Exit::code(0));
+        let mut fake = Fake::with(&[
+            (
+                "sleep 1, \"x\"",
+                vec![ok(4.0), ok(6.0), (9.0, 0.5, 0.1, Exit::code(1))],
+            ),
+            ("a | b", vec![ok(1.0), ok(1.5), ok(2.0)]),
+        ]);
+        let mut p = plan(&["sleep 1, \"x\"", "a | b"], 3);
+        p.ignore_failure = true;
+        let b = run_benchmark(&p, &mut fake, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        let prov = Provenance {
+            mechanism: Mechanism::Model,
+            estimated: true,
+            model: Some("ccf-linear(min=0.74W,max=3.5W per vCPU)".into()),
+        };
+        Report::new(&prov, 2, &p, b)
+    }
+
+    #[test]
+    fn the_summary_names_the_least_energy_command_with_ratio_and_p() {
+        let t = text(&report());
+        assert!(t.contains("Benchmark 1: sleep 1, \"x\""), "{t}");
+        assert!(t.contains("Time    (mean ± σ):"), "{t}");
+        assert!(
+            t.contains("Energy  (mean ± σ):     5.000 J ±    1.414 J"),
+            "{t}"
+        );
+        assert!(t.contains("estimated (model: ccf-linear("), "{t}");
+        assert!(
+            t.contains("1 failed run (exit code 1) left out of the statistics"),
+            "{t}"
+        );
+        assert!(t.contains("'a | b' used the least energy"), "{t}");
+        // 5 J over 1.5 J.
+        assert!(t.contains("3.33 ± "), "{t}");
+        assert!(
+            t.contains("times less than 'sleep 1, \"x\"' (p = 0.2000, Holm)"),
+            "{t}"
+        );
+        assert!(t.contains("1.500 J"), "{t}");
+    }
+
+    #[test]
+    fn csv_quotes_commands_and_has_one_row_per_command() {
+        let c = csv(&report());
+        let lines: Vec<&str> = c.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0].split(',').count(), CSV_COLUMNS.len());
+        assert!(
+            lines[1].starts_with("\"sleep 1, \"\"x\"\"\",2,1,0,0.5,0,0.5,"),
+            "{c}"
+        );
+        assert!(lines[2].starts_with("a | b,3,0,0,"), "{c}");
+        assert!(
+            lines[2].contains(
+                ",1,0,,,true,\"estimated (model: ccf-linear(min=0.74W,max=3.5W per vCPU))\","
+            ),
+            "{c}"
+        );
+    }
+
+    #[test]
+    fn markdown_escapes_pipes() {
+        let m = markdown(&report());
+        assert!(m.starts_with("| Command | Time [s] | Energy [J] |"), "{m}");
+        assert!(
+            m.contains("| `a \\| b` | 0.5000 ± 0.000 | 1.500 ± 0.5000 |"),
+            "{m}"
+        );
+        assert!(m.contains("| 2 (+1 left out) |"), "{m}");
+        assert!(m.contains("attributed (cpu-time share)"), "{m}");
+        assert_eq!(sig(1234.6), "1235");
+        assert_eq!(sig(0.012345), "0.01235");
+    }
+
+    #[test]
+    fn single_run_prints_total_and_command_share_with_labels() {
+        let r = RunReport::new(
+            crate::measure::tests::energy(10.0, 1.0),
+            Exit::code(0),
+            0.5,
+            2,
+        );
+        let t = single_run("true", &r);
+        assert!(t.contains("total        10.000 J"), "{t}");
+        assert!(
+            t.contains("command share 2.500 J, its CPU-time share of the total: estimated (model:"),
+            "{t}"
+        );
+    }
+}
