@@ -56,11 +56,13 @@ pub enum CoreArg {
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum FeedbackArg {
-    /// The meter when it measures; this process's model estimate when the meter is a model.
+    /// The meter when it measures; the estimated energy of a host running only this process
+    /// when the meter is a model.
     Auto,
     /// The meter (whole machine).
     Meter,
-    /// This process's model estimate (idle power of its cores + its CPU time).
+    /// The estimated energy of a host running only this process (model: idle power of the
+    /// CPUs it may use + its CPU time at busy power).
     Process,
 }
 
@@ -125,7 +127,8 @@ pub struct TransferArgs {
     /// Energy the tuners see each interval.
     #[arg(long, value_enum, default_value_t = FeedbackArg::Auto)]
     pub energy_feedback: FeedbackArg,
-    /// Do not read the energy meter (the summary then has the process estimate only).
+    /// Do not read the energy meter (the summary then has the dedicated-host estimate only, no
+    /// attributed share).
     #[arg(long)]
     pub no_meter: bool,
     /// No progress bar (it is drawn only on a terminal anyway).
@@ -253,14 +256,14 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
                 s.energy_note.as_deref().unwrap_or("")
             ),
         }
+        let pe = &s.energy_process;
         println!(
-            "energy of this process: {:.1} J ({:.2} s CPU) — {}; {}; tuner fed by {}",
-            s.energy_process.total_j,
-            s.energy_process.cpu_s,
-            s.energy_process.provenance,
-            s.energy_process.scope,
-            s.energy_feedback
+            "estimated energy of a host running only this process: {:.1} J ({:.2} s CPU) — {}; model: min W x vCPUs x wall + (max-min) W x its CPU s; tuner fed by {}",
+            pe.total_j, pe.cpu_s, pe.provenance, s.energy_feedback
         );
+        if let (Some(j), Some(label)) = (pe.attributed_j, pe.attributed_label.as_deref()) {
+            println!("this process's share of the machine's energy: {j:.1} J — {label}");
+        }
         println!(
             "verified: {} files by XXH3-64, all by size",
             s.files_verified_checksum

@@ -143,6 +143,15 @@ fn json_summary_fields() {
         "{pe}"
     );
     assert!(pe["total_j"].as_f64().unwrap() > 0.0);
+    // With a meter, the attributed share of its whole-machine window, labelled, within it.
+    if let Some(total) = e["total_j"].as_f64() {
+        let a = pe["attributed_j"].as_f64().unwrap();
+        assert!((0.0..=total + 1e-9).contains(&a), "{a} of {total}");
+        assert!(pe["attributed_label"]
+            .as_str()
+            .unwrap()
+            .ends_with(", attributed (cpu-time share)"));
+    }
     let fb = v["energy_feedback"].as_str().unwrap();
     assert!(fb == "meter" || fb == "process-estimate", "{fb}");
     let iv = v["intervals"].as_array().unwrap();
@@ -425,7 +434,16 @@ fn human_summary_labels_energy() {
             "unlabelled energy: {line}"
         );
     }
-    assert!(text.contains("energy of this process"), "{text}");
+    assert!(
+        text.contains("estimated energy of a host running only this process"),
+        "{text}"
+    );
+    for line in text
+        .lines()
+        .filter(|l| l.contains("share of the machine's energy"))
+    {
+        assert!(line.contains("attributed (cpu-time share)"), "{line}");
+    }
     assert!(text.contains("verified: 3 files by XXH3-64"), "{text}");
     assert!(text.contains("cpu (last setting)"), "{text}");
 }

@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use wattio_energy::attribution::cputime;
 use wattio_energy::SysRoot;
 use wattio_meter::{Meter, MeterConfig};
 
@@ -107,20 +108,75 @@ pub enum EnergyFeedback {
     Auto,
     /// The meter (whole machine).
     Meter,
-    /// The model applied to this process: idle power of the CPUs it may use plus its CPU time
-    /// at busy power (`ModelParams::energy_j(cpus, dt, cpu_s)`). Estimated.
+    /// The estimated energy of a host running only this process: the model with this process's
+    /// CPU time as the host's busy time, idle power of the CPUs it may use plus its CPU time at
+    /// busy power (`ModelParams::energy_j(cpus, dt, cpu_s)`). Estimated; a dedicated-host
+    /// figure, not this process's share of the machine.
     Process,
 }
 
-/// This process's estimated energy (model applied to its own CPU time and active cores).
+/// What `ProcessEnergy::total_j` is.
+pub const HOST_ESTIMATE_SCOPE: &str = "estimated energy of a host running only this process: model(min W x vCPUs x wall + (max-min) W x its CPU s)";
+
+/// This process's energy figures over the transfer.
+///
+/// `total_j` is the **estimated energy of a host running only this process** (a dedicated
+/// client host): the model with this process's CPU time as the host's busy time, summed over
+/// intervals — `min W × vCPUs it may use × Δt + (max − min) W × its CPU s`. It is what ME's
+/// `process-estimate` feedback sees and what `docs/results/transfer.md` reports; it is not this
+/// process's share of the machine's energy. That is `attributed_j`: the CPU-time share
+/// (`wattio_energy::attribution::share_j`) of the meter's whole-machine energy over the transfer.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProcessEnergy {
+    /// Estimated energy of a host running only this process, J.
     pub total_j: f64,
+    /// `total_j` per GB received.
     pub joules_per_gb: Option<f64>,
+    /// CPU seconds of this process over the transfer (`CLOCK_PROCESS_CPUTIME_ID`).
     pub cpu_s: f64,
+    /// Always true: `total_j` is a model estimate.
     pub estimated: bool,
+    /// Provenance of `total_j`: `estimated (model: ...)`.
     pub provenance: String,
+    /// What `total_j` is ([`HOST_ESTIMATE_SCOPE`]).
     pub scope: &'static str,
+    /// This process's CPU-time share of the meter's whole-machine energy over the transfer:
+    /// `share_j(energy.total_j, online CPUs, meter window s, cpu_s)`; `None` without a meter.
+    pub attributed_j: Option<f64>,
+    /// `attributed_j` per GB received.
+    pub attributed_joules_per_gb: Option<f64>,
+    /// Label of `attributed_j`, e.g. `measured (perf), attributed (cpu-time share)`.
+    pub attributed_label: Option<String>,
+}
+
+impl ProcessEnergy {
+    /// The figures from the dedicated-host estimate `host_j`, this process's CPU seconds over
+    /// the transfer, and the meter's whole-machine report over the same window (if any) on a
+    /// machine of `n_cpus` online CPUs.
+    pub fn new(
+        host_j: f64,
+        cpu_s: f64,
+        received: u64,
+        model: &wattio_energy::ModelParams,
+        system: Option<&wattio_meter::EnergyReport>,
+        n_cpus: usize,
+    ) -> ProcessEnergy {
+        let per_gb = |j: f64| (received > 0).then(|| j / (received as f64 / 1e9));
+        let attributed_j = system
+            .map(|r| wattio_energy::attribution::share_j(r.total_j, n_cpus, r.duration_s, cpu_s));
+        ProcessEnergy {
+            total_j: host_j,
+            joules_per_gb: per_gb(host_j),
+            cpu_s,
+            estimated: true,
+            provenance: format!("estimated (model: {})", model.name()),
+            scope: HOST_ESTIMATE_SCOPE,
+            attributed_j,
+            attributed_joules_per_gb: attributed_j.and_then(per_gb),
+            attributed_label: system
+                .map(|r| wattio_energy::attribution::attributed_label(&r.provenance_label())),
+        }
+    }
 }
 
 /// Energy over the transfer, with its provenance.
@@ -184,7 +240,8 @@ pub struct Summary {
     pub reconnects: u64,
     pub energy: Option<EnergySummary>,
     pub energy_note: Option<String>,
-    /// This process's share, estimated with the meter's model (always present).
+    /// The estimated energy of a host running only this process (always present) and, with a
+    /// meter, this process's attributed share of the machine's energy.
     pub energy_process: ProcessEnergy,
     /// What fed the tuner: "meter" or "process-estimate".
     pub energy_feedback: &'static str,
@@ -996,7 +1053,7 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
     // affinity does not power a core down, so charging only the active ones would credit the
     // scaler with savings the machine does not make
     let n_cpus = act.n_cores();
-    let cpu_at_start = process_cpu_s();
+    let cpu_at_start = cputime::self_cpu_s();
     let mut prev_snap = snap0.clone();
 
     let pb = if opts.progress {
@@ -1056,7 +1113,7 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
     let mut intervals = Vec::new();
     let mut last_tick = Instant::now();
     let mut last_bytes = 0u64;
-    let mut last_cpu = process_cpu_s();
+    let mut last_cpu = cputime::self_cpu_s();
     let mut tick = tokio::time::interval(Duration::from_millis(20));
     let n_jobs = shared.files.len();
     // SIGINT/SIGTERM end the transfer through the normal error path, so the actuator puts
@@ -1112,9 +1169,10 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
                 _ => None,
             };
             prev_snap = now_snap;
-            let cpu = process_cpu_s();
+            let cpu = cputime::self_cpu_s();
             let cores_now = decision.cores.unwrap_or(act.n_cores()).max(1);
             let load = ((cpu - last_cpu) / (dt * cores_now as f64)).clamp(0.0, 1.0);
+            // the dedicated-host estimate of this interval (ME's process feedback)
             let proc_j = model.energy_j(n_cpus, dt, (cpu - last_cpu).max(0.0));
             proc_energy_j += proc_j;
             last_cpu = cpu;
@@ -1188,7 +1246,7 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
     let seconds = shared.started.elapsed().as_secs_f64();
     // the tail since the last interval
     {
-        let cpu = process_cpu_s();
+        let cpu = cputime::self_cpu_s();
         proc_energy_j += model.energy_j(
             n_cpus,
             last_tick.elapsed().as_secs_f64(),
@@ -1199,26 +1257,34 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
         bail!("{msg} (partial data kept; rerun the same command to resume)");
     }
     let end_snap = meter.as_ref().and_then(|m| m.snapshot().ok());
+    let cpu_s = cputime::self_cpu_s() - cpu_at_start;
     let received = shared.received.load(Ordering::SeqCst);
-    let (energy, energy_note) = match (meter.as_ref(), snap0.as_ref(), end_snap.as_ref()) {
-        (Some(m), Some(a), Some(b)) => {
-            let r = m.between(a, b);
-            (
-                Some(EnergySummary {
-                    total_j: r.total_j,
-                    mean_power_w: r.mean_power_w(),
-                    joules_per_gb: (received > 0).then(|| r.total_j / (received as f64 / 1e9)),
-                    mechanism: format!("{:?}", r.mechanism).to_lowercase(),
-                    estimated: r.estimated,
-                    model: r.model.clone(),
-                    provenance: r.provenance_label(),
-                    scope: "whole machine (all processes), not this transfer alone",
-                }),
-                None,
-            )
-        }
-        _ => (None, Some("no energy meter available".to_string())),
+    let system = match (meter.as_ref(), snap0.as_ref(), end_snap.as_ref()) {
+        (Some(m), Some(a), Some(b)) => Some(m.between(a, b)),
+        _ => None,
     };
+    let (energy, energy_note) = match &system {
+        Some(r) => (
+            Some(EnergySummary {
+                total_j: r.total_j,
+                mean_power_w: r.mean_power_w(),
+                joules_per_gb: (received > 0).then(|| r.total_j / (received as f64 / 1e9)),
+                mechanism: format!("{:?}", r.mechanism).to_lowercase(),
+                estimated: r.estimated,
+                model: r.model.clone(),
+                provenance: r.provenance_label(),
+                scope: "whole machine (all processes), not this transfer alone",
+            }),
+            None,
+        ),
+        None => (None, Some("no energy meter available".to_string())),
+    };
+    // the share's capacity is the whole machine the meter measures, not the CPUs we may use
+    let machine_cpus = wattio_energy::cpu::online_cpu_count(&opts.root)
+        .ok()
+        .filter(|&n| n > 0)
+        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+        .unwrap_or(n_cpus);
     let throughput_bps = if seconds > 0.0 {
         received as f64 * 8.0 / seconds
     } else {
@@ -1241,14 +1307,14 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
         reconnects: shared.reconnects.load(Ordering::SeqCst),
         energy,
         energy_note,
-        energy_process: ProcessEnergy {
-            total_j: proc_energy_j,
-            joules_per_gb: (received > 0).then(|| proc_energy_j / (received as f64 / 1e9)),
-            cpu_s: process_cpu_s() - cpu_at_start,
-            estimated: true,
-            provenance: format!("estimated (model: {})", model.name()),
-            scope: "this process: idle power of the CPUs it may use + its CPU time at busy power",
-        },
+        energy_process: ProcessEnergy::new(
+            proc_energy_j,
+            cpu_s,
+            received,
+            &model,
+            system.as_ref(),
+            machine_cpus,
+        ),
         energy_feedback: if use_process_feedback {
             "process-estimate"
         } else {
@@ -1259,17 +1325,6 @@ async fn transfer_async(opts: &TransferOptions, act: &mut Actuator) -> anyhow::R
         cpu_actuator: reports,
         intervals,
     })
-}
-
-/// User + system CPU seconds of this process.
-fn process_cpu_s() -> f64 {
-    // SAFETY: getrusage fills a plain struct.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return 0.0;
-    }
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
 /// Verifies a fully received file and renames it into place.
@@ -1942,5 +1997,39 @@ mod tests {
         std::fs::write(p.join("tcp_wmem"), "4096 16384 4194304\n").unwrap();
         assert_eq!(default_window(&SysRoot::new(d.path())), 4194304);
         assert_eq!(default_window(&SysRoot::new("/nonexistent")), 4 << 20);
+    }
+
+    #[test]
+    fn process_energy_keeps_the_host_estimate_and_adds_the_attributed_share() {
+        let model = wattio_energy::ModelParams::default();
+        // 10 s on 4 CPUs, 2.5 CPU-s of ours, 2 GB; the meter saw 120 J on the whole machine.
+        let host_j = model.energy_j(4, 10.0, 2.5);
+        let report = wattio_meter::EnergyReport {
+            duration_s: 10.0,
+            mechanism: wattio_energy::Mechanism::Powercap,
+            estimated: false,
+            model: None,
+            domains: vec![],
+            total_j: 120.0,
+            psys_j: None,
+            read_errors: vec![],
+        };
+        let pe = ProcessEnergy::new(host_j, 2.5, 2_000_000_000, &model, Some(&report), 4);
+        assert_eq!(pe.total_j, host_j);
+        assert_eq!(pe.joules_per_gb, Some(host_j / 2.0));
+        assert_eq!(pe.scope, HOST_ESTIMATE_SCOPE);
+        assert!(pe.provenance.starts_with("estimated (model: ccf-linear"));
+        let a = pe.attributed_j.unwrap();
+        assert_eq!(a, wattio_energy::attribution::share_j(120.0, 4, 10.0, 2.5));
+        // 120 J × 2.5 / (4 × 10) = 7.5 J, within the window's total.
+        assert!((a - 7.5).abs() < 1e-12 && a <= report.total_j);
+        assert_eq!(pe.attributed_joules_per_gb, Some(a / 2.0));
+        assert_eq!(
+            pe.attributed_label.as_deref(),
+            Some("measured (powercap), attributed (cpu-time share)")
+        );
+        let none = ProcessEnergy::new(host_j, 2.5, 0, &model, None, 4);
+        assert!(none.attributed_j.is_none() && none.attributed_label.is_none());
+        assert!(none.joules_per_gb.is_none());
     }
 }
