@@ -10,7 +10,8 @@
 //! * [`study`] — planning (cells, JMH invocations per round) and running.
 //! * [`server`] — the documented local energy interface (line protocol).
 //! * [`cache`] — cold/warm page cache without root (`posix_fadvise`, `mincore`).
-//! * [`procstat`] — the JVM's CPU time at ns resolution (per-process model estimates).
+//! * [`procstat`] — notes on the JVM's CPU time (read by `wattio_energy::attribution::cputime`)
+//!   and a test helper.
 //! * [`results`], [`analysis`], [`report`] — rows, statistics, tables and SVG plots.
 //! * [`maven`] — locating and building the Maven module, running its generator.
 

@@ -17,7 +17,9 @@ pub struct RunRecord {
     pub buffer: u32,
     /// 1-based run number within the cell.
     pub run: u32,
-    /// Energy of the measured window (see `energy_scope`, `estimated`, `model`).
+    /// Energy of the measured window that the study ranks by (see `energy_scope`, `estimated`,
+    /// `model`): a system figure — measured whole machine, or with the model the estimated
+    /// energy of a host running only the JVM.
     pub energy_j: f64,
     /// Duration of the operation measured in the JVM.
     pub time_s: f64,
@@ -27,7 +29,8 @@ pub struct RunRecord {
     pub estimated: bool,
     /// The model and its coefficients, for estimates ("" for measurements).
     pub model: String,
-    /// `process` (model on the JVM's CPU time) or `system` (the meter's whole machine).
+    /// `process` (the model with the JVM's CPU time as the busy time of a host running only the
+    /// JVM: a dedicated-host system estimate) or `system` (the meter's whole machine, measured).
     pub energy_scope: String,
     /// The meter's whole-machine figure over the same window.
     pub system_energy_j: f64,
@@ -41,6 +44,11 @@ pub struct RunRecord {
     pub libs: Libs,
     /// The output check passed (runs that fail it abort the study, so this is always true).
     pub checked: bool,
+    /// The JVM's attributed share of `system_energy_j` (`attribution::share_j` by its CPU time;
+    /// label: the meter's provenance + `, attributed (cpu-time share)`). Empty in results
+    /// written before the column existed.
+    #[serde(default)]
+    pub process_j: Option<f64>,
 }
 
 impl RunRecord {
@@ -69,6 +77,7 @@ impl RunRecord {
             cache_resident: s.resident,
             libs,
             checked: s.ok,
+            process_j: s.energy.process_j,
         }
     }
 
@@ -108,4 +117,58 @@ pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>> {
         })?);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(process_j: Option<f64>) -> RunRecord {
+        RunRecord {
+            method: "channel".into(),
+            op: Op::Read,
+            size: Size::Small,
+            buffer: 8192,
+            run: 1,
+            energy_j: 2.0,
+            time_s: 0.1,
+            bytes: 1_000_000,
+            mechanism: "model".into(),
+            estimated: true,
+            model: "m".into(),
+            energy_scope: "process".into(),
+            system_energy_j: 3.0,
+            cpu_s: 0.05,
+            window_s: 0.2,
+            cache: "warm".into(),
+            cache_resident: Some(1.0),
+            libs: Libs::Paper,
+            checked: true,
+            process_j,
+        }
+    }
+
+    #[test]
+    fn process_j_column_round_trips_and_old_csvs_still_read() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("results.csv");
+        // 3 J over a 0.2 s window of 2 vCPUs, the JVM 0.05 CPU-s: 3 × 0.05 / 0.4 = 0.375 J.
+        let share = wattio_energy::attribution::share_j(3.0, 2, 0.2, 0.05);
+        assert!((share - 0.375).abs() < 1e-12 && share <= 3.0);
+        write_csv(&p, &[record(Some(share)), record(None)]).unwrap();
+        let back = read_csv(&p).unwrap();
+        assert_eq!(back[0].process_j, Some(share));
+        assert_eq!(back[1].process_j, None);
+        // A results.csv written before the column existed.
+        let text = std::fs::read_to_string(&p).unwrap();
+        let old: String = text
+            .lines()
+            .map(|l| format!("{}\n", l.rsplit_once(',').unwrap().0))
+            .collect();
+        assert!(old.lines().next().unwrap().ends_with(",checked"));
+        std::fs::write(&p, old).unwrap();
+        let back = read_csv(&p).unwrap();
+        assert_eq!(back.len(), 2);
+        assert!(back.iter().all(|r| r.process_j.is_none() && r.checked));
+    }
 }

@@ -16,7 +16,6 @@
 
 use crate::cache::{self, CacheMode};
 use crate::catalog::{Op, Size};
-use crate::procstat;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};
@@ -27,16 +26,20 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
-use wattio_energy::ModelParams;
+use wattio_energy::attribution::{self, cputime};
+use wattio_energy::{ModelParams, SysRoot};
 use wattio_meter::{Meter, Snapshot};
 
 /// Energy of one measured window, as sent back to the JVM after `END`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WindowEnergy {
-    /// The figure the study uses (see `scope`).
+    /// The figure the study ranks methods by (see `scope`): a system figure either way.
     pub energy_j: f64,
-    /// `process`: the model applied to the JVM's own CPU time over the window (estimated);
-    /// `system`: the meter's whole-machine figure.
+    /// `process`: with the model mechanism, the estimated energy of a host running only the JVM
+    /// over the window — the model with the JVM's schedstat CPU time as the host's busy time,
+    /// `min W × vCPUs × window + (max − min) W × JVM CPU s` (a dedicated-host system estimate,
+    /// not the JVM's share of this machine);
+    /// `system`: with counters, the meter's measured whole-machine figure.
     pub scope: String,
     pub mechanism: String,
     pub estimated: bool,
@@ -48,6 +51,15 @@ pub struct WindowEnergy {
     pub cpu_s: f64,
     /// Wall seconds between `BEGIN` and `END` as seen by wattio.
     pub window_s: f64,
+    /// The JVM's attributed share of the window's whole-machine energy:
+    /// `attribution::share_j(system_energy_j, n_cpus, window_s, cpu_s)`. `None` in results
+    /// written before it existed.
+    #[serde(default)]
+    pub process_j: Option<f64>,
+    /// Label of `process_j`: the meter's provenance with the split named, e.g.
+    /// `estimated (model: ccf-linear(...)), attributed (cpu-time share)`.
+    #[serde(default)]
+    pub process_label: Option<String>,
 }
 
 /// One measured run as recorded by the server.
@@ -83,10 +95,11 @@ pub enum Event {
 pub struct ServerConfig {
     pub cache: CacheMode,
     pub model: ModelParams,
-    /// CPUs the model's idle power is counted for.
+    /// CPUs the model's idle power is counted for, and the capacity (`n_cpus × window`) the
+    /// JVM's attributed share is taken of.
     pub n_cpus: usize,
-    /// `/proc` (tests may point elsewhere).
-    pub proc_root: PathBuf,
+    /// Where `/proc` is read (`SysRoot::new("/")` for the live JVM; tests may point elsewhere).
+    pub root: SysRoot,
 }
 
 /// The socket server; stops and removes its socket when dropped.
@@ -251,7 +264,7 @@ fn step(
         }
         "BEGIN" => {
             let (_, _, _, _, pid) = c.labels.as_ref().context("BEGIN before HELLO")?;
-            let cpu = procstat::process_cpu_ns(&cfg.proc_root, *pid)
+            let cpu = cputime::process_cpu_ns(&cfg.root, *pid)
                 .with_context(|| format!("reading the CPU time of JVM {pid}"))?;
             let snap = meter.snapshot().context("meter snapshot at BEGIN")?;
             c.begin = Some((snap, cpu, Instant::now()));
@@ -262,7 +275,7 @@ fn step(
             let now = Instant::now();
             let snap = meter.snapshot().context("meter snapshot at END")?;
             let (_, _, _, _, pid) = c.labels.as_ref().context("END before HELLO")?;
-            let cpu = procstat::process_cpu_ns(&cfg.proc_root, *pid)
+            let cpu = cputime::process_cpu_ns(&cfg.root, *pid)
                 .with_context(|| format!("reading the CPU time of JVM {pid}"))?;
             let (a, cpu0, t0) = c.begin.take().context("END without BEGIN")?;
             let ns: f64 = kv(rest, "ns")?.parse().context("ns=")?;
@@ -300,9 +313,11 @@ fn step(
     }
 }
 
-/// The window's energy: the meter's figure, plus — when the meter is the model — the model
-/// applied to the JVM's own CPU time, which the study then uses (system-wide tick counts are too
-/// coarse for millisecond windows and include other processes).
+/// The window's energy. `energy_j`, which the study ranks by: with counters the meter's
+/// measured whole-machine figure; with the model, the estimated energy of a host running only
+/// the JVM (the model with the JVM's schedstat CPU time as busy time — system-wide tick counts
+/// are too coarse for millisecond windows and include other processes). `process_j`: the JVM's
+/// CPU-time share of the meter's whole-machine figure (`attribution::share_j`).
 pub fn window_energy(
     meter: &Meter,
     a: &Snapshot,
@@ -312,6 +327,8 @@ pub fn window_energy(
     cfg: &ServerConfig,
 ) -> WindowEnergy {
     let r = meter.between(a, b);
+    let process_j = Some(attribution::share_j(r.total_j, cfg.n_cpus, window_s, cpu_s));
+    let process_label = Some(attribution::attributed_label(&r.provenance_label()));
     if r.estimated {
         WindowEnergy {
             energy_j: cfg.model.energy_j(cfg.n_cpus, window_s, cpu_s),
@@ -322,6 +339,8 @@ pub fn window_energy(
             system_energy_j: r.total_j,
             cpu_s,
             window_s,
+            process_j,
+            process_label,
         }
     } else {
         WindowEnergy {
@@ -333,11 +352,14 @@ pub fn window_energy(
             system_energy_j: r.total_j,
             cpu_s,
             window_s,
+            process_j,
+            process_label,
         }
     }
 }
 
-/// The label of the per-process estimate.
+/// The model string of the `process`-scope `energy_j`: the estimated energy of a host running
+/// only the JVM (idle power of every vCPU + the JVM's CPU time at busy power).
 pub fn process_model_name(m: &ModelParams, n_cpus: usize) -> String {
     format!(
         "{} x {n_cpus} vCPU idle + JVM CPU time (schedstat)",

@@ -405,7 +405,8 @@ pub fn run(
             cache: cfg.cache,
             model,
             n_cpus,
-            proc_root: PathBuf::from("/proc"),
+            // the live JVM's /proc, whatever WATTIO_ROOT says about the energy counters
+            root: wattio_energy::SysRoot::new("/"),
         },
     )?;
     let total = plan.cells.len() as u64 * cfg.runs as u64;

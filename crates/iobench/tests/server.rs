@@ -3,7 +3,6 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
 use std::sync::Arc;
 use wattio_energy::{Mechanism, ModelParams, SourceChoice, SysRoot};
 use wattio_iobench::cache::CacheMode;
@@ -41,7 +40,7 @@ fn start(cache: CacheMode) -> EnergyServer {
             cache,
             model: ModelParams::default(),
             n_cpus: 2,
-            proc_root: PathBuf::from("/proc"),
+            root: SysRoot::new("/"),
         },
     )
     .unwrap()
@@ -109,6 +108,22 @@ fn a_run_through_the_protocol() {
     // The model's formula with the test's own arithmetic: 0.74 W × 2 vCPU × wall + (3.5 − 0.74) W × cpu.
     let want = 0.74 * 2.0 * w.window_s + (3.5 - 0.74) * w.cpu_s;
     assert!((w.energy_j - want).abs() < 1e-9, "{} vs {want}", w.energy_j);
+    // The JVM's attributed share of the window's whole-machine figure, within it.
+    let share = wattio_energy::attribution::share_j(w.system_energy_j, 2, w.window_s, w.cpu_s);
+    let pj = w.process_j.expect("process_j in the END reply");
+    assert!((pj - share).abs() < 1e-12, "{pj} vs {share}");
+    assert!(
+        pj <= w.system_energy_j + 1e-12,
+        "{pj} of {}",
+        w.system_energy_j
+    );
+    assert!(
+        w.process_label
+            .as_deref()
+            .unwrap()
+            .ends_with("), attributed (cpu-time share)"),
+        "{w:?}"
+    );
     assert_eq!(c.call("CHECK ok=true bytes=1048576 got=ab want=ab"), "OK");
     drop(c);
     std::thread::sleep(std::time::Duration::from_millis(100));
