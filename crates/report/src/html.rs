@@ -678,7 +678,8 @@ fn overhead_idle(out: &mut String, runs: &[IdleRun]) {
         "CPU time",
         "measured by wait4 rusage",
     );
-    // The coefficients only feed the recorder-share column, which this table leaves out.
+    // The coefficients only feed the recorder-share column (they solve the vCPU count of files
+    // written before idle.csv had one), which this table leaves out.
     let model = ModelParams::default();
     let tests = analyze_idle(runs, &model);
     if !tests.is_empty() {

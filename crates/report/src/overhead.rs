@@ -7,8 +7,9 @@
 //!   gets `reps_per_visit` consecutive runs, then the next combination, and the whole
 //!   cycle is repeated `rounds` times (the paper's Figure 6).
 //! * **Idle runs**: the same recorder around a sleep; what is measured is the machine's
-//!   busy CPU time (`/proc/stat`), the recorder's own CPU time (`wait4` rusage), the
-//!   model-estimated power from those, and C-state residency where
+//!   busy CPU time (`/proc/stat`), the recorder's own CPU time (`wait4` rusage; both read by
+//!   `wattio_energy::attribution::cputime`), the model-estimated power from those, the
+//!   recorder's attributed share of it, and C-state residency where
 //!   `/sys/devices/system/cpu/cpu*/cpuidle` exists.
 //! * **Analysis**: per combination, outliers outside `[q1 − 3·IQR, q3 + 3·IQR]` are
 //!   removed; each (workload, mechanism, frequency) is compared with the workload's "off"
@@ -21,6 +22,7 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use wattio_energy::attribution::{self, cputime};
 use wattio_energy::{ModelParams, SysRoot};
 use wattio_stats::{
     hodges_lehmann_ci, holm, median, outlier_mask, rank_sum, Alternative, TestMethod,
@@ -57,6 +59,8 @@ pub const IDLE_COLUMNS: &[&str] = &[
     "model",
     "cstates",
 ];
+/// Columns of `idle.csv` written after [`IDLE_COLUMNS`] that older files lack.
+pub const IDLE_OPTIONAL_COLUMNS: &[&str] = &["n_cpus"];
 
 /// Mechanism name used for the no-measurement baseline.
 pub const OFF: &str = "off";
@@ -104,6 +108,8 @@ pub struct IdleRun {
     pub model: String,
     /// "C1=0.12;C6=0.80" residency fractions, or "unavailable: <why>".
     pub cstates: String,
+    /// vCPUs the model charged idle power for (`None` in files written before the column).
+    pub n_cpus: Option<usize>,
 }
 
 /// One data row of a results CSV, read by column name.
@@ -192,6 +198,10 @@ pub fn idle_runs_from_csv(
             est_power_w: r.num("est_power_w")?,
             model: r.text("model").to_string(),
             cstates: r.text("cstates").to_string(),
+            n_cpus: match r.text("n_cpus") {
+                "" => None,
+                _ => Some(r.num("n_cpus")? as usize),
+            },
         })
     })
 }
@@ -226,7 +236,7 @@ impl LoadRun {
 impl IdleRun {
     fn csv_line(&self) -> String {
         format!(
-            "{},{},{},{},{},{:.6},{:.3},{:.6},{:.6},{},{:.6},{},{}\n",
+            "{},{},{},{},{},{:.6},{:.3},{:.6},{:.6},{},{:.6},{},{},{}\n",
             self.round,
             self.seq,
             self.mechanism,
@@ -239,7 +249,8 @@ impl IdleRun {
             self.samples,
             self.est_power_w,
             csv_quote(&self.model),
-            csv_quote(&self.cstates)
+            csv_quote(&self.cstates),
+            self.n_cpus.map(|n| n.to_string()).unwrap_or_default()
         )
     }
 }
@@ -387,7 +398,9 @@ pub struct IdleTest {
     pub shift_w: f64,
     /// Median recorder CPU time per second of wall time (CPU-seconds/s).
     pub recorder_cpu_per_s: f64,
-    /// Model power attributable to the recorder's own CPU time, W (ESTIMATED).
+    /// The recorder's attributed share of the estimated power with it running, W (ESTIMATED):
+    /// `attribution::share_j(median_power_w × 1 s, n_cpus, 1 s, recorder_cpu_per_s)`, i.e.
+    /// `median_power_w × recorder_cpu_per_s / n_cpus`. NaN when the vCPU count is unknown.
     pub recorder_power_w: f64,
     pub sample_rate: f64,
     /// Mean C-state residency with measurement, or "unavailable".
@@ -428,18 +441,23 @@ pub fn analyze_idle(runs: &[IdleRun], model: &ModelParams) -> Vec<IdleTest> {
             .map(|r| r.recorder_cpu_s / r.recorder_s)
             .collect();
         let cps = median(&cpu_per_s).unwrap_or(0.0);
+        let power_on = median(&x).unwrap_or(f64::NAN);
+        let recorder_power_w = match rs.iter().find_map(|r| idle_run_cpus(r, model)) {
+            Some(n) => attribution::share_j(power_on * 1.0, n, 1.0, cps),
+            None => f64::NAN,
+        };
         out.push(IdleTest {
             mechanism: mech.clone(),
             freq_hz: *fk as f64 / 1000.0,
             n_base: b.len(),
             n: x.len(),
             median_power_base_w: median(&b).unwrap_or(f64::NAN),
-            median_power_w: median(&x).unwrap_or(f64::NAN),
+            median_power_w: power_on,
             p_value: t.p_value,
             p_adj: f64::NAN,
             shift_w: shift,
             recorder_cpu_per_s: cps,
-            recorder_power_w: (model.max_w_per_cpu - model.min_w_per_cpu) * cps,
+            recorder_power_w,
             sample_rate: median(
                 &rs.iter()
                     .filter(|r| r.recorder_s > 0.0)
@@ -456,6 +474,21 @@ pub fn analyze_idle(runs: &[IdleRun], model: &ModelParams) -> Vec<IdleTest> {
         t.p_adj = a;
     }
     out
+}
+
+/// The vCPUs an idle run's estimate charged idle power for: its `n_cpus` column, or for files
+/// written before that column, solved from its own estimate
+/// (`est_power_w = min·n + (max − min)·busy_cpu_s / wall_s`) when it was made with `model`.
+fn idle_run_cpus(r: &IdleRun, model: &ModelParams) -> Option<usize> {
+    if let Some(n) = r.n_cpus.filter(|&n| n > 0) {
+        return Some(n);
+    }
+    if r.model != model.name() || r.wall_s <= 0.0 || model.min_w_per_cpu <= 0.0 {
+        return None;
+    }
+    let dynamic_w = (model.max_w_per_cpu - model.min_w_per_cpu) * r.busy_cpu_s / r.wall_s;
+    let n = ((r.est_power_w - dynamic_w) / model.min_w_per_cpu).round();
+    (n >= 1.0).then_some(n as usize)
 }
 
 impl IdleTest {
@@ -907,18 +940,18 @@ impl Recorder {
         }
     }
 
-    /// SIGTERM, reap with `wait4` to get the CPU time, count data rows.
+    /// SIGTERM, reap with `wait4` (`cputime::wait_child`) to get the CPU time, count data rows.
     /// Returns (rows, seconds since ready, CPU seconds).
     fn stop(self) -> Result<(u64, f64, f64), RunError> {
+        use std::os::unix::process::ExitStatusExt;
         let ran = self.ready.elapsed().as_secs_f64();
         let pid = self.child.id() as libc::pid_t;
         // SAFETY: pid is our own un-reaped child.
         unsafe { libc::kill(pid, libc::SIGTERM) };
-        let (status, cpu) = wait4(pid)?;
-        // Our wait4 reaped it; forget the std handle so it does not try again.
-        std::mem::forget(self.child);
-        let terminated_by_us = libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGTERM;
-        let clean_exit = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+        let usage = cputime::wait_child(self.child)?;
+        let (status, cpu) = (usage.status, usage.cpu_s);
+        let terminated_by_us = status.signal() == Some(libc::SIGTERM);
+        let clean_exit = status.code() == Some(0);
         if !(clean_exit || terminated_by_us) {
             let stderr = std::fs::read_to_string(&self.err).unwrap_or_default();
             return Err(RunError::RecorderDied {
@@ -935,52 +968,11 @@ impl Recorder {
     }
 }
 
-/// Waits for `pid`, returning the raw status and its user+system CPU seconds.
-fn wait4(pid: libc::pid_t) -> std::io::Result<(i32, f64)> {
-    let mut status = 0;
-    // SAFETY: zeroed rusage is a valid out-parameter.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: valid pointers to locals.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-        if r == pid {
-            break;
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    Ok((status, tv(ru.ru_utime) + tv(ru.ru_stime)))
-}
-
 fn unix_now() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
-}
-
-/// Busy CPU-seconds of the whole machine from `/proc/stat` (user, nice, system, irq,
-/// softirq; 10 ms ticks).
-pub fn machine_busy_s(root: &SysRoot) -> std::io::Result<f64> {
-    let text = std::fs::read_to_string(root.path("/proc/stat"))?;
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("cpu "))
-        .ok_or_else(|| std::io::Error::other("no aggregate cpu line in /proc/stat"))?;
-    let v: Vec<u64> = line
-        .split_ascii_whitespace()
-        .skip(1)
-        .filter_map(|f| f.parse().ok())
-        .collect();
-    if v.len() < 7 {
-        return Err(std::io::Error::other("short cpu line in /proc/stat"));
-    }
-    // SAFETY: sysconf is always safe to call.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    Ok((v[0] + v[1] + v[2] + v[5] + v[6]) as f64 / hz)
 }
 
 /// Cumulative residency (µs) per idle-state name summed over CPUs, from
@@ -1073,7 +1065,12 @@ impl Runner<'_> {
         writeln!(load_csv, "{}", LOAD_COLUMNS.join(","))?;
         let mut idle_csv = if self.plan.idle_s > 0.0 {
             let mut f = std::fs::File::create(self.out_dir.join("idle.csv"))?;
-            writeln!(f, "{}", IDLE_COLUMNS.join(","))?;
+            let cols: Vec<&str> = IDLE_COLUMNS
+                .iter()
+                .chain(IDLE_OPTIONAL_COLUMNS)
+                .copied()
+                .collect();
+            writeln!(f, "{}", cols.join(","))?;
             Some(f)
         } else {
             None
@@ -1154,6 +1151,7 @@ impl Runner<'_> {
                                 est_power_w: e / elapsed.max(1e-9),
                                 model: self.model.name(),
                                 cstates,
+                                n_cpus: Some(n_cpus),
                             };
                             if let Some(f) = idle_csv.as_mut() {
                                 f.write_all(r.csv_line().as_bytes())?;
@@ -1198,11 +1196,11 @@ impl Runner<'_> {
 
     fn idle_window(&self) -> Result<(f64, f64, String), RunError> {
         let c0 = cstate_times(&self.root);
-        let b0 = machine_busy_s(&self.root)?;
+        let b0 = cputime::machine_busy_cpu_s(&self.root)?;
         let t0 = Instant::now();
         std::thread::sleep(Duration::from_secs_f64(self.plan.idle_s));
         let wall = t0.elapsed().as_secs_f64();
-        let b1 = machine_busy_s(&self.root)?;
+        let b1 = cputime::machine_busy_cpu_s(&self.root)?;
         let c1 = cstate_times(&self.root);
         let n_cpus = std::thread::available_parallelism()
             .map(|n| n.get())
@@ -1363,5 +1361,96 @@ mod tests {
         let t = analyze_load(&runs);
         assert_eq!(t[0].removed, 1);
         assert_eq!(t[0].n, 6);
+    }
+
+    fn idle_run(
+        mech: &str,
+        f: f64,
+        rep: usize,
+        busy: f64,
+        rec_cpu: f64,
+        n: Option<usize>,
+    ) -> IdleRun {
+        let model = ModelParams::default();
+        IdleRun {
+            round: 0,
+            seq: rep,
+            mechanism: mech.into(),
+            freq_hz: f,
+            rep,
+            wall_s: 2.0,
+            busy_cpu_s: busy,
+            recorder_s: if mech == OFF { 0.0 } else { 2.0 },
+            recorder_cpu_s: rec_cpu,
+            samples: 0,
+            est_power_w: model.energy_j(2, 2.0, busy) / 2.0,
+            model: model.name(),
+            cstates: "unavailable".into(),
+            n_cpus: n,
+        }
+    }
+
+    #[test]
+    fn recorder_power_is_its_attributed_share_of_the_estimated_power() {
+        let model = ModelParams::default();
+        let mut runs = Vec::new();
+        for i in 0..5 {
+            runs.push(idle_run(OFF, 0.0, i, 1.0 + 0.01 * i as f64, 0.0, Some(2)));
+            runs.push(idle_run(
+                "model",
+                1000.0,
+                i,
+                1.1 + 0.01 * i as f64,
+                0.08,
+                Some(2),
+            ));
+        }
+        let t = analyze_idle(&runs, &model);
+        assert_eq!(t.len(), 1);
+        let t = &t[0];
+        assert!((t.recorder_cpu_per_s - 0.04).abs() < 1e-12);
+        let want = attribution::share_j(t.median_power_w * 1.0, 2, 1.0, t.recorder_cpu_per_s);
+        assert_eq!(t.recorder_power_w, want);
+        // = est. power on × recorder CPU s/s ÷ vCPUs, within the power it is a share of.
+        assert!((t.recorder_power_w - t.median_power_w * 0.04 / 2.0).abs() < 1e-12);
+        assert!(t.recorder_power_w > 0.0 && t.recorder_power_w <= t.median_power_w);
+        // A file written before the n_cpus column: the count is solved from the estimate.
+        let old: Vec<IdleRun> = runs
+            .iter()
+            .cloned()
+            .map(|mut r| {
+                r.n_cpus = None;
+                r
+            })
+            .collect();
+        assert_eq!(analyze_idle(&old, &model)[0].recorder_power_w, want);
+        // ... but not from another model's estimate.
+        let other = ModelParams {
+            min_w_per_cpu: 1.0,
+            max_w_per_cpu: 2.0,
+        };
+        assert!(analyze_idle(&old, &other)[0].recorder_power_w.is_nan());
+    }
+
+    #[test]
+    fn idle_csv_round_trips_with_and_without_the_n_cpus_column() {
+        let r = idle_run("model", 10.0, 0, 0.5, 0.01, Some(4));
+        let cols: Vec<&str> = IDLE_COLUMNS
+            .iter()
+            .chain(IDLE_OPTIONAL_COLUMNS)
+            .copied()
+            .collect();
+        let text = format!("{}\n{}", cols.join(","), r.csv_line());
+        let mut rd = csv::Reader::from_reader(text.as_bytes());
+        let headers: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+        let rows: Vec<csv::StringRecord> = rd.records().map(|x| x.unwrap()).collect();
+        let back = idle_runs_from_csv(&headers, &rows).unwrap();
+        assert_eq!(back[0].n_cpus, Some(4));
+        assert_eq!(back[0].cstates, "unavailable");
+        let old = "round,seq,mechanism,freq_hz,rep,wall_s,busy_cpu_s,recorder_s,recorder_cpu_s,samples,est_power_w,model,cstates\n0,1,off,0,0,1.0,0.02,0,0,0,1.50,m,C1=0.1000\n";
+        let mut rd = csv::Reader::from_reader(old.as_bytes());
+        let headers: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+        let rows: Vec<csv::StringRecord> = rd.records().map(|x| x.unwrap()).collect();
+        assert_eq!(idle_runs_from_csv(&headers, &rows).unwrap()[0].n_cpus, None);
     }
 }
