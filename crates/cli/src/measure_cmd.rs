@@ -90,6 +90,8 @@ fn progress_bar(
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
         .progress_chars("=> "),
     );
+    // The spinner and the elapsed time move during a long run too (hidden off a terminal).
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
     let b = bar.clone();
     let update = move |p: &Progress| {
         b.set_position(p.done as u64);
