@@ -11,6 +11,7 @@ mod meter_cmd;
 mod overhead_cmd;
 mod report_cmd;
 mod testbed_cmd;
+mod top_cmd;
 mod transfer_cmd;
 
 /// wattio: energy as a first-class measure of I/O.
@@ -29,6 +30,8 @@ enum Command {
     Record(meter_cmd::RecordArgs),
     /// Run a command and report the energy it took, or compare commands (hyperfine for energy).
     Measure(measure_cmd::MeasureArgs),
+    /// Live view of which process or cgroup uses the energy (CPU-time share of the total).
+    Top(top_cmd::TopArgs),
     /// Serve an OpenMetrics endpoint with energy counters.
     Export(meter_cmd::ExportArgs),
     /// Built-in workloads used by the demo and the overhead study.
@@ -60,6 +63,7 @@ fn main() -> ExitCode {
         Command::Record(a) => meter_cmd::record(a),
         Command::Measure(a) => measure_cmd::measure(a),
         Command::Export(a) => meter_cmd::export(a),
+        Command::Top(a) => top_cmd::top(a),
         Command::Workload(a) => meter_cmd::workload(a),
         Command::Fixture(a) => meter_cmd::fixture(a),
         Command::Iobench(a) => iobench_cmd::iobench(a),

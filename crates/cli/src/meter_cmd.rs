@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
+use wattio_energy::attribution::{By, IdlePolicy};
 use wattio_energy::{Domain, ModelParams, ProbeReport, SourceChoice, SysRoot, Wrap};
 use wattio_meter::sampler::{self, SamplerConfig};
 use wattio_meter::sink::Format;
@@ -203,6 +204,27 @@ pub struct RecordArgs {
     /// csv or jsonl.
     #[arg(long, default_value = "csv", value_parser = parse_format)]
     format: Format,
+    #[command(flatten)]
+    attribution: AttributionArgs,
+    /// Seconds between attribution rows (with --by).
+    #[arg(long, default_value_t = 1.0, requires = "by")]
+    by_interval: f64,
+    /// With --by: rows for the N entries with the most energy in each interval; the rest in one
+    /// `other` row.
+    #[arg(long, default_value_t = 10, requires = "by")]
+    top: usize,
+}
+
+/// Per-process or per-cgroup attribution options of `record` and `export`.
+#[derive(Args, Debug, Clone)]
+pub struct AttributionArgs {
+    /// Also attribute the energy to each process or cgroup by its CPU-time share.
+    #[arg(long, value_parser = |s: &str| s.parse::<By>())]
+    pub by: Option<By>,
+    /// Where the energy nobody's CPU time explains goes: apart (an idle/unattributed figure,
+    /// as Scaphandre and Kepler do) or shared (split over the entries by CPU time).
+    #[arg(long, default_value = "apart", value_parser = |s: &str| s.parse::<IdlePolicy>(), requires = "by")]
+    pub idle: IdlePolicy,
 }
 
 fn parse_format(s: &str) -> Result<Format, String> {
@@ -244,6 +266,31 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
         progress: Some(Arc::clone(&progress)),
         ..SamplerConfig::default()
     };
+    let attribution = match a.attribution.by {
+        Some(by) => {
+            if !(a.by_interval.is_finite() && a.by_interval >= 0.05) {
+                bail!(
+                    "--by-interval must be at least 0.05 seconds (got {})",
+                    a.by_interval
+                );
+            }
+            let root = SysRoot::from_env();
+            let n_cpus = wattio_energy::cpu::online_cpu_count(&root)?;
+            Some(
+                wattio_meter::attribute::RecordAttribution::new(
+                    root,
+                    by,
+                    a.attribution.idle,
+                    n_cpus,
+                    source.counters(),
+                    a.by_interval,
+                    a.top,
+                )
+                .context("starting attribution")?,
+            )
+        }
+        None => None,
+    };
     let stop = stop_on_signals()?;
     // Rows going to a file: show progress on a terminal (indicatif hides itself otherwise).
     let _bar = a
@@ -258,9 +305,16 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
                     p.display()
                 )
             })?;
-            sampler::record(source, &scfg, stop, a.format, f)?
+            sampler::record_by(source, &scfg, stop, a.format, f, attribution)?
         }
-        None => match sampler::record(source, &scfg, stop, a.format, std::io::stdout()) {
+        None => match sampler::record_by(
+            source,
+            &scfg,
+            stop,
+            a.format,
+            std::io::stdout(),
+            attribution,
+        ) {
             // A closed pipe (`| head`) is the reader's way of saying it has enough.
             Err(sampler::SamplerError::Write(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
                 return Ok(ExitCode::SUCCESS)
@@ -323,6 +377,12 @@ pub struct ExportArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:9464")]
     listen: String,
+    #[command(flatten)]
+    attribution: AttributionArgs,
+    /// With --by: at most this many per-process or per-cgroup series; the energy of the
+    /// others goes to one `other` series (keeps Prometheus's cardinality bounded).
+    #[arg(long, default_value_t = 50, requires = "by")]
+    max_series: usize,
 }
 
 pub fn export(a: ExportArgs) -> Result<ExitCode> {
@@ -338,7 +398,29 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
         "wattio export: OpenMetrics on http://{addr}/metrics ({}); Ctrl-C to stop",
         meter.provenance().label()
     );
-    let exporter = Arc::new(wattio_meter::export::Exporter::new(meter));
+    let live = match a.attribution.by {
+        Some(by) => {
+            let root = SysRoot::from_env();
+            let n_cpus = wattio_energy::cpu::online_cpu_count(&root)?;
+            Some((
+                wattio_meter::attribute::LiveAttribution::start(
+                    &meter,
+                    root,
+                    by,
+                    a.attribution.idle,
+                    n_cpus,
+                )
+                .context("starting attribution")?,
+                by,
+            ))
+        }
+        None => None,
+    };
+    let mut exporter = wattio_meter::export::Exporter::new(meter);
+    if let Some((live, by)) = live {
+        exporter = exporter.with_attribution(live, by, a.max_series);
+    }
+    let exporter = Arc::new(exporter);
     let stop = stop_on_signals()?;
     wattio_meter::export::serve(listener, exporter, stop)?;
     Ok(ExitCode::SUCCESS)
@@ -361,6 +443,15 @@ enum WorkloadKind {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Keep one CPU busy for a given fraction of the time (duty cycle over 10 ms periods).
+    Spin {
+        /// Fraction of one CPU, 0 to 1.
+        #[arg(long, default_value_t = 1.0)]
+        load: f64,
+        /// How long, in seconds.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+    },
 }
 
 pub fn workload(a: WorkloadArgs) -> Result<ExitCode> {
@@ -378,6 +469,21 @@ pub fn workload(a: WorkloadArgs) -> Result<ExitCode> {
                 mb / r.read_s.max(1e-9),
                 r.checksum
             );
+            Ok(ExitCode::SUCCESS)
+        }
+        WorkloadKind::Spin { load, seconds } => {
+            if !(load.is_finite() && (0.0..=1.0).contains(&load)) {
+                bail!("--load must be between 0 and 1 (got {load})");
+            }
+            if !(seconds.is_finite() && seconds > 0.0) {
+                bail!("--seconds must be a positive number (got {seconds})");
+            }
+            let cpu = wattio_meter::workload::spin(
+                load,
+                Duration::from_millis(10),
+                Duration::from_secs_f64(seconds),
+            );
+            eprintln!("workload spin: {cpu:.3} CPU-s in {seconds} s (load {load})");
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -157,15 +157,15 @@ pub fn render_top(
         By::Process => {
             let _ = writeln!(
                 s,
-                "{:>8}  {:<16} {:>9} {:>10} {:>7}  {}",
-                "PID", "COMMAND", "POWER W", "ENERGY J", "CPU %", "CGROUP"
+                "{:>8}  {:<16} {:>9} {:>10} {:>7}  CGROUP",
+                "PID", "COMMAND", "POWER W", "ENERGY J", "CPU %"
             );
         }
         By::Cgroup => {
             let _ = writeln!(
                 s,
-                "{:>9} {:>10} {:>7}  {:<18} {}",
-                "POWER W", "ENERGY J", "CPU %", "KIND", "CGROUP"
+                "{:>9} {:>10} {:>7}  {:<18} CGROUP",
+                "POWER W", "ENERGY J", "CPU %", "KIND"
             );
         }
     }
@@ -256,7 +256,7 @@ impl SeriesGuard {
 
     /// Takes an interval's entries (every entity alive has its key in `alive`); returns the
     /// series that moved or exist, and the interval's `other` joules.
-    pub fn update<'a>(
+    pub fn update(
         &mut self,
         entries: &[Entry],
         alive: impl Fn(&Key) -> bool,

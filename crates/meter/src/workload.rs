@@ -96,31 +96,6 @@ pub fn file_io(dir: &Path, bytes: u64) -> io::Result<FileIoReport> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn writes_reads_back_and_cleans_up() {
-        let dir = tempfile::tempdir().unwrap();
-        let r = file_io(dir.path(), 3 * 1024 * 1024 + 5).unwrap();
-        assert_eq!(r.bytes, 3 * 1024 * 1024 + 5);
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
-        // Same data, same checksum.
-        assert_eq!(
-            file_io(dir.path(), 3 * 1024 * 1024 + 5).unwrap().checksum,
-            r.checksum
-        );
-    }
-
-    #[test]
-    fn fnv1a_reference_vectors() {
-        // Published FNV-1a 64 test vectors (Fowler/Noll/Vo): "" and "a".
-        assert_eq!(fnv1a(FNV_OFFSET, b""), 0xcbf29ce484222325);
-        assert_eq!(fnv1a(FNV_OFFSET, b"a"), 0xaf63dc4c8601ec8c);
-    }
-}
-
 /// Busy-waits for `load` of every `period` (0 ≤ load ≤ 1) until `duration` has passed: a CPU
 /// load of known size, used by the attribution tests and as a calibration load.
 ///
@@ -160,4 +135,29 @@ pub fn spin(load: f64, period: std::time::Duration, duration: std::time::Duratio
         }
     }
     thread_cpu() - cpu0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_reads_back_and_cleans_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = file_io(dir.path(), 3 * 1024 * 1024 + 5).unwrap();
+        assert_eq!(r.bytes, 3 * 1024 * 1024 + 5);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+        // Same data, same checksum.
+        assert_eq!(
+            file_io(dir.path(), 3 * 1024 * 1024 + 5).unwrap().checksum,
+            r.checksum
+        );
+    }
+
+    #[test]
+    fn fnv1a_reference_vectors() {
+        // Published FNV-1a 64 test vectors (Fowler/Noll/Vo): "" and "a".
+        assert_eq!(fnv1a(FNV_OFFSET, b""), 0xcbf29ce484222325);
+        assert_eq!(fnv1a(FNV_OFFSET, b"a"), 0xaf63dc4c8601ec8c);
+    }
 }

@@ -44,7 +44,8 @@ fn record_by_process_keeps_the_counters_apart_from_attribution_rows() {
     let jsonl = "{\"timestamp\":1.0,\"mechanism\":\"perf\",\"socket\":0,\"domain\":\"package\",\"energy_j\":2,\"estimated\":false,\"model\":null}\n\
         {\"timestamp\":1.0,\"mechanism\":\"perf\",\"domain\":\"total\",\"energy_j\":2,\"estimated\":false,\"model\":\"x\",\"entity\":\"idle\",\"pid\":null,\"comm\":null,\"cgroup\":null,\"cpu_s\":0}\n";
     std::fs::write(d.path().join("e.jsonl"), jsonl).unwrap();
-    let Dataset::Record { counters } = load_file(&d.path().join("e.jsonl")).unwrap().unwrap() else {
+    let Dataset::Record { counters } = load_file(&d.path().join("e.jsonl")).unwrap().unwrap()
+    else {
         panic!("not a record")
     };
     assert_eq!(counters.len(), 1);
