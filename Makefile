@@ -2,7 +2,7 @@
 CARGO ?= cargo
 WATTIO := target/release/wattio
 
-.PHONY: all build demo demo-iobench test test-rust test-java deps lint bench fmt clean test-report test-transfer test-testbed bench-transfer
+.PHONY: all build demo demo-iobench test test-rust test-java deps lint bench fmt clean test-report test-transfer test-testbed bench-transfer bench-top
 
 all: build
 
@@ -68,6 +68,11 @@ fmt:
 ## make bench: benchmarks whose results go to docs/benchmarks/.
 bench: build
 	$(CARGO) bench -p wattio-meter
+
+## What `wattio top` costs (500 extra processes, vs procps top -b) and what attribution misses; about 6 minutes.
+## Results: docs/benchmarks/attribution.md.
+bench-top: build
+	./scripts/bench-top.sh
 
 clean:
 	$(CARGO) clean

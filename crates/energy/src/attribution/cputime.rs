@@ -1,6 +1,6 @@
 //! CPU-time readers: the one place wattio reads how long a process, a cgroup or the machine ran.
 //!
-//! * a process of ours that ended: `wait4` rusage ([`spawn_and_wait`], [`wait4_child`]) —
+//! * a process of ours that ended: `wait4` rusage ([`wait_child`], [`wait4_child`]) —
 //!   user + system time of it and every descendant it waited for, taken at exit, so nothing
 //!   that started and ended inside the window is lost;
 //! * this process: `CLOCK_PROCESS_CPUTIME_ID` ([`self_cpu_s`]), nanoseconds, every thread
