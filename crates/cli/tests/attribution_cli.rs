@@ -1,11 +1,11 @@
 //! Attribution end to end: real processes of known CPU loads under `wattio top`, `record --by`
 //! and `export --by`, and cgroup attribution on fixture trees and on a real cgroup.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_wattio");
 
@@ -341,26 +341,8 @@ fn export_by_process_keeps_the_series_bounded() {
         .spawn()
         .unwrap();
     let mut ex = Reaper(vec![child]);
-    let mut err = BufReader::new(ex.0[0].stderr.take().unwrap());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut addr = None;
-    while addr.is_none() && Instant::now() < deadline {
-        let mut line = String::new();
-        if err.read_line(&mut line).unwrap() == 0 {
-            break;
-        }
-        if let Some(rest) = line.split("http://").nth(1) {
-            addr = Some(rest.split('/').next().unwrap().to_string());
-        }
-    }
-    let addr = addr.expect("exporter printed its address");
-    let get = || {
-        let mut s = TcpStream::connect(&addr).unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
-        let mut body = String::new();
-        s.read_to_string(&mut body).unwrap();
-        body
-    };
+    let addr = common::exporter_addr(ex.0[0].stderr.take().unwrap());
+    let get = || common::http(&addr, "GET /metrics HTTP/1.1\r\n\r\n");
     get();
     std::thread::sleep(Duration::from_millis(1500));
     let r = get();

@@ -1,11 +1,12 @@
 //! The meter commands end to end: the real binary, fixture trees, real signals and sockets.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use wattio_energy::fixture::{self, MAX_UJ_ESU14};
+
+mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_wattio");
 
@@ -337,26 +338,8 @@ fn export_serves_openmetrics_and_refuses_bad_requests() {
         .spawn()
         .unwrap();
     let mut child = Reaper(Some(child));
-    let mut err = BufReader::new(child.0.as_mut().unwrap().stderr.take().unwrap());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut addr = None;
-    while addr.is_none() && Instant::now() < deadline {
-        let mut line = String::new();
-        if err.read_line(&mut line).unwrap() == 0 {
-            break;
-        }
-        if let Some(rest) = line.split("http://").nth(1) {
-            addr = Some(rest.split('/').next().unwrap().to_string());
-        }
-    }
-    let addr = addr.expect("exporter printed its address");
-    let get = |req: &str| {
-        let mut s = TcpStream::connect(&addr).unwrap();
-        s.write_all(req.as_bytes()).unwrap();
-        let mut body = String::new();
-        s.read_to_string(&mut body).unwrap();
-        body
-    };
+    let addr = common::exporter_addr(child.0.as_mut().unwrap().stderr.take().unwrap());
+    let get = |req: &str| common::http(&addr, req);
     let r = get("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
     assert!(r.starts_with("HTTP/1.1 200 OK"), "{r}");
     assert!(r.contains("application/openmetrics-text"), "{r}");
