@@ -7,9 +7,11 @@
 # 2. Misses: the share of the machine's busy time that no process entry explains (unseen_cpu_s /
 #    busy_cpu_s) while a loop starts short-lived processes (~20 ms each), against a long-lived
 #    spinner; and the same loop inside a cgroup, attributed by cgroup.
-# Prints Markdown tables. Knobs: NPROC (500), DURATION (30), ROUNDS (3), WATTIO_BIN.
+# Prints Markdown tables. Knobs: NPROC (500), DURATION (30), ROUNDS (3), WATTIO_BIN,
+# PARTS ("cost misses": run one of them alone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+PARTS=${PARTS:-"cost misses"}
 NPROC=${NPROC:-500}
 DURATION=${DURATION:-30}
 ROUNDS=${ROUNDS:-3}
@@ -36,6 +38,7 @@ PY
 }
 
 echo "machine: $(nproc) vCPU, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), kernel $(uname -r)" >&2
+if [[ " $PARTS " == *" cost "* ]]; then
 for _ in $(seq "$NPROC"); do sleep 100000 & PIDS+=($!); done
 echo "processes on the machine: $(ls /proc | grep -c '^[0-9]')" >&2
 
@@ -65,7 +68,9 @@ done
 kill "${PIDS[@]}" 2>/dev/null || true
 wait 2>/dev/null || true
 PIDS=()
+fi
 
+[[ " $PARTS " == *" misses "* ]] || exit 0
 # Misses.
 short_loop='end=$(( $(date +%s) + '"$((DURATION/3 + 2))"' )); while [ $(date +%s) -lt $end ]; do sh -c "i=0; while [ \$i -lt 3000 ]; do i=\$((i+1)); done"; done'
 unseen() { # by, then what the JSON lines say: sum unseen / sum busy

@@ -42,8 +42,13 @@ pub struct ProcStat {
     pub pid: u32,
     /// The command name (`comm`, at most 15 bytes; may hold spaces and parentheses).
     pub comm: String,
+    /// The parent's pid (field 4).
+    pub ppid: u32,
     /// User + system time in clock ticks (field 14 + 15), ended threads included.
     pub cpu_ticks: u64,
+    /// User + system time of the children it has waited for, in clock ticks (cutime + cstime,
+    /// field 16 + 17): each reaped child's own time plus that of the children it waited for.
+    pub children_ticks: u64,
     /// Start time after boot in clock ticks (field 22): with the pid, it names one process
     /// even when pids are reused.
     pub start_ticks: u64,
@@ -65,7 +70,9 @@ pub fn parse_proc_stat(line: &str) -> Option<ProcStat> {
     Some(ProcStat {
         pid,
         comm,
+        ppid: field(4)?.try_into().ok()?,
         cpu_ticks: field(14)?.checked_add(field(15)?)?,
+        children_ticks: field(16)?.checked_add(field(17)?)?,
         start_ticks: field(22)?,
     })
 }
@@ -214,11 +221,13 @@ mod tests {
     fn parses_stat_lines_with_awkward_comms() {
         // Fields: pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt
         // cmajflt utime stime cutime cstime priority nice threads itrealvalue starttime ...
-        let line = "42 (a (b) c) S 1 42 42 0 -1 4194560 10 0 0 0 7 3 0 0 20 0 1 0 12345 1000 10";
+        let line = "42 (a (b) c) S 1 42 42 0 -1 4194560 10 0 0 0 7 3 5 6 20 0 1 0 12345 1000 10";
         let s = parse_proc_stat(line).unwrap();
         assert_eq!(s.pid, 42);
         assert_eq!(s.comm, "a (b) c");
         assert_eq!(s.cpu_ticks, 10);
+        assert_eq!(s.children_ticks, 11);
+        assert_eq!(s.ppid, 1);
         assert_eq!(s.start_ticks, 12345);
         assert!(parse_proc_stat("42 (x) S 1 2").is_none());
         assert!(parse_proc_stat("garbage").is_none());

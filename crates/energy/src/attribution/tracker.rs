@@ -106,7 +106,9 @@ pub struct Interval {
 struct ProcInfo {
     comm: String,
     cgroup: Option<String>,
+    ppid: u32,
     last_ticks: u64,
+    last_children_ticks: u64,
     seen: u64,
 }
 
@@ -261,7 +263,7 @@ impl Attributor {
                 format!("{}: {e}; is /proc mounted?", proc_dir.display()),
             )
         })?;
-        let mut out = Vec::new();
+        let mut current: Vec<(ProcKey, ProcStat)> = Vec::new();
         for e in dir.flatten() {
             let name = e.file_name();
             let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else {
@@ -274,39 +276,63 @@ impl Attributor {
                 pid,
                 start_ticks: st.start_ticks,
             };
-            let delta_ticks = match self.procs.get_mut(&key) {
+            if let Some(info) = self.procs.get_mut(&key) {
+                info.seen = gen;
+            }
+            current.push((key, st));
+        }
+        // Children that ended since the previous scan: what their parent's cutime + cstime will
+        // show of them was already attributed to them (their own time, and their reaped
+        // children's), so it is taken off the parent's credit below.
+        let mut already: HashMap<u32, u64> = HashMap::new();
+        for info in self.procs.values().filter(|i| i.seen != gen) {
+            *already.entry(info.ppid).or_default() += info.last_ticks + info.last_children_ticks;
+        }
+        self.procs.retain(|_, i| i.seen == gen);
+        let mut out = Vec::new();
+        for (key, st) in current {
+            let (own, reaped) = match self.procs.get_mut(&key) {
                 Some(info) => {
-                    let d = st.cpu_ticks.saturating_sub(info.last_ticks);
+                    let d = (
+                        st.cpu_ticks.saturating_sub(info.last_ticks),
+                        st.children_ticks.saturating_sub(info.last_children_ticks),
+                    );
                     info.last_ticks = st.cpu_ticks;
-                    info.seen = gen;
+                    info.last_children_ticks = st.children_ticks;
+                    info.ppid = st.ppid;
                     info.comm = st.comm;
                     d
                 }
                 None => {
-                    let cgroup = cgroup::cgroup_of(&self.root, pid);
-                    let comm = st.comm;
+                    let cgroup = cgroup::cgroup_of(&self.root, key.pid);
                     self.procs.insert(
                         key,
                         ProcInfo {
-                            comm,
+                            comm: st.comm,
                             cgroup,
+                            ppid: st.ppid,
                             last_ticks: st.cpu_ticks,
+                            last_children_ticks: st.children_ticks,
                             seen: gen,
                         },
                     );
                     // Started since the previous scan: all its time is in this interval.
                     if first {
-                        0
+                        (0, 0)
                     } else {
-                        st.cpu_ticks
+                        (st.cpu_ticks, st.children_ticks)
                     }
                 }
             };
+            // Children it reaped in the interval that no scan saw alive (a shell loop's
+            // commands, make's compilers) are charged to it, as `time` and `wait4` do.
+            let reaped = reaped.saturating_sub(already.get(&key.pid).copied().unwrap_or(0));
+            let delta_ticks = own + reaped;
             if delta_ticks > 0 {
                 let info = &self.procs[&key];
                 out.push(Entry {
                     key: Key::Process(key),
-                    pid: Some(pid),
+                    pid: Some(key.pid),
                     comm: Some(info.comm.clone()),
                     cgroup: info.cgroup.clone(),
                     cpu_s: delta_ticks as f64 / self.ticks_per_s,
@@ -316,7 +342,6 @@ impl Attributor {
                 });
             }
         }
-        self.procs.retain(|_, i| i.seen == gen);
         Ok(out)
     }
 
@@ -376,7 +401,18 @@ mod tests {
     use super::*;
 
     fn stat_line(pid: u32, comm: &str, ticks: u64, start: u64) -> String {
-        format!("{pid} ({comm}) S 1 1 1 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 1 0 {start} 0 0\n")
+        stat_line_full(pid, 1, comm, ticks, 0, start)
+    }
+
+    fn stat_line_full(
+        pid: u32,
+        ppid: u32,
+        comm: &str,
+        ticks: u64,
+        children: u64,
+        start: u64,
+    ) -> String {
+        format!("{pid} ({comm}) S {ppid} 1 1 0 -1 0 0 0 0 0 {ticks} 0 {children} 0 20 0 1 0 {start} 0 0\n")
     }
 
     fn write(root: &std::path::Path, p: &str, s: &str) {
@@ -429,6 +465,33 @@ mod tests {
         assert_eq!(e10.comm.as_deref(), Some("a2"));
         let s: f64 = i.entries.iter().map(|e| e.energy_j).sum::<f64>() + i.idle_j;
         assert!((s - 10.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn reaped_children_no_scan_saw_are_charged_to_their_parent_once() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        write(r, "/proc/stat", &proc_stat(0));
+        write(r, "/proc/20/stat", &stat_line_full(20, 1, "sh", 10, 0, 5));
+        write(r, "/proc/21/stat", &stat_line_full(21, 20, "cc", 40, 0, 6));
+        let mut a = Attributor::new(SysRoot::new(r), By::Process, IdlePolicy::Apart, 1).unwrap();
+        // Interval 1: cc (seen at 40 ticks) runs 10 more and is reaped by sh; sh also reaps a
+        // child no scan saw, 30 ticks. sh's cutime grows by 50 + 30 = 80; sh itself +5.
+        write(r, "/proc/stat", &proc_stat(100));
+        write(r, "/proc/20/stat", &stat_line_full(20, 1, "sh", 15, 80, 5));
+        std::fs::remove_dir_all(r.join("proc/21")).unwrap();
+        let i = a.step(10.0, 1.0).unwrap();
+        assert_eq!(i.entries.len(), 1);
+        // sh: own 5 + unseen child 30 + cc's last 10 ticks = 45 ticks; cc's first 40 were
+        // attributed to cc before.
+        assert!(
+            (i.entries[0].cpu_s - 0.45).abs() < 1e-9,
+            "{:?}",
+            i.entries[0]
+        );
+        // Nothing new: nothing charged again.
+        let i = a.step(10.0, 1.0).unwrap();
+        assert!(i.entries.is_empty());
     }
 
     #[test]
