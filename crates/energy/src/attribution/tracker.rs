@@ -4,12 +4,13 @@
 //! Each [`Attributor::step`] reads the CPU time of every process (`/proc/PID/stat`) or cgroup
 //! (`cpu.stat`), takes the deltas since the previous step and [`split`]s the interval's energy by
 //! them. What is missed, and how it shows:
-//! * by process, a process that ends between two steps takes the CPU time it used since the
-//!   previous step with it (the kernel adds it to its parent's `cutime` only when the parent
-//!   waits, and no longer to a live process's own figures). That time is still in the machine's
-//!   busy time, so [`Interval::unseen_cpu_s`] reports it, and with [`IdlePolicy::Apart`] its
-//!   energy stays in the idle/unattributed part; a process that starts after one step is counted
-//!   from its start;
+//! * by process, a process that ends between two steps is not seen again; when its parent waits
+//!   for it, the kernel adds its time to the parent's `cutime` + `cstime`, and the parent is
+//!   charged that growth less what was already attributed to its children seen alive (each tick
+//!   once). Time nobody explains (children not yet waited for, interrupts) is still in the
+//!   machine's busy time: [`Interval::unseen_cpu_s`] reports it, and with [`IdlePolicy::Apart`]
+//!   its energy stays in the idle/unattributed part. A process that starts after one step is
+//!   counted from its start;
 //! * by cgroup nothing is lost that way: a cgroup keeps the usage of its ended processes; only a
 //!   cgroup removed between two steps loses its last interval.
 
