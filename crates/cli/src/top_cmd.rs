@@ -72,7 +72,6 @@ pub fn top(a: TopArgs) -> Result<ExitCode> {
     let period = Duration::from_secs_f64(a.interval);
     let mut next = Instant::now() + period;
     loop {
-        // Sleep in short steps so Ctrl-C ends the view promptly.
         while Instant::now() < next {
             if stop.load(Ordering::Relaxed) {
                 if live_screen {
@@ -80,7 +79,8 @@ pub fn top(a: TopArgs) -> Result<ExitCode> {
                 }
                 return Ok(ExitCode::SUCCESS);
             }
-            std::thread::sleep((next - Instant::now()).min(Duration::from_millis(50)));
+            // Short enough for a prompt Ctrl-C, long enough not to wake the CPU needlessly.
+            std::thread::sleep((next - Instant::now()).min(Duration::from_millis(200)));
         }
         next += period;
         let i = live.step(&meter).context("reading CPU times")?;

@@ -227,20 +227,24 @@ impl Meter {
             std::thread::Builder::new()
                 .name("wattio-meter-poll".into())
                 .spawn(move || {
-                    let step = Duration::from_millis(20).min(period);
+                    // Parked until the next poll (Drop unparks it to stop): one wake-up per
+                    // period, not a sleep loop that wakes a long-running `export` or `top`
+                    // dozens of times a second.
                     let mut next = Instant::now() + period;
                     while !stop.load(Ordering::Relaxed) {
-                        std::thread::sleep(step);
-                        if Instant::now() >= next {
-                            next += period;
-                            let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
-                            if let Err(e) = s.poll() {
-                                s.errors.push(e.to_string());
-                            }
-                            // Keep the list bounded if nobody takes snapshots.
-                            if s.errors.len() > 100 {
-                                s.errors.drain(..50);
-                            }
+                        let now = Instant::now();
+                        if now < next {
+                            std::thread::park_timeout(next - now);
+                            continue;
+                        }
+                        next += period;
+                        let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+                        if let Err(e) = s.poll() {
+                            s.errors.push(e.to_string());
+                        }
+                        // Keep the list bounded if nobody takes snapshots.
+                        if s.errors.len() > 100 {
+                            s.errors.drain(..50);
                         }
                     }
                 })
@@ -310,6 +314,7 @@ impl Drop for Meter {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(h) = self.poller.take() {
+            h.thread().unpark();
             let _ = h.join();
         }
     }
