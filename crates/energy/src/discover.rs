@@ -65,6 +65,8 @@ pub struct ProbeReport {
     pub provenance: Option<Provenance>,
     /// Cross-mechanism warnings (e.g. perf and powercap disagreeing on domains).
     pub warnings: Vec<String>,
+    /// NVIDIA GPUs through NVML, or why NVML cannot be used; never changes `chosen`.
+    pub gpu: crate::nvml::GpuProbe,
 }
 
 fn status_from(
@@ -156,6 +158,15 @@ fn open_mechanism(
     params: ModelParams,
 ) -> (Result<Box<dyn Source>, EnergyError>, Vec<String>) {
     match mechanism {
+        // GPUs only: opened beside the CPU source by `combined::open_with_gpus`.
+        Mechanism::Nvml => (
+            Err(EnergyError::Unusable {
+                mechanism,
+                reason: "nvml reads GPUs, not the CPU".into(),
+                fix: "read GPUs with --domains gpu (or --source nvml for GPUs alone)".into(),
+            }),
+            vec![],
+        ),
         Mechanism::Perf => match perf::discover(root) {
             Ok(pmu) => {
                 let notes = pmu.notes.clone();
@@ -249,6 +260,7 @@ pub fn discover(root: &SysRoot, params: ModelParams) -> ProbeReport {
         chosen,
         provenance,
         warnings,
+        gpu: crate::nvml::probe(&crate::nvml::lib_from_env()),
     }
 }
 
@@ -356,6 +368,9 @@ fn filter(
 impl Source for Filtered {
     fn provenance(&self) -> &Provenance {
         self.inner.provenance()
+    }
+    fn counter_provenance(&self, i: usize) -> &Provenance {
+        self.inner.counter_provenance(self.keep[i])
     }
     fn counters(&self) -> &[CounterSpec] {
         &self.specs

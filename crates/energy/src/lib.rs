@@ -9,17 +9,23 @@
 //! joules, correcting counter wrap with each mechanism's own limit ([`wrap`]). [`discover`] probes
 //! every mechanism, says why each can or cannot be used and how to fix it, and opens the best one.
 //!
+//! GPUs are read through NVML ([`nvml`], the NVIDIA management library loaded at run time) and
+//! can be read together with any CPU mechanism ([`combined`]); each counter then says its own
+//! provenance ([`Source::counter_provenance`]).
+//!
 //! Every path under `/sys`, `/dev` and `/proc` is resolved through [`SysRoot`], which honours the
 //! `WATTIO_ROOT` environment variable so fixture trees can stand in for hardware.
 
 pub mod accumulate;
 pub mod attribution;
+pub mod combined;
 pub mod cpu;
 pub mod discover;
 pub mod error;
 pub mod fixture;
 pub mod model;
 pub mod msr;
+pub mod nvml;
 pub mod perf;
 pub mod powercap;
 pub mod root;
@@ -45,4 +51,12 @@ pub trait Source: Send {
     fn counters(&self) -> &[CounterSpec];
     /// Reads every counter once. Must be cheap: it runs in the sampling loop.
     fn read_raw(&mut self, out: &mut [u64]) -> Result<(), EnergyError>;
+    /// Where counter `i`'s figures come from. A source of one mechanism says
+    /// [`Source::provenance`] for every counter (the default); a [`combined::Combined`] source
+    /// (CPU counters and GPU counters read together) says each counter's own, and NVML says
+    /// which GPUs are read from an energy counter and which from integrated power.
+    fn counter_provenance(&self, i: usize) -> &Provenance {
+        let _ = i;
+        self.provenance()
+    }
 }

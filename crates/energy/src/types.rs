@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// A RAPL domain (or the model's stand-in for one).
+/// A RAPL domain (or the model's stand-in for one), or a whole GPU board (NVML).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Domain {
@@ -18,16 +18,20 @@ pub enum Domain {
     Dram,
     /// The platform (whole SoC / laptop); one per machine, includes everything else.
     Psys,
+    /// A discrete NVIDIA GPU, read through NVML; the counter's `socket` is the GPU's index.
+    /// Never in the CPU total: reported beside it (`gpu_j`).
+    Gpu,
 }
 
 impl Domain {
     /// Every domain, in the order reports list them.
-    pub const ALL: [Domain; 5] = [
+    pub const ALL: [Domain; 6] = [
         Domain::Package,
         Domain::Core,
         Domain::Uncore,
         Domain::Dram,
         Domain::Psys,
+        Domain::Gpu,
     ];
 
     /// The short lowercase name used in CSV, JSON and metrics.
@@ -38,11 +42,13 @@ impl Domain {
             Domain::Uncore => "uncore",
             Domain::Dram => "dram",
             Domain::Psys => "psys",
+            Domain::Gpu => "gpu",
         }
     }
 
     /// Whether this domain counts towards a machine total (`package + dram`).
-    /// Core and uncore are inside package; psys overlaps everything and is reported apart.
+    /// Core and uncore are inside package; psys overlaps everything and is reported apart; GPUs
+    /// are reported beside the total.
     pub fn counts_in_total(self) -> bool {
         matches!(self, Domain::Package | Domain::Dram)
     }
@@ -60,11 +66,14 @@ impl FromStr for Domain {
         match s.trim().to_ascii_lowercase().as_str() {
             "package" | "pkg" => Ok(Domain::Package),
             "core" | "cores" | "pp0" => Ok(Domain::Core),
-            "uncore" | "gpu" | "pp1" => Ok(Domain::Uncore),
+            // `gpu` was once an alias of uncore (RAPL's PP1, the integrated GPU); it now names
+            // discrete GPUs read through NVML.
+            "uncore" | "pp1" => Ok(Domain::Uncore),
             "dram" | "ram" => Ok(Domain::Dram),
             "psys" | "platform" => Ok(Domain::Psys),
+            "gpu" | "gpus" | "nvml" => Ok(Domain::Gpu),
             other => Err(format!(
-                "unknown domain '{other}': use package, core, uncore, dram or psys"
+                "unknown domain '{other}': use package, core, uncore, dram, psys or gpu"
             )),
         }
     }
@@ -82,10 +91,14 @@ pub enum Mechanism {
     Msr,
     /// A utilisation model: figures are estimates, never measurements.
     Model,
+    /// The NVIDIA management library (GPUs only): `nvmlDeviceGetTotalEnergyConsumption`, or
+    /// `nvmlDeviceGetPowerUsage` integrated over time where that counter is not supported.
+    Nvml,
 }
 
 impl Mechanism {
-    /// Every mechanism, in discovery order.
+    /// Every CPU mechanism, in discovery order. [`Mechanism::Nvml`] measures GPUs and is probed
+    /// apart ([`crate::nvml`]).
     pub const ALL: [Mechanism; 4] = [
         Mechanism::Perf,
         Mechanism::Powercap,
@@ -100,6 +113,7 @@ impl Mechanism {
             Mechanism::Powercap => "powercap",
             Mechanism::Msr => "msr",
             Mechanism::Model => "model",
+            Mechanism::Nvml => "nvml",
         }
     }
 }
@@ -118,8 +132,9 @@ impl FromStr for Mechanism {
             "powercap" => Ok(Mechanism::Powercap),
             "msr" => Ok(Mechanism::Msr),
             "model" => Ok(Mechanism::Model),
+            "nvml" => Ok(Mechanism::Nvml),
             other => Err(format!(
-                "unknown mechanism '{other}': use perf, powercap, msr or model"
+                "unknown mechanism '{other}': use perf, powercap, msr, model or nvml"
             )),
         }
     }
@@ -133,7 +148,9 @@ pub struct Provenance {
     /// True for model estimates, false for hardware counters.
     pub estimated: bool,
     /// For estimates: the model's name and coefficients, e.g.
-    /// `ccf-linear(min=0.74W,max=3.5W per vCPU)`. `None` for measurements.
+    /// `ccf-linear(min=0.74W,max=3.5W per vCPU)`. For measurements `None`, except for a
+    /// measurement that is not a counter's reading, which says how it was made: `power,
+    /// integrated` for NVML power readings integrated over time ([`Provenance::integrated_power`]).
     pub model: Option<String>,
 }
 
@@ -147,15 +164,31 @@ impl Provenance {
         }
     }
 
-    /// A short label for humans: `measured (perf)` or `estimated (model: ccf-linear(...))`.
+    /// A measurement by `mechanism` of power, integrated over time by wattio (NVML's
+    /// `nvmlDeviceGetPowerUsage` where the GPU has no energy counter): not an estimate, but not
+    /// a counter either, and labelled so: `measured (nvml power, integrated)`.
+    pub fn integrated_power(mechanism: Mechanism) -> Self {
+        Provenance {
+            mechanism,
+            estimated: false,
+            model: Some(INTEGRATED_POWER.into()),
+        }
+    }
+
+    /// A short label for humans: `measured (perf)`, `measured (nvml power, integrated)` or
+    /// `estimated (model: ccf-linear(...))`.
     pub fn label(&self) -> String {
         match (&self.model, self.estimated) {
             (Some(m), true) => format!("estimated ({}: {m})", self.mechanism),
             (None, true) => format!("estimated ({})", self.mechanism),
-            _ => format!("measured ({})", self.mechanism),
+            (Some(how), false) => format!("measured ({} {how})", self.mechanism),
+            (None, false) => format!("measured ({})", self.mechanism),
         }
     }
 }
+
+/// The `model` of a measurement made by integrating power readings ([`Provenance::integrated_power`]).
+pub const INTEGRATED_POWER: &str = "power, integrated";
 
 /// How a raw counter wraps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -204,11 +237,25 @@ mod tests {
         for m in Mechanism::ALL {
             assert_eq!(m.as_str().parse::<Mechanism>().unwrap(), m);
         }
-        assert!("watts".parse::<Domain>().unwrap_err().contains("package"));
+        assert_eq!("nvml".parse::<Mechanism>().unwrap(), Mechanism::Nvml);
+        assert_eq!("gpu".parse::<Domain>().unwrap(), Domain::Gpu);
+        assert_eq!("pp1".parse::<Domain>().unwrap(), Domain::Uncore);
+        assert!("watts".parse::<Domain>().unwrap_err().contains("gpu"));
         assert!("rapl"
             .parse::<Mechanism>()
             .unwrap_err()
             .contains("powercap"));
+    }
+
+    #[test]
+    fn integrated_power_is_labelled_as_such_and_not_as_an_estimate() {
+        let p = Provenance::integrated_power(Mechanism::Nvml);
+        assert!(!p.estimated);
+        assert_eq!(p.label(), "measured (nvml power, integrated)");
+        assert_eq!(
+            Provenance::measured(Mechanism::Nvml).label(),
+            "measured (nvml)"
+        );
     }
 
     #[test]

@@ -1,0 +1,376 @@
+//! GPU energy through NVML, the NVIDIA management library.
+//!
+//! The library is loaded at run time with `dlopen` (through the `nvml-wrapper` crate, which
+//! resolves each symbol when it is first called), never linked: wattio starts on machines
+//! without an NVIDIA driver, and a missing library only makes this mechanism unusable. It loads
+//! `libnvidia-ml.so.1` through the normal dynamic loader search, or the file named by
+//! `WATTIO_NVML_LIB` ([`LIB_ENV`]); the tests point that at a stand-in built from
+//! `crates/nvml-stub`.
+//!
+//! One counter per GPU (domain [`Domain::Gpu`], `socket` = the GPU's NVML index), from
+//! `nvmlDeviceGetTotalEnergyConsumption`: millijoules since the driver was last loaded, on Volta
+//! and later (NVML API reference, Device Queries,
+//! <https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html>). Where a GPU answers
+//! `NVML_ERROR_NOT_SUPPORTED` (or any other error) for it, wattio reads
+//! `nvmlDeviceGetPowerUsage` (milliwatts; "for Fermi or newer fully supported devices"; on Ampere
+//! other than GA100 and later the driver returns the average over one second, on GA100 and older
+//! the instantaneous draw) at every read and integrates it with the trapezoid rule between
+//! reads: such a counter is labelled `measured (nvml power, integrated)`, never as a counter's
+//! reading, and is only as good as the read rate. Both cover the whole board, as NVML reports it
+//! (GPU, memory and the rest of the card), not the GPU chip alone.
+
+use crate::error::EnergyError;
+use crate::types::{CounterSpec, Domain, Mechanism, Provenance, Wrap};
+use crate::Source;
+use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::{Device, Nvml};
+use serde::Serialize;
+use std::ffi::{OsStr, OsString};
+use std::time::Instant;
+
+/// The environment variable naming the NVML library to load instead of [`DEFAULT_LIB`].
+pub const LIB_ENV: &str = "WATTIO_NVML_LIB";
+
+/// The library loaded by default, through the dynamic loader's search path (the NVIDIA driver
+/// installs it; it is not in the CUDA toolkit alone).
+pub const DEFAULT_LIB: &str = "libnvidia-ml.so.1";
+
+/// The fix printed when the library cannot be loaded.
+pub const MISSING_FIX: &str = "install the NVIDIA driver (it ships libnvidia-ml.so.1), or set WATTIO_NVML_LIB to the library's path";
+
+/// The library to load: `WATTIO_NVML_LIB` when set and not empty, else [`DEFAULT_LIB`].
+pub fn lib_from_env() -> OsString {
+    std::env::var_os(LIB_ENV)
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| DEFAULT_LIB.into())
+}
+
+/// How a GPU's energy is obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GpuCounter {
+    /// `nvmlDeviceGetTotalEnergyConsumption`, millijoules since the driver was loaded.
+    EnergyCounter,
+    /// `nvmlDeviceGetPowerUsage`, milliwatts, integrated over time by wattio.
+    PowerIntegrated,
+}
+
+/// One GPU NVML lists.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GpuInfo {
+    /// NVML's index (the `socket` of its counter).
+    pub index: u32,
+    pub name: String,
+    pub uuid: String,
+    pub counter: GpuCounter,
+    /// The provenance label of its figures.
+    pub label: String,
+    /// Why the energy counter is not used, for a power-integrated GPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// What probing NVML found: the GPUs and how each is read, or why NVML cannot be used.
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuProbe {
+    pub mechanism: Mechanism,
+    /// The library it tried to load.
+    pub lib: String,
+    pub usable: bool,
+    pub gpus: Vec<GpuInfo>,
+    /// Why it cannot be used (empty when usable).
+    pub reason: String,
+    pub fix: Option<String>,
+    /// GPUs left out, and why.
+    pub notes: Vec<String>,
+}
+
+/// Probes NVML through `lib`. Never fails: an unusable NVML is a report, not an error.
+pub fn probe(lib: &OsStr) -> GpuProbe {
+    let lib_s = lib.to_string_lossy().into_owned();
+    match NvmlSource::open(lib) {
+        Ok(src) => GpuProbe {
+            mechanism: Mechanism::Nvml,
+            lib: lib_s,
+            usable: true,
+            gpus: src.gpus.clone(),
+            reason: String::new(),
+            fix: None,
+            notes: src.notes.clone(),
+        },
+        Err(e) => {
+            let (reason, fix) = match e {
+                EnergyError::Unusable { reason, fix, .. } => (reason, Some(fix)),
+                other => (other.to_string(), None),
+            };
+            GpuProbe {
+                mechanism: Mechanism::Nvml,
+                lib: lib_s,
+                usable: false,
+                gpus: vec![],
+                reason,
+                fix,
+                notes: vec![],
+            }
+        }
+    }
+}
+
+fn unusable(reason: String, fix: &str) -> EnergyError {
+    EnergyError::Unusable {
+        mechanism: Mechanism::Nvml,
+        reason,
+        fix: fix.into(),
+    }
+}
+
+/// Why `nvmlInit` (or loading the library) failed, and the fix.
+fn init_error(lib: &str, e: NvmlError) -> EnergyError {
+    match e {
+        NvmlError::LibloadingError(e) => unusable(
+            format!("library not found: cannot load {lib} ({e})"),
+            MISSING_FIX,
+        ),
+        NvmlError::FailedToLoadSymbol(s) => unusable(
+            format!("{lib} does not export nvmlInit_v2 ({s}): it is not the NVIDIA management library"),
+            MISSING_FIX,
+        ),
+        NvmlError::NoPermission => unusable(
+            "nvmlInit failed with NVML_ERROR_NO_PERMISSION: this user may not talk to the NVIDIA driver".into(),
+            "run wattio as a user allowed to open /dev/nvidiactl and /dev/nvidia* (root, or the group the driver gives them), or, in a container, start it with the NVIDIA container toolkit",
+        ),
+        NvmlError::DriverNotLoaded => unusable(
+            "nvmlInit failed with NVML_ERROR_DRIVER_NOT_LOADED: the NVIDIA kernel driver is not running".into(),
+            "load it (`sudo modprobe nvidia`) or reinstall the NVIDIA driver; `nvidia-smi` must work first",
+        ),
+        other => unusable(
+            format!("nvmlInit failed: {other}"),
+            "check that `nvidia-smi` works; reinstall the NVIDIA driver if it does not",
+        ),
+    }
+}
+
+/// How one GPU is read.
+#[derive(Debug)]
+enum Reading {
+    Counter,
+    /// Trapezoid integral of power in µJ since the first read, and the previous reading.
+    Power {
+        total_uj: f64,
+        last: Option<(u32, Instant)>,
+    },
+}
+
+#[derive(Debug)]
+struct Gpu {
+    /// The `nvmlDevice_t`, as an integer so the source is `Send` (a handle stays valid while
+    /// NVML is initialised, which `nvml` keeps it).
+    handle: usize,
+    index: u32,
+    reading: Reading,
+}
+
+/// NVML's GPUs as a [`Source`]: one counter per GPU.
+pub struct NvmlSource {
+    // Declared first so the devices are forgotten before `nvmlShutdown` (Drop of `Nvml`).
+    gpus_state: Vec<Gpu>,
+    nvml: Nvml,
+    gpus: Vec<GpuInfo>,
+    specs: Vec<CounterSpec>,
+    provenances: Vec<Provenance>,
+    provenance: Provenance,
+    /// GPUs left out, and why.
+    pub notes: Vec<String>,
+}
+
+impl std::fmt::Debug for NvmlSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NvmlSource")
+            .field("gpus", &self.gpus)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NvmlSource {
+    /// Loads `lib`, initialises NVML and sets up one counter per GPU. Fails with a one-line
+    /// reason and fix when the library is missing, `nvmlInit` fails, or there is no usable GPU.
+    pub fn open(lib: &OsStr) -> Result<NvmlSource, EnergyError> {
+        let lib_s = lib.to_string_lossy().into_owned();
+        let nvml = Nvml::builder()
+            .lib_path(lib)
+            .init()
+            .map_err(|e| init_error(&lib_s, e))?;
+        let count = nvml.device_count().map_err(|e| {
+            unusable(
+                format!("nvmlDeviceGetCount failed: {e}"),
+                "check that `nvidia-smi -L` lists the GPUs",
+            )
+        })?;
+        let mut gpus = Vec::new();
+        let mut state = Vec::new();
+        let mut notes = Vec::new();
+        for index in 0..count {
+            let dev = match nvml.device_by_index(index) {
+                Ok(d) => d,
+                Err(e) => {
+                    notes.push(format!("GPU {index}: left out, no handle ({e})"));
+                    continue;
+                }
+            };
+            let name = dev.name().unwrap_or_else(|e| format!("unknown ({e})"));
+            let uuid = dev.uuid().unwrap_or_else(|e| format!("unknown ({e})"));
+            let (counter, reading, note) = match dev.total_energy_consumption() {
+                Ok(_) => (GpuCounter::EnergyCounter, Reading::Counter, None),
+                Err(energy_err) => {
+                    let why = match energy_err {
+                        NvmlError::NotSupported => "nvmlDeviceGetTotalEnergyConsumption: NVML_ERROR_NOT_SUPPORTED (before Volta)".to_string(),
+                        e => format!("nvmlDeviceGetTotalEnergyConsumption: {e}"),
+                    };
+                    match dev.power_usage() {
+                        Ok(_) => (
+                            GpuCounter::PowerIntegrated,
+                            Reading::Power {
+                                total_uj: 0.0,
+                                last: None,
+                            },
+                            Some(format!("{why}; power readings integrated instead")),
+                        ),
+                        Err(e) => {
+                            notes.push(format!(
+                                "GPU {index} ({name}): left out, neither an energy counter ({why}) nor power readings (nvmlDeviceGetPowerUsage: {e})"
+                            ));
+                            continue;
+                        }
+                    }
+                }
+            };
+            // SAFETY: the handle is only turned back into a `Device` of this `nvml`.
+            let handle = unsafe { dev.handle() } as usize;
+            state.push(Gpu {
+                handle,
+                index,
+                reading,
+            });
+            let prov = match counter {
+                GpuCounter::EnergyCounter => Provenance::measured(Mechanism::Nvml),
+                GpuCounter::PowerIntegrated => Provenance::integrated_power(Mechanism::Nvml),
+            };
+            gpus.push(GpuInfo {
+                index,
+                name,
+                uuid,
+                counter,
+                label: prov.label(),
+                note,
+            });
+        }
+        if gpus.is_empty() {
+            let reason = if count == 0 {
+                "NVML lists no GPU".to_string()
+            } else {
+                format!("no GPU can be read: {}", notes.join("; "))
+            };
+            return Err(unusable(
+                reason,
+                "nothing to fix unless a GPU should be there: `nvidia-smi -L` lists what the driver sees",
+            ));
+        }
+        let specs = gpus
+            .iter()
+            .map(|g| match g.counter {
+                GpuCounter::EnergyCounter => CounterSpec {
+                    socket: g.index,
+                    domain: Domain::Gpu,
+                    unit_j: 1e-3,
+                    // An unsigned long long of millijoules: it does not wrap in practice.
+                    wrap: Wrap::AtMax(u64::MAX),
+                    origin: format!(
+                        "nvmlDeviceGetTotalEnergyConsumption (mJ), GPU {} {} {}",
+                        g.index, g.name, g.uuid
+                    ),
+                },
+                GpuCounter::PowerIntegrated => CounterSpec {
+                    socket: g.index,
+                    domain: Domain::Gpu,
+                    unit_j: 1e-6,
+                    wrap: Wrap::AtMax(u64::MAX),
+                    origin: format!(
+                        "nvmlDeviceGetPowerUsage (mW) integrated between reads, GPU {} {} {}",
+                        g.index, g.name, g.uuid
+                    ),
+                },
+            })
+            .collect();
+        let provenances = gpus
+            .iter()
+            .map(|g| match g.counter {
+                GpuCounter::EnergyCounter => Provenance::measured(Mechanism::Nvml),
+                GpuCounter::PowerIntegrated => Provenance::integrated_power(Mechanism::Nvml),
+            })
+            .collect();
+        Ok(NvmlSource {
+            gpus_state: state,
+            nvml,
+            gpus,
+            specs,
+            provenances,
+            provenance: Provenance::measured(Mechanism::Nvml),
+            notes,
+        })
+    }
+
+    /// The GPUs read, in counter order.
+    pub fn gpus(&self) -> &[GpuInfo] {
+        &self.gpus
+    }
+}
+
+fn read_error(index: u32, what: &str, e: NvmlError) -> EnergyError {
+    unusable(
+        format!("GPU {index}: {what} failed: {e}"),
+        "check the GPU with `nvidia-smi`; leave it out with --domains without gpu",
+    )
+}
+
+impl Source for NvmlSource {
+    fn provenance(&self) -> &Provenance {
+        &self.provenance
+    }
+
+    fn counters(&self) -> &[CounterSpec] {
+        &self.specs
+    }
+
+    fn counter_provenance(&self, i: usize) -> &Provenance {
+        &self.provenances[i]
+    }
+
+    fn read_raw(&mut self, out: &mut [u64]) -> Result<(), EnergyError> {
+        for (g, o) in self.gpus_state.iter_mut().zip(out.iter_mut()) {
+            // SAFETY: `handle` came from `device_by_index` of this still-initialised `nvml`.
+            let dev = unsafe { Device::new(g.handle as _, &self.nvml) };
+            let index = g.index;
+            match &mut g.reading {
+                Reading::Counter => {
+                    *o = dev
+                        .total_energy_consumption()
+                        .map_err(|e| read_error(index, "nvmlDeviceGetTotalEnergyConsumption", e))?;
+                }
+                Reading::Power { total_uj, last } => {
+                    let mw = dev
+                        .power_usage()
+                        .map_err(|e| read_error(index, "nvmlDeviceGetPowerUsage", e))?;
+                    let now = Instant::now();
+                    if let Some((prev_mw, at)) = *last {
+                        let dt = now.saturating_duration_since(at).as_secs_f64();
+                        // mW × s = mJ; × 1000 = µJ.
+                        *total_uj += (prev_mw as f64 + mw as f64) / 2.0 * dt * 1000.0;
+                    }
+                    *last = Some((mw, now));
+                    *o = *total_uj as u64;
+                }
+            }
+        }
+        Ok(())
+    }
+}
