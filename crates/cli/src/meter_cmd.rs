@@ -17,10 +17,12 @@ use wattio_meter::{Meter, MeterConfig};
 /// Options that choose and configure the energy source; shared by every command that meters.
 #[derive(Args, Debug, Clone)]
 pub struct SourceArgs {
-    /// Mechanism: auto (perf, then powercap, then msr, then the model), perf, powercap, msr or model.
+    /// Mechanism: auto (perf, then powercap, then msr, then the model), perf, powercap, msr or model;
+    /// nvml reads GPUs alone (GPUs come with any CPU mechanism through --domains gpu).
     #[arg(long, default_value = "auto", value_parser = parse_choice)]
     pub source: SourceChoice,
-    /// Only these domains, comma-separated: package, core, uncore, dram, psys.
+    /// Only these domains, comma-separated: package, core, uncore, dram, psys, gpu (NVIDIA GPUs
+    /// through NVML; without --domains they are read whenever NVML is usable).
     #[arg(long, value_delimiter = ',', value_parser = parse_domain)]
     pub domains: Option<Vec<Domain>>,
     /// Model: watts per vCPU when idle (estimates only).
@@ -163,6 +165,8 @@ pub fn render_probe(r: &ProbeReport) -> String {
         }
     }
     let _ = writeln!(s);
+    let _ = write!(s, "{}", render_gpu_probe(&r.gpu));
+    let _ = writeln!(s);
     for w in &r.warnings {
         let _ = writeln!(s, "warning: {w}");
     }
@@ -184,6 +188,43 @@ pub fn render_probe(r: &ProbeReport) -> String {
         _ => {
             let _ = writeln!(s, "verdict: nothing usable; apply one of the fixes above");
         }
+    }
+    s
+}
+
+/// The GPU part of the probe report: NVIDIA GPUs through NVML, or why NVML is not usable.
+pub fn render_gpu_probe(g: &wattio_energy::nvml::GpuProbe) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    if g.usable {
+        let _ = writeln!(
+            s,
+            "{:<9} usable (GPUs, beside the CPU total; library {})",
+            "nvml", g.lib
+        );
+        for gpu in &g.gpus {
+            let how = match gpu.counter {
+                wattio_energy::nvml::GpuCounter::EnergyCounter => {
+                    "energy counter (nvmlDeviceGetTotalEnergyConsumption, mJ)"
+                }
+                wattio_energy::nvml::GpuCounter::PowerIntegrated => {
+                    "power fallback (nvmlDeviceGetPowerUsage, mW, integrated)"
+                }
+            };
+            let _ = writeln!(s, "  gpu {} {}  {}", gpu.index, gpu.name, gpu.uuid);
+            let _ = writeln!(s, "    {how}: {}", gpu.label);
+            if let Some(n) = &gpu.note {
+                let _ = writeln!(s, "    note: {n}");
+            }
+        }
+    } else {
+        let _ = writeln!(s, "{:<9} not usable: {}", "nvml", g.reason);
+        if let Some(fix) = &g.fix {
+            let _ = writeln!(s, "  fix: {fix}");
+        }
+    }
+    for n in &g.notes {
+        let _ = writeln!(s, "  note: {n}");
     }
     s
 }
@@ -251,11 +292,12 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
     }
     let cfg = a.source.config();
     cfg.model.validate()?;
-    let (source, passed_over) = cfg.open_source()?;
+    let (source, passed_over) = cfg.open_with_gpus()?;
     if source.provenance().estimated {
         eprintln!(
-            "wattio: no hardware energy counter usable{}; rows are ESTIMATED by {} (estimated=true; `wattio probe` says how to fix)",
+            "wattio: no hardware energy counter usable{}; {}rows are ESTIMATED by {} (estimated=true; `wattio probe` says how to fix)",
             if passed_over.is_empty() { String::new() } else { format!(" ({})", passed_over.join("; ")) },
+            if source.counters().iter().any(|c| c.domain == Domain::Gpu) { "CPU " } else { "" },
             source.provenance().model.as_deref().unwrap_or("a model")
         );
     }

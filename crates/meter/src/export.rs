@@ -1,4 +1,6 @@
-//! An OpenMetrics endpoint: `wattio_energy_joules_total{socket,domain,mechanism,estimated,model}`,
+//! An OpenMetrics endpoint: `wattio_energy_joules_total{socket,domain,mechanism,estimated,model}`
+//! (GPUs read through NVML are `domain="gpu"`, `socket` the GPU's index, `mechanism="nvml"`, each
+//! series with its own counter's labels),
 //! and with attribution on, `wattio_process_energy_joules_total{comm,pid,…}` or
 //! `wattio_cgroup_energy_joules_total{cgroup,…}` for at most N entities ([`SeriesGuard`]: the rest
 //! in one `other` series), plus `wattio_unattributed_energy_joules_total` (idle/unattributed).
@@ -30,7 +32,8 @@ pub struct EnergyLabels {
     pub domain: String,
     pub mechanism: String,
     pub estimated: String,
-    /// The model and coefficients for estimates; empty for measurements.
+    /// The model and coefficients for estimates; `power, integrated` for GPUs read from
+    /// integrated power; empty for other measurements.
     pub model: String,
 }
 
@@ -83,16 +86,19 @@ impl Exporter {
             "Counter reads that failed during a scrape",
             scrape_errors.clone(),
         );
-        let p = meter.provenance().clone();
         let labels: Vec<EnergyLabels> = meter
             .counters()
             .iter()
-            .map(|c| EnergyLabels {
-                socket: c.socket.to_string(),
-                domain: c.domain.to_string(),
-                mechanism: p.mechanism.to_string(),
-                estimated: p.estimated.to_string(),
-                model: p.model.clone().unwrap_or_default(),
+            .enumerate()
+            .map(|(i, c)| {
+                let p = meter.counter_provenance(i);
+                EnergyLabels {
+                    socket: c.socket.to_string(),
+                    domain: c.domain.to_string(),
+                    mechanism: p.mechanism.to_string(),
+                    estimated: p.estimated.to_string(),
+                    model: p.model.clone().unwrap_or_default(),
+                }
             })
             .collect();
         for l in &labels {

@@ -356,9 +356,12 @@ pub(crate) mod tests {
                 socket: 0,
                 domain: Domain::Package,
                 energy_j: total_j,
+                label: None,
             }],
             total_j,
             psys_j: None,
+            gpu_j: None,
+            gpu_label: None,
             read_errors: vec![],
         }
     }

@@ -32,7 +32,24 @@ impl Default for MeterConfig {
 }
 
 impl MeterConfig {
-    /// Opens the configured source; also returns why mechanisms were passed over (auto).
+    /// Opens the configured CPU source together with NVML's GPUs
+    /// ([`wattio_energy::combined::open_with_gpus`]: GPUs when `domains` asks for `gpu`, or, with
+    /// no `domains`, whenever NVML is usable; the library from `WATTIO_NVML_LIB`); also returns
+    /// why CPU mechanisms were passed over (auto).
+    pub fn open_with_gpus(&self) -> Result<(Box<dyn Source>, Vec<String>), EnergyError> {
+        wattio_energy::combined::open_with_gpus(
+            self.choice,
+            self.domains.as_deref(),
+            &wattio_energy::nvml::lib_from_env(),
+            |cpu_domains| {
+                let mut cpu = self.clone();
+                cpu.domains = cpu_domains.map(<[Domain]>::to_vec);
+                cpu.open_source()
+            },
+        )
+    }
+
+    /// Opens the configured CPU source alone; also returns why mechanisms were passed over (auto).
     pub fn open_source(&self) -> Result<(Box<dyn Source>, Vec<String>), EnergyError> {
         open_source(&self.root, self.choice, self.domains.as_deref(), self.model)
     }
@@ -56,6 +73,10 @@ pub struct DomainEnergy {
     pub socket: u32,
     pub domain: Domain,
     pub energy_j: f64,
+    /// How this figure was obtained, when not as the report's `mechanism` says: GPUs (socket =
+    /// GPU index) read through NVML, `measured (nvml)` or `measured (nvml power, integrated)`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub label: Option<String>,
 }
 
 /// Energy over a window, with its provenance.
@@ -73,21 +94,48 @@ pub struct EnergyReport {
     /// The platform domain, when present (it overlaps everything else).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub psys_j: Option<f64>,
+    /// The GPUs read through NVML, all of them, when present: beside `total_j`, never in it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub gpu_j: Option<f64>,
+    /// How `gpu_j` was obtained: `measured (nvml)`, `measured (nvml power, integrated)`, or both
+    /// joined by `; ` when GPUs are read both ways.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub gpu_label: Option<String>,
     /// Counter errors during the window; the energy of the intervals they hit is missing.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub read_errors: Vec<String>,
 }
 
 impl EnergyReport {
-    /// Builds a report from per-counter joules.
+    /// Builds a report from per-counter joules, every counter of `provenance`.
     pub fn from_counters(
         specs: &[CounterSpec],
         joules: &[f64],
         duration_s: f64,
         provenance: &Provenance,
     ) -> Self {
+        let each = vec![provenance.clone(); specs.len()];
+        Self::from_labelled_counters(specs, joules, duration_s, provenance, &each)
+    }
+
+    /// Builds a report from per-counter joules with each counter's own provenance
+    /// (`counter_provenance[i]`, e.g. CPU counters from RAPL or the model and GPUs from NVML);
+    /// `provenance` is the CPU total's.
+    pub fn from_labelled_counters(
+        specs: &[CounterSpec],
+        joules: &[f64],
+        duration_s: f64,
+        provenance: &Provenance,
+        counter_provenance: &[Provenance],
+    ) -> Self {
         let mut domains: Vec<DomainEnergy> = Vec::new();
-        for (s, &j) in specs.iter().zip(joules) {
+        let mut gpu_labels: Vec<String> = Vec::new();
+        for (i, (s, &j)) in specs.iter().zip(joules).enumerate() {
+            let own = counter_provenance.get(i).unwrap_or(provenance);
+            let label = (own != provenance || s.domain == Domain::Gpu).then(|| own.label());
+            if s.domain == Domain::Gpu && !gpu_labels.contains(&own.label()) {
+                gpu_labels.push(own.label());
+            }
             // Multi-die packages read as several counters of one socket: add them up.
             match domains
                 .iter_mut()
@@ -98,6 +146,7 @@ impl EnergyReport {
                     socket: s.socket,
                     domain: s.domain,
                     energy_j: j,
+                    label,
                 }),
             }
         }
@@ -112,6 +161,13 @@ impl EnergyReport {
             .filter(|d| d.domain == Domain::Psys)
             .map(|d| d.energy_j)
             .collect();
+        let gpu_j = domains.iter().any(|d| d.domain == Domain::Gpu).then(|| {
+            domains
+                .iter()
+                .filter(|d| d.domain == Domain::Gpu)
+                .map(|d| d.energy_j)
+                .sum()
+        });
         EnergyReport {
             duration_s,
             mechanism: provenance.mechanism,
@@ -124,8 +180,21 @@ impl EnergyReport {
             } else {
                 Some(psys.iter().sum())
             },
+            gpu_j,
+            gpu_label: (!gpu_labels.is_empty()).then(|| gpu_labels.join("; ")),
             read_errors: Vec::new(),
         }
+    }
+
+    /// Mean GPU power over the window (`gpu_j` / duration), when GPUs were read.
+    pub fn gpu_mean_power_w(&self) -> Option<f64> {
+        self.gpu_j.map(|j| {
+            if self.duration_s > 0.0 {
+                j / self.duration_s
+            } else {
+                0.0
+            }
+        })
     }
 
     /// Mean power over the window (total / duration), 0 for an empty window.
@@ -178,6 +247,8 @@ pub struct Meter {
     state: Arc<Mutex<State>>,
     provenance: Provenance,
     specs: Vec<CounterSpec>,
+    /// Each counter's provenance (GPUs read through NVML beside a CPU mechanism).
+    provenances: Vec<Provenance>,
     passed_over: Vec<String>,
     model: Option<ModelParams>,
     stop: Arc<AtomicBool>,
@@ -187,7 +258,7 @@ pub struct Meter {
 impl Meter {
     /// Opens the source described by `cfg` and starts the background poller.
     pub fn open(cfg: &MeterConfig) -> Result<Meter, EnergyError> {
-        let (source, passed_over) = cfg.open_source()?;
+        let (source, passed_over) = cfg.open_with_gpus()?;
         let mut meter = Meter::from_source(source, passed_over, None)?;
         if meter.provenance.mechanism == wattio_energy::Mechanism::Model {
             meter.model = Some(cfg.model);
@@ -204,6 +275,9 @@ impl Meter {
         let specs = source.counters().to_vec();
         let provenance = source.provenance().clone();
         let n = specs.len();
+        let provenances = (0..n)
+            .map(|i| source.counter_provenance(i).clone())
+            .collect();
         let mut state = State {
             acc: Accumulator::new(&specs),
             source,
@@ -254,6 +328,7 @@ impl Meter {
             state,
             provenance,
             specs,
+            provenances,
             passed_over,
             model: None,
             stop,
@@ -269,6 +344,11 @@ impl Meter {
     /// The counters it reads.
     pub fn counters(&self) -> &[CounterSpec] {
         &self.specs
+    }
+
+    /// Where counter `i`'s figures come from (NVML for GPUs, the CPU mechanism otherwise).
+    pub fn counter_provenance(&self, i: usize) -> &Provenance {
+        self.provenances.get(i).unwrap_or(&self.provenance)
     }
 
     /// The model's coefficients when this meter estimates (mechanism `model`).
@@ -304,7 +384,13 @@ impl Meter {
             .map(|(x, y)| (y - x).max(0.0))
             .collect();
         let dur = b.at.saturating_duration_since(a.at).as_secs_f64();
-        let mut r = EnergyReport::from_counters(&self.specs, &joules, dur, &self.provenance);
+        let mut r = EnergyReport::from_labelled_counters(
+            &self.specs,
+            &joules,
+            dur,
+            &self.provenance,
+            &self.provenances,
+        );
         r.read_errors = b.read_errors.clone();
         r
     }
@@ -336,4 +422,69 @@ pub fn unix_now() -> f64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wattio_energy::{Mechanism, Wrap};
+
+    fn spec(socket: u32, domain: Domain) -> CounterSpec {
+        CounterSpec {
+            socket,
+            domain,
+            unit_j: 1.0,
+            wrap: Wrap::AtMax(u64::MAX),
+            origin: String::new(),
+        }
+    }
+
+    #[test]
+    fn gpus_are_reported_beside_the_cpu_total_with_their_own_labels() {
+        let specs = [
+            spec(0, Domain::Package),
+            spec(0, Domain::Dram),
+            spec(0, Domain::Gpu),
+            spec(1, Domain::Gpu),
+        ];
+        let cpu = Provenance {
+            mechanism: Mechanism::Model,
+            estimated: true,
+            model: Some("a model".into()),
+        };
+        let provs = [
+            cpu.clone(),
+            cpu.clone(),
+            Provenance::measured(Mechanism::Nvml),
+            Provenance::integrated_power(Mechanism::Nvml),
+        ];
+        let r = EnergyReport::from_labelled_counters(
+            &specs,
+            &[10.0, 2.0, 30.0, 6.0],
+            2.0,
+            &cpu,
+            &provs,
+        );
+        assert_eq!(r.total_j, 12.0, "GPUs stay out of package + dram");
+        assert_eq!(r.gpu_j, Some(36.0));
+        assert_eq!(r.gpu_mean_power_w(), Some(18.0));
+        assert_eq!(
+            r.gpu_label.as_deref(),
+            Some("measured (nvml); measured (nvml power, integrated)")
+        );
+        assert!(r.estimated && r.mechanism == Mechanism::Model);
+        assert_eq!(
+            r.domains[0].label, None,
+            "CPU rows carry the report's label"
+        );
+        assert_eq!(
+            r.domains[3].label.as_deref(),
+            Some("measured (nvml power, integrated)")
+        );
+        // A report without GPUs has no GPU fields, in JSON either.
+        let r = EnergyReport::from_counters(&specs[..2], &[1.0, 1.0], 1.0, &cpu);
+        assert_eq!((r.gpu_j, r.gpu_label.clone()), (None, None));
+        let v = serde_json::to_value(&r).unwrap();
+        assert!(v.get("gpu_j").is_none() && v["domains"][0].get("label").is_none());
+    }
 }

@@ -450,7 +450,7 @@ impl<W: Write + Send + 'static> RowSink<W> {
         out: W,
         attribution: Option<crate::attribute::RecordAttribution>,
     ) -> io::Result<Self> {
-        let mut fmt = RowFormatter::new(format, source.counters(), source.provenance());
+        let mut fmt = RowFormatter::for_source(format, source);
         if attribution.is_some() {
             fmt = fmt.with_entity_columns(source.provenance());
         }

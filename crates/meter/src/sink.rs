@@ -4,7 +4,9 @@
 //! `timestamp,mechanism,socket,domain,energy_j,estimated,model` where `timestamp` is seconds
 //! since the Unix epoch with microsecond precision, `energy_j` the joules since the previous row
 //! of the same counter, `estimated` `true` for model figures, and `model` the model's name and
-//! coefficients (empty for measurements).
+//! coefficients (empty for measurements, except GPUs read from integrated power: `power,
+//! integrated`). Each row carries its own counter's provenance: GPU rows read through NVML say
+//! `nvml` and `false` beside CPU rows of any mechanism.
 
 use std::io::{self, Write};
 use wattio_energy::{CounterSpec, Provenance};
@@ -56,10 +58,26 @@ fn csv_field(s: &str) -> String {
 impl RowFormatter {
     /// A formatter for `specs` read by a source of `provenance`.
     pub fn new(format: Format, specs: &[CounterSpec], provenance: &Provenance) -> Self {
-        let model = provenance.model.clone().unwrap_or_default();
+        Self::labelled(format, specs, &vec![provenance.clone(); specs.len()])
+    }
+
+    /// A formatter for `source`'s counters, each row with its counter's own provenance
+    /// ([`wattio_energy::Source::counter_provenance`]).
+    pub fn for_source(format: Format, source: &dyn wattio_energy::Source) -> Self {
+        let n = source.counters().len();
+        let provs: Vec<Provenance> = (0..n)
+            .map(|i| source.counter_provenance(i).clone())
+            .collect();
+        Self::labelled(format, source.counters(), &provs)
+    }
+
+    /// A formatter for `specs`, counter `i` of provenance `provenances[i]`.
+    pub fn labelled(format: Format, specs: &[CounterSpec], provenances: &[Provenance]) -> Self {
         let prefixes = specs
             .iter()
-            .map(|s| match format {
+            .zip(provenances)
+            .map(|(s, provenance)| (s, provenance, provenance.model.clone().unwrap_or_default()))
+            .map(|(s, provenance, model)| match format {
                 Format::Csv => (
                     format!(",{},{},{},", provenance.mechanism, s.socket, s.domain),
                     format!(",{},{}\n", provenance.estimated, csv_field(&model)),

@@ -2012,6 +2012,8 @@ mod tests {
             domains: vec![],
             total_j: 120.0,
             psys_j: None,
+            gpu_j: None,
+            gpu_label: None,
             read_errors: vec![],
         };
         let pe = ProcessEnergy::new(host_j, 2.5, 2_000_000_000, &model, Some(&report), 4);

@@ -13,9 +13,14 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
     let _ = writeln!(s, "duration     {:.3} s", e.duration_s);
     let _ = writeln!(s, "energy       {}", r.total_label);
     for d in &e.domains {
+        let own = d
+            .label
+            .as_deref()
+            .map(|l| format!("  {l}"))
+            .unwrap_or_default();
         let _ = writeln!(
             s,
-            "  socket {} {:<8} {:>12.3} J",
+            "  socket {} {:<8} {:>12.3} J{own}",
             d.socket,
             d.domain.as_str(),
             d.energy_j
@@ -31,6 +36,13 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
         if e.estimated { " ESTIMATED" } else { "" }
     );
     let _ = writeln!(s, "mean power   {:.3} W", r.mean_power_w);
+    if let (Some(g), Some(w)) = (e.gpu_j, e.gpu_mean_power_w()) {
+        let _ = writeln!(
+            s,
+            "gpu          {g:.3} J, {w:.3} W (all GPUs, beside the total, not in it): {}",
+            e.gpu_label.as_deref().unwrap_or("")
+        );
+    }
     let _ = writeln!(
         s,
         "command CPU  {:.3} s (on {} CPUs)",
@@ -146,6 +158,9 @@ pub fn text(rep: &Report) -> String {
                     "  median energy {med}, command {cmed}; CPU {:.3} s, mean power {:.2} W",
                     st.child_cpu_s.mean, st.mean_power_w.mean
                 );
+                if let Some(g) = gpu_line(c) {
+                    s += &g;
+                }
             }
             None => {
                 let _ = writeln!(s, "  no run kept: every run failed or was interrupted");
@@ -181,6 +196,30 @@ pub fn text(rep: &Report) -> String {
         }
     }
     s
+}
+
+/// The GPUs' mean energy over a command's kept runs, when they were read (NVML).
+fn gpu_line(c: &CommandResult) -> Option<String> {
+    let kept: Vec<&RunReport> = c
+        .runs
+        .iter()
+        .filter(|r| r.report.status() == RunStatus::Ok)
+        .map(|r| &r.report)
+        .collect();
+    let gpu: Vec<f64> = kept.iter().filter_map(|r| r.energy.gpu_j).collect();
+    if gpu.is_empty() {
+        return None;
+    }
+    let mean = gpu.iter().sum::<f64>() / gpu.len() as f64;
+    let label = kept
+        .iter()
+        .find_map(|r| r.energy.gpu_label.clone())
+        .unwrap_or_default();
+    Some(format!(
+        "  GPU     mean {} over {} runs (beside the total, not in it): {label}\n",
+        fmt_in(mean, mean, energy_unit),
+        gpu.len()
+    ))
 }
 
 /// A CSV field, quoted when it must be (RFC 4180).

@@ -1,0 +1,284 @@
+//! GPUs through NVML end to end: the real binary loading the stand-in NVML library built from
+//! `crates/nvml-stub` (WATTIO_NVML_LIB), in `probe`, `record`, `measure` and `export`, beside the
+//! CPU model (the CI machines have no RAPL).
+
+use std::process::{Child, Command, Output, Stdio};
+
+mod common;
+
+const BIN: &str = env!("CARGO_BIN_EXE_wattio");
+
+/// Two GPUs: one with the energy counter at 150 W, one without it (power fallback at 60 W).
+const TWO_GPUS: &str = "name=Stub H100,uuid=GPU-11111111-2222-3333-4444-555555555555,energy_w=150|name=Stub P100,uuid=GPU-66666666-7777-8888-9999-000000000000,energy=unsupported,power_mw=60000";
+
+fn wattio(gpus: &str, init: Option<&str>, args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(args)
+        .env_remove("WATTIO_ROOT")
+        .env_remove("WATTIO_NVML_STUB_FILE")
+        .env("WATTIO_NVML_LIB", nvml_stub::built_library())
+        .env("WATTIO_NVML_STUB", gpus);
+    match init {
+        Some(v) => c.env("WATTIO_NVML_STUB_INIT", v),
+        None => c.env_remove("WATTIO_NVML_STUB_INIT"),
+    };
+    c
+}
+
+fn run(c: &mut Command) -> Output {
+    c.output().expect("run wattio")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn probe_lists_the_gpus_and_how_each_is_read() {
+    let o = run(&mut wattio(TWO_GPUS, None, &["probe", "--json"]));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let g = &v["gpu"];
+    assert_eq!(g["mechanism"], "nvml");
+    assert_eq!(g["usable"], true);
+    let gpus = g["gpus"].as_array().unwrap();
+    assert_eq!(gpus.len(), 2);
+    assert_eq!(gpus[0]["index"], 0);
+    assert_eq!(gpus[0]["name"], "Stub H100");
+    assert_eq!(gpus[0]["uuid"], "GPU-11111111-2222-3333-4444-555555555555");
+    assert_eq!(gpus[0]["counter"], "energy-counter");
+    assert_eq!(gpus[1]["counter"], "power-integrated");
+    assert_eq!(gpus[1]["label"], "measured (nvml power, integrated)");
+    // The CPU choice does not depend on the GPUs.
+    assert_eq!(v["chosen"], "model");
+
+    let o = run(&mut wattio(TWO_GPUS, None, &["probe"]));
+    let t = text(&o.stdout);
+    assert!(t.contains("nvml      usable"), "{t}");
+    assert!(
+        t.contains("gpu 0 Stub H100  GPU-11111111-2222-3333-4444-555555555555"),
+        "{t}"
+    );
+    assert!(
+        t.contains("energy counter (nvmlDeviceGetTotalEnergyConsumption"),
+        "{t}"
+    );
+    assert!(t.contains("power fallback (nvmlDeviceGetPowerUsage"), "{t}");
+    assert!(t.contains("NVML_ERROR_NOT_SUPPORTED"), "{t}");
+}
+
+#[test]
+fn probe_without_nvml_says_why_and_the_fix_and_still_succeeds() {
+    let mut c = wattio(TWO_GPUS, None, &["probe", "--json"]);
+    c.env("WATTIO_NVML_LIB", "/nonexistent/libnvidia-ml.so.1");
+    let o = run(&mut c);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["gpu"]["usable"], false);
+    assert!(v["gpu"]["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("library not found"));
+    let fix = v["gpu"]["fix"].as_str().unwrap();
+    assert!(fix.contains("install the NVIDIA driver") && fix.contains("WATTIO_NVML_LIB"));
+    assert_eq!(v["chosen"], "model");
+
+    let o = run(&mut wattio(TWO_GPUS, Some("no_permission"), &["probe"]));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let t = text(&o.stdout);
+    assert!(
+        t.contains("nvml      not usable: nvmlInit failed with NVML_ERROR_NO_PERMISSION"),
+        "{t}"
+    );
+    assert!(
+        t.contains("fix: run wattio as a user allowed to open /dev/nvidiactl"),
+        "{t}"
+    );
+}
+
+#[test]
+fn asking_for_gpus_without_nvml_is_a_one_line_error_with_the_fix() {
+    let mut c = wattio(
+        TWO_GPUS,
+        None,
+        &["record", "--domains", "gpu", "--duration", "0.2"],
+    );
+    c.env("WATTIO_NVML_LIB", "/nonexistent/libnvidia-ml.so.1");
+    let o = run(&mut c);
+    assert_eq!(o.status.code(), Some(2));
+    let e = text(&o.stderr);
+    assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+    assert!(e.contains("nvml is not usable: library not found"), "{e}");
+    assert!(e.contains("set WATTIO_NVML_LIB"), "{e}");
+
+    let o = run(&mut wattio(
+        TWO_GPUS,
+        Some("no_permission"),
+        &["measure", "--domains", "gpu", "--", "true"],
+    ));
+    assert_eq!(o.status.code(), Some(2));
+    let e = text(&o.stderr);
+    assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+    assert!(e.contains("NVML_ERROR_NO_PERMISSION"), "{e}");
+    assert!(!e.contains("panicked"), "{e}");
+}
+
+#[test]
+fn record_gpu_rows_say_nvml_beside_estimated_cpu_rows() {
+    let o = run(&mut wattio(
+        TWO_GPUS,
+        None,
+        &[
+            "record",
+            "--source",
+            "model",
+            "--freq",
+            "10",
+            "--duration",
+            "0.55",
+        ],
+    ));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let mut rdr = csv::Reader::from_reader(&o.stdout[..]);
+    let rows: Vec<csv::StringRecord> = rdr.records().map(|r| r.unwrap()).collect();
+    let gpu: Vec<&csv::StringRecord> = rows.iter().filter(|r| &r[3] == "gpu").collect();
+    let cpu: Vec<&csv::StringRecord> = rows.iter().filter(|r| &r[3] == "package").collect();
+    assert!(!cpu.is_empty() && gpu.len() == 2 * cpu.len(), "{rows:?}");
+    for r in &cpu {
+        assert_eq!((&r[1], &r[5]), ("model", "true"));
+    }
+    for r in &gpu {
+        assert_eq!((&r[1], &r[5]), ("nvml", "false"));
+        let expected = if &r[2] == "1" {
+            "power, integrated"
+        } else {
+            ""
+        };
+        assert_eq!(&r[6], expected, "{r:?}");
+    }
+    // The counter GPU at 150 W: its rows add up to 150 W over the span they cover.
+    let ts = |r: &csv::StringRecord| r[0].parse::<f64>().unwrap();
+    let g0: Vec<_> = gpu.iter().filter(|r| &r[2] == "0").collect();
+    let span = ts(g0.last().unwrap()) - ts(g0.first().unwrap());
+    let j: f64 = g0[1..].iter().map(|r| r[4].parse::<f64>().unwrap()).sum();
+    assert!(span > 0.3, "{span}");
+    assert!((j / span - 150.0).abs() < 10.0, "{j} J over {span} s");
+
+    // --domains gpu: GPU rows only, and no CPU warning about estimates.
+    let o = run(&mut wattio(
+        TWO_GPUS,
+        None,
+        &[
+            "record",
+            "--domains",
+            "gpu",
+            "--format",
+            "jsonl",
+            "--duration",
+            "0.25",
+        ],
+    ));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.lines().count() >= 2);
+    for l in out.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        assert_eq!(v["domain"], "gpu");
+        assert_eq!(v["mechanism"], "nvml");
+        assert_eq!(v["estimated"], false);
+    }
+}
+
+#[test]
+fn measure_reports_gpu_energy_beside_the_cpu_total() {
+    let o = run(&mut wattio(
+        TWO_GPUS,
+        None,
+        &[
+            "measure", "--source", "model", "--json", "--", "sleep", "0.4",
+        ],
+    ));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let d = v["duration_s"].as_f64().unwrap();
+    let gpu = v["gpu_j"].as_f64().unwrap();
+    // 150 W + 60 W over the run.
+    assert!((gpu / d - 210.0).abs() < 15.0, "{gpu} J over {d} s");
+    assert_eq!(
+        v["gpu_label"],
+        "measured (nvml); measured (nvml power, integrated)"
+    );
+    // total_j stays the CPU's packages + DRAM, with the CPU's label.
+    let cpu: f64 = v["domains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["domain"] != "gpu")
+        .map(|d| d["energy_j"].as_f64().unwrap())
+        .sum();
+    assert!((v["total_j"].as_f64().unwrap() - cpu).abs() < 1e-9, "{v}");
+    assert_eq!(v["mechanism"], "model");
+    assert_eq!(v["estimated"], true);
+    let g1 = v["domains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["domain"] == "gpu" && d["socket"] == 1)
+        .unwrap();
+    assert_eq!(g1["label"], "measured (nvml power, integrated)");
+
+    let o = run(&mut wattio(
+        TWO_GPUS,
+        None,
+        &["measure", "--", "sleep", "0.1"],
+    ));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let t = text(&o.stdout);
+    assert!(t.contains("gpu          "), "{t}");
+    assert!(t.contains("beside the total, not in it"), "{t}");
+}
+
+/// Kills and reaps a child even when the test fails.
+struct Reaper(Option<Child>);
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn export_has_gpu_series_with_their_own_labels() {
+    let child = wattio(
+        TWO_GPUS,
+        None,
+        &["export", "--source", "model", "--listen", "127.0.0.1:0"],
+    )
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut child = Reaper(Some(child));
+    let addr = common::exporter_addr(child.0.as_mut().unwrap().stderr.take().unwrap());
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let r = common::http(&addr, "GET /metrics HTTP/1.1\r\n\r\n");
+    let series = |needle: &str| -> String {
+        r.lines()
+            .find(|l| l.starts_with("wattio_energy_joules_total{") && l.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle} in {r}"))
+            .to_string()
+    };
+    let g0 = series("socket=\"0\",domain=\"gpu\"");
+    assert!(
+        g0.contains("mechanism=\"nvml\",estimated=\"false\",model=\"\""),
+        "{g0}"
+    );
+    let g1 = series("socket=\"1\",domain=\"gpu\"");
+    assert!(g1.contains("model=\"power, integrated\""), "{g1}");
+    let cpu = series("domain=\"package\"");
+    assert!(
+        cpu.contains("mechanism=\"model\",estimated=\"true\""),
+        "{cpu}"
+    );
+}
