@@ -16,8 +16,9 @@
 //! other than GA100 and later the driver returns the average over one second, on GA100 and older
 //! the instantaneous draw) at every read and integrates it with the trapezoid rule between
 //! reads: such a counter is labelled `measured (nvml power, integrated)`, never as a counter's
-//! reading, and is only as good as the read rate. Both cover the whole board, as NVML reports it
-//! (GPU, memory and the rest of the card), not the GPU chip alone.
+//! reading, and is only as good as the read rate. Both are board-level figures: NVML documents the
+//! power reading as the GPU "and its associated circuitry (e.g. memory)", and `nvidia-smi` the
+//! same reading as "the power draw for the entire board".
 
 use crate::error::EnergyError;
 use crate::types::{CounterSpec, Domain, Mechanism, Provenance, Wrap};
