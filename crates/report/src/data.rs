@@ -25,7 +25,12 @@ impl Provenance {
                 None => format!("estimated ({}, model not recorded)", self.mechanism),
             }
         } else {
-            format!("measured ({})", self.mechanism)
+            match self.model.as_deref().filter(|m| !m.is_empty()) {
+                // How a measurement was made when it is not a counter's reading: GPUs read
+                // through NVML from integrated power say `power, integrated`.
+                Some(how) => format!("measured ({} {how})", self.mechanism),
+                None => format!("measured ({})", self.mechanism),
+            }
         }
     }
 

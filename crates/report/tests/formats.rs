@@ -52,6 +52,33 @@ fn record_by_process_keeps_the_counters_apart_from_attribution_rows() {
 }
 
 #[test]
+fn record_with_gpu_rows_keeps_each_counters_provenance() {
+    let d = tempfile::tempdir().unwrap();
+    let csv = "timestamp,mechanism,socket,domain,energy_j,estimated,model\n\
+        1.0,model,0,package,2,true,\"ccf-linear(min=0.74W,max=3.5W per vCPU)\"\n\
+        1.0,nvml,0,gpu,30,false,\n\
+        1.0,nvml,1,gpu,12,false,\"power, integrated\"\n\
+        2.0,model,0,package,2,true,\"ccf-linear(min=0.74W,max=3.5W per vCPU)\"\n\
+        2.0,nvml,0,gpu,30,false,\n\
+        2.0,nvml,1,gpu,12,false,\"power, integrated\"\n";
+    std::fs::write(d.path().join("g.csv"), csv).unwrap();
+    let Dataset::Record { counters } = load_file(&d.path().join("g.csv")).unwrap().unwrap() else {
+        panic!("not a record")
+    };
+    let label = |socket: u32, domain: &str| {
+        counters
+            .iter()
+            .find(|c| c.socket == socket && c.domain == domain)
+            .unwrap()
+            .provenance
+            .label()
+    };
+    assert_eq!(label(0, "gpu"), "measured (nvml)");
+    assert_eq!(label(1, "gpu"), "measured (nvml power, integrated)");
+    assert!(label(0, "package").starts_with("estimated (model: ccf-linear"));
+}
+
+#[test]
 fn record_jsonl_power_series() {
     let Dataset::Record { counters } = load("results/record-perf.jsonl") else {
         panic!("not a record")
