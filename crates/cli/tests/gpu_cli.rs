@@ -236,6 +236,17 @@ fn measure_reports_gpu_energy_beside_the_cpu_total() {
     let t = text(&o.stdout);
     assert!(t.contains("gpu          "), "{t}");
     assert!(t.contains("beside the total, not in it"), "{t}");
+
+    // GPUs alone: no CPU total to speak of, and the text says so.
+    let o = run(&mut wattio(
+        TWO_GPUS,
+        None,
+        &["measure", "--domains", "gpu", "--", "sleep", "0.1"],
+    ));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let t = text(&o.stdout);
+    assert!(t.contains("total        no CPU domain was read"), "{t}");
+    assert!(t.contains("mean power   0.000 W"), "{t}");
 }
 
 /// Kills and reaps a child even when the test fails.

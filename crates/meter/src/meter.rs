@@ -151,11 +151,13 @@ impl EnergyReport {
             }
         }
         domains.sort_by_key(|d| (d.socket, d.domain));
+        // `+ 0.0`: an empty sum is -0.0 (GPUs alone, no CPU domain), printed as "-0.000".
         let total_j = domains
             .iter()
             .filter(|d| d.domain.counts_in_total())
             .map(|d| d.energy_j)
-            .sum();
+            .sum::<f64>()
+            + 0.0;
         let psys: Vec<f64> = domains
             .iter()
             .filter(|d| d.domain == Domain::Psys)

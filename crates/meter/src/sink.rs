@@ -290,6 +290,34 @@ mod tests {
     }
 
     #[test]
+    fn each_row_carries_its_own_counters_provenance() {
+        let mut specs = specs();
+        specs.push(CounterSpec {
+            socket: 0,
+            domain: Domain::Gpu,
+            unit_j: 1e-3,
+            wrap: Wrap::AtMax(u64::MAX),
+            origin: String::new(),
+        });
+        let provs = [
+            ModelParams::default().provenance(),
+            Provenance::integrated_power(Mechanism::Nvml),
+        ];
+        let mut f = RowFormatter::labelled(Format::Csv, &specs, &provs);
+        let mut out = Vec::new();
+        f.write_header(&mut out).unwrap();
+        f.write_sample(&mut out, 1.0, &[0.5, 2.0]).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let mut rdr = csv::ReaderBuilder::new().from_reader(text.as_bytes());
+        let recs: Vec<_> = rdr.records().map(|r| r.unwrap()).collect();
+        assert_eq!((&recs[0][1], &recs[0][5]), ("model", "true"));
+        assert_eq!(
+            (&recs[1][1], &recs[1][3], &recs[1][5], &recs[1][6]),
+            ("nvml", "gpu", "false", "power, integrated")
+        );
+    }
+
+    #[test]
     fn json_lines_parse_back() {
         let p = Provenance::measured(Mechanism::Perf);
         let mut f = RowFormatter::new(Format::JsonLines, &specs(), &p);

@@ -29,12 +29,23 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
     if let Some(p) = e.psys_j {
         let _ = writeln!(s, "  psys (whole platform, not in total) {p:.3} J");
     }
-    let _ = writeln!(
-        s,
-        "total        {:.3} J (package + dram, whole machine){}",
-        e.total_j,
-        if e.estimated { " ESTIMATED" } else { "" }
-    );
+    if e.domains
+        .iter()
+        .all(|d| d.domain == wattio_energy::Domain::Gpu)
+        && e.gpu_j.is_some()
+    {
+        let _ = writeln!(
+            s,
+            "total        no CPU domain was read (GPUs only: --domains gpu or --source nvml)"
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "total        {:.3} J (package + dram, whole machine){}",
+            e.total_j,
+            if e.estimated { " ESTIMATED" } else { "" }
+        );
+    }
     let _ = writeln!(s, "mean power   {:.3} W", r.mean_power_w);
     if let (Some(g), Some(w)) = (e.gpu_j, e.gpu_mean_power_w()) {
         let _ = writeln!(
