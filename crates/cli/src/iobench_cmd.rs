@@ -123,7 +123,7 @@ pub fn iobench(a: IobenchArgs) -> Result<ExitCode> {
         return reanalyse(&a, files);
     }
     let meter = Arc::new(a.source.open_meter()?);
-    let model = a.source.config().model;
+    let model = a.source.config()?.model;
     let mut ops = a.ops.clone();
     if a.apps {
         ops.extend(Op::APPS.iter().filter(|o| !a.ops.contains(o)));

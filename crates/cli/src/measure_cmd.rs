@@ -149,7 +149,7 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
         ignore_failure: a.ignore_failure || single,
     };
 
-    let cfg = a.source.config();
+    let cfg = a.source.config()?;
     let meter = a.source.open_meter()?;
     let n_cpus = online_cpus(&cfg.root)?;
     // Ctrl-C goes to the whole process group: the running command gets it and ends; we stop

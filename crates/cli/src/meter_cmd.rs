@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 use wattio_energy::attribution::{By, IdlePolicy};
-use wattio_energy::{Domain, ModelParams, ProbeReport, SourceChoice, SysRoot, Wrap};
+use wattio_energy::{Domain, ModelChoice, ModelParams, ProbeReport, SourceChoice, SysRoot, Wrap};
 use wattio_meter::sampler::{self, SamplerConfig};
 use wattio_meter::sink::Format;
 use wattio_meter::{Meter, MeterConfig};
@@ -25,12 +25,41 @@ pub struct SourceArgs {
     /// through NVML; without --domains they are read whenever NVML is usable).
     #[arg(long, value_delimiter = ',', value_parser = parse_domain)]
     pub domains: Option<Vec<Domain>>,
-    /// Model: watts per vCPU when idle (estimates only).
-    #[arg(long, default_value_t = ModelParams::default().min_w_per_cpu)]
-    pub model_min_w: f64,
-    /// Model: watts per vCPU when fully busy (estimates only).
-    #[arg(long, default_value_t = ModelParams::default().max_w_per_cpu)]
-    pub model_max_w: f64,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+/// Which model estimates where no counter exists.
+#[derive(Args, Debug, Clone)]
+pub struct ModelArgs {
+    /// Model for estimates: auto (tdp-curve when this CPU and its threads are known, else
+    /// ccf-linear), ccf-linear, tdp-curve, or a model FILE written by `wattio calibrate`.
+    #[arg(long, default_value = "auto", value_name = "auto|ccf-linear|tdp-curve|FILE", value_parser = parse_model)]
+    pub model: ModelChoice,
+    /// ccf-linear: watts per vCPU when idle (default 0.74; implies --model ccf-linear).
+    #[arg(long)]
+    pub model_min_w: Option<f64>,
+    /// ccf-linear: watts per vCPU when fully busy (default 3.5; implies --model ccf-linear).
+    #[arg(long)]
+    pub model_max_w: Option<f64>,
+}
+
+fn parse_model(s: &str) -> Result<ModelChoice, String> {
+    s.parse()
+}
+
+impl ModelArgs {
+    /// The model these options name on the machine under `root`.
+    pub fn resolve(&self, root: &SysRoot) -> Result<ModelParams> {
+        let ccf = match (self.model_min_w, self.model_max_w) {
+            (None, None) => None,
+            (min, max) => Some((
+                min.unwrap_or(wattio_energy::model::CCF_MIN_W),
+                max.unwrap_or(wattio_energy::model::CCF_MAX_W),
+            )),
+        };
+        Ok(self.model.resolve(root, ccf)?)
+    }
 }
 
 fn parse_choice(s: &str) -> Result<SourceChoice, String> {
@@ -42,23 +71,22 @@ fn parse_domain(s: &str) -> Result<Domain, String> {
 }
 
 impl SourceArgs {
-    /// The meter configuration these options describe (root from `WATTIO_ROOT`).
-    pub fn config(&self) -> MeterConfig {
-        MeterConfig {
-            root: SysRoot::from_env(),
+    /// The meter configuration these options describe (root from `WATTIO_ROOT`); fails on a
+    /// model that cannot be had (a bad model file, tdp-curve where the CPU is unknown).
+    pub fn config(&self) -> Result<MeterConfig> {
+        let root = SysRoot::from_env();
+        let model = self.model.resolve(&root)?;
+        Ok(MeterConfig {
+            root,
             choice: self.source,
             domains: self.domains.clone(),
-            model: ModelParams {
-                min_w_per_cpu: self.model_min_w,
-                max_w_per_cpu: self.model_max_w,
-            },
-        }
+            model,
+        })
     }
 
     /// Opens the meter, printing on stderr which mechanisms were passed over and why.
     pub fn open_meter(&self) -> Result<Meter> {
-        let cfg = self.config();
-        cfg.model.validate()?;
+        let cfg = self.config()?;
         let meter = Meter::open(&cfg)?;
         warn_provenance(&meter);
         Ok(meter)
@@ -82,19 +110,14 @@ pub struct ProbeArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
-    #[arg(long, default_value_t = ModelParams::default().min_w_per_cpu, hide = true)]
-    model_min_w: f64,
-    #[arg(long, default_value_t = ModelParams::default().max_w_per_cpu, hide = true)]
-    model_max_w: f64,
+    #[command(flatten)]
+    model: ModelArgs,
 }
 
 pub fn probe(a: ProbeArgs) -> Result<ExitCode> {
-    let params = ModelParams {
-        min_w_per_cpu: a.model_min_w,
-        max_w_per_cpu: a.model_max_w,
-    };
-    params.validate()?;
-    let report = wattio_energy::discover(&SysRoot::from_env(), params);
+    let root = SysRoot::from_env();
+    let params = a.model.resolve(&root)?;
+    let report = wattio_energy::discover(&root, params);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -290,8 +313,7 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
     if !(a.freq.is_finite() && (0.001..=1000.0).contains(&a.freq)) {
         bail!("--freq must be between 0.001 and 1000 Hz (got {})", a.freq);
     }
-    let cfg = a.source.config();
-    cfg.model.validate()?;
+    let cfg = a.source.config()?;
     let (source, passed_over) = cfg.open_with_gpus()?;
     if source.provenance().estimated {
         eprintln!(

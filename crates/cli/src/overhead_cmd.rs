@@ -89,7 +89,7 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
         bail!("--freqs must be a comma list of frequencies between 0.001 and 1000 Hz, e.g. 0.1,1,10,100,1000");
     }
     let mechanisms: Vec<String> = if a.mechanisms == "auto" {
-        discover(&root, model)
+        discover(&root, model.clone())
             .mechanisms
             .iter()
             .filter(|m| m.usable)
@@ -158,7 +158,7 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
         wattio_exe: exe.clone(),
         out_dir: out_dir.clone(),
         root: root.clone(),
-        model,
+        model: model.clone(),
     };
     let mut failed = Vec::new();
     for m in &plan.mechanisms {
@@ -218,7 +218,7 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
         wattio_exe: exe.clone(),
         out_dir: out_dir.clone(),
         root: root.clone(),
-        model,
+        model: model.clone(),
     };
     let outcome = runner.run(&mut |done, _total, label| {
         pb.set_position(done as u64);

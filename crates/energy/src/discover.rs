@@ -155,7 +155,7 @@ fn open_mechanism(
     root: &SysRoot,
     mechanism: Mechanism,
     domains: Option<&[Domain]>,
-    params: ModelParams,
+    params: &ModelParams,
 ) -> (Result<Box<dyn Source>, EnergyError>, Vec<String>) {
     match mechanism {
         // GPUs only: opened beside the CPU source by `combined::open_with_gpus`.
@@ -216,8 +216,9 @@ fn open_mechanism(
             Err(e) => (Err(e), vec![]),
         },
         Mechanism::Model => {
-            let r = ModelSource::open(root, params).map(|s| Box::new(s) as Box<dyn Source>);
-            (r.and_then(|s| filter(s, domains)), vec![])
+            let r = ModelSource::open(root, params.clone()).map(|s| Box::new(s) as Box<dyn Source>);
+            // How the model was chosen (tdp-curve, or why it fell back to ccf-linear).
+            (r.and_then(|s| filter(s, domains)), params.notes.clone())
         }
     }
 }
@@ -232,7 +233,7 @@ pub fn discover(root: &SysRoot, params: ModelParams) -> ProbeReport {
     });
     let mut mechanisms = Vec::new();
     for m in Mechanism::ALL {
-        let (r, notes) = open_mechanism(root, m, None, params);
+        let (r, notes) = open_mechanism(root, m, None, &params);
         mechanisms.push(status_from(m, r, notes));
     }
     let chosen = mechanisms.iter().find(|s| s.usable).map(|s| s.mechanism);
@@ -300,13 +301,13 @@ pub fn open_source(
     params: ModelParams,
 ) -> Result<(Box<dyn Source>, Vec<String>), EnergyError> {
     match choice {
-        SourceChoice::Only(m) => open_mechanism(root, m, domains, params)
+        SourceChoice::Only(m) => open_mechanism(root, m, domains, &params)
             .0
             .map(|s| (s, vec![])),
         SourceChoice::Auto => {
             let mut passed_over = Vec::new();
             for m in Mechanism::ALL {
-                match open_mechanism(root, m, domains, params).0 {
+                match open_mechanism(root, m, domains, &params).0 {
                     Ok(s) => return Ok((s, passed_over)),
                     Err(e) => passed_over.push(format!("{m}: {}", split_error(&e).0)),
                 }

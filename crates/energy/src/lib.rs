@@ -24,18 +24,20 @@ pub mod discover;
 pub mod error;
 pub mod fixture;
 pub mod model;
+pub mod model_file;
 pub mod msr;
 pub mod nvml;
 pub mod perf;
 pub mod powercap;
 pub mod root;
+pub mod tdp;
 pub mod types;
 pub mod wrap;
 
 pub use accumulate::{Accumulator, CounterDelta};
 pub use discover::{discover, open_source, MechanismStatus, ProbeReport, SourceChoice};
 pub use error::EnergyError;
-pub use model::{ModelParams, ModelSource};
+pub use model::{ModelChoice, ModelParams, ModelSource};
 pub use root::SysRoot;
 pub use types::{CounterSpec, Domain, Mechanism, Provenance, Wrap};
 

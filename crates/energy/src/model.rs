@@ -3,21 +3,30 @@
 //! **Every figure this module produces is an estimate**, and its [`Provenance`] says so and names
 //! the model with its coefficients.
 //!
-//! The model is the linear per-vCPU model of the Cloud Carbon Footprint methodology
-//! (`cloud-carbon-footprint/cloud-carbon-footprint`,
-//! `packages/core/src/compute/ComputeEstimator.ts`; see `shared/notes/anchors-meters.md` §5.2):
+//! A model is a curve of watts per vCPU against utilisation, piecewise linear between points
+//! ([`ModelParams`]):
 //!
 //! ```text
-//! P(u) = n_cpu · (W_min + u · (W_max − W_min))        u = busy time / wall time
-//! E    = W_min · n_cpu · Δt + (W_max − W_min) · Δbusy
+//! P(u) = n_cpu · W(u)          u = busy time / (n_cpu · wall time) over the window
+//! E    = n_cpu · Δt · W(u)
 //! ```
 //!
-//! with `Δbusy` the CPU-seconds spent busy (user, nice, system, irq, softirq from `/proc/stat`,
-//! not steal, which is time the hypervisor gave to someone else). Defaults are CCF's AWS averages,
-//! `W_min = 0.74 W` and `W_max = 3.5 W` per vCPU, derived from SPECpower results; they can be
-//! overridden ([`ModelParams`]). How far off such a model can be: Kepler's bare-metal study
-//! (kepler #2466) found OS-metric models reach R² ≈ 0.96 on stress-ng but R² ≈ 0.30, with a
-//! +3…+15 W idle bias, on live workloads.
+//! with busy time the CPU-seconds spent in user, nice, system, irq and softirq from `/proc/stat`
+//! (not steal, which is time the hypervisor gave to someone else). Three curves exist:
+//!
+//! * `ccf-linear` — the linear per-vCPU model of the Cloud Carbon Footprint methodology
+//!   (`cloud-carbon-footprint/cloud-carbon-footprint`,
+//!   `packages/core/src/compute/ComputeEstimator.ts`): two points, `W_min = 0.74 W` and
+//!   `W_max = 3.5 W` per vCPU by default (CCF's AWS averages, derived from SPECpower results),
+//!   overridable. Then `E = W_min · n_cpu · Δt + (W_max − W_min) · Δbusy`.
+//! * `tdp-curve` — the machine's own CPU looked up in a TDP dataset and the Teads load curve
+//!   ([`crate::tdp`]); the meter's default where the CPU and its thread count are known.
+//! * `calibrated` — a curve measured against RAPL by `wattio calibrate` and read from a file
+//!   ([`crate::model_file`]).
+//!
+//! How far off such models can be: Kepler's bare-metal study (kepler #2466) found OS-metric
+//! models reach R² ≈ 0.96 on stress-ng but R² ≈ 0.30, with a +3…+15 W idle bias, on live
+//! workloads.
 //!
 //! `/proc/stat` counts 10 ms ticks (USER_HZ 100), so an estimate over a window of a few
 //! milliseconds is quantised; the cumulative total is not.
@@ -34,55 +43,130 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// Coefficients of the linear model.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// Cloud Carbon Footprint's AWS average idle power per vCPU (`MIN_WATTS_AVG`).
+pub const CCF_MIN_W: f64 = 0.74;
+/// Cloud Carbon Footprint's AWS average full-load power per vCPU (`MAX_WATTS_AVG`).
+pub const CCF_MAX_W: f64 = 3.5;
+
+/// A power model: watts per vCPU as a piecewise-linear function of utilisation.
+///
+/// `points` are `(utilisation, watts per vCPU)` with utilisation strictly increasing from 0 to 1;
+/// `ccf-linear` is the two-point curve `(0, min), (1, max)`, `tdp-curve` the four Teads points
+/// ([`crate::tdp`]), a calibrated model whatever `wattio calibrate` measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelParams {
-    /// Watts per vCPU when idle.
-    pub min_w_per_cpu: f64,
-    /// Watts per vCPU when fully busy.
-    pub max_w_per_cpu: f64,
+    /// The model's name with its coefficients, printed wherever an estimate appears.
+    pub name: String,
+    /// `(utilisation 0…1, watts per vCPU)`, utilisation strictly increasing, first 0, last 1.
+    pub points: Vec<(f64, f64)>,
+    /// How this model was chosen (e.g. why the default fell back to ccf-linear), for `probe`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Default for ModelParams {
-    /// Cloud Carbon Footprint's AWS averages (`MIN_WATTS_AVG 0.74`, `MAX_WATTS_AVG 3.5`).
+    /// Cloud Carbon Footprint's AWS averages (`MIN_WATTS_AVG 0.74`, `MAX_WATTS_AVG 3.5`): the
+    /// model of callers that ask for ccf-linear explicitly. The meter's default model is chosen
+    /// per machine by [`crate::tdp::for_machine`].
     fn default() -> Self {
-        ModelParams {
-            min_w_per_cpu: 0.74,
-            max_w_per_cpu: 3.5,
-        }
+        ModelParams::ccf_linear(CCF_MIN_W, CCF_MAX_W)
     }
 }
 
 impl ModelParams {
-    /// Checks the coefficients make a model (finite, non-negative, max ≥ min).
+    /// The linear CCF model with `min_w` idle and `max_w` busy watts per vCPU.
+    pub fn ccf_linear(min_w: f64, max_w: f64) -> Self {
+        ModelParams {
+            name: format!("ccf-linear(min={min_w}W,max={max_w}W per vCPU)"),
+            points: vec![(0.0, min_w), (1.0, max_w)],
+            notes: Vec::new(),
+        }
+    }
+
+    /// Checks the curve makes a model: at least two points, all finite, watts ≥ 0 and never
+    /// decreasing, utilisation strictly increasing from 0 to 1.
     pub fn validate(&self) -> Result<(), EnergyError> {
-        let ok = self.min_w_per_cpu.is_finite()
-            && self.max_w_per_cpu.is_finite()
-            && self.min_w_per_cpu >= 0.0
-            && self.max_w_per_cpu >= self.min_w_per_cpu;
-        if ok {
-            Ok(())
+        let pts = &self.points;
+        let finite = pts.iter().all(|(u, w)| u.is_finite() && w.is_finite());
+        let problem = if pts.len() < 2 {
+            Some("it needs at least two points (utilisation 0 and 1)".to_string())
+        } else if !finite {
+            Some("every utilisation and watt figure must be a finite number".into())
+        } else if pts[0].0 != 0.0 || pts[pts.len() - 1].0 != 1.0 {
+            Some("the first point must be at utilisation 0 and the last at 1".into())
+        } else if pts.windows(2).any(|w| w[1].0 <= w[0].0) {
+            Some("utilisation must increase strictly from point to point".into())
+        } else if pts[0].1 < 0.0 || pts.windows(2).any(|w| w[1].1 < w[0].1) {
+            Some("watts must be ≥ 0 and must not fall as utilisation rises (max ≥ min)".into())
         } else {
-            Err(EnergyError::Invalid(format!(
-                "model coefficients min={} W, max={} W per vCPU are not a model: both must be finite, min ≥ 0 and max ≥ min",
-                self.min_w_per_cpu, self.max_w_per_cpu
-            )))
+            None
+        };
+        match problem {
+            None => Ok(()),
+            Some(p) => Err(EnergyError::Invalid(format!(
+                "model {} is not a model: {p}; fix the coefficients or the model file",
+                self.name
+            ))),
         }
     }
 
     /// The model's name with its coefficients, as printed wherever an estimate appears.
     pub fn name(&self) -> String {
-        format!(
-            "ccf-linear(min={}W,max={}W per vCPU)",
-            self.min_w_per_cpu, self.max_w_per_cpu
-        )
+        self.name.clone()
+    }
+
+    /// Watts per vCPU when idle (the curve at utilisation 0).
+    pub fn min_w_per_cpu(&self) -> f64 {
+        self.points.first().map_or(0.0, |p| p.1)
+    }
+
+    /// Watts per vCPU at full load (the curve at utilisation 1).
+    pub fn max_w_per_cpu(&self) -> f64 {
+        self.points.last().map_or(0.0, |p| p.1)
+    }
+
+    /// Watts per vCPU at utilisation `u` (0…1), interpolated linearly between points.
+    pub fn watts_per_cpu(&self, u: f64) -> f64 {
+        let u = if u.is_finite() {
+            u.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        let k = self.segment(u);
+        let ((u0, w0), (u1, w1)) = (self.points[k], self.points[k + 1]);
+        w0 + (w1 - w0) * (u - u0) / (u1 - u0)
+    }
+
+    /// The segment (index of its first point) holding utilisation `u`.
+    fn segment(&self, u: f64) -> usize {
+        let last = self.points.len().saturating_sub(2);
+        (0..last)
+            .find(|&k| u < self.points[k + 1].0)
+            .unwrap_or(last)
     }
 
     /// Estimated joules for `n_cpus` over `wall_s` seconds of which `busy_cpu_s` CPU-seconds were
-    /// busy.
+    /// busy: `n · Δt · P(u)` with the window's utilisation `u = busy / (n · Δt)`.
+    ///
+    /// With a curve that is not a straight line the utilisation *of the window* matters, so a
+    /// caller should estimate each window on its own, not a long one at its mean. Busy time
+    /// beyond `n · Δt` (10 ms tick quantisation) is charged at the last segment's slope, which
+    /// for ccf-linear is exactly `W_min · n · Δt + (W_max − W_min) · busy`.
     pub fn energy_j(&self, n_cpus: usize, wall_s: f64, busy_cpu_s: f64) -> f64 {
-        self.min_w_per_cpu * n_cpus as f64 * wall_s
-            + (self.max_w_per_cpu - self.min_w_per_cpu) * busy_cpu_s
+        if self.points.len() < 2 {
+            return 0.0;
+        }
+        let cap = n_cpus as f64 * wall_s;
+        let u = if cap > 0.0 {
+            busy_cpu_s / cap
+        } else {
+            f64::INFINITY
+        };
+        let k = self.segment(u.min(1.0));
+        let ((u0, w0), (u1, w1)) = (self.points[k], self.points[k + 1]);
+        let slope = (w1 - w0) / (u1 - u0);
+        // n·Δt·(w0 + slope·(u − u0)), written so the two-point curve gives the CCF formula.
+        w0 * n_cpus as f64 * wall_s + slope * (busy_cpu_s - u0 * cap)
     }
 
     /// The provenance label of this model's figures.
@@ -92,6 +176,63 @@ impl ModelParams {
             estimated: true,
             model: Some(self.name()),
         }
+    }
+}
+
+/// Which model `--model` asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelChoice {
+    /// tdp-curve where the CPU and its threads are known, else ccf-linear (with a note).
+    Auto,
+    /// The CCF linear model (coefficients overridable).
+    CcfLinear,
+    /// tdp-curve, or an error saying why this machine has none.
+    TdpCurve,
+    /// A calibrated model file written by `wattio calibrate`.
+    File(PathBuf),
+}
+
+impl std::str::FromStr for ModelChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "" => Err("--model needs a value: auto, ccf-linear, tdp-curve or a model FILE".into()),
+            "auto" => Ok(ModelChoice::Auto),
+            "ccf-linear" | "ccf" => Ok(ModelChoice::CcfLinear),
+            "tdp-curve" | "tdp" => Ok(ModelChoice::TdpCurve),
+            path => Ok(ModelChoice::File(PathBuf::from(path))),
+        }
+    }
+}
+
+impl ModelChoice {
+    /// The model this choice names on the machine under `root`. `ccf` overrides the ccf-linear
+    /// coefficients (min, max W per vCPU); it makes `Auto` mean ccf-linear.
+    pub fn resolve(
+        &self,
+        root: &SysRoot,
+        ccf: Option<(f64, f64)>,
+    ) -> Result<ModelParams, EnergyError> {
+        let m = match (self, ccf) {
+            (ModelChoice::Auto | ModelChoice::CcfLinear, Some((min, max))) => {
+                ModelParams::ccf_linear(min, max)
+            }
+            (ModelChoice::CcfLinear, None) => ModelParams::default(),
+            (ModelChoice::Auto, None) => crate::tdp::for_machine(root),
+            (ModelChoice::TdpCurve | ModelChoice::File(_), Some(_)) => {
+                return Err(EnergyError::Invalid(
+                    "--model-min-w and --model-max-w set the coefficients of ccf-linear only: drop them, or use --model ccf-linear".into(),
+                ))
+            }
+            (ModelChoice::TdpCurve, None) => crate::tdp::tdp_curve_for_machine(root).map_err(|why| {
+                EnergyError::Invalid(format!(
+                    "--model tdp-curve is not available here: {why}; use --model auto (falls back to ccf-linear) or a calibrated --model FILE"
+                ))
+            })?,
+            (ModelChoice::File(p), None) => crate::model_file::load(p)?,
+        };
+        m.validate()?;
+        Ok(m)
     }
 }
 
@@ -185,8 +326,8 @@ impl ModelSource {
     }
 
     /// The model's coefficients.
-    pub fn params(&self) -> ModelParams {
-        self.params
+    pub fn params(&self) -> &ModelParams {
+        &self.params
     }
 
     fn busy_ticks(&mut self) -> Result<Vec<u64>, EnergyError> {
@@ -264,21 +405,72 @@ mod tests {
         // idle: 0.74 W per vCPU
         assert!((p.energy_j(4, 1.0, 0.0) - 2.96).abs() < 1e-9);
         assert!(p.name().contains("ccf-linear"));
+        assert_eq!(p.name(), "ccf-linear(min=0.74W,max=3.5W per vCPU)");
         assert!(p.provenance().estimated);
     }
 
     #[test]
+    fn two_point_curve_is_exactly_the_ccf_formula() {
+        for (min, max) in [(0.74, 3.5), (1.0, 2.0), (0.0, 7.25)] {
+            let p = ModelParams::ccf_linear(min, max);
+            for (n, wall, busy) in [
+                (2, 10.0, 10.0),
+                (4, 1.0, 0.0),
+                (8, 0.3, 1.7),
+                (1, 0.01, 0.02), // more busy time than wall time: tick quantisation
+                (4, 0.0, 0.5),   // no wall time at all
+            ] {
+                let ccf = min * n as f64 * wall + (max - min) * busy;
+                assert_eq!(
+                    p.energy_j(n, wall, busy),
+                    ccf,
+                    "{min} {max} {n} {wall} {busy}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn curve_interpolates_by_hand() {
+        // Teads ratios × 10 W per vCPU: (0, 1.2) (0.1, 3.2) (0.5, 7.5) (1, 10.2)
+        let p = ModelParams {
+            name: "test".into(),
+            points: vec![(0.0, 1.2), (0.1, 3.2), (0.5, 7.5), (1.0, 10.2)],
+            notes: vec![],
+        };
+        p.validate().unwrap();
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(p.watts_per_cpu(0.0), 1.2));
+        assert!(close(p.watts_per_cpu(0.05), 2.2)); // 1.2 + 20 × 0.05
+        assert!(close(p.watts_per_cpu(0.3), 5.35)); // 3.2 + 10.75 × 0.2
+        assert!(close(p.watts_per_cpu(0.75), 8.85)); // 7.5 + 5.4 × 0.25
+        assert!(close(p.watts_per_cpu(1.0), 10.2));
+        assert!(close(p.watts_per_cpu(2.0), 10.2)); // clamped
+                                                    // 4 vCPUs, 2 s, 2.4 busy CPU-s: u = 0.3 → 4 · 2 · 5.35 = 42.8 J
+        assert!(close(p.energy_j(4, 2.0, 2.4), 42.8));
+        // idle: 4 · 2 · 1.2 = 9.6 J
+        assert!(close(p.energy_j(4, 2.0, 0.0), 9.6));
+        // 10 % more than full load is charged at the last slope (5.4 W per busy CPU-s)
+        assert!(close(p.energy_j(1, 1.0, 1.1), 10.2 + 0.54));
+        assert!(close(p.min_w_per_cpu(), 1.2) && close(p.max_w_per_cpu(), 10.2));
+    }
+
+    #[test]
     fn bad_coefficients_are_refused() {
-        let p = ModelParams {
-            min_w_per_cpu: 5.0,
-            max_w_per_cpu: 1.0,
-        };
+        let p = ModelParams::ccf_linear(5.0, 1.0);
         assert!(p.validate().unwrap_err().to_string().contains("max ≥ min"));
-        let p = ModelParams {
-            min_w_per_cpu: f64::NAN,
-            max_w_per_cpu: 1.0,
-        };
+        let p = ModelParams::ccf_linear(f64::NAN, 1.0);
         assert!(p.validate().is_err());
+        let mut p = ModelParams {
+            points: vec![(0.0, 1.0), (0.5, 2.0)],
+            ..ModelParams::default()
+        };
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("last at 1") && !e.contains('\n'), "{e}");
+        p.points = vec![(0.0, 1.0), (0.5, 2.0), (0.5, 3.0), (1.0, 4.0)];
+        assert!(p.validate().unwrap_err().to_string().contains("strictly"));
+        p.points = vec![(0.0, 1.0)];
+        assert!(p.validate().unwrap_err().to_string().contains("two points"));
     }
 
     #[test]

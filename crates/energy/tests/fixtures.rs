@@ -381,7 +381,7 @@ fn auto_skips_unusable_mechanisms_without_failing() {
 fn model_estimates_from_proc_stat_and_labels_itself() {
     let (_d, t, root) = tree(fixture::amd_epyc);
     let params = ModelParams::default();
-    let mut src = wattio_energy::ModelSource::open(&root, params).unwrap();
+    let mut src = wattio_energy::ModelSource::open(&root, params.clone()).unwrap();
     assert!(src.provenance().estimated);
     assert_eq!(
         src.provenance().model.as_deref(),
@@ -398,7 +398,7 @@ fn model_estimates_from_proc_stat_and_labels_itself() {
     let first = (raw[0] - start) as f64 * 1e-9;
     // ...but a window is never given more than 4 vCPUs at full power.
     assert!(
-        first <= params.max_w_per_cpu * 4.0 * w1 + 1e-6,
+        first <= params.max_w_per_cpu() * 4.0 * w1 + 1e-6,
         "{first} J in {w1} s"
     );
     // Given enough wall time, the whole busy second is attributed.
@@ -406,8 +406,8 @@ fn model_estimates_from_proc_stat_and_labels_itself() {
     src.read_raw(&mut raw).unwrap();
     let wall = t0.elapsed().as_secs_f64();
     let joules = (raw[0] - start) as f64 * 1e-9;
-    let dynamic = params.max_w_per_cpu - params.min_w_per_cpu; // 2.76 J for 1 busy CPU-second
-    let static_max = params.min_w_per_cpu * 4.0 * wall;
+    let dynamic = params.max_w_per_cpu() - params.min_w_per_cpu(); // 2.76 J for 1 busy CPU-second
+    let static_max = params.min_w_per_cpu() * 4.0 * wall;
     assert!(
         joules >= dynamic - 1e-6 && joules <= dynamic + static_max + 1e-6,
         "{joules}"

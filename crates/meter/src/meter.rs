@@ -17,16 +17,19 @@ pub struct MeterConfig {
     pub choice: SourceChoice,
     /// Only these domains (all when `None`).
     pub domains: Option<Vec<Domain>>,
+    /// The model used where no counter is (the machine's default: [`wattio_energy::tdp::for_machine`]).
     pub model: ModelParams,
 }
 
 impl Default for MeterConfig {
     fn default() -> Self {
+        let root = SysRoot::from_env();
+        let model = wattio_energy::tdp::for_machine(&root);
         MeterConfig {
-            root: SysRoot::from_env(),
+            root,
             choice: SourceChoice::Auto,
             domains: None,
-            model: ModelParams::default(),
+            model,
         }
     }
 }
@@ -51,7 +54,12 @@ impl MeterConfig {
 
     /// Opens the configured CPU source alone; also returns why mechanisms were passed over (auto).
     pub fn open_source(&self) -> Result<(Box<dyn Source>, Vec<String>), EnergyError> {
-        open_source(&self.root, self.choice, self.domains.as_deref(), self.model)
+        open_source(
+            &self.root,
+            self.choice,
+            self.domains.as_deref(),
+            self.model.clone(),
+        )
     }
 }
 
@@ -263,7 +271,7 @@ impl Meter {
         let (source, passed_over) = cfg.open_with_gpus()?;
         let mut meter = Meter::from_source(source, passed_over, None)?;
         if meter.provenance.mechanism == wattio_energy::Mechanism::Model {
-            meter.model = Some(cfg.model);
+            meter.model = Some(cfg.model.clone());
         }
         Ok(meter)
     }
@@ -355,7 +363,7 @@ impl Meter {
 
     /// The model's coefficients when this meter estimates (mechanism `model`).
     pub fn model_params(&self) -> Option<ModelParams> {
-        self.model
+        self.model.clone()
     }
 
     /// With `--source auto`: one line per mechanism passed over, saying why.

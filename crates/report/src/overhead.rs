@@ -483,11 +483,16 @@ fn idle_run_cpus(r: &IdleRun, model: &ModelParams) -> Option<usize> {
     if let Some(n) = r.n_cpus.filter(|&n| n > 0) {
         return Some(n);
     }
-    if r.model != model.name() || r.wall_s <= 0.0 || model.min_w_per_cpu <= 0.0 {
+    // The solve holds for a straight line only (ccf-linear, two points).
+    if r.model != model.name()
+        || model.points.len() != 2
+        || r.wall_s <= 0.0
+        || model.min_w_per_cpu() <= 0.0
+    {
         return None;
     }
-    let dynamic_w = (model.max_w_per_cpu - model.min_w_per_cpu) * r.busy_cpu_s / r.wall_s;
-    let n = ((r.est_power_w - dynamic_w) / model.min_w_per_cpu).round();
+    let dynamic_w = (model.max_w_per_cpu() - model.min_w_per_cpu()) * r.busy_cpu_s / r.wall_s;
+    let n = ((r.est_power_w - dynamic_w) / model.min_w_per_cpu()).round();
     (n >= 1.0).then_some(n as usize)
 }
 
@@ -1425,10 +1430,7 @@ mod tests {
             .collect();
         assert_eq!(analyze_idle(&old, &model)[0].recorder_power_w, want);
         // ... but not from another model's estimate.
-        let other = ModelParams {
-            min_w_per_cpu: 1.0,
-            max_w_per_cpu: 2.0,
-        };
+        let other = ModelParams::ccf_linear(1.0, 2.0);
         assert!(analyze_idle(&old, &other)[0].recorder_power_w.is_nan());
     }
 

@@ -140,8 +140,8 @@ mod tests {
         assert!(s.attributed_j.is_none() && s.attributed_label.is_none());
         // Energy is bounded by the model's idle and full-load lines.
         let p = ModelParams::default();
-        let lo = p.min_w_per_cpu * s.n_cpus as f64 * s.wall_s;
-        let hi = p.max_w_per_cpu * s.n_cpus as f64 * s.wall_s;
+        let lo = p.min_w_per_cpu() * s.n_cpus as f64 * s.wall_s;
+        let hi = p.max_w_per_cpu() * s.n_cpus as f64 * s.wall_s;
         assert!(
             s.energy_j > lo && s.energy_j <= hi + 1e-9,
             "{} not in ({lo}, {hi}]",

@@ -1,0 +1,316 @@
+//! The `tdp-curve` model: the machine's CPU, its TDP from a public dataset, and a published
+//! load → power curve.
+//!
+//! * **TDP:** `/proc/cpuinfo`'s `model name` is looked up in `data/cpu_tdp.csv`, CodeCarbon's
+//!   `cpu_power.csv` (PyPI `codecarbon` 3.3.2, MIT; see `data/README.md`), after both names are
+//!   normalised the same way ([`normalise`]: `(R)`, `(TM)`, `CPU`, `Processor`, `NN-Core`,
+//!   `Nth Gen`, the clock after `@` and `with … Graphics` removed, case and spaces folded). Only an
+//!   exact match of the normalised names counts: a near match could be a different part with a
+//!   different TDP.
+//! * **Curve:** power / TDP = 0.12 at 0 % load, 0.32 at 10 %, 0.75 at 50 %, 1.02 at 100 %, the
+//!   curve Teads derived from SPECpower results ("Building an AWS EC2 Carbon Emissions Dataset",
+//!   Teads Engineering, 2021) and that Boavizta uses as its default CPU consumption profile
+//!   (`boaviztapi` 2.5.0, `boaviztapi/models/consumption_profile/consumption_profile.py`,
+//!   `CPUConsumptionProfileModel._TDP_RATIOS`), interpolated linearly.
+//! * **Scale:** watts per vCPU = TDP / threads of the physical package × ratio. The threads come
+//!   from the machine: the online CPUs of each package in `/sys/devices/system/cpu`, which is
+//!   the physical count only when the machine is not virtualised. In a VM (`hypervisor` in
+//!   `/proc/cpuinfo`'s flags) the host's thread count is not visible and the dataset has none,
+//!   so the default falls back to `ccf-linear` and says so rather than guess.
+
+use crate::cpu;
+use crate::model::ModelParams;
+use crate::root::SysRoot;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// The Teads curve: (load fraction, power / TDP).
+pub const TEADS_CURVE: [(f64, f64); 4] = [(0.0, 0.12), (0.10, 0.32), (0.50, 0.75), (1.0, 1.02)];
+
+/// Where the TDP figures come from, for notes and docs.
+pub const DATASET: &str =
+    "CodeCarbon 3.3.2 cpu_power.csv (MIT; crates/energy/data/cpu_tdp.csv in the wattio repository)";
+
+static CSV: &str = include_str!("../data/cpu_tdp.csv");
+
+/// A processor name reduced to its identifying tokens, lowercase, single-spaced.
+pub fn normalise(name: &str) -> String {
+    let mut s = name.to_string();
+    for mark in ["(R)", "(r)", "(TM)", "(tm)", "®", "™"] {
+        s = s.replace(mark, " ");
+    }
+    if let Some(i) = s.find('@') {
+        s.truncate(i);
+    }
+    // Zero-width and control characters (some dataset rows carry them) count as spaces.
+    let s: String = s
+        .to_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_control() || ('\u{200b}'..='\u{200d}').contains(&c) || c == '\u{feff}' {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect();
+    let s = match s.find(" with ") {
+        Some(i) if s[i..].contains("graphics") => s[..i].to_string(),
+        _ => s,
+    };
+    let tokens: Vec<&str> = s.split_whitespace().collect();
+    let mut out: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        let t = tokens[i];
+        let digits = |n: &str| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit());
+        let ordinal = ["st", "nd", "rd", "th"]
+            .iter()
+            .any(|suffix| t.strip_suffix(suffix).is_some_and(digits));
+        if ordinal && tokens.get(i + 1) == Some(&"gen") {
+            i += 2;
+            continue;
+        }
+        let n_core = t.strip_suffix("-core").is_some_and(digits);
+        if !(n_core || t == "cpu" || t == "processor") {
+            out.push(t);
+        }
+        i += 1;
+    }
+    out.join(" ")
+}
+
+/// Normalised name → (name as the dataset spells it, TDP in watts).
+fn table() -> &'static HashMap<String, (String, f64)> {
+    static TABLE: OnceLock<HashMap<String, (String, f64)>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut m = HashMap::new();
+        for line in CSV.lines().skip(1) {
+            // A name may be quoted (it then holds commas); the TDP is the last field.
+            let Some((name, tdp)) = line.rsplit_once(',') else {
+                continue;
+            };
+            let name = name.trim().trim_matches('"');
+            let Ok(tdp) = tdp.trim().parse::<f64>() else {
+                continue;
+            };
+            if tdp.is_finite() && tdp > 0.0 {
+                m.entry(normalise(name))
+                    .or_insert_with(|| (name.to_string(), tdp));
+            }
+        }
+        m
+    })
+}
+
+/// The dataset's name and TDP (W) for a `model name` from `/proc/cpuinfo`, if it is listed.
+pub fn lookup_tdp(model_name: &str) -> Option<(String, f64)> {
+    let key = normalise(model_name);
+    if key.is_empty() {
+        return None;
+    }
+    table().get(&key).cloned()
+}
+
+/// The tdp-curve model for `tdp_w` spread over `threads` threads, on a machine with `vcpus`.
+pub fn tdp_curve(cpu_name: &str, tdp_w: f64, threads: usize, vcpus: usize) -> ModelParams {
+    let per_thread = tdp_w / threads.max(1) as f64;
+    ModelParams {
+        name: format!("tdp-curve(cpu={cpu_name},tdp={tdp_w}W,threads={threads},vcpus={vcpus})"),
+        points: TEADS_CURVE
+            .iter()
+            .map(|&(u, r)| (u, per_thread * r))
+            .collect(),
+        notes: Vec::new(),
+    }
+}
+
+/// Whether `/proc/cpuinfo` carries the `hypervisor` flag (the kernel runs in a VM).
+fn virtualised(root: &SysRoot) -> bool {
+    std::fs::read_to_string(root.path("/proc/cpuinfo"))
+        .map(|t| {
+            t.lines()
+                .filter(|l| l.starts_with("flags"))
+                .any(|l| l.split_whitespace().any(|f| f == "hypervisor"))
+        })
+        .unwrap_or(false)
+}
+
+/// The tdp-curve model for this machine, or one line saying why there is none.
+pub fn tdp_curve_for_machine(root: &SysRoot) -> Result<ModelParams, String> {
+    let id = cpu::cpu_id(root)
+        .map_err(|e| format!("the CPU cannot be identified ({e}), so its TDP is unknown"))?;
+    let (dataset_name, tdp) = lookup_tdp(&id.model_name).ok_or_else(|| {
+        format!(
+            "CPU '{}' is not in the TDP dataset ({DATASET})",
+            id.model_name
+        )
+    })?;
+    if virtualised(root) {
+        return Err(format!(
+            "CPU '{}' is in the TDP dataset ({tdp} W) but this machine is a VM (cpuinfo flag `hypervisor`): the physical CPU's thread count is not visible and the dataset has none",
+            id.model_name
+        ));
+    }
+    let packages =
+        cpu::packages(root).map_err(|e| format!("the CPU topology cannot be read ({e})"))?;
+    let threads = packages.values().map(Vec::len).max().unwrap_or(0);
+    let vcpus: usize = packages.values().map(Vec::len).sum();
+    if threads == 0 {
+        return Err("no online CPU is listed, so TDP cannot be divided among threads".into());
+    }
+    let mut m = tdp_curve(&dataset_name, tdp, threads, vcpus);
+    m.notes.push(format!(
+        "tdp-curve: '{}' is '{dataset_name}' in {DATASET}, TDP {tdp} W over {threads} threads per package (from /sys, not virtualised); watts = TDP/threads × 0.12, 0.32, 0.75, 1.02 at 0, 10, 50, 100 % load (Teads curve, Boavizta's default)",
+        id.model_name
+    ));
+    Ok(m)
+}
+
+/// The meter's default model: tdp-curve when this machine's CPU and thread count are known,
+/// otherwise ccf-linear with a note saying why.
+pub fn for_machine(root: &SysRoot) -> ModelParams {
+    match tdp_curve_for_machine(root) {
+        Ok(m) => m,
+        Err(why) => {
+            let mut m = ModelParams::default();
+            m.notes.push(format!(
+                "the default model fell back to ccf-linear: {why}; `wattio calibrate` on a machine of this type with RAPL, then --model FILE, gives a measured curve"
+            ));
+            m
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture;
+
+    #[test]
+    fn names_normalise() {
+        assert_eq!(
+            normalise("Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz"),
+            "intel xeon gold 6130"
+        );
+        assert_eq!(
+            normalise("AMD EPYC 7713 64-Core Processor"),
+            "amd epyc 7713"
+        );
+        assert_eq!(
+            normalise("11th Gen Intel(R) Core(TM) i7-1185G7 @ 3.00GHz"),
+            "intel core i7-1185g7"
+        );
+        assert_eq!(
+            normalise("AMD Ryzen 7 5800U with Radeon Graphics"),
+            "amd ryzen 7 5800u"
+        );
+    }
+
+    #[test]
+    fn fixture_cpus_are_found() {
+        type Build = fn(&std::path::Path) -> std::io::Result<fixture::FixtureTree>;
+        let cases: [(Build, &str, f64); 3] = [
+            (
+                fixture::intel_two_socket_server,
+                "Intel Xeon Gold 6130",
+                125.0,
+            ),
+            (fixture::amd_epyc, "AMD EPYC 7713", 225.0),
+            (fixture::intel_laptop, "Intel Core i7-1185G7", 28.0),
+        ];
+        for (build, name, tdp) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            build(dir.path()).unwrap();
+            let id = cpu::cpu_id(&SysRoot::new(dir.path())).unwrap();
+            assert_eq!(
+                lookup_tdp(&id.model_name),
+                Some((name.to_string(), tdp)),
+                "{}",
+                id.model_name
+            );
+        }
+    }
+
+    #[test]
+    fn real_names_and_misses() {
+        let hit = |n: &str| lookup_tdp(n).map(|x| x.1);
+        assert_eq!(
+            hit("Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz"),
+            Some(210.0)
+        );
+        assert_eq!(
+            hit("Intel(R) Xeon(R) CPU E5-2686 v4 @ 2.30GHz"),
+            Some(145.0)
+        );
+        assert_eq!(hit("AMD Ryzen 9 5950X 16-Core Processor"), Some(105.0));
+        // What this project's cloud VM reports: no model number, so no TDP.
+        assert_eq!(hit("AMD EPYC"), None);
+        assert_eq!(hit("QEMU Virtual CPU version 2.5+"), None);
+        assert_eq!(hit(""), None);
+    }
+
+    #[test]
+    fn the_machine_model_scales_tdp_by_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        fixture::intel_two_socket_server(dir.path()).unwrap();
+        let m = for_machine(&SysRoot::new(dir.path()));
+        m.validate().unwrap();
+        assert_eq!(
+            m.name(),
+            "tdp-curve(cpu=Intel Xeon Gold 6130,tdp=125W,threads=4,vcpus=8)"
+        );
+        // 125 W over 4 threads = 31.25 W per vCPU × 0.12 idle, × 1.02 busy.
+        assert!((m.min_w_per_cpu() - 3.75).abs() < 1e-12);
+        assert!((m.max_w_per_cpu() - 31.875).abs() < 1e-12);
+        assert!((m.watts_per_cpu(0.5) - 23.4375).abs() < 1e-12);
+        // A socket's 4 vCPUs fully busy for 1 s: 1.02 × TDP.
+        assert!((m.energy_j(4, 1.0, 4.0) - 127.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn vms_and_unknown_cpus_fall_back_to_ccf_linear_and_say_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = fixture::amd_epyc(dir.path()).unwrap();
+        let root = SysRoot::new(dir.path());
+        // A VM: the flag hides the host's thread count.
+        let info = std::fs::read_to_string(t.path("/proc/cpuinfo")).unwrap();
+        t.write(
+            "/proc/cpuinfo",
+            &info.replace("model name", "flags\t\t: fpu hypervisor avx2\nmodel name"),
+        )
+        .unwrap();
+        let m = for_machine(&root);
+        assert!(m.name().starts_with("ccf-linear("), "{}", m.name());
+        assert!(
+            m.notes[0].contains("VM") && m.notes[0].contains("225"),
+            "{:?}",
+            m.notes
+        );
+        assert!(tdp_curve_for_machine(&root).is_err());
+        // An unlisted name, as on this project's VM.
+        t.cpuinfo("AuthenticAMD", 0x19, 0x11, "AMD EPYC", 2)
+            .unwrap();
+        let m = for_machine(&root);
+        assert_eq!(
+            m,
+            ModelParams {
+                notes: m.notes.clone(),
+                ..ModelParams::default()
+            }
+        );
+        assert!(m.notes[0].contains("'AMD EPYC' is not in the TDP dataset"));
+    }
+
+    #[test]
+    fn this_machine_resolves_to_some_valid_model() {
+        let m = for_machine(&SysRoot::new("/"));
+        m.validate().unwrap();
+        assert!(
+            m.name().starts_with("tdp-curve(") || m.name().starts_with("ccf-linear("),
+            "{}",
+            m.name()
+        );
+        assert!(!m.notes.is_empty());
+    }
+}
