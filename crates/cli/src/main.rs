@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod cache_cmd;
+mod calibrate_cmd;
 mod iobench_cmd;
 mod measure_cmd;
 mod meter_cmd;
@@ -38,6 +39,8 @@ enum Command {
     Workload(meter_cmd::WorkloadArgs),
     /// Write a fake /sys, /proc, /dev tree of a RAPL machine, to try wattio with WATTIO_ROOT.
     Fixture(meter_cmd::FixtureArgs),
+    /// Fit the estimate's power curve against RAPL at load levels; write a model file (--model FILE).
+    Calibrate(calibrate_cmd::CalibrateArgs),
     /// Java I/O energy study (ICSME 2021): JMH benchmarks measured by the meter, ranked.
     Iobench(iobench_cmd::IobenchArgs),
     /// Self-contained HTML report (inline SVG) from a directory of wattio result files.
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         Command::Top(a) => top_cmd::top(a),
         Command::Workload(a) => meter_cmd::workload(a),
         Command::Fixture(a) => meter_cmd::fixture(a),
+        Command::Calibrate(a) => calibrate_cmd::calibrate(a),
         Command::Iobench(a) => iobench_cmd::iobench(a),
         Command::Report(a) => report_cmd::report(a),
         Command::Overhead(a) => overhead_cmd::overhead(a),

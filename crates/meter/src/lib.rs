@@ -8,10 +8,12 @@
 //! * [`sink`] — CSV and JSON-lines row writers.
 //! * [`measure`] — run a command between two readings (and polls in between).
 //! * [`export`] — an OpenMetrics endpoint.
+//! * [`calibrate`] — `wattio calibrate`: a model's curve measured against RAPL at load levels.
 //! * [`attribute`] — live per-process / per-cgroup attribution over a meter (`top`, `record --by`,
 //!   `export`), on [`wattio_energy::attribution`].
 
 pub mod attribute;
+pub mod calibrate;
 pub mod export;
 pub mod measure;
 pub mod meter;

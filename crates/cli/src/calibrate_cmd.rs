@@ -1,0 +1,111 @@
+//! `wattio calibrate`: fit a model's curve against RAPL and write a model file.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use wattio_energy::{SourceChoice, SysRoot};
+use wattio_meter::calibrate::{
+    calibrate as run_calibration, CalibrateConfig, LoadDriver, SpinDriver, StressNgDriver,
+};
+
+#[derive(Args)]
+pub struct CalibrateArgs {
+    /// RAPL mechanism to measure with: auto (perf, then powercap, then msr), perf, powercap or msr.
+    #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<SourceChoice>())]
+    source: SourceChoice,
+    /// Load levels (fraction of every CPU), comma-separated; at least three distinct.
+    #[arg(long, value_delimiter = ',', default_value = "0,0.1,0.25,0.5,0.75,1")]
+    levels: Vec<f64>,
+    /// Seconds measured at each level.
+    #[arg(long, default_value_t = 10.0)]
+    seconds: f64,
+    /// Seconds each level runs before it is measured, so power settles.
+    #[arg(long, default_value_t = 2.0)]
+    settle: f64,
+    /// What loads the CPUs: auto (stress-ng when installed, else spin), spin or stress-ng.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "spin", "stress-ng"])]
+    driver: String,
+    /// Where to write the model file (JSON), for `--model FILE`.
+    #[arg(short = 'o', long)]
+    output: PathBuf,
+}
+
+pub fn calibrate(a: CalibrateArgs) -> Result<ExitCode> {
+    let root = SysRoot::from_env();
+    let n_cpus = wattio_energy::cpu::online_cpu_count(&root)?;
+    let mut driver: Box<dyn LoadDriver> = match a.driver.as_str() {
+        "spin" => Box::new(SpinDriver { n_cpus }),
+        "stress-ng" if !StressNgDriver::available() => {
+            bail!("--driver stress-ng: stress-ng is not on the PATH; install it (apt-get install stress-ng) or use --driver spin")
+        }
+        "stress-ng" => Box::new(StressNgDriver { n_cpus }),
+        _ if StressNgDriver::available() => Box::new(StressNgDriver { n_cpus }),
+        _ => Box::new(SpinDriver { n_cpus }),
+    };
+    if a.output.is_dir() {
+        bail!(
+            "{} is a directory: give -o a file name, e.g. -o model.json",
+            a.output.display()
+        );
+    }
+    let cfg = CalibrateConfig {
+        root,
+        choice: a.source,
+        levels: a.levels.clone(),
+        seconds: a.seconds,
+        settle: a.settle,
+    };
+    eprintln!(
+        "wattio calibrate: {} levels × {} s (+{} s settle) with {} on {n_cpus} CPUs",
+        a.levels.len(),
+        a.seconds,
+        a.settle,
+        driver.name()
+    );
+    let file = run_calibration(&cfg, driver.as_mut(), &mut |l| {
+        eprintln!(
+            "  load {:>5.1} %: utilisation {:>5.1} %, {:.3} W per vCPU (package, measured)",
+            l.load * 100.0,
+            l.utilisation * 100.0,
+            l.watts_per_vcpu
+        );
+    })?;
+    std::fs::write(&a.output, file.to_json()).with_context(|| {
+        format!(
+            "cannot write {}: check the directory exists and is writable",
+            a.output.display()
+        )
+    })?;
+    println!(
+        "calibrated against {} on '{}' ({} vCPUs)",
+        file.measured_with, file.cpu, file.vcpus
+    );
+    println!("curve (utilisation → W per vCPU):");
+    for (u, w) in &file.points {
+        println!("  {:>5.1} %  {w:.3} W", u * 100.0);
+    }
+    if let Some(fit) = &file.fit {
+        for l in &fit.levels {
+            if let (Some(p), Some(e)) = (l.holdout_predicted_w, l.holdout_error_pct) {
+                println!(
+                    "  held out: utilisation {:.1} %: measured {:.3} W, curve without it {p:.3} W ({e:+.1} %)",
+                    l.utilisation * 100.0,
+                    l.watts_per_vcpu
+                );
+            }
+        }
+        match (fit.holdout_mean_abs_error_pct, fit.holdout_max_abs_error_pct) {
+            (Some(mean), Some(max)) => println!(
+                "held-out error: mean |{mean:.1}| %, max |{max:.1}| % (levels predicted by the curve fitted without them)"
+            ),
+            _ => println!("held-out error: none (no interior level to hold out)"),
+        }
+    }
+    println!(
+        "wrote {}; use it on machines of this type: wattio record --model {}",
+        a.output.display(),
+        a.output.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

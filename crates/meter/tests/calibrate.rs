@@ -1,0 +1,130 @@
+//! `wattio calibrate` on a fixture: a test driver writes `/proc/stat` busy ticks for the load it
+//! is asked for and advances the powercap `energy_uj` by a known function of that load; the
+//! calibrated curve must give that function back.
+
+use std::time::{Duration, Instant};
+use wattio_energy::fixture::{self, FixtureTree};
+use wattio_energy::{model_file, SourceChoice, SysRoot};
+use wattio_meter::calibrate::{calibrate, CalibrateConfig, CalibrateError, LoadDriver};
+
+/// Watts per vCPU at utilisation `u`: concave and rising, like real curves.
+fn truth(u: f64) -> f64 {
+    2.0 + 6.0 * u - 2.0 * u * u
+}
+
+/// Drives the fixture's counters instead of the CPUs.
+struct FixtureDriver {
+    tree: FixtureTree,
+    n_cpus: usize,
+    /// Busy ticks per CPU written so far (USER_HZ 100).
+    ticks: u64,
+    energy_uj: f64,
+}
+
+impl LoadDriver for FixtureDriver {
+    fn name(&self) -> String {
+        "fixture".into()
+    }
+
+    fn run(&mut self, load: f64, duration: Duration) -> std::io::Result<()> {
+        let start = Instant::now();
+        std::thread::sleep(duration);
+        let wall = start.elapsed().as_secs_f64();
+        let ticks = (load * wall * 100.0).round() as u64;
+        self.ticks += ticks;
+        // The load actually written into /proc/stat decides the energy.
+        let u = ticks as f64 / (wall * 100.0);
+        self.energy_uj += truth(u) * self.n_cpus as f64 * wall * 1e6;
+        let busy: Vec<(u32, u64)> = (0..self.n_cpus as u32).map(|c| (c, self.ticks)).collect();
+        self.tree.proc_stat(&busy)?;
+        self.tree
+            .set_energy_uj("intel-rapl:0", self.energy_uj as u64)
+    }
+}
+
+#[test]
+fn calibration_recovers_the_fixture_power_function() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = fixture::amd_epyc(dir.path()).unwrap();
+    let root = SysRoot::new(dir.path());
+    let mut driver = FixtureDriver {
+        tree,
+        n_cpus: 4,
+        ticks: 0,
+        energy_uj: 50_000_000.0,
+    };
+    let cfg = CalibrateConfig {
+        root,
+        choice: SourceChoice::Auto,
+        levels: vec![0.0, 0.1, 0.25, 0.5, 0.75, 1.0],
+        seconds: 0.4,
+        settle: 0.0,
+    };
+    let mut seen = 0;
+    let file = calibrate(&cfg, &mut driver, &mut |_| seen += 1).unwrap();
+    assert_eq!(seen, 6);
+    assert_eq!(file.measured_with, "powercap");
+    assert_eq!(file.vcpus, 4);
+    assert_eq!(file.cpu, "AMD EPYC 7713 64-Core Processor");
+    // Stated tolerance: 3 % of the true power at every level and at points between levels
+    // (between levels the piecewise-linear curve undershoots a concave function by at most
+    // 2·Δu²/8 W, ≤ 0.03 W here).
+    let tol = |u: f64| 0.03 * truth(u);
+    for l in &file.fit.as_ref().unwrap().levels {
+        assert!(
+            (l.watts_per_vcpu - truth(l.utilisation)).abs() <= tol(l.utilisation),
+            "{l:?}"
+        );
+    }
+    let path = dir.path().join("model.json");
+    std::fs::write(&path, file.to_json()).unwrap();
+    let model = model_file::load(&path).unwrap();
+    for u in [0.0, 0.05, 0.1, 0.3, 0.5, 0.6, 0.9, 1.0] {
+        let got = model.watts_per_cpu(u);
+        assert!(
+            (got - truth(u)).abs() <= tol(u),
+            "u={u}: {got} vs {}",
+            truth(u)
+        );
+    }
+    // Energy of a window through the calibrated model: 4 vCPUs, 2 s at u = 0.5.
+    let e = model.energy_j(4, 2.0, 4.0);
+    assert!((e - truth(0.5) * 8.0).abs() <= tol(0.5) * 8.0, "{e}");
+    // Held-out levels were predicted, with small errors.
+    let fit = file.fit.unwrap();
+    assert!(fit.holdout_max_abs_error_pct.unwrap() < 10.0, "{fit:?}");
+    assert!(model.name().starts_with("calibrated(cpu=AMD EPYC 7713"));
+}
+
+#[test]
+fn calibration_refuses_without_rapl() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = FixtureTree::new(dir.path()).unwrap();
+    t.cpuinfo("AuthenticAMD", 0x19, 0x11, "AMD EPYC", 2)
+        .unwrap();
+    t.topology(&[(0, 0, 0), (1, 0, 1)]).unwrap();
+    struct Never;
+    impl LoadDriver for Never {
+        fn name(&self) -> String {
+            "never".into()
+        }
+        fn run(&mut self, _: f64, _: Duration) -> std::io::Result<()> {
+            panic!("no level may run without RAPL")
+        }
+    }
+    let cfg = CalibrateConfig {
+        root: SysRoot::new(dir.path()),
+        choice: SourceChoice::Auto,
+        levels: vec![0.0, 0.5, 1.0],
+        seconds: 0.1,
+        settle: 0.0,
+    };
+    let e = calibrate(&cfg, &mut Never, &mut |_| {}).unwrap_err();
+    assert!(matches!(e, CalibrateError::NoRapl(_)), "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("needs a RAPL") && msg.contains("powercap"),
+        "{msg}"
+    );
+    assert!(!msg.contains('\n'), "{msg}");
+}
