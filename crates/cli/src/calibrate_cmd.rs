@@ -56,6 +56,9 @@ pub fn calibrate(a: CalibrateArgs) -> Result<ExitCode> {
         seconds: a.seconds,
         settle: a.settle,
     };
+    // Refuse before announcing anything: bad levels, or no RAPL counter to calibrate against.
+    cfg.check()?;
+    drop(wattio_meter::calibrate::open_rapl(&cfg.root, a.source)?);
     eprintln!(
         "wattio calibrate: {} levels × {} s (+{} s settle) with {} on {n_cpus} CPUs",
         a.levels.len(),

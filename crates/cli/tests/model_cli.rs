@@ -162,12 +162,12 @@ fn calibrate_refuses_without_rapl() {
     );
     assert_eq!(o.status.code(), Some(2));
     let e = text(&o.stderr);
-    let last = e.trim().lines().last().unwrap();
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
     assert!(
-        last.starts_with("wattio: error: calibrate needs a RAPL energy counter"),
+        e.starts_with("wattio: error: calibrate needs a RAPL energy counter"),
         "{e}"
     );
-    assert!(last.contains("powercap"), "{e}");
+    assert!(e.contains("powercap"), "{e}");
     assert!(!out.exists());
     let o = wattio(
         Some(dir.path()),

@@ -456,6 +456,36 @@ mod tests {
     }
 
     #[test]
+    fn model_choices_parse() {
+        assert_eq!("auto".parse::<ModelChoice>(), Ok(ModelChoice::Auto));
+        assert_eq!(
+            "ccf-linear".parse::<ModelChoice>(),
+            Ok(ModelChoice::CcfLinear)
+        );
+        assert_eq!(
+            "tdp-curve".parse::<ModelChoice>(),
+            Ok(ModelChoice::TdpCurve)
+        );
+        assert_eq!(
+            "m.json".parse::<ModelChoice>(),
+            Ok(ModelChoice::File(PathBuf::from("m.json")))
+        );
+        assert!("".parse::<ModelChoice>().unwrap_err().contains("FILE"));
+        // Coefficients make auto mean ccf-linear; with tdp-curve they are refused.
+        let root = SysRoot::new("/nonexistent");
+        let m = ModelChoice::Auto.resolve(&root, Some((1.0, 2.0))).unwrap();
+        assert_eq!(m, ModelParams::ccf_linear(1.0, 2.0));
+        let e = ModelChoice::TdpCurve
+            .resolve(&root, Some((1.0, 2.0)))
+            .unwrap_err();
+        assert!(e.to_string().contains("ccf-linear only"), "{e}");
+        // An unreadable machine has no tdp-curve, and auto falls back.
+        assert!(ModelChoice::TdpCurve.resolve(&root, None).is_err());
+        let m = ModelChoice::Auto.resolve(&root, None).unwrap();
+        assert!(m.name().starts_with("ccf-linear(") && !m.notes.is_empty());
+    }
+
+    #[test]
     fn bad_coefficients_are_refused() {
         let p = ModelParams::ccf_linear(5.0, 1.0);
         assert!(p.validate().unwrap_err().to_string().contains("max ≥ min"));

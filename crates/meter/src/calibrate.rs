@@ -140,7 +140,8 @@ pub enum CalibrateError {
 }
 
 impl CalibrateConfig {
-    fn check(&self) -> Result<(), CalibrateError> {
+    /// Checks the levels and durations (one line saying what is wrong).
+    pub fn check(&self) -> Result<(), CalibrateError> {
         if self.choice == SourceChoice::Only(Mechanism::Model) {
             return Err(CalibrateError::NoRapl(
                 "--source model was asked for".into(),
