@@ -8,8 +8,8 @@
 //!   exact match of the normalised names counts: a near match could be a different part with a
 //!   different TDP.
 //! * **Curve:** power / TDP = 0.12 at 0 % load, 0.32 at 10 %, 0.75 at 50 %, 1.02 at 100 %, the
-//!   curve Teads derived from SPECpower results ("Building an AWS EC2 Carbon Emissions Dataset",
-//!   Teads Engineering, 2021) and that Boavizta uses as its default CPU consumption profile
+//!   curve Teads published for CPU power relative to TDP ("Building an AWS EC2 Carbon Emissions
+//!   Dataset", Teads Engineering, 2021) and that Boavizta uses as its default CPU consumption profile
 //!   (`boaviztapi` 2.5.0, `boaviztapi/models/consumption_profile/consumption_profile.py`,
 //!   `CPUConsumptionProfileModel._TDP_RATIOS`), interpolated linearly.
 //! * **Scale:** watts per vCPU = TDP / threads of the physical package × ratio. The threads come
