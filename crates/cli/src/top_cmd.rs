@@ -29,7 +29,7 @@ pub struct TopArgs {
     #[arg(long)]
     json: bool,
     /// Stop after this many refreshes (default: until Ctrl-C).
-    #[arg(long, short = 'n')]
+    #[arg(long, short = 'n', value_parser = clap::value_parser!(u64).range(1..))]
     iterations: Option<u64>,
     /// Lines of entries to show (the JSON has them all).
     #[arg(long, default_value_t = 20)]
@@ -69,6 +69,7 @@ pub fn top(a: TopArgs) -> Result<ExitCode> {
     let live_screen = !a.json && std::io::stdout().is_terminal();
     let mut out = std::io::stdout().lock();
     let mut n = 0u64;
+    let mut failures = 0u32;
     let period = Duration::from_secs_f64(a.interval);
     let mut next = Instant::now() + period;
     loop {
@@ -82,8 +83,21 @@ pub fn top(a: TopArgs) -> Result<ExitCode> {
             // Short enough for a prompt Ctrl-C, long enough not to wake the CPU needlessly.
             std::thread::sleep((next - Instant::now()).min(Duration::from_millis(200)));
         }
-        next += period;
-        let i = live.step(&meter).context("reading CPU times")?;
+        // After a slow refresh (or a suspended machine), go on from now rather than catch up
+        // in a burst.
+        next = (next + period).max(Instant::now());
+        let i = match live.step(&meter) {
+            Ok(i) => {
+                failures = 0;
+                i
+            }
+            Err(e) if failures < 5 => {
+                failures += 1;
+                eprintln!("wattio top: warning: reading CPU times failed ({e}); this interval is carried to the next");
+                continue;
+            }
+            Err(e) => return Err(e).context("reading CPU times failed 6 times in a row"),
+        };
         let r = if a.json {
             serde_json::to_writer(&mut out, &i)
                 .map_err(std::io::Error::from)

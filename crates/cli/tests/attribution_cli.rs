@@ -75,7 +75,18 @@ fn top_attributes_energy_in_proportion_to_cpu_load() {
     let (hi, lo) = (kids.0[0].id(), kids.0[1].id());
     std::thread::sleep(Duration::from_millis(300));
     let (th0, tl0) = (ticks(hi), ticks(lo));
-    let o = wattio(None, &["top", "--once", "--json", "--interval", "4"]);
+    let o = wattio(
+        None,
+        &[
+            "top",
+            "--source",
+            "model",
+            "--once",
+            "--json",
+            "--interval",
+            "4",
+        ],
+    );
     let (th, tl) = (ticks(hi) - th0, ticks(lo) - tl0);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let snap: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -93,9 +104,10 @@ fn top_attributes_energy_in_proportion_to_cpu_load() {
         "the 60 % spinner got {th} ticks, the 30 % one {tl}: machine too busy"
     );
     let ratio = f(&eh["energy_j"]) / f(&el["energy_j"]);
+    // 10 ms ticks over ~4 s: a few per cent of reading noise on each side.
     assert!(
-        (ratio - 2.0).abs() < 0.5,
-        "energy ratio {ratio}, want 2 ± 0.5"
+        (ratio / want - 1.0).abs() < 0.2,
+        "energy ratio {ratio}, CPU-time ratio measured apart {want}"
     );
     assert!((f(&eh["power_w"]) * interval - f(&eh["energy_j"])).abs() < 1e-6);
     let parts: f64 = snap["entries"]
@@ -142,15 +154,22 @@ fn top_by_cgroup_on_a_fixture_tree_names_containers_and_never_counts_twice() {
     usage("/sys/fs/cgroup", 0);
     usage("/sys/fs/cgroup/system.slice", 0);
     usage(ctr, 0);
-    // A writer advances the container's usage while `top` watches.
+    // A writer advances the container's usage while `top` watches, until `top` exits. Each
+    // file is replaced whole (rename), children before parents, as the kernel's figures never
+    // show a parent behind its child.
     let root = r.to_path_buf();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = std::sync::Arc::clone(&done);
     let writer = std::thread::spawn(move || {
-        for i in 1..=30u64 {
+        let mut u = 0u64;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(50));
-            let u = i * 20_000;
-            for p in ["/sys/fs/cgroup", "/sys/fs/cgroup/system.slice", ctr] {
-                let path = root.join(p.trim_start_matches('/')).join("cpu.stat");
-                std::fs::write(&path, format!("usage_usec {u}\n")).unwrap();
+            u += 20_000;
+            for p in [ctr, "/sys/fs/cgroup/system.slice", "/sys/fs/cgroup"] {
+                let dir = root.join(p.trim_start_matches('/'));
+                let tmp = dir.join("cpu.stat.tmp");
+                std::fs::write(&tmp, format!("usage_usec {u}\n")).unwrap();
+                std::fs::rename(&tmp, dir.join("cpu.stat")).unwrap();
             }
         }
     });
@@ -166,6 +185,11 @@ fn top_by_cgroup_on_a_fixture_tree_names_containers_and_never_counts_twice() {
             "1",
         ],
     );
+    let text = wattio(
+        Some(r),
+        &["top", "--by", "cgroup", "--once", "--interval", "0.5"],
+    );
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let snap: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -179,11 +203,9 @@ fn top_by_cgroup_on_a_fixture_tree_names_containers_and_never_counts_twice() {
     assert!(entries[0].get("pid").is_none());
     assert!(f(&entries[0]["energy_j"]) > 0.0);
     // Text mode names its kind.
-    let o = wattio(
-        Some(r),
-        &["top", "--by", "cgroup", "--once", "--interval", "0.2"],
-    );
-    assert!(o.status.success());
+    assert!(text.status.success());
+    let screen = String::from_utf8_lossy(&text.stdout);
+    assert!(screen.contains("docker container"), "{screen}");
 }
 
 #[test]
@@ -218,7 +240,9 @@ fn a_real_cgroup_gets_the_energy_of_the_process_in_it() {
     }
     let _rm = Rmdir(cg.clone());
     let kids = Reaper(vec![spin(0.5, 6.0)]);
-    std::fs::write(cg.join("cgroup.procs"), kids.0[0].id().to_string()).unwrap();
+    let pid = kids.0[0].id();
+    std::fs::write(cg.join("cgroup.procs"), pid.to_string()).unwrap();
+    let t0 = ticks(pid);
     let o = wattio(
         None,
         &[
@@ -231,6 +255,7 @@ fn a_real_cgroup_gets_the_energy_of_the_process_in_it() {
             "2",
         ],
     );
+    let used_s = (ticks(pid) - t0) / 100.0;
     drop(kids);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let snap: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -241,8 +266,13 @@ fn a_real_cgroup_gets_the_energy_of_the_process_in_it() {
         .iter()
         .find(|e| e["cgroup"] == name.as_str())
         .unwrap_or_else(|| panic!("{name} not in {snap}"));
-    let load = f(&e["cpu_s"]) / f(&snap["interval_s"]);
-    assert!((load - 0.5).abs() < 0.15, "cgroup load {load}");
+    // The cgroup's own time is its one process's, as /proc says (10 ms ticks, and the test's
+    // reads bracket wattio's by a few ms).
+    assert!(
+        (f(&e["cpu_s"]) - used_s).abs() < 0.1 + 0.05 * used_s,
+        "cgroup {} CPU-s, its process {used_s} CPU-s",
+        e["cpu_s"]
+    );
 }
 
 #[test]
@@ -254,6 +284,8 @@ fn record_by_process_rows_add_up_to_the_counters() {
         None,
         &[
             "record",
+            "--source",
+            "model",
             "--freq",
             "20",
             "--duration",
@@ -293,7 +325,8 @@ fn record_by_process_rows_add_up_to_the_counters() {
         let r = r.unwrap();
         let j: f64 = r[4].parse().unwrap();
         match &r[7] {
-            "" => counters += j,
+            "" if matches!(&r[3], "package" | "dram") => counters += j,
+            "" => {}
             e => {
                 parts += j;
                 assert_eq!(&r[3], "total");
@@ -359,12 +392,18 @@ fn export_by_process_keeps_the_series_bounded() {
     let value = |l: &str| -> f64 { l.rsplit(' ').next().unwrap().parse().unwrap() };
     let attributed: f64 = series.iter().map(|l| value(l)).sum::<f64>()
         + r.lines()
-            .filter(|l| l.starts_with("wattio_unattributed_energy_joules_total"))
+            .filter(|l| {
+                l.starts_with("wattio_unattributed_energy_joules_total")
+                    || l.starts_with("wattio_dropped_series_energy_joules_total")
+            })
             .map(value)
             .sum::<f64>();
     let total: f64 = r
         .lines()
-        .filter(|l| l.starts_with("wattio_energy_joules_total{"))
+        .filter(|l| {
+            l.starts_with("wattio_energy_joules_total{")
+                && (l.contains("domain=\"package\"") || l.contains("domain=\"dram\""))
+        })
         .map(value)
         .sum();
     assert!(
@@ -381,8 +420,11 @@ fn attribution_flags_are_checked() {
     let o = wattio(None, &["top", "--interval", "0"]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("--interval must be"));
-    let o = wattio(None, &["record", "--top", "3"]);
+    let o = wattio(None, &["record", "--top", "3", "--duration", "0.1"]);
     assert!(!o.status.success(), "--top needs --by");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--by"));
+    let o = wattio(None, &["top", "-n", "0"]);
+    assert!(!o.status.success(), "-n 0 is refused");
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("x"), "").unwrap();
     let o = wattio(Some(d.path()), &["top", "--once", "--source", "model"]);

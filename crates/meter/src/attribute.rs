@@ -102,11 +102,13 @@ impl LiveAttribution {
         self.step_to(meter, now)
     }
 
-    /// Attributes the energy up to `now`, a snapshot of `meter` just taken.
+    /// Attributes the energy up to `now`, a snapshot of `meter` just taken. When the CPU times
+    /// cannot be read, nothing advances: the next step covers this interval too, so no energy
+    /// is lost from the attributed figures.
     pub fn step_to(&mut self, meter: &Meter, now: Snapshot) -> io::Result<AttributedInterval> {
         let r = meter.between(&self.last, &now);
-        self.last = now;
         let i = self.attributor.step(r.total_j, r.duration_s)?;
+        self.last = now;
         self.total_j += i.total_j;
         self.idle_total_j += i.idle_j;
         Ok(AttributedInterval::new(
@@ -116,6 +118,14 @@ impl LiveAttribution {
             &self.provenance,
         ))
     }
+}
+
+/// A name from /proc or cgroupfs, fit for a terminal: control characters (an escape sequence
+/// in a process name) become `?`, as procps does.
+fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
 }
 
 /// The live `wattio top` screen: a header with the totals, the label and the idle share, then
@@ -175,14 +185,14 @@ pub fn render_top(
         } else {
             0.0
         };
-        let cg = e.cgroup.as_deref().unwrap_or("?");
+        let cg = printable(e.cgroup.as_deref().unwrap_or("?"));
         match i.by {
             By::Process => {
                 let _ = writeln!(
                     s,
                     "{:>8}  {:<16} {:>9.3} {:>10.2} {:>7.1}  {}",
                     e.pid.unwrap_or(0),
-                    e.comm.as_deref().unwrap_or("?"),
+                    printable(e.comm.as_deref().unwrap_or("?")),
                     e.power_w,
                     e.total_energy_j,
                     cpu_pct,
@@ -196,7 +206,7 @@ pub fn render_top(
                     e.power_w,
                     e.total_energy_j,
                     cpu_pct,
-                    wattio_energy::attribution::cgroup::kind(cg),
+                    wattio_energy::attribution::cgroup::kind(&cg),
                     cg
                 );
             }
@@ -216,14 +226,22 @@ pub fn render_top(
 /// Keeps the number of per-entry series bounded (Prometheus, record rows): at most `max`
 /// entities have a series of their own; the energy of the others goes to one `other` figure.
 ///
-/// A slot, once given, stays with its entity until the entity is gone, so every series is a
-/// monotone counter and the series plus `other` add up to the attributed total exactly. Free
-/// slots go to the unslotted entities with the most energy in the interval; an entity's series
-/// counts from when it got its slot (what it used before is in `other`).
+/// A series is a monotone counter from 0: it is created at 0 (the interval that earned it its
+/// place still goes to `other`, so `rate()` sees the series start), grows with its entity, and
+/// is dropped when the entity is gone, or when it has had no energy for `evict_after` intervals
+/// while other entities wait for a place. The energy of a dropped series is added to
+/// `dropped_j`, so series + `other` + dropped add up to everything attributed.
 pub struct SeriesGuard {
     max: usize,
-    slots: HashMap<Key, f64>,
+    evict_after: u32,
+    slots: HashMap<Key, Slot>,
     other_j: f64,
+    dropped_j: f64,
+}
+
+struct Slot {
+    total_j: f64,
+    quiet: u32,
 }
 
 /// One series of a [`SeriesGuard`] after an interval.
@@ -235,17 +253,32 @@ pub struct Series {
     pub cgroup: Option<String>,
     /// Joules since the series started.
     pub total_j: f64,
-    /// Joules in this interval.
+    /// Joules in this interval (0 for a series created in it).
     pub delta_j: f64,
     pub cpu_s: f64,
+}
+
+/// What an interval did to the series.
+#[derive(Debug, Clone, Default)]
+pub struct SeriesUpdate {
+    /// Series that exist after the interval and had an entry in it (new ones at 0).
+    pub series: Vec<Series>,
+    /// Entities whose series was dropped in this interval.
+    pub dropped: Vec<Key>,
+    /// Joules of the interval that went to `other`.
+    pub other_j: f64,
+    /// Joules of the series dropped in this interval.
+    pub dropped_j: f64,
 }
 
 impl SeriesGuard {
     pub fn new(max: usize) -> Self {
         SeriesGuard {
             max,
+            evict_after: 30,
             slots: HashMap::new(),
             other_j: 0.0,
+            dropped_j: 0.0,
         }
     }
 
@@ -254,42 +287,94 @@ impl SeriesGuard {
         self.other_j
     }
 
-    /// Takes an interval's entries (every entity alive has its key in `alive`); returns the
-    /// series that moved or exist, and the interval's `other` joules.
-    pub fn update(
-        &mut self,
-        entries: &[Entry],
-        alive: impl Fn(&Key) -> bool,
-    ) -> (Vec<Series>, f64) {
-        self.slots.retain(|k, _| alive(k));
-        // Entries come sorted by energy: free slots go to the largest unslotted ones.
-        for e in entries {
+    /// Joules of series dropped since start.
+    pub fn dropped_total_j(&self) -> f64 {
+        self.dropped_j
+    }
+
+    /// Takes an interval's entries (sorted by energy, most first); `alive` says whether an
+    /// entity without an entry in this interval still exists.
+    pub fn update(&mut self, entries: &[Entry], alive: impl Fn(&Key) -> bool) -> SeriesUpdate {
+        let mut up = SeriesUpdate::default();
+        let present: std::collections::HashSet<&Key> = entries.iter().map(|e| &e.key).collect();
+        let drop_slot = |slots: &mut HashMap<Key, Slot>, k: &Key, up: &mut SeriesUpdate| {
+            if let Some(slot) = slots.remove(k) {
+                up.dropped_j += slot.total_j;
+                up.dropped.push(k.clone());
+            }
+        };
+        let gone: Vec<Key> = self
+            .slots
+            .keys()
+            .filter(|k| !present.contains(k) && !alive(k))
+            .cloned()
+            .collect();
+        for k in &gone {
+            drop_slot(&mut self.slots, k, &mut up);
+        }
+        for (k, slot) in self.slots.iter_mut() {
+            slot.quiet = if present.contains(k) {
+                0
+            } else {
+                slot.quiet + 1
+            };
+        }
+        let waiting: Vec<&Entry> = entries
+            .iter()
+            .filter(|e| !self.slots.contains_key(&e.key) && e.energy_j > 0.0)
+            .collect();
+        let free = self.max.saturating_sub(self.slots.len());
+        if waiting.len() > free {
+            let mut quiet: Vec<(u32, Key)> = self
+                .slots
+                .iter()
+                .filter(|(_, s)| s.quiet >= self.evict_after)
+                .map(|(k, s)| (s.quiet, k.clone()))
+                .collect();
+            quiet.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            for (_, k) in quiet.into_iter().take(waiting.len() - free) {
+                drop_slot(&mut self.slots, &k, &mut up);
+            }
+        }
+        let mut created = std::collections::HashSet::new();
+        for e in waiting {
             if self.slots.len() >= self.max {
                 break;
             }
-            self.slots.entry(e.key.clone()).or_insert(0.0);
+            self.slots.insert(
+                e.key.clone(),
+                Slot {
+                    total_j: 0.0,
+                    quiet: 0,
+                },
+            );
+            created.insert(e.key.clone());
         }
-        let mut out = Vec::new();
-        let mut other = 0.0;
         for e in entries {
+            let new = created.contains(&e.key);
             match self.slots.get_mut(&e.key) {
-                Some(t) => {
-                    *t += e.energy_j;
-                    out.push(Series {
+                Some(slot) => {
+                    let delta = if new { 0.0 } else { e.energy_j };
+                    if new {
+                        up.other_j += e.energy_j;
+                    }
+                    slot.total_j += delta;
+                    up.series.push(Series {
                         key: e.key.clone(),
                         pid: e.pid,
                         comm: e.comm.clone(),
                         cgroup: e.cgroup.clone(),
-                        total_j: *t,
-                        delta_j: e.energy_j,
+                        total_j: slot.total_j,
+                        delta_j: delta,
                         cpu_s: e.cpu_s,
                     });
                 }
-                None => other += e.energy_j,
+                None => up.other_j += e.energy_j,
             }
         }
-        self.other_j += other;
-        (out, other)
+        self.other_j += up.other_j;
+        self.dropped_j += up.dropped_j;
+        up
     }
 
     /// Whether `key` has a series.
@@ -307,6 +392,7 @@ pub struct RecordAttribution {
     top: usize,
     acc_j: f64,
     start_ns: Option<u64>,
+    warned: bool,
 }
 
 /// One row of `record --by`.
@@ -339,11 +425,22 @@ impl RecordAttribution {
             top,
             acc_j: 0.0,
             start_ns: None,
+            warned: false,
         })
     }
 
     pub fn by(&self) -> By {
         self.attributor.by()
+    }
+
+    /// A failed read of CPU times is told once on stderr; recording goes on.
+    fn warn(&mut self, e: &io::Error) {
+        if !self.warned {
+            self.warned = true;
+            eprintln!(
+                "wattio record: warning: reading CPU times for --by failed ({e}); that energy is carried to the next interval"
+            );
+        }
     }
 
     /// Takes a sample's joules at `mono_ns`; at the end of an interval returns its rows.
@@ -364,7 +461,30 @@ impl RecordAttribution {
         if elapsed < self.interval_ns && !last {
             return Ok(None);
         }
-        let i = self.attributor.step(self.acc_j, elapsed as f64 * 1e-9)?;
+        // The CPU times are read here, on the writer thread, possibly later than the samples
+        // were taken: the interval's capacity is the time between two reads of them.
+        let i = match self.attributor.step_timed(self.acc_j) {
+            Ok(i) => i,
+            // Nothing advanced: the next interval carries this one's energy and CPU time.
+            Err(e) if !last => {
+                self.warn(&e);
+                return Ok(None);
+            }
+            // The run ends and the last interval cannot be split: all of it is unattributed.
+            Err(e) => {
+                self.warn(&e);
+                let rows = vec![EntityRow {
+                    entity: "idle",
+                    pid: None,
+                    comm: None,
+                    cgroup: None,
+                    cpu_s: 0.0,
+                    energy_j: self.acc_j,
+                }];
+                self.acc_j = 0.0;
+                return Ok(Some(rows));
+            }
+        };
         self.acc_j = 0.0;
         self.start_ns = Some(mono_ns);
         let entity = self.attributor.by().as_str();
@@ -419,6 +539,7 @@ mod tests {
             comm: Some(format!("p{pid}")),
             cgroup: None,
             cpu_s: j,
+            children_cpu_s: 0.0,
             energy_j: j,
             power_w: j,
             total_energy_j: j,
@@ -429,25 +550,51 @@ mod tests {
     fn guard_keeps_series_monotone_and_adding_up() {
         let mut g = SeriesGuard::new(2);
         let all_alive = |_: &Key| true;
-        let (s, other) = g.update(&[entry(1, 5.0), entry(2, 3.0), entry(3, 1.0)], all_alive);
-        assert_eq!(s.len(), 2);
-        assert_eq!(other, 1.0);
-        // pid 3 now uses the most but has no slot: its energy stays in `other`.
-        let (s, other) = g.update(&[entry(3, 9.0), entry(1, 1.0)], all_alive);
-        assert_eq!(other, 9.0);
-        assert_eq!(s.iter().find(|x| x.pid == Some(1)).unwrap().total_j, 6.0);
-        assert_eq!(g.other_total_j(), 10.0);
-        // pid 2 ends: its slot goes to pid 3, whose series starts from there.
-        let alive = |k: &Key| !matches!(k, Key::Process(p) if p.pid == 2);
-        let (s, other) = g.update(&[entry(3, 2.0)], alive);
-        assert_eq!(other, 0.0);
-        assert_eq!(s[0].pid, Some(3));
-        assert_eq!(s[0].total_j, 2.0);
-        // Series (p1 6, p2 3 until it ended, p3 2) + other (10) = everything attributed.
-        assert_eq!(
-            6.0 + 3.0 + 2.0 + g.other_total_j(),
-            5.0 + 3.0 + 1.0 + 9.0 + 1.0 + 2.0
+        let mut attributed = 0.0;
+        let mut add = |es: &[Entry]| -> Vec<Entry> {
+            attributed += es.iter().map(|e| e.energy_j).sum::<f64>();
+            es.to_vec()
+        };
+        // New series start at 0: their first interval goes to `other`.
+        let up = g.update(
+            &add(&[entry(1, 5.0), entry(2, 3.0), entry(3, 1.0)]),
+            all_alive,
         );
+        assert_eq!(up.series.len(), 2);
+        assert!(up.series.iter().all(|s| s.total_j == 0.0));
+        assert_eq!(up.other_j, 9.0);
+        // pid 3 now uses the most but has no place: its energy stays in `other`.
+        let up = g.update(&add(&[entry(3, 9.0), entry(1, 1.0)]), all_alive);
+        assert_eq!(up.other_j, 9.0);
+        assert_eq!(
+            up.series.iter().find(|x| x.pid == Some(1)).unwrap().total_j,
+            1.0
+        );
+        // pid 2 ends: its series is dropped, and its place goes to pid 3 (from 0).
+        let alive = |k: &Key| !matches!(k, Key::Process(p) if p.pid == 2);
+        let up = g.update(&add(&[entry(3, 2.0)]), alive);
+        assert_eq!(up.dropped.len(), 1);
+        assert_eq!(up.series[0].pid, Some(3));
+        assert_eq!(up.series[0].total_j, 0.0);
+        let up = g.update(&add(&[entry(3, 4.0)]), alive);
+        assert_eq!(up.series[0].total_j, 4.0);
+        // Series + other + dropped = everything attributed.
+        let series = 1.0 + 4.0; // pid 1, pid 3
+        assert_eq!(series + g.other_total_j() + g.dropped_total_j(), attributed);
+    }
+
+    #[test]
+    fn a_quiet_series_gives_its_place_to_a_waiting_entity() {
+        let mut g = SeriesGuard::new(1);
+        g.evict_after = 2;
+        let all_alive = |_: &Key| true;
+        g.update(&[entry(1, 5.0)], all_alive);
+        // One quiet interval: pid 1 keeps its place; the second: it gives it to pid 2.
+        let up = g.update(&[entry(2, 1.0)], all_alive);
+        assert!(up.dropped.is_empty());
+        let up = g.update(&[entry(2, 1.0)], all_alive);
+        assert_eq!(up.dropped.len(), 1);
+        assert_eq!(up.series[0].pid, Some(2));
     }
 
     #[test]

@@ -67,7 +67,10 @@ pub struct Exporter {
     labels: Vec<EnergyLabels>,
     entities: Family<EntityLabels, Counter<f64, AtomicU64>>,
     unattributed: Counter<f64, AtomicU64>,
+    dropped: Counter<f64, AtomicU64>,
     attribution: Option<Mutex<AttributionState>>,
+    /// One scrape at a time: snapshots are applied in the order they were taken.
+    scrape: Mutex<()>,
 }
 
 impl Exporter {
@@ -114,7 +117,9 @@ impl Exporter {
             labels,
             entities: Family::default(),
             unattributed: Counter::default(),
+            dropped: Counter::default(),
             attribution: None,
+            scrape: Mutex::new(()),
         }
     }
 
@@ -126,6 +131,11 @@ impl Exporter {
             By::Cgroup => ("wattio_cgroup_energy_joules", "Energy attributed to a cgroup (its own CPU time, children apart) since its series started (cgroup=\"other\": cgroups past the series limit); see the attribution and estimated labels"),
         };
         self.registry.register(name, help, self.entities.clone());
+        self.registry.register(
+            "wattio_dropped_series_energy_joules",
+            "Energy of per-process or per-cgroup series dropped since start (their entity ended, or gave its place to another): series + other + dropped + unattributed add up to the package and DRAM energy",
+            self.dropped.clone(),
+        );
         self.registry.register(
             "wattio_unattributed_energy_joules",
             "Energy no process's or cgroup's CPU time explains (idle CPUs, unseen tasks)",
@@ -166,6 +176,7 @@ impl Exporter {
         };
         let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
         let st = &mut *st;
+        // A failed read of CPU times advances nothing: the next scrape attributes both.
         let interval = match st.live.step_to(&self.meter, snap) {
             Ok(i) => i,
             Err(_) => {
@@ -174,14 +185,20 @@ impl Exporter {
             }
         };
         self.unattributed.inc_by(interval.idle_j);
-        let alive: std::collections::HashSet<Key> =
-            interval.entries.iter().map(|e| e.key.clone()).collect();
         // An entity with no CPU time this interval may still be alive: keep its series unless
         // it is gone from /proc (process) or from the hierarchy (cgroup); the tracker knows.
-        let known = |k: &Key| alive.contains(k) || st.series.contains_key(k) && st.live.is_alive(k);
-        let (series, other_j) = st.guard.update(&interval.entries, known);
+        let live = &st.live;
+        let up = st.guard.update(&interval.entries, |k| live.is_alive(k));
+        // Drop first: a new process may take the labels of one that just ended (same pid and
+        // command after pid reuse); its series must start afresh, not inherit the old one.
+        for k in &up.dropped {
+            if let Some(labels) = st.series.remove(k) {
+                self.entities.remove(&labels);
+            }
+        }
+        self.dropped.inc_by(up.dropped_j);
         let base = st.other.clone();
-        for s in &series {
+        for s in &up.series {
             let labels = st
                 .series
                 .entry(s.key.clone())
@@ -193,19 +210,12 @@ impl Exporter {
                 });
             self.entities.get_or_create(labels).inc_by(s.delta_j);
         }
-        let guard = &st.guard;
-        st.series.retain(|k, labels| {
-            let keep = guard.has(k);
-            if !keep {
-                self.entities.remove(labels);
-            }
-            keep
-        });
-        self.entities.get_or_create(&st.other).inc_by(other_j);
+        self.entities.get_or_create(&st.other).inc_by(up.other_j);
     }
 
     /// Reads the counters and renders the OpenMetrics text.
     pub fn render(&self) -> String {
+        let _one_at_a_time = self.scrape.lock().unwrap_or_else(|p| p.into_inner());
         match self.meter.snapshot() {
             Ok(snap) => {
                 {

@@ -1,16 +1,19 @@
 //! cgroup v2 CPU usage: `cpu.stat` `usage_usec` of every cgroup (kernel
 //! `Documentation/admin-guide/cgroup-v2.rst`, "Core interface files" / "CPU").
 //!
-//! `usage_usec` is hierarchical (a cgroup's figure includes its children's) and is kept by the
-//! cgroup, not by its processes, so the CPU time of a process that started and ended inside a
-//! window stays counted. To split energy without counting a child twice, each cgroup is given
-//! its *own* usage: its `usage_usec` minus its children's.
+//! `usage_usec` is hierarchical (a cgroup's figure includes its children's, and keeps them after
+//! a child is removed) and is kept by the cgroup, not by its processes, so the CPU time of a
+//! process that started and ended inside a window stays counted. To split an interval's energy
+//! without counting a child twice, each cgroup is given its *own* share of the interval
+//! ([`own_deltas`]): the growth of its `usage_usec` less the growth of its children present at
+//! both ends of the interval. A child removed during the interval thus leaves its last partial
+//! interval on its parent, never its whole life.
 //!
 //! The v2 hierarchy is at `/sys/fs/cgroup` (unified mode) or `/sys/fs/cgroup/unified` (hybrid
 //! mode, as on Debian hosts with cgroup v1 controllers); both are looked for under the root.
 
 use crate::root::SysRoot;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -50,6 +53,8 @@ pub struct CgroupUsage {
     pub path: String,
     /// Hierarchical `usage_usec`.
     pub usage_usec: u64,
+    /// The directory's inode: the cgroup's id, new when a cgroup of the same path is recreated.
+    pub ino: u64,
 }
 
 /// Every cgroup's hierarchical usage under the v2 mount (depth-first, sorted by path).
@@ -61,25 +66,42 @@ pub fn read_usage(mount: &Path) -> io::Result<Vec<CgroupUsage>> {
     Ok(out)
 }
 
+/// A cgroup removed while it is read: its files answer ENODEV once it is gone.
+fn vanished(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENODEV)
+}
+
 fn walk(dir: &Path, path: &str, out: &mut Vec<CgroupUsage>, top: bool) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let ino = match std::fs::metadata(dir) {
+        Ok(m) => m.ino(),
+        Err(e) if vanished(&e) && !top => return Ok(()),
+        Err(e) => return Err(e),
+    };
     match std::fs::read_to_string(dir.join("cpu.stat")) {
         Ok(s) => {
             if let Some(u) = parse_usage_usec(&s) {
                 out.push(CgroupUsage {
                     path: path.to_string(),
                     usage_usec: u,
+                    ino,
                 })
             }
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound && !top => return Ok(()),
+        Err(e) if vanished(&e) && !top => return Ok(()),
         // Old kernels have no cpu.stat at the root: its usage is then taken from /proc/stat.
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
+        Err(e) => {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("{}: {e}", dir.join("cpu.stat").display()),
+            ))
+        }
     }
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound && !top => return Ok(()),
-        Err(e) => return Err(e),
+        Err(e) if vanished(&e) && !top => return Ok(()),
+        Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", dir.display()))),
     };
     for e in entries.flatten() {
         if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
@@ -107,24 +129,73 @@ pub fn parent(path: &str) -> Option<&str> {
     }
 }
 
-/// Each cgroup's own usage (µs): its hierarchical usage minus its direct children's, so the
-/// figures add up to the root's. `root_usec` stands in for the root when it has no `cpu.stat`.
-pub fn own_usage(all: &[CgroupUsage], root_usec: Option<u64>) -> BTreeMap<String, u64> {
-    let mut own: BTreeMap<String, i128> = all
+/// What a cgroup's hierarchical usage was at the previous scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Previous {
+    pub ino: u64,
+    pub usage_usec: u64,
+}
+
+/// Each cgroup's own share of the interval since `prev` (µs): the growth of its hierarchical
+/// usage less the growth of its direct children present in both scans, so the figures add up
+/// to the root's growth and nothing is counted twice.
+///
+/// A cgroup new since `prev` (or recreated: another inode) grew by all its usage; a child
+/// removed since `prev` is simply absent, so its last partial interval stays in its parent's
+/// growth. Read skew (a parent read before its children moved on) can make a difference
+/// negative: it counts as zero. `root_usec` stands in for the root when it has no `cpu.stat`.
+pub fn own_deltas(
+    now: &[CgroupUsage],
+    prev: &HashMap<String, Previous>,
+    root_usec: Option<u64>,
+) -> BTreeMap<String, u64> {
+    let grown = |c: &CgroupUsage| -> u64 {
+        match prev.get(&c.path) {
+            Some(p) if p.ino == c.ino => c.usage_usec.saturating_sub(p.usage_usec),
+            _ => c.usage_usec,
+        }
+    };
+    let mut own: BTreeMap<String, i128> = now
         .iter()
-        .map(|c| (c.path.clone(), c.usage_usec as i128))
+        .map(|c| (c.path.clone(), grown(c) as i128))
         .collect();
-    if let Some(r) = root_usec {
-        own.entry("/".into()).or_insert(r as i128);
+    if let (Some(r), false) = (root_usec, own.contains_key("/")) {
+        let p = prev.get("/").map(|p| p.usage_usec).unwrap_or(r);
+        own.insert("/".into(), r.saturating_sub(p) as i128);
     }
-    for c in all {
-        if let Some(p) = parent(&c.path) {
-            if let Some(v) = own.get_mut(p) {
-                *v -= c.usage_usec as i128;
+    for c in now {
+        if let Some(parent) = parent(&c.path) {
+            // A child new since the previous scan is in its parent's growth only from its
+            // creation on, which is all of its usage: subtract it whole.
+            if let Some(v) = own.get_mut(parent) {
+                *v -= grown(c) as i128;
             }
         }
     }
     own.into_iter().map(|(k, v)| (k, v.max(0) as u64)).collect()
+}
+
+/// The state [`own_deltas`] needs from this scan at the next one.
+pub fn previous(now: &[CgroupUsage], root_usec: Option<u64>) -> HashMap<String, Previous> {
+    let mut m: HashMap<String, Previous> = now
+        .iter()
+        .map(|c| {
+            (
+                c.path.clone(),
+                Previous {
+                    ino: c.ino,
+                    usage_usec: c.usage_usec,
+                },
+            )
+        })
+        .collect();
+    if let Some(r) = root_usec {
+        m.entry("/".into()).or_insert(Previous {
+            ino: 0,
+            usage_usec: r,
+        });
+    }
+    m
 }
 
 /// What kind of workload a cgroup path names, for display: a Kubernetes pod container, a
@@ -180,28 +251,73 @@ mod tests {
         assert_eq!(parse_proc_cgroup("1:cpu:/\n"), None);
     }
 
-    #[test]
-    fn own_usage_subtracts_children() {
-        let u = |p: &str, v: u64| CgroupUsage {
+    fn u(p: &str, v: u64, ino: u64) -> CgroupUsage {
+        CgroupUsage {
             path: p.into(),
             usage_usec: v,
-        };
-        let all = vec![
-            u("/", 1000),
-            u("/a", 600),
-            u("/a/b", 400),
-            u("/a/c", 100),
-            u("/d", 300),
+            ino,
+        }
+    }
+
+    #[test]
+    fn own_deltas_subtract_children_and_add_up() {
+        let t0 = vec![
+            u("/", 1000, 1),
+            u("/a", 600, 2),
+            u("/a/b", 400, 3),
+            u("/d", 300, 4),
         ];
-        let own = own_usage(&all, None);
-        assert_eq!(own["/"], 100);
+        let prev = previous(&t0, None);
+        // +100 in /a itself, +50 in /a/b, +20 in /d, +30 at the root; /a/c new with 10.
+        let t1 = vec![
+            u("/", 1210, 1),
+            u("/a", 760, 2),
+            u("/a/b", 450, 3),
+            u("/a/c", 10, 5),
+            u("/d", 320, 4),
+        ];
+        let own = own_deltas(&t1, &prev, None);
+        assert_eq!(own["/"], 30);
         assert_eq!(own["/a"], 100);
-        assert_eq!(own["/a/b"], 400);
-        assert_eq!(own["/d"], 300);
-        assert_eq!(own.values().sum::<u64>(), 1000);
-        // No root cpu.stat: the stand-in is used.
-        let own = own_usage(&all[1..], Some(1000));
-        assert_eq!(own["/"], 100);
+        assert_eq!(own["/a/b"], 50);
+        assert_eq!(own["/a/c"], 10);
+        assert_eq!(own["/d"], 20);
+        assert_eq!(own.values().sum::<u64>(), 210);
+    }
+
+    #[test]
+    fn a_removed_cgroup_leaves_one_interval_on_its_parent_not_its_life() {
+        let t0 = vec![
+            u("/", 5_000_000, 1),
+            u("/a", 4_000_000, 2),
+            u("/a/b", 3_600_000, 3),
+        ];
+        let prev = previous(&t0, None);
+        // /a/b ran 5 ms more and was removed; /a itself ran 2 ms. /a keeps /a/b's usage.
+        let t1 = vec![u("/", 5_007_000, 1), u("/a", 4_007_000, 2)];
+        let own = own_deltas(&t1, &prev, None);
+        assert_eq!(own["/a"], 7_000);
+        assert_eq!(own["/"], 0);
+        // Recreated under the same path (new inode): counted from its creation, not as a drop.
+        let prev = previous(&t1, None);
+        let t2 = vec![
+            u("/", 5_008_000, 1),
+            u("/a", 4_008_000, 2),
+            u("/a/b", 900, 9),
+        ];
+        let own = own_deltas(&t2, &prev, None);
+        assert_eq!(own["/a/b"], 900);
+        assert_eq!(own["/a"], 100);
+    }
+
+    #[test]
+    fn a_missing_root_cpu_stat_is_stood_in_for() {
+        let t0 = vec![u("/a", 100, 2)];
+        let prev = previous(&t0, Some(1000));
+        let t1 = vec![u("/a", 150, 2)];
+        let own = own_deltas(&t1, &prev, Some(1080));
+        assert_eq!(own["/"], 30);
+        assert_eq!(own["/a"], 50);
     }
 
     #[test]

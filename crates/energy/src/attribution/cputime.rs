@@ -109,8 +109,11 @@ pub fn process_cpu_ns(root: &SysRoot, pid: u32) -> io::Result<u64> {
                     )
                 })?
             }
-            // The thread ended between the listing and the read, or there is no schedstat.
-            Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+            // The thread ended between the listing and the read (ENOENT, or ESRCH once the file
+            // is open), or there is no schedstat.
+            Err(err)
+                if err.kind() == io::ErrorKind::NotFound
+                    || err.raw_os_error() == Some(libc::ESRCH) => {}
             Err(err) => return Err(err),
         }
     }
@@ -137,7 +140,12 @@ pub fn self_cpu_s() -> f64 {
 /// the hypervisor gave to another guest).
 pub fn machine_busy_cpu_s(root: &SysRoot) -> io::Result<f64> {
     let path = root.path("/proc/stat");
-    let text = std::fs::read_to_string(&path)?;
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("{}: {e}; is /proc mounted?", path.display()),
+        )
+    })?;
     let busy = text
         .lines()
         .find_map(|l| l.strip_prefix("cpu "))
@@ -242,8 +250,18 @@ mod tests {
     #[test]
     fn own_process_readers_agree() {
         let root = SysRoot::new("/");
-        let spin_until = self_cpu_s() + 0.05;
-        while self_cpu_s() < spin_until {
+        // This thread's own clock: other test threads must not shorten the spin.
+        let thread_s = || {
+            let mut t = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: clock_gettime writes the struct.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+            t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+        };
+        let spin_until = thread_s() + 0.05;
+        while thread_s() < spin_until {
             std::hint::black_box(0u64);
         }
         let sched = process_cpu_ns(&root, std::process::id()).unwrap() as f64 * 1e-9;

@@ -19,7 +19,7 @@ use super::cputime::{self, ProcStat};
 use super::split::{split, IdlePolicy};
 use crate::root::SysRoot;
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::io::{self, Read};
 
 /// What the energy is attributed to.
@@ -77,14 +77,22 @@ pub struct Entry {
     pub comm: Option<String>,
     /// The cgroup v2 path (`None` where the process's cgroup could not be read).
     pub cgroup: Option<String>,
-    /// CPU-seconds in the interval.
+    /// CPU-seconds in the interval: its own plus `children_cpu_s`.
     pub cpu_s: f64,
+    /// By process: CPU-seconds of children it reaped in the interval that no scan saw alive
+    /// (part of `cpu_s`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub children_cpu_s: f64,
     /// Joules attributed in the interval.
     pub energy_j: f64,
     /// `energy_j / interval_s`.
     pub power_w: f64,
     /// Joules attributed since the attributor started.
     pub total_energy_j: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// One interval's attribution.
@@ -97,9 +105,12 @@ pub struct Interval {
     pub idle_j: f64,
     /// Busy CPU-seconds of the machine in the interval (`/proc/stat`).
     pub busy_cpu_s: f64,
-    /// Busy CPU-seconds not found in any entry: by process, mostly processes that ended during
-    /// the interval, plus interrupt time; by cgroup, cgroups removed during it.
+    /// Busy CPU-seconds not found in any entry: by process, children not (yet) waited for and
+    /// interrupt time; by cgroup, read skew.
     pub unseen_cpu_s: f64,
+    /// CPU-seconds the entries have beyond the machine's busy time (read skew between the
+    /// files, 10 ms ticks): a check that nothing is counted twice.
+    pub over_cpu_s: f64,
     /// Entries with CPU time in the interval, most energy first.
     pub entries: Vec<Entry>,
 }
@@ -110,7 +121,17 @@ struct ProcInfo {
     ppid: u32,
     last_ticks: u64,
     last_children_ticks: u64,
+    /// Ticks of ended descendants already attributed (to them, while alive) that this
+    /// process's cutime + cstime has not shown yet: kept until it does.
+    debt: u64,
     seen: u64,
+}
+
+/// A process's CPU ticks in an interval, before the reaped part is capped.
+struct ProcDelta {
+    key: ProcKey,
+    own: u64,
+    reaped: u64,
 }
 
 /// Attributes interval energies to processes or cgroups. Create it at the start of the first
@@ -123,9 +144,12 @@ pub struct Attributor {
     ticks_per_s: f64,
     procs: HashMap<ProcKey, ProcInfo>,
     cgroup_mount: Option<std::path::PathBuf>,
-    cgroups: BTreeMap<String, u64>,
+    cgroups: HashMap<String, cgroup::Previous>,
     totals: HashMap<Key, f64>,
     last_busy_s: f64,
+    /// When the CPU times were last read: the capacity of an interval is n_cpus × the time
+    /// between two reads, which may differ from the energy window's length.
+    last_scan: std::time::Instant,
     generation: u64,
     buf: Vec<u8>,
 }
@@ -154,8 +178,9 @@ impl Attributor {
             ticks_per_s: cputime::ticks_per_s(),
             procs: HashMap::new(),
             cgroup_mount,
-            cgroups: BTreeMap::new(),
+            cgroups: HashMap::new(),
             totals: HashMap::new(),
+            last_scan: std::time::Instant::now(),
             generation: 0,
             buf: Vec::with_capacity(1024),
         };
@@ -167,6 +192,7 @@ impl Attributor {
                 a.scan_cgroups()?;
             }
         }
+        a.last_scan = std::time::Instant::now();
         Ok(a)
     }
 
@@ -187,15 +213,34 @@ impl Attributor {
     }
 
     /// Ends an interval of `interval_s` seconds whose energy was `total_j`: reads the CPU times
-    /// and splits the energy.
+    /// and splits the energy, with n_cpus × `interval_s` as the interval's CPU capacity (the
+    /// caller's energy window, read right before this). On an error nothing is changed: the
+    /// next step covers this interval too.
     pub fn step(&mut self, total_j: f64, interval_s: f64) -> io::Result<Interval> {
-        let deltas = match self.by {
-            By::Process => self.scan_processes()?,
-            By::Cgroup => self.scan_cgroups()?,
-        };
+        self.step_inner(total_j, Some(interval_s))
+    }
+
+    /// As [`Attributor::step`], for a caller whose energy window is not read together with the
+    /// CPU times (`record --by` takes energy on the sampling thread and CPU times on the
+    /// writer): the interval is the time since the previous read of the CPU times.
+    pub fn step_timed(&mut self, total_j: f64) -> io::Result<Interval> {
+        self.step_inner(total_j, None)
+    }
+
+    fn step_inner(&mut self, total_j: f64, interval_s: Option<f64>) -> io::Result<Interval> {
         let busy = cputime::machine_busy_cpu_s(&self.root)?;
         let busy_cpu_s = (busy - self.last_busy_s).max(0.0);
+        let deltas = match self.by {
+            By::Process => {
+                let d = self.scan_processes()?;
+                self.process_entries(d, busy_cpu_s)
+            }
+            By::Cgroup => self.scan_cgroups()?,
+        };
         self.last_busy_s = busy;
+        let now = std::time::Instant::now();
+        let interval_s = interval_s.unwrap_or(now.duration_since(self.last_scan).as_secs_f64());
+        self.last_scan = now;
         let cpu: Vec<f64> = deltas.iter().map(|d| d.cpu_s).collect();
         let s = split(total_j, self.n_cpus as f64 * interval_s, &cpu, self.policy);
         let mut entries: Vec<Entry> = deltas
@@ -248,12 +293,13 @@ impl Attributor {
             idle_j: s.idle_j,
             busy_cpu_s,
             unseen_cpu_s: (busy_cpu_s - seen).max(0.0),
+            over_cpu_s: (seen - busy_cpu_s).max(0.0),
             entries,
         })
     }
 
     /// Reads every process's CPU ticks; returns those with time since the previous scan.
-    fn scan_processes(&mut self) -> io::Result<Vec<Entry>> {
+    fn scan_processes(&mut self) -> io::Result<Vec<ProcDelta>> {
         self.generation += 1;
         let gen = self.generation;
         let first = gen == 1;
@@ -282,27 +328,48 @@ impl Attributor {
             }
             current.push((key, st));
         }
-        // Children that ended since the previous scan: what their parent's cutime + cstime will
-        // show of them was already attributed to them (their own time, and their reaped
-        // children's), so it is taken off the parent's credit below.
-        let mut already: HashMap<u32, u64> = HashMap::new();
-        for info in self.procs.values().filter(|i| i.seen != gen) {
-            *already.entry(info.ppid).or_default() += info.last_ticks + info.last_children_ticks;
-        }
+        // Processes gone since the previous scan: what their reaper's cutime + cstime will show
+        // of them (their own time, their children's, and what those owed) was attributed
+        // already, so it becomes a debt of the nearest ancestor still alive (normally the
+        // parent that reaps them), paid from its reaped time before anything is charged.
+        let gone: HashMap<u32, (u32, u64)> = self
+            .procs
+            .iter()
+            .filter(|(_, i)| i.seen != gen)
+            .map(|(k, i)| {
+                (
+                    k.pid,
+                    (i.ppid, i.last_ticks + i.last_children_ticks + i.debt),
+                )
+            })
+            .collect();
         self.procs.retain(|_, i| i.seen == gen);
+        let alive: HashMap<u32, ProcKey> = current.iter().map(|(k, _)| (k.pid, *k)).collect();
+        for &(ppid, owed) in gone.values() {
+            let mut p = ppid;
+            for _ in 0..64 {
+                match gone.get(&p) {
+                    Some(&(up, _)) if up != p => p = up,
+                    _ => break,
+                }
+            }
+            if let Some(info) = alive.get(&p).and_then(|k| self.procs.get_mut(k)) {
+                info.debt += owed;
+            }
+        }
         let mut out = Vec::new();
         for (key, st) in current {
             let (own, reaped) = match self.procs.get_mut(&key) {
                 Some(info) => {
-                    let d = (
-                        st.cpu_ticks.saturating_sub(info.last_ticks),
-                        st.children_ticks.saturating_sub(info.last_children_ticks),
-                    );
+                    let own = st.cpu_ticks.saturating_sub(info.last_ticks);
+                    let grown = st.children_ticks.saturating_sub(info.last_children_ticks);
+                    let paid = grown.min(info.debt);
+                    info.debt -= paid;
                     info.last_ticks = st.cpu_ticks;
                     info.last_children_ticks = st.children_ticks;
                     info.ppid = st.ppid;
                     info.comm = st.comm;
-                    d
+                    (own, grown - paid)
                 }
                 None => {
                     let cgroup = cgroup::cgroup_of(&self.root, key.pid);
@@ -314,6 +381,7 @@ impl Attributor {
                             ppid: st.ppid,
                             last_ticks: st.cpu_ticks,
                             last_children_ticks: st.children_ticks,
+                            debt: 0,
                             seen: gen,
                         },
                     );
@@ -325,25 +393,47 @@ impl Attributor {
                     }
                 }
             };
-            // Children it reaped in the interval that no scan saw alive (a shell loop's
-            // commands, make's compilers) are charged to it, as `time` and `wait4` do.
-            let reaped = reaped.saturating_sub(already.get(&key.pid).copied().unwrap_or(0));
-            let delta_ticks = own + reaped;
-            if delta_ticks > 0 {
-                let info = &self.procs[&key];
-                out.push(Entry {
-                    key: Key::Process(key),
-                    pid: Some(key.pid),
-                    comm: Some(info.comm.clone()),
-                    cgroup: info.cgroup.clone(),
-                    cpu_s: delta_ticks as f64 / self.ticks_per_s,
-                    energy_j: 0.0,
-                    power_w: 0.0,
-                    total_energy_j: 0.0,
-                });
+            if own + reaped > 0 {
+                out.push(ProcDelta { key, own, reaped });
             }
         }
         Ok(out)
+    }
+
+    /// Entries of a process scan. Children reaped in the interval that no scan saw alive (a
+    /// shell loop's commands, make's compilers) are charged to the process that reaped them, as
+    /// `time` and `wait4` do; the reaped part of all entries together is capped at the busy
+    /// time that their own time leaves unexplained (plus two ticks per entry of read skew), so
+    /// a child reaped by a process that never knew it (a reparented orphan) is not counted twice.
+    fn process_entries(&self, deltas: Vec<ProcDelta>, busy_cpu_s: f64) -> Vec<Entry> {
+        let tick = 1.0 / self.ticks_per_s;
+        let own_s: f64 = deltas.iter().map(|d| d.own as f64 * tick).sum();
+        let reaped_s: f64 = deltas.iter().map(|d| d.reaped as f64 * tick).sum();
+        let slack = 2.0 * tick * deltas.len() as f64;
+        let room = (busy_cpu_s - own_s).max(0.0) + slack;
+        let scale = if reaped_s > room {
+            room / reaped_s
+        } else {
+            1.0
+        };
+        deltas
+            .into_iter()
+            .map(|d| {
+                let info = &self.procs[&d.key];
+                let children = d.reaped as f64 * tick * scale;
+                Entry {
+                    key: Key::Process(d.key),
+                    pid: Some(d.key.pid),
+                    comm: Some(info.comm.clone()),
+                    cgroup: info.cgroup.clone(),
+                    cpu_s: d.own as f64 * tick + children,
+                    children_cpu_s: children,
+                    energy_j: 0.0,
+                    power_w: 0.0,
+                    total_energy_j: 0.0,
+                }
+            })
+            .collect()
     }
 
     /// One `open` + one `read` + `close` per process: `read_to_end` would add an `fstat` and an
@@ -358,42 +448,40 @@ impl Attributor {
         if n == 1024 {
             f.read_to_end(&mut self.buf).ok()?;
         }
-        cputime::parse_proc_stat(std::str::from_utf8(&self.buf).ok()?)
+        // comm is any 15 bytes, cut mid-character at times: never lose a process to UTF-8.
+        cputime::parse_proc_stat(&String::from_utf8_lossy(&self.buf))
     }
 
-    /// Reads every cgroup's own usage; returns those with time since the previous scan.
+    /// Reads every cgroup's usage; returns those with time of their own since the previous
+    /// scan ([`cgroup::own_deltas`]).
     fn scan_cgroups(&mut self) -> io::Result<Vec<Entry>> {
         let mount = self
             .cgroup_mount
             .clone()
             .expect("set when attributing by cgroup");
-        let all = cgroup::read_usage(&mount)
-            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", mount.display())))?;
+        let all = cgroup::read_usage(&mount)?;
         let root_usec = (cputime::machine_busy_cpu_s(&self.root)? * 1e6) as u64;
-        let own = cgroup::own_usage(&all, Some(root_usec));
         let first = self.cgroups.is_empty();
-        let mut out = Vec::new();
-        for (path, &usec) in &own {
-            let d = match self.cgroups.get(path) {
-                Some(&prev) => usec.saturating_sub(prev),
-                None if first => 0,
-                None => usec,
-            };
-            if d > 0 {
-                out.push(Entry {
-                    key: Key::Cgroup(path.clone()),
-                    pid: None,
-                    comm: None,
-                    cgroup: Some(path.clone()),
-                    cpu_s: d as f64 * 1e-6,
-                    energy_j: 0.0,
-                    power_w: 0.0,
-                    total_energy_j: 0.0,
-                });
-            }
+        let own = cgroup::own_deltas(&all, &self.cgroups, Some(root_usec));
+        self.cgroups = cgroup::previous(&all, Some(root_usec));
+        if first {
+            return Ok(Vec::new());
         }
-        self.cgroups = own;
-        Ok(out)
+        Ok(own
+            .into_iter()
+            .filter(|(_, d)| *d > 0)
+            .map(|(path, d)| Entry {
+                key: Key::Cgroup(path.clone()),
+                pid: None,
+                comm: None,
+                cgroup: Some(path),
+                cpu_s: d as f64 * 1e-6,
+                children_cpu_s: 0.0,
+                energy_j: 0.0,
+                power_w: 0.0,
+                total_energy_j: 0.0,
+            })
+            .collect())
     }
 }
 
@@ -493,6 +581,159 @@ mod tests {
         // Nothing new: nothing charged again.
         let i = a.step(10.0, 1.0).unwrap();
         assert!(i.entries.is_empty());
+    }
+
+    #[test]
+    fn nested_endings_and_late_reaps_are_counted_once() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        write(r, "/proc/stat", &proc_stat(0));
+        write(r, "/proc/30/stat", &stat_line_full(30, 1, "make", 10, 0, 5));
+        write(r, "/proc/31/stat", &stat_line_full(31, 30, "sh", 5, 0, 6));
+        write(r, "/proc/32/stat", &stat_line_full(32, 31, "cc", 10, 0, 7));
+        let mut a = Attributor::new(SysRoot::new(r), By::Process, IdlePolicy::Apart, 1).unwrap();
+        // cc runs 3 more ticks and is reaped by sh, sh 1 more and is reaped by make: make's
+        // cutime grows by sh's 6 + sh's cutime 13 = 19, of which 15 were attributed already.
+        write(r, "/proc/stat", &proc_stat(4));
+        write(
+            r,
+            "/proc/30/stat",
+            &stat_line_full(30, 1, "make", 10, 19, 5),
+        );
+        std::fs::remove_dir_all(r.join("proc/31")).unwrap();
+        std::fs::remove_dir_all(r.join("proc/32")).unwrap();
+        let i = a.step(1.0, 1.0).unwrap();
+        assert_eq!(i.entries.len(), 1);
+        assert!(
+            (i.entries[0].cpu_s - 0.04).abs() < 1e-9,
+            "{:?}",
+            i.entries[0]
+        );
+        assert!((i.entries[0].children_cpu_s - 0.04).abs() < 1e-9);
+        assert!(i.over_cpu_s < 1e-9);
+
+        // A child seen with its final ticks, gone at the next scan, while its parent's cutime
+        // only grows one scan later (the reap came after the parent's stat was read).
+        write(r, "/proc/33/stat", &stat_line_full(33, 30, "ld", 0, 0, 900));
+        let i = a.step(1.0, 1.0).unwrap();
+        assert!(i.entries.is_empty(), "{:?}", i.entries);
+        write(r, "/proc/stat", &proc_stat(54));
+        write(
+            r,
+            "/proc/33/stat",
+            &stat_line_full(33, 30, "ld", 50, 0, 900),
+        );
+        let i = a.step(1.0, 1.0).unwrap();
+        assert!((i.entries[0].cpu_s - 0.5).abs() < 1e-9); // ld itself, alive
+        std::fs::remove_dir_all(r.join("proc/33")).unwrap();
+        let i = a.step(1.0, 1.0).unwrap();
+        assert!(i.entries.is_empty(), "{:?}", i.entries);
+        write(
+            r,
+            "/proc/30/stat",
+            &stat_line_full(30, 1, "make", 10, 69, 5),
+        );
+        let i = a.step(1.0, 1.0).unwrap();
+        assert!(
+            i.entries.is_empty(),
+            "ld's 50 ticks were ld's: {:?}",
+            i.entries
+        );
+    }
+
+    #[test]
+    fn an_orphan_reaped_by_a_stranger_is_not_counted_twice() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        write(r, "/proc/stat", &proc_stat(0));
+        write(r, "/proc/5/stat", &stat_line_full(5, 1, "shim", 0, 0, 2));
+        write(r, "/proc/40/stat", &stat_line_full(40, 5, "app", 100, 0, 5));
+        write(
+            r,
+            "/proc/41/stat",
+            &stat_line_full(41, 40, "worker", 300, 0, 6),
+        );
+        let mut a = Attributor::new(SysRoot::new(r), By::Process, IdlePolicy::Apart, 1).unwrap();
+        // app and worker are killed together; worker, reparented, is reaped by shim, whose
+        // cutime grows by app's 100 and worker's 300 though both were attributed already.
+        // The debt walks up from worker past app (gone) to shim.
+        write(r, "/proc/stat", &proc_stat(0));
+        write(r, "/proc/5/stat", &stat_line_full(5, 1, "shim", 0, 400, 2));
+        std::fs::remove_dir_all(r.join("proc/40")).unwrap();
+        std::fs::remove_dir_all(r.join("proc/41")).unwrap();
+        let i = a.step(1.0, 1.0).unwrap();
+        assert!(i.entries.is_empty(), "{:?}", i.entries);
+        // A reaper that was never told (the debt went elsewhere): the cap keeps the reaped
+        // time within the busy time nobody's own time explains.
+        write(
+            r,
+            "/proc/50/stat",
+            &stat_line_full(50, 1, "init2", 0, 0, 10),
+        );
+        a.step(1.0, 1.0).unwrap();
+        write(r, "/proc/stat", &proc_stat(2));
+        write(
+            r,
+            "/proc/50/stat",
+            &stat_line_full(50, 1, "init2", 0, 500, 10),
+        );
+        let i = a.step(1.0, 1.0).unwrap();
+        let c: f64 = i.entries.iter().map(|e| e.cpu_s).sum();
+        assert!(c <= 0.02 + 0.02 + 1e-9, "reaped {c} s with 0.02 s busy");
+    }
+
+    #[test]
+    fn a_comm_cut_mid_character_keeps_its_process() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        write(r, "/proc/stat", &proc_stat(0));
+        let mut line = b"60 (\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e\xe3\x81\xae\xe5\x90\x8d\xe5\x89) S 1 1 1 0 -1 0 0 0 0 0 ".to_vec();
+        line.extend_from_slice(b"0 0 0 0 20 0 1 0 9 0 0\n");
+        let path = r.join("proc/60/stat");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &line).unwrap();
+        let mut a = Attributor::new(SysRoot::new(r), By::Process, IdlePolicy::Apart, 1).unwrap();
+        let mut line2 = line.clone();
+        let at = line2.len() - b"0 0 0 0 20 0 1 0 9 0 0\n".len();
+        line2.truncate(at);
+        line2.extend_from_slice(b"7 0 0 0 20 0 1 0 9 0 0\n");
+        std::fs::write(&path, &line2).unwrap();
+        write(r, "/proc/stat", &proc_stat(7));
+        let i = a.step(1.0, 1.0).unwrap();
+        assert_eq!(i.entries.len(), 1);
+        assert!(i.entries[0].comm.as_deref().unwrap().starts_with("日本語"));
+    }
+
+    #[test]
+    fn a_removed_cgroup_does_not_hand_its_life_to_its_parent() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        let cg = "/sys/fs/cgroup";
+        write(r, "/proc/stat", &proc_stat(0));
+        write(r, &format!("{cg}/cgroup.controllers"), "cpu\n");
+        let usage = |p: &str, u: u64| {
+            write(
+                r,
+                &format!("{cg}{p}/cpu.stat"),
+                &format!("usage_usec {u}\n"),
+            )
+        };
+        usage("", 3_700_000_000);
+        usage("/system.slice", 3_600_100_000);
+        usage("/system.slice/old.service", 3_600_000_000);
+        let mut a = Attributor::new(SysRoot::new(r), By::Cgroup, IdlePolicy::Apart, 2).unwrap();
+        // old.service runs 0.1 s more and is stopped; the slice keeps its usage.
+        std::fs::remove_dir_all(r.join("sys/fs/cgroup/system.slice/old.service")).unwrap();
+        usage("", 3_700_100_000);
+        usage("/system.slice", 3_600_200_000);
+        let i = a.step(10.0, 1.0).unwrap();
+        assert_eq!(i.entries.len(), 1, "{:?}", i.entries);
+        assert_eq!(i.entries[0].cgroup.as_deref(), Some("/system.slice"));
+        assert!(
+            (i.entries[0].cpu_s - 0.1).abs() < 1e-9,
+            "{:?}",
+            i.entries[0]
+        );
     }
 
     #[test]
