@@ -283,8 +283,12 @@ impl NvmlSource {
                     socket: g.index,
                     domain: Domain::Gpu,
                     unit_j: 1e-3,
-                    // An unsigned long long of millijoules: it does not wrap in practice.
-                    wrap: Wrap::AtMax(u64::MAX),
+                    // An unsigned long long of millijoules never wraps in practice (5·10^8
+                    // years at 1 kW), but it restarts when the driver is reloaded: a decrease is
+                    // a reset, never a wrap, and must be reported as an error rather than
+                    // "corrected" into 2^64 mJ. Unknown does exactly that (and asks for a read
+                    // at least once a second).
+                    wrap: Wrap::Unknown,
                     origin: format!(
                         "nvmlDeviceGetTotalEnergyConsumption (mJ), GPU {} {} {}",
                         g.index, g.name, g.uuid
@@ -294,7 +298,9 @@ impl NvmlSource {
                     socket: g.index,
                     domain: Domain::Gpu,
                     unit_j: 1e-6,
-                    wrap: Wrap::AtMax(u64::MAX),
+                    // Never decreases (wattio's own sum); Unknown makes readers at a low row
+                    // rate still read it at least once a second, the integration step.
+                    wrap: Wrap::Unknown,
                     origin: format!(
                         "nvmlDeviceGetPowerUsage (mW) integrated between reads, GPU {} {} {}",
                         g.index, g.name, g.uuid

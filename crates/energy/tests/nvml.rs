@@ -161,6 +161,42 @@ fn nvml_init_without_permission_is_one_line_with_the_fix() {
 }
 
 #[test]
+fn a_counter_reset_by_a_driver_reload_is_an_error_not_2_to_the_64_millijoules() {
+    let _g = stub("", None);
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), "name=Stub A10,energy_mj=9000000").unwrap();
+    std::env::set_var("WATTIO_NVML_STUB_FILE", file.path());
+    let mut src = NvmlSource::open(lib().as_os_str()).unwrap();
+    let mut acc = Accumulator::new(src.counters());
+    let zero = CounterDelta {
+        joules: 0.0,
+        wrapped: false,
+    };
+    let (mut raw, mut out) = ([0u64], [zero]);
+    let mut step = |mj: u64| {
+        std::fs::write(file.path(), format!("name=Stub A10,energy_mj={mj}")).unwrap();
+        src.read_raw(&mut raw).unwrap();
+        acc.update(&raw, &mut out).map(|_| out[0].joules)
+    };
+    assert_eq!(step(9_000_000).unwrap(), 0.0, "the first reading primes");
+    assert!((step(9_250_000).unwrap() - 250.0).abs() < 1e-9);
+    // The driver was reloaded: the counter starts again from about zero.
+    let e = step(1_000).unwrap_err();
+    assert!(e.to_string().contains("went back"), "{e}");
+    assert!(
+        (step(3_000).unwrap() - 2.0).abs() < 1e-9,
+        "measured again after the reset"
+    );
+    // 250 J before the reload, 2 J after, nothing for the reset itself.
+    assert!(
+        (acc.totals_j()[0] - 252.0).abs() < 1e-9,
+        "{:?}",
+        acc.totals_j()
+    );
+    std::env::remove_var("WATTIO_NVML_STUB_FILE");
+}
+
+#[test]
 fn no_gpu_at_all_is_unusable_not_an_empty_source() {
     let _g = stub("", None);
     let e = NvmlSource::open(lib().as_os_str()).unwrap_err();
