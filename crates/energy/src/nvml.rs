@@ -266,15 +266,17 @@ impl NvmlSource {
             });
         }
         if gpus.is_empty() {
-            let reason = if count == 0 {
-                "NVML lists no GPU".to_string()
+            return Err(if count == 0 {
+                unusable(
+                    "NVML lists no GPU".into(),
+                    "nothing to fix unless a GPU should be there: `nvidia-smi -L` lists what the driver sees",
+                )
             } else {
-                format!("no GPU can be read: {}", notes.join("; "))
-            };
-            return Err(unusable(
-                reason,
-                "nothing to fix unless a GPU should be there: `nvidia-smi -L` lists what the driver sees",
-            ));
+                unusable(
+                    format!("no GPU can be read: {}", notes.join("; ")),
+                    "these GPUs give NVML neither energy nor power readings (`nvidia-smi -q -d POWER` shows what they report): nothing wattio can read",
+                )
+            });
         }
         let specs = gpus
             .iter()
