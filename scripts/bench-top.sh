@@ -78,12 +78,13 @@ unseen() { # by, then what the JSON lines say: sum unseen / sum busy
 import json, sys
 rows = [json.loads(l) for l in sys.stdin if l.strip()]
 b = sum(r["busy_cpu_s"] for r in rows); u = sum(r["unseen_cpu_s"] for r in rows)
-print(f"{u:.2f} of {b:.2f} CPU-s ({100*u/b if b else 0:.1f} %)")'
+o = sum(r.get("over_cpu_s", 0) for r in rows)
+print(f"{u:.2f} of {b:.2f} CPU-s ({100*u/b if b else 0:.1f} %) | {o:.2f} CPU-s ({100*o/b if b else 0:.1f} %)")'
 }
 N=$((DURATION/3))
 echo
-echo "| load during $N s of \`wattio top --json --interval 1\` | by | busy time in no entry (unseen_cpu_s / busy_cpu_s) |"
-echo "|---|---|---|"
+echo "| load during $N s of \`wattio top --json --interval 1\` | by | busy time in no entry (unseen_cpu_s / busy_cpu_s) | entries above busy time (over_cpu_s) |"
+echo "|---|---|---|---|"
 "$W" workload spin --load 0.5 --seconds $((N + 2)) 2>/dev/null & PIDS+=($!)
 echo "| one long-lived process at 50 % | process | $("$W" top --json --interval 1 -n $N 2>/dev/null | unseen) |"
 wait; PIDS=()
@@ -96,5 +97,5 @@ if [ -n "$V2" ] && CG=$V2/wattio-bench-$$ && mkdir "$CG" 2>/dev/null; then
   echo "| the same loop inside a cgroup | cgroup | $("$W" top --by cgroup --json --interval 1 -n $N 2>/dev/null | unseen) |"
   wait; PIDS=()
 else
-  echo "| the same loop inside a cgroup | cgroup | not measured: no writable cgroup v2 hierarchy |"
+  echo "| the same loop inside a cgroup | cgroup | not measured: no writable cgroup v2 hierarchy | |"
 fi

@@ -6,13 +6,18 @@
 //! them. What is missed, and how it shows:
 //! * by process, a process that ends between two steps is not seen again; when its parent waits
 //!   for it, the kernel adds its time to the parent's `cutime` + `cstime`, and the parent is
-//!   charged that growth less what was already attributed to its children seen alive (each tick
-//!   once). Time nobody explains (children not yet waited for, interrupts) is still in the
-//!   machine's busy time: [`Interval::unseen_cpu_s`] reports it, and with [`IdlePolicy::Apart`]
-//!   its energy stays in the idle/unattributed part. A process that starts after one step is
+//!   charged that growth less what was already attributed to descendants seen alive (a debt
+//!   kept until the growth shows, so each tick counts once even when the reap comes a scan
+//!   late or a whole subtree ends at once). An orphan reaped by a process that owed nothing for
+//!   it (a reparented child) could be counted twice: the reaped part of an interval is capped
+//!   by the busy time that the entries' own time leaves. Time nobody explains (children not yet
+//!   waited for, interrupts) is still in the machine's busy time: [`Interval::unseen_cpu_s`]
+//!   reports it, and with [`IdlePolicy::Apart`] its energy stays in the idle/unattributed part;
+//!   [`Interval::over_cpu_s`] reports the opposite. A process that starts after one step is
 //!   counted from its start;
-//! * by cgroup nothing is lost that way: a cgroup keeps the usage of its ended processes; only a
-//!   cgroup removed between two steps loses its last interval.
+//! * by cgroup nothing is lost that way: a cgroup keeps the usage of its ended processes, and a
+//!   removed cgroup's last partial interval stays in its parent's usage, where it is charged
+//!   ([`cgroup::own_deltas`]).
 
 use super::cgroup;
 use super::cputime::{self, ProcStat};
