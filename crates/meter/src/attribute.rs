@@ -31,6 +31,7 @@ pub struct AttributedInterval {
     pub idle_j: f64,
     pub busy_cpu_s: f64,
     pub unseen_cpu_s: f64,
+    pub over_cpu_s: f64,
     pub entries: Vec<Entry>,
 }
 
@@ -49,6 +50,7 @@ impl AttributedInterval {
             idle_j: i.idle_j,
             busy_cpu_s: i.busy_cpu_s,
             unseen_cpu_s: i.unseen_cpu_s,
+            over_cpu_s: i.over_cpu_s,
             entries: i.entries,
         }
     }
@@ -612,6 +614,7 @@ mod tests {
             idle_j: 4.0,
             busy_cpu_s: 1.0,
             unseen_cpu_s: 0.0,
+            over_cpu_s: 0.0,
             entries: vec![entry(7, 4.0), entry(8, 2.0)],
         };
         let s = render_top(&i, 10.0, 4.0, 1);
