@@ -20,12 +20,15 @@ demo: build
 
 ## make test: install what the tests need, then run every test suite once.
 ## WATTIO_REQUIRE_NGINX makes the nginx interoperability tests fail instead of skipping.
+## WATTIO_DEFAULT_MODEL=ccf-linear: the suites that check estimated labels on this machine see the same
+## model whatever its CPU (the model tests clear it to test the default itself).
 ## WATTIO_NVML_LIB points at no library, so that on a machine with an NVIDIA driver the CPU tests
 ## see no GPU rows; the GPU tests load the stand-in library (crates/nvml-stub) themselves.
 test: deps test-java test-rust
 
 test-rust:
-	WATTIO_REQUIRE_NGINX=1 WATTIO_NVML_LIB=/nonexistent/libnvidia-ml.so.1 $(CARGO) test --workspace --release
+	WATTIO_REQUIRE_NGINX=1 WATTIO_NVML_LIB=/nonexistent/libnvidia-ml.so.1 WATTIO_DEFAULT_MODEL=ccf-linear \
+	  $(CARGO) test --workspace --release
 	$(CARGO) test --release -p wattio-report --test browser -- --ignored
 
 ## Java I/O study: the Maven module's equivalence and harness tests.

@@ -11,6 +11,9 @@ const BIN: &str = env!("CARGO_BIN_EXE_wattio");
 fn wattio(root: Option<&Path>, args: &[&str]) -> Output {
     let mut c = Command::new(BIN);
     c.args(args);
+    // These tests check the default model itself (make test pins it for the other suites).
+    c.env_remove("WATTIO_DEFAULT_MODEL")
+        .env_remove("WATTIO_HOST_THREADS");
     match root {
         Some(r) => c.env("WATTIO_ROOT", r),
         None => c.env_remove("WATTIO_ROOT"),

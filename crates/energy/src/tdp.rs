@@ -15,8 +15,11 @@
 //! * **Scale:** watts per vCPU = TDP / threads of the physical package × ratio. The threads come
 //!   from the machine: the online CPUs of each package in `/sys/devices/system/cpu`, which is
 //!   the physical count only when the machine is not virtualised. In a VM (`hypervisor` in
-//!   `/proc/cpuinfo`'s flags) the host's thread count is not visible and the dataset has none,
-//!   so the default falls back to `ccf-linear` and says so rather than guess.
+//!   `/proc/cpuinfo`'s flags) the host's thread count is not visible and the dataset has none;
+//!   it is then taken from the name where the name says it (AMD EPYC names carry `NN-Core`, and
+//!   every EPYC runs two threads per core), or from `WATTIO_HOST_THREADS` (threads per package
+//!   of the host, which the cloud provider's instance documentation gives); otherwise the
+//!   default falls back to `ccf-linear` and says so rather than guess.
 
 use crate::cpu;
 use crate::model::ModelParams;
@@ -136,8 +139,45 @@ fn virtualised(root: &SysRoot) -> bool {
         .unwrap_or(false)
 }
 
-/// The tdp-curve model for this machine, or one line saying why there is none.
+/// Hardware threads per package when the processor's name says: an AMD EPYC name carries its
+/// core count (`AMD EPYC 7713 64-Core Processor`) and every EPYC part runs two threads per core
+/// (SMT; AMD's EPYC product specifications list threads = 2 × cores for all of them).
+pub fn threads_from_name(model_name: &str) -> Option<usize> {
+    if !model_name.contains("EPYC") {
+        return None;
+    }
+    let core = model_name.split_whitespace().find_map(|w| {
+        w.strip_suffix("-Core")
+            .and_then(|n| n.parse::<usize>().ok())
+    })?;
+    (core > 0).then_some(2 * core)
+}
+
+/// `WATTIO_HOST_THREADS`: the host's hardware threads per package, for VMs.
+pub fn host_threads_from_env() -> Result<Option<usize>, String> {
+    match std::env::var("WATTIO_HOST_THREADS") {
+        Ok(v) if v.trim().is_empty() => Ok(None),
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(Some(n)),
+            _ => Err(format!(
+                "WATTIO_HOST_THREADS={v:?} is not a positive number of threads per package; unset it or give e.g. 64"
+            )),
+        },
+        Err(_) => Ok(None),
+    }
+}
+
+/// The tdp-curve model for this machine, or one line saying why there is none
+/// (`WATTIO_HOST_THREADS` read from the environment).
 pub fn tdp_curve_for_machine(root: &SysRoot) -> Result<ModelParams, String> {
+    tdp_curve_for_machine_with(root, host_threads_from_env()?)
+}
+
+/// As [`tdp_curve_for_machine`], with the host's threads per package given (VMs).
+pub fn tdp_curve_for_machine_with(
+    root: &SysRoot,
+    host_threads: Option<usize>,
+) -> Result<ModelParams, String> {
     let id = cpu::cpu_id(root)
         .map_err(|e| format!("the CPU cannot be identified ({e}), so its TDP is unknown"))?;
     let (dataset_name, tdp) = lookup_tdp(&id.model_name).ok_or_else(|| {
@@ -146,22 +186,30 @@ pub fn tdp_curve_for_machine(root: &SysRoot) -> Result<ModelParams, String> {
             id.model_name
         )
     })?;
-    if virtualised(root) {
-        return Err(format!(
-            "CPU '{}' is in the TDP dataset ({tdp} W) but this machine is a VM (cpuinfo flag `hypervisor`): the physical CPU's thread count is not visible and the dataset has none",
-            id.model_name
-        ));
-    }
     let packages =
         cpu::packages(root).map_err(|e| format!("the CPU topology cannot be read ({e})"))?;
-    let threads = packages.values().map(Vec::len).max().unwrap_or(0);
     let vcpus: usize = packages.values().map(Vec::len).sum();
+    let (threads, from) = if let Some(n) = host_threads {
+        (n, "WATTIO_HOST_THREADS")
+    } else if !virtualised(root) {
+        (
+            packages.values().map(Vec::len).max().unwrap_or(0),
+            "/sys, not virtualised",
+        )
+    } else if let Some(n) = threads_from_name(&id.model_name) {
+        (n, "the processor's name: EPYC, 2 threads per core")
+    } else {
+        return Err(format!(
+            "CPU '{}' is in the TDP dataset ({tdp} W) but this machine is a VM (cpuinfo flag `hypervisor`): the physical CPU's thread count is not visible, its name does not say it and the dataset has none (set WATTIO_HOST_THREADS to the host's threads per package)",
+            id.model_name
+        ));
+    };
     if threads == 0 {
         return Err("no online CPU is listed, so TDP cannot be divided among threads".into());
     }
     let mut m = tdp_curve(&dataset_name, tdp, threads, vcpus);
     m.notes.push(format!(
-        "tdp-curve: '{}' is '{dataset_name}' in {DATASET}, TDP {tdp} W over {threads} threads per package (from /sys, not virtualised); watts = TDP/threads × 0.12, 0.32, 0.75, 1.02 at 0, 10, 50, 100 % load (Teads curve, Boavizta's default)",
+        "tdp-curve: '{}' is '{dataset_name}' in {DATASET}, TDP {tdp} W over {threads} threads per package (from {from}); watts = TDP/threads × 0.12, 0.32, 0.75, 1.02 at 0, 10, 50, 100 % load (Teads curve, Boavizta's default)",
         id.model_name
     ));
     Ok(m)
@@ -169,8 +217,25 @@ pub fn tdp_curve_for_machine(root: &SysRoot) -> Result<ModelParams, String> {
 
 /// The meter's default model: tdp-curve when this machine's CPU and thread count are known,
 /// otherwise ccf-linear with a note saying why.
+///
+/// `WATTIO_DEFAULT_MODEL=ccf-linear` makes the default ccf-linear whatever the CPU (the test
+/// suite sets it, so figures it checks do not depend on the machine it runs on).
 pub fn for_machine(root: &SysRoot) -> ModelParams {
-    match tdp_curve_for_machine(root) {
+    if std::env::var("WATTIO_DEFAULT_MODEL").as_deref() == Ok("ccf-linear") {
+        let mut m = ModelParams::default();
+        m.notes
+            .push("the default model is ccf-linear because WATTIO_DEFAULT_MODEL=ccf-linear".into());
+        return m;
+    }
+    for_machine_with(root, host_threads_from_env())
+}
+
+/// As [`for_machine`], with `WATTIO_HOST_THREADS` already read.
+pub fn for_machine_with(
+    root: &SysRoot,
+    host_threads: Result<Option<usize>, String>,
+) -> ModelParams {
+    match host_threads.and_then(|h| tdp_curve_for_machine_with(root, h)) {
         Ok(m) => m,
         Err(why) => {
             let mut m = ModelParams::default();
@@ -254,7 +319,7 @@ mod tests {
     fn the_machine_model_scales_tdp_by_threads() {
         let dir = tempfile::tempdir().unwrap();
         fixture::intel_two_socket_server(dir.path()).unwrap();
-        let m = for_machine(&SysRoot::new(dir.path()));
+        let m = for_machine_with(&SysRoot::new(dir.path()), Ok(None));
         m.validate().unwrap();
         assert_eq!(
             m.name(),
@@ -273,25 +338,41 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let t = fixture::amd_epyc(dir.path()).unwrap();
         let root = SysRoot::new(dir.path());
-        // A VM: the flag hides the host's thread count.
         let info = std::fs::read_to_string(t.path("/proc/cpuinfo")).unwrap();
+        let as_vm =
+            |info: &str| info.replace("model name", "flags\t\t: fpu hypervisor avx2\nmodel name");
+        // A VM whose EPYC name carries its core count: 64 cores, 128 threads.
+        assert!(info.contains("64-Core"), "{info}");
+        t.write("/proc/cpuinfo", &as_vm(&info)).unwrap();
+        let m = for_machine_with(&root, Ok(None));
+        assert!(m.name().starts_with("tdp-curve("), "{}", m.name());
+        assert!(m.name().contains("threads=128"), "{}", m.name());
+        assert!(m.notes[0].contains("2 threads per core"), "{:?}", m.notes);
+        // A VM whose name does not say: the fallback, unless the user gives the host's threads.
         t.write(
             "/proc/cpuinfo",
-            &info.replace("model name", "flags\t\t: fpu hypervisor avx2\nmodel name"),
+            &as_vm(&info.replace(" 64-Core Processor", " Processor")),
         )
         .unwrap();
-        let m = for_machine(&root);
+        let m = for_machine_with(&root, Ok(None));
         assert!(m.name().starts_with("ccf-linear("), "{}", m.name());
         assert!(
-            m.notes[0].contains("VM") && m.notes[0].contains("225"),
+            m.notes[0].contains("VM")
+                && m.notes[0].contains("225")
+                && m.notes[0].contains("WATTIO_HOST_THREADS"),
             "{:?}",
             m.notes
         );
-        assert!(tdp_curve_for_machine(&root).is_err());
+        assert!(tdp_curve_for_machine_with(&root, None).is_err());
+        let m = for_machine_with(&root, Ok(Some(96)));
+        assert!(m.name().contains("threads=96"), "{}", m.name());
+        // A bad WATTIO_HOST_THREADS is said, not ignored.
+        let m = for_machine_with(&root, Err("WATTIO_HOST_THREADS=\"x\" is not …".into()));
+        assert!(m.notes[0].contains("WATTIO_HOST_THREADS"), "{:?}", m.notes);
         // An unlisted name, as on this project's VM.
         t.cpuinfo("AuthenticAMD", 0x19, 0x11, "AMD EPYC", 2)
             .unwrap();
-        let m = for_machine(&root);
+        let m = for_machine_with(&root, Ok(None));
         assert_eq!(
             m,
             ModelParams {
@@ -300,11 +381,20 @@ mod tests {
             }
         );
         assert!(m.notes[0].contains("'AMD EPYC' is not in the TDP dataset"));
+        assert_eq!(
+            threads_from_name("AMD EPYC 7B13 64-Core Processor"),
+            Some(128)
+        );
+        assert_eq!(threads_from_name("AMD EPYC 7R13 Processor"), None);
+        assert_eq!(
+            threads_from_name("Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz"),
+            None
+        );
     }
 
     #[test]
     fn this_machine_resolves_to_some_valid_model() {
-        let m = for_machine(&SysRoot::new("/"));
+        let m = for_machine_with(&SysRoot::new("/"), Ok(None));
         m.validate().unwrap();
         assert!(
             m.name().starts_with("tdp-curve(") || m.name().starts_with("ccf-linear("),
