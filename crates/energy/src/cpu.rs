@@ -136,7 +136,7 @@ pub fn online_cpu_count(root: &SysRoot) -> Result<usize, EnergyError> {
 /// Source: Linux `arch/x86/events/rapl.c` (`RAPL_UNIT_QUIRK_INTEL_HSW` in `rapl_model_match`)
 /// and `drivers/powercap/intel_rapl_common.c` (`rapl_defaults_hsw_server`), Intel Xeon E5 v3
 /// datasheet vol. 2 (330784-001); Sapphire and Emerald Rapids use the standard unit since kernel
-/// commit 4c081324df56 (see `shared/notes/anchors-meters.md` §8.1).
+/// commit 4c081324df56 ("powercap: intel_rapl: Use standard Energy Unit for SPR Dram RAPL domain").
 pub const INTEL_DRAM_FIXED_UNIT_MODELS: &[(u32, &str)] = &[
     (0x3F, "Haswell-X (Xeon E5/E7 v3)"),
     (0x4F, "Broadwell-X (Xeon E5/E7 v4)"),

@@ -7,7 +7,7 @@
 //! perf PMU description is the sysfs text (its PMU type is deliberately one no kernel has, so
 //! `perf_event_open` fails and says why; perf reads are tested with pipes instead).
 //!
-//! Three machines are provided, modelled on the layouts in `shared/notes/anchors-meters.md` §8:
+//! Three machines are provided, modelled on the kernel's layouts (the perf `power` PMU in sysfs, `Documentation/ABI/testing/sysfs-bus-event_source-devices-power` and `arch/x86/events/rapl.c`; powercap, `Documentation/power/powercap/powercap.rst`; the RAPL MSRs of the Intel SDM vol. 4 and AMD's PPR for family 19h):
 //! an Intel two-socket Skylake-X server (DRAM unit quirk), an AMD EPYC (Zen 3, per-core core
 //! energy, SMT siblings) and an Intel laptop (Tiger Lake: core, uncore, psys, an
 //! `intel-rapl-mmio` duplicate).

@@ -14,8 +14,8 @@
 //! | dram | 0x619 | — |
 //! | psys | 0x64D (once per machine) | — |
 //!
-//! Source: Intel SDM vol. 4, AMD PPR for family 17h/19h, Linux `arch/x86/events/rapl.c`;
-//! `shared/notes/anchors-meters.md` §8.1.
+//! Source: Intel SDM vol. 4, AMD PPR for family 17h/19h, Linux `arch/x86/events/rapl.c`
+//! (`RAPL_MSR_MASK`, `rapl_check_hw_unit`) and `drivers/powercap/intel_rapl_common.c`.
 
 use crate::cpu::{self, CpuId, Vendor};
 use crate::error::EnergyError;

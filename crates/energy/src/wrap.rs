@@ -9,7 +9,8 @@
 //! ```
 //!
 //! (Raffin & Trystram 2024, §IV-B, Table II; the `+ 1` is the step from `max` back to `0`, which
-//! the paper's reference tool omits — see `shared/notes/anchors-meters.md` §1.2.)
+//! the paper's reference tool omits; Alumet's `CounterDiff` in `core/alumet/src/plugin/util.rs`,
+//! <https://github.com/alumet-dev/alumet>, counts it.)
 //!
 //! Only one wrap between two readings can be detected. The sampler therefore reads each counter
 //! at least every [`max_safe_period`] seconds, a quarter of the time the counter takes to wrap at

@@ -1,5 +1,6 @@
 //! A deterministic fluid model of a WAN path and an end host, for testing the tuners without a
-//! network (shared/notes/anchors-transfer.md §4.3, tier 1).
+//! network: throughput = min(link, Σ streams window/RTT, CPU capacity), the fluid view of TCP
+//! throughput (window / RTT per stream) behind the paper's Algorithm 1.
 //!
 //! Throughput = min(link, channels × window / RTT, CPU capacity), reduced by 1 % per channel
 //! beyond the count that fills the link (self-inflicted loss), and by an optional rate cap.

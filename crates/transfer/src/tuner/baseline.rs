@@ -1,6 +1,9 @@
-//! Baselines: fixed parameters, and the Alan/Arslan/Kosar heuristics as recorded in
-//! shared/notes/anchors-transfer.md §1.2 and §1.4 (no code of theirs is public; these are
-//! reconstructions from that description).
+//! Baselines: fixed parameters, and the Alan/Arslan/Kosar heuristics: `getBestParams` of
+//! AdaptiveGridFTPClient (<https://github.com/earslan10/AdaptiveGridFTPClient>; Arslan et al.,
+//! "Dynamic Protocol Tuning Algorithms for High Performance Data Transfers", Euro-Par 2013) and
+//! the MinE/HTEE algorithms of Alan, Arslan and Kosar ("Energy-Aware Data Transfer Tuning",
+//! CCGrid 2014; "Energy-Aware Data Transfer Algorithms", SC15). The energy algorithms have no
+//! public code; these are reconstructions from the papers' descriptions.
 //!
 //! - `getBestParams` (AdaptiveGridFTPClient, §1.2): with fileCountToFillThePipe =
 //!   round(BDP/avgFileSize), cc = min(min(max(fill, 2), fileCount), maxCC),
