@@ -1,6 +1,5 @@
 //! A deterministic fluid model of a WAN path and an end host, for testing the tuners without a
-//! network: throughput = min(link, Σ streams window/RTT, CPU capacity), the fluid view of TCP
-//! throughput (window / RTT per stream) behind the paper's Algorithm 1.
+//! network, in the fluid view of TCP (window / RTT per stream) behind the paper's Algorithm 1.
 //!
 //! Throughput = min(link, channels × window / RTT, CPU capacity), reduced by 1 % per channel
 //! beyond the count that fills the link (self-inflicted loss), and by an optional rate cap.
