@@ -10,15 +10,7 @@
 /// Test helper: spins until this thread has used `ms` of CPU; returns the ns it used.
 #[doc(hidden)]
 pub fn spin_cpu_ms(ms: u64) -> u64 {
-    let now = || {
-        let mut t = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes the struct; CLOCK_THREAD_CPUTIME_ID always exists on Linux.
-        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-    };
+    let now = || (wattio_energy::attribution::cputime::thread_cpu_s() * 1e9) as u64;
     let t0 = now();
     let mut x = 1u64;
     while now() - t0 < ms * 1_000_000 {

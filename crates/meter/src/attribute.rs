@@ -11,12 +11,12 @@ use wattio_energy::attribution::tracker::Key;
 use wattio_energy::attribution::{attributed_label, Attributor, By, Entry, IdlePolicy, Interval};
 use wattio_energy::{CounterSpec, Provenance, SysRoot};
 
-/// One attributed interval with its provenance: what `wattio top --once --json` prints.
+/// One attributed interval with its provenance: what `wattio top --once --json` prints (the
+/// interval's own fields, [`Interval`], flattened beside these).
 #[derive(Debug, Clone, Serialize)]
 pub struct AttributedInterval {
     /// Seconds since the Unix epoch at the end of the interval.
     pub timestamp: f64,
-    pub interval_s: f64,
     pub by: By,
     pub mechanism: String,
     pub estimated: bool,
@@ -25,33 +25,21 @@ pub struct AttributedInterval {
     /// E.g. `measured (perf), attributed (cpu-time share)`.
     pub label: String,
     pub idle_policy: IdlePolicy,
-    /// The interval's energy, packages + DRAM.
-    pub total_j: f64,
-    /// What no entry's CPU time explains.
-    pub idle_j: f64,
-    pub busy_cpu_s: f64,
-    pub unseen_cpu_s: f64,
-    pub over_cpu_s: f64,
-    pub entries: Vec<Entry>,
+    #[serde(flatten)]
+    pub interval: Interval,
 }
 
 impl AttributedInterval {
-    pub fn new(i: Interval, by: By, policy: IdlePolicy, p: &Provenance) -> Self {
+    pub fn new(interval: Interval, by: By, policy: IdlePolicy, p: &Provenance) -> Self {
         AttributedInterval {
             timestamp: unix_now(),
-            interval_s: i.interval_s,
             by,
             mechanism: p.mechanism.to_string(),
             estimated: p.estimated,
             model: p.model.clone(),
             label: attributed_label(&p.label()),
             idle_policy: policy,
-            total_j: i.total_j,
-            idle_j: i.idle_j,
-            busy_cpu_s: i.busy_cpu_s,
-            unseen_cpu_s: i.unseen_cpu_s,
-            over_cpu_s: i.over_cpu_s,
-            entries: i.entries,
+            interval,
         }
     }
 }
@@ -133,13 +121,14 @@ fn printable(s: &str) -> String {
 /// The live `wattio top` screen: a header with the totals, the label and the idle share, then
 /// one line per entry (at most `rows`), most power first.
 pub fn render_top(
-    i: &AttributedInterval,
+    a: &AttributedInterval,
     since_start_j: f64,
     idle_since_start_j: f64,
     rows: usize,
 ) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
+    let i = &a.interval;
     let total_w = if i.interval_s > 0.0 {
         i.total_j / i.interval_s
     } else {
@@ -150,7 +139,7 @@ pub fn render_top(
     } else {
         0.0
     };
-    let _ = writeln!(s, "wattio top — by {} — {}", i.by.as_str(), i.label);
+    let _ = writeln!(s, "wattio top — by {} — {}", a.by.as_str(), a.label);
     let _ = writeln!(
         s,
         "total {total_w:8.2} W  {since_start_j:10.1} J since start   idle/unattributed {idle_w:7.2} W ({:4.1} %)  {idle_since_start_j:10.1} J   busy {:.2} CPU-s, unseen {:.2}",
@@ -158,14 +147,14 @@ pub fn render_top(
         i.busy_cpu_s,
         i.unseen_cpu_s
     );
-    if i.estimated {
+    if a.estimated {
         let _ = writeln!(
             s,
             "ESTIMATED: no hardware energy counter; every figure below is a model estimate"
         );
     }
     let _ = writeln!(s);
-    match i.by {
+    match a.by {
         By::Process => {
             let _ = writeln!(
                 s,
@@ -188,7 +177,7 @@ pub fn render_top(
             0.0
         };
         let cg = printable(e.cgroup.as_deref().unwrap_or("?"));
-        match i.by {
+        match a.by {
             By::Process => {
                 let _ = writeln!(
                     s,
@@ -603,19 +592,21 @@ mod tests {
     fn top_screen_names_the_label_and_idle() {
         let i = AttributedInterval {
             timestamp: 0.0,
-            interval_s: 2.0,
             by: By::Process,
             mechanism: "model".into(),
             estimated: true,
             model: Some("m".into()),
             label: "estimated (model: m), attributed (cpu-time share)".into(),
             idle_policy: IdlePolicy::Apart,
-            total_j: 10.0,
-            idle_j: 4.0,
-            busy_cpu_s: 1.0,
-            unseen_cpu_s: 0.0,
-            over_cpu_s: 0.0,
-            entries: vec![entry(7, 4.0), entry(8, 2.0)],
+            interval: Interval {
+                interval_s: 2.0,
+                total_j: 10.0,
+                idle_j: 4.0,
+                busy_cpu_s: 1.0,
+                unseen_cpu_s: 0.0,
+                over_cpu_s: 0.0,
+                entries: vec![entry(7, 4.0), entry(8, 2.0)],
+            },
         };
         let s = render_top(&i, 10.0, 4.0, 1);
         assert!(s.contains("attributed (cpu-time share)"), "{s}");

@@ -178,7 +178,7 @@ impl Exporter {
         let st = &mut *st;
         // A failed read of CPU times advances nothing: the next scrape attributes both.
         let interval = match st.live.step_to(&self.meter, snap) {
-            Ok(i) => i,
+            Ok(a) => a.interval,
             Err(_) => {
                 self.scrape_errors.inc();
                 return;

@@ -108,15 +108,7 @@ pub fn spin(load: f64, period: std::time::Duration, duration: std::time::Duratio
     } else {
         0.0
     };
-    let thread_cpu = || {
-        let mut t = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes the struct; the clock always exists on Linux.
-        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-        t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
-    };
+    use wattio_energy::attribution::cputime::thread_cpu_s as thread_cpu;
     let start = std::time::Instant::now();
     let cpu0 = thread_cpu();
     let mut x = 1u64;

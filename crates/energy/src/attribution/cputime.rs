@@ -124,15 +124,25 @@ pub fn process_cpu_ns(root: &SysRoot, pid: u32) -> io::Result<u64> {
     Ok((st.cpu_ticks as f64 / ticks_per_s() * 1e9) as u64)
 }
 
-/// CPU seconds of this process so far (every thread, ended ones included).
-pub fn self_cpu_s() -> f64 {
+fn clock_s(clock: libc::clockid_t) -> f64 {
     let mut t = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: clock_gettime writes the struct; CLOCK_PROCESS_CPUTIME_ID always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+    // SAFETY: clock_gettime writes the struct; the CPU-time clocks always exist on Linux.
+    unsafe { libc::clock_gettime(clock, &mut t) };
     t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
+/// CPU seconds of this process so far (every thread, ended ones included).
+pub fn self_cpu_s() -> f64 {
+    clock_s(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+/// CPU seconds of the calling thread so far: what a load generator burns, whatever the
+/// scheduler gives to other threads.
+pub fn thread_cpu_s() -> f64 {
+    clock_s(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
 /// Busy CPU-seconds of the whole machine since boot: user, nice, system, irq and softirq ticks of
@@ -251,17 +261,8 @@ mod tests {
     fn own_process_readers_agree() {
         let root = SysRoot::new("/");
         // This thread's own clock: other test threads must not shorten the spin.
-        let thread_s = || {
-            let mut t = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            };
-            // SAFETY: clock_gettime writes the struct.
-            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-            t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
-        };
-        let spin_until = thread_s() + 0.05;
-        while thread_s() < spin_until {
+        let spin_until = thread_cpu_s() + 0.05;
+        while thread_cpu_s() < spin_until {
             std::hint::black_box(0u64);
         }
         let sched = process_cpu_ns(&root, std::process::id()).unwrap() as f64 * 1e-9;
