@@ -2,23 +2,11 @@
 //! and `export --by`, and cgroup attribution on fixture trees and on a real cgroup.
 
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 mod common;
-
-const BIN: &str = env!("CARGO_BIN_EXE_wattio");
-
-/// Kills and reaps children even when the test fails.
-struct Reaper(Vec<Child>);
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
+use common::{wattio, Reaper, BIN};
 
 fn spin(load: f64, seconds: f64) -> Child {
     Command::new(BIN)
@@ -33,16 +21,6 @@ fn spin(load: f64, seconds: f64) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .expect("start the spinner")
-}
-
-fn wattio(root: Option<&Path>, args: &[&str]) -> Output {
-    let mut c = Command::new(BIN);
-    c.args(args);
-    match root {
-        Some(r) => c.env("WATTIO_ROOT", r),
-        None => c.env_remove("WATTIO_ROOT"),
-    };
-    c.output().expect("run wattio")
 }
 
 fn entry(snap: &serde_json::Value, pid: u32) -> &serde_json::Value {

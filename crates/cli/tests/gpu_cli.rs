@@ -2,9 +2,10 @@
 //! `crates/nvml-stub` (WATTIO_NVML_LIB), in `probe`, `record`, `measure` and `export`, beside the
 //! CPU model (the CI machines have no RAPL).
 
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 
 mod common;
+use common::Reaper;
 
 const BIN: &str = env!("CARGO_BIN_EXE_wattio");
 
@@ -249,17 +250,6 @@ fn measure_reports_gpu_energy_beside_the_cpu_total() {
     assert!(t.contains("mean power   0.000 W"), "{t}");
 }
 
-/// Kills and reaps a child even when the test fails.
-struct Reaper(Option<Child>);
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
 #[test]
 fn export_has_gpu_series_with_their_own_labels() {
     let child = wattio(
@@ -270,8 +260,8 @@ fn export_has_gpu_series_with_their_own_labels() {
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    let mut child = Reaper(Some(child));
-    let addr = common::exporter_addr(child.0.as_mut().unwrap().stderr.take().unwrap());
+    let mut child = Reaper(vec![child]);
+    let addr = common::exporter_addr(child.0[0].stderr.take().unwrap());
     std::thread::sleep(std::time::Duration::from_millis(200));
     let r = common::http(&addr, "GET /metrics HTTP/1.1\r\n\r\n");
     let series = |needle: &str| -> String {

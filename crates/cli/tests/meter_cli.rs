@@ -2,23 +2,12 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 use wattio_energy::fixture::{self, MAX_UJ_ESU14};
 
 mod common;
-
-const BIN: &str = env!("CARGO_BIN_EXE_wattio");
-
-fn wattio(root: Option<&Path>, args: &[&str]) -> Output {
-    let mut c = Command::new(BIN);
-    c.args(args);
-    match root {
-        Some(r) => c.env("WATTIO_ROOT", r),
-        None => c.env_remove("WATTIO_ROOT"),
-    };
-    c.output().expect("run wattio")
-}
+use common::{wattio, Reaper, BIN};
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
@@ -32,17 +21,6 @@ fn mechanism<'a>(report: &'a serde_json::Value, mechanism: &str) -> &'a serde_js
         .iter()
         .find(|m| m["mechanism"] == mechanism)
         .unwrap_or_else(|| panic!("no {mechanism} in {report}"))
-}
-
-/// Kills and reaps a child even when the test fails.
-struct Reaper(Option<Child>);
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
 }
 
 #[test]
@@ -173,7 +151,7 @@ fn record_corrects_wraps_while_it_runs() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut child = Reaper(Some(child));
+    let mut child = Reaper(vec![child]);
     std::thread::sleep(Duration::from_millis(300));
     let mut v = start;
     let mut truth_uj: u64 = 0;
@@ -185,13 +163,13 @@ fn record_corrects_wraps_while_it_runs() {
         std::thread::sleep(Duration::from_millis(30));
     }
     std::thread::sleep(Duration::from_millis(200));
-    let pid = child.0.as_ref().unwrap().id();
+    let pid = child.0[0].id();
     assert!(Command::new("kill")
         .args(["-TERM", &pid.to_string()])
         .status()
         .unwrap()
         .success());
-    let mut c = child.0.take().unwrap();
+    let mut c = child.0.pop().unwrap();
     let status = c.wait().unwrap();
     let mut err = String::new();
     c.stderr.take().unwrap().read_to_string(&mut err).unwrap();
@@ -337,8 +315,8 @@ fn export_serves_openmetrics_and_refuses_bad_requests() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut child = Reaper(Some(child));
-    let addr = common::exporter_addr(child.0.as_mut().unwrap().stderr.take().unwrap());
+    let mut child = Reaper(vec![child]);
+    let addr = common::exporter_addr(child.0[0].stderr.take().unwrap());
     let get = |req: &str| common::http(&addr, req);
     let r = get("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
     assert!(r.starts_with("HTTP/1.1 200 OK"), "{r}");
@@ -365,13 +343,13 @@ fn export_serves_openmetrics_and_refuses_bad_requests() {
     assert!(value(&r2) > value(&r), "the counter grows between scrapes");
     assert!(get("BLAH\r\n\r\n").starts_with("HTTP/1.1 400"));
     assert!(get("GET /nope HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404"));
-    let pid = child.0.as_ref().unwrap().id();
+    let pid = child.0[0].id();
     assert!(Command::new("kill")
         .args(["-TERM", &pid.to_string()])
         .status()
         .unwrap()
         .success());
-    let status = child.0.take().unwrap().wait().unwrap();
+    let status = child.0.pop().unwrap().wait().unwrap();
     assert!(status.success());
 }
 

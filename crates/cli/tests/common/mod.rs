@@ -1,9 +1,35 @@
-//! Helpers shared by the CLI test binaries.
+//! Helpers shared by the CLI test binaries (each binary uses some of them).
+#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::ChildStderr;
+use std::path::Path;
+use std::process::{Child, ChildStderr, Command, Output};
 use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_wattio");
+
+/// Runs the wattio binary with `args`, under the fixture `root` or the real machine.
+pub fn wattio(root: Option<&Path>, args: &[&str]) -> Output {
+    let mut c = Command::new(BIN);
+    c.args(args);
+    match root {
+        Some(r) => c.env("WATTIO_ROOT", r),
+        None => c.env_remove("WATTIO_ROOT"),
+    };
+    c.output().expect("run wattio")
+}
+
+/// Kills and reaps children even when the test fails.
+pub struct Reaper(pub Vec<Child>);
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
 
 /// The `HOST:PORT` a starting `wattio export` prints on stderr (`… http://ADDR/metrics …`).
 pub fn exporter_addr(stderr: ChildStderr) -> String {
