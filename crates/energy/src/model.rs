@@ -243,15 +243,9 @@ fn parse_proc_stat(text: &str) -> Option<BTreeMap<u32, u64>> {
         let Some(rest) = line.strip_prefix("cpu") else {
             continue;
         };
-        let mut fields = rest.split_ascii_whitespace();
-        let id = fields.next()?;
+        let (id, counters) = rest.split_once(|c: char| c.is_ascii_whitespace())?;
         let Ok(cpu) = id.parse::<u32>() else { continue }; // the aggregate "cpu" line
-        let v: Vec<u64> = fields.map(|f| f.parse().ok()).collect::<Option<_>>()?;
-        if v.len() < 7 {
-            return None;
-        }
-        // user nice system idle iowait irq softirq [steal guest guest_nice]
-        out.insert(cpu, v[0] + v[1] + v[2] + v[5] + v[6]);
+        out.insert(cpu, crate::attribution::cputime::busy_ticks(counters)?);
     }
     if out.is_empty() {
         None

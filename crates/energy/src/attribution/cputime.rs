@@ -145,6 +145,18 @@ pub fn thread_cpu_s() -> f64 {
     clock_s(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
+/// Busy ticks of one `cpuN` (or aggregate `cpu`) line of `/proc/stat`, given the counters after
+/// its label: user + nice + system + irq + softirq (not idle, iowait, or steal: time the
+/// hypervisor gave to another guest). The one definition of "busy" in wattio.
+pub fn busy_ticks(counters: &str) -> Option<u64> {
+    let v: Vec<u64> = counters
+        .split_ascii_whitespace()
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq [steal guest guest_nice]
+    (v.len() >= 7).then(|| v[0] + v[1] + v[2] + v[5] + v[6])
+}
+
 /// Busy CPU-seconds of the whole machine since boot: user, nice, system, irq and softirq ticks of
 /// the aggregate `cpu` line of `/proc/stat` (idle, iowait and steal are not busy: steal is time
 /// the hypervisor gave to another guest).
@@ -159,13 +171,7 @@ pub fn machine_busy_cpu_s(root: &SysRoot) -> io::Result<f64> {
     let busy = text
         .lines()
         .find_map(|l| l.strip_prefix("cpu "))
-        .and_then(|rest| {
-            let v: Vec<u64> = rest
-                .split_ascii_whitespace()
-                .map(|f| f.parse().ok())
-                .collect::<Option<_>>()?;
-            (v.len() >= 7).then(|| v[0] + v[1] + v[2] + v[5] + v[6])
-        })
+        .and_then(busy_ticks)
         .ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::InvalidData,
