@@ -13,7 +13,9 @@
 //!   the same rules and the same statistic `W` as R's `wilcox.test`;
 //! * the Hodges–Lehmann location shift with a confidence interval ([`hodges_lehmann`],
 //!   [`hodges_lehmann_ci`]);
-//! * the Holm–Bonferroni step-down correction ([`holm`], [`holm_reject`]).
+//! * the Holm–Bonferroni step-down correction ([`holm`], [`holm_reject`]);
+//! * [`SplitMix64`], the one seeded generator of wattio, for reproducible run orders and
+//!   generated inputs.
 //!
 //! All functions take `&[f64]`, reject empty or non-finite input with a [`StatsError`]
 //! (never panic), and do not reorder the caller's data.
@@ -35,6 +37,7 @@ mod descriptive;
 mod multiple;
 mod normal;
 mod ranksum;
+mod rng;
 mod shift;
 
 pub use descriptive::{
@@ -47,6 +50,7 @@ pub use ranksum::{
     rank_sum, rank_sum_with, ranks, Alternative, MethodChoice, RankSumOptions, RankSumTest,
     TestMethod, EXACT_AUTO_LIMIT, EXACT_MAX_TOTAL,
 };
+pub use rng::SplitMix64;
 pub use shift::{hodges_lehmann, hodges_lehmann_ci, ShiftEstimate};
 
 /// Why a statistic could not be computed.
