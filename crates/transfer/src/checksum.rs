@@ -234,6 +234,371 @@ fn read_xxh3(mut f: File) -> std::io::Result<String> {
     Ok(format!("{:016x}", h.digest()))
 }
 
+/// A digest algorithm a publisher's checksum file (or an aria2 `checksum=` option) can name:
+/// the coreutils tools (`md5sum`, `sha1sum`, `sha224sum` … `sha512sum`) and `xxhsum`'s four
+/// (`-H0` XXH32, `-H1` XXH64, `-H2` XXH128, `-H3` XXH3-64).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Algorithm {
+    Md5,
+    Sha1,
+    Sha224,
+    Sha256,
+    Sha384,
+    Sha512,
+    Xxh32,
+    Xxh64,
+    Xxh3_64,
+    Xxh128,
+}
+
+impl Algorithm {
+    /// Every algorithm, for messages and tests.
+    pub const ALL: [Algorithm; 10] = [
+        Algorithm::Md5,
+        Algorithm::Sha1,
+        Algorithm::Sha224,
+        Algorithm::Sha256,
+        Algorithm::Sha384,
+        Algorithm::Sha512,
+        Algorithm::Xxh32,
+        Algorithm::Xxh64,
+        Algorithm::Xxh3_64,
+        Algorithm::Xxh128,
+    ];
+
+    /// Lower-case name, as the summary reports it (`xxh3-64` is [`ALGORITHM`]).
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Md5 => "md5",
+            Algorithm::Sha1 => "sha1",
+            Algorithm::Sha224 => "sha224",
+            Algorithm::Sha256 => "sha256",
+            Algorithm::Sha384 => "sha384",
+            Algorithm::Sha512 => "sha512",
+            Algorithm::Xxh32 => "xxh32",
+            Algorithm::Xxh64 => "xxh64",
+            Algorithm::Xxh3_64 => ALGORITHM,
+            Algorithm::Xxh128 => "xxh128",
+        }
+    }
+
+    /// Length of a digest in bytes.
+    pub fn digest_len(self) -> usize {
+        match self {
+            Algorithm::Md5 | Algorithm::Xxh128 => 16,
+            Algorithm::Sha1 => 20,
+            Algorithm::Sha224 => 28,
+            Algorithm::Sha256 => 32,
+            Algorithm::Sha384 => 48,
+            Algorithm::Sha512 => 64,
+            Algorithm::Xxh32 => 4,
+            Algorithm::Xxh64 | Algorithm::Xxh3_64 => 8,
+        }
+    }
+
+    /// The algorithm of a BSD-style tag (`SHA256 (name) = …`, as `sha256sum --tag` and
+    /// `xxhsum --tag` write it); the flag says the digest is little-endian (`xxhsum
+    /// --little-endian` writes `XXH64_LE`).
+    pub fn from_tag(tag: &str) -> Option<(Algorithm, bool)> {
+        let (base, le) = match tag.strip_suffix("_LE") {
+            Some(b) => (b, true),
+            None => (tag, false),
+        };
+        let a = match base {
+            "MD5" => Algorithm::Md5,
+            "SHA1" => Algorithm::Sha1,
+            "SHA224" => Algorithm::Sha224,
+            "SHA256" => Algorithm::Sha256,
+            "SHA384" => Algorithm::Sha384,
+            "SHA512" => Algorithm::Sha512,
+            "XXH32" => Algorithm::Xxh32,
+            "XXH64" => Algorithm::Xxh64,
+            "XXH3" => Algorithm::Xxh3_64,
+            "XXH128" => Algorithm::Xxh128,
+            _ => return None,
+        };
+        // only xxhsum writes little-endian digests
+        (!le || a.is_xxhash()).then_some((a, le))
+    }
+
+    /// The algorithm of an aria2 `checksum=TYPE=DIGEST` option (`sha-256`, `md5`, …).
+    pub fn from_aria2(name: &str) -> Option<Algorithm> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "md5" => Algorithm::Md5,
+            "sha-1" | "sha1" => Algorithm::Sha1,
+            "sha-224" | "sha224" => Algorithm::Sha224,
+            "sha-256" | "sha256" => Algorithm::Sha256,
+            "sha-384" | "sha384" => Algorithm::Sha384,
+            "sha-512" | "sha512" => Algorithm::Sha512,
+            _ => return None,
+        })
+    }
+
+    /// Whether this is one of xxHash's non-cryptographic hashes.
+    pub fn is_xxhash(self) -> bool {
+        matches!(
+            self,
+            Algorithm::Xxh32 | Algorithm::Xxh64 | Algorithm::Xxh3_64 | Algorithm::Xxh128
+        )
+    }
+
+    /// A fresh streaming hasher.
+    pub fn hasher(self) -> StreamHasher {
+        StreamHasher(match self {
+            Algorithm::Md5 => Inner::Md5(md5::Md5::default()),
+            Algorithm::Sha1 => Inner::Sha1(sha1::Sha1::default()),
+            Algorithm::Sha224 => Inner::Sha224(sha2::Sha224::default()),
+            Algorithm::Sha256 => Inner::Sha256(sha2::Sha256::default()),
+            Algorithm::Sha384 => Inner::Sha384(sha2::Sha384::default()),
+            Algorithm::Sha512 => Inner::Sha512(sha2::Sha512::default()),
+            Algorithm::Xxh32 => Inner::Xxh32(twox_hash::XxHash32::with_seed(0)),
+            Algorithm::Xxh64 => Inner::Xxh64(twox_hash::XxHash64::with_seed(0)),
+            Algorithm::Xxh3_64 => Inner::Xxh3(Xxh3::new()),
+            Algorithm::Xxh128 => Inner::Xxh128(Box::new(twox_hash::XxHash3_128::with_seed(0))),
+        })
+    }
+}
+
+impl std::fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Streaming state of one [`Algorithm`].
+pub struct StreamHasher(Inner);
+
+enum Inner {
+    Md5(md5::Md5),
+    Sha1(sha1::Sha1),
+    Sha224(sha2::Sha224),
+    Sha256(sha2::Sha256),
+    Sha384(sha2::Sha384),
+    Sha512(sha2::Sha512),
+    Xxh32(twox_hash::XxHash32),
+    Xxh64(twox_hash::XxHash64),
+    Xxh3(Xxh3),
+    Xxh128(Box<twox_hash::XxHash3_128>),
+}
+
+impl StreamHasher {
+    pub fn update(&mut self, data: &[u8]) {
+        use sha2::Digest as _;
+        match &mut self.0 {
+            Inner::Md5(h) => h.update(data),
+            Inner::Sha1(h) => h.update(data),
+            Inner::Sha224(h) => h.update(data),
+            Inner::Sha256(h) => h.update(data),
+            Inner::Sha384(h) => h.update(data),
+            Inner::Sha512(h) => h.update(data),
+            Inner::Xxh32(h) => h.write(data),
+            Inner::Xxh64(h) => h.write(data),
+            Inner::Xxh3(h) => h.update(data),
+            Inner::Xxh128(h) => h.write(data),
+        }
+    }
+
+    /// The digest, in the byte order its tools print it (xxHash values big-endian, as
+    /// `xxhsum` prints them by default).
+    pub fn finish(self) -> Vec<u8> {
+        use sha2::Digest as _;
+        match self.0 {
+            Inner::Md5(h) => h.finalize().to_vec(),
+            Inner::Sha1(h) => h.finalize().to_vec(),
+            Inner::Sha224(h) => h.finalize().to_vec(),
+            Inner::Sha256(h) => h.finalize().to_vec(),
+            Inner::Sha384(h) => h.finalize().to_vec(),
+            Inner::Sha512(h) => h.finalize().to_vec(),
+            Inner::Xxh32(h) => (h.finish() as u32).to_be_bytes().to_vec(),
+            Inner::Xxh64(h) => h.finish().to_be_bytes().to_vec(),
+            Inner::Xxh3(h) => h.digest().to_be_bytes().to_vec(),
+            Inner::Xxh128(h) => h.finish_128().to_be_bytes().to_vec(),
+        }
+    }
+}
+
+/// The digest of a byte slice.
+pub fn bytes_digest(algo: Algorithm, data: &[u8]) -> Vec<u8> {
+    let mut h = algo.hasher();
+    h.update(data);
+    h.finish()
+}
+
+/// The digest of a whole file (through a mapping where possible, as [`file_xxh3`]).
+pub fn file_digest(algo: Algorithm, path: &Path) -> std::io::Result<Vec<u8>> {
+    let f = File::open(path)?;
+    let len = f.metadata()?.len();
+    if let Some(d) = with_mapping(&f, len, |data| bytes_digest(algo, data)) {
+        return Ok(d);
+    }
+    let mut h = algo.hasher();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut f = f;
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(h.finish())
+}
+
+/// Lower-case hex of a digest.
+pub fn to_hex(digest: &[u8]) -> String {
+    use std::fmt::Write as _;
+    digest.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// Decodes hex digits (either case); `None` for an odd length or a non-hex character.
+pub fn from_hex(hex: &str) -> Option<Vec<u8>> {
+    let b = hex.as_bytes();
+    if b.len() % 2 != 0 {
+        return None;
+    }
+    let nib = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    b.chunks(2)
+        .map(|p| Some(nib(p[0])? << 4 | nib(p[1])?))
+        .collect()
+}
+
+/// Hashes a file with a sequential digest (SHA-256, MD5, …) from the bytes as they arrive,
+/// whatever order the ranges come in: bytes at the digest's position are hashed at once; bytes
+/// that arrive ahead of it are only noted, and read back from the file (still in the page
+/// cache) when the position reaches them. A file that arrives in order, as one stream (a
+/// server without Range, or a file small enough for one request), is never read back.
+pub struct InOrderHasher {
+    hasher: StreamHasher,
+    algo: Algorithm,
+    size: u64,
+    /// Bytes `[0, at)` are hashed.
+    at: u64,
+    /// Byte ranges written to the file beyond `at` and not hashed yet (start → end).
+    ahead: std::collections::BTreeMap<u64, u64>,
+}
+
+impl InOrderHasher {
+    /// A hasher for a file of `size` bytes; `present` are ranges already in the file (resumed
+    /// from an earlier run).
+    pub fn new(algo: Algorithm, size: u64, present: &[(u64, u64)]) -> InOrderHasher {
+        let mut h = InOrderHasher {
+            hasher: algo.hasher(),
+            algo,
+            size,
+            at: 0,
+            ahead: Default::default(),
+        };
+        for &(o, l) in present {
+            h.note(o, l);
+        }
+        h
+    }
+
+    /// Starts over (the file is fetched again).
+    pub fn reset(&mut self) {
+        *self = InOrderHasher::new(self.algo, self.size, &[]);
+    }
+
+    /// Bytes hashed so far.
+    pub fn position(&self) -> u64 {
+        self.at
+    }
+
+    fn note(&mut self, offset: u64, len: u64) {
+        let (mut a, mut b) = (
+            offset.max(self.at),
+            offset.saturating_add(len).min(self.size),
+        );
+        if a >= b {
+            return;
+        }
+        // merge with overlapping or touching neighbours
+        let touching: Vec<(u64, u64)> = self
+            .ahead
+            .range(..=b)
+            .filter(|&(_, &e)| e >= a)
+            .map(|(&s, &e)| (s, e))
+            .collect();
+        for (s, e) in touching {
+            self.ahead.remove(&s);
+            a = a.min(s);
+            b = b.max(e);
+        }
+        self.ahead.insert(a, b);
+    }
+
+    /// Bytes `data` were written at `offset`: hashes them when they continue the digest,
+    /// otherwise notes them for later.
+    pub fn on_data(&mut self, offset: u64, data: &[u8]) {
+        let end = offset + data.len() as u64;
+        if offset <= self.at && end > self.at {
+            let skip = (self.at - offset) as usize;
+            self.hasher.update(&data[skip..]);
+            self.at = end.min(self.size);
+            // what was noted ahead and is now behind the position was hashed just now
+            while let Some((&s, &e)) = self.ahead.first_key_value() {
+                if s >= self.at {
+                    break;
+                }
+                self.ahead.remove(&s);
+                if e > self.at {
+                    self.ahead.insert(self.at, e);
+                }
+            }
+        } else {
+            self.note(offset, data.len() as u64);
+        }
+    }
+
+    /// Hashes noted ranges that the position has reached, reading them with `read_at(offset,
+    /// buf)` (a positioned read of the file).
+    pub fn catch_up(
+        &mut self,
+        mut read_at: impl FnMut(u64, &mut [u8]) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let mut buf = Vec::new();
+        while let Some((&s, &e)) = self.ahead.first_key_value() {
+            if s > self.at {
+                break;
+            }
+            self.ahead.remove(&s);
+            let mut o = self.at;
+            while o < e {
+                let n = (e - o).min(1 << 20) as usize;
+                buf.resize(n, 0);
+                read_at(o, &mut buf)?;
+                self.hasher.update(&buf);
+                o += n as u64;
+            }
+            self.at = e;
+        }
+        Ok(())
+    }
+
+    /// Whether every byte of the file is hashed.
+    pub fn complete(&self) -> bool {
+        self.at >= self.size
+    }
+
+    /// The digest, once [`complete`](Self::complete); reading what is still missing first.
+    pub fn finish(
+        mut self,
+        read_at: impl FnMut(u64, &mut [u8]) -> std::io::Result<()>,
+    ) -> std::io::Result<Vec<u8>> {
+        if !self.complete() {
+            // whatever was not noted (a range written by a run that did not record it) is read
+            // too: the file is complete when this is called
+            self.ahead.clear();
+            self.ahead.insert(self.at, self.size);
+            self.catch_up(read_at)?;
+        }
+        Ok(self.hasher.finish())
+    }
+}
+
 /// Parses a digest written by [`bytes_xxh3`] (16 hex digits).
 pub fn parse_digest(hex: &str) -> Option<u64> {
     (hex.len() == 16)
@@ -318,5 +683,124 @@ mod tests {
             let expect: Vec<(u64, u64)> = (first..5).map(|i| (i, want(i))).collect();
             assert_eq!(got, expect, "start {start} step {step}");
         }
+    }
+
+    #[test]
+    fn every_algorithm_matches_its_published_vector_for_abc() {
+        // FIPS 180-2 appendix examples, RFC 1321 §A.5, and `xxhsum -H0/-H1/-H2/-H3` 0.8.1
+        let want = [
+            (Algorithm::Md5, "900150983cd24fb0d6963f7d28e17f72"),
+            (Algorithm::Sha1, "a9993e364706816aba3e25717850c26c9cd0d89d"),
+            (
+                Algorithm::Sha224,
+                "23097d223405d8228642a477bda255b32aadbce4bda0b3f7e36c9da7",
+            ),
+            (
+                Algorithm::Sha256,
+                "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+            ),
+            (
+                Algorithm::Sha384,
+                "cb00753f45a35e8bb5a03d699ac65007272c32ab0eded1631a8b605a43ff5bed8086072ba1e7cc2358baeca134c825a7",
+            ),
+            (
+                Algorithm::Sha512,
+                "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f",
+            ),
+            (Algorithm::Xxh32, "32d153ff"),
+            (Algorithm::Xxh64, "44bc2cf5ad770999"),
+            (Algorithm::Xxh3_64, "78af5f94892f3950"),
+            (Algorithm::Xxh128, "06b05ab6733a618578af5f94892f3950"),
+        ];
+        assert_eq!(want.len(), Algorithm::ALL.len());
+        for (a, hex) in want {
+            let d = bytes_digest(a, b"abc");
+            assert_eq!(to_hex(&d), hex, "{a}");
+            assert_eq!(d.len(), a.digest_len(), "{a}");
+            assert_eq!(from_hex(hex).unwrap(), d);
+            // streaming in pieces gives the same digest
+            let mut h = a.hasher();
+            h.update(b"a");
+            h.update(b"bc");
+            assert_eq!(h.finish(), d, "{a}");
+        }
+        assert_eq!(
+            to_hex(&bytes_digest(Algorithm::Xxh3_64, b"")),
+            bytes_xxh3(b"")
+        );
+        assert_eq!(from_hex("0g"), None);
+        assert_eq!(from_hex("abc"), None);
+        assert_eq!(
+            Algorithm::from_tag("XXH64_LE"),
+            Some((Algorithm::Xxh64, true))
+        );
+        assert_eq!(Algorithm::from_tag("SHA256_LE"), None);
+        assert_eq!(Algorithm::from_aria2("SHA-256"), Some(Algorithm::Sha256));
+        assert_eq!(Algorithm::from_aria2("adler32"), None);
+    }
+
+    #[test]
+    fn in_order_hasher_gives_the_file_digest_whatever_the_arrival_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i * 31 % 253) as u8).collect();
+        std::fs::write(&p, &data).unwrap();
+        let f = File::open(&p).unwrap();
+        let reads = std::cell::Cell::new(0u64);
+        let mut read_at = |o: u64, b: &mut [u8]| {
+            use std::os::unix::fs::FileExt;
+            reads.set(reads.get() + b.len() as u64);
+            f.read_exact_at(b, o)
+        };
+        let want = bytes_digest(Algorithm::Sha256, &data);
+        // 15 pieces of 7 000 bytes in the order 0, 4, 8, 12, 1, 5, … (4 is prime to 15)
+        let pieces: Vec<(u64, &[u8])> = data
+            .chunks(7_000)
+            .enumerate()
+            .map(|(i, c)| ((i * 7_000) as u64, c))
+            .collect();
+        let order: Vec<usize> = (0..pieces.len()).map(|i| (i * 4) % pieces.len()).collect();
+        let mut h = InOrderHasher::new(Algorithm::Sha256, data.len() as u64, &[]);
+        for &i in &order {
+            h.on_data(pieces[i].0, pieces[i].1);
+            h.catch_up(&mut read_at).unwrap();
+        }
+        assert!(h.complete());
+        assert_eq!(h.finish(&mut read_at).unwrap(), want);
+        let read_out_of_order = reads.get();
+        assert!(read_out_of_order > 0 && read_out_of_order < data.len() as u64);
+
+        // in order: nothing is read back
+        reads.set(0);
+        let mut h = InOrderHasher::new(Algorithm::Sha256, data.len() as u64, &[]);
+        for (o, c) in &pieces {
+            h.on_data(*o, c);
+            h.catch_up(&mut read_at).unwrap();
+        }
+        assert_eq!(h.finish(&mut read_at).unwrap(), want);
+        assert_eq!(reads.get(), 0);
+
+        // resumed: the first 30 000 bytes were there already, a duplicate piece is ignored
+        let mut h = InOrderHasher::new(Algorithm::Md5, data.len() as u64, &[(0, 30_000)]);
+        h.on_data(30_000, &data[30_000..60_000]);
+        h.on_data(10_000, &data[10_000..20_000]);
+        h.catch_up(&mut read_at).unwrap();
+        assert_eq!(h.position(), 60_000);
+        h.on_data(60_000, &data[60_000..]);
+        assert_eq!(
+            h.finish(&mut read_at).unwrap(),
+            bytes_digest(Algorithm::Md5, &data)
+        );
+
+        // a file whose bytes were never seen is read whole at the end
+        let h = InOrderHasher::new(Algorithm::Xxh128, data.len() as u64, &[]);
+        assert_eq!(
+            h.finish(&mut read_at).unwrap(),
+            bytes_digest(Algorithm::Xxh128, &data)
+        );
+        assert_eq!(
+            file_digest(Algorithm::Sha512, &p).unwrap(),
+            bytes_digest(Algorithm::Sha512, &data)
+        );
     }
 }

@@ -15,10 +15,13 @@
 
 pub mod actuator;
 pub mod checksum;
+pub mod dirindex;
 pub mod client;
 pub mod http;
 pub mod listing;
 pub mod server;
 pub mod sim;
+pub mod sums;
 pub mod tuner;
 pub mod units;
+pub mod urllist;
