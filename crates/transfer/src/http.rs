@@ -1,5 +1,6 @@
-//! HTTP/1.1 request parsing for the server: request line and headers (httparse), target path
-//! decoding and confinement, and `Range` handling. Pure functions, fuzzed by proptest.
+//! HTTP/1.1 parsing: for the server, the request line and headers (httparse), target path
+//! decoding and confinement, and `Range` handling; for the client, the response head and
+//! `Content-Range`. Pure functions, fuzzed by proptest.
 
 /// Largest request head accepted; bigger heads get 431-style rejection (we answer 400).
 pub const MAX_HEAD: usize = 16 * 1024;
@@ -261,6 +262,143 @@ pub fn resolve_range(value: Option<&str>, size: u64) -> RangeAnswer {
     RangeAnswer::Partial(start, end.min(size - 1))
 }
 
+/// Largest response head the client accepts.
+pub const MAX_RESPONSE_HEAD: usize = 64 * 1024;
+/// Most headers accepted in one response.
+pub const MAX_RESPONSE_HEADERS: usize = 64;
+
+/// A `Content-Range: bytes FIRST-LAST/SIZE` value (RFC 9110 §14.4), bounds inclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContentRange {
+    pub first: u64,
+    pub last: u64,
+    /// The complete representation's length.
+    pub size: u64,
+}
+
+impl std::fmt::Display for ContentRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "bytes {}-{}/{}", self.first, self.last, self.size)
+    }
+}
+
+/// Parses a satisfied `Content-Range` value, `bytes FIRST-LAST/SIZE`; `None` for the
+/// unsatisfied form (`bytes */SIZE`), an unknown size (`/*`), other units, non-digits, or a
+/// range that is not inside the representation (`FIRST <= LAST < SIZE`).
+pub fn parse_content_range(v: &str) -> Option<ContentRange> {
+    let r = v.trim().strip_prefix("bytes ")?;
+    let (ab, size) = r.split_once('/')?;
+    let (a, b) = ab.split_once('-')?;
+    let c = ContentRange {
+        first: parse_digits(a.trim())?,
+        last: parse_digits(b.trim())?,
+        size: parse_digits(size.trim())?,
+    };
+    (c.first <= c.last && c.last < c.size).then_some(c)
+}
+
+/// A decimal number of ASCII digits only (no sign, no spaces), as HTTP's grammar writes them.
+fn parse_digits(s: &str) -> Option<u64> {
+    if s.is_empty() || !s.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// The fields of a response head the client uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseHead {
+    pub status: u16,
+    /// `Content-Length`, when present and a valid number.
+    pub content_length: Option<u64>,
+    /// `Content-Range`, when present and a satisfied byte range.
+    pub content_range: Option<ContentRange>,
+    /// `Transfer-Encoding`, when present (the body is then not delimited by `Content-Length`).
+    pub transfer_encoding: Option<String>,
+    /// Whether the server closes the connection after this response (HTTP/1.0 without
+    /// `keep-alive`, or `Connection: close`).
+    pub close: bool,
+    /// Every header, names in lower case, values as text (invalid UTF-8 replaced).
+    pub headers: Vec<(String, String)>,
+}
+
+impl ResponseHead {
+    /// The first value of a header (`name` in lower case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Why bytes are not a response head.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResponseError {
+    /// Not HTTP/1.x response syntax (httparse's reason).
+    Malformed(String),
+    /// No end of head within [`MAX_RESPONSE_HEAD`] bytes.
+    TooLarge,
+}
+
+impl std::fmt::Display for ResponseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ResponseError::Malformed(e) => write!(f, "malformed response from server: {e}"),
+            ResponseError::TooLarge => write!(
+                f,
+                "response head larger than {} KiB",
+                MAX_RESPONSE_HEAD / 1024
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ResponseError {}
+
+/// Parses one response head at the start of `buf`: `Ok(Some((head, len)))` when complete,
+/// `Ok(None)` when more bytes are needed.
+pub fn parse_response_head(buf: &[u8]) -> Result<Option<(ResponseHead, usize)>, ResponseError> {
+    let mut hs = [httparse::EMPTY_HEADER; MAX_RESPONSE_HEADERS];
+    let mut r = httparse::Response::new(&mut hs);
+    let n = match r.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) if buf.len() > MAX_RESPONSE_HEAD => {
+            return Err(ResponseError::TooLarge)
+        }
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(ResponseError::Malformed(e.to_string())),
+    };
+    let mut h = ResponseHead {
+        status: r.code.unwrap_or(0),
+        content_length: None,
+        content_range: None,
+        transfer_encoding: None,
+        close: r.version == Some(0),
+        headers: Vec::with_capacity(r.headers.len()),
+    };
+    for x in r.headers.iter() {
+        let k = x.name.to_ascii_lowercase();
+        let v = String::from_utf8_lossy(x.value).into_owned();
+        match k.as_str() {
+            "content-length" => h.content_length = parse_digits(v.trim()),
+            "content-range" => h.content_range = parse_content_range(&v),
+            "transfer-encoding" => h.transfer_encoding = Some(v.trim().to_string()),
+            "connection" => {
+                let l = v.to_ascii_lowercase();
+                if l.split(',').any(|t| t.trim() == "close") {
+                    h.close = true;
+                } else if l.split(',').any(|t| t.trim() == "keep-alive") {
+                    h.close = false;
+                }
+            }
+            _ => {}
+        }
+        h.headers.push((k, v));
+    }
+    Ok(Some((h, n)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,6 +488,81 @@ mod tests {
         assert_eq!(resolve_range(Some("bytes=+1-2"), 10), Full);
     }
 
+    #[test]
+    fn response_heads() {
+        let raw = b"HTTP/1.1 206 Partial Content\r\nContent-Length: 10\r\nContent-Range: bytes 0-9/100\r\nX-A: b\r\n\r\nBODY";
+        let (h, n) = parse_response_head(raw).unwrap().unwrap();
+        assert_eq!(n, raw.len() - 4);
+        assert_eq!(
+            (h.status, h.content_length, h.close),
+            (206, Some(10), false)
+        );
+        assert_eq!(
+            h.content_range,
+            Some(ContentRange {
+                first: 0,
+                last: 9,
+                size: 100
+            })
+        );
+        assert_eq!(h.header("x-a"), Some("b"));
+        let (h, _) = parse_response_head(b"HTTP/1.0 200 OK\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert!(h.close, "HTTP/1.0 closes by default");
+        let (h, _) = parse_response_head(b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert!(!h.close);
+        let (h, _) = parse_response_head(
+            b"HTTP/1.1 200 OK\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n",
+        )
+        .unwrap()
+        .unwrap();
+        assert!(h.close);
+        assert_eq!(h.transfer_encoding.as_deref(), Some("chunked"));
+        assert_eq!(
+            parse_response_head(b"HTTP/1.1 200 OK\r\nA: b\r\n"),
+            Ok(None)
+        );
+        assert!(matches!(
+            parse_response_head(b"NOT HTTP\r\n\r\n"),
+            Err(ResponseError::Malformed(_))
+        ));
+        let big = format!(
+            "HTTP/1.1 200 OK\r\nX: {}\r\n",
+            "a".repeat(MAX_RESPONSE_HEAD)
+        );
+        assert_eq!(
+            parse_response_head(big.as_bytes()),
+            Err(ResponseError::TooLarge)
+        );
+        let (h, _) = parse_response_head(b"HTTP/1.1 200 OK\r\nContent-Length: +5\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(h.content_length, None, "a signed length is not a length");
+    }
+
+    #[test]
+    fn content_range() {
+        let cr = |first, last, size| Some(ContentRange { first, last, size });
+        assert_eq!(parse_content_range("bytes 0-9/100"), cr(0, 9, 100));
+        assert_eq!(parse_content_range(" bytes 5-5/6 "), cr(5, 5, 6));
+        assert_eq!(cr(0, 9, 100).unwrap().to_string(), "bytes 0-9/100");
+        for bad in [
+            "bytes */100",
+            "bytes 0-9/*",
+            "bytes 9-0/100",
+            "bytes 0-100/100",
+            "items 0-9/100",
+            "bytes +0-9/100",
+            "bytes 0-9",
+            "",
+        ] {
+            assert_eq!(parse_content_range(bad), None, "{bad}");
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
         /// Arbitrary bytes never panic the parser, and a complete head never claims more
@@ -372,6 +585,57 @@ mod tests {
             v.truncate(cut.min(v.len()));
             if let Ok(Parsed::Complete(r, _)) = parse_request(&v) {
                 prop_assert!(r.path.iter().all(|c| c != ".." && !c.contains(['/', '\\', '\0'])));
+            }
+        }
+
+        /// Arbitrary bytes never panic the response parser; a complete head never claims more
+        /// bytes than were given, and its parsed fields are consistent.
+        #[test]
+        fn arbitrary_responses_never_panic(data in proptest::collection::vec(any::<u8>(), 0..600)) {
+            if let Ok(Some((h, n))) = parse_response_head(&data) {
+                prop_assert!(n <= data.len());
+                if let Some(c) = h.content_range {
+                    prop_assert!(c.first <= c.last && c.last < c.size);
+                }
+            }
+        }
+
+        /// A response head the way servers write it reads back field for field, whatever
+        /// follows it in the buffer (a pipelined body or the next response).
+        #[test]
+        fn written_heads_read_back(status in 100u16..600, len in any::<u64>(),
+                                   first in 0u64..1 << 62, span in 0u64..1 << 62, extra in 0u64..1 << 62,
+                                   reversed in any::<bool>(), close in any::<bool>(),
+                                   tail in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let (last, size) = (first + span, first + span + 1 + extra);
+            // a reversed range (LAST before FIRST) is not a range
+            let (a, b) = if reversed && span > 0 { (last, first) } else { (first, last) };
+            let valid = a <= b;
+            let mut raw = format!(
+                "HTTP/1.1 {status} X\r\ncontent-LENGTH: {len}\r\nContent-Range: bytes {a}-{b}/{size}\r\n{}\r\n",
+                if close { "Connection: close\r\n" } else { "" }
+            ).into_bytes();
+            let head_len = raw.len();
+            raw.extend_from_slice(&tail);
+            let (h, n) = parse_response_head(&raw).unwrap().unwrap();
+            prop_assert_eq!(n, head_len);
+            prop_assert_eq!(h.status, status);
+            prop_assert_eq!(h.content_length, Some(len));
+            prop_assert_eq!(h.close, close);
+            prop_assert_eq!(h.content_range, valid.then_some(ContentRange { first: a, last: b, size }));
+        }
+
+        /// Mutations of a valid response (byte flips, truncations) never panic, and a
+        /// truncated head is either incomplete or an error, never a shorter complete head.
+        #[test]
+        fn mutated_responses(pos in 0usize..90, byte in any::<u8>(), cut in 0usize..100) {
+            let full = b"HTTP/1.1 206 P\r\nContent-Length: 5\r\nContent-Range: bytes 1-5/9\r\n\r\n".to_vec();
+            let mut v = full.clone();
+            if pos < v.len() { v[pos] = byte; }
+            let _ = parse_response_head(&v);
+            let cut = cut.min(full.len());
+            if let Ok(Some((_, n))) = parse_response_head(&full[..cut]) {
+                prop_assert_eq!(n, full.len());
             }
         }
 

@@ -6,7 +6,8 @@
 //! Power = idle + per-core static + dynamic ∝ f² × utilisation + per-channel overhead.
 //! The coefficients are illustrative, not measurements of any machine.
 
-use crate::tuner::{Controller, Observation, State};
+use crate::tuner::{Controller, Observation, Plan, StartRules, State, Timeouts};
+use std::time::Duration;
 
 /// The simulated path and host.
 #[derive(Debug, Clone)]
@@ -40,6 +41,17 @@ impl SimChannel {
             core_dynamic_w: 6.0,
             channel_w: 0.15,
             link_changes: Vec::new(),
+        }
+    }
+
+    /// What `wattio transfer` would know of this path: its RTT, its first link rate (as
+    /// `--bandwidth`) and its window, with at most `max_ch` channels.
+    pub fn net_params(&self, max_ch: usize) -> crate::tuner::NetParams {
+        crate::tuner::NetParams {
+            rtt_s: self.rtt_s,
+            bandwidth_bps: Some(self.link_bps),
+            window_bytes: self.window_bytes as u64,
+            max_ch,
         }
     }
 
@@ -120,6 +132,52 @@ pub fn run(
     dt: f64,
     max_steps: usize,
 ) -> SimRun {
+    let timeouts = Timeouts::uniform(Duration::from_secs_f64(dt));
+    run_timed(sim, ctl, None, partition_bytes, cores, &timeouts, max_steps)
+}
+
+/// Runs a transfer of `sizes` on `sim` the way `wattio transfer` starts one: Algorithm 1's
+/// plan for the simulated path, the controller and first channel budget of `rules`
+/// ([`StartRules::controller`]), and the shipped timeouts ([`Timeouts::new`]: slow start's
+/// timeout is six RTTs). `interval` is `--interval`.
+pub fn run_shipped(
+    sim: &SimChannel,
+    rules: &StartRules,
+    sizes: &[u64],
+    cores: usize,
+    interval: Duration,
+    max_steps: usize,
+) -> (SimRun, Plan) {
+    let net = sim.net_params(rules.max_ch);
+    let base = crate::tuner::initial_plan(sizes, &net, rules.sla, cores);
+    let (mut ctl, plan) = rules.controller(&base, &net, cores, sim.freqs.len());
+    let bytes: Vec<u64> = plan.partitions.iter().map(|p| p.bytes).collect();
+    let timeouts = Timeouts::new(net.rtt_s, interval);
+    let run = run_timed(
+        sim,
+        &mut ctl,
+        Some(&plan.channels),
+        &bytes,
+        cores,
+        &timeouts,
+        max_steps,
+    );
+    (run, plan)
+}
+
+/// Runs `ctl` on `sim` with the timeouts of `timeouts` (each step lasts the timeout of the
+/// state the controller is in). `first_channels` is the first channel budget per partition
+/// when the engine starts from the plan's rather than the controller's (as `wattio transfer`
+/// does); later budgets are the controller's.
+pub fn run_timed(
+    sim: &SimChannel,
+    ctl: &mut Controller,
+    first_channels: Option<&[usize]>,
+    partition_bytes: &[u64],
+    cores: usize,
+    timeouts: &Timeouts,
+    max_steps: usize,
+) -> SimRun {
     let mut remaining: Vec<f64> = partition_bytes.iter().map(|&b| b as f64).collect();
     let rem_u64 = |r: &[f64]| {
         r.iter()
@@ -127,12 +185,16 @@ pub fn run(
             .collect::<Vec<_>>()
     };
     let mut d = ctl.initial(&rem_u64(&remaining));
+    if let Some(first) = first_channels {
+        d.channels = first.iter().map(|&c| c.max(1)).collect();
+    }
     let mut steps = Vec::new();
     let (mut t, mut energy, mut moved) = (0.0, 0.0, 0.0);
     for _ in 0..max_steps {
         if remaining.iter().all(|&r| r <= 0.0) {
             break;
         }
+        let dt = timeouts.for_state(d.state).as_secs_f64();
         let ch: usize = d.channels.iter().sum::<usize>().max(1);
         let c = d.cores.unwrap_or(cores);
         let fi = d.freq_idx.unwrap_or(sim.freqs.len() - 1);
@@ -320,5 +382,76 @@ mod tests {
         let r = run(&sim, &mut c, &[GB], 2, 1.0, 50);
         let last = r.steps.last().unwrap();
         assert_eq!((last.cores, last.freq_idx), (1, 0));
+    }
+
+    fn shipped(sla: Sla) -> StartRules {
+        StartRules {
+            tuner: TunerChoice::Wattio,
+            sla,
+            max_ch: 32,
+            cpu_scaling: true,
+        }
+    }
+
+    #[test]
+    fn shipped_eemt_opens_ahead_on_six_rtt_timeouts() {
+        let sim = SimChannel::cloudlab_like();
+        let rules = shipped(Sla::MaxThroughput);
+        let (r, plan) = run_shipped(&sim, &rules, &[10 * GB], 2, Duration::from_secs(1), 500);
+        // Algorithm 1: 5 channels fill 1 Gbit/s at 233 Mbit/s each; EEMT's tuner starts at
+        // 3 × 5 and the engine opens twice that at once, within --max-channels
+        assert_eq!(plan.num_ch, 30);
+        assert_eq!(r.steps[0].num_ch, 30);
+        // slow start's timeouts are six RTTs of 36 ms, not --interval
+        assert!((r.steps[0].t_s - 0.216).abs() < 1e-9, "{}", r.steps[0].t_s);
+        assert_eq!(r.steps[0].state, State::SlowStart);
+        assert!((r.steps[1].t_s - 0.432).abs() < 1e-9, "{}", r.steps[1].t_s);
+        assert!((r.bytes - 10e9).abs() < 1.0, "finishes");
+    }
+
+    #[test]
+    fn shipped_me_spends_less_than_the_fixed_extremes() {
+        let sim = SimChannel::cloudlab_like();
+        let sizes = [2 * GB, 3 * GB, 3 * GB];
+        let (me, _) = run_shipped(
+            &sim,
+            &shipped(Sla::MinEnergy),
+            &sizes,
+            2,
+            Duration::from_secs(1),
+            2000,
+        );
+        assert!((me.bytes - 8e9).abs() < 1.0, "finishes");
+        for ch in [1, 32] {
+            let mut fixed = ctl(Box::new(StaticTuner::new("fixed", ch)), None);
+            let r = run(&sim, &mut fixed, &[8 * GB], 2, 1.0, 2000);
+            assert!(
+                me.energy_j < r.energy_j,
+                "ME {} J vs {ch} fixed channels {} J",
+                me.energy_j,
+                r.energy_j
+            );
+        }
+    }
+
+    #[test]
+    fn shipped_eett_holds_targets_within_ten_percent() {
+        let sim = SimChannel::cloudlab_like();
+        for frac in [0.8, 0.6, 0.4, 0.2] {
+            let target = frac * 1e9;
+            let (r, _) = run_shipped(
+                &sim,
+                &shipped(Sla::Target(target)),
+                &[100 * GB],
+                2,
+                Duration::from_secs(1),
+                60,
+            );
+            let tail = r.mean_tput_from(20);
+            assert!(
+                (tail - target).abs() <= 0.1 * target,
+                "target {target}: got {tail}"
+            );
+        }
     }
 }

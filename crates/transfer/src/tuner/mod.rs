@@ -9,6 +9,7 @@ mod alg1;
 mod baseline;
 mod fsm;
 mod scaler;
+mod start;
 
 pub use alg1::{
     channel_count, channel_split, initial_plan, NetParams, Partition, PartitionClass, Plan, Split,
@@ -17,6 +18,7 @@ pub use alg1::{
 pub use baseline::{AlanHeuristic, FixedParams, SlaeeTuner, StaticTuner};
 pub use fsm::{EemtTuner, EettTuner, MeTuner, SlowStart, State, Thresholds};
 pub use scaler::{CpuScaler, ScalerOrder};
+pub use start::{StartRules, Timeouts, TunerChoice, EEMT_START_FACTOR, OPEN_AHEAD};
 
 use serde::Serialize;
 

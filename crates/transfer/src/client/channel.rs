@@ -1,0 +1,342 @@
+//! A channel: one connection with up to `pipelining` Range requests in flight, pulling chunks
+//! from its partition's queue while the partition's budget allows, streaming bodies into the
+//! part files, reconnecting with backoff.
+
+use super::pace::pace;
+use super::response::ReadBuf;
+use super::state::{Chunk, Shared};
+use super::verify::finish_file;
+use crate::checksum;
+use crate::http::ContentRange;
+use anyhow::{anyhow, bail, Context};
+use std::collections::VecDeque;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+pub(super) enum ChannelEnd {
+    /// No more work or over budget.
+    Done,
+    /// The server ended the connection cleanly (`Connection: close`, e.g. nginx's
+    /// keepalive_requests): reconnect at once, no backoff.
+    Reconnect,
+}
+
+pub(super) async fn channel_task(sh: Arc<Shared>, pi: usize) {
+    let mut failures = 0u32;
+    let mut released = false;
+    loop {
+        if sh.failed() || released {
+            break;
+        }
+        match run_connection(&sh, pi, &mut failures, &mut released).await {
+            Ok(ChannelEnd::Done) => break,
+            Ok(ChannelEnd::Reconnect) => continue,
+            Err(e) => {
+                failures += 1;
+                sh.reconnects.fetch_add(1, Ordering::Relaxed);
+                if failures > sh.retries {
+                    sh.fail(format!(
+                        "giving up on {} after {} attempts: {e:#}",
+                        sh.url.authority(),
+                        failures
+                    ));
+                    break;
+                }
+                // exponential backoff: 200 ms after the first failure, doubling to 2 s, plus a little spread per channel
+                let base = 100u64.saturating_mul(1 << failures.min(5)).min(2000);
+                let spread = (pi as u64 * 37 + failures as u64 * 11) % 50;
+                tokio::time::sleep(Duration::from_millis(base + spread)).await;
+            }
+        }
+    }
+    if !released {
+        sh.parts[pi].live.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Takes the next chunk unless the partition is over its channel budget. A channel over
+/// budget gives up its slot with a CAS on `live` (so exactly the surplus channels leave) and
+/// sets `released`; it then drains what it has in flight and ends.
+pub(super) fn next_chunk(
+    sh: &Shared,
+    pi: usize,
+    leaving: &mut bool,
+    released: &mut bool,
+) -> Option<Chunk> {
+    let p = &sh.parts[pi];
+    if *leaving {
+        return None;
+    }
+    loop {
+        let live = p.live.load(Ordering::SeqCst);
+        if live <= p.target.load(Ordering::SeqCst).max(1) {
+            break;
+        }
+        if p.live
+            .compare_exchange(live, live - 1, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            *leaving = true;
+            *released = true;
+            return None;
+        }
+    }
+    let c = p.chunks.lock().unwrap().pop_front();
+    if c.is_none() {
+        *leaving = true;
+    }
+    c
+}
+
+/// Whether a channel with `in_flight` requests should queue one more, given the chunks left in
+/// its partition's queue and the channels drawing from it. Ours: once fewer chunks are left
+/// than channels, a second request would make one channel fetch two chunks in a row while
+/// another sits idle, and the transfer's end waits for the slowest channel; the round trip a
+/// channel then spends between its last two requests costs less (docs/transfer.md, *Engine*).
+pub(super) fn pipeline_another(in_flight: usize, queued: usize, live_channels: usize) -> bool {
+    in_flight == 0 || queued >= live_channels
+}
+
+pub(super) fn requeue(sh: &Shared, pi: usize, c: Chunk) {
+    sh.files[c.file].in_flight.fetch_sub(1, Ordering::Relaxed);
+    if c.len > 0 {
+        sh.parts[pi].chunks.lock().unwrap().push_front(c);
+    }
+}
+
+pub(super) fn record_done(sh: &Shared, c: &Chunk, len: u64) {
+    if len == 0 {
+        return;
+    }
+    sh.files[c.file].log_done(c.offset, len);
+}
+
+pub(super) async fn run_connection(
+    sh: &Arc<Shared>,
+    pi: usize,
+    failures: &mut u32,
+    released: &mut bool,
+) -> anyhow::Result<ChannelEnd> {
+    let mut leaving = false;
+    // nothing to do: do not even connect
+    let first = match next_chunk(sh, pi, &mut leaving, released) {
+        Some(c) => c,
+        None => return Ok(ChannelEnd::Done),
+    };
+    sh.files[first.file]
+        .in_flight
+        .fetch_add(1, Ordering::Relaxed);
+    let mut inflight: VecDeque<Chunk> = VecDeque::new();
+    inflight.push_back(first);
+    // a spare left idle for long (a slow resume check) may have been closed by the server
+    let spare = sh
+        .spare
+        .lock()
+        .unwrap()
+        .pop()
+        .filter(|(t, _)| t.elapsed() < Duration::from_secs(2));
+    let connected = match spare {
+        Some((_, s)) => Ok(Ok(s)),
+        None => {
+            tokio::time::timeout(
+                Duration::from_secs(10),
+                TcpStream::connect(sh.url.connect_addr()),
+            )
+            .await
+        }
+    };
+    let mut s = match connected {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            requeue(sh, pi, first);
+            return Err(anyhow!("cannot connect to {}: {e}", sh.url.authority()));
+        }
+        Err(_) => {
+            requeue(sh, pi, first);
+            return Err(anyhow!("connecting to {} timed out", sh.url.authority()));
+        }
+    };
+    let _ = s.set_nodelay(true);
+    let mut rb = ReadBuf::default();
+    let mut sent = 0usize; // requests of `inflight` already written
+    let pp = sh.parts[pi].pipelining;
+    let mut body = vec![0u8; 256 * 1024];
+    let res: anyhow::Result<ChannelEnd> = async {
+        loop {
+            // fill the pipeline
+            while inflight.len() < pp {
+                let queued = sh.parts[pi].chunks.lock().unwrap().len();
+                if !pipeline_another(inflight.len(), queued, sh.parts[pi].live.load(Ordering::SeqCst)) {
+                    break;
+                }
+                match next_chunk(sh, pi, &mut leaving, released) {
+                    Some(c) => {
+                        sh.files[c.file].in_flight.fetch_add(1, Ordering::Relaxed);
+                        inflight.push_back(c);
+                    }
+                    None => break,
+                }
+            }
+            if sent < inflight.len() {
+                let mut out = String::new();
+                for c in inflight.iter().skip(sent) {
+                    let j = &sh.files[c.file];
+                    out.push_str(&format!(
+                        "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: wattio\r\nRange: bytes={}-{}\r\n\r\n",
+                        j.url_path,
+                        sh.url.authority(),
+                        c.offset,
+                        c.offset + c.len - 1
+                    ));
+                }
+                s.write_all(out.as_bytes()).await?;
+                sent = inflight.len();
+            }
+            let Some(c) = inflight.front_mut() else {
+                return Ok(ChannelEnd::Done);
+            };
+            let head = tokio::time::timeout(Duration::from_secs(60), rb.read_head(&mut s))
+                .await
+                .map_err(|_| anyhow!("server silent for 60 s"))??;
+            let j = &sh.files[c.file];
+            match head.status {
+                206 => {
+                    let want = ContentRange {
+                        first: c.offset,
+                        last: c.offset + c.len - 1,
+                        size: j.size,
+                    };
+                    if head.content_range != Some(want) {
+                        let got = head
+                            .content_range
+                            .map_or_else(|| "no valid Content-Range".to_string(), |r| r.to_string());
+                        sh.fail(format!(
+                            "{}: server answered {got} for {want}; the file changed on the server?",
+                            j.rel
+                        ));
+                        return Ok(ChannelEnd::Done);
+                    }
+                }
+                200 if c.offset == 0 && c.len == j.size && head.content_length == Some(j.size) => {}
+                200 => {
+                    sh.fail(format!(
+                        "{}: the server ignores Range requests; wattio needs HTTP Range support",
+                        j.rel
+                    ));
+                    return Ok(ChannelEnd::Done);
+                }
+                404 | 403 | 410 | 416 => {
+                    sh.fail(format!(
+                        "{}: HTTP {} from the server; the dataset changed since its listing was made",
+                        j.rel, head.status
+                    ));
+                    return Ok(ChannelEnd::Done);
+                }
+                st => bail!("HTTP {st} for {}", j.rel),
+            }
+            if head.content_length != Some(c.len) {
+                bail!("{}: Content-Length {:?} for a {}-byte range", j.rel, head.content_length, c.len);
+            }
+            // stream the body into the file at its offset
+            let mut written = 0u64;
+            let mut block_hasher = j
+                .blocks
+                .as_ref()
+                .map(|b| checksum::BlockHasher::new(b.size, j.size, c.offset));
+            let r: anyhow::Result<()> = async {
+                let part = j
+                    .part()
+                    .with_context(|| format!("cannot write {}; check the disk", j.part_path.display()))?;
+                while written < c.len {
+                    pace(sh).await;
+                    // smaller reads while paced keep the bursts above the cap small
+                    let step = if sh.rate_cap.load(Ordering::Relaxed) > 0 {
+                        32 * 1024
+                    } else {
+                        body.len()
+                    };
+                    let want = ((c.len - written) as usize).min(step);
+                    let n = if !rb.avail().is_empty() {
+                        let t = rb.take(want);
+                        body[..t.len()].copy_from_slice(&t);
+                        t.len()
+                    } else {
+                        let n = tokio::time::timeout(Duration::from_secs(60), s.read(&mut body[..want]))
+                            .await
+                            .map_err(|_| anyhow!("server stalled for 60 s mid-body"))??;
+                        if n == 0 {
+                            bail!("server closed the connection mid-body");
+                        }
+                        n
+                    };
+                    // page-cache writes are short; doing them inline keeps the engine simple
+                    part.write_all_at(&body[..n], c.offset + written)?;
+                    // hashed while the bytes are still in cache: reading them back later costs
+                    // a pass over memory per file
+                    if let Some(h) = block_hasher.as_mut() {
+                        h.update(&body[..n], |i, d| j.store_block_sum(i, d));
+                    }
+                    written += n as u64;
+                    sh.received.fetch_add(n as u64, Ordering::Relaxed);
+                }
+                Ok(())
+            }
+            .await;
+            if let Err(e) = r {
+                // keep what arrived; requeue the rest
+                record_done(sh, c, written);
+                j.remaining.fetch_sub(written, Ordering::SeqCst);
+                sh.parts[pi].remaining.fetch_sub(written, Ordering::SeqCst);
+                c.offset += written;
+                c.len -= written;
+                return Err(e);
+            }
+            let c = inflight.pop_front().expect("front exists");
+            sent -= 1;
+            *failures = 0;
+            record_done(sh, &c, c.len);
+            j.in_flight.fetch_sub(1, Ordering::Relaxed);
+            sh.parts[pi].remaining.fetch_sub(c.len, Ordering::SeqCst);
+            if j.remaining.fetch_sub(c.len, Ordering::SeqCst) == c.len {
+                let sh2 = sh.clone();
+                let fi = c.file;
+                tokio::task::spawn_blocking(move || finish_file(&sh2, fi)).await?;
+            }
+            if head.close {
+                // requeue what was pipelined behind and reconnect
+                for c in inflight.drain(..).rev() {
+                    requeue(sh, pi, c);
+                }
+                sent = 0;
+                if leaving || sh.parts[pi].chunks.lock().unwrap().is_empty() {
+                    return Ok(ChannelEnd::Done);
+                }
+                return Ok(ChannelEnd::Reconnect);
+            }
+        }
+    }
+    .await;
+    if res.is_err() {
+        for c in inflight.drain(..).rev() {
+            requeue(sh, pi, c);
+        }
+    }
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pipelining_stops_when_fewer_chunks_than_channels_are_left() {
+        assert!(pipeline_another(0, 0, 8), "an idle channel always asks");
+        assert!(pipeline_another(1, 8, 8));
+        assert!(!pipeline_another(1, 7, 8));
+        assert!(!pipeline_another(2, 1, 3));
+    }
+}

@@ -1,0 +1,394 @@
+//! The control loop: start-up (RTT, listing, plan, controller), the tuning intervals (energy
+//! and CPU feedback, channel budgets, rate cap, CPU actuator, interval log) and the summary.
+
+use super::channel::channel_task;
+use super::conn::{measure_rtt, spawn_preconnect};
+use super::options::{default_window, EnergyFeedback, TransferOptions};
+use super::queue::build_queues;
+use super::resume::prepare;
+use super::source::resolve_source;
+use super::state::Shared;
+use super::summary::{EnergySummary, IntervalLog, ProcessEnergy, Summary};
+use super::url::HttpUrl;
+use super::verify::finish_file;
+use crate::actuator::{Actuator, ApplyReport};
+use crate::tuner::{initial_plan, Decision, NetParams, Observation, StartRules, Timeouts};
+use anyhow::{bail, Context};
+use std::fs::File;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use wattio_energy::attribution::cputime;
+use wattio_meter::{Meter, MeterConfig};
+
+pub(super) async fn transfer_async(
+    opts: &TransferOptions,
+    act: &mut Actuator,
+) -> anyhow::Result<Summary> {
+    let url = HttpUrl::parse(&opts.source)?;
+    // The meter's discovery takes a while (it watches each counter for a moment to refuse dead
+    // ones): it runs while the listing is fetched.
+    let meter_open = opts.meter.then(|| {
+        let cfg = MeterConfig {
+            root: opts.root.clone(),
+            ..MeterConfig::default()
+        };
+        tokio::task::spawn_blocking(move || Meter::open(&cfg))
+    });
+    let rtt = match opts.rtt {
+        Some(r) => r,
+        None => measure_rtt(&url).await?,
+    };
+    let net = NetParams {
+        rtt_s: rtt.as_secs_f64().max(1e-5),
+        bandwidth_bps: opts.bandwidth_bps,
+        window_bytes: opts
+            .window_bytes
+            .unwrap_or_else(|| default_window(&opts.root)),
+        max_ch: opts.max_ch.max(1),
+    };
+    // The first channels connect while the listing is fetched, saving them a round trip.
+    let rules = StartRules {
+        tuner: opts.tuner,
+        sla: opts.sla,
+        max_ch: opts.max_ch,
+        cpu_scaling: opts.cpu_scaling,
+    };
+    let opened = rules.preconnect(&net);
+    let preconnect = (opened > 0).then(|| spawn_preconnect(&url, opened));
+    let src = resolve_source(&url).await?;
+    let total_bytes: u64 = src.iter().map(|s| s.size).sum();
+    let n_files = src.len();
+    let dest = opts.dest.clone();
+    let prep = tokio::task::spawn_blocking(move || prepare(&dest, src)).await??;
+    let sizes: Vec<u64> = prep.jobs.iter().map(|j| j.size).collect();
+    let base_plan = initial_plan(&sizes, &net, opts.sla, act.n_cores());
+    let n_freqs = act.ladder_khz().len().max(1);
+    let (mut ctl, plan) = rules.controller(&base_plan, &net, act.n_cores(), n_freqs);
+    let timeouts = Timeouts::new(net.rtt_s, opts.interval);
+
+    let parts = build_queues(&plan, &prep);
+    let spare = match preconnect {
+        Some(task) => task.await.unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let shared = Arc::new(Shared {
+        spare: Mutex::new(spare),
+        url: url.clone(),
+        files: prep.jobs,
+        parts,
+        received: AtomicU64::new(0),
+        files_done: AtomicUsize::new(0),
+        verified: AtomicUsize::new(prep.verified),
+        reconnects: AtomicU64::new(0),
+        rate_cap: AtomicU64::new(0),
+        cap_epoch: Mutex::new((Instant::now(), 0)),
+        cap_waits: AtomicU64::new(0),
+        fatal: Mutex::new(None),
+        retries: opts.retries,
+        started: Instant::now(),
+    });
+    // files with nothing missing (complete .wattio-part from an interrupted rename)
+    for i in 0..shared.files.len() {
+        if shared.files[i].remaining.load(Ordering::SeqCst) == 0 {
+            let sh = shared.clone();
+            tokio::task::spawn_blocking(move || finish_file(&sh, i)).await?;
+        }
+    }
+
+    let meter = match meter_open {
+        Some(task) => match task.await? {
+            Ok(m) => Some(m),
+            Err(e) => {
+                eprintln!("wattio: warning: no energy meter ({e}); ME holds its channel count");
+                None
+            }
+        },
+        None => None,
+    };
+    let snap0 = meter.as_ref().and_then(|m| m.snapshot().ok());
+    let model = wattio_energy::ModelParams::default();
+    let meter_measures = meter
+        .as_ref()
+        .map(|m| !m.provenance().estimated)
+        .unwrap_or(false);
+    let use_process_feedback = match opts.energy_feedback {
+        EnergyFeedback::Process => true,
+        EnergyFeedback::Meter => false,
+        EnergyFeedback::Auto => !meter_measures,
+    };
+    let mut proc_energy_j = 0.0;
+    // idle power is charged for every CPU the process may use, whatever Algorithm 3 does:
+    // affinity does not power a core down, so charging only the active ones would credit the
+    // scaler with savings the machine does not make
+    let n_cpus = act.n_cores();
+    let cpu_at_start = cputime::self_cpu_s();
+    let mut prev_snap = snap0.clone();
+
+    let pb = if opts.progress {
+        let pb = indicatif::ProgressBar::new(total_bytes);
+        pb.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta} {msg}",
+            )
+            .expect("template"),
+        );
+        pb
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    pb.set_position(prep.resumed_bytes);
+
+    let remaining_vec = |sh: &Shared| -> Vec<u64> {
+        sh.parts
+            .iter()
+            .map(|p| p.remaining.load(Ordering::SeqCst))
+            .collect()
+    };
+    let mut decision = ctl.initial(&remaining_vec(&shared));
+    if let Some(cap) = decision.rate_cap_bps {
+        shared.rate_cap.store(cap as u64, Ordering::SeqCst);
+        *shared.cap_epoch.lock().unwrap() = (Instant::now(), 0);
+    }
+    // Algorithm 1's ccLevel split is the first budget
+    for (i, p) in shared.parts.iter().enumerate() {
+        p.target.store(
+            plan.channels.get(i).copied().unwrap_or(1).max(1),
+            Ordering::SeqCst,
+        );
+    }
+    let mut reports: Vec<ApplyReport> = Vec::new();
+    let mut applied: Option<(usize, usize)> = None;
+    let mut apply_cpu = |d: &Decision, act: &mut Actuator, reports: &mut Vec<ApplyReport>| {
+        if let (Some(c), Some(f)) = (d.cores, d.freq_idx) {
+            if applied != Some((c, f)) {
+                applied = Some((c, f));
+                let r = act.apply(c, f);
+                if reports.last() != Some(&r) {
+                    reports.push(r);
+                }
+            }
+        }
+    };
+    apply_cpu(&decision, act, &mut reports);
+
+    let mut log_file = match &opts.log {
+        Some(p) => Some(
+            File::create(p)
+                .with_context(|| format!("cannot write interval log {}", p.display()))?,
+        ),
+        None => None,
+    };
+    let mut intervals = Vec::new();
+    let mut last_tick = Instant::now();
+    let mut last_bytes = 0u64;
+    let mut last_cpu = cputime::self_cpu_s();
+    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    let n_jobs = shared.files.len();
+    // SIGINT/SIGTERM end the transfer through the normal error path, so the actuator puts
+    // frequencies, governors and CPUs back before the process exits
+    {
+        let sh = shared.clone();
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("cannot install a SIGTERM handler")?;
+        tokio::spawn(async move {
+            let which = tokio::select! {
+                _ = tokio::signal::ctrl_c() => "SIGINT",
+                _ = term.recv() => "SIGTERM",
+            };
+            sh.fail(format!("interrupted by {which}"));
+        });
+    }
+    loop {
+        tick.tick().await;
+        if shared.failed() {
+            break;
+        }
+        if shared.files_done.load(Ordering::SeqCst) >= n_jobs {
+            break;
+        }
+        // keep each partition's channel count at its budget
+        for (pi, p) in shared.parts.iter().enumerate() {
+            while p.live.load(Ordering::SeqCst) < p.target.load(Ordering::SeqCst)
+                && !p.chunks.lock().unwrap().is_empty()
+            {
+                p.live.fetch_add(1, Ordering::SeqCst);
+                let sh = shared.clone();
+                tokio::spawn(async move { channel_task(sh, pi).await });
+            }
+        }
+        let rec = shared.received.load(Ordering::Relaxed);
+        pb.set_position(prep.resumed_bytes + rec);
+        let el = last_tick.elapsed();
+        let timeout = timeouts.for_state(decision.state);
+        if el >= timeout {
+            // connections opened ahead that no channel took by now are not needed
+            shared.spare.lock().unwrap().clear();
+            let dt = el.as_secs_f64();
+            last_tick = Instant::now();
+            let bytes = rec - last_bytes;
+            last_bytes = rec;
+            let now_snap = meter.as_ref().and_then(|m| m.snapshot().ok());
+            let meter_energy = match (meter.as_ref(), prev_snap.as_ref(), now_snap.as_ref()) {
+                (Some(m), Some(a), Some(b)) => Some(m.between(a, b).total_j),
+                _ => None,
+            };
+            prev_snap = now_snap;
+            let cpu = cputime::self_cpu_s();
+            let cores_now = decision.cores.unwrap_or(act.n_cores()).max(1);
+            let load = ((cpu - last_cpu) / (dt * cores_now as f64)).clamp(0.0, 1.0);
+            // the dedicated-host estimate of this interval (ME's process feedback)
+            let proc_j = model.energy_j(n_cpus, dt, (cpu - last_cpu).max(0.0));
+            proc_energy_j += proc_j;
+            last_cpu = cpu;
+            let energy = if use_process_feedback {
+                Some(proc_j)
+            } else {
+                meter_energy
+            };
+            let obs = Observation {
+                dt_s: dt,
+                bytes,
+                energy_j: energy,
+                remaining: remaining_vec(&shared),
+                cpu_load: Some(load),
+                cap_held: shared.cap_waits.swap(0, Ordering::Relaxed) > 0,
+            };
+            decision = ctl.on_interval(&obs);
+            for (i, p) in shared.parts.iter().enumerate() {
+                p.target.store(decision.channels[i], Ordering::SeqCst);
+            }
+            let cap = decision.rate_cap_bps.map(|c| c as u64).unwrap_or(0);
+            if shared.rate_cap.swap(cap, Ordering::SeqCst) != cap {
+                *shared.cap_epoch.lock().unwrap() =
+                    (Instant::now(), shared.received.load(Ordering::SeqCst));
+            }
+            apply_cpu(&decision, act, &mut reports);
+            let (fif, chunks) = shared.files.iter().fold((0, 0), |(f, c), j| {
+                let n = j.in_flight.load(Ordering::Relaxed);
+                (f + (n > 0) as usize, c + n)
+            });
+            let log = IntervalLog {
+                t_s: shared.started.elapsed().as_secs_f64(),
+                bytes,
+                throughput_mbps: obs.tput_bps() / 1e6,
+                tuner: ctl.name(),
+                state: format!("{:?}", decision.state),
+                num_ch: decision.num_ch,
+                channels: decision.channels.clone(),
+                open_channels: shared
+                    .parts
+                    .iter()
+                    .map(|p| p.live.load(Ordering::Relaxed))
+                    .sum(),
+                pipelining: shared.parts.iter().map(|p| p.pipelining).collect(),
+                files_in_flight: fif,
+                parallelism: if fif > 0 {
+                    chunks as f64 / fif as f64
+                } else {
+                    0.0
+                },
+                cores: decision.cores,
+                freq_khz: decision
+                    .freq_idx
+                    .and_then(|i| act.ladder_khz().get(i).copied()),
+                cpu_load: Some(load),
+                energy_j: energy,
+                power_w: energy.map(|e| e / dt),
+                rate_cap_mbps: decision.rate_cap_bps.map(|c| c / 1e6),
+            };
+            pb.set_message(format!(
+                "{} {} ch={}",
+                log.tuner, log.state, log.open_channels
+            ));
+            if let Some(f) = log_file.as_mut() {
+                let _ = writeln!(f, "{}", serde_json::to_string(&log).expect("serializes"));
+            }
+            intervals.push(log);
+        }
+    }
+    pb.finish_and_clear();
+    let seconds = shared.started.elapsed().as_secs_f64();
+    // the tail since the last interval
+    {
+        let cpu = cputime::self_cpu_s();
+        proc_energy_j += model.energy_j(
+            n_cpus,
+            last_tick.elapsed().as_secs_f64(),
+            (cpu - last_cpu).max(0.0),
+        );
+    }
+    if let Some(msg) = shared.fatal.lock().unwrap().clone() {
+        bail!("{msg} (partial data kept; rerun the same command to resume)");
+    }
+    let end_snap = meter.as_ref().and_then(|m| m.snapshot().ok());
+    let cpu_s = cputime::self_cpu_s() - cpu_at_start;
+    let received = shared.received.load(Ordering::SeqCst);
+    let system = match (meter.as_ref(), snap0.as_ref(), end_snap.as_ref()) {
+        (Some(m), Some(a), Some(b)) => Some(m.between(a, b)),
+        _ => None,
+    };
+    let (energy, energy_note) = match &system {
+        Some(r) => (
+            Some(EnergySummary {
+                total_j: r.total_j,
+                mean_power_w: r.mean_power_w(),
+                joules_per_gb: (received > 0).then(|| r.total_j / (received as f64 / 1e9)),
+                mechanism: format!("{:?}", r.mechanism).to_lowercase(),
+                estimated: r.estimated,
+                model: r.model.clone(),
+                provenance: r.provenance_label(),
+                scope: "whole machine (all processes), not this transfer alone",
+            }),
+            None,
+        ),
+        None => (None, Some("no energy meter available".to_string())),
+    };
+    // the share's capacity is the whole machine the meter measures, not the CPUs we may use
+    let machine_cpus = wattio_energy::cpu::online_cpu_count(&opts.root)
+        .ok()
+        .filter(|&n| n > 0)
+        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+        .unwrap_or(n_cpus);
+    let throughput_bps = if seconds > 0.0 {
+        received as f64 * 8.0 / seconds
+    } else {
+        0.0
+    };
+    Ok(Summary {
+        source: opts.source.clone(),
+        dest: opts.dest.display().to_string(),
+        sla: opts.sla.name(),
+        tuner: ctl.name().to_string(),
+        files: n_files,
+        files_skipped: prep.skipped,
+        files_verified_checksum: shared.verified.load(Ordering::SeqCst),
+        total_bytes,
+        bytes: received,
+        resumed_bytes: prep.resumed_bytes,
+        seconds,
+        throughput_bps,
+        throughput_mbps: throughput_bps / 1e6,
+        reconnects: shared.reconnects.load(Ordering::SeqCst),
+        energy,
+        energy_note,
+        energy_process: ProcessEnergy::new(
+            proc_energy_j,
+            cpu_s,
+            received,
+            &model,
+            system.as_ref(),
+            machine_cpus,
+        ),
+        energy_feedback: if use_process_feedback {
+            "process-estimate"
+        } else {
+            "meter"
+        },
+        net,
+        params_initial: plan,
+        cpu_actuator: reports,
+        intervals,
+    })
+}

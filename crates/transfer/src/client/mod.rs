@@ -1,0 +1,60 @@
+//! `wattio transfer`: the client engine.
+//!
+//! A *channel* is one TCP connection that keeps up to `pipelining` Range requests in flight
+//! (written back to back, answered in order). Each partition of Algorithm 1 has a queue of
+//! chunks and a channel budget set by the tuner every interval; channels of a partition pull
+//! chunks from its queue, so concurrency (files in flight) and parallelism (chunks of one file
+//! in flight) follow from the channel count and the chunk size. Data is written with
+//! positioned writes into `NAME.wattio-part`; every finished byte range is appended to
+//! `NAME.wattio-part.done`, so an interrupted run resumes where it stopped; a file is
+//! verified (size, XXH3-64 when the listing has it) and only then renamed to `NAME`.
+//!
+//! One file per concern: [`url`] (source URLs), `conn` (connections), `response` (reading
+//! responses), `source` (listing fetch), `resume` (part files and `.done` logs), `queue`
+//! (chunk queues), `state` (what the loop and channels share), `control` (the control loop),
+//! `channel` (the channels), `pace` (EETT's rate cap), `verify` (checksums and rename),
+//! [`options`] and [`summary`]. Tuner construction and timeouts are [`crate::tuner::StartRules`]
+//! and [`crate::tuner::Timeouts`].
+
+mod channel;
+mod conn;
+mod control;
+pub mod options;
+mod pace;
+mod queue;
+mod response;
+mod resume;
+mod source;
+mod state;
+pub mod summary;
+pub mod url;
+mod verify;
+
+pub use crate::tuner::TunerChoice;
+pub use options::{default_window, EnergyFeedback, TransferOptions};
+pub use resume::missing_ranges;
+pub use summary::{EnergySummary, IntervalLog, ProcessEnergy, Summary, HOST_ESTIMATE_SCOPE};
+pub use url::HttpUrl;
+
+use crate::actuator::Actuator;
+use anyhow::Context;
+use control::transfer_async;
+use std::time::Duration;
+
+/// Runs a transfer to completion on its own tokio runtime.
+pub fn run_transfer(opts: &TransferOptions) -> anyhow::Result<Summary> {
+    let mut actuator = Actuator::probe(opts.root.clone(), opts.core_backend, opts.cpufreq);
+    let workers = actuator.n_cores();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let r = rt.block_on(transfer_async(opts, &mut actuator));
+    let errs = actuator.restore();
+    rt.shutdown_timeout(Duration::from_millis(200));
+    for e in errs {
+        eprintln!("wattio: warning: {e}");
+    }
+    r
+}

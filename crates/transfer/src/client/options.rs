@@ -1,0 +1,117 @@
+//! What a transfer is asked to do ([`TransferOptions`]) and the defaults it derives from the
+//! host (the per-stream TCP window).
+
+use crate::actuator::CoreBackend;
+use crate::tuner::{Sla, TunerChoice};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Duration;
+use wattio_energy::SysRoot;
+
+/// Everything `wattio transfer` needs.
+#[derive(Debug, Clone)]
+pub struct TransferOptions {
+    pub source: String,
+    pub dest: PathBuf,
+    pub sla: Sla,
+    pub tuner: TunerChoice,
+    pub rtt: Option<Duration>,
+    pub bandwidth_bps: Option<f64>,
+    pub window_bytes: Option<u64>,
+    pub max_ch: usize,
+    pub interval: Duration,
+    /// Consecutive failed attempts a channel tolerates before the transfer fails.
+    pub retries: u32,
+    pub core_backend: CoreBackend,
+    pub cpufreq: bool,
+    /// Run Algorithm 3 (CPU scaling); off for the baselines by default.
+    pub cpu_scaling: bool,
+    pub progress: bool,
+    /// Use the energy meter (feedback for ME, figures in the summary).
+    pub meter: bool,
+    /// What feeds ME's energy comparisons.
+    pub energy_feedback: EnergyFeedback,
+    /// Append one JSON line per interval to this file.
+    pub log: Option<PathBuf>,
+    /// System root for sysfs/proc reads (`WATTIO_ROOT`).
+    pub root: SysRoot,
+}
+
+impl TransferOptions {
+    /// Defaults for `source` → `dest` under `sla`.
+    pub fn new(source: impl Into<String>, dest: impl Into<PathBuf>, sla: Sla) -> Self {
+        TransferOptions {
+            source: source.into(),
+            dest: dest.into(),
+            sla,
+            tuner: TunerChoice::Wattio,
+            rtt: None,
+            bandwidth_bps: None,
+            window_bytes: None,
+            max_ch: 32,
+            interval: Duration::from_secs(1),
+            retries: 10,
+            core_backend: CoreBackend::Affinity,
+            cpufreq: true,
+            cpu_scaling: true,
+            progress: false,
+            meter: true,
+            energy_feedback: EnergyFeedback::Auto,
+            log: None,
+            root: SysRoot::from_env(),
+        }
+    }
+}
+
+/// Source of the per-interval energy the tuners see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum EnergyFeedback {
+    /// The meter when it measures (RAPL, perf); the process estimate when the meter itself is
+    /// only a model — a system-wide model on a shared machine mostly measures the neighbours.
+    Auto,
+    /// The meter (whole machine).
+    Meter,
+    /// The estimated energy of a host running only this process: the model with this process's
+    /// CPU time as the host's busy time, idle power of the CPUs it may use plus its CPU time at
+    /// busy power (`ModelParams::energy_j(cpus, dt, cpu_s)`). Estimated; a dedicated-host
+    /// figure, not this process's share of the machine.
+    Process,
+}
+
+fn read_proc_max(root: &SysRoot, p: &str) -> Option<u64> {
+    std::fs::read_to_string(root.path(p))
+        .ok()?
+        .split_whitespace()
+        .nth(2)?
+        .parse()
+        .ok()
+}
+
+/// The default per-stream window: half of tcp_rmem's maximum (tcp_adv_win_scale = 1), at most
+/// tcp_wmem's maximum (assuming the peer's send buffer is configured like ours); 4 MiB when
+/// /proc cannot be read.
+pub fn default_window(root: &SysRoot) -> u64 {
+    let r = read_proc_max(root, "/proc/sys/net/ipv4/tcp_rmem").map(|x| x / 2);
+    let w = read_proc_max(root, "/proc/sys/net/ipv4/tcp_wmem");
+    match (r, w) {
+        (Some(r), Some(w)) => r.min(w).max(64 * 1024),
+        (Some(x), None) | (None, Some(x)) => x.max(64 * 1024),
+        (None, None) => 4 << 20,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_from_proc_fixture() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("proc/sys/net/ipv4");
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("tcp_rmem"), "4096 131072 33554432\n").unwrap();
+        std::fs::write(p.join("tcp_wmem"), "4096 16384 4194304\n").unwrap();
+        assert_eq!(default_window(&SysRoot::new(d.path())), 4194304);
+        assert_eq!(default_window(&SysRoot::new("/nonexistent")), 4 << 20);
+    }
+}

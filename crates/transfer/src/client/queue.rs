@@ -1,0 +1,103 @@
+//! The partitions' chunk queues: each file's missing ranges cut into the plan's pieces.
+
+use super::resume::Prepared;
+use super::state::{Chunk, PartQueue};
+use crate::tuner::{Plan, Split};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::Mutex;
+
+/// Cuts a file's missing ranges into the plan's pieces. With `block` (the listing's checksum
+/// block), pieces are rounded to whole blocks and cut at multiples of the piece size, so each
+/// stream covers whole blocks and can hash them as they arrive.
+fn split_ranges(
+    miss: &[(u64, u64)],
+    split: Split,
+    size: u64,
+    block: Option<u64>,
+) -> Vec<(u64, u64)> {
+    let piece = match split {
+        Split::Whole => u64::MAX,
+        Split::Chunk(c) => c.max(1),
+        Split::Parts(p) => size.div_ceil(p.max(1) as u64).max(1),
+    };
+    let piece = match block {
+        Some(b) if b > 0 && piece != u64::MAX => ((piece + b / 2) / b).max(1) * b,
+        _ => piece,
+    };
+    let mut out = Vec::new();
+    for &(mut o, mut l) in miss {
+        while l > 0 {
+            let n = l.min(piece - o % piece);
+            out.push((o, n));
+            o += n;
+            l -= n;
+        }
+    }
+    out
+}
+
+/// One queue per partition of `plan`, holding the missing ranges of its files cut into the
+/// partition's pieces; budgets start at zero (the control loop sets them).
+pub(super) fn build_queues(plan: &Plan, prep: &Prepared) -> Vec<PartQueue> {
+    let mut parts = Vec::new();
+    for part in &plan.partitions {
+        let mut q = VecDeque::new();
+        let mut rem = 0;
+        for &fi in &part.files {
+            let job = &prep.jobs[fi];
+            let block = job.blocks.as_ref().map(|b| b.size);
+            for (o, l) in split_ranges(&prep.missing[fi], part.split, job.size, block) {
+                q.push_back(Chunk {
+                    file: fi,
+                    offset: o,
+                    len: l,
+                });
+                rem += l;
+            }
+        }
+        parts.push(PartQueue {
+            chunks: Mutex::new(q),
+            target: AtomicUsize::new(0),
+            live: AtomicUsize::new(0),
+            pipelining: part.pipelining.max(1),
+            remaining: AtomicU64::new(rem),
+        });
+    }
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_ranges_by_plan() {
+        assert_eq!(
+            split_ranges(&[(0, 10)], Split::Chunk(4), 10, None),
+            vec![(0, 4), (4, 4), (8, 2)]
+        );
+        assert_eq!(
+            split_ranges(&[(0, 10)], Split::Parts(2), 10, None),
+            vec![(0, 5), (5, 5)]
+        );
+        assert_eq!(
+            split_ranges(&[(3, 7)], Split::Whole, 10, None),
+            vec![(3, 7)]
+        );
+        // with checksum blocks of 4: pieces of 5 round to 4 and are cut at multiples of 4, so a
+        // resumed range starting midway ends its first piece on a block boundary
+        assert_eq!(
+            split_ranges(&[(0, 10)], Split::Chunk(5), 10, Some(4)),
+            vec![(0, 4), (4, 4), (8, 2)]
+        );
+        assert_eq!(
+            split_ranges(&[(2, 8)], Split::Chunk(8), 10, Some(4)),
+            vec![(2, 6), (8, 2)]
+        );
+        assert_eq!(
+            split_ranges(&[(0, 10)], Split::Chunk(1), 10, Some(4)),
+            vec![(0, 4), (4, 4), (8, 2)]
+        );
+    }
+}

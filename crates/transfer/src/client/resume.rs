@@ -1,0 +1,152 @@
+//! Resume: what an earlier run left in the destination (finished files, `.wattio-part` files
+//! and their `.done` logs of finished byte ranges) and what is still missing.
+
+use super::source::SourceFile;
+use super::state::FileJob;
+use crate::checksum;
+use anyhow::Context;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::Mutex;
+
+/// Byte ranges of `[0, size)` not covered by `done` (a list of (offset, len)).
+pub fn missing_ranges(size: u64, done: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut d: Vec<(u64, u64)> = done
+        .iter()
+        .filter(|(_, l)| *l > 0)
+        .map(|&(o, l)| (o.min(size), (o.saturating_add(l)).min(size)))
+        .collect();
+    d.sort_unstable();
+    let mut out = Vec::new();
+    let mut at = 0;
+    for (a, b) in d {
+        if a > at {
+            out.push((at, a - at));
+        }
+        at = at.max(b);
+    }
+    if at < size {
+        out.push((at, size - at));
+    }
+    out
+}
+
+pub(super) fn read_done_log(p: &Path) -> Vec<(u64, u64)> {
+    let Ok(b) = std::fs::read(p) else {
+        return Vec::new();
+    };
+    // records are 16 bytes; a torn last record (crash mid-append) is ignored
+    b.chunks_exact(16)
+        .map(|r| {
+            (
+                u64::from_le_bytes(r[..8].try_into().unwrap()),
+                u64::from_le_bytes(r[8..].try_into().unwrap()),
+            )
+        })
+        .collect()
+}
+
+pub(super) fn part_name(final_path: &Path, suffix: &str) -> PathBuf {
+    let mut s = final_path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+pub(super) struct Prepared {
+    pub(super) jobs: Vec<FileJob>,
+    pub(super) missing: Vec<Vec<(u64, u64)>>,
+    pub(super) skipped: usize,
+    pub(super) resumed_bytes: u64,
+    pub(super) verified: usize,
+}
+
+pub(super) fn prepare(dest: &Path, src: Vec<SourceFile>) -> anyhow::Result<Prepared> {
+    std::fs::create_dir_all(dest).with_context(|| {
+        format!(
+            "cannot create destination {}; check permissions",
+            dest.display()
+        )
+    })?;
+    let mut jobs = Vec::new();
+    let mut missing = Vec::new();
+    let (mut skipped, mut resumed, mut verified) = (0, 0, 0);
+    for s in src {
+        let final_path = dest.join(&s.rel);
+        if let Ok(md) = std::fs::metadata(&final_path) {
+            if md.is_file() && md.len() == s.size {
+                let ok = match &s.xxh3 {
+                    Some(h) => checksum::file_xxh3(&final_path).ok().as_deref() == Some(h.as_str()),
+                    None => true,
+                };
+                if ok {
+                    skipped += 1;
+                    resumed += s.size;
+                    verified += s.xxh3.is_some() as usize;
+                    continue;
+                }
+            }
+        }
+        if let Some(parent) = final_path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        let part_path = part_name(&final_path, ".wattio-part");
+        let done_path = part_name(&final_path, ".wattio-part.done");
+        let mut done = Vec::new();
+        if let Ok(md) = std::fs::metadata(&part_path) {
+            if md.len() == s.size {
+                done = read_done_log(&done_path);
+            }
+        }
+        let fresh = done.is_empty();
+        if fresh {
+            // no usable progress: start clean
+            let _ = std::fs::remove_file(&done_path);
+        }
+        let miss = missing_ranges(s.size, &done);
+        let left: u64 = miss.iter().map(|r| r.1).sum();
+        resumed += s.size - left;
+        missing.push(miss);
+        jobs.push(FileJob {
+            rel: s.rel,
+            url_path: s.url_path,
+            size: s.size,
+            xxh3: s.xxh3,
+            block_sums: Mutex::new(vec![None; s.blocks.as_ref().map_or(0, |b| b.xxh3.len())]),
+            blocks: s.blocks,
+            final_path,
+            part_path,
+            done_path,
+            file: Mutex::new(None),
+            done_log: Mutex::new(None),
+            fresh: AtomicBool::new(fresh),
+            remaining: AtomicU64::new(left),
+            in_flight: AtomicUsize::new(0),
+            checksum_retry: AtomicBool::new(false),
+        });
+    }
+    Ok(Prepared {
+        jobs,
+        missing,
+        skipped,
+        resumed_bytes: resumed,
+        verified,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_ranges_subtracts_done() {
+        assert_eq!(missing_ranges(10, &[]), vec![(0, 10)]);
+        assert_eq!(missing_ranges(10, &[(0, 4), (6, 2)]), vec![(4, 2), (8, 2)]);
+        assert_eq!(
+            missing_ranges(10, &[(2, 3), (0, 3), (5, 5)]),
+            Vec::<(u64, u64)>::new()
+        );
+        assert_eq!(missing_ranges(10, &[(8, 100)]), vec![(0, 8)]);
+        assert_eq!(missing_ranges(0, &[]), Vec::<(u64, u64)>::new());
+    }
+}

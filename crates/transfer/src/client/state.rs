@@ -1,0 +1,137 @@
+//! The state the control loop and the channels share: the files, their part files and `.done`
+//! logs, the partitions' chunk queues and budgets, and the counters.
+
+use super::conn::Stream;
+use super::source::BlockDigests;
+use super::url::HttpUrl;
+use std::collections::VecDeque;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// One file to fetch.
+pub(super) struct FileJob {
+    pub(super) rel: String,
+    pub(super) url_path: String,
+    pub(super) size: u64,
+    pub(super) xxh3: Option<String>,
+    /// The listing's per-block checksums, verified instead of `xxh3` when present.
+    pub(super) blocks: Option<BlockDigests>,
+    /// Block digests computed from the bytes as they arrived (None: not seen whole in one
+    /// stream, hashed from the file when it is finished).
+    pub(super) block_sums: Mutex<Vec<Option<u64>>>,
+    pub(super) final_path: PathBuf,
+    pub(super) part_path: PathBuf,
+    pub(super) done_path: PathBuf,
+    /// Opened on first use and closed when the file is finished, so a dataset of many small
+    /// files never holds more descriptors than files in flight.
+    pub(super) file: Mutex<Option<Arc<File>>>,
+    pub(super) done_log: Mutex<Option<File>>,
+    /// No usable earlier progress: truncate the part file when first opening it.
+    pub(super) fresh: AtomicBool,
+    pub(super) remaining: AtomicU64,
+    pub(super) in_flight: AtomicUsize,
+    pub(super) checksum_retry: AtomicBool,
+}
+
+impl FileJob {
+    /// The part file, opened (created and sized) on first use.
+    pub(super) fn part(&self) -> std::io::Result<Arc<File>> {
+        let mut g = self.file.lock().unwrap();
+        if let Some(f) = g.as_ref() {
+            return Ok(f.clone());
+        }
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&self.part_path)?;
+        if self.fresh.swap(false, Ordering::SeqCst) {
+            f.set_len(0)?;
+        }
+        f.set_len(self.size)?;
+        let f = Arc::new(f);
+        *g = Some(f.clone());
+        Ok(f)
+    }
+
+    /// Appends a finished range to the `.done` log.
+    pub(super) fn log_done(&self, offset: u64, len: u64) {
+        let mut g = self.done_log.lock().unwrap();
+        if g.is_none() {
+            *g = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.done_path)
+                .ok();
+        }
+        if let Some(f) = g.as_mut() {
+            let mut rec = [0u8; 16];
+            rec[..8].copy_from_slice(&offset.to_le_bytes());
+            rec[8..].copy_from_slice(&len.to_le_bytes());
+            let _ = f.write_all(&rec);
+        }
+    }
+
+    pub(super) fn store_block_sum(&self, index: u64, digest: u64) {
+        if let Some(slot) = self.block_sums.lock().unwrap().get_mut(index as usize) {
+            *slot = Some(digest);
+        }
+    }
+
+    pub(super) fn close(&self) {
+        *self.file.lock().unwrap() = None;
+        *self.done_log.lock().unwrap() = None;
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Chunk {
+    pub(super) file: usize,
+    pub(super) offset: u64,
+    pub(super) len: u64,
+}
+
+pub(super) struct PartQueue {
+    pub(super) chunks: Mutex<VecDeque<Chunk>>,
+    pub(super) target: AtomicUsize,
+    pub(super) live: AtomicUsize,
+    pub(super) pipelining: usize,
+    pub(super) remaining: AtomicU64,
+}
+
+pub(super) struct Shared {
+    /// Connections opened ahead (see `spawn_preconnect`), taken by the first channels.
+    pub(super) spare: Mutex<Vec<(Instant, Stream)>>,
+    pub(super) url: HttpUrl,
+    pub(super) files: Vec<FileJob>,
+    pub(super) parts: Vec<PartQueue>,
+    pub(super) received: AtomicU64,
+    pub(super) files_done: AtomicUsize,
+    pub(super) verified: AtomicUsize,
+    pub(super) reconnects: AtomicU64,
+    /// bits/s; 0 = no cap
+    pub(super) rate_cap: AtomicU64,
+    pub(super) cap_epoch: Mutex<(Instant, u64)>,
+    /// Times the pacer held a read back since the last timeout.
+    pub(super) cap_waits: AtomicU64,
+    pub(super) fatal: Mutex<Option<String>>,
+    pub(super) retries: u32,
+    pub(super) started: Instant,
+}
+
+impl Shared {
+    pub(super) fn fail(&self, msg: String) {
+        let mut f = self.fatal.lock().unwrap();
+        if f.is_none() {
+            *f = Some(msg);
+        }
+    }
+    pub(super) fn failed(&self) -> bool {
+        self.fatal.lock().unwrap().is_some()
+    }
+}

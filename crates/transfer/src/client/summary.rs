@@ -1,0 +1,182 @@
+//! The `--json` summary, the per-interval log and the energy figures of a transfer.
+
+use crate::actuator::ApplyReport;
+use crate::tuner::{NetParams, Plan};
+use serde::Serialize;
+
+/// What `ProcessEnergy::total_j` is.
+pub const HOST_ESTIMATE_SCOPE: &str = "estimated energy of a host running only this process: model(min W x vCPUs x wall + (max-min) W x its CPU s)";
+
+/// This process's energy figures over the transfer.
+///
+/// `total_j` is the **estimated energy of a host running only this process** (a dedicated
+/// client host): the model with this process's CPU time as the host's busy time, summed over
+/// intervals — `min W × vCPUs it may use × Δt + (max − min) W × its CPU s`. It is what ME's
+/// `process-estimate` feedback sees and what `docs/results/transfer.md` reports; it is not this
+/// process's share of the machine's energy. That is `attributed_j`: the CPU-time share
+/// (`wattio_energy::attribution::share_j`) of the meter's whole-machine energy over the transfer.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcessEnergy {
+    /// Estimated energy of a host running only this process, J.
+    pub total_j: f64,
+    /// `total_j` per GB received.
+    pub joules_per_gb: Option<f64>,
+    /// CPU seconds of this process over the transfer (`CLOCK_PROCESS_CPUTIME_ID`).
+    pub cpu_s: f64,
+    /// Always true: `total_j` is a model estimate.
+    pub estimated: bool,
+    /// Provenance of `total_j`: `estimated (model: ...)`.
+    pub provenance: String,
+    /// What `total_j` is ([`HOST_ESTIMATE_SCOPE`]).
+    pub scope: &'static str,
+    /// This process's CPU-time share of the meter's whole-machine energy over the transfer:
+    /// `share_j(energy.total_j, online CPUs, meter window s, cpu_s)`; `None` without a meter.
+    pub attributed_j: Option<f64>,
+    /// `attributed_j` per GB received.
+    pub attributed_joules_per_gb: Option<f64>,
+    /// Label of `attributed_j`, e.g. `measured (perf), attributed (cpu-time share)`.
+    pub attributed_label: Option<String>,
+}
+
+impl ProcessEnergy {
+    /// The figures from the dedicated-host estimate `host_j`, this process's CPU seconds over
+    /// the transfer, and the meter's whole-machine report over the same window (if any) on a
+    /// machine of `n_cpus` online CPUs.
+    pub fn new(
+        host_j: f64,
+        cpu_s: f64,
+        received: u64,
+        model: &wattio_energy::ModelParams,
+        system: Option<&wattio_meter::EnergyReport>,
+        n_cpus: usize,
+    ) -> ProcessEnergy {
+        let per_gb = |j: f64| (received > 0).then(|| j / (received as f64 / 1e9));
+        let attributed_j = system
+            .map(|r| wattio_energy::attribution::share_j(r.total_j, n_cpus, r.duration_s, cpu_s));
+        ProcessEnergy {
+            total_j: host_j,
+            joules_per_gb: per_gb(host_j),
+            cpu_s,
+            estimated: true,
+            provenance: format!("estimated (model: {})", model.name()),
+            scope: HOST_ESTIMATE_SCOPE,
+            attributed_j,
+            attributed_joules_per_gb: attributed_j.and_then(per_gb),
+            attributed_label: system
+                .map(|r| wattio_energy::attribution::attributed_label(&r.provenance_label())),
+        }
+    }
+}
+
+/// Energy over the transfer, with its provenance.
+#[derive(Debug, Clone, Serialize)]
+pub struct EnergySummary {
+    pub total_j: f64,
+    pub mean_power_w: f64,
+    pub joules_per_gb: Option<f64>,
+    pub mechanism: String,
+    pub estimated: bool,
+    pub model: Option<String>,
+    /// E.g. "estimated (model: ccf-linear(...))" — system-wide, not this process alone.
+    pub provenance: String,
+    pub scope: &'static str,
+}
+
+/// Parameters and measurements of one interval.
+#[derive(Debug, Clone, Serialize)]
+pub struct IntervalLog {
+    pub t_s: f64,
+    pub bytes: u64,
+    pub throughput_mbps: f64,
+    pub tuner: &'static str,
+    pub state: String,
+    pub num_ch: usize,
+    /// Channels per partition (concurrency budget).
+    pub channels: Vec<usize>,
+    /// Open connections at the end of the interval.
+    pub open_channels: usize,
+    pub pipelining: Vec<usize>,
+    pub files_in_flight: usize,
+    /// Mean chunks in flight per file in flight (effective parallelism).
+    pub parallelism: f64,
+    pub cores: Option<usize>,
+    pub freq_khz: Option<u64>,
+    pub cpu_load: Option<f64>,
+    pub energy_j: Option<f64>,
+    pub power_w: Option<f64>,
+    pub rate_cap_mbps: Option<f64>,
+}
+
+/// The `--json` summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub source: String,
+    pub dest: String,
+    pub sla: String,
+    pub tuner: String,
+    pub files: usize,
+    /// Files already complete and verified in DEST before this run.
+    pub files_skipped: usize,
+    pub files_verified_checksum: usize,
+    pub total_bytes: u64,
+    /// Payload bytes received by this run.
+    pub bytes: u64,
+    /// Bytes found complete (files or ranges) from an earlier run.
+    pub resumed_bytes: u64,
+    pub seconds: f64,
+    pub throughput_bps: f64,
+    pub throughput_mbps: f64,
+    pub reconnects: u64,
+    pub energy: Option<EnergySummary>,
+    pub energy_note: Option<String>,
+    /// The estimated energy of a host running only this process (always present) and, with a
+    /// meter, this process's attributed share of the machine's energy.
+    pub energy_process: ProcessEnergy,
+    /// What fed the tuner: "meter" or "process-estimate".
+    pub energy_feedback: &'static str,
+    pub net: NetParams,
+    pub params_initial: Plan,
+    pub cpu_actuator: Vec<ApplyReport>,
+    pub intervals: Vec<IntervalLog>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn process_energy_keeps_the_host_estimate_and_adds_the_attributed_share() {
+        let model = wattio_energy::ModelParams::default();
+        // 10 s on 4 CPUs, 2.5 CPU-s of ours, 2 GB; the meter saw 120 J on the whole machine.
+        let host_j = model.energy_j(4, 10.0, 2.5);
+        let report = wattio_meter::EnergyReport {
+            duration_s: 10.0,
+            mechanism: wattio_energy::Mechanism::Powercap,
+            estimated: false,
+            model: None,
+            domains: vec![],
+            total_j: 120.0,
+            psys_j: None,
+            gpu_j: None,
+            gpu_label: None,
+            read_errors: vec![],
+        };
+        let pe = ProcessEnergy::new(host_j, 2.5, 2_000_000_000, &model, Some(&report), 4);
+        assert_eq!(pe.total_j, host_j);
+        assert_eq!(pe.joules_per_gb, Some(host_j / 2.0));
+        assert_eq!(pe.scope, HOST_ESTIMATE_SCOPE);
+        assert!(pe.provenance.starts_with("estimated (model: ccf-linear"));
+        let a = pe.attributed_j.unwrap();
+        assert_eq!(a, wattio_energy::attribution::share_j(120.0, 4, 10.0, 2.5));
+        // 120 J × 2.5 / (4 × 10) = 7.5 J, within the window's total.
+        assert!((a - 7.5).abs() < 1e-12 && a <= report.total_j);
+        assert_eq!(pe.attributed_joules_per_gb, Some(a / 2.0));
+        assert_eq!(
+            pe.attributed_label.as_deref(),
+            Some("measured (powercap), attributed (cpu-time share)")
+        );
+        let none = ProcessEnergy::new(host_j, 2.5, 0, &model, None, 4);
+        assert!(none.attributed_j.is_none() && none.attributed_label.is_none());
+        assert!(none.joules_per_gb.is_none());
+    }
+}

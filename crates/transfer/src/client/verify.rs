@@ -1,0 +1,136 @@
+//! Verification of a received file (size, whole-file or per-block XXH3-64), its rename into
+//! place, and the one re-fetch of what did not match.
+
+use super::source::BlockDigests;
+use super::state::{Chunk, FileJob, Shared};
+use crate::checksum;
+use std::fs::File;
+use std::sync::atomic::Ordering;
+
+/// Verifies a fully received file and renames it into place.
+pub(super) fn finish_file(sh: &Shared, i: usize) {
+    let j = &sh.files[i];
+    // Ok(ranges to fetch again; empty when the file is good)
+    let res = (|| -> Result<Vec<(u64, u64)>, String> {
+        let f = j
+            .part()
+            .map_err(|e| format!("cannot open {}: {e}", j.part_path.display()))?;
+        let md = f.metadata().map_err(|e| e.to_string())?;
+        drop(f);
+        j.close();
+        if md.len() != j.size {
+            return Err(format!(
+                "{}: size {} but expected {}",
+                j.rel,
+                md.len(),
+                j.size
+            ));
+        }
+        if let Some(b) = &j.blocks {
+            let bad = bad_blocks(j, b)
+                .map_err(|e| format!("cannot read back {}: {e}", j.part_path.display()))?;
+            if !bad.is_empty() {
+                return Ok(block_ranges(&bad, b.size, j.size));
+            }
+        } else if let Some(want) = &j.xxh3 {
+            let got = checksum::file_xxh3(&j.part_path).map_err(|e| e.to_string())?;
+            if &got != want {
+                return Ok(vec![(0, j.size)]);
+            }
+        }
+        std::fs::rename(&j.part_path, &j.final_path)
+            .map_err(|e| format!("cannot rename into {}: {e}", j.final_path.display()))?;
+        let _ = std::fs::remove_file(&j.done_path);
+        Ok(Vec::new())
+    })();
+    match res {
+        Ok(refetch) if refetch.is_empty() => {
+            if j.xxh3.is_some() || j.blocks.is_some() {
+                sh.verified.fetch_add(1, Ordering::SeqCst);
+            }
+            sh.files_done.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(refetch) => {
+            // checksum mismatch: fetch the bad blocks (or the whole file) once more, then give up
+            if j.checksum_retry.swap(true, Ordering::SeqCst) {
+                sh.fail(format!(
+                    "{}: checksum mismatch twice; the server's file changed or is corrupt",
+                    j.rel
+                ));
+                return;
+            }
+            let _ = std::fs::remove_file(&j.done_path);
+            let again: u64 = refetch.iter().map(|r| r.1).sum();
+            if let Some(b) = &j.blocks {
+                let mut sums = j.block_sums.lock().unwrap();
+                for &(o, l) in &refetch {
+                    for i in o / b.size..(o + l).div_ceil(b.size) {
+                        sums[i as usize] = None;
+                    }
+                }
+            }
+            j.remaining.store(again, Ordering::SeqCst);
+            // any partition can carry it: prefer one that still has channels
+            let pi = sh
+                .parts
+                .iter()
+                .position(|p| p.target.load(Ordering::SeqCst) > 0)
+                .unwrap_or(0);
+            sh.parts[pi].remaining.fetch_add(again, Ordering::SeqCst);
+            sh.parts[pi].target.fetch_max(1, Ordering::SeqCst);
+            let mut q = sh.parts[pi].chunks.lock().unwrap();
+            for (offset, len) in refetch {
+                q.push_back(Chunk {
+                    file: i,
+                    offset,
+                    len,
+                });
+            }
+        }
+        Err(e) => sh.fail(e),
+    }
+}
+
+/// Indexes of the blocks of a received file whose digest differs from the listing's; blocks
+/// not hashed on arrival are hashed from the file now.
+pub(super) fn bad_blocks(j: &FileJob, want: &BlockDigests) -> std::io::Result<Vec<u64>> {
+    let mut sums = j.block_sums.lock().unwrap().clone();
+    let unseen: Vec<u64> = (0..sums.len() as u64)
+        .filter(|&i| sums[i as usize].is_none())
+        .collect();
+    if !unseen.is_empty() {
+        let f = File::open(&j.part_path)?;
+        let hashed = checksum::file_blocks_xxh3(&f, want.size, &unseen)?;
+        for (i, d) in unseen.into_iter().zip(hashed) {
+            sums[i as usize] = Some(d);
+        }
+    }
+    Ok((0..sums.len() as u64)
+        .filter(|&i| sums[i as usize] != want.xxh3.get(i as usize).copied())
+        .collect())
+}
+
+/// Byte ranges of the given blocks (ascending indexes), adjacent blocks merged.
+pub(super) fn block_ranges(blocks: &[u64], block_size: u64, file_size: u64) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for &i in blocks {
+        let start = i * block_size;
+        let end = ((i + 1) * block_size).min(file_size);
+        match out.last_mut() {
+            Some(last) if last.0 + last.1 == start => last.1 = end - last.0,
+            _ => out.push((start, end - start)),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_ranges_merge_neighbours() {
+        assert_eq!(block_ranges(&[0, 1, 3, 4], 10, 45), vec![(0, 20), (30, 15)]);
+        assert_eq!(block_ranges(&[], 10, 45), vec![]);
+    }
+}
