@@ -158,13 +158,12 @@ pub fn resolve_link(page_url: &str, href: &str) -> Option<String> {
     if href.is_empty() || href.contains('?') {
         return None;
     }
-    let has_scheme = href
-        .split_once(':')
-        .is_some_and(|(s, _)| {
-            !s.is_empty()
-                && s.bytes().next().is_some_and(|c| c.is_ascii_alphabetic())
-                && s.bytes().all(|c| c.is_ascii_alphanumeric() || b"+.-".contains(&c))
-        });
+    let has_scheme = href.split_once(':').is_some_and(|(s, _)| {
+        !s.is_empty()
+            && s.bytes().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && s.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || b"+.-".contains(&c))
+    });
     let path = if has_scheme {
         let (s, a, t) = split_url(href)?;
         if s != scheme || a != auth {
@@ -239,7 +238,9 @@ pub fn html_links(html: &str) -> Vec<String> {
     while let Some(off) = lower[i..].find('<') {
         let start = i + off;
         if lower[start..].starts_with("<!--") {
-            i = lower[start..].find("-->").map_or(b.len(), |e| start + e + 3);
+            i = lower[start..]
+                .find("-->")
+                .map_or(b.len(), |e| start + e + 3);
             continue;
         }
         let is_a = b.get(start + 1) == Some(&b'a')
@@ -346,8 +347,9 @@ pub fn parse_index(
     let under_root = |p: &str| p.len() > root_path.len() && p.starts_with(root_path);
     let trimmed = text.trim_start();
     if ct.contains("json") || (trimmed.starts_with('[') && !ct.contains("html")) {
-        let items: Vec<NginxJsonEntry> = serde_json::from_str(&text)
-            .map_err(|e| format!("not a directory index (JSON that is not nginx autoindex's: {e})"))?;
+        let items: Vec<NginxJsonEntry> = serde_json::from_str(&text).map_err(|e| {
+            format!("not a directory index (JSON that is not nginx autoindex's: {e})")
+        })?;
         let mut entries = Vec::new();
         for it in items {
             let dir = match it.kind.as_str() {
@@ -452,7 +454,11 @@ mod tests {
         assert_eq!(r("http://127.0.0.1:8081/data/sub/z"), None, "another port");
         assert_eq!(r("http://evil.example/data/sub/z"), None, "another host");
         assert_eq!(r("//evil.example/x"), None);
-        assert_eq!(r("https://127.0.0.1:8080/data/sub/z"), None, "another scheme");
+        assert_eq!(
+            r("https://127.0.0.1:8080/data/sub/z"),
+            None,
+            "another scheme"
+        );
         assert_eq!(r("?C=N;O=D"), None, "sort links");
         assert_eq!(r("f?download=1"), None);
         assert_eq!(r("mailto:a@b"), None);
@@ -483,7 +489,10 @@ mod tests {
             html_links(html),
             ["a&b.txt", "q\"<>.txt", "plain.bin", "n'A"]
         );
-        assert_eq!(html_unescape("a &amp b &bogus; &#1114112;"), "a &amp b &bogus; &#1114112;");
+        assert_eq!(
+            html_unescape("a &amp b &bogus; &#1114112;"),
+            "a &amp b &bogus; &#1114112;"
+        );
     }
 
     #[test]
@@ -510,7 +519,10 @@ mod tests {
             ]
         );
         assert!(p.entries[0].is_dir && !p.entries[1].is_dir);
-        assert!(p.entries.iter().all(|e| e.size.is_none()), "HTML sizes are not trusted");
+        assert!(
+            p.entries.iter().all(|e| e.size.is_none()),
+            "HTML sizes are not trusted"
+        );
         assert_eq!(
             relative_name(ROOT, &p.entries[0].path).as_deref(),
             Some("sub/d \u{e9}")
@@ -558,12 +570,22 @@ mod tests {
     fn apache_fancy_and_plain_indexes() {
         // Apache 2.4 with IndexOptions FancyIndexing HTMLTable: sort links, parent link to "/"
         let fancy = "<!DOCTYPE HTML PUBLIC \"-//W3C//DTD HTML 4.01//EN\" \"http://www.w3.org/TR/html4/strict.dtd\">\n<html>\n <head>\n  <title>Index of /data/sub</title>\n </head>\n <body>\n<h1>Index of /data/sub</h1>\n  <table>\n   <tr><th valign=\"top\">&nbsp;</th><th><a href=\"?C=N;O=D\">Name</a></th><th><a href=\"?C=M;O=A\">Last modified</a></th><th><a href=\"?C=S;O=A\">Size</a></th><th><a href=\"?C=D;O=A\">Description</a></th></tr>\n   <tr><th colspan=\"5\"><hr></th></tr>\n<tr><td valign=\"top\">&nbsp;</td><td><a href=\"/data/\">Parent Directory</a></td><td>&nbsp;</td><td align=\"right\">  - </td><td>&nbsp;</td></tr>\n<tr><td valign=\"top\">&nbsp;</td><td><a href=\"big.bin\">big.bin</a></td><td align=\"right\">2026-11-25 10:07  </td><td align=\"right\">4.9K</td><td>&nbsp;</td></tr>\n<tr><td valign=\"top\">&nbsp;</td><td><a href=\"f%20%231%3f.txt\">f #1?.txt</a></td><td align=\"right\">2026-11-25 10:07  </td><td align=\"right\">  6 </td><td>&nbsp;</td></tr>\n<tr><td valign=\"top\">&nbsp;</td><td><a href=\"sub%20dir/\">sub dir/</a></td><td align=\"right\">2026-11-25 10:07  </td><td align=\"right\">  - </td><td>&nbsp;</td></tr>\n   <tr><th colspan=\"5\"><hr></th></tr>\n</table>\n</body></html>\n";
-        let p = parse_index(fancy.as_bytes(), Some("text/html;charset=UTF-8"), "http://127.0.0.1:8080/data/sub/", ROOT).unwrap();
+        let p = parse_index(
+            fancy.as_bytes(),
+            Some("text/html;charset=UTF-8"),
+            "http://127.0.0.1:8080/data/sub/",
+            ROOT,
+        )
+        .unwrap();
         assert_eq!(p.kind, IndexKind::ApacheHtml);
         let paths: Vec<&str> = p.entries.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(
             paths,
-            ["/data/sub/big.bin", "/data/sub/f%20%231%3F.txt", "/data/sub/sub%20dir/"]
+            [
+                "/data/sub/big.bin",
+                "/data/sub/f%20%231%3F.txt",
+                "/data/sub/sub%20dir/"
+            ]
         );
         // the plain list, walked from its own root: the parent link "/" is above it
         let plain = "<html><head><title>Index of /</title></head><body><h1>Index of /</h1><ul><li><a href=\"/\"> Parent Directory</a></li><li><a href=\"big.bin\"> big.bin</a></li></ul></body></html>";
@@ -575,17 +597,32 @@ mod tests {
     #[test]
     fn python_index_and_pages_that_are_not_indexes() {
         let body = "<!DOCTYPE HTML>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Directory listing for /data/sub/</title>\n</head>\n<body>\n<h1>Directory listing for /data/sub/</h1>\n<hr>\n<ul>\n<li><a href=\"%23hash%3Fq\">#hash?q</a></li>\n<li><a href=\"d%20%C3%A9/\">d \u{e9}/</a></li>\n</ul>\n<hr>\n</body>\n</html>\n";
-        let p = parse_index(body.as_bytes(), Some("text/html; charset=utf-8"), PAGE, ROOT).unwrap();
+        let p = parse_index(
+            body.as_bytes(),
+            Some("text/html; charset=utf-8"),
+            PAGE,
+            ROOT,
+        )
+        .unwrap();
         assert_eq!(p.kind, IndexKind::PythonHttpServer);
         assert_eq!(p.entries.len(), 2);
-        let e = parse_index(b"<html><title>Welcome</title><a href=x>x</a></html>", Some("text/html"), PAGE, ROOT).unwrap_err();
+        let e = parse_index(
+            b"<html><title>Welcome</title><a href=x>x</a></html>",
+            Some("text/html"),
+            PAGE,
+            ROOT,
+        )
+        .unwrap_err();
         assert!(e.contains("titled \"Welcome\""), "{e}");
         assert!(parse_index(b"\x00\x01", None, PAGE, ROOT).is_err());
     }
 
     #[test]
     fn relative_names_are_safe() {
-        assert_eq!(relative_name("/d/", "/d/a/b.bin").as_deref(), Some("a/b.bin"));
+        assert_eq!(
+            relative_name("/d/", "/d/a/b.bin").as_deref(),
+            Some("a/b.bin")
+        );
         assert_eq!(relative_name("/d/", "/e/a"), None);
         assert_eq!(relative_name("/d/", "/d/%FF"), None, "not UTF-8");
         assert_eq!(split_url("http://u:p@H:80/x?y").unwrap().1, "h");

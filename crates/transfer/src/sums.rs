@@ -113,7 +113,10 @@ enum LineError {
 }
 
 /// Parses one line (without its end of line).
-fn parse_line(raw: &str, hint: Option<Algorithm>) -> Result<(String, Algorithm, Vec<u8>), LineError> {
+fn parse_line(
+    raw: &str,
+    hint: Option<Algorithm>,
+) -> Result<(String, Algorithm, Vec<u8>), LineError> {
     let (escaped, line) = match raw.strip_prefix('\\') {
         Some(rest) => (true, rest),
         None => (false, raw),
@@ -131,7 +134,11 @@ fn parse_line(raw: &str, hint: Option<Algorithm>) -> Result<(String, Algorithm, 
     };
     // BSD style: TAG (name) = HEX
     if let Some((tag, rest)) = line.split_once(" (") {
-        if !tag.is_empty() && tag.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-') {
+        if !tag.is_empty()
+            && tag
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
+        {
             if let Some((n, hex)) = rest.rsplit_once(") = ") {
                 let Some((algo, le)) = Algorithm::from_tag(tag) else {
                     return Err(LineError::Unsupported(format!(
@@ -351,15 +358,24 @@ mod tests {
             Algorithm::Xxh128
         );
         assert_eq!(
-            SumsFile::parse("32d153ff  f\n", "sums.xxh32").unwrap().entries[0].algo,
+            SumsFile::parse("32d153ff  f\n", "sums.xxh32")
+                .unwrap()
+                .entries[0]
+                .algo,
             Algorithm::Xxh32
         );
         assert_eq!(
-            SumsFile::parse("44bc2cf5ad770999  f\n", "list").unwrap().entries[0].algo,
+            SumsFile::parse("44bc2cf5ad770999  f\n", "list")
+                .unwrap()
+                .entries[0]
+                .algo,
             Algorithm::Xxh64
         );
         let e = SumsFile::parse(md5ish, "SHA256SUMS").unwrap_err();
-        assert!(e.contains("line 1") && e.contains("announces sha256"), "{e}");
+        assert!(
+            e.contains("line 1") && e.contains("announces sha256"),
+            "{e}"
+        );
         let e = SumsFile::parse(md5ish, "B2SUMS").unwrap_err();
         assert!(e.contains("BLAKE2"), "{e}");
         let e = SumsFile::parse("BLAKE2b (f) = 00\n", "sums").unwrap_err();

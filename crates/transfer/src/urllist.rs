@@ -244,7 +244,10 @@ mod tests {
 
     #[test]
     fn file_names_from_urls() {
-        assert_eq!(url_file_name("http://h/a/%23x%3F.bin").as_deref(), Some("#x?.bin"));
+        assert_eq!(
+            url_file_name("http://h/a/%23x%3F.bin").as_deref(),
+            Some("#x?.bin")
+        );
         assert_eq!(url_file_name("http://h/a/f?x=/y").as_deref(), Some("f"));
         assert_eq!(url_file_name("http://h/"), None);
         assert_eq!(url_file_name("http://h"), None);
