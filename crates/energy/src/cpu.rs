@@ -36,20 +36,27 @@ pub fn cpu_id(root: &SysRoot) -> Result<CpuId, EnergyError> {
     })
 }
 
+/// The `key: value` lines of the first processor block of `/proc/cpuinfo`, keys trimmed.
+fn first_processor(text: &str) -> impl Iterator<Item = (&str, &str)> {
+    let mut seen_fields = false;
+    text.lines()
+        .take_while(move |line| {
+            // A blank line after the first fields ends the first processor block.
+            let end = line.trim().is_empty() && seen_fields;
+            seen_fields |= line.contains(':');
+            !end
+        })
+        .filter_map(|line| line.split_once(':'))
+        .map(|(k, v)| (k.trim(), v.trim()))
+}
+
 fn parse_cpuinfo(text: &str) -> Option<CpuId> {
     let mut vendor = None;
     let mut family = None;
     let mut model = None;
     let mut model_name = String::new();
-    for line in text.lines() {
-        if line.trim().is_empty() && vendor.is_some() {
-            break; // end of the first processor block
-        }
-        let Some((key, value)) = line.split_once(':') else {
-            continue;
-        };
-        let value = value.trim();
-        match key.trim() {
+    for (key, value) in first_processor(text) {
+        match key {
             "vendor_id" => {
                 vendor = Some(match value {
                     "GenuineIntel" => Vendor::Intel,
@@ -69,6 +76,21 @@ fn parse_cpuinfo(text: &str) -> Option<CpuId> {
         model: model?,
         model_name,
     })
+}
+
+/// The first processor's CPUID stepping from `/proc/cpuinfo`, where it is listed.
+///
+/// It tells apart processors that share a model number (Intel family 6 model 0x55 is Skylake-SP,
+/// Cascade Lake or Cooper Lake by stepping).
+pub fn stepping(root: &SysRoot) -> Option<u32> {
+    let text = fs::read_to_string(root.path("/proc/cpuinfo")).ok()?;
+    parse_stepping(&text)
+}
+
+fn parse_stepping(text: &str) -> Option<u32> {
+    first_processor(text)
+        .find(|(k, _)| *k == "stepping")
+        .and_then(|(_, v)| v.parse().ok())
 }
 
 /// Parses a kernel CPU list such as `0-3,8,10-11`.
@@ -183,6 +205,13 @@ mod tests {
         assert_eq!((id.family, id.model), (25, 1));
         assert_eq!(id.model_name, "AMD EPYC 7713");
         assert!(parse_cpuinfo("garbage").is_none());
+        // The stepping is the first block's; a block without one has none.
+        assert_eq!(
+            parse_stepping("model\t\t: 85\nstepping\t: 7\n\nstepping\t: 4\n"),
+            Some(7)
+        );
+        assert_eq!(parse_stepping(text), None);
+        assert_eq!(parse_stepping("stepping\t: unknown\n"), None);
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //! `WATTIO_ROOT` environment variable so fixture trees can stand in for hardware.
 
 pub mod accumulate;
+pub mod arch;
 pub mod attribution;
 pub mod combined;
 pub mod cpu;

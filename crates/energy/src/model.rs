@@ -12,13 +12,17 @@
 //! ```
 //!
 //! with busy time the CPU-seconds spent in user, nice, system, irq and softirq from `/proc/stat`
-//! (not steal, which is time the hypervisor gave to someone else). Three curves exist:
+//! (not steal, which is time the hypervisor gave to someone else). Four curves exist:
 //!
 //! * `ccf-linear` — the linear per-vCPU model of the Cloud Carbon Footprint methodology
-//!   (`cloud-carbon-footprint/cloud-carbon-footprint`,
-//!   `packages/core/src/compute/ComputeEstimator.ts`): two points, `W_min = 0.74 W` and
-//!   `W_max = 3.5 W` per vCPU by default (CCF's AWS averages, derived from SPECpower results),
-//!   overridable. Then `E = W_min · n_cpu · Δt + (W_max − W_min) · Δbusy`.
+//!   (<https://www.cloudcarbonfootprint.org/docs/methodology>, npm `@cloud-carbon-footprint/core`
+//!   `src/compute/ComputeEstimator.ts`): two points, `W_min = 0.74 W` and `W_max = 3.5 W` per
+//!   vCPU by default (CCF's AWS averages over all microarchitectures, `MIN_WATTS_AVG` and
+//!   `MAX_WATTS_AVG` in npm `@cloud-carbon-footprint/aws` 0.15.0), overridable. Then
+//!   `E = W_min · n_cpu · Δt + (W_max − W_min) · Δbusy`.
+//! * `ccf-linear(arch=…)` — the same line with CCF's coefficients for this CPU's
+//!   microarchitecture, recognised from CPUID family/model/stepping even where the VM masks the
+//!   name ([`crate::arch`]); the default where tdp-curve cannot be had.
 //! * `tdp-curve` — the machine's own CPU looked up in a TDP dataset and the Teads load curve
 //!   ([`crate::tdp`]); the meter's default where the CPU and its thread count are known.
 //! * `calibrated` — a curve measured against RAPL by `wattio calibrate` and read from a file
@@ -182,10 +186,14 @@ impl ModelParams {
 /// Which model `--model` asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModelChoice {
-    /// tdp-curve where the CPU and its threads are known, else ccf-linear (with a note).
+    /// tdp-curve where the CPU and its threads are known, else ccf-linear with the CPU's
+    /// microarchitecture coefficients, else the CCF average (each fallback with a note).
     Auto,
-    /// The CCF linear model (coefficients overridable).
+    /// The CCF linear model with CCF's averages (coefficients overridable), whatever the CPU.
     CcfLinear,
+    /// The CCF linear model with this CPU's microarchitecture coefficients, or an error saying
+    /// why there are none.
+    CcfArch,
     /// tdp-curve, or an error saying why this machine has none.
     TdpCurve,
     /// A calibrated model file written by `wattio calibrate`.
@@ -196,9 +204,13 @@ impl std::str::FromStr for ModelChoice {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim() {
-            "" => Err("--model needs a value: auto, ccf-linear, tdp-curve or a model FILE".into()),
+            "" => Err(
+                "--model needs a value: auto, ccf-linear, ccf-arch, tdp-curve or a model FILE"
+                    .into(),
+            ),
             "auto" => Ok(ModelChoice::Auto),
             "ccf-linear" | "ccf" => Ok(ModelChoice::CcfLinear),
+            "ccf-arch" => Ok(ModelChoice::CcfArch),
             "tdp-curve" | "tdp" => Ok(ModelChoice::TdpCurve),
             path => Ok(ModelChoice::File(PathBuf::from(path))),
         }
@@ -219,7 +231,7 @@ impl ModelChoice {
             }
             (ModelChoice::CcfLinear, None) => ModelParams::default(),
             (ModelChoice::Auto, None) => crate::tdp::for_machine(root),
-            (ModelChoice::TdpCurve | ModelChoice::File(_), Some(_)) => {
+            (ModelChoice::TdpCurve | ModelChoice::CcfArch | ModelChoice::File(_), Some(_)) => {
                 return Err(EnergyError::Invalid(
                     "--model-min-w and --model-max-w set the coefficients of ccf-linear only: drop them, or use --model ccf-linear".into(),
                 ))
@@ -227,6 +239,11 @@ impl ModelChoice {
             (ModelChoice::TdpCurve, None) => crate::tdp::tdp_curve_for_machine(root).map_err(|why| {
                 EnergyError::Invalid(format!(
                     "--model tdp-curve is not available here: {why}; use --model auto (falls back to ccf-linear) or a calibrated --model FILE"
+                ))
+            })?,
+            (ModelChoice::CcfArch, None) => crate::arch::ccf_arch_for_machine(root).map_err(|why| {
+                EnergyError::Invalid(format!(
+                    "--model ccf-arch is not available here: {why}; use --model ccf-linear (CCF's average) or a calibrated --model FILE"
                 ))
             })?,
             (ModelChoice::File(p), None) => crate::model_file::load(p)?,
@@ -460,6 +477,7 @@ mod tests {
             "tdp-curve".parse::<ModelChoice>(),
             Ok(ModelChoice::TdpCurve)
         );
+        assert_eq!("ccf-arch".parse::<ModelChoice>(), Ok(ModelChoice::CcfArch));
         assert_eq!(
             "m.json".parse::<ModelChoice>(),
             Ok(ModelChoice::File(PathBuf::from("m.json")))
@@ -473,8 +491,18 @@ mod tests {
             .resolve(&root, Some((1.0, 2.0)))
             .unwrap_err();
         assert!(e.to_string().contains("ccf-linear only"), "{e}");
-        // An unreadable machine has no tdp-curve, and auto falls back.
+        let e = ModelChoice::CcfArch
+            .resolve(&root, Some((1.0, 2.0)))
+            .unwrap_err();
+        assert!(e.to_string().contains("ccf-linear only"), "{e}");
+        // An unreadable machine has no tdp-curve and no microarchitecture, and auto falls back.
         assert!(ModelChoice::TdpCurve.resolve(&root, None).is_err());
+        let e = ModelChoice::CcfArch.resolve(&root, None).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("--model ccf-arch is not available here"),
+            "{e}"
+        );
         let m = ModelChoice::Auto.resolve(&root, None).unwrap();
         assert!(m.name().starts_with("ccf-linear(") && !m.notes.is_empty());
     }

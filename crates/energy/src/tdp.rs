@@ -19,7 +19,8 @@
 //!   it is then taken from the name where the name says it (AMD EPYC names carry `NN-Core`, and
 //!   every EPYC runs two threads per core), or from `WATTIO_HOST_THREADS` (threads per package
 //!   of the host, which the cloud provider's instance documentation gives); otherwise the
-//!   default falls back to `ccf-linear` and says so rather than guess.
+//!   default falls back to `ccf-linear` (with the CPU's microarchitecture coefficients where
+//!   [`crate::arch`] knows them, else CCF's averages) and says so rather than guess.
 
 use crate::cpu;
 use crate::model::ModelParams;
@@ -216,9 +217,10 @@ pub fn tdp_curve_for_machine_with(
 }
 
 /// The meter's default model: tdp-curve when this machine's CPU and thread count are known,
-/// otherwise ccf-linear with a note saying why.
+/// else ccf-linear with the CPU's microarchitecture coefficients ([`crate::arch`]), else
+/// ccf-linear with CCF's averages; the notes say which and why.
 ///
-/// `WATTIO_DEFAULT_MODEL=ccf-linear` makes the default ccf-linear whatever the CPU (the test
+/// `WATTIO_DEFAULT_MODEL=ccf-linear` makes the default the CCF average whatever the CPU (the test
 /// suite sets it, so figures it checks do not depend on the machine it runs on).
 pub fn for_machine(root: &SysRoot) -> ModelParams {
     if std::env::var("WATTIO_DEFAULT_MODEL").as_deref() == Ok("ccf-linear") {
@@ -235,12 +237,22 @@ pub fn for_machine_with(
     root: &SysRoot,
     host_threads: Result<Option<usize>, String>,
 ) -> ModelParams {
-    match host_threads.and_then(|h| tdp_curve_for_machine_with(root, h)) {
-        Ok(m) => m,
-        Err(why) => {
+    let no_tdp_curve = match host_threads.and_then(|h| tdp_curve_for_machine_with(root, h)) {
+        Ok(m) => return m,
+        Err(why) => why,
+    };
+    const CALIBRATE: &str = "`wattio calibrate` on a machine of this type with RAPL, then --model FILE, gives a measured curve";
+    match crate::arch::ccf_arch_for_machine(root) {
+        Ok(mut m) => {
+            m.notes.push(format!(
+                "tdp-curve was not used: {no_tdp_curve}; {CALIBRATE}"
+            ));
+            m
+        }
+        Err(no_arch) => {
             let mut m = ModelParams::default();
             m.notes.push(format!(
-                "the default model fell back to ccf-linear: {why}; `wattio calibrate` on a machine of this type with RAPL, then --model FILE, gives a measured curve"
+                "the default model fell back to ccf-linear with CCF's averages: {no_tdp_curve}; and no microarchitecture coefficients: {no_arch}; {CALIBRATE}"
             ));
             m
         }
@@ -348,18 +360,29 @@ mod tests {
         assert!(m.name().starts_with("tdp-curve("), "{}", m.name());
         assert!(m.name().contains("threads=128"), "{}", m.name());
         assert!(m.notes[0].contains("2 threads per core"), "{:?}", m.notes);
-        // A VM whose name does not say: the fallback, unless the user gives the host's threads.
+        // A VM whose name does not say: ccf-linear with the microarchitecture's coefficients
+        // (Zen 3, EPYC 3rd Gen), unless the user gives the host's threads.
         t.write(
             "/proc/cpuinfo",
             &as_vm(&info.replace(" 64-Core Processor", " Processor")),
         )
         .unwrap();
         let m = for_machine_with(&root, Ok(None));
-        assert!(m.name().starts_with("ccf-linear("), "{}", m.name());
+        assert_eq!(
+            m.points,
+            vec![(0.0, 0.45562453497023814), (1.0, 1.957333519345238)]
+        );
         assert!(
-            m.notes[0].contains("VM")
-                && m.notes[0].contains("225")
-                && m.notes[0].contains("WATTIO_HOST_THREADS"),
+            m.name().starts_with("ccf-linear(arch=EPYC 3rd Gen,"),
+            "{}",
+            m.name()
+        );
+        assert!(m.notes[0].contains("is Zen 3"), "{:?}", m.notes);
+        assert!(
+            m.notes[1].starts_with("tdp-curve was not used")
+                && m.notes[1].contains("VM")
+                && m.notes[1].contains("225")
+                && m.notes[1].contains("WATTIO_HOST_THREADS"),
             "{:?}",
             m.notes
         );
@@ -368,9 +391,18 @@ mod tests {
         assert!(m.name().contains("threads=96"), "{}", m.name());
         // A bad WATTIO_HOST_THREADS is said, not ignored.
         let m = for_machine_with(&root, Err("WATTIO_HOST_THREADS=\"x\" is not …".into()));
-        assert!(m.notes[0].contains("WATTIO_HOST_THREADS"), "{:?}", m.notes);
-        // An unlisted name, as on this project's VM.
+        assert!(m.notes[1].contains("WATTIO_HOST_THREADS"), "{:?}", m.notes);
+        // This project's VM: no name, but family 0x19 model 0x11 is Zen 4.
         t.cpuinfo("AuthenticAMD", 0x19, 0x11, "AMD EPYC", 2)
+            .unwrap();
+        let m = for_machine_with(&root, Ok(None));
+        assert_eq!(
+            m.name(),
+            "ccf-linear(arch=EPYC 4th Gen,min=0.739W,max=2.282W per vCPU)"
+        );
+        assert!(m.notes[1].contains("'AMD EPYC' is not in the TDP dataset"));
+        // A CPU known to neither: CCF's averages, and both reasons.
+        t.cpuinfo("GenuineIntel", 6, 6, "QEMU Virtual CPU version 2.5+", 2)
             .unwrap();
         let m = for_machine_with(&root, Ok(None));
         assert_eq!(
@@ -380,7 +412,12 @@ mod tests {
                 ..ModelParams::default()
             }
         );
-        assert!(m.notes[0].contains("'AMD EPYC' is not in the TDP dataset"));
+        assert!(
+            m.notes[0].contains("is not in the TDP dataset")
+                && m.notes[0].contains("model 0x6 is not in wattio's microarchitecture table"),
+            "{:?}",
+            m.notes
+        );
         assert_eq!(
             threads_from_name("AMD EPYC 7B13 64-Core Processor"),
             Some(128)
