@@ -17,7 +17,8 @@ use wattio_meter::{Meter, MeterConfig};
 /// Options that choose and configure the energy source; shared by every command that meters.
 #[derive(Args, Debug, Clone)]
 pub struct SourceArgs {
-    /// Mechanism: auto (perf, then powercap, then msr, then the model), perf, powercap, msr or model;
+    /// Mechanism: auto (perf, then powercap, then msr, then the model), perf, ebpf (perf's
+    /// counters read by a BPF program on a kernel timer; only on request), powercap, msr or model;
     /// nvml reads GPUs alone (GPUs come with any CPU mechanism through --domains gpu).
     #[arg(long, default_value = "auto", value_parser = parse_choice)]
     pub source: SourceChoice,

@@ -59,6 +59,13 @@ impl Source for Combined {
         }
     }
 
+    fn set_rate_hz(&mut self, hz: f64) -> Result<(), EnergyError> {
+        match &mut self.cpu {
+            Some(cpu) => cpu.set_rate_hz(hz),
+            None => Ok(()),
+        }
+    }
+
     fn read_raw(&mut self, out: &mut [u64]) -> Result<(), EnergyError> {
         let (c, g) = out.split_at_mut(self.n_cpu);
         if let Some(cpu) = &mut self.cpu {

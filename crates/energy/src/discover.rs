@@ -3,7 +3,8 @@
 //! Discovery never fails because an unrelated mechanism is missing: each mechanism is probed on
 //! its own and reports whether it can be used, why not, and how to fix it. The automatic order is
 //! perf → powercap → MSR → model (Raffin & Trystram 2024 §V-D recommend perf-events; MSR is the
-//! last hardware resort; the model only where no counter exists).
+//! last hardware resort; the model only where no counter exists). eBPF reads perf's counters
+//! through more machinery for no gain (same section), so auto never picks it: only on request.
 
 use crate::error::EnergyError;
 use crate::model::{ModelParams, ModelSource};
@@ -19,7 +20,7 @@ use std::collections::BTreeSet;
 /// Which mechanism to open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SourceChoice {
-    /// The first usable of perf, powercap, MSR, model.
+    /// The first usable of perf, powercap, MSR, model ([`Mechanism::AUTO`]).
     Auto,
     /// Exactly this mechanism, or an error saying why not.
     Only(Mechanism),
@@ -189,6 +190,7 @@ fn open_mechanism(
             }
             Err(e) => (Err(e), vec![]),
         },
+        Mechanism::Ebpf => open_ebpf(root, domains),
         Mechanism::Powercap => match powercap::discover(root) {
             Ok(d) => {
                 let mut notes = d.notes.clone();
@@ -223,6 +225,49 @@ fn open_mechanism(
     }
 }
 
+/// Opens the eBPF mechanism. Where it cannot be used for want of RAPL, a note says whether BPF
+/// itself would work here, so a user knows what a machine with RAPL would need.
+fn open_ebpf(
+    root: &SysRoot,
+    domains: Option<&[Domain]>,
+) -> (Result<Box<dyn Source>, EnergyError>, Vec<String>) {
+    if !crate::ebpf::BUILT_IN {
+        return (Err(crate::ebpf::not_built()), vec![]);
+    }
+    let bpf_note = || {
+        match crate::ebpf::bpf_check(root) {
+        Ok(()) => "BPF itself works here (the program loads and attaches to a cpu-clock timer); only RAPL is missing".to_string(),
+        Err(e) => format!("BPF would fail here too: {}", split_error(&e).0),
+    }
+    };
+    let unusable = |reason: String| {
+        EnergyError::Unusable {
+        mechanism: Mechanism::Ebpf,
+        reason,
+        fix: "eBPF reads RAPL through the perf `power` PMU, which this kernel does not expose (VM, or `sudo modprobe rapl`); use --source powercap or msr".into(),
+    }
+    };
+    match perf::discover(root) {
+        Ok(pmu) if pmu.events.is_empty() => (
+            Err(unusable(
+                "the power PMU advertises no usable energy event".into(),
+            )),
+            [pmu.notes, vec![bpf_note()]].concat(),
+        ),
+        Ok(pmu) => {
+            let r = crate::ebpf::open(root, &pmu, domains);
+            (
+                r.and_then(check_alive).and_then(|s| filter(s, domains)),
+                pmu.notes,
+            )
+        }
+        Err(e) => (
+            Err(unusable(format!("no RAPL perf PMU: {}", split_error(&e).0))),
+            vec![bpf_note()],
+        ),
+    }
+}
+
 /// Probes every mechanism under `root`.
 pub fn discover(root: &SysRoot, params: ModelParams) -> ProbeReport {
     let cpu = crate::cpu::cpu_id(root).ok().map(|id| {
@@ -236,7 +281,9 @@ pub fn discover(root: &SysRoot, params: ModelParams) -> ProbeReport {
         let (r, notes) = open_mechanism(root, m, None, &params);
         mechanisms.push(status_from(m, r, notes));
     }
-    let chosen = mechanisms.iter().find(|s| s.usable).map(|s| s.mechanism);
+    let chosen = Mechanism::AUTO
+        .into_iter()
+        .find(|&m| mechanisms.iter().any(|s| s.mechanism == m && s.usable));
     let provenance = chosen.map(|m| match m {
         Mechanism::Model => params.provenance(),
         m => Provenance::measured(m),
@@ -306,7 +353,7 @@ pub fn open_source(
             .map(|s| (s, vec![])),
         SourceChoice::Auto => {
             let mut passed_over = Vec::new();
-            for m in Mechanism::ALL {
+            for m in Mechanism::AUTO {
                 match open_mechanism(root, m, domains, &params).0 {
                     Ok(s) => return Ok((s, passed_over)),
                     Err(e) => passed_over.push(format!("{m}: {}", split_error(&e).0)),
@@ -375,6 +422,9 @@ impl Source for Filtered {
     }
     fn counters(&self) -> &[CounterSpec] {
         &self.specs
+    }
+    fn set_rate_hz(&mut self, hz: f64) -> Result<(), EnergyError> {
+        self.inner.set_rate_hz(hz)
     }
     fn read_raw(&mut self, out: &mut [u64]) -> Result<(), EnergyError> {
         self.inner.read_raw(&mut self.scratch)?;

@@ -165,6 +165,31 @@ impl FixtureTree {
     }
 }
 
+/// The perf type of software events (`PERF_TYPE_SOFTWARE`), for [`FixtureTree::standin_power_pmu`].
+pub const SOFTWARE_PMU_TYPE: u32 = 1;
+
+impl FixtureTree {
+    /// A test-only stand-in for RAPL that really counts: a `power` PMU whose `type` is the
+    /// kernel's software PMU and whose events are all `cpu-clock` (config 0: nanoseconds of the
+    /// CPU's clock while the event is enabled, a count that advances at 10^9 per second whatever
+    /// the load). Each event gets its own `.scale`, so `(energy-pkg, 1e-9)` reads as a constant
+    /// 1 W per package. With `WATTIO_ROOT` at such a tree, the perf and eBPF mechanisms open and
+    /// read real kernel counters through their whole path on a machine without RAPL.
+    pub fn standin_power_pmu(&self, cpumask: &str, events: &[(&str, f64)]) -> io::Result<()> {
+        let d = "/sys/bus/event_source/devices/power";
+        self.write(&format!("{d}/type"), &format!("{SOFTWARE_PMU_TYPE}\n"))?;
+        self.write(&format!("{d}/cpumask"), &format!("{cpumask}\n"))?;
+        // How `event=0x02` maps onto perf_event_attr.config; perf(1) refuses the event without it.
+        self.write(&format!("{d}/format/event"), "config:0-7\n")?;
+        for (name, scale) in events {
+            self.write(&format!("{d}/events/{name}"), "event=0x00\n")?;
+            self.write(&format!("{d}/events/{name}.scale"), &format!("{scale:e}\n"))?;
+            self.write(&format!("{d}/events/{name}.unit"), "Joules\n")?;
+        }
+        Ok(())
+    }
+}
+
 /// The names of the built-in fixture machines, for `wattio fixture`.
 pub const MACHINES: &[&str] = &["intel-server", "amd-epyc", "intel-laptop"];
 

@@ -1,8 +1,10 @@
 //! Energy counters for wattio.
 //!
-//! Four mechanisms read CPU energy: the perf-events `power` PMU ([`perf`]), the powercap sysfs
-//! tree ([`powercap`]), raw RAPL model-specific registers ([`msr`]), and, where no counter can be
-//! read, a utilisation [`model`] whose every figure is labelled *estimated*.
+//! Four mechanisms read RAPL: the perf-events `power` PMU ([`perf`]), the same perf events read
+//! in the kernel by a BPF program on a timer ([`ebpf`], Cargo feature `ebpf`, only on request),
+//! the powercap sysfs tree ([`powercap`]) and raw RAPL model-specific registers ([`msr`]); where
+//! no counter can be read, a utilisation [`model`] estimates, and every such figure is labelled
+//! *estimated*.
 //!
 //! Each mechanism is a [`Source`]: it lists its counters ([`CounterSpec`]: socket, domain, unit,
 //! wrap limit) and reads their raw values. The [`Accumulator`] turns successive raw readings into
@@ -22,6 +24,7 @@ pub mod attribution;
 pub mod combined;
 pub mod cpu;
 pub mod discover;
+pub mod ebpf;
 pub mod error;
 pub mod fixture;
 pub mod model;
@@ -61,5 +64,11 @@ pub trait Source: Send {
     fn counter_provenance(&self, i: usize) -> &Provenance {
         let _ = i;
         self.provenance()
+    }
+    /// The rate the caller will read at, in reads per second. A source that samples on its own
+    /// clock (the [`ebpf`] mechanism's kernel timer) ticks at this rate; others ignore it.
+    fn set_rate_hz(&mut self, hz: f64) -> Result<(), EnergyError> {
+        let _ = hz;
+        Ok(())
     }
 }

@@ -171,18 +171,18 @@ pub fn discover(root: &SysRoot) -> Result<PowerPmu, EnergyError> {
     })
 }
 
-/// Opens one counting event system-wide on `cpu`.
-fn perf_event_open(pmu_type: u32, code: u64, cpu: u32) -> std::io::Result<File> {
-    use perf_event_open_sys::bindings::perf_event_attr;
-    let mut attr = perf_event_attr::default();
-    attr.type_ = pmu_type;
-    attr.size = std::mem::size_of::<perf_event_attr>() as u32;
-    attr.config = code;
+/// Opens the perf event `attr` describes, system-wide on `cpu` (`pid = -1`), close-on-exec.
+/// Shared by the counting RAPL events and the eBPF mechanism's cpu-clock timers.
+pub(crate) fn open_event(
+    attr: &mut perf_event_open_sys::bindings::perf_event_attr,
+    cpu: u32,
+) -> std::io::Result<File> {
+    attr.size = std::mem::size_of::<perf_event_open_sys::bindings::perf_event_attr>() as u32;
     // SAFETY: attr is a valid, fully initialised perf_event_attr; pid = -1 with a cpu counts
     // system-wide on that cpu; the returned fd is owned by the File.
     let fd = unsafe {
         perf_event_open_sys::perf_event_open(
-            &mut attr,
+            attr,
             -1,
             cpu as i32,
             -1,
@@ -194,6 +194,118 @@ fn perf_event_open(pmu_type: u32, code: u64, cpu: u32) -> std::io::Result<File> 
     }
     // SAFETY: fd is a fresh descriptor returned by the kernel.
     Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// One RAPL event to open: the event, the CPU to open it on and the package it measures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EventSlot<'a> {
+    pub event: &'a PerfEvent,
+    pub cpu: u32,
+    pub socket: u32,
+}
+
+/// The events to open for `domains` (all when `None`): each event once per package, on the CPU
+/// the PMU's cpumask names for that package; psys once for the whole machine. Event by event,
+/// package by package: the counter order of both perf and eBPF.
+pub fn select_events<'a>(pmu: &'a PowerPmu, domains: Option<&[Domain]>) -> Vec<EventSlot<'a>> {
+    let mut slots = Vec::new();
+    for ev in &pmu.events {
+        if domains.is_some_and(|d| !d.contains(&ev.domain)) {
+            continue;
+        }
+        for (k, &(cpu, socket)) in pmu.cpus.iter().enumerate() {
+            if ev.domain == Domain::Psys && k > 0 {
+                continue; // psys is one counter for the whole machine
+            }
+            slots.push(EventSlot {
+                event: ev,
+                cpu,
+                socket,
+            });
+        }
+    }
+    slots
+}
+
+/// The counter an event's count is: joules per count from the PMU's `.scale`, and no wrap but
+/// at 2^64 (the kernel keeps the count in 64 bits). The perf and the eBPF mechanisms read the
+/// same counts and go through the same [`crate::Accumulator`] with this spec.
+pub fn counter_spec(slot: &EventSlot) -> CounterSpec {
+    CounterSpec {
+        socket: slot.socket,
+        domain: slot.event.domain,
+        unit_j: slot.event.scale,
+        wrap: Wrap::AtMax(u64::MAX),
+        origin: format!("perf power/{}/ cpu {}", slot.event.name, slot.cpu),
+    }
+}
+
+/// RAPL events opened for counting, with their counters, in [`select_events`] order.
+pub struct OpenEvents {
+    pub specs: Vec<CounterSpec>,
+    pub files: Vec<File>,
+    /// The CPU each event is bound to.
+    pub cpus: Vec<u32>,
+}
+
+/// Opens the events [`select_events`] picks, as counting events; errors name `mechanism`.
+pub fn open_events(
+    root: &SysRoot,
+    pmu: &PowerPmu,
+    domains: Option<&[Domain]>,
+    mechanism: Mechanism,
+) -> Result<OpenEvents, EnergyError> {
+    use perf_event_open_sys::bindings::perf_event_attr;
+    let mut open = OpenEvents {
+        specs: Vec::new(),
+        files: Vec::new(),
+        cpus: Vec::new(),
+    };
+    for slot in select_events(pmu, domains) {
+        let mut attr = perf_event_attr::default();
+        attr.type_ = pmu.pmu_type;
+        attr.config = slot.event.code;
+        let file = open_event(&mut attr, slot.cpu).map_err(|e| {
+            let reason = format!(
+                "perf_event_open({}, cpu {}) failed: {e}",
+                slot.event.name, slot.cpu
+            );
+            match e.raw_os_error() {
+                Some(libc::EACCES) | Some(libc::EPERM) => EnergyError::Unusable {
+                    mechanism,
+                    reason,
+                    fix: permission_fix(root),
+                },
+                _ => EnergyError::Unusable {
+                    mechanism,
+                    reason,
+                    fix: "the kernel advertises this event but cannot count it (common in VMs); use --source powercap, msr or model".into(),
+                },
+            }
+        })?;
+        open.specs.push(counter_spec(&slot));
+        open.files.push(file);
+        open.cpus.push(slot.cpu);
+    }
+    Ok(open)
+}
+
+/// Reads the count of each event in `files` (counter `i` described by `specs[i]`) into `out`.
+pub(crate) fn read_counts(
+    files: &mut [File],
+    specs: &[CounterSpec],
+    out: &mut [u64],
+) -> Result<(), EnergyError> {
+    for (i, f) in files.iter_mut().enumerate() {
+        let mut b = [0u8; 8];
+        // perf fds are read at their cursor (no pread): a plain read returns the count.
+        f.read_exact(&mut b).map_err(|e| EnergyError::Io {
+            path: PathBuf::from(&specs[i].origin),
+            err: e,
+        })?;
+        out[i] = u64::from_ne_bytes(b);
+    }
+    Ok(())
 }
 
 /// Reads perf energy events.
@@ -210,42 +322,8 @@ impl PerfSource {
         pmu: &PowerPmu,
         domains: Option<&[Domain]>,
     ) -> Result<Self, EnergyError> {
-        let mut specs = Vec::new();
-        let mut fds = Vec::new();
-        for ev in &pmu.events {
-            if domains.is_some_and(|d| !d.contains(&ev.domain)) {
-                continue;
-            }
-            for (k, &(cpu, socket)) in pmu.cpus.iter().enumerate() {
-                if ev.domain == Domain::Psys && k > 0 {
-                    continue; // psys is one counter for the whole machine
-                }
-                let fd = perf_event_open(pmu.pmu_type, ev.code, cpu).map_err(|e| {
-                    let reason = format!("perf_event_open({}, cpu {cpu}) failed: {e}", ev.name);
-                    match e.raw_os_error() {
-                        Some(libc::EACCES) | Some(libc::EPERM) => EnergyError::Unusable {
-                            mechanism: Mechanism::Perf,
-                            reason,
-                            fix: permission_fix(root),
-                        },
-                        _ => EnergyError::Unusable {
-                            mechanism: Mechanism::Perf,
-                            reason,
-                            fix: "the kernel advertises this event but cannot count it (common in VMs); use --source powercap, msr or model".into(),
-                        },
-                    }
-                })?;
-                specs.push(CounterSpec {
-                    socket,
-                    domain: ev.domain,
-                    unit_j: ev.scale,
-                    wrap: Wrap::AtMax(u64::MAX),
-                    origin: format!("perf power/{}/ cpu {cpu}", ev.name),
-                });
-                fds.push(fd);
-            }
-        }
-        Self::from_files(specs, fds)
+        let open = open_events(root, pmu, domains, Mechanism::Perf)?;
+        Self::from_files(open.specs, open.files)
     }
 
     /// A source over already-open descriptors: perf fds, or pipes standing in for them in tests.
@@ -276,21 +354,12 @@ impl Source for PerfSource {
     }
 
     fn read_raw(&mut self, out: &mut [u64]) -> Result<(), EnergyError> {
-        for (i, f) in self.fds.iter_mut().enumerate() {
-            let mut b = [0u8; 8];
-            // perf fds are read at their cursor (no pread): a plain read returns the count.
-            f.read_exact(&mut b).map_err(|e| EnergyError::Io {
-                path: PathBuf::from(&self.specs[i].origin),
-                err: e,
-            })?;
-            out[i] = u64::from_ne_bytes(b);
-        }
-        Ok(())
+        read_counts(&mut self.fds, &self.specs, out)
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::io::Write;
 
@@ -309,6 +378,40 @@ mod tests {
         unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) }
     }
 
+    /// Feeds the counts u64::MAX − 42 then 2^32 of an `energy-pkg` event (scale 2^-32 J) through
+    /// `read` (a mechanism's user-space path from a kernel count to the raw value its source
+    /// hands over) and the accumulator with [`counter_spec`], and checks the 64-bit wrap is
+    /// corrected: 43 + 2^32 counts. The perf and eBPF mechanisms both pass it.
+    pub(crate) fn check_u64_wrap_is_corrected(mut read: impl FnMut(u64) -> u64) {
+        let event = PerfEvent {
+            name: "energy-pkg".into(),
+            domain: Domain::Package,
+            code: 2,
+            scale: 2f64.powi(-32),
+        };
+        let spec = counter_spec(&EventSlot {
+            event: &event,
+            cpu: 0,
+            socket: 0,
+        });
+        assert_eq!(spec.wrap, Wrap::AtMax(u64::MAX));
+        let mut acc = crate::Accumulator::new(std::slice::from_ref(&spec));
+        let mut out = [crate::CounterDelta {
+            joules: 0.0,
+            wrapped: false,
+        }];
+        for count in [u64::MAX - 42, 1u64 << 32] {
+            acc.update(&[read(count)], &mut out).unwrap();
+        }
+        let expected = (43.0 + 2f64.powi(32)) * 2f64.powi(-32);
+        assert!(
+            (out[0].joules - expected).abs() < 1e-12,
+            "{}",
+            out[0].joules
+        );
+        assert!(out[0].wrapped);
+    }
+
     #[test]
     fn pipes_stand_in_for_perf_fds_and_u64_wraps_are_corrected() {
         let (r, mut w) = pipe();
@@ -319,26 +422,12 @@ mod tests {
             wrap: Wrap::AtMax(u64::MAX),
             origin: "pipe".into(),
         };
-        let mut src = PerfSource::from_files(vec![spec.clone()], vec![r]).unwrap();
-        let mut acc = crate::Accumulator::new(&[spec]);
-        let mut raw = [0u64];
-        let mut out = [crate::CounterDelta {
-            joules: 0.0,
-            wrapped: false,
-        }];
-        w.write_all(&(u64::MAX - 42).to_ne_bytes()).unwrap();
-        src.read_raw(&mut raw).unwrap();
-        acc.update(&raw, &mut out).unwrap();
-        // 43 counts to wrap to 0, then 2^32 counts = 1 J more.
-        w.write_all(&(1u64 << 32).to_ne_bytes()).unwrap();
-        src.read_raw(&mut raw).unwrap();
-        acc.update(&raw, &mut out).unwrap();
-        let expected = (43.0 + 2f64.powi(32)) * 2f64.powi(-32);
-        assert!(
-            (out[0].joules - expected).abs() < 1e-12,
-            "{}",
-            out[0].joules
-        );
-        assert!(out[0].wrapped);
+        let mut src = PerfSource::from_files(vec![spec], vec![r]).unwrap();
+        check_u64_wrap_is_corrected(|count| {
+            w.write_all(&count.to_ne_bytes()).unwrap();
+            let mut raw = [0u64];
+            src.read_raw(&mut raw).unwrap();
+            raw[0]
+        });
     }
 }

@@ -85,6 +85,10 @@ impl FromStr for Domain {
 pub enum Mechanism {
     /// The perf-events `power` PMU (`perf_event_open`).
     Perf,
+    /// The same perf events read in the kernel by a BPF program on a timer, handed to user
+    /// space through a ring buffer (Raffin & Trystram 2024, §III-F). Only on request (feature
+    /// `ebpf`).
+    Ebpf,
     /// The powercap sysfs tree (`/sys/class/powercap/intel-rapl*`).
     Powercap,
     /// RAPL model-specific registers through `/dev/cpu/N/msr`.
@@ -97,9 +101,19 @@ pub enum Mechanism {
 }
 
 impl Mechanism {
-    /// Every CPU mechanism, in discovery order. [`Mechanism::Nvml`] measures GPUs and is probed
-    /// apart ([`crate::nvml`]).
-    pub const ALL: [Mechanism; 4] = [
+    /// Every CPU mechanism, in the order `probe` lists them. [`Mechanism::Nvml`] measures GPUs
+    /// and is probed apart ([`crate::nvml`]).
+    pub const ALL: [Mechanism; 5] = [
+        Mechanism::Perf,
+        Mechanism::Ebpf,
+        Mechanism::Powercap,
+        Mechanism::Msr,
+        Mechanism::Model,
+    ];
+
+    /// The order `--source auto` tries. eBPF reads the same counters as perf with more
+    /// machinery and no gain (Raffin & Trystram 2024, §V-D), so it is used only on request.
+    pub const AUTO: [Mechanism; 4] = [
         Mechanism::Perf,
         Mechanism::Powercap,
         Mechanism::Msr,
@@ -110,6 +124,7 @@ impl Mechanism {
     pub fn as_str(self) -> &'static str {
         match self {
             Mechanism::Perf => "perf",
+            Mechanism::Ebpf => "ebpf",
             Mechanism::Powercap => "powercap",
             Mechanism::Msr => "msr",
             Mechanism::Model => "model",
@@ -129,12 +144,13 @@ impl FromStr for Mechanism {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
             "perf" | "perf-events" | "perf_event" => Ok(Mechanism::Perf),
+            "ebpf" | "bpf" => Ok(Mechanism::Ebpf),
             "powercap" => Ok(Mechanism::Powercap),
             "msr" => Ok(Mechanism::Msr),
             "model" => Ok(Mechanism::Model),
             "nvml" => Ok(Mechanism::Nvml),
             other => Err(format!(
-                "unknown mechanism '{other}': use perf, powercap, msr, model or nvml"
+                "unknown mechanism '{other}': use perf, ebpf, powercap, msr, model or nvml"
             )),
         }
     }

@@ -255,6 +255,8 @@ pub fn run<S: SampleSink>(
     let reads_per_row = (row_period / safe).ceil().max(1.0) as u64;
     let period_ns = ((row_period / reads_per_row as f64) * 1e9).round().max(1.0) as u64;
 
+    // A source on its own clock (eBPF's kernel timer) ticks as often as this loop reads.
+    source.set_rate_hz(1e9 / period_ns as f64)?;
     let mut acc = Accumulator::new(&specs);
     let mut raw = vec![0u64; n];
     let mut deltas = vec![

@@ -1,0 +1,421 @@
+//! RAPL through the perf `power` PMU, read in the kernel by a BPF program (`--source ebpf`).
+//!
+//! The fourth mechanism of Raffin & Trystram (2024, §III-F): the RAPL events are opened exactly
+//! as the perf mechanism opens them ([`crate::perf::open_events`]) and stored in a
+//! `BPF_MAP_TYPE_PERF_EVENT_ARRAY`; a BPF program (`bpf/rapl.bpf.c`) attached to a software
+//! `cpu-clock` timer on each CPU of the PMU's cpumask (one per package) reads that CPU's events
+//! with `bpf_perf_event_read_value` on every tick and hands one timestamped record of raw counts
+//! to user space through a ring buffer. User space keeps each counter's newest count; the counts
+//! are the perf mechanism's, with its counter specifications ([`crate::perf::counter_spec`]: the PMU's
+//! scale, a wrap at 2^64), so units and wrap correction are the same code ([`crate::Accumulator`]).
+//!
+//! The timer ticks at the rate the reader asks for ([`Source::set_rate_hz`]; [`DEFAULT_HZ`]
+//! until then). A read returns the newest kernel reading of each counter, at most one tick old.
+//!
+//! The part that needs a BPF toolchain (loading the program, the ring buffer) is behind the Cargo
+//! feature `ebpf`; without it [`open`] says how to get a build that has it. The records' layout
+//! and the bookkeeping from records to counts ([`Reading`], [`SlotPlan`], [`NewestCounts`]) are
+//! plain Rust, always built and tested.
+
+use crate::error::EnergyError;
+use crate::perf::PowerPmu;
+use crate::root::SysRoot;
+use crate::types::{Domain, Mechanism};
+use crate::Source;
+
+#[cfg(feature = "ebpf")]
+mod bpf;
+#[cfg(feature = "ebpf")]
+pub use bpf::EbpfSource;
+
+/// Events one CPU's record carries; `MAX_EVENTS_PER_CPU` in `bpf/rapl.bpf.c` (RAPL has at most
+/// five domains per package).
+pub const MAX_EVENTS_PER_CPU: usize = 8;
+
+/// The timer rate before a reader sets one: a read is then at most 10 ms behind the counters.
+pub const DEFAULT_HZ: f64 = 100.0;
+
+/// Whether this build has the eBPF mechanism (Cargo feature `ebpf`).
+pub const BUILT_IN: bool = cfg!(feature = "ebpf");
+
+/// What to do about a build without the feature.
+pub const NOT_BUILT_FIX: &str = "rebuild with it: `make deps build` (installs clang, libelf-dev, zlib1g-dev and pkg-config, then builds with the feature when they are there) or `cargo build --release -p wattio --features ebpf`";
+
+/// What to do when the kernel refuses BPF.
+pub fn permission_fix(root: &SysRoot) -> String {
+    let unpriv = std::fs::read_to_string(root.path("/proc/sys/kernel/unprivileged_bpf_disabled"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    format!(
+        "loading BPF programs needs CAP_BPF and CAP_PERFMON (Linux >= 5.8; CAP_SYS_ADMIN before): run as root or `sudo setcap cap_bpf,cap_perfmon=ep $(command -v wattio)` (kernel.unprivileged_bpf_disabled is {unpriv}: {})",
+        match unpriv.as_str() {
+            "0" => "unprivileged BPF is allowed, but perf_event programs still need CAP_PERFMON",
+            "1" => "unprivileged BPF is off until reboot; capabilities are the only way",
+            "2" => "unprivileged BPF is off; an administrator may set it to 0, but capabilities are the safer way",
+            _ => "capabilities are the way",
+        }
+    )
+}
+
+/// What to do when the kernel lacks something the program needs.
+pub const KERNEL_FIX: &str = "the eBPF mechanism needs Linux >= 5.8 built with CONFIG_BPF_SYSCALL=y and CONFIG_BPF_EVENTS=y (ring buffers, perf_event programs); on older or trimmed kernels use --source perf";
+
+/// One record of the ring buffer: the raw counts of the events opened on `cpu` (map indices
+/// `first .. first + count`), read at `mono_ns` (CLOCK_MONOTONIC, `bpf_ktime_get_ns`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reading {
+    pub mono_ns: u64,
+    pub cpu: u32,
+    pub first: u32,
+    pub count: u32,
+    /// 0, or the first (negative) error `bpf_perf_event_read_value` returned in this tick.
+    pub error: i32,
+    pub counts: [u64; MAX_EVENTS_PER_CPU],
+}
+
+impl Reading {
+    /// Bytes of `struct reading` in `bpf/rapl.bpf.c`.
+    pub const SIZE: usize = 24 + 8 * MAX_EVENTS_PER_CPU;
+
+    /// Parses one record as the program wrote it (native byte order); `None` when it is short.
+    pub fn decode(b: &[u8]) -> Option<Reading> {
+        if b.len() < Self::SIZE {
+            return None;
+        }
+        let u64_at = |o: usize| u64::from_ne_bytes(b[o..o + 8].try_into().expect("8 bytes"));
+        let u32_at = |o: usize| u32::from_ne_bytes(b[o..o + 4].try_into().expect("4 bytes"));
+        let mut counts = [0u64; MAX_EVENTS_PER_CPU];
+        for (i, c) in counts.iter_mut().enumerate() {
+            *c = u64_at(24 + 8 * i);
+        }
+        Some(Reading {
+            mono_ns: u64_at(0),
+            cpu: u32_at(8),
+            first: u32_at(12),
+            count: u32_at(16),
+            error: u32_at(20) as i32,
+            counts,
+        })
+    }
+
+    /// The record's bytes as the program writes them (for tests of the user-space half).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(Self::SIZE);
+        b.extend_from_slice(&self.mono_ns.to_ne_bytes());
+        for v in [self.cpu, self.first, self.count, self.error as u32] {
+            b.extend_from_slice(&v.to_ne_bytes());
+        }
+        for c in self.counts {
+            b.extend_from_slice(&c.to_ne_bytes());
+        }
+        b
+    }
+}
+
+/// Where each counter sits in the program's event array: the events of one CPU are contiguous,
+/// because the program reads only its own CPU's slice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotPlan {
+    /// (cpu, first map index, number of events), one per CPU, in order of first appearance.
+    pub cpus: Vec<(u32, u32, u32)>,
+    /// `counter_of_index[k]` is the counter (source order) at map index `k`.
+    pub counter_of_index: Vec<usize>,
+}
+
+impl SlotPlan {
+    /// The plan for counters bound to `cpus[i]` (source order, as [`crate::perf::open_events`] gives).
+    pub fn new(cpus: &[u32]) -> Result<SlotPlan, EnergyError> {
+        let mut plan = SlotPlan {
+            cpus: Vec::new(),
+            counter_of_index: Vec::with_capacity(cpus.len()),
+        };
+        let mut seen: Vec<u32> = Vec::new();
+        for &cpu in cpus {
+            if seen.contains(&cpu) {
+                continue;
+            }
+            seen.push(cpu);
+            let first = plan.counter_of_index.len() as u32;
+            plan.counter_of_index
+                .extend((0..cpus.len()).filter(|&i| cpus[i] == cpu));
+            let count = plan.counter_of_index.len() as u32 - first;
+            if count as usize > MAX_EVENTS_PER_CPU {
+                return Err(EnergyError::Unusable {
+                    mechanism: Mechanism::Ebpf,
+                    reason: format!(
+                        "cpu {cpu} has {count} energy events; the BPF program reads at most {MAX_EVENTS_PER_CPU} per CPU"
+                    ),
+                    fix: "restrict --domains, or use --source perf".into(),
+                });
+            }
+            plan.cpus.push((cpu, first, count));
+        }
+        Ok(plan)
+    }
+}
+
+/// The newest raw count of every counter, from the records of the ring buffer.
+#[derive(Debug, Clone)]
+pub struct NewestCounts {
+    plan: SlotPlan,
+    /// Per counter: the newest count.
+    pub counts: Vec<u64>,
+    /// Per CPU of the plan: the time of its newest record (None before the first).
+    pub newest_ns: Vec<Option<u64>>,
+}
+
+impl NewestCounts {
+    pub fn new(plan: SlotPlan) -> Self {
+        NewestCounts {
+            counts: vec![0; plan.counter_of_index.len()],
+            newest_ns: vec![None; plan.cpus.len()],
+            plan,
+        }
+    }
+
+    pub fn plan(&self) -> &SlotPlan {
+        &self.plan
+    }
+
+    /// Takes one record. A record that does not match the plan, or whose reads failed in the
+    /// kernel, is an error and changes nothing; an older record than one already taken is
+    /// ignored (the ring buffer orders records by their commit, not by their timestamps).
+    pub fn apply(&mut self, r: &Reading) -> Result<(), EnergyError> {
+        let Some(k) = self
+            .plan
+            .cpus
+            .iter()
+            .position(|&(cpu, first, count)| (cpu, first, count) == (r.cpu, r.first, r.count))
+        else {
+            return Err(EnergyError::Invalid(format!(
+                "eBPF: a record for cpu {} (events {}..{}) matches no event this source opened",
+                r.cpu,
+                r.first,
+                r.first + r.count
+            )));
+        };
+        if r.error != 0 {
+            return Err(EnergyError::Unusable {
+                mechanism: Mechanism::Ebpf,
+                reason: format!(
+                    "bpf_perf_event_read_value failed on cpu {}: {}",
+                    r.cpu,
+                    std::io::Error::from_raw_os_error(-r.error)
+                ),
+                fix: KERNEL_FIX.into(),
+            });
+        }
+        if self.newest_ns[k].is_some_and(|t| t > r.mono_ns) {
+            return Ok(());
+        }
+        self.newest_ns[k] = Some(r.mono_ns);
+        for j in 0..r.count as usize {
+            let counter = self.plan.counter_of_index[r.first as usize + j];
+            self.counts[counter] = r.counts[j];
+        }
+        Ok(())
+    }
+
+    /// The oldest of the CPUs' newest records (None while a CPU has none).
+    pub fn oldest_newest_ns(&self) -> Option<u64> {
+        self.newest_ns
+            .iter()
+            .try_fold(u64::MAX, |m, t| t.map(|t| m.min(t)))
+    }
+}
+
+/// CLOCK_MONOTONIC now, in nanoseconds: the clock of [`Reading::mono_ns`] (`bpf_ktime_get_ns`).
+pub fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Opens the eBPF mechanism over `pmu`'s events (optionally only `domains`).
+pub fn open(
+    root: &SysRoot,
+    pmu: &PowerPmu,
+    domains: Option<&[Domain]>,
+) -> Result<Box<dyn Source>, EnergyError> {
+    #[cfg(feature = "ebpf")]
+    {
+        bpf::EbpfSource::open(root, pmu, domains).map(|s| Box::new(s) as Box<dyn Source>)
+    }
+    #[cfg(not(feature = "ebpf"))]
+    {
+        let _ = (root, pmu, domains);
+        Err(not_built())
+    }
+}
+
+/// The error of a build without the feature.
+pub fn not_built() -> EnergyError {
+    EnergyError::Unusable {
+        mechanism: Mechanism::Ebpf,
+        reason: "this wattio was built without the eBPF mechanism (Cargo feature `ebpf`)".into(),
+        fix: NOT_BUILT_FIX.into(),
+    }
+}
+
+/// Whether this kernel lets this process load and attach the program, whatever RAPL says: a
+/// note for `probe` on machines without RAPL (`Ok` = BPF itself would work).
+pub fn bpf_check(root: &SysRoot) -> Result<(), EnergyError> {
+    #[cfg(feature = "ebpf")]
+    {
+        bpf::check(root)
+    }
+    #[cfg(not(feature = "ebpf"))]
+    {
+        let _ = root;
+        Err(not_built())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perf;
+
+    fn reading(cpu: u32, first: u32, counts: &[u64]) -> Reading {
+        let mut r = Reading {
+            mono_ns: 1,
+            cpu,
+            first,
+            count: counts.len() as u32,
+            error: 0,
+            counts: [0; MAX_EVENTS_PER_CPU],
+        };
+        r.counts[..counts.len()].copy_from_slice(counts);
+        r
+    }
+
+    #[test]
+    fn records_round_trip_their_bytes() {
+        let mut r = reading(3, 2, &[7, u64::MAX]);
+        r.error = -22;
+        r.mono_ns = 123_456_789;
+        let b = r.encode();
+        assert_eq!(b.len(), Reading::SIZE);
+        assert_eq!(Reading::decode(&b), Some(r));
+        assert_eq!(Reading::decode(&b[..Reading::SIZE - 1]), None);
+    }
+
+    #[test]
+    fn events_are_grouped_per_cpu_and_mapped_back_to_source_order() {
+        // perf order: pkg@cpu0, pkg@cpu4, ram@cpu0, ram@cpu4.
+        let plan = SlotPlan::new(&[0, 4, 0, 4]).unwrap();
+        assert_eq!(plan.cpus, vec![(0, 0, 2), (4, 2, 2)]);
+        assert_eq!(plan.counter_of_index, vec![0, 2, 1, 3]);
+        let mut newest = NewestCounts::new(plan);
+        newest.apply(&reading(4, 2, &[41, 43])).unwrap();
+        assert_eq!(newest.oldest_newest_ns(), None, "cpu 0 has no record yet");
+        newest.apply(&reading(0, 0, &[40, 42])).unwrap();
+        assert_eq!(newest.counts, vec![40, 41, 42, 43]);
+        assert_eq!(newest.oldest_newest_ns(), Some(1));
+    }
+
+    #[test]
+    fn foreign_failed_and_older_records_change_nothing() {
+        let mut newest = NewestCounts::new(SlotPlan::new(&[0]).unwrap());
+        let mut r = reading(0, 0, &[10]);
+        r.mono_ns = 100;
+        newest.apply(&r).unwrap();
+        let err = newest.apply(&reading(1, 0, &[11])).unwrap_err();
+        assert!(err.to_string().contains("matches no event"), "{err}");
+        let mut failed = reading(0, 0, &[12]);
+        failed.mono_ns = 200;
+        failed.error = -libc::EINVAL;
+        let err = newest.apply(&failed).unwrap_err().to_string();
+        assert!(
+            err.contains("bpf_perf_event_read_value failed on cpu 0"),
+            "{err}"
+        );
+        let mut older = reading(0, 0, &[9]);
+        older.mono_ns = 50;
+        newest.apply(&older).unwrap();
+        assert_eq!(newest.counts, vec![10]);
+    }
+
+    #[test]
+    fn too_many_events_on_one_cpu_is_refused_with_a_fix() {
+        let err = SlotPlan::new(&[0; MAX_EVENTS_PER_CPU + 1]).unwrap_err();
+        assert!(err.to_string().contains("--domains"), "{err}");
+    }
+
+    /// The RAPL events the eBPF mechanism opens are perf's selection (each event once per
+    /// package on the cpumask's CPU, psys once), laid out one slice per CPU.
+    #[test]
+    fn rapl_event_selection_on_the_fixture_pmus_gives_one_slice_per_package_cpu() {
+        let layout =
+            |build: fn(&std::path::Path) -> std::io::Result<crate::fixture::FixtureTree>,
+             domains: Option<&[Domain]>| {
+                let dir = tempfile::tempdir().unwrap();
+                build(dir.path()).unwrap();
+                let pmu = perf::discover(&SysRoot::new(dir.path())).unwrap();
+                let slots = perf::select_events(&pmu, domains);
+                let picked: Vec<(String, u32, u32)> = slots
+                    .iter()
+                    .map(|s| (s.event.name.clone(), s.cpu, s.socket))
+                    .collect();
+                let cpus: Vec<u32> = slots.iter().map(|s| s.cpu).collect();
+                (picked, SlotPlan::new(&cpus).unwrap())
+            };
+        let own = |v: &[(&str, u32, u32)]| -> Vec<(String, u32, u32)> {
+            v.iter().map(|&(n, c, s)| (n.to_string(), c, s)).collect()
+        };
+
+        // Two sockets, package and DRAM: cpu 0 reads socket 0's pair, cpu 4 socket 1's.
+        let (picked, plan) = layout(crate::fixture::intel_two_socket_server, None);
+        assert_eq!(
+            picked,
+            own(&[
+                ("energy-pkg", 0, 0),
+                ("energy-pkg", 4, 1),
+                ("energy-ram", 0, 0),
+                ("energy-ram", 4, 1)
+            ])
+        );
+        assert_eq!(plan.cpus, vec![(0, 0, 2), (4, 2, 2)]);
+        assert_eq!(plan.counter_of_index, vec![0, 2, 1, 3]);
+
+        // --domains dram: one event per socket.
+        let (picked, plan) = layout(
+            crate::fixture::intel_two_socket_server,
+            Some(&[Domain::Dram]),
+        );
+        assert_eq!(picked, own(&[("energy-ram", 0, 0), ("energy-ram", 4, 1)]));
+        assert_eq!(plan.cpus, vec![(0, 0, 1), (4, 1, 1)]);
+
+        // A laptop: five domains on cpu 0, psys among them once.
+        let (picked, plan) = layout(crate::fixture::intel_laptop, None);
+        assert_eq!(picked.len(), 5);
+        assert_eq!(picked.iter().filter(|p| p.0 == "energy-psys").count(), 1);
+        assert_eq!(plan.cpus, vec![(0, 0, 5)]);
+
+        // An AMD EPYC: package only.
+        let (picked, plan) = layout(crate::fixture::amd_epyc, None);
+        assert_eq!(picked, own(&[("energy-pkg", 0, 0)]));
+        assert_eq!(plan.cpus, vec![(0, 0, 1)]);
+    }
+
+    /// The u64 wrap of a perf count, through the eBPF user-space half (record bytes → newest
+    /// counts) and the accumulator and spec the perf mechanism uses.
+    #[test]
+    fn u64_wraps_arriving_through_the_ring_buffer_are_corrected_like_perf() {
+        let mut newest = NewestCounts::new(SlotPlan::new(&[0]).unwrap());
+        let mut t = 0;
+        perf::tests::check_u64_wrap_is_corrected(|count| {
+            t += 1;
+            let mut r = reading(0, 0, &[count]);
+            r.mono_ns = t;
+            newest
+                .apply(&Reading::decode(&r.encode()).unwrap())
+                .unwrap();
+            newest.counts[0]
+        });
+    }
+}
