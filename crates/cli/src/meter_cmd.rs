@@ -34,8 +34,9 @@ pub struct SourceArgs {
 #[derive(Args, Debug, Clone)]
 pub struct ModelArgs {
     /// Model for estimates: auto (tdp-curve when this CPU and its threads are known, else
-    /// ccf-linear), ccf-linear, tdp-curve, or a model FILE written by `wattio calibrate`.
-    #[arg(long, default_value = "auto", value_name = "auto|ccf-linear|tdp-curve|FILE", value_parser = parse_model)]
+    /// ccf-linear with the CPU's microarchitecture coefficients, else CCF's averages),
+    /// ccf-linear (CCF's averages), ccf-arch, tdp-curve, or a model FILE from `wattio calibrate`.
+    #[arg(long, default_value = "auto", value_name = "auto|ccf-linear|ccf-arch|tdp-curve|FILE", value_parser = parse_model)]
     pub model: ModelChoice,
     /// ccf-linear: watts per vCPU when idle (default 0.74; implies --model ccf-linear).
     #[arg(long)]

@@ -1,5 +1,6 @@
-//! The model flags and `wattio calibrate` end to end: `--model auto|ccf-linear|tdp-curve|FILE`,
-//! the ccf-linear coefficients, bad model files, and calibrate's refusal without RAPL.
+//! The model flags and `wattio calibrate` end to end:
+//! `--model auto|ccf-linear|ccf-arch|tdp-curve|FILE`, the ccf-linear coefficients, bad model
+//! files, and calibrate's refusal without RAPL.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -23,6 +24,16 @@ fn wattio(root: Option<&Path>, args: &[&str]) -> Output {
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
+}
+
+/// A fixture machine with two vCPUs in one package whose `/proc/cpuinfo` says `name` with
+/// this vendor, family and model (no stepping line).
+fn two_vcpu_machine(vendor: &str, family: u32, model: u32, name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let t = FixtureTree::new(dir.path()).unwrap();
+    t.cpuinfo(vendor, family, model, name, 2).unwrap();
+    t.topology(&[(0, 0, 0), (1, 0, 1)]).unwrap();
+    dir
 }
 
 /// The `model` column of the rows `record --source model` writes for 0.2 s.
@@ -78,12 +89,39 @@ fn the_default_model_knows_a_fixture_cpu_and_probe_says_so() {
 }
 
 #[test]
-fn an_unknown_cpu_falls_back_to_ccf_linear_and_probe_says_why() {
-    let dir = tempfile::tempdir().unwrap();
-    let t = FixtureTree::new(dir.path()).unwrap();
-    t.cpuinfo("AuthenticAMD", 0x19, 0x11, "AMD EPYC", 2)
-        .unwrap();
-    t.topology(&[(0, 0, 0), (1, 0, 1)]).unwrap();
+fn a_masked_vm_cpu_gets_its_microarchitecture_coefficients_and_probe_says_why() {
+    // What this project's VM shows: the name hides the part, family 0x19 model 0x11 is Zen 4.
+    let dir = two_vcpu_machine("AuthenticAMD", 0x19, 0x11, "AMD EPYC");
+    let genoa = "ccf-linear(arch=EPYC 4th Gen,min=0.739W,max=2.282W per vCPU)";
+    assert_eq!(recorded_model(Some(dir.path()), &[]).unwrap(), genoa);
+    assert_eq!(
+        recorded_model(Some(dir.path()), &["--model", "ccf-arch"]).unwrap(),
+        genoa
+    );
+    // ccf-linear stays CCF's average, whatever the CPU.
+    assert_eq!(
+        recorded_model(Some(dir.path()), &["--model", "ccf-linear"]).unwrap(),
+        "ccf-linear(min=0.74W,max=3.5W per vCPU)"
+    );
+    let o = wattio(Some(dir.path()), &["probe"]);
+    let out = text(&o.stdout);
+    for needle in [
+        "note: ccf-linear with Cloud Carbon Footprint's EPYC 4th Gen coefficients, 0.7391 W idle and 2.2822 W busy per vCPU",
+        "AMD family 0x19 model 0x11 is Zen 4",
+        "note: tdp-curve was not used: CPU 'AMD EPYC' is not in the TDP dataset",
+        "figures are estimated (model: ccf-linear(arch=EPYC 4th Gen,",
+    ] {
+        assert!(out.contains(needle), "{needle}: {out}");
+    }
+    // Asking for tdp-curve here is an error, not a silent fallback.
+    let e = recorded_model(Some(dir.path()), &["--model", "tdp-curve"]).unwrap_err();
+    assert!(e.contains("--model tdp-curve is not available here"), "{e}");
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+}
+
+#[test]
+fn an_unknown_cpu_falls_back_to_the_ccf_average_and_probe_says_why() {
+    let dir = two_vcpu_machine("GenuineIntel", 6, 6, "QEMU Virtual CPU version 2.5+");
     assert_eq!(
         recorded_model(Some(dir.path()), &[]).unwrap(),
         "ccf-linear(min=0.74W,max=3.5W per vCPU)"
@@ -91,16 +129,16 @@ fn an_unknown_cpu_falls_back_to_ccf_linear_and_probe_says_why() {
     let o = wattio(Some(dir.path()), &["probe"]);
     let out = text(&o.stdout);
     assert!(
-        out.contains("note: the default model fell back to ccf-linear: CPU 'AMD EPYC' is not in the TDP dataset"),
+        out.contains("note: the default model fell back to ccf-linear with CCF's averages: CPU 'QEMU Virtual CPU version 2.5+' is not in the TDP dataset"),
         "{out}"
     );
     assert!(
-        out.contains("figures are estimated (model: ccf-linear("),
+        out.contains("model 0x6 is not in wattio's microarchitecture table"),
         "{out}"
     );
-    // Asking for tdp-curve here is an error, not a silent fallback.
-    let e = recorded_model(Some(dir.path()), &["--model", "tdp-curve"]).unwrap_err();
-    assert!(e.contains("--model tdp-curve is not available here"), "{e}");
+    // Asking for the microarchitecture's coefficients here is an error in one line.
+    let e = recorded_model(Some(dir.path()), &["--model", "ccf-arch"]).unwrap_err();
+    assert!(e.contains("--model ccf-arch is not available here"), "{e}");
     assert_eq!(e.trim().lines().count(), 1, "{e}");
 }
 
@@ -153,11 +191,7 @@ fn a_model_file_is_used_and_bad_ones_are_refused_in_one_line() {
 
 #[test]
 fn calibrate_refuses_without_rapl() {
-    let dir = tempfile::tempdir().unwrap();
-    let t = FixtureTree::new(dir.path()).unwrap();
-    t.cpuinfo("AuthenticAMD", 0x19, 0x11, "AMD EPYC", 2)
-        .unwrap();
-    t.topology(&[(0, 0, 0), (1, 0, 1)]).unwrap();
+    let dir = two_vcpu_machine("AuthenticAMD", 0x19, 0x11, "AMD EPYC");
     let out = dir.path().join("m.json");
     let o = wattio(
         Some(dir.path()),

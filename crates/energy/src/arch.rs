@@ -38,7 +38,7 @@ use crate::root::SysRoot;
 use std::sync::OnceLock;
 
 /// Where the coefficients come from, for notes and docs.
-pub const CCF_TABLE: &str = "Cloud Carbon Footprint's ccf-coefficients output/coefficients-aws-use.csv (Apache-2.0; crates/energy/data/ccf_coefficients_aws_use.csv in the wattio repository)";
+pub const CCF_TABLE: &str = "ccf-coefficients output/coefficients-aws-use.csv, Apache-2.0, in crates/energy/data/ of the wattio repository";
 
 /// Rows of the table that are not used, and why.
 ///
@@ -399,7 +399,7 @@ pub fn ccf_arch_for_machine(root: &SysRoot) -> Result<ModelParams, String> {
     let (arch, min, max) = identify(&id, cpu::stepping(root))?;
     let mut m = ccf_arch_model(arch.name, min, max);
     m.notes.push(format!(
-        "ccf-linear with Cloud Carbon Footprint's {} coefficients, {min:.4} W idle and {max:.4} W busy per vCPU (SPECpower servers' wall power per hardware thread, {CCF_TABLE}): {}",
+        "ccf-linear with Cloud Carbon Footprint's {} coefficients, {min:.4} W idle and {max:.4} W busy per vCPU (SPECpower servers' wall power per hardware thread; table: {CCF_TABLE}): {}",
         arch.name, arch.evidence
     ));
     Ok(m)
