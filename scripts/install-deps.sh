@@ -4,6 +4,7 @@
 set -euo pipefail
 PACKAGES=(
   aria2
+  ca-certificates
   chromium
   curl
   iproute2

@@ -9,6 +9,7 @@ use std::time::Duration;
 use wattio_transfer::actuator::CoreBackend;
 use wattio_transfer::client::{run_transfer, EnergyFeedback, TransferOptions, TunerChoice};
 use wattio_transfer::server::{Server, ServerConfig};
+use wattio_transfer::tls::ClientTlsOptions;
 use wattio_transfer::tuner::{FixedParams, Sla};
 use wattio_transfer::units::{parse_duration, parse_rate_bps, parse_size};
 
@@ -32,6 +33,12 @@ pub struct ServeArgs {
     /// Write DIR/.wattio/listing.json (for serving the dataset with another server) and exit.
     #[arg(long)]
     pub write_listing: bool,
+    /// Serve HTTPS with this PEM certificate chain (leaf first); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert (PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -75,7 +82,7 @@ pub enum OnOff {
 /// `wattio transfer SOURCE DEST --sla ...`
 #[derive(Args, Debug)]
 pub struct TransferArgs {
-    /// http://HOST:PORT/ (whole served tree), a listing URL (…/.wattio/listing.json) or a file URL.
+    /// http(s)://HOST:PORT/ (whole served tree), a listing URL (…/.wattio/listing.json) or a file URL.
     pub source: String,
     /// Destination directory.
     pub dest: PathBuf,
@@ -137,6 +144,13 @@ pub struct TransferArgs {
     /// Append the parameters of every interval as JSON lines to FILE.
     #[arg(long)]
     pub log: Option<PathBuf>,
+    /// https: trust only the CA certificates in this PEM file instead of the system store
+    /// (as curl --cacert).
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// https: do not verify the server's certificate (encrypted, not authenticated; as curl -k).
+    #[arg(long, short = 'k', conflicts_with = "cacert")]
+    pub insecure: bool,
 }
 
 pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -153,6 +167,10 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(r) = &a.rate_limit {
         cfg.rate_limit = Some(parse_rate_bps(r).map_err(|e| anyhow!("--rate-limit: {e}"))? / 8.0);
     }
+    if let (Some(cert), Some(key)) = (&a.tls_cert, &a.tls_key) {
+        cfg.tls = Some(wattio_transfer::tls::server_config(cert, key)?);
+    }
+    let scheme = if cfg.tls.is_some() { "https" } else { "http" };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -161,7 +179,7 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         let server = Server::bind(cfg, &a.listen).await?;
         let addr = server.local_addr()?;
         eprintln!(
-            "wattio serve: listening on http://{addr}/ (root {}); listing at http://{addr}/{}",
+            "wattio serve: listening on {scheme}://{addr}/ (root {}); listing at {scheme}://{addr}/{}",
             a.dir.display(),
             wattio_transfer::listing::LISTING_PATH
         );
@@ -225,6 +243,10 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
     };
     o.progress = !a.no_progress && !a.json;
     o.log = a.log.clone();
+    o.tls = ClientTlsOptions {
+        cacert: a.cacert.clone(),
+        insecure: a.insecure,
+    };
     let s = run_transfer(&o)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&s)?);

@@ -1,9 +1,13 @@
 //! `wattio serve` / `wattio transfer` as processes: JSON summary, SIGKILL of the server
-//! mid-transfer and restart, bad input.
+//! mid-transfer and restart, bad input; HTTPS with wattio, curl and aria2 as clients.
 
+#[path = "../../transfer/tests/common/certs.rs"]
+mod certs;
+
+use certs::{ServerCert, TestPki, Validity};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_wattio");
@@ -31,6 +35,12 @@ impl Serve {
         }
         Serve(child)
     }
+    /// `wattio serve --tls-cert --tls-key`.
+    fn start_tls(dir: &Path, port: u16, cert: &ServerCert) -> Serve {
+        let (c, k) = (cert.cert.to_str().unwrap(), cert.key.to_str().unwrap());
+        Serve::start(dir, port, &["--tls-cert", c, "--tls-key", k])
+    }
+
     fn kill9(&mut self) {
         // SIGKILL: no chance to close connections gracefully
         unsafe { libc_kill(self.0.id() as i32, 9) };
@@ -446,4 +456,163 @@ fn human_summary_labels_energy() {
     }
     assert!(text.contains("verified: 3 files by XXH3-64"), "{text}");
     assert!(text.contains("cpu (last setting)"), "{text}");
+}
+
+/// Runs a client tool; None (skipped) when it is not installed and WATTIO_REQUIRE_NGINX (set
+/// by `make test`, which installs curl and aria2) is unset.
+fn tool(cmd: &mut Command) -> Option<Output> {
+    match cmd.output() {
+        Ok(o) => Some(o),
+        Err(e) if std::env::var_os("WATTIO_REQUIRE_NGINX").is_none() => {
+            eprintln!("SKIPPED {:?}: {e}", cmd.get_program());
+            None
+        }
+        Err(e) => panic!("{:?}: {e}; run scripts/install-deps.sh", cmd.get_program()),
+    }
+}
+
+fn assert_ok(o: &Output, what: &str) {
+    assert!(
+        o.status.success(),
+        "{what}: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// `wattio serve` over TLS with `wattio transfer` (the tree, checksums verified), curl (a
+/// whole file and a range) and aria2 (four connections, 1 MiB pieces) as clients.
+#[test]
+fn https_serve_with_wattio_curl_and_aria2_as_clients() {
+    let pki = TestPki::new();
+    let cert = pki.server("srv", &["localhost"], Validity::Current);
+    let src = tempfile::tempdir().unwrap();
+    let files = dataset(src.path());
+    let port = free_port();
+    let _s = Serve::start_tls(src.path(), port, &cert);
+    let base = format!("https://localhost:{port}");
+    let ca = pki.ca_pem();
+
+    let dst = tempfile::tempdir().unwrap();
+    let out = transfer(
+        &format!("{base}/"),
+        dst.path(),
+        &[
+            "--sla",
+            "max-throughput",
+            "--json",
+            "--interval",
+            "100ms",
+            "--cacert",
+            ca.to_str().unwrap(),
+        ],
+    );
+    assert_ok(&out, "wattio transfer");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["files_verified_checksum"], 3);
+    for (rel, data) in &files {
+        assert!(
+            std::fs::read(dst.path().join(rel)).unwrap() == *data,
+            "{rel}"
+        );
+    }
+    let (big, data) = (&files[0].0, &files[0].1);
+
+    let d = tempfile::tempdir().unwrap();
+    let got = d.path().join("curl.bin");
+    let Some(o) = tool(
+        Command::new("curl")
+            .args(["-sS", "--fail", "--cacert"])
+            .arg(&ca)
+            .arg(format!("{base}/{big}"))
+            .arg("-o")
+            .arg(&got),
+    ) else {
+        return;
+    };
+    assert_ok(&o, "curl");
+    assert!(std::fs::read(&got).unwrap() == *data, "curl: {big}");
+    let o = tool(
+        Command::new("curl")
+            .args(["-sS", "--fail", "-r", "1000-1999", "--cacert"])
+            .arg(&ca)
+            .arg(format!("{base}/{big}")),
+    )
+    .unwrap();
+    assert_ok(&o, "curl -r");
+    assert!(o.stdout == data[1000..2000], "curl: range");
+
+    let Some(o) = tool(
+        Command::new("aria2c")
+            .args(["-q", "-x4", "-s4", "-k1M", "--allow-overwrite=true"])
+            .arg(format!("--ca-certificate={}", ca.display()))
+            .arg(format!("--dir={}", d.path().display()))
+            .arg("--out=aria2.bin")
+            .arg(format!("{base}/{big}")),
+    ) else {
+        return;
+    };
+    assert_ok(&o, "aria2c");
+    assert!(
+        std::fs::read(d.path().join("aria2.bin")).unwrap() == *data,
+        "aria2: {big}"
+    );
+}
+
+/// The TLS errors a user meets first: a server certificate from an unknown CA, a key that does
+/// not belong to the certificate, a certificate without its key. One line each, exit 2.
+#[test]
+fn tls_errors_are_one_line() {
+    let pki = TestPki::new();
+    let cert = pki.server("srv", &["localhost"], Validity::Current);
+    let other = pki.server("other", &["localhost"], Validity::Current);
+    let src = tempfile::tempdir().unwrap();
+    dataset(src.path());
+    let port = free_port();
+    let _s = Serve::start_tls(src.path(), port, &cert);
+    let dst = tempfile::tempdir().unwrap();
+    let out = transfer(
+        &format!("https://localhost:{port}/a.bin"),
+        dst.path(),
+        &["--sla", "min-energy", "--no-meter"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("wattio: error: localhost: the server's certificate is signed by an unknown certificate authority; give that CA with --cacert FILE"),
+        "{err}"
+    );
+
+    for (args, want) in [
+        (
+            vec![
+                "--tls-cert",
+                cert.cert.to_str().unwrap(),
+                "--tls-key",
+                other.key.to_str().unwrap(),
+            ],
+            "give the key that belongs to the certificate",
+        ),
+        // clap's own message, with its usage lines
+        (vec!["--tls-cert", cert.cert.to_str().unwrap()], "--tls-key"),
+    ] {
+        let out = Command::new(BIN)
+            .arg("serve")
+            .arg(src.path())
+            .args(["--listen", &format!("127.0.0.1:{}", free_port())])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{err}");
+        assert!(
+            !err.contains("Error {") && !err.contains("Custom {"),
+            "{err}"
+        );
+        if want.starts_with("give") {
+            assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        }
+    }
 }

@@ -4,6 +4,7 @@
 //!   a JSON dataset listing with XXH3-64 checksums, path confinement, connection limits).
 //! - [`client`]: `wattio transfer`, a tokio + httparse engine with concurrency, parallelism and
 //!   pipelining, BDP-sized chunks, verification, temporary names, resume and retries.
+//! - [`tls`]: HTTPS for both (rustls, system trust store, `--cacert`, `--insecure`).
 //! - [`tuner`]: Algorithm 1 (partitioning and initial parameters), slow start (Alg. 2),
 //!   ME (Alg. 4), EEMT (Alg. 5, reconstructed), EETT (Alg. 6) on the Figure 1 state machine,
 //!   the threshold CPU scaler (Alg. 3, reconstructed) and baselines, with a simulated channel.
@@ -15,13 +16,14 @@
 
 pub mod actuator;
 pub mod checksum;
-pub mod dirindex;
 pub mod client;
+pub mod dirindex;
 pub mod http;
 pub mod listing;
 pub mod server;
 pub mod sim;
 pub mod sums;
+pub mod tls;
 pub mod tuner;
 pub mod units;
 pub mod urllist;

@@ -3,13 +3,16 @@
 //! Requests on one connection are parsed from the buffer before more bytes are read, so
 //! pipelined requests are answered strictly in order; bodies go out with `sendfile(2)` from
 //! the page cache (no copy through user space, which keeps the server's CPU cost low — the
-//! quantity this project measures).
+//! quantity this project measures). Over TLS (`--tls-cert`, `--tls-key`) bodies are read from
+//! the file and encrypted by rustls instead: sendfile cannot encrypt.
 
 use crate::http::{self, Method, Parsed, RangeAnswer, Reject, Request};
 use crate::listing::{ListingCache, LISTING_PATH};
+use crate::tls::Conn;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,6 +32,8 @@ pub struct ServerConfig {
     /// Per-connection pacing of response bodies in bytes/s (tests and demos: makes a loopback
     /// transfer last long enough to interrupt it). `None` = unpaced.
     pub rate_limit: Option<f64>,
+    /// Serve HTTPS with this configuration ([`crate::tls::server_config`]); `None` = HTTP.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl ServerConfig {
@@ -39,6 +44,7 @@ impl ServerConfig {
             max_connections: 256,
             idle_timeout: Duration::from_secs(60),
             rate_limit: None,
+            tls: None,
         }
     }
 }
@@ -53,6 +59,7 @@ struct Shared {
 pub struct Server {
     listener: TcpListener,
     shared: Arc<Shared>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 impl Server {
@@ -75,8 +82,10 @@ impl Server {
                 "cannot listen on {addr}: {e}; pick a free address, e.g. --listen 127.0.0.1:8080"
             )
         })?;
+        let tls = cfg.tls.clone().map(tokio_rustls::TlsAcceptor::from);
         Ok(Server {
             listener,
+            tls,
             shared: Arc::new(Shared {
                 root,
                 cfg,
@@ -105,18 +114,29 @@ impl Server {
             };
             let _ = sock.set_nodelay(true);
             let shared = self.shared.clone();
-            match limit.clone().try_acquire_owned() {
-                Ok(permit) => {
-                    tokio::spawn(async move {
-                        let _ = serve_connection(sock, &shared).await;
+            // the permit is taken before the TLS handshake, so a flood of handshakes is
+            // bounded like a flood of connections
+            let permit = limit.clone().try_acquire_owned().ok();
+            let acceptor = self.tls.clone();
+            tokio::spawn(async move {
+                let mut conn = match acceptor {
+                    None => Conn::Plain(sock),
+                    Some(a) => {
+                        match tokio::time::timeout(shared.cfg.idle_timeout, a.accept(sock)).await {
+                            Ok(Ok(s)) => Conn::Tls(Box::new(s.into())),
+                            // a failed or stalled handshake: nothing to answer in HTTP
+                            _ => return,
+                        }
+                    }
+                };
+                match permit {
+                    Some(permit) => {
+                        let _ = serve_connection(&mut conn, &shared).await;
                         drop(permit);
-                    });
-                }
-                Err(_) => {
-                    tokio::spawn(async move {
-                        let mut sock = sock;
+                    }
+                    None => {
                         let _ = write_simple(
-                            &mut sock,
+                            &mut conn,
                             503,
                             "Service Unavailable",
                             "connection limit reached; retry later\n",
@@ -124,9 +144,10 @@ impl Server {
                             false,
                         )
                         .await;
-                    });
+                        let _ = conn.shutdown().await;
+                    }
                 }
-            }
+            });
         }
     }
 }
@@ -197,7 +218,7 @@ impl Drop for ServerHandle {
 }
 
 /// Answers 408 to a peer whose request head did not arrive within one idle timeout.
-async fn write_head_timeout(sock: &mut TcpStream) -> io::Result<()> {
+async fn write_head_timeout(sock: &mut Conn) -> io::Result<()> {
     write_simple(
         sock,
         408,
@@ -210,7 +231,7 @@ async fn write_head_timeout(sock: &mut TcpStream) -> io::Result<()> {
     .map(|_| ())
 }
 
-async fn serve_connection(mut sock: TcpStream, sh: &Shared) -> io::Result<()> {
+async fn serve_connection(sock: &mut Conn, sh: &Shared) -> io::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
     let mut tmp = [0u8; 8192];
     // a head must arrive whole within one idle timeout, so a peer trickling bytes cannot hold a
@@ -221,7 +242,9 @@ async fn serve_connection(mut sock: TcpStream, sh: &Shared) -> io::Result<()> {
             Ok(Parsed::Complete(req, n)) => {
                 buf.drain(..n);
                 head_started = None;
-                let keep = respond(&mut sock, sh, &req).await?;
+                let keep = respond(sock, sh, &req).await?;
+                // rustls may hold the end of the response until the next write
+                sock.flush().await?;
                 if !keep {
                     sock.shutdown().await.ok();
                     return Ok(());
@@ -231,7 +254,7 @@ async fn serve_connection(mut sock: TcpStream, sh: &Shared) -> io::Result<()> {
                 let budget = match head_started {
                     Some(t) => match sh.cfg.idle_timeout.checked_sub(t.elapsed()) {
                         Some(left) => left,
-                        None => return write_head_timeout(&mut sock).await,
+                        None => return write_head_timeout(sock).await,
                     },
                     None => sh.cfg.idle_timeout,
                 };
@@ -242,7 +265,7 @@ async fn serve_connection(mut sock: TcpStream, sh: &Shared) -> io::Result<()> {
                 match r {
                     // The budget ran out with part of a head received: say so before closing
                     // (an idle keep-alive connection with nothing pending just closes).
-                    Err(_) if !buf.is_empty() => return write_head_timeout(&mut sock).await,
+                    Err(_) if !buf.is_empty() => return write_head_timeout(sock).await,
                     Ok(Ok(0)) | Err(_) => return Ok(()),
                     Ok(Ok(n)) => buf.extend_from_slice(&tmp[..n]),
                     Ok(Err(e)) => return Err(e),
@@ -257,7 +280,7 @@ async fn serve_connection(mut sock: TcpStream, sh: &Shared) -> io::Result<()> {
                         "the path leaves the served directory\n".to_string(),
                     ),
                 };
-                write_simple(&mut sock, code, reason, &msg, false, false).await?;
+                write_simple(sock, code, reason, &msg, false, false).await?;
                 sock.shutdown().await.ok();
                 return Ok(());
             }
@@ -266,11 +289,7 @@ async fn serve_connection(mut sock: TcpStream, sh: &Shared) -> io::Result<()> {
 }
 
 /// The 403 for a request path that `confine` puts outside the served directory.
-async fn write_outside(
-    sock: &mut TcpStream,
-    keep_alive: bool,
-    head_only: bool,
-) -> io::Result<bool> {
+async fn write_outside(sock: &mut Conn, keep_alive: bool, head_only: bool) -> io::Result<bool> {
     write_simple(
         sock,
         403,
@@ -284,7 +303,7 @@ async fn write_outside(
 
 /// Writes a small text response. Returns whether the connection stays open.
 async fn write_simple(
-    sock: &mut TcpStream,
+    sock: &mut Conn,
     code: u16,
     reason: &str,
     body: &str,
@@ -304,10 +323,11 @@ async fn write_simple(
         out.push_str(body);
     }
     sock.write_all(out.as_bytes()).await?;
+    sock.flush().await?;
     Ok(keep_alive)
 }
 
-async fn respond(sock: &mut TcpStream, sh: &Shared, req: &Request) -> io::Result<bool> {
+async fn respond(sock: &mut Conn, sh: &Shared, req: &Request) -> io::Result<bool> {
     let keep = req.keep_alive;
     let head = req.method == Method::Head;
     if req.method == Method::Other {
@@ -439,9 +459,10 @@ fn confine(root: &Path, comps: &[String]) -> Result<PathBuf, Confine> {
     }
 }
 
-/// Sends `len` bytes of `file` from `off` with sendfile(2) on the non-blocking socket.
+/// Sends `len` bytes of `file` from `off`: with sendfile(2) on a plain connection, read and
+/// encrypted on a TLS one; paced to `cfg.rate_limit`.
 async fn send_file(
-    sock: &mut TcpStream,
+    sock: &mut Conn,
     file: &std::fs::File,
     mut off: u64,
     mut left: u64,
@@ -454,6 +475,11 @@ async fn send_file(
     } else {
         4 << 20
     };
+    // TLS: one read buffer per response, 16 TLS records of 16 KiB
+    let mut buf = match sock {
+        Conn::Tls(_) => vec![0u8; (step as usize).min(256 << 10)],
+        Conn::Plain(_) => Vec::new(),
+    };
     while left > 0 {
         if let Some(rate) = cfg.rate_limit {
             let due = Duration::from_secs_f64(sent as f64 / rate);
@@ -462,30 +488,55 @@ async fn send_file(
                 tokio::time::sleep(due - el).await;
             }
         }
-        let want = left.min(step) as usize;
-        tokio::time::timeout(cfg.idle_timeout, sock.writable())
-            .await
-            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "peer stopped reading"))??;
-        let res = sock.try_io(Interest::WRITABLE, || {
-            let mut o = off;
-            rustix::fs::sendfile(sock.as_fd(), file.as_fd(), Some(&mut o), want)
-                .map_err(io::Error::from)
-        });
-        match res {
-            Ok(0) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "file shrank while being sent",
-                ))
+        let n = match sock {
+            Conn::Plain(tcp) => {
+                match sendfile_some(tcp, file, off, left.min(step) as usize, cfg).await {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    r => r?,
+                }
             }
-            Ok(n) => {
-                off += n as u64;
-                left -= n as u64;
-                sent += n as u64;
+            Conn::Tls(_) => {
+                let want = left.min(buf.len() as u64) as usize;
+                // page-cache reads are short; a read from disk blocks this worker briefly, as
+                // sendfile would
+                let n = file.read_at(&mut buf[..want], off)?;
+                if n > 0 {
+                    tokio::time::timeout(cfg.idle_timeout, sock.write_all(&buf[..n]))
+                        .await
+                        .map_err(|_| {
+                            io::Error::new(io::ErrorKind::TimedOut, "peer stopped reading")
+                        })??;
+                }
+                n
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "file shrank while being sent",
+            ));
         }
+        off += n as u64;
+        left -= n as u64;
+        sent += n as u64;
     }
     Ok(())
+}
+
+/// One sendfile(2) of up to `want` bytes once the socket is writable.
+async fn sendfile_some(
+    sock: &TcpStream,
+    file: &std::fs::File,
+    off: u64,
+    want: usize,
+    cfg: &ServerConfig,
+) -> io::Result<usize> {
+    tokio::time::timeout(cfg.idle_timeout, sock.writable())
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "peer stopped reading"))??;
+    sock.try_io(Interest::WRITABLE, || {
+        let mut o = off;
+        rustix::fs::sendfile(sock.as_fd(), file.as_fd(), Some(&mut o), want)
+            .map_err(io::Error::from)
+    })
 }

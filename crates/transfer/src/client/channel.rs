@@ -15,7 +15,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 pub(super) enum ChannelEnd {
     /// No more work or over budget.
@@ -140,27 +139,16 @@ pub(super) async fn run_connection(
         .pop()
         .filter(|(t, _)| t.elapsed() < Duration::from_secs(2));
     let connected = match spare {
-        Some((_, s)) => Ok(Ok(s)),
-        None => {
-            tokio::time::timeout(
-                Duration::from_secs(10),
-                TcpStream::connect(sh.url.connect_addr()),
-            )
-            .await
-        }
+        Some((_, s)) => Ok(s),
+        None => sh.connector.connect(&sh.url).await,
     };
     let mut s = match connected {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => {
+        Ok(s) => s,
+        Err(e) => {
             requeue(sh, pi, first);
-            return Err(anyhow!("cannot connect to {}: {e}", sh.url.authority()));
-        }
-        Err(_) => {
-            requeue(sh, pi, first);
-            return Err(anyhow!("connecting to {} timed out", sh.url.authority()));
+            return Err(e);
         }
     };
-    let _ = s.set_nodelay(true);
     let mut rb = ReadBuf::default();
     let mut sent = 0usize; // requests of `inflight` already written
     let pp = sh.parts[pi].pipelining;

@@ -1,26 +1,76 @@
-//! Connections to the server: opening them (with a timeout), opening them ahead of need, and
-//! measuring the round-trip time from connection set-up.
+//! Connections to the server: opening them (TCP, then TLS for `https` URLs, each with a
+//! timeout), opening them ahead of need, and measuring the round-trip time from TCP set-up.
 
 use super::url::HttpUrl;
+use crate::tls::{self, ClientTlsOptions};
 use anyhow::{anyhow, Context};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 
 /// One connection to the server.
-pub(super) type Stream = TcpStream;
+pub(super) type Stream = tls::Conn;
+
+/// How long a TCP connect, and then a TLS handshake, may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Opens connections for one transfer. The TLS configuration is built on the first `https`
+/// connection and shared by all later ones, so they share its session cache: a channel that
+/// reconnects resumes its TLS session instead of a full handshake.
+pub(super) struct Connector {
+    tls_options: ClientTlsOptions,
+    tls: Mutex<Option<tokio_rustls::TlsConnector>>,
+}
+
+impl Connector {
+    pub(super) fn new(tls_options: ClientTlsOptions) -> Connector {
+        Connector {
+            tls_options,
+            tls: Mutex::new(None),
+        }
+    }
+
+    fn tls_connector(&self) -> anyhow::Result<tokio_rustls::TlsConnector> {
+        let mut g = self.tls.lock().unwrap();
+        if let Some(c) = g.as_ref() {
+            return Ok(c.clone());
+        }
+        let c = tokio_rustls::TlsConnector::from(tls::client_config(&self.tls_options)?);
+        *g = Some(c.clone());
+        Ok(c)
+    }
+
+    /// A fresh connection to `url`'s server, with TLS for `https`.
+    pub(super) async fn connect(&self, url: &HttpUrl) -> anyhow::Result<Stream> {
+        let tcp = tcp_connect(url).await?;
+        let _ = tcp.set_nodelay(true);
+        if !url.tls {
+            return Ok(Stream::Plain(tcp));
+        }
+        let name = tls::server_name(&url.host)?;
+        let s = tokio::time::timeout(CONNECT_TIMEOUT, self.tls_connector()?.connect(name, tcp))
+            .await
+            .map_err(|_| anyhow!("TLS handshake with {} timed out", url.authority()))?
+            .map_err(|e| tls::handshake_error(&url.host, &e))?;
+        Ok(Stream::Tls(Box::new(s.into())))
+    }
+}
 
 /// Opens `n` connections in the background; failures are left to the channels, which connect
 /// themselves and report errors.
 pub(super) fn spawn_preconnect(
+    connector: &Arc<Connector>,
     url: &HttpUrl,
     n: usize,
 ) -> tokio::task::JoinHandle<Vec<(Instant, Stream)>> {
     let url = url.clone();
+    let connector = connector.clone();
     tokio::spawn(async move {
         let mut set = tokio::task::JoinSet::new();
         for _ in 0..n {
             let u = url.clone();
-            set.spawn(async move { connect(&u).await });
+            let c = connector.clone();
+            set.spawn(async move { c.connect(&u).await });
         }
         let mut out = Vec::new();
         while let Some(r) = set.join_next().await {
@@ -32,28 +82,26 @@ pub(super) fn spawn_preconnect(
     })
 }
 
-/// Opens a fresh connection to the server, giving up after 10 s.
-pub(super) async fn connect(url: &HttpUrl) -> anyhow::Result<Stream> {
-    tokio::time::timeout(
-        Duration::from_secs(10),
-        TcpStream::connect(url.connect_addr()),
-    )
-    .await
-    .map_err(|_| anyhow!("connecting to {} timed out", url.authority()))?
-    .with_context(|| {
-        format!(
-            "cannot connect to {}; is the server running?",
-            url.authority()
-        )
-    })
+/// A TCP connection to the server, giving up after 10 s.
+async fn tcp_connect(url: &HttpUrl) -> anyhow::Result<TcpStream> {
+    tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(url.connect_addr()))
+        .await
+        .map_err(|_| anyhow!("connecting to {} timed out", url.authority()))?
+        .with_context(|| {
+            format!(
+                "cannot connect to {}; is the server running?",
+                url.authority()
+            )
+        })
 }
 
-/// The round-trip time: the quickest of three TCP handshakes.
+/// The round-trip time: the quickest of three TCP handshakes (no TLS: its handshake costs
+/// CPU time on both sides as well as round trips).
 pub(super) async fn measure_rtt(url: &HttpUrl) -> anyhow::Result<Duration> {
     let mut best = Duration::from_secs(10);
     for _ in 0..3 {
         let t = Instant::now();
-        let s = connect(url).await?;
+        let s = tcp_connect(url).await?;
         best = best.min(t.elapsed());
         drop(s);
     }

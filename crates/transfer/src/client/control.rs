@@ -2,7 +2,7 @@
 //! and CPU feedback, channel budgets, rate cap, CPU actuator, interval log) and the summary.
 
 use super::channel::channel_task;
-use super::conn::{measure_rtt, spawn_preconnect};
+use super::conn::{measure_rtt, spawn_preconnect, Connector};
 use super::options::{default_window, EnergyFeedback, TransferOptions};
 use super::queue::build_queues;
 use super::resume::prepare;
@@ -36,6 +36,7 @@ pub(super) async fn transfer_async(
         };
         tokio::task::spawn_blocking(move || Meter::open(&cfg))
     });
+    let connector = Arc::new(Connector::new(opts.tls.clone()));
     let rtt = match opts.rtt {
         Some(r) => r,
         None => measure_rtt(&url).await?,
@@ -56,8 +57,8 @@ pub(super) async fn transfer_async(
         cpu_scaling: opts.cpu_scaling,
     };
     let opened = rules.preconnect(&net);
-    let preconnect = (opened > 0).then(|| spawn_preconnect(&url, opened));
-    let src = resolve_source(&url).await?;
+    let preconnect = (opened > 0).then(|| spawn_preconnect(&connector, &url, opened));
+    let src = resolve_source(&connector, &url).await?;
     let total_bytes: u64 = src.iter().map(|s| s.size).sum();
     let n_files = src.len();
     let dest = opts.dest.clone();
@@ -75,6 +76,7 @@ pub(super) async fn transfer_async(
     };
     let shared = Arc::new(Shared {
         spare: Mutex::new(spare),
+        connector,
         url: url.clone(),
         files: prep.jobs,
         parts,

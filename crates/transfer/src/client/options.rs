@@ -2,6 +2,7 @@
 //! host (the per-stream TCP window).
 
 use crate::actuator::CoreBackend;
+use crate::tls::ClientTlsOptions;
 use crate::tuner::{Sla, TunerChoice};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -35,6 +36,8 @@ pub struct TransferOptions {
     pub log: Option<PathBuf>,
     /// System root for sysfs/proc reads (`WATTIO_ROOT`).
     pub root: SysRoot,
+    /// Certificate checks for `https` sources.
+    pub tls: ClientTlsOptions,
 }
 
 impl TransferOptions {
@@ -59,6 +62,7 @@ impl TransferOptions {
             energy_feedback: EnergyFeedback::Auto,
             log: None,
             root: SysRoot::from_env(),
+            tls: ClientTlsOptions::default(),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Reading responses: a buffer that parses heads with [`crate::http::parse_response_head`]
 //! and hands over the bytes behind them, and a one-shot request for listings and `HEAD`s.
 
-use super::conn::connect;
+use super::conn::Connector;
 use super::url::HttpUrl;
 use crate::http::{parse_response_head, ResponseHead};
 use anyhow::{anyhow, bail};
@@ -10,11 +10,12 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 /// A simple one-shot request on a fresh connection: status, headers (lower-case), body.
 pub(super) async fn simple_request(
+    connector: &Connector,
     url: &HttpUrl,
     method: &str,
     path: &str,
 ) -> anyhow::Result<(u16, Vec<(String, String)>, Vec<u8>)> {
-    let mut s = connect(url).await?;
+    let mut s = connector.connect(url).await?;
     let req = format!(
         "{method} {path} HTTP/1.1\r\nHost: {}\r\nUser-Agent: wattio\r\nConnection: close\r\n\r\n",
         url.authority()

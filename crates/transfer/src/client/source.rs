@@ -1,5 +1,6 @@
 //! What to fetch: the files of a wattio listing, or the single file a URL names.
 
+use super::conn::Connector;
 use super::response::simple_request;
 use super::url::HttpUrl;
 use crate::checksum;
@@ -42,7 +43,10 @@ impl BlockDigests {
 
 /// The files `url` names: a directory URL (or one naming the listing) reads the wattio
 /// listing; any other URL is one file, sized by `HEAD`.
-pub(super) async fn resolve_source(url: &HttpUrl) -> anyhow::Result<Vec<SourceFile>> {
+pub(super) async fn resolve_source(
+    connector: &Connector,
+    url: &HttpUrl,
+) -> anyhow::Result<Vec<SourceFile>> {
     let path = url.path.split('?').next().unwrap_or("/").to_string();
     let listing_suffix = format!("/{LISTING_PATH}");
     let listing_path = if path.ends_with('/') {
@@ -53,15 +57,14 @@ pub(super) async fn resolve_source(url: &HttpUrl) -> anyhow::Result<Vec<SourceFi
         None
     };
     if let Some(lp) = listing_path {
-        let (status, _, body) = simple_request(url, "GET", &lp).await?;
+        let (status, _, body) = simple_request(connector, url, "GET", &lp).await?;
         if status != 200 {
             bail!(
-                "no dataset listing at http://{}{lp} (HTTP {status}); serve the tree with `wattio serve` or write one with `wattio serve DIR --write-listing`",
-                url.authority()
+                "no dataset listing at {}{lp} (HTTP {status}); serve the tree with `wattio serve` or write one with `wattio serve DIR --write-listing`",
+                url.origin()
             );
         }
-        let listing =
-            Listing::parse(&body).map_err(|e| anyhow!("http://{}{lp}: {e}", url.authority()))?;
+        let listing = Listing::parse(&body).map_err(|e| anyhow!("{}{lp}: {e}", url.origin()))?;
         let base = &lp[..lp.len() - LISTING_PATH.len()];
         return Ok(listing
             .files
@@ -75,23 +78,15 @@ pub(super) async fn resolve_source(url: &HttpUrl) -> anyhow::Result<Vec<SourceFi
             })
             .collect());
     }
-    let (status, headers, _) = simple_request(url, "HEAD", &path).await?;
+    let (status, headers, _) = simple_request(connector, url, "HEAD", &path).await?;
     if status != 200 {
-        bail!(
-            "http://{}{path}: HTTP {status}; check the URL",
-            url.authority()
-        );
+        bail!("{}{path}: HTTP {status}; check the URL", url.origin());
     }
     let size = headers
         .iter()
         .find(|(k, _)| k == "content-length")
         .and_then(|(_, v)| v.trim().parse::<u64>().ok())
-        .ok_or_else(|| {
-            anyhow!(
-                "http://{}{path}: no Content-Length; cannot split it",
-                url.authority()
-            )
-        })?;
+        .ok_or_else(|| anyhow!("{}{path}: no Content-Length; cannot split it", url.origin()))?;
     let name = path.rsplit('/').next().unwrap_or("");
     let name = crate::http::percent_decode(name).unwrap_or_default();
     if !is_safe_relative(&name) {

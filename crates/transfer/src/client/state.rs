@@ -1,7 +1,7 @@
 //! The state the control loop and the channels share: the files, their part files and `.done`
 //! logs, the partitions' chunk queues and budgets, and the counters.
 
-use super::conn::Stream;
+use super::conn::{Connector, Stream};
 use super::source::BlockDigests;
 use super::url::HttpUrl;
 use std::collections::VecDeque;
@@ -107,6 +107,7 @@ pub(super) struct PartQueue {
 pub(super) struct Shared {
     /// Connections opened ahead (see `spawn_preconnect`), taken by the first channels.
     pub(super) spare: Mutex<Vec<(Instant, Stream)>>,
+    pub(super) connector: Arc<Connector>,
     pub(super) url: HttpUrl,
     pub(super) files: Vec<FileJob>,
     pub(super) parts: Vec<PartQueue>,

@@ -2,9 +2,11 @@
 
 use anyhow::{anyhow, bail};
 
-/// An `http://host:port/path` URL.
+/// An `http://host:port/path` or `https://host:port/path` URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpUrl {
+    /// `https`: the connection runs TLS.
+    pub tls: bool,
     pub host: String,
     pub port: u16,
     /// Origin-form path, starting with `/`, as given (percent-encoded).
@@ -12,11 +14,16 @@ pub struct HttpUrl {
 }
 
 impl HttpUrl {
-    /// Parses `http://HOST[:PORT]/PATH`.
+    /// Parses `http://HOST[:PORT]/PATH` and `https://HOST[:PORT]/PATH` (scheme in any case).
     pub fn parse(s: &str) -> anyhow::Result<HttpUrl> {
-        let rest = s.strip_prefix("http://").ok_or_else(|| {
-            anyhow!("unsupported URL {s:?}: only http:// URLs are supported (e.g. http://127.0.0.1:8080/)")
-        })?;
+        let (tls, rest) = match s.split_once("://") {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => (false, rest),
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (true, rest),
+            _ => bail!(
+                "unsupported URL {s}: only http:// and https:// URLs are supported (e.g. https://example.org/data/)"
+            ),
+        };
+        let default_port = if tls { "443" } else { "80" };
         let (auth, path) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, "/"),
@@ -25,11 +32,11 @@ impl HttpUrl {
             let (h, p) = h
                 .split_once(']')
                 .ok_or_else(|| anyhow!("bad IPv6 address in {s:?}"))?;
-            (h.to_string(), p.strip_prefix(':').unwrap_or("80"))
+            (h.to_string(), p.strip_prefix(':').unwrap_or(default_port))
         } else {
             match auth.rsplit_once(':') {
                 Some((h, p)) => (h.to_string(), p),
-                None => (auth.to_string(), "80"),
+                None => (auth.to_string(), default_port),
             }
         };
         if host.is_empty() {
@@ -37,10 +44,20 @@ impl HttpUrl {
         }
         let port = port.parse().map_err(|_| anyhow!("bad port in URL {s:?}"))?;
         Ok(HttpUrl {
+            tls,
             host,
             port,
             path: path.to_string(),
         })
+    }
+
+    /// `http://host:port` or `https://host:port`, for messages.
+    pub fn origin(&self) -> String {
+        format!(
+            "{}://{}",
+            if self.tls { "https" } else { "http" },
+            self.authority()
+        )
     }
 
     /// `host:port` (IPv6 hosts in brackets), for `Host` headers and messages.
@@ -76,10 +93,19 @@ mod tests {
             (u.host.as_str(), u.authority()),
             ("::1", "[::1]:9".to_string())
         );
-        assert!(HttpUrl::parse("https://x/")
+        let u = HttpUrl::parse("https://example.org/d/").unwrap();
+        assert!(u.tls);
+        assert_eq!(
+            (u.port, u.origin()),
+            (443, "https://example.org:443".into())
+        );
+        let u = HttpUrl::parse("HTTPS://[::1]:8443").unwrap();
+        assert_eq!((u.tls, u.port, u.path.as_str()), (true, 8443, "/"));
+        assert!(!HttpUrl::parse("http://h/").unwrap().tls);
+        assert!(HttpUrl::parse("ftp://x/")
             .unwrap_err()
             .to_string()
-            .contains("only http://"));
+            .contains("only http:// and https://"));
         assert!(HttpUrl::parse("http://x:port/").is_err());
     }
 }

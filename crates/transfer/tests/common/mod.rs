@@ -1,6 +1,8 @@
 //! Shared helpers of the transfer integration tests: datasets, digests, an nginx guard.
 #![allow(dead_code)]
 
+pub mod certs;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -91,6 +93,17 @@ impl Nginx {
     /// Starts nginx serving `root`, or returns None when nginx is not installed and
     /// WATTIO_REQUIRE_NGINX is unset (`make test` sets it, so CI cannot skip silently).
     pub fn start(root: &Path) -> Option<Nginx> {
+        Nginx::start_servers(|port| {
+            format!(
+                "server {{ listen 127.0.0.1:{port}; root {}; }}\n",
+                root.display()
+            )
+        })
+    }
+
+    /// Starts nginx with the `server` blocks `servers(port)` writes for a free loopback port
+    /// (the rest of the configuration as in [`Nginx::start`]).
+    pub fn start_servers(servers: impl FnOnce(u16) -> String) -> Option<Nginx> {
         let bin = ["/usr/sbin/nginx", "/usr/bin/nginx"]
             .into_iter()
             .find(|p| Path::new(p).exists());
@@ -109,8 +122,8 @@ impl Nginx {
              events {{ worker_connections 512; }}\n\
              http {{\n access_log off;\n client_body_temp_path {d}/b;\n proxy_temp_path {d}/p;\n fastcgi_temp_path {d}/f;\n uwsgi_temp_path {d}/u;\n scgi_temp_path {d}/s;\n\
               sendfile on;\n keepalive_requests 7;\n default_type application/octet-stream;\n\
-              server {{ listen 127.0.0.1:{port}; root {}; }}\n}}\n",
-            root.display()
+              {}}}\n",
+            servers(port)
         );
         let cfg = dir.path().join("nginx.conf");
         std::fs::write(&cfg, conf).unwrap();

@@ -1,0 +1,433 @@
+//! TLS for `wattio serve` and `wattio transfer`: rustls with the *ring* provider (no OpenSSL).
+//!
+//! - Client: the system trust store by default (`rustls-native-certs`: the files Debian's
+//!   `ca-certificates` maintains under /etc/ssl/certs, or `SSL_CERT_FILE` / `SSL_CERT_DIR` as
+//!   OpenSSL reads them), `--cacert FILE` instead of it and `--insecure`, as curl has them. The
+//!   server name goes out as SNI (not for IP addresses, which RFC 6066 §3 excludes); ALPN
+//!   offers `http/1.1` only. Handshake failures become one-line messages naming the cause and
+//!   the fix ([`handshake_error`]).
+//! - Server: one certificate chain and key from PEM files ([`server_config`]).
+//! - [`Conn`]: a TCP connection, with or without TLS, for the engine and the server.
+//!
+//! The CPU TLS costs is spent on the process's own threads (rustls encrypts and decrypts in
+//! the task that reads or writes), so it is in the process CPU time the tuners read.
+
+use anyhow::{anyhow, bail, Context};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
+/// How the client checks servers' certificates.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientTlsOptions {
+    /// Trust only the CA certificates in this PEM file, instead of the system store
+    /// (`--cacert`).
+    pub cacert: Option<PathBuf>,
+    /// Do not verify certificates at all (`--insecure`): encryption without authentication.
+    pub insecure: bool,
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// The client configuration for `opts` (trust roots read now; built once per transfer, so
+/// every connection shares its TLS session cache and resumes sessions when it reconnects).
+pub fn client_config(opts: &ClientTlsOptions) -> anyhow::Result<Arc<rustls::ClientConfig>> {
+    let provider = provider();
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .context("the TLS provider offers no protocol version")?;
+    let mut cfg = if opts.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerification(provider)))
+            .with_no_client_auth()
+    } else {
+        builder
+            .with_root_certificates(trust_roots(opts.cacert.as_deref())?)
+            .with_no_client_auth()
+    };
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(cfg))
+}
+
+/// The CA certificates in `cacert`, or the system's.
+fn trust_roots(cacert: Option<&Path>) -> anyhow::Result<RootCertStore> {
+    let mut roots = RootCertStore::empty();
+    match cacert {
+        Some(p) => {
+            let certs = read_certs(p, "--cacert")?;
+            let (added, _) = roots.add_parsable_certificates(certs);
+            if added == 0 {
+                bail!(
+                    "--cacert {}: no usable CA certificate in it; give the PEM file of the CA that signed the server's certificate",
+                    p.display()
+                );
+            }
+        }
+        None => {
+            let found = rustls_native_certs::load_native_certs();
+            roots.add_parsable_certificates(found.certs);
+            if roots.is_empty() {
+                let why = found
+                    .errors
+                    .first()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default();
+                bail!(
+                    "no trusted CA certificates in the system store{why}; install ca-certificates, or give the server's CA with --cacert FILE"
+                );
+            }
+        }
+    }
+    Ok(roots)
+}
+
+/// Every certificate of a PEM file.
+fn read_certs(p: &Path, flag: &str) -> anyhow::Result<Vec<CertificateDer<'static>>> {
+    let bytes =
+        std::fs::read(p).with_context(|| format!("{flag} {}: cannot read it", p.display()))?;
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<_, _>>()
+        .map_err(|e| anyhow!("{flag} {}: not a PEM certificate file ({e})", p.display()))?;
+    if certs.is_empty() {
+        bail!(
+            "{flag} {}: no certificate in it; give a PEM file with -----BEGIN CERTIFICATE----- blocks",
+            p.display()
+        );
+    }
+    Ok(certs)
+}
+
+/// The server configuration for a PEM certificate chain (leaf first) and its PEM private key
+/// (PKCS#8, PKCS#1 or SEC1).
+pub fn server_config(cert: &Path, key: &Path) -> anyhow::Result<Arc<rustls::ServerConfig>> {
+    let chain = read_certs(cert, "--tls-cert")?;
+    let key_der = PrivateKeyDer::from_pem_file(key).map_err(|e| {
+        anyhow!(
+            "--tls-key {}: no private key read ({e}); give the PEM key that belongs to --tls-cert",
+            key.display()
+        )
+    })?;
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .context("the TLS provider offers no protocol version")?
+        .with_no_client_auth()
+        .with_single_cert(chain, key_der)
+        .map_err(|e| {
+            anyhow!(
+                "--tls-cert {} with --tls-key {}: {e}; give the key that belongs to the certificate",
+                cert.display(),
+                key.display()
+            )
+        })?;
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(cfg))
+}
+
+/// The name the client checks the certificate against and sends as SNI.
+pub fn server_name(host: &str) -> anyhow::Result<ServerName<'static>> {
+    ServerName::try_from(host.to_string()).map_err(|_| {
+        anyhow!("{host:?} is not a valid TLS server name; use a DNS name or an IP address")
+    })
+}
+
+/// A one-line message for a failed TLS handshake with `host`: what is wrong with the
+/// certificate and what to do about it.
+pub fn handshake_error(host: &str, e: &io::Error) -> anyhow::Error {
+    let Some(tls) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) else {
+        return anyhow!("TLS handshake with {host} failed: {e}; is it an HTTPS server?");
+    };
+    let fix = "or --insecure to skip verification";
+    match tls {
+        rustls::Error::InvalidCertificate(c) => match c {
+            CertificateError::UnknownIssuer => anyhow!(
+                "{host}: the server's certificate is signed by an unknown certificate authority; give that CA with --cacert FILE ({fix})"
+            ),
+            CertificateError::NotValidForName => anyhow!(
+                "{host}: the server's certificate is not valid for the name {host}; use a name the certificate was issued for ({fix})"
+            ),
+            CertificateError::NotValidForNameContext { presented, .. } => {
+                let names: Vec<String> = presented.iter().filter_map(|n| san_text(n)).collect();
+                if names.is_empty() {
+                    anyhow!(
+                        "{host}: the server's certificate names no host; the server needs a certificate for {host} ({fix})"
+                    )
+                } else {
+                    anyhow!(
+                        "{host}: the server's certificate is not valid for the name {host} but for {}; use one of those names ({fix})",
+                        names.join(", ")
+                    )
+                }
+            }
+            CertificateError::Expired => anyhow!(
+                "{host}: the server's certificate has expired; the server must renew it ({fix})"
+            ),
+            CertificateError::ExpiredContext { not_after, .. } => anyhow!(
+                "{host}: the server's certificate expired on {}; the server must renew it ({fix})",
+                utc_date(*not_after)
+            ),
+            CertificateError::NotValidYet => anyhow!(
+                "{host}: the server's certificate is not valid yet; check this machine's clock ({fix})"
+            ),
+            CertificateError::NotValidYetContext { not_before, .. } => anyhow!(
+                "{host}: the server's certificate is not valid before {}; check this machine's clock ({fix})",
+                utc_date(*not_before)
+            ),
+            other => anyhow!("{host}: the server's certificate was refused: {other} ({fix})"),
+        },
+        rustls::Error::NoApplicationProtocol => anyhow!(
+            "{host}: the server does not speak HTTP/1.1 over TLS (ALPN)"
+        ),
+        other => anyhow!("TLS handshake with {host} failed: {other}"),
+    }
+}
+
+/// A DNS name or IP address of a certificate as rustls-webpki reports it in
+/// `NotValidForNameContext` (`DnsName("a.example")`, `IpAddress(127.0.0.1)`), without the
+/// wrapping; other kinds of names are left out.
+fn san_text(presented: &str) -> Option<String> {
+    if let Some(n) = presented
+        .strip_prefix("DnsName(\"")
+        .and_then(|r| r.strip_suffix("\")"))
+    {
+        return Some(n.to_string());
+    }
+    presented
+        .strip_prefix("IpAddress(")
+        .and_then(|r| r.strip_suffix(')'))
+        .map(str::to_string)
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC` of a Unix time (civil-from-days, H. Hinnant,
+/// <https://howardhinnant.github.io/date_algorithms.html#civil_from_days>).
+fn utc_date(t: UnixTime) -> String {
+    let s = t.as_secs();
+    let (days, rem) = ((s / 86_400) as i64, s % 86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + (m <= 2) as i64;
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// `--insecure`: any certificate is accepted; the handshake signatures are still checked, so
+/// the peer holds the key of the certificate it sent (what curl's `--insecure` leaves, too).
+#[derive(Debug)]
+struct NoVerification(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for NoVerification {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// A connection with or without TLS.
+pub enum Conn {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::TlsStream<TcpStream>>),
+}
+
+impl Conn {
+    /// The TCP connection underneath.
+    pub fn tcp(&self) -> &TcpStream {
+        match self {
+            Conn::Plain(s) => s,
+            Conn::Tls(s) => s.get_ref().0,
+        }
+    }
+}
+
+impl AsyncRead for Conn {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Conn::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Conn::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Conn {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Conn::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Conn::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Conn::Plain(s) => Pin::new(s).poll_flush(cx),
+            Conn::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Conn::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Conn::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tls_err(e: rustls::Error) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidData, e)
+    }
+
+    #[test]
+    fn dates_from_unix_time() {
+        let d = |s| {
+            utc_date(UnixTime::since_unix_epoch(std::time::Duration::from_secs(
+                s,
+            )))
+        };
+        assert_eq!(d(0), "1970-01-01 00:00:00 UTC");
+        // `date -u -d @951782400` (a leap day)
+        assert_eq!(d(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(d(1_700_000_000), "2023-11-14 22:13:20 UTC");
+        assert_eq!(d(4_102_444_799), "2099-12-31 23:59:59 UTC");
+    }
+
+    #[test]
+    fn handshake_errors_name_the_cause_and_the_fix() {
+        let msg = |e: rustls::Error| handshake_error("example.org", &tls_err(e)).to_string();
+        let m = msg(rustls::Error::InvalidCertificate(
+            CertificateError::UnknownIssuer,
+        ));
+        assert!(
+            m.contains("unknown certificate authority") && m.contains("--cacert"),
+            "{m}"
+        );
+        let m = msg(rustls::Error::InvalidCertificate(
+            CertificateError::NotValidForNameContext {
+                expected: ServerName::try_from("example.org").unwrap(),
+                presented: vec![
+                    "DnsName(\"a.test\")".into(),
+                    "IpAddress(10.0.0.1)".into(),
+                    "DirectoryName".into(),
+                ],
+            },
+        ));
+        assert!(
+            m.contains("not valid for the name example.org but for a.test, 10.0.0.1;"),
+            "{m}"
+        );
+        let m = msg(rustls::Error::InvalidCertificate(
+            CertificateError::ExpiredContext {
+                time: UnixTime::since_unix_epoch(std::time::Duration::from_secs(1_700_000_000)),
+                not_after: UnixTime::since_unix_epoch(std::time::Duration::from_secs(951_782_400)),
+            },
+        ));
+        assert!(m.contains("expired on 2000-02-29"), "{m}");
+        for m in [
+            msg(rustls::Error::InvalidCertificate(
+                CertificateError::UnknownIssuer,
+            )),
+            handshake_error("h", &io::Error::other("reset")).to_string(),
+        ] {
+            assert_eq!(m.lines().count(), 1, "{m}");
+            assert!(!m.contains("Some("), "{m}");
+        }
+    }
+
+    #[test]
+    fn bad_files_are_refused_with_the_flag_named() {
+        let d = tempfile::tempdir().unwrap();
+        let empty = d.path().join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").unwrap();
+        let e = client_config(&ClientTlsOptions {
+            cacert: Some(empty.clone()),
+            insecure: false,
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("--cacert ") && e.contains("no certificate"),
+            "{e}"
+        );
+        let e = client_config(&ClientTlsOptions {
+            cacert: Some(d.path().join("missing.pem")),
+            insecure: false,
+        })
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("cannot read it"), "{e:#}");
+        let e = server_config(&empty, &empty).unwrap_err().to_string();
+        assert!(e.starts_with("--tls-cert "), "{e}");
+        assert!(client_config(&ClientTlsOptions {
+            cacert: None,
+            insecure: true
+        })
+        .is_ok());
+    }
+}

@@ -1,0 +1,156 @@
+//! HTTPS end to end over loopback, with certificates the tests make: `wattio serve` over TLS,
+//! nginx over TLS (with SNI choosing the server block), and the one-line errors for an unknown
+//! CA, a name mismatch and an expired certificate.
+
+mod common;
+
+use common::certs::{TestPki, Validity};
+use std::path::Path;
+use std::time::Duration;
+use wattio_transfer::actuator::CoreBackend;
+use wattio_transfer::client::{run_transfer, TransferOptions};
+use wattio_transfer::server::{ServerConfig, ServerHandle};
+use wattio_transfer::tls::{self, ClientTlsOptions};
+use wattio_transfer::tuner::Sla;
+
+fn opts(src: String, dest: &Path, cacert: Option<&Path>) -> TransferOptions {
+    let mut o = TransferOptions::new(src, dest, Sla::MaxThroughput);
+    o.interval = Duration::from_millis(100);
+    o.core_backend = CoreBackend::None;
+    o.cpufreq = false;
+    o.meter = false;
+    o.retries = 2;
+    o.tls = ClientTlsOptions {
+        cacert: cacert.map(Path::to_path_buf),
+        insecure: false,
+    };
+    o
+}
+
+fn tls_server(root: &Path, cert: &common::certs::ServerCert) -> ServerHandle {
+    let mut cfg = ServerConfig::new(root);
+    cfg.tls = Some(tls::server_config(&cert.cert, &cert.key).unwrap());
+    ServerHandle::start(cfg, "127.0.0.1:0").unwrap()
+}
+
+/// The error of a transfer that must fail, as the CLI prints it (`{:#}`), on one line.
+fn failure(o: &TransferOptions) -> String {
+    let e = format!("{:#}", run_transfer(o).expect_err("the transfer must fail"));
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        !e.contains("Some(") && !e.contains("Custom {") && !e.contains("DnsName("),
+        "{e}"
+    );
+    e
+}
+
+#[test]
+fn wattio_serve_over_tls_byte_identical_with_checksums() {
+    let pki = TestPki::new();
+    let cert = pki.server("localhost", &["localhost", "127.0.0.1"], Validity::Current);
+    let src = tempfile::tempdir().unwrap();
+    let rels = common::default_dataset(src.path());
+    let h = tls_server(src.path(), &cert);
+    // by name (SNI sent) and by IP address (no SNI; the certificate names the address)
+    for host in ["localhost", "127.0.0.1"] {
+        let dst = tempfile::tempdir().unwrap();
+        let url = format!("https://{host}:{}/", h.addr.port());
+        let s = run_transfer(&opts(url.clone(), dst.path(), Some(&pki.ca_pem())))
+            .unwrap_or_else(|e| panic!("{url}: {e:#}"));
+        common::assert_same_tree(src.path(), dst.path(), &rels);
+        assert_eq!(s.files_verified_checksum, rels.len());
+    }
+}
+
+#[test]
+fn certificate_errors_name_the_cause_and_the_fix() {
+    let pki = TestPki::new();
+    let src = tempfile::tempdir().unwrap();
+    std::fs::write(src.path().join("f.bin"), common::bytes(7, 10_000)).unwrap();
+    let dst = tempfile::tempdir().unwrap();
+
+    // signed by a CA the system store does not have
+    let good = pki.server("good", &["localhost"], Validity::Current);
+    let h = tls_server(src.path(), &good);
+    let url = format!("https://localhost:{}/f.bin", h.addr.port());
+    let e = failure(&opts(url.clone(), dst.path(), None));
+    assert!(
+        e.contains("unknown certificate authority") && e.contains("--cacert"),
+        "{e}"
+    );
+    // --insecure gets the bytes anyway
+    let mut o = opts(url, dst.path(), None);
+    o.tls.insecure = true;
+    run_transfer(&o).unwrap();
+    assert_eq!(
+        std::fs::read(dst.path().join("f.bin")).unwrap(),
+        common::bytes(7, 10_000)
+    );
+    drop(h);
+
+    // issued for another name; expired
+    for (cert, want) in [
+        (
+            pki.server("other", &["other.example"], Validity::Current),
+            "not valid for the name localhost but for other.example;",
+        ),
+        (
+            pki.server("old", &["localhost"], Validity::Expired),
+            "expired on 2001-01-01 00:00:00 UTC",
+        ),
+    ] {
+        let h = tls_server(src.path(), &cert);
+        let url = format!("https://localhost:{}/f.bin", h.addr.port());
+        let e = failure(&opts(url, dst.path(), Some(&pki.ca_pem())));
+        assert!(e.contains(want), "{e}");
+    }
+
+    // an HTTPS URL for a plain HTTP server
+    let plain = ServerHandle::start(ServerConfig::new(src.path()), "127.0.0.1:0").unwrap();
+    let e = failure(&opts(
+        format!("https://127.0.0.1:{}/f.bin", plain.addr.port()),
+        dst.path(),
+        Some(&pki.ca_pem()),
+    ));
+    assert!(e.contains("TLS handshake with 127.0.0.1 failed"), "{e}");
+}
+
+/// nginx over TLS: a default server that refuses every handshake and a `localhost` server with
+/// the dataset, so the transfer only works if the client sends SNI; byte-identical results.
+#[test]
+fn nginx_over_tls_with_sni() {
+    let pki = TestPki::new();
+    let cert = pki.server("nginx", &["localhost"], Validity::Current);
+    let src = tempfile::tempdir().unwrap();
+    let rels = common::default_dataset(src.path());
+    wattio_transfer::listing::write_listing(src.path()).unwrap();
+    let Some(ng) = common::Nginx::start_servers(|port| {
+        format!(
+            "server {{ listen 127.0.0.1:{port} ssl default_server; ssl_reject_handshake on; }}\n\
+             server {{ listen 127.0.0.1:{port} ssl; server_name localhost; root {};\n\
+               ssl_certificate {}; ssl_certificate_key {}; }}\n",
+            src.path().display(),
+            cert.cert.display(),
+            cert.key.display()
+        )
+    }) else {
+        return;
+    };
+    let dst = tempfile::tempdir().unwrap();
+    let s = run_transfer(&opts(
+        format!("https://localhost:{}/.wattio/listing.json", ng.port),
+        dst.path(),
+        Some(&pki.ca_pem()),
+    ))
+    .unwrap_or_else(|e| panic!("{e:#}"));
+    common::assert_same_tree(src.path(), dst.path(), &rels);
+    assert_eq!(s.files_verified_checksum, rels.len());
+    // without SNI (an IP address) nginx's default server refuses the handshake
+    let dst = tempfile::tempdir().unwrap();
+    let e = failure(&opts(
+        format!("https://127.0.0.1:{}/.wattio/listing.json", ng.port),
+        dst.path(),
+        Some(&pki.ca_pem()),
+    ));
+    assert!(e.contains("TLS handshake with 127.0.0.1 failed"), "{e}");
+}
