@@ -1,7 +1,7 @@
 //! Where to read from: expected time and energy of disk and network for an object of a given size
 //! in the devices' current modes, weighted by equation (4); and when to issue a ghost hint.
 
-use wattio_power::{eq, DeviceSpec, GhostHint, IoOp, ModeId};
+use wattio_power::{eq, DeviceSpec, GhostHint, IoOp, ModeId, Readiness};
 
 /// A data source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -52,6 +52,47 @@ pub fn access_cost(
     })
 }
 
+/// A device as a read source at the moment of the decision: its description and what its
+/// power manager says about it ([`wattio_power::PowerManager::readiness`]: its mode, and how
+/// long a read would wait for queued I/O or a transition under way, and from which mode).
+#[derive(Debug, Clone, Copy)]
+pub struct SourceState<'a> {
+    /// The device.
+    pub spec: &'a DeviceSpec,
+    /// Its readiness for a read issued now.
+    pub readiness: Readiness,
+}
+
+impl<'a> SourceState<'a> {
+    /// A device settled in `mode` with nothing queued.
+    pub fn idle(spec: &'a DeviceSpec, mode: ModeId) -> Self {
+        Self {
+            spec,
+            readiness: Readiness {
+                mode,
+                io_mode: mode,
+                wait_s: 0.0,
+            },
+        }
+    }
+
+    fn power_w(&self) -> Option<f64> {
+        Some(self.spec.mode(self.readiness.mode)?.power_w)
+    }
+
+    /// Expected cost of reading `bytes`: the wait (during which the rest of the machine draws
+    /// `others_w`), then [`access_cost`] from the mode the read would start from.
+    fn expected(&self, bytes: u64, others_w: f64) -> Option<AccessCost> {
+        let r = self.readiness;
+        let c = access_cost(self.spec, r.io_mode, IoOp::Read, bytes, others_w)?;
+        let wait = r.wait_s.max(0.0);
+        Some(AccessCost {
+            time_s: wait + c.time_s,
+            energy_j: c.energy_j + others_w * wait,
+        })
+    }
+}
+
 /// The outcome of a read decision.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Choice {
@@ -59,24 +100,24 @@ pub struct Choice {
     pub source: Source,
     /// Expected cost of the chosen source.
     pub cost: AccessCost,
-    /// Expected cost from disk / network in the current modes.
+    /// Expected cost from the disk in its current state.
     pub disk: AccessCost,
-    /// Expected cost from the network in the current mode.
+    /// Expected cost from the network in its current state.
     pub network: AccessCost,
-    /// Source that would win were each device in its high-power mode (the other as it is).
+    /// Source that would win were each device in its high-power mode and ready (the other
+    /// device's power as it is now, paper §4.4).
     pub ideal: Source,
     /// A ghost hint for the ideal device, when it differs from the chosen one.
     pub ghost: Option<(Source, GhostHint)>,
 }
 
 /// Decide where to read a cached object of `bytes` from (eq. 4), and whether to issue a ghost
-/// hint. `now` stamps the hint; `foreground` says whether a user waits.
-#[allow(clippy::too_many_arguments)]
+/// hint. Each source's cost includes its wait (queued I/O, a transition under way). `now`
+/// stamps the hint; `foreground` says whether a user waits (background reads weigh energy
+/// only).
 pub fn choose_read(
-    storage: &DeviceSpec,
-    storage_mode: ModeId,
-    network: &DeviceSpec,
-    network_mode: ModeId,
+    disk: SourceState<'_>,
+    network: SourceState<'_>,
     bytes: u64,
     base_power_w: f64,
     knob: f64,
@@ -84,43 +125,31 @@ pub fn choose_read(
     foreground: bool,
 ) -> Option<Choice> {
     let k = if foreground { knob } else { 0.0 };
-    let p_net = network.mode(network_mode)?.power_w;
-    let p_disk = storage.mode(storage_mode)?.power_w;
-    let disk = access_cost(
-        storage,
-        storage_mode,
-        IoOp::Read,
-        bytes,
-        base_power_w + p_net,
-    )?;
-    let net = access_cost(
-        network,
-        network_mode,
-        IoOp::Read,
-        bytes,
-        base_power_w + p_disk,
-    )?;
+    // While one device works, the machine's base power and the other device's idle power run.
+    let others_disk = base_power_w + network.power_w()?;
+    let others_net = base_power_w + disk.power_w()?;
+    let disk_c = disk.expected(bytes, others_disk)?;
+    let net_c = network.expected(bytes, others_net)?;
     let w = |c: &AccessCost| eq::weighted_cost_eq4(c.time_s, c.energy_j, k);
     // Ties go to the disk: the static hierarchy's choice.
-    let (source, cost) = if w(&disk) <= w(&net) {
-        (Source::Disk, disk)
+    let (source, cost) = if w(&disk_c) <= w(&net_c) {
+        (Source::Disk, disk_c)
     } else {
-        (Source::Network, net)
+        (Source::Network, net_c)
     };
-    // Ideal (paper §4.4): each device in its highest-power mode, the other as it is now.
     let disk_i = access_cost(
-        storage,
-        storage.high_mode(),
+        disk.spec,
+        disk.spec.high_mode(),
         IoOp::Read,
         bytes,
-        base_power_w + p_net,
+        others_disk,
     )?;
     let net_i = access_cost(
-        network,
-        network.high_mode(),
+        network.spec,
+        network.spec.high_mode(),
         IoOp::Read,
         bytes,
-        base_power_w + p_disk,
+        others_net,
     )?;
     let (ideal, ideal_cost) = if w(&disk_i) <= w(&net_i) {
         (Source::Disk, disk_i)
@@ -134,13 +163,14 @@ pub fn choose_read(
             delta_t_s: cost.time_s - ideal_cost.time_s,
             delta_e_j: cost.energy_j - ideal_cost.energy_j,
             foreground,
+            bytes,
         },
     ));
     Some(Choice {
         source,
         cost,
-        disk,
-        network: net,
+        disk: disk_c,
+        network: net_c,
         ideal,
         ghost,
     })
@@ -186,7 +216,16 @@ mod tests {
         let p = paper();
         let (s, n) = (&p.storage, &p.network);
         let sb = s.mode_by_name("standby").unwrap();
-        let c = choose_read(s, sb, n, n.high_mode(), 32768, 1.44, 50.0, 7.0, true).unwrap();
+        let c = choose_read(
+            SourceState::idle(s, sb),
+            SourceState::idle(n, n.high_mode()),
+            32768,
+            1.44,
+            50.0,
+            7.0,
+            true,
+        )
+        .unwrap();
         assert_eq!(c.source, Source::Network);
         assert_eq!(c.ideal, Source::Disk);
         let (to, h) = c.ghost.unwrap();
@@ -205,7 +244,16 @@ mod tests {
         let p = paper();
         let (s, n) = (&p.storage, &p.network);
         let sb = s.mode_by_name("standby").unwrap();
-        let c = choose_read(s, sb, n, n.high_mode(), 512 * 1024, 1.44, 50.0, 0.0, true).unwrap();
+        let c = choose_read(
+            SourceState::idle(s, sb),
+            SourceState::idle(n, n.high_mode()),
+            512 * 1024,
+            1.44,
+            50.0,
+            0.0,
+            true,
+        )
+        .unwrap();
         assert_eq!(c.source, Source::Disk);
         assert!(c.ghost.is_none());
         assert!(
@@ -222,10 +270,8 @@ mod tests {
         for kb in [1u64, 4, 32, 512, 4096] {
             for knob in [0.0, 50.0, 100.0] {
                 let c = choose_read(
-                    s,
-                    s.high_mode(),
-                    n,
-                    n.low_readable_mode(),
+                    SourceState::idle(s, s.high_mode()),
+                    SourceState::idle(n, n.low_readable_mode()),
                     kb * 1024,
                     1.44,
                     knob,

@@ -1,9 +1,11 @@
 //! wattio-cache: the energy-aware cache manager of "Ghosts in the Machine" (Figure 6).
 //!
-//! - [`decide`]: expected time and energy of disk and network reads in the current modes,
-//!   weighted by eq. (4); ghost hints when the chosen source is not the ideal one.
+//! - [`decide`]: expected time and energy of disk and network reads in the devices' current
+//!   state (mode, transition under way, queued I/O), weighted by eq. (4); ghost hints when the
+//!   chosen source is not the ideal one.
 //! - [`queue`]: the capped deferred write queue.
-//! - [`store`]: the atomic on-disk store and its index rebuild.
+//! - [`store`]: the [`Store`] interface, the atomic on-disk [`FsStore`] with its index rebuild,
+//!   and [`MemStore`].
 //! - [`manager`]: [`CacheManager`], tying them to a [`wattio_power::PowerManager`].
 //!
 //! Wiring it together (the drivers report modes; STPM moves the disk; the cache reads the modes):
@@ -51,9 +53,10 @@ pub mod manager;
 pub mod queue;
 pub mod store;
 
-pub use decide::{access_cost, choose_read, AccessCost, Choice, Source};
+pub use decide::{access_cost, choose_read, AccessCost, Choice, Source, SourceState};
 pub use manager::{
     CacheConfig, CacheError, CacheManager, CacheStatus, FlushReport, LostWrite, WriteOp,
+    WriteOptions,
 };
 pub use queue::{Queued, WriteQueue, DEFAULT_CAP_BYTES};
-pub use store::{FsStore, RebuildReport, StoreError};
+pub use store::{FsStore, MemStore, RebuildReport, Store, StoreError, StoredEntry};

@@ -11,13 +11,18 @@
 //! | `Rename`       | [`CacheManager::rename`]          |
 //! | `Delete`       | [`CacheManager::delete`]          |
 //!
-//! Writes, metadata, renames and deletes go to the queue while the disk is in a mode that cannot
-//! write; the queue is flushed when the disk enters its high-power mode (a power-manager
-//! callback), when it is full, before a disk read, and on [`CacheManager::flush`] / drop.
+//! Writes, metadata, renames and deletes go to the queue while the disk is in (or on its way
+//! to) a mode that cannot write; the queue is flushed when the disk enters its high-power mode
+//! (a power-manager callback), when it is full, after a disk read (before it, when a queued
+//! rename or delete could change what the read finds), and on [`CacheManager::flush`] / drop.
+//!
+//! The store is any [`Store`]: [`CacheManager::open`] uses the durable [`FsStore`];
+//! [`CacheManager::with_store`] takes another (the simulator's store times every operation on
+//! a simulated disk).
 
-use crate::decide::{choose_read, Source};
+use crate::decide::{choose_read, Source, SourceState};
 use crate::queue::{Queued, WriteQueue, DEFAULT_CAP_BYTES};
-use crate::store::{FsStore, RebuildReport, StoreError};
+use crate::store::{check_name, FsStore, RebuildReport, Store, StoreError, StoredEntry};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -108,11 +113,12 @@ pub struct FlushReport {
     pub lost: Vec<LostWrite>,
 }
 
-/// Configuration.
-#[derive(Debug, Clone)]
-pub struct CacheConfig {
-    /// Directory of the store.
-    pub root: PathBuf,
+/// How writes reach the store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriteOptions {
+    /// Queue writes while the disk cannot write (default, the paper's §4.3); `false` writes
+    /// through at once, spinning the disk up (a static cache hierarchy).
+    pub defer: bool,
     /// Write-queue cap in bytes (default 4 MB).
     pub queue_cap_bytes: u64,
     /// Flush when the oldest queued operation is older than this many seconds (bounds the work
@@ -121,13 +127,31 @@ pub struct CacheConfig {
     pub max_lost_work_s: Option<f64>,
 }
 
+impl Default for WriteOptions {
+    fn default() -> Self {
+        Self {
+            defer: true,
+            queue_cap_bytes: DEFAULT_CAP_BYTES,
+            max_lost_work_s: None,
+        }
+    }
+}
+
+/// Configuration of a cache on a file-system store.
+#[derive(Debug, Clone)]
+pub struct CacheConfig {
+    /// Directory of the store.
+    pub root: PathBuf,
+    /// How writes reach the store.
+    pub writes: WriteOptions,
+}
+
 impl CacheConfig {
     /// Defaults for a store under `root`.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self {
             root: root.into(),
-            queue_cap_bytes: DEFAULT_CAP_BYTES,
-            max_lost_work_s: None,
+            writes: WriteOptions::default(),
         }
     }
 }
@@ -141,7 +165,7 @@ struct Entry {
 }
 
 struct State {
-    store: FsStore,
+    store: Box<dyn Store>,
     index: HashMap<String, Entry>,
     queue: WriteQueue<WriteOp>,
     lost: Vec<LostWrite>,
@@ -149,6 +173,7 @@ struct State {
     /// Clock time of the oldest queued operation.
     oldest: Option<f64>,
     max_lost_work_s: Option<f64>,
+    defer: bool,
 }
 
 /// Receives ghost hints: the device that would have been better, and the hint.
@@ -169,7 +194,7 @@ fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn apply(store: &FsStore, op: &WriteOp) -> Result<(), StoreError> {
+fn apply(store: &dyn Store, op: &WriteOp) -> Result<(), StoreError> {
     match op {
         WriteOp::Put(n, d) => store.put_data(n, d),
         WriteOp::PutMeta(n, m) => store.put_meta(n, m),
@@ -187,7 +212,7 @@ fn flush_locked(st: &mut State) -> FlushReport {
     st.flushes += 1;
     st.oldest = None;
     for op in &ops {
-        match apply(&st.store, op) {
+        match apply(st.store.as_ref(), op) {
             Ok(()) => rep.written += 1,
             Err(e) => rep.lost.push(LostWrite {
                 op: op.describe(),
@@ -203,8 +228,9 @@ fn flush_locked(st: &mut State) -> FlushReport {
 }
 
 impl CacheManager {
-    /// Open the store (rebuilding its index) and attach to the power manager's `disk` and `net`
-    /// devices. The queue is flushed whenever the disk enters its high-power mode.
+    /// Open the file-system store under `cfg.root` (rebuilding its index) and attach to the
+    /// power manager's `disk` and `net` devices. The queue is flushed whenever the disk enters
+    /// its high-power mode.
     pub fn open(
         cfg: &CacheConfig,
         pm: Arc<PowerManager>,
@@ -212,6 +238,21 @@ impl CacheManager {
         net: DeviceHandle,
     ) -> Result<Self, CacheError> {
         let (store, stored, rebuild) = FsStore::open(&cfg.root)?;
+        let mut c = Self::with_store(Box::new(store), stored, &cfg.writes, pm, disk, net)?;
+        c.rebuild = rebuild;
+        Ok(c)
+    }
+
+    /// A cache over `store`, whose objects are `stored` (e.g. [`crate::MemStore::entries`]),
+    /// attached to the power manager's `disk` and `net` devices.
+    pub fn with_store(
+        store: Box<dyn Store>,
+        stored: HashMap<String, StoredEntry>,
+        writes: &WriteOptions,
+        pm: Arc<PowerManager>,
+        disk: DeviceHandle,
+        net: DeviceHandle,
+    ) -> Result<Self, CacheError> {
         let mut index = HashMap::new();
         for (name, e) in stored {
             let meta = if e.has_meta {
@@ -235,11 +276,12 @@ impl CacheManager {
         let state = Arc::new(Mutex::new(State {
             store,
             index,
-            queue: WriteQueue::new(cfg.queue_cap_bytes),
+            queue: WriteQueue::new(writes.queue_cap_bytes),
             lost: Vec::new(),
             flushes: 0,
             oldest: None,
-            max_lost_work_s: cfg.max_lost_work_s,
+            max_lost_work_s: writes.max_lost_work_s,
+            defer: writes.defer,
         }));
         let high = pm.spec(disk)?.high_mode();
         let weak: Weak<Mutex<State>> = Arc::downgrade(&state);
@@ -259,7 +301,7 @@ impl CacheManager {
             state,
             callback: Some(callback),
             ghost_sink: Mutex::new(None),
-            rebuild,
+            rebuild: RebuildReport::default(),
         })
     }
 
@@ -273,13 +315,17 @@ impl CacheManager {
         *self.ghost_sink.lock().unwrap_or_else(|p| p.into_inner()) = Some(sink);
     }
 
+    /// Whether the disk can write now: settled in a mode that can write. During a transition
+    /// writes wait in the queue: a step down leads to a mode that cannot write, and after a
+    /// spin-up the callback flushes the queue once reads issued meanwhile have gone first.
     fn disk_can_write(&self) -> Result<bool, CacheError> {
-        let m = self.pm.current_mode(self.disk)?;
-        Ok(self.pm.mode_info(self.disk, m)?.can(IoOp::Write))
+        let r = self.pm.readiness(self.disk, IoOp::Write)?;
+        Ok(r.io_mode == r.mode && self.pm.mode_info(self.disk, r.mode)?.can(IoOp::Write))
     }
 
-    /// `CacheStatus`: from the in-memory index and the devices' current modes, without touching
-    /// the disk. Issues a ghost hint when the chosen source is not the ideal one.
+    /// `CacheStatus`: from the in-memory index and the devices' current state (mode, transition
+    /// under way, queued I/O: [`PowerManager::readiness`]), without touching the disk. Issues a
+    /// ghost hint when the chosen source is not the ideal one.
     pub fn cache_status(&self, name: &str) -> Result<CacheStatus, CacheError> {
         let (size, pending) = {
             let st = lock(&self.state);
@@ -297,16 +343,18 @@ impl CacheManager {
             return Ok(CacheStatus::Present { size });
         }
         let (ds, ns) = (self.pm.spec(self.disk)?, self.pm.spec(self.net)?);
-        let (dm, nm) = (
-            self.pm.current_mode(self.disk)?,
-            self.pm.current_mode(self.net)?,
-        );
+        let disk = SourceState {
+            spec: &ds,
+            readiness: self.pm.readiness(self.disk, IoOp::Read)?,
+        };
+        let network = SourceState {
+            spec: &ns,
+            readiness: self.pm.readiness(self.net, IoOp::Read)?,
+        };
         let now = self.pm.clock().now();
         let Some(c) = choose_read(
-            &ds,
-            dm,
-            &ns,
-            nm,
+            disk,
+            network,
             size,
             self.pm.base_power_w(),
             self.pm.knob() as f64,
@@ -332,6 +380,8 @@ impl CacheManager {
     }
 
     /// `GetData`: from the queue if the data is not on disk yet, else from the store (verified).
+    /// The disk is up for the read anyway, so the queue is flushed: after the read, so the user
+    /// does not wait for it, unless a queued rename or delete could change what the read finds.
     pub fn get_data(&self, name: &str) -> Result<Vec<u8>, CacheError> {
         let mut st = lock(&self.state);
         let e = st
@@ -342,10 +392,16 @@ impl CacheManager {
         if let Some(p) = &e.pending {
             return Ok(p.as_ref().clone());
         }
-        // Reading spins the disk up anyway: apply queued renames/deletes first so the store
-        // matches the index.
+        let renames = st
+            .queue
+            .iter()
+            .any(|op| matches!(op, WriteOp::Rename(..) | WriteOp::Delete(_)));
+        if renames {
+            flush_locked(&mut st);
+        }
+        let read = st.store.get_data(name);
         flush_locked(&mut st);
-        match st.store.get_data(name) {
+        match read {
             Ok(d) => Ok(d),
             Err(e @ StoreError::Corrupt(_)) => {
                 if let Some(x) = st.index.get_mut(name) {
@@ -368,9 +424,9 @@ impl CacheManager {
     }
 
     fn submit(&self, st: &mut State, op: WriteOp) -> Result<(), CacheError> {
-        if self.disk_can_write()? {
+        if !st.defer || self.disk_can_write()? {
             flush_locked(st);
-            apply(&st.store, &op)?;
+            apply(st.store.as_ref(), &op)?;
             return Ok(());
         }
         let now = self.pm.clock().now();
@@ -389,7 +445,7 @@ impl CacheManager {
                 match st.queue.push(op) {
                     Ok(()) => Ok(()),
                     Err(op) => {
-                        apply(&st.store, &op)?;
+                        apply(st.store.as_ref(), &op)?;
                         Ok(())
                     }
                 }
@@ -403,7 +459,7 @@ impl CacheManager {
 
     /// `PutData`: store an object (deferred while the disk is in a low-power mode).
     pub fn put_data(&self, name: &str, data: Vec<u8>) -> Result<(), CacheError> {
-        crate::store::FsStore::check_name(name)?;
+        check_name(name)?;
         let data = Arc::new(data);
         let mut st = lock(&self.state);
         let size = data.len() as u64;
@@ -417,7 +473,7 @@ impl CacheManager {
 
     /// `PutMetadata`: kept in memory and written (deferred) to disk.
     pub fn put_metadata(&self, name: &str, meta: Vec<u8>) -> Result<(), CacheError> {
-        crate::store::FsStore::check_name(name)?;
+        check_name(name)?;
         let meta = Arc::new(meta);
         let mut st = lock(&self.state);
         self.submit(&mut st, WriteOp::PutMeta(name.to_string(), meta.clone()))?;
@@ -427,7 +483,7 @@ impl CacheManager {
 
     /// `Rename(new_name, old_name)`.
     pub fn rename(&self, new_name: &str, old_name: &str) -> Result<(), CacheError> {
-        crate::store::FsStore::check_name(new_name)?;
+        check_name(new_name)?;
         let mut st = lock(&self.state);
         let e = st
             .index

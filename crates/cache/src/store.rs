@@ -329,15 +329,133 @@ impl FsStore {
         self.sync_dir()
     }
 
-    /// Check that `name` is a valid object name.
-    pub fn check_name(name: &str) -> Result<(), StoreError> {
-        encode(name).map(|_| ())
-    }
-
     /// The directory holding the object files.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+}
+
+/// Where the cache manager keeps objects: one data blob and one metadata blob per name.
+///
+/// [`FsStore`] is the durable one; [`MemStore`] keeps everything in memory; the simulator puts a
+/// store on a simulated disk, timing every operation from the device profile.
+pub trait Store: Send {
+    /// Write an object's data.
+    fn put_data(&self, name: &str, data: &[u8]) -> Result<(), StoreError>;
+    /// Write an object's metadata.
+    fn put_meta(&self, name: &str, meta: &[u8]) -> Result<(), StoreError>;
+    /// Read an object's data.
+    fn get_data(&self, name: &str) -> Result<Vec<u8>, StoreError>;
+    /// Read an object's metadata.
+    fn get_meta(&self, name: &str) -> Result<Vec<u8>, StoreError>;
+    /// Rename an object (data and metadata); an existing `new` is replaced.
+    fn rename(&self, old: &str, new: &str) -> Result<(), StoreError>;
+    /// Delete an object's data and metadata (absent ones are fine).
+    fn delete(&self, name: &str) -> Result<(), StoreError>;
+}
+
+impl Store for FsStore {
+    fn put_data(&self, name: &str, data: &[u8]) -> Result<(), StoreError> {
+        FsStore::put_data(self, name, data)
+    }
+    fn put_meta(&self, name: &str, meta: &[u8]) -> Result<(), StoreError> {
+        FsStore::put_meta(self, name, meta)
+    }
+    fn get_data(&self, name: &str) -> Result<Vec<u8>, StoreError> {
+        FsStore::get_data(self, name)
+    }
+    fn get_meta(&self, name: &str) -> Result<Vec<u8>, StoreError> {
+        FsStore::get_meta(self, name)
+    }
+    fn rename(&self, old: &str, new: &str) -> Result<(), StoreError> {
+        FsStore::rename(self, old, new)
+    }
+    fn delete(&self, name: &str) -> Result<(), StoreError> {
+        FsStore::delete(self, name)
+    }
+}
+
+/// A store in memory (lost at exit): for caches that need no durability and for simulation.
+#[derive(Debug, Default)]
+pub struct MemStore {
+    objects: std::sync::Mutex<HashMap<String, MemObject>>,
+}
+
+#[derive(Debug, Default)]
+struct MemObject {
+    data: Option<Vec<u8>>,
+    meta: Option<Vec<u8>>,
+}
+
+impl MemStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The index a cache manager opening this store starts from.
+    pub fn entries(&self) -> HashMap<String, StoredEntry> {
+        self.lock()
+            .iter()
+            .map(|(n, o)| {
+                let e = StoredEntry {
+                    size: o.data.as_ref().map(|d| d.len() as u64),
+                    has_meta: o.meta.is_some(),
+                };
+                (n.clone(), e)
+            })
+            .collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, MemObject>> {
+        self.objects.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn get(
+        &self,
+        name: &str,
+        pick: fn(&MemObject) -> &Option<Vec<u8>>,
+    ) -> Result<Vec<u8>, StoreError> {
+        self.lock()
+            .get(name)
+            .and_then(|o| pick(o).clone())
+            .ok_or_else(|| StoreError::NotFound(name.to_string()))
+    }
+}
+
+impl Store for MemStore {
+    fn put_data(&self, name: &str, data: &[u8]) -> Result<(), StoreError> {
+        check_name(name)?;
+        self.lock().entry(name.to_string()).or_default().data = Some(data.to_vec());
+        Ok(())
+    }
+    fn put_meta(&self, name: &str, meta: &[u8]) -> Result<(), StoreError> {
+        check_name(name)?;
+        self.lock().entry(name.to_string()).or_default().meta = Some(meta.to_vec());
+        Ok(())
+    }
+    fn get_data(&self, name: &str) -> Result<Vec<u8>, StoreError> {
+        self.get(name, |o| &o.data)
+    }
+    fn get_meta(&self, name: &str) -> Result<Vec<u8>, StoreError> {
+        self.get(name, |o| &o.meta)
+    }
+    fn rename(&self, old: &str, new: &str) -> Result<(), StoreError> {
+        check_name(new)?;
+        let mut g = self.lock();
+        let o = g.remove(old).unwrap_or_default();
+        g.insert(new.to_string(), o);
+        Ok(())
+    }
+    fn delete(&self, name: &str) -> Result<(), StoreError> {
+        self.lock().remove(name);
+        Ok(())
+    }
+}
+
+/// Check that `name` is a valid object name (1..=[`MAX_NAME_BYTES`] bytes).
+pub fn check_name(name: &str) -> Result<(), StoreError> {
+    encode(name).map(|_| ())
 }
 
 #[cfg(test)]

@@ -75,7 +75,7 @@ fn full_queue_is_flushed_and_never_passes_cap() {
     let r = rig(50);
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = CacheConfig::new(dir.path());
-    cfg.queue_cap_bytes = 3000;
+    cfg.writes.queue_cap_bytes = 3000;
     let c = CacheManager::open(&cfg, r.pm.clone(), r.disk, r.net).unwrap();
     r.pm.notify(r.disk, r.standby).unwrap();
     for i in 0..10 {
@@ -178,7 +178,7 @@ proptest! {
         let r = rig(50);
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = CacheConfig::new(dir.path());
-        cfg.queue_cap_bytes = cap;
+        cfg.writes.queue_cap_bytes = cap;
         let mut model: HashMap<String, Vec<u8>> = HashMap::new();
         {
             let c = CacheManager::open(&cfg, r.pm.clone(), r.disk, r.net).unwrap();
@@ -328,7 +328,7 @@ fn max_lost_work_bounds_the_age_of_queued_writes() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = CacheConfig::new(dir.path());
-    cfg.max_lost_work_s = Some(60.0);
+    cfg.writes.max_lost_work_s = Some(60.0);
     let c = CacheManager::open(&cfg, pm.clone(), disk, net).unwrap();
     c.put_data("a", vec![1; 100]).unwrap();
     clock.advance_to(30.0);

@@ -1,33 +1,36 @@
-//! A live disk STPM controller: drives a registered storage device through its idle ladder and
-//! back up, on any [`crate::clock::Clock`], and reports every mode it enters to the [`PowerManager`] (so
-//! callbacks such as the cache manager's write-queue flush fire).
+//! Controllers: drive a registered device through its power modes on any
+//! [`crate::clock::Clock`] and report every mode it enters to the [`PowerManager`] (so callbacks
+//! such as the cache manager's write-queue flush fire).
 //!
-//! The simulator replays the same policies on virtual time; this is the piece an application
-//! uses on real time. Moving a real device is delegated to an actuator (e.g. a function running
-//! `hdparm -y` or writing `power/control`); the default actuator does nothing, which is right for
-//! a device whose firmware follows the reported mode by itself or for tests.
+//! - [`DiskController`]: STPM (or a spin-down baseline) for a disk, with ghost hints.
+//! - [`NetController`]: a network card under a [`NetPolicy`] (the STPM network module, a fixed
+//!   timeout, static PSM, or none).
+//!
+//! Both are a [`DeviceMachine`] behind a lock, read at the clock's time. The same controllers
+//! run live (a [`crate::RealClock`]; the application brackets its real I/O with `on_access` /
+//! `on_io_done` or `on_transfer` / `on_transfer_done`) and in the simulator (a
+//! [`crate::VirtualClock`]; I/O timed from the device profile by `modelled_io` /
+//! `modelled_transfer`, energy integrated by the machine). Each registers itself with the power
+//! manager to answer [`PowerManager::readiness`] for its device.
+//!
+//! Moving a real device is delegated to an actuator (e.g. a function running `hdparm -y` or
+//! writing `power/control`); the default actuator does nothing, which is right for a device
+//! whose firmware follows the reported mode by itself, for tests and for the simulator.
+//!
+//! Steps taken inside `modelled_io` and `modelled_transfer` are reported at the next `poll`:
+//! those are called from inside the cache manager's store, whose lock a mode callback needs.
 
-use crate::device::{DeviceSpec, ModeId};
+use crate::device::{IoOp, ModeId};
 use crate::ghost::{GhostAccumulator, GhostDevice, GhostHint, GhostPolicy};
+use crate::machine::{DeviceMachine, Step};
 use crate::manager::{DeviceHandle, PmError, PowerManager};
-use crate::stpm::{self, DiskPolicy, Ladder};
-use std::sync::{Arc, Mutex};
+use crate::stpm::{self, DiskPolicy, NetDecision, NetPolicy, NetStpm, Transfer};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Moves the real device to a mode; `Err` is reported by the controller's methods.
 pub type Actuator = Box<dyn Fn(ModeId) -> Result<(), String> + Send + Sync>;
 
-struct State {
-    policy: DiskPolicy,
-    ladder: Ladder,
-    rung: usize,
-    idle_since: f64,
-    low_since: f64,
-    /// Transition under way: target and completion time.
-    moving: Option<(ModeId, f64)>,
-    ghost: Option<GhostAccumulator>,
-}
-
-/// Errors of the controller.
+/// Errors of the controllers.
 #[derive(Debug, thiserror::Error)]
 pub enum ControlError {
     /// The power manager refused.
@@ -43,13 +46,167 @@ pub enum ControlError {
     },
 }
 
-/// Disk STPM controller (thread-safe; call `poll` from a timer or before each decision).
-pub struct DiskController {
+/// Device-specific state kept beside the machine, told when the device is back in its high
+/// mode.
+trait Companion: Send + 'static {
+    fn on_entered_high(&mut self);
+}
+
+impl Companion for Option<GhostAccumulator> {
+    fn on_entered_high(&mut self) {
+        // The device went up: hints collected while it was down are spent.
+        if let Some(g) = self {
+            g.reset();
+        }
+    }
+}
+
+impl Companion for Option<NetStpm> {
+    fn on_entered_high(&mut self) {}
+}
+
+struct Shared<X> {
+    machine: DeviceMachine,
+    companion: X,
+}
+
+fn lock<X>(m: &Mutex<Shared<X>>) -> MutexGuard<'_, Shared<X>> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What both controllers share: the machine, the power manager and the actuator.
+struct Driver<X> {
     pm: Arc<PowerManager>,
     dev: DeviceHandle,
-    spec: DeviceSpec,
     actuator: Actuator,
-    state: Mutex<State>,
+    state: Arc<Mutex<Shared<X>>>,
+}
+
+impl<X: Companion> Driver<X> {
+    fn new(
+        pm: Arc<PowerManager>,
+        dev: DeviceHandle,
+        policy: DiskPolicy,
+        companion: X,
+    ) -> Result<Self, PmError> {
+        let spec = pm.spec(dev)?;
+        let mode = pm.current_mode(dev)?;
+        let now = pm.clock().now();
+        let state = Arc::new(Mutex::new(Shared {
+            machine: DeviceMachine::new(spec, mode, policy, now),
+            companion,
+        }));
+        let weak = Arc::downgrade(&state);
+        pm.set_readiness(
+            dev,
+            Arc::new(move |now, op| weak.upgrade().map(|s| lock(&s).machine.readiness(now, op))),
+        )?;
+        Ok(Self {
+            pm,
+            dev,
+            actuator: Box::new(|_| Ok(())),
+            state,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Shared<X>> {
+        lock(&self.state)
+    }
+
+    fn now(&self) -> f64 {
+        self.pm.clock().now()
+    }
+
+    /// The machine's steps so far; the companion learns of a return to the high mode.
+    fn take(s: &mut Shared<X>) -> Vec<Step> {
+        let steps = s.machine.take_steps();
+        let high = s.machine.spec().high_mode();
+        if steps.iter().any(
+            |st| matches!(st, Step::Entered { from, mode, .. } if *mode == high && *from != high),
+        ) {
+            s.companion.on_entered_high();
+        }
+        steps
+    }
+
+    /// Move the real device and notify the manager, outside our lock (callbacks may call back
+    /// into the cache or into us). Returns the mode entered last. An actuator error is
+    /// returned after the remaining steps are delivered: the controller and the manager then
+    /// assume the move happened.
+    fn deliver(&self, steps: Vec<Step>) -> Result<Option<ModeId>, ControlError> {
+        let mut entered = None;
+        let mut failed = None;
+        for st in steps {
+            match st {
+                Step::Started { to, .. } => {
+                    if let Err(msg) = (self.actuator)(to) {
+                        failed.get_or_insert(ControlError::Actuator { mode: to.0, msg });
+                    }
+                }
+                Step::Entered { mode, .. } => {
+                    self.pm.notify(self.dev, mode)?;
+                    entered = Some(mode);
+                }
+            }
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(entered),
+        }
+    }
+
+    fn poll(&self) -> Result<Option<ModeId>, ControlError> {
+        let now = self.now();
+        let steps = {
+            let mut s = self.lock();
+            s.machine.advance(now);
+            Self::take(&mut s)
+        };
+        self.deliver(steps)
+    }
+
+    /// Poll, then run `f` on the state at the clock's time and deliver the steps it took.
+    fn act<R>(&self, f: impl FnOnce(&mut Shared<X>, f64) -> R) -> Result<R, ControlError> {
+        self.poll()?;
+        let now = self.now();
+        let (r, steps) = {
+            let mut s = self.lock();
+            let r = f(&mut s, now);
+            (r, Self::take(&mut s))
+        };
+        self.deliver(steps)?;
+        Ok(r)
+    }
+
+    fn next_deadline(&self) -> Option<f64> {
+        self.lock().machine.next_deadline()
+    }
+
+    fn counters(&self) -> DeviceCounters {
+        let s = self.lock();
+        DeviceCounters {
+            energy_j: s.machine.energy_j(),
+            wakeups: s.machine.wakeups(),
+            busy_until: s.machine.busy_until(),
+        }
+    }
+}
+
+/// What a controller's machine has counted so far.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeviceCounters {
+    /// Energy the device drew up to the last poll, joules, integrated from its profile: an
+    /// estimate (I/O counted only when timed by the controller's `modelled_*` methods).
+    pub energy_j: f64,
+    /// Transitions to the high mode started so far (disk spin-ups, network wake-ups).
+    pub wakeups: u64,
+    /// When the device's queued modelled I/O ends, seconds.
+    pub busy_until: f64,
+}
+
+/// Disk STPM controller (thread-safe; call `poll` from a timer or before each decision).
+pub struct DiskController {
+    d: Driver<Option<GhostAccumulator>>,
 }
 
 impl DiskController {
@@ -62,185 +219,234 @@ impl DiskController {
         ghost: Option<GhostPolicy>,
     ) -> Result<Self, PmError> {
         let spec = pm.spec(dev)?;
-        let now = pm.clock().now();
         let gap = stpm::deepest_mode(&spec)
             .map(|m| stpm::stpm_break_even(&spec, m, pm.base_power_w(), pm.knob() as f64))
             .unwrap_or(10.0)
             .clamp(1.0, 60.0);
-        let mut st = State {
-            policy,
-            ladder: Vec::new(),
-            rung: 0,
-            idle_since: now,
-            low_since: now,
-            moving: None,
-            ghost: ghost.map(|g| GhostAccumulator::new(g, gap)),
-        };
-        st.ladder = Self::ladder_of(&pm, &spec, &st.policy);
+        let policy = Self::tuned(&pm, policy);
+        let ghost = ghost.map(|g| GhostAccumulator::new(g, gap));
         Ok(Self {
-            pm,
-            dev,
-            spec,
-            actuator: Box::new(|_| Ok(())),
-            state: Mutex::new(st),
+            d: Driver::new(pm, dev, policy, ghost)?,
         })
     }
 
     /// Use `f` to move the real device.
     pub fn with_actuator(mut self, f: Actuator) -> Self {
-        self.actuator = f;
+        self.d.actuator = f;
         self
     }
 
-    fn ladder_of(pm: &PowerManager, spec: &DeviceSpec, policy: &DiskPolicy) -> Ladder {
+    /// `policy` with STPM's knob and base power taken from the manager.
+    fn tuned(pm: &PowerManager, policy: DiskPolicy) -> DiskPolicy {
         match policy {
             DiskPolicy::Stpm { .. } => DiskPolicy::Stpm {
                 knob: pm.knob() as f64,
                 base_power_w: pm.base_power_w(),
-            }
-            .ladder(spec),
-            p => p.ladder(spec),
+            },
+            p => p,
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn start(&self, st: &mut State, now: f64, to: ModeId) -> Result<(), ControlError> {
-        let cur = self.pm.current_mode(self.dev)?;
-        let cost = self
-            .spec
-            .transition(cur, to)
-            .or_else(|| self.spec.transition(self.spec.high_mode(), to));
-        (self.actuator)(to).map_err(|msg| ControlError::Actuator { mode: to.0, msg })?;
-        st.moving = Some((to, now + cost.map(|c| c.time_s).unwrap_or(0.0)));
-        Ok(())
+    fn retune(&self, s: &mut Shared<Option<GhostAccumulator>>) {
+        let p = Self::tuned(&self.d.pm, s.machine.policy().clone());
+        s.machine.set_policy(p);
     }
 
     /// Complete transitions and take ladder steps that are due now. Returns the mode entered
     /// last, if any. The manager is notified of every mode entered.
     pub fn poll(&self) -> Result<Option<ModeId>, ControlError> {
-        let now = self.pm.clock().now();
-        let mut entered = None;
-        loop {
-            let mut st = self.lock();
-            if let Some((to, end)) = st.moving {
-                if end > now {
-                    break;
-                }
-                st.moving = None;
-                let high = self.spec.high_mode();
-                let from = self.pm.current_mode(self.dev)?;
-                if to == high && from != high {
-                    let low_s = (end - st.low_since).max(0.0);
-                    st.policy.on_wake(&self.spec, from, low_s);
-                    st.ladder = Self::ladder_of(&self.pm, &self.spec, &st.policy);
-                    st.rung = 0;
-                    st.idle_since = end;
-                    if let Some(g) = st.ghost.as_mut() {
-                        g.reset();
-                    }
-                } else if from == high {
-                    st.low_since = end;
-                }
-                drop(st);
-                // Notify outside our lock: callbacks may call back into the cache or us.
-                self.pm.notify(self.dev, to)?;
-                entered = Some(to);
-                continue;
-            }
-            let Some(&(tau, m)) = st.ladder.get(st.rung) else {
-                break;
-            };
-            if st.idle_since + tau > now {
-                break;
-            }
-            st.rung += 1;
-            let at = st.idle_since + tau;
-            if m != self.pm.current_mode(self.dev)? {
-                self.start(&mut st, at, m)?;
-            }
-        }
-        Ok(entered)
+        self.d.poll()
     }
 
     /// When the next step is due (transition end or ladder rung), if any.
     pub fn next_deadline(&self) -> Option<f64> {
-        let st = self.lock();
-        if let Some((_, end)) = st.moving {
-            return Some(end);
-        }
-        st.ladder.get(st.rung).map(|(tau, _)| st.idle_since + tau)
+        self.d.next_deadline()
     }
 
     /// The application is about to do I/O now: start the device towards its high mode if it is
-    /// low (returns when it will be ready) and restart the idle timer.
+    /// low (returns when it will be ready) and restart the idle timer. A step down under way
+    /// finishes first (a drive cannot abort it).
     pub fn on_access(&self) -> Result<f64, ControlError> {
-        self.poll()?;
-        let now = self.pm.clock().now();
-        let high = self.spec.high_mode();
-        let mut st = self.lock();
-        if let Some(g) = st.ghost.as_mut() {
-            g.on_demand(now);
-        }
-        st.rung = 0;
-        st.idle_since = now;
-        match st.moving {
-            Some((to, end)) if to == high => return Ok(end),
-            _ => {}
-        }
-        if self.pm.current_mode(self.dev)? == high && st.moving.is_none() {
-            return Ok(now);
-        }
-        // A down transition under way finishes first (the drive cannot abort it).
-        let start = st.moving.map(|(_, end)| end).unwrap_or(now).max(now);
-        if let Some((to, _)) = st.moving.take() {
-            drop(st);
-            self.pm.notify(self.dev, to)?;
-            st = self.lock();
-        }
-        self.start(&mut st, start, high)?;
-        Ok(st.moving.map(|(_, e)| e).unwrap_or(now))
+        self.d.act(|s, now| {
+            if let Some(g) = s.companion.as_mut() {
+                g.on_demand(now);
+            }
+            s.machine.io_begins(now, IoOp::Read)
+        })
     }
 
-    /// I/O finished now: the idle period starts here.
+    /// I/O finished now: the idle period starts here (with the knob as it is now).
     pub fn on_io_done(&self) {
-        let now = self.pm.clock().now();
-        let mut st = self.lock();
-        st.idle_since = now;
-        st.rung = 0;
-        st.ladder = Self::ladder_of(&self.pm, &self.spec, &st.policy);
+        let now = self.d.now();
+        let mut s = self.d.lock();
+        s.machine.io_ends(now);
+        self.retune(&mut s);
+    }
+
+    /// An I/O of `bytes` issued now, timed from the device profile instead of performed (the
+    /// simulator's disk I/O): waits for queued I/O and for a wake-up if the disk is down.
+    /// Returns its start and end. A read counts as demand for the ghost-hint policy.
+    pub fn modelled_io(&self, op: IoOp, bytes: u64) -> (f64, f64) {
+        let now = self.d.now();
+        let mut s = self.d.lock();
+        if op == IoOp::Read {
+            if let Some(g) = s.companion.as_mut() {
+                g.on_demand(now);
+            }
+        }
+        self.retune(&mut s);
+        s.machine.modelled_io(now, op, bytes)
     }
 
     /// A ghost hint for this device. Returns whether it started a transition to the high mode.
     pub fn on_ghost(&self, hint: GhostHint) -> Result<bool, ControlError> {
-        self.poll()?;
-        let high = self.spec.high_mode();
-        let cur = self.pm.current_mode(self.dev)?;
-        let mut st = self.lock();
-        if cur == high || st.moving.is_some() {
-            return Ok(false);
-        }
-        let knob = self.pm.knob() as f64;
-        let dev = GhostDevice {
-            knob,
-            p_hp: self.spec.modes[high.0].power_w,
-            p_lp: self.spec.modes[cur.0].power_w,
-            threshold: stpm::round_trip_threshold(&self.spec, cur, self.pm.base_power_w(), knob),
-        };
-        let fire = match st.ghost.as_mut() {
-            Some(g) => {
-                g.on_demand(hint.t);
-                g.on_hint(hint, dev)
+        let knob = self.d.pm.knob() as f64;
+        let base = self.d.pm.base_power_w();
+        self.d.act(|s, now| {
+            let Some(g) = s.companion.as_mut() else {
+                return false;
+            };
+            // Demand whatever the device's state: the predictive rule learns bursts from it.
+            g.on_demand(hint.t);
+            let spec = s.machine.spec();
+            let high = spec.high_mode();
+            let cur = s.machine.mode();
+            if cur == high || s.machine.moving_to().is_some() {
+                return false;
             }
-            None => false,
+            let dev = GhostDevice {
+                knob,
+                p_hp: spec.modes[high.0].power_w,
+                p_lp: spec.modes[cur.0].power_w,
+                threshold: stpm::round_trip_threshold(spec, cur, base, knob),
+            };
+            let fire = g.on_hint(hint, dev);
+            if fire {
+                s.machine.wake(now);
+            }
+            fire
+        })
+    }
+
+    /// Energy, spin-ups and queued I/O so far.
+    pub fn counters(&self) -> DeviceCounters {
+        self.d.counters()
+    }
+}
+
+/// Network power-management controller (thread-safe; call `poll` from a timer or before each
+/// decision).
+pub struct NetController {
+    d: Driver<Option<NetStpm>>,
+}
+
+impl NetController {
+    /// Control `dev` with `policy`. Register the device in `policy.initial_mode(&spec)`.
+    /// [`NetPolicy::Stpm`] uses the manager's knob and base power (the knob re-read at each
+    /// transfer).
+    pub fn new(
+        pm: Arc<PowerManager>,
+        dev: DeviceHandle,
+        policy: NetPolicy,
+    ) -> Result<Self, PmError> {
+        let spec = pm.spec(dev)?;
+        let (base, knob) = (pm.base_power_w(), pm.knob() as f64);
+        let idle = policy.idle_policy(&spec, base, knob);
+        let stpm = matches!(policy, NetPolicy::Stpm).then(|| NetStpm::new(spec, base, knob));
+        Ok(Self {
+            d: Driver::new(pm, dev, idle, stpm)?,
+        })
+    }
+
+    /// Use `f` to move the real device.
+    pub fn with_actuator(mut self, f: Actuator) -> Self {
+        self.d.actuator = f;
+        self
+    }
+
+    /// Complete transitions and take idle steps that are due now. Returns the mode entered
+    /// last, if any. The manager is notified of every mode entered.
+    pub fn poll(&self) -> Result<Option<ModeId>, ControlError> {
+        self.d.poll()
+    }
+
+    /// When the next step is due (transition end or idle timeout), if any.
+    pub fn next_deadline(&self) -> Option<f64> {
+        self.d.next_deadline()
+    }
+
+    /// The STPM module's view of a transfer starting now: it counts into the current run and
+    /// may switch the card up. Not for other policies.
+    fn announce(&self, s: &mut Shared<Option<NetStpm>>, now: f64, t: Transfer) {
+        let Some(st) = s.companion.as_mut() else {
+            return;
         };
-        if fire {
-            let now = self.pm.clock().now();
-            self.start(&mut st, now, high)?;
+        st.set_knob(self.d.pm.knob() as f64);
+        s.machine
+            .set_policy(DiskPolicy::FixedTimeout(st.idle_timeout()));
+        st.end_run_if_idle(now);
+        if st.on_transfer(now, t, s.machine.effective_mode()) == NetDecision::GoHigh {
+            s.machine.wake(now);
         }
-        Ok(fire)
+    }
+
+    /// A transfer starts now (live use; the transfer itself is timed by the network): the
+    /// policy may switch the card up, and a mode that cannot transfer goes up on demand.
+    /// Returns when the card can start it.
+    pub fn on_transfer(&self, t: Transfer) -> Result<f64, ControlError> {
+        self.d.act(|s, now| {
+            self.announce(s, now, t);
+            s.machine.io_begins(now, t.op)
+        })
+    }
+
+    /// The transfer announced last ended now (live use).
+    pub fn on_transfer_done(&self) {
+        let now = self.d.now();
+        let mut s = self.d.lock();
+        if let Some(st) = s.companion.as_mut() {
+            st.on_transfer_end(now);
+        }
+        s.machine.io_ends(now);
+    }
+
+    /// A transfer issued now, timed from the device profile instead of performed (the
+    /// simulator's network I/O). Returns its start and end.
+    pub fn modelled_transfer(&self, t: Transfer) -> (f64, f64) {
+        let now = self.d.now();
+        let mut s = self.d.lock();
+        s.machine.advance(now);
+        self.announce(&mut s, now, t);
+        let (start, end) = s.machine.modelled_io(now, t.op, t.bytes);
+        if let Some(st) = s.companion.as_mut() {
+            st.on_transfer_end(end);
+        }
+        (start, end)
+    }
+
+    /// A ghost hint for the card (paper §4.4): it counts into the current run as a read of
+    /// `hint.bytes`. Returns whether it switched the card up (only the STPM module does).
+    pub fn on_ghost(&self, hint: GhostHint) -> Result<bool, ControlError> {
+        self.d.act(|s, now| {
+            let Some(st) = s.companion.as_mut() else {
+                return false;
+            };
+            let t = Transfer {
+                op: IoOp::Read,
+                bytes: hint.bytes,
+                foreground: hint.foreground,
+            };
+            let fire = st.on_transfer(hint.t, t, s.machine.effective_mode()) == NetDecision::GoHigh;
+            if fire {
+                s.machine.wake(now);
+            }
+            fire
+        })
+    }
+
+    /// Energy, wake-ups and queued transfers so far.
+    pub fn counters(&self) -> DeviceCounters {
+        self.d.counters()
     }
 }
 
@@ -248,6 +454,7 @@ impl DiskController {
 mod tests {
     use super::*;
     use crate::clock::VirtualClock;
+    use crate::device::DeviceSpec;
     use crate::profile::Profile;
 
     fn rig(
@@ -334,6 +541,7 @@ mod tests {
                     delta_t_s: 0.16,
                     delta_e_j: 0.58,
                     foreground: true,
+                    bytes: 32768,
                 })
                 .unwrap(),
             );

@@ -27,6 +27,8 @@ pub struct GhostHint {
     pub delta_e_j: f64,
     /// Whether a user waited for the access (background accesses only count energy).
     pub foreground: bool,
+    /// Size of the access, bytes (a network module counts the hint as a transfer of this size).
+    pub bytes: u64,
 }
 
 /// Which ghost-hint rule the device uses.
@@ -201,6 +203,7 @@ mod tests {
             delta_t_s: 0.16,
             delta_e_j: 0.58,
             foreground: true,
+            bytes: 32768,
         }
     }
 

@@ -7,7 +7,12 @@
 //! - [`eq`]: equations (1)–(4).
 //! - [`stpm`]: disk ladders (STPM and spin-down baselines) and the network run predictor.
 //! - [`ghost`]: ghost hints and the device-side policies (the paper's, and ours).
-//! - [`controller`]: a live disk STPM controller on any clock (ladder, wake-up, ghost hints).
+//! - [`machine`]: the clock-free power-mode state machine of one device (ladder, transitions,
+//!   wake-ups, I/O timing, energy integration).
+//! - [`controller`]: [`DiskController`] (STPM or a baseline, ghost hints) and [`NetController`]
+//!   (the STPM network module or a fixed policy): a machine on a clock, reporting to the power
+//!   manager. Live applications run them on a [`RealClock`]; the simulator on a
+//!   [`VirtualClock`].
 //! - [`clock`]: real and virtual clocks.
 
 pub mod clock;
@@ -15,14 +20,16 @@ pub mod controller;
 pub mod device;
 pub mod eq;
 pub mod ghost;
+pub mod machine;
 pub mod manager;
 pub mod profile;
 pub mod stpm;
 
 pub use clock::{Clock, RealClock, VirtualClock};
-pub use controller::{ControlError, DiskController};
+pub use controller::{Actuator, ControlError, DeviceCounters, DiskController, NetController};
 pub use device::{DeviceKind, DeviceSpec, IoModel, IoOp, ModeId, ModeInfo, TransitionCost};
 pub use ghost::{GhostAccumulator, GhostDevice, GhostHint, GhostPolicy};
-pub use manager::{DeviceHandle, PmError, PowerManager, Residency};
+pub use machine::{DeviceMachine, Readiness, Step};
+pub use manager::{DeviceHandle, PmError, PowerManager, ReadinessFn, Residency};
 pub use profile::{Profile, ProfileError};
-pub use stpm::{DiskPolicy, NetDecision, NetStpm, RunHistogram, Transfer};
+pub use stpm::{DiskPolicy, NetDecision, NetPolicy, NetStpm, RunHistogram, Transfer};

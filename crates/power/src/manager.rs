@@ -13,9 +13,15 @@
 //!
 //! It also holds the global knob and the platform base power, and keeps per-device mode
 //! residency so energy can be reported per device (as PowerTOP and tlp-stat do).
+//!
+//! Beyond Figure 5, a controller driving a device (the [`crate::DiskController`],
+//! [`crate::NetController`]) can tell the manager when the device could serve an I/O issued
+//! now ([`PowerManager::readiness`]): `QueryCurrentMode` alone does not show a transition under
+//! way or I/O queued ahead, and the cache's choice of source (eq. 4) needs both.
 
 use crate::clock::Clock;
-use crate::device::{DeviceSpec, ModeId, ModeInfo, TransitionCost};
+use crate::device::{DeviceSpec, IoOp, ModeId, ModeInfo, TransitionCost};
+use crate::machine::Readiness;
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
@@ -30,6 +36,10 @@ pub struct CallbackId(u64);
 
 /// Called (outside the manager's lock) when a device enters the mode it was registered for.
 pub type ModeCallback = Arc<dyn Fn(DeviceHandle, ModeId) + Send + Sync>;
+
+/// Answers [`PowerManager::readiness`] for a device at a time, for an operation; `None` when it
+/// cannot (its controller is gone), and the manager then answers from the current mode.
+pub type ReadinessFn = Arc<dyn Fn(f64, IoOp) -> Option<Readiness> + Send + Sync>;
 
 /// Errors of the power manager interface.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -88,6 +98,7 @@ struct Dev {
     seconds: Vec<f64>,
     transitions: u64,
     transition_energy_j: f64,
+    readiness: Option<ReadinessFn>,
 }
 
 struct Inner {
@@ -183,6 +194,7 @@ impl PowerManager {
                 seconds: vec![0.0; n],
                 transitions: 0,
                 transition_energy_j: 0.0,
+                readiness: None,
             },
         );
         Ok(DeviceHandle(id))
@@ -271,6 +283,33 @@ impl PowerManager {
             .get(&h.0)
             .ok_or(PmError::UnknownDevice)?
             .current)
+    }
+
+    /// Let `f` answer [`Self::readiness`] for the device (a controller driving it does this).
+    pub fn set_readiness(&self, h: DeviceHandle, f: ReadinessFn) -> Result<(), PmError> {
+        self.lock()
+            .devices
+            .get_mut(&h.0)
+            .ok_or(PmError::UnknownDevice)?
+            .readiness = Some(f);
+        Ok(())
+    }
+
+    /// When and from which mode the device could serve `op` issued now. Without a controller
+    /// (or with one that cannot answer): at once, from the current mode.
+    pub fn readiness(&self, h: DeviceHandle, op: IoOp) -> Result<Readiness, PmError> {
+        let (current, f) = {
+            let g = self.lock();
+            let d = g.devices.get(&h.0).ok_or(PmError::UnknownDevice)?;
+            (d.current, d.readiness.clone())
+        };
+        // Asked outside our lock: the controller takes its own.
+        let now = self.clock.now();
+        Ok(f.and_then(|f| f(now, op)).unwrap_or(Readiness {
+            mode: current,
+            io_mode: current,
+            wait_s: 0.0,
+        }))
     }
 
     /// The full spec of a registered device.

@@ -186,7 +186,12 @@ impl DiskPolicy {
 
     /// The current ladder.
     pub fn ladder(&self, spec: &DeviceSpec) -> Ladder {
-        let deep = |t: f64| deepest_mode(spec).map(|m| vec![(t, m)]).unwrap_or_default();
+        let deep = |t: f64| {
+            deepest_mode(spec)
+                .filter(|_| t.is_finite())
+                .map(|m| vec![(t, m)])
+                .unwrap_or_default()
+        };
         match self {
             DiskPolicy::Stpm { knob, base_power_w } => stpm_ladder(spec, *base_power_w, *knob),
             DiskPolicy::FixedTimeout(t) => deep(*t),
@@ -239,6 +244,42 @@ impl DiskPolicy {
                 }
             }
             _ => {}
+        }
+    }
+}
+
+/// How a network card is power-managed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum NetPolicy {
+    /// Stay in the lowest mode that can transfer (802.11 PSM); a mode that cannot transfer
+    /// goes up on demand.
+    StaticLow,
+    /// Always in the high mode (no power management).
+    AlwaysHigh,
+    /// Up on demand, back to the idle mode after this many idle seconds (an LTE tail).
+    Timeout(f64),
+    /// The STPM network module ([`NetStpm`]): up when the predicted rest of the run is worth it,
+    /// back to the idle mode after its eq. (3) idle timeout.
+    Stpm,
+}
+
+impl NetPolicy {
+    /// The mode the card starts in under this policy.
+    pub fn initial_mode(&self, spec: &DeviceSpec) -> ModeId {
+        match self {
+            NetPolicy::StaticLow => spec.low_readable_mode(),
+            _ => spec.high_mode(),
+        }
+    }
+
+    /// The step-down schedule of the card when idle: a fixed timeout to its idle mode, or none.
+    pub fn idle_policy(&self, spec: &DeviceSpec, base_power_w: f64, knob: f64) -> DiskPolicy {
+        match self {
+            NetPolicy::StaticLow | NetPolicy::AlwaysHigh => DiskPolicy::Never,
+            NetPolicy::Timeout(t) => DiskPolicy::FixedTimeout(*t),
+            NetPolicy::Stpm => DiskPolicy::FixedTimeout(
+                NetStpm::new(spec.clone(), base_power_w, knob).idle_timeout(),
+            ),
         }
     }
 }
@@ -354,6 +395,11 @@ impl NetStpm {
             run_len: 0,
             last_activity: None,
         }
+    }
+
+    /// Use knob `knob` from now on (the learned histograms are kept).
+    pub fn set_knob(&mut self, knob: f64) {
+        self.knob = knob;
     }
 
     /// The mode the device returns to when idle: its deepest mode (802.11 PSM; LTE RRC idle,

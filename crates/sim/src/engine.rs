@@ -1,32 +1,30 @@
-//! Discrete-event replay on virtual time.
+//! Discrete-event replay on virtual time, driving the library an application links against.
+//!
+//! Each replay builds what an application would: a [`VirtualClock`], a [`PowerManager`] with the
+//! profile's disk and network registered, a [`DiskController`] and a [`NetController`] running
+//! the strategy's policies, and a [`CacheManager`] whose store sits on the simulated disk
+//! ([`SimulatedDisk`]: every store operation is a disk I/O timed from the profile by the disk
+//! controller). The cache manager decides where reads come from ([`wattio_cache::choose_read`],
+//! eq. 4) and issues the ghost hints, which go to the controllers' `on_ghost`; its write queue
+//! is flushed by the power manager's callback when the disk spins up.
 //!
 //! The application is closed-loop and single-threaded, as in the paper's replays: each event is
 //! issued when the previous one has completed plus the recorded think time (the gap between the
-//! two events' recorded times). Each device has its own timeline: idle power of its mode (or
-//! transition energy spread over the transition), plus `(P_io − P_mode)` for each I/O. Total
-//! energy = base power × run time + both devices' energy.
+//! two events' recorded times). Between events the engine moves the clock from one device
+//! deadline to the next (a transition ending, an idle step falling due) and polls both
+//! controllers there, so mode changes, and the callbacks they fire, happen at their own times and
+//! in time order. Energy is integrated by the controllers' state machines
+//! ([`wattio_power::DeviceMachine`]); total = base power × run time + both devices.
 
 use crate::trace::{Op, Request, Trace};
-use std::collections::{HashMap, HashSet, VecDeque};
-use wattio_cache::{access_cost, AccessCost, Queued, WriteQueue, DEFAULT_CAP_BYTES};
-use wattio_power::stpm::{self, Ladder};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use wattio_cache::{CacheManager, CacheStatus, MemStore, Source, Store, StoreError, WriteOptions};
 use wattio_power::{
-    eq, DeviceKind, DeviceSpec, DiskPolicy, GhostAccumulator, GhostDevice, GhostHint, GhostPolicy,
-    IoOp, ModeId, NetDecision, NetStpm, Profile, Transfer,
+    Clock, DeviceKind, DeviceSpec, DiskController, DiskPolicy, GhostPolicy, IoOp, ModeId,
+    NetController, NetPolicy, PowerManager, Profile, Transfer, VirtualClock,
 };
-
-/// Network device policy.
-#[derive(Debug, Clone)]
-pub enum NetPolicy {
-    /// Stay in the lowest mode that can transfer (802.11 PSM), or go up on demand if none can.
-    StaticLow,
-    /// Always in the high mode (no power management).
-    AlwaysHigh,
-    /// Up on demand, down after this idle time (an LTE tail).
-    Timeout(f64),
-    /// STPM network module.
-    Stpm,
-}
 
 /// How the cache chooses where to read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +42,7 @@ pub struct Strategy {
     pub name: String,
     /// Cache behaviour.
     pub cache: CachePolicy,
-    /// Disk spin-down policy.
+    /// Disk spin-down policy. STPM takes the replay's knob (the power manager's).
     pub disk: DiskPolicy,
     /// Network policy.
     pub net: NetPolicy,
@@ -89,290 +87,286 @@ pub struct RunResult {
     pub energy_kind: String,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Trans {
-    to: ModeId,
-    end: f64,
-    power: f64,
+/// One I/O on the simulated disk.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DiskIo {
+    /// Read or write.
+    pub op: IoOp,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// When the disk started it, seconds.
+    pub start: f64,
+    /// When it ended, seconds.
+    pub end: f64,
 }
 
-#[derive(Debug, Clone)]
-struct Dev {
-    spec: DeviceSpec,
-    high: ModeId,
-    mode: ModeId,
-    t: f64,
-    energy: f64,
-    trans: Option<Trans>,
-    busy_until: f64,
-    idle_since: f64,
-    ladder: Ladder,
-    rung: usize,
-    low_since: f64,
-    ups: u64,
-    /// Busy intervals (kept for the oracle).
-    busy: Vec<(f64, f64)>,
-    record_busy: bool,
-    io_during_transition: bool,
+/// The I/O log of a [`SimulatedDisk`], shared with whoever reads it.
+pub type DiskLog = Arc<Mutex<Vec<DiskIo>>>;
+
+fn lock_log(log: &DiskLog) -> std::sync::MutexGuard<'_, Vec<DiskIo>> {
+    log.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl Dev {
-    fn new(spec: DeviceSpec, mode: ModeId, ladder: Ladder) -> Self {
-        let high = spec.high_mode();
-        let io_during_transition = spec.kind == DeviceKind::Network;
-        Dev {
-            spec,
-            high,
-            mode,
-            t: 0.0,
-            energy: 0.0,
-            trans: None,
-            busy_until: 0.0,
-            idle_since: 0.0,
-            ladder,
-            rung: 0,
-            low_since: 0.0,
-            ups: 0,
-            busy: Vec::new(),
-            record_busy: false,
-            io_during_transition,
-        }
+/// A cache store on a simulated disk: `S` keeps the objects, and every operation is also an I/O
+/// on the disk, timed from its profile by [`DiskController::modelled_io`] (so it waits for a
+/// spin-up, restarts the idle timer and draws energy) and logged. A rename or a delete is a
+/// write of 0 bytes (one operation's latency).
+pub struct SimulatedDisk<S> {
+    inner: S,
+    disk: Arc<DiskController>,
+    log: DiskLog,
+}
+
+impl<S: Store> SimulatedDisk<S> {
+    /// `inner` on the disk driven by `disk`; the log of its I/O is returned beside it.
+    pub fn new(inner: S, disk: Arc<DiskController>) -> (Self, DiskLog) {
+        let log = DiskLog::default();
+        (
+            Self {
+                inner,
+                disk,
+                log: log.clone(),
+            },
+            log,
+        )
     }
 
-    fn power(&self) -> f64 {
-        self.trans
-            .map(|t| t.power)
-            .unwrap_or(self.spec.modes[self.mode.0].power_w)
-    }
-
-    fn integrate(&mut self, to: f64) {
-        if to > self.t {
-            self.energy += self.power() * (to - self.t);
-            self.t = to;
-        }
-    }
-
-    fn next_rung(&self) -> Option<(f64, ModeId)> {
-        if self.trans.is_some() {
-            return None;
-        }
-        self.ladder
-            .get(self.rung)
-            .map(|(tau, m)| ((self.idle_since + tau).max(self.busy_until), *m))
-    }
-
-    /// Process transition completions and ladder steps up to `t`.
-    fn advance_to(&mut self, t: f64, policy: &mut DiskPolicy) {
-        loop {
-            let te = self.trans.map(|x| x.end).unwrap_or(f64::INFINITY);
-            let (tl, lm) = self
-                .next_rung()
-                .map(|(a, m)| (a, Some(m)))
-                .unwrap_or((f64::INFINITY, None));
-            let next = te.min(tl);
-            if next > t {
-                break;
-            }
-            self.integrate(next);
-            if te <= tl {
-                let tr = self.trans.take().expect("transition");
-                let from = self.mode;
-                self.mode = tr.to;
-                if tr.to == self.high && from != self.high {
-                    policy.on_wake(&self.spec, from, (next - self.low_since).max(0.0));
-                    // `Never` stands for "the ladder is fixed" (network devices, no-PM disk).
-                    if !matches!(policy, DiskPolicy::Never) {
-                        self.ladder = policy.ladder(&self.spec);
-                    }
-                    self.rung = 0;
-                    // Idle timers restart when the device is back up.
-                    self.idle_since = next;
-                } else if from == self.high {
-                    self.low_since = next;
-                }
-            } else if let Some(m) = lm {
-                self.rung += 1;
-                if m != self.mode {
-                    self.start_transition(next, m);
-                }
-            }
-        }
-        self.integrate(t);
-    }
-
-    fn start_transition(&mut self, t: f64, to: ModeId) -> f64 {
-        let c = self
-            .spec
-            .transition(self.mode, to)
-            .or_else(|| self.spec.transition(self.high, to))
-            .expect("validated profile has the transition");
-        if self.mode == self.high {
-            self.low_since = t;
-        }
-        if to == self.high {
-            self.ups += 1;
-        }
-        let power = if c.time_s > 0.0 {
-            c.energy_j / c.time_s
-        } else {
-            0.0
-        };
-        if c.time_s <= 0.0 {
-            self.energy += c.energy_j;
-            self.mode = to;
-            return t;
-        }
-        self.trans = Some(Trans {
-            to,
-            end: t + c.time_s,
-            power,
+    fn io(&self, op: IoOp, bytes: usize) {
+        let bytes = bytes as u64;
+        let (start, end) = self.disk.modelled_io(op, bytes);
+        lock_log(&self.log).push(DiskIo {
+            op,
+            bytes,
+            start,
+            end,
         });
-        t + c.time_s
     }
+}
 
-    /// Start going to the high mode at `t` (no-op if there or on the way); returns ready time.
-    fn go_high(&mut self, t: f64, policy: &mut DiskPolicy) -> f64 {
-        self.advance_to(t, policy);
-        if let Some(tr) = self.trans {
-            if tr.to == self.high {
-                return tr.end;
-            }
-            self.advance_to(tr.end, policy);
-        }
-        if self.mode == self.high {
-            return self.t.max(t);
-        }
-        let s = self.t.max(t);
-        self.start_transition(s, self.high)
+impl<S: Store> Store for SimulatedDisk<S> {
+    fn put_data(&self, name: &str, data: &[u8]) -> Result<(), StoreError> {
+        self.inner.put_data(name, data)?;
+        self.io(IoOp::Write, data.len());
+        Ok(())
     }
+    fn put_meta(&self, name: &str, meta: &[u8]) -> Result<(), StoreError> {
+        self.inner.put_meta(name, meta)?;
+        self.io(IoOp::Write, meta.len());
+        Ok(())
+    }
+    fn get_data(&self, name: &str) -> Result<Vec<u8>, StoreError> {
+        let d = self.inner.get_data(name)?;
+        self.io(IoOp::Read, d.len());
+        Ok(d)
+    }
+    fn get_meta(&self, name: &str) -> Result<Vec<u8>, StoreError> {
+        let m = self.inner.get_meta(name)?;
+        self.io(IoOp::Read, m.len());
+        Ok(m)
+    }
+    fn rename(&self, old: &str, new: &str) -> Result<(), StoreError> {
+        self.inner.rename(old, new)?;
+        self.io(IoOp::Write, 0);
+        Ok(())
+    }
+    fn delete(&self, name: &str) -> Result<(), StoreError> {
+        self.inner.delete(name)?;
+        self.io(IoOp::Write, 0);
+        Ok(())
+    }
+}
 
-    /// Time at which `op` could start if issued at `t`, without changing anything.
-    fn ready_time(&self, t: f64, op: IoOp) -> f64 {
-        let mut r = t.max(self.busy_until);
-        if let Some(tr) = self.trans {
-            if !(self.io_during_transition && self.spec.modes[self.mode.0].can(op)) {
-                r = r.max(tr.end);
-                if !self.spec.modes[tr.to.0].can(op) {
-                    r += self
-                        .spec
-                        .transition(tr.to, self.high)
-                        .map(|c| c.time_s)
-                        .unwrap_or(0.0);
+/// Where a read was served from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Served {
+    /// The application's memory cache, or the cache's write queue.
+    Memory,
+    /// The disk cache.
+    Disk,
+    /// The server.
+    Network,
+}
+
+/// One read of a replay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadRecord {
+    /// When it was issued, seconds.
+    pub t: f64,
+    /// Object.
+    pub object: String,
+    /// Where it came from.
+    pub served: Served,
+    /// When it completed, seconds.
+    pub end: f64,
+}
+
+/// A mode entered by a device, as the power manager was notified of it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModeChange {
+    /// Clock time of the notification, seconds.
+    pub t: f64,
+    /// Which device.
+    pub device: DeviceKind,
+    /// Mode entered.
+    pub mode: ModeId,
+}
+
+/// Everything one replay produced.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    /// The summary.
+    pub result: RunResult,
+    /// Every disk I/O, in issue order.
+    pub disk_io: Vec<DiskIo>,
+    /// Every read, in trace order.
+    pub reads: Vec<ReadRecord>,
+    /// Every mode change of both devices, in notification order.
+    pub mode_changes: Vec<ModeChange>,
+}
+
+/// The application's own memory cache (a browser's): least recently used out, by bytes.
+struct MemoryCache {
+    entries: VecDeque<(String, u64)>,
+    bytes: u64,
+    cap: u64,
+}
+
+impl MemoryCache {
+    fn hit(&mut self, obj: &str) -> bool {
+        if self.cap == 0 {
+            return false;
+        }
+        match self.entries.iter().position(|(o, _)| o == obj) {
+            Some(i) => {
+                if let Some(e) = self.entries.remove(i) {
+                    self.entries.push_back(e);
                 }
+                true
             }
-        } else if !self.spec.modes[self.mode.0].can(op) {
-            r += self
-                .spec
-                .transition(self.mode, self.high)
-                .map(|c| c.time_s)
-                .unwrap_or(0.0);
+            None => false,
         }
-        r
     }
 
-    /// Perform `op` of `bytes` issued at `t`; returns (start, end).
-    fn io(&mut self, t: f64, op: IoOp, bytes: u64, policy: &mut DiskPolicy) -> (f64, f64) {
-        self.advance_to(t, policy);
-        let mut ready = t.max(self.busy_until);
-        let can_now = self.spec.modes[self.mode.0].can(op)
-            && (self.trans.is_none() || self.io_during_transition);
-        if !can_now {
-            ready = ready.max(self.go_high(t, policy));
-            self.advance_to(ready, policy);
+    fn insert(&mut self, obj: &str, size: u64) {
+        if self.cap == 0 || size > self.cap {
+            return;
         }
-        let m = &self.spec.modes[self.mode.0];
-        let io = m.io.expect("mode that can do I/O has a model");
-        let dur = io.time_s(op, bytes);
-        let start = ready;
-        let end = start + dur;
-        // The I/O power replaces the idle power for the duration (it may be lower: see paper-2004.toml).
-        self.energy += (io.power_w(op) - m.power_w) * dur;
-        self.busy_until = end;
-        self.idle_since = end;
-        self.rung = 0;
-        if self.record_busy {
-            self.busy.push((start, end));
-        }
-        (start, end)
-    }
-
-    fn effective_mode(&self) -> ModeId {
-        match self.trans {
-            Some(tr) if tr.to == self.high => self.high,
-            _ => self.mode,
+        self.entries.push_back((obj.to_string(), size));
+        self.bytes += size;
+        while self.bytes > self.cap {
+            if let Some((_, s)) = self.entries.pop_front() {
+                self.bytes -= s;
+            }
         }
     }
 }
 
-struct QueuedWrite(u64);
-impl Queued for QueuedWrite {
-    fn bytes(&self) -> u64 {
-        self.0
-    }
+#[derive(Default)]
+struct HintCounts {
+    issued: AtomicU64,
+    transitions: AtomicU64,
 }
 
 /// The replay of one trace under one strategy.
-pub struct Sim<'a> {
-    profile: &'a Profile,
+pub struct Sim {
     strategy: Strategy,
-    knob: f64,
-    disk: Dev,
-    net: Dev,
-    disk_pol: DiskPolicy,
-    net_dummy: DiskPolicy,
-    net_stpm: Option<NetStpm>,
-    ghost: Option<GhostAccumulator>,
-    queue: WriteQueue<QueuedWrite>,
-    on_disk: HashSet<String>,
-    queued_objs: HashSet<String>,
-    mem: VecDeque<(String, u64)>,
-    mem_bytes: u64,
-    mem_cap: u64,
+    base_power_w: f64,
+    clock: Arc<VirtualClock>,
+    disk: Arc<DiskController>,
+    net: Arc<NetController>,
+    cache: CacheManager,
+    disk_log: DiskLog,
+    hints: Arc<HintCounts>,
+    modes: Arc<Mutex<Vec<ModeChange>>>,
+    /// Cache key of each trace object (trace names may not be valid cache names, e.g. long
+    /// URLs).
+    keys: HashMap<String, String>,
+    mem: MemoryCache,
+    reads: Vec<ReadRecord>,
     res: RunResult,
     resp_sum: f64,
 }
 
-impl<'a> Sim<'a> {
-    /// Prepare a replay.
-    pub fn new(profile: &'a Profile, strategy: Strategy, knob: u8, trace: &Trace) -> Self {
-        let k = knob as f64;
-        let s = &profile.storage;
-        let n = &profile.network;
-        let disk_pol = strategy.disk.clone();
-        let disk = Dev::new(s.clone(), s.high_mode(), disk_pol.ladder(s));
-        let (net_mode, net_ladder) = match &strategy.net {
-            NetPolicy::StaticLow => (n.low_readable_mode(), Vec::new()),
-            NetPolicy::AlwaysHigh => (n.high_mode(), Vec::new()),
-            NetPolicy::Timeout(tau) => {
-                (n.high_mode(), stpm::make_ladder(n, vec![(*tau, lowest(n))]))
-            }
-            NetPolicy::Stpm => {
-                let st = NetStpm::new(n.clone(), profile.base_power_w, k);
-                (
-                    n.high_mode(),
-                    stpm::make_ladder(n, vec![(st.idle_timeout(), st.idle_mode())]),
+// The devices come from a profile validated when it was loaded, and the simulated store cannot
+// fail: errors from the library here are bugs, not input problems.
+const VALID: &str = "simulated devices come from a validated profile";
+
+impl Sim {
+    /// Prepare a replay: the library stack on a virtual clock at time 0, with the trace's
+    /// initially cached objects in the store.
+    pub fn new(profile: &Profile, strategy: Strategy, knob: u8, trace: &Trace) -> Self {
+        let clock = Arc::new(VirtualClock::new());
+        let pm = Arc::new(
+            PowerManager::new(clock.clone(), profile.base_power_w, knob.min(100)).expect(VALID),
+        );
+        let (s, n) = (&profile.storage, &profile.network);
+        let disk_h = pm.register_device(s.clone(), s.high_mode()).expect(VALID);
+        let net_h = pm
+            .register_device(n.clone(), strategy.net.initial_mode(n))
+            .expect(VALID);
+        let modes: Arc<Mutex<Vec<ModeChange>>> = Arc::default();
+        for (h, spec) in [(disk_h, s), (net_h, n)] {
+            for m in 0..spec.modes.len() {
+                let (log, clock, device) = (modes.clone(), clock.clone(), spec.kind);
+                pm.register_callback(
+                    h,
+                    ModeId(m),
+                    Arc::new(move |_, mode| {
+                        let t = clock.now();
+                        let mut g = log.lock().unwrap_or_else(|p| p.into_inner());
+                        g.push(ModeChange { t, device, mode });
+                    }),
                 )
+                .expect(VALID);
             }
-        };
-        let net = Dev::new(n.clone(), net_mode, net_ladder);
-        let net_stpm = matches!(strategy.net, NetPolicy::Stpm)
-            .then(|| NetStpm::new(n.clone(), profile.base_power_w, k));
+        }
         let ghost = match strategy.cache {
-            CachePolicy::Adaptive(Some(g)) => {
-                let gap = stpm::deepest_mode(s)
-                    .map(|m| stpm::stpm_break_even(s, m, profile.base_power_w, k))
-                    .unwrap_or(10.0)
-                    .clamp(1.0, 60.0);
-                Some(GhostAccumulator::new(g, gap))
-            }
-            _ => None,
+            CachePolicy::Adaptive(g) => g,
+            CachePolicy::Static => None,
         };
-        let on_disk = trace
-            .requests
-            .iter()
-            .filter(|r| r.cached)
-            .map(|r| r.object.clone())
-            .collect();
+        let disk = Arc::new(
+            DiskController::new(pm.clone(), disk_h, strategy.disk.clone(), ghost).expect(VALID),
+        );
+        let net = Arc::new(NetController::new(pm.clone(), net_h, strategy.net).expect(VALID));
+
+        let mut keys = HashMap::new();
+        let store = MemStore::new();
+        for r in &trace.requests {
+            let n = keys.len();
+            let key = keys
+                .entry(r.object.clone())
+                .or_insert_with(|| format!("o{n}"))
+                .clone();
+            if r.cached && store.get_data(&key).is_err() {
+                store
+                    .put_data(&key, &vec![0; r.size as usize])
+                    .expect(VALID);
+            }
+        }
+        let stored = store.entries();
+        let (store, disk_log) = SimulatedDisk::new(store, disk.clone());
+        let writes = WriteOptions {
+            defer: matches!(strategy.cache, CachePolicy::Adaptive(_)),
+            ..WriteOptions::default()
+        };
+        let cache =
+            CacheManager::with_store(Box::new(store), stored, &writes, pm.clone(), disk_h, net_h)
+                .expect(VALID);
+        let hints = Arc::new(HintCounts::default());
+        if ghost.is_some() {
+            let (d, nc, counts) = (disk.clone(), net.clone(), hints.clone());
+            cache.set_ghost_sink(Arc::new(move |to, hint| {
+                counts.issued.fetch_add(1, Ordering::Relaxed);
+                let fired = match to {
+                    Source::Disk => d.on_ghost(hint),
+                    Source::Network => nc.on_ghost(hint),
+                };
+                if fired.expect(VALID) {
+                    counts.transitions.fetch_add(1, Ordering::Relaxed);
+                }
+            }));
+        }
         let ghost_name = match strategy.cache {
             CachePolicy::Static => "-".to_string(),
             CachePolicy::Adaptive(None) => "off".to_string(),
@@ -398,309 +392,167 @@ impl<'a> Sim<'a> {
             energy_kind: format!("simulated (estimated from device profile {})", profile.name),
         };
         Sim {
-            profile,
             strategy,
-            knob: k,
+            base_power_w: profile.base_power_w,
+            clock,
             disk,
             net,
-            disk_pol,
-            net_dummy: DiskPolicy::Never,
-            net_stpm,
-            ghost,
-            queue: WriteQueue::new(DEFAULT_CAP_BYTES),
-            on_disk,
-            queued_objs: HashSet::new(),
-            mem: VecDeque::new(),
-            mem_bytes: 0,
-            mem_cap: trace.memory_cache_bytes,
+            cache,
+            disk_log,
+            hints,
+            modes,
+            keys,
+            mem: MemoryCache {
+                entries: VecDeque::new(),
+                bytes: 0,
+                cap: trace.memory_cache_bytes,
+            },
+            reads: Vec::new(),
             res,
             resp_sum: 0.0,
         }
     }
 
-    fn mem_hit(&mut self, obj: &str) -> bool {
-        if let Some(i) = self.mem.iter().position(|(o, _)| o == obj) {
-            let e = self.mem.remove(i).expect("index");
-            self.mem.push_back(e);
-            return true;
-        }
-        false
+    fn poll(&self) {
+        self.disk.poll().expect(VALID);
+        self.net.poll().expect(VALID);
     }
 
-    fn mem_insert(&mut self, obj: &str, size: u64) {
-        if size > self.mem_cap {
-            return;
-        }
-        self.mem.push_back((obj.to_string(), size));
-        self.mem_bytes += size;
-        while self.mem_bytes > self.mem_cap {
-            if let Some((_, s)) = self.mem.pop_front() {
-                self.mem_bytes -= s;
+    /// Move the clock to `until`, stopping at every device deadline on the way (in time order)
+    /// to poll the controllers there.
+    fn settle(&self, until: f64) {
+        loop {
+            let next = [self.disk.next_deadline(), self.net.next_deadline()]
+                .into_iter()
+                .flatten()
+                .fold(f64::INFINITY, f64::min);
+            if next > until {
+                break;
             }
+            self.clock.advance_to(next);
+            // Polling takes every step due by now, so the next deadline is later.
+            self.poll();
         }
+        self.clock.advance_to(until);
+        self.poll();
     }
 
-    fn net_transfer(&mut self, t: f64, op: IoOp, bytes: u64, fg: bool) -> (f64, f64) {
-        if let Some(st) = self.net_stpm.as_mut() {
-            self.net.advance_to(t, &mut self.net_dummy);
-            st.end_run_if_idle(t);
-            if st.on_transfer(
-                t,
-                Transfer {
-                    op,
-                    bytes,
-                    foreground: fg,
-                },
-                self.net.effective_mode(),
-            ) == NetDecision::GoHigh
-            {
-                self.net.go_high(t, &mut self.net_dummy);
-            }
-        }
-        let (start, end) = self.net.io(t, op, bytes, &mut self.net_dummy);
-        if let Some(st) = self.net_stpm.as_mut() {
-            st.on_transfer_end(end);
-        }
-        (start, end)
+    fn key(&self, r: &Request) -> String {
+        self.keys[&r.object].clone()
     }
 
-    fn flush_queue(&mut self, t: f64) -> f64 {
-        let items = self.queue.drain();
-        let mut end = t;
-        for w in items {
-            end = self.disk.io(t, IoOp::Write, w.0, &mut self.disk_pol).1;
-        }
-        for o in self.queued_objs.drain() {
-            self.on_disk.insert(o);
-        }
+    fn transfer(&self, op: IoOp, bytes: u64) -> f64 {
+        self.net
+            .modelled_transfer(Transfer {
+                op,
+                bytes,
+                foreground: true,
+            })
+            .1
+    }
+
+    /// Fetch from the server, then keep a copy in the cache (the user waits for the fetch only).
+    fn fetch_and_store(&self, op: IoOp, r: &Request) -> f64 {
+        let end = self.transfer(op, r.size);
+        self.settle(end);
+        self.cache
+            .put_data(&self.key(r), vec![0; r.size as usize])
+            .expect(VALID);
         end
     }
 
-    fn disk_write(&mut self, t: f64, obj: &str, bytes: u64) {
-        match self.strategy.cache {
-            CachePolicy::Static => {
-                self.disk.io(t, IoOp::Write, bytes, &mut self.disk_pol);
-                self.on_disk.insert(obj.to_string());
-                self.queued_objs.remove(obj);
-            }
-            CachePolicy::Adaptive(_) => {
-                self.disk.advance_to(t, &mut self.disk_pol);
-                if self.disk.effective_mode() == self.disk.high && self.disk.trans.is_none() {
-                    self.flush_queue(t);
-                    self.disk.io(t, IoOp::Write, bytes, &mut self.disk_pol);
-                    self.on_disk.insert(obj.to_string());
-                    return;
-                }
-                if self.queue.push(QueuedWrite(bytes)).is_err() {
-                    // Full: spin up and flush, then queue again (or write through).
-                    let ready = self.disk.go_high(t, &mut self.disk_pol);
-                    self.flush_queue(ready);
-                    if self.queue.push(QueuedWrite(bytes)).is_err() {
-                        self.disk.io(ready, IoOp::Write, bytes, &mut self.disk_pol);
-                        self.on_disk.insert(obj.to_string());
-                        return;
-                    }
-                }
-                self.queued_objs.insert(obj.to_string());
-            }
+    /// `GetData`: from the disk (the read in the disk's log) or, still queued, from memory.
+    fn get_cached(&self, t: f64, key: &str) -> (Served, f64) {
+        let before = lock_log(&self.disk_log).len();
+        self.cache.get_data(key).expect(VALID);
+        let log = lock_log(&self.disk_log);
+        match log[before..].iter().find(|io| io.op == IoOp::Read) {
+            Some(io) => (Served::Disk, io.end),
+            None => (Served::Memory, t),
         }
-    }
-
-    /// Expected cost of reading `bytes` from `dev` at `t`, including waits for I/O or a
-    /// transition already under way (the cache manager sees them as the device's state).
-    fn cost(&self, dev: &Dev, other: &Dev, t: f64, bytes: u64) -> Option<AccessCost> {
-        let others = self.profile.base_power_w + other.spec.modes[other.mode.0].power_w;
-        let (wait, c) = if dev.trans.is_none() {
-            (
-                (dev.busy_until - t).max(0.0),
-                access_cost(&dev.spec, dev.mode, IoOp::Read, bytes, others)?,
-            )
-        } else {
-            (
-                (dev.ready_time(t, IoOp::Read) - t).max(0.0),
-                access_cost(&dev.spec, dev.high, IoOp::Read, bytes, others)?,
-            )
-        };
-        Some(AccessCost {
-            time_s: wait + c.time_s,
-            energy_j: c.energy_j + others * wait,
-        })
     }
 
     fn read(&mut self, t: f64, r: &Request) -> f64 {
         self.res.reads += 1;
-        if self.mem_cap > 0 && self.mem_hit(&r.object) {
-            self.res.from_memory += 1;
-            return t;
-        }
-        let cached = self.on_disk.contains(&r.object) || self.queued_objs.contains(&r.object);
-        let end = if !cached {
-            let (_, end) = self.net_transfer(t, IoOp::Read, r.size, true);
-            self.res.from_network += 1;
-            self.disk_write(end, &r.object, r.size);
-            end
-        } else if self.queued_objs.contains(&r.object) {
-            self.res.from_memory += 1;
-            t
+        let (served, end) = if self.mem.hit(&r.object) {
+            (Served::Memory, t)
         } else {
-            match self.strategy.cache {
-                CachePolicy::Static => {
-                    self.res.from_disk += 1;
-                    self.disk.io(t, IoOp::Read, r.size, &mut self.disk_pol).1
+            let key = self.key(r);
+            let status = self.cache.cache_status(&key).expect(VALID);
+            let adaptive = matches!(self.strategy.cache, CachePolicy::Adaptive(_));
+            let got = match status {
+                CacheStatus::NotPresent => (Served::Network, self.fetch_and_store(IoOp::Read, r)),
+                CacheStatus::NetworkPreferred { .. } if adaptive => {
+                    (Served::Network, self.transfer(IoOp::Read, r.size))
                 }
-                CachePolicy::Adaptive(_) => self.adaptive_read(t, r),
-            }
-        };
-        if self.mem_cap > 0 {
-            self.mem_insert(&r.object, r.size);
-        }
-        end
-    }
-
-    fn adaptive_read(&mut self, t: f64, r: &Request) -> f64 {
-        self.disk.advance_to(t, &mut self.disk_pol);
-        self.net.advance_to(t, &mut self.net_dummy);
-        if let Some(g) = self.ghost.as_mut() {
-            g.on_demand(t);
-        }
-        let k = self.knob;
-        let w = |c: &AccessCost| eq::weighted_cost_eq4(c.time_s, c.energy_j, k);
-        let (Some(dc), Some(nc)) = (
-            self.cost(&self.disk, &self.net, t, r.size),
-            self.cost(&self.net, &self.disk, t, r.size),
-        ) else {
-            return self.disk.io(t, IoOp::Read, r.size, &mut self.disk_pol).1;
-        };
-        let use_disk = w(&dc) <= w(&nc);
-        // Ideal: each device in its high mode, the other as it is (paper §4.4).
-        let others_d = self.profile.base_power_w + self.net.spec.modes[self.net.mode.0].power_w;
-        let others_n = self.profile.base_power_w + self.disk.spec.modes[self.disk.mode.0].power_w;
-        let di = access_cost(
-            &self.disk.spec,
-            self.disk.high,
-            IoOp::Read,
-            r.size,
-            others_d,
-        );
-        let ni = access_cost(&self.net.spec, self.net.high, IoOp::Read, r.size, others_n);
-        let ideal_disk = match (di, ni) {
-            (Some(a), Some(b)) => w(&a) <= w(&b),
-            _ => use_disk,
-        };
-        let chosen = if use_disk { dc } else { nc };
-        if ideal_disk != use_disk {
-            let ideal = if ideal_disk { di } else { ni }.expect("ideal cost");
-            let hint = GhostHint {
-                t,
-                delta_t_s: chosen.time_s - ideal.time_s,
-                delta_e_j: chosen.energy_j - ideal.energy_j,
-                foreground: true,
+                _ => self.get_cached(t, &key),
             };
-            if let Some(g) = self.ghost.as_mut() {
-                self.res.ghost_hints_issued += 1;
-                if ideal_disk {
-                    let low = self.disk.mode;
-                    if low != self.disk.high && self.disk.trans.is_none() {
-                        let s = &self.disk.spec;
-                        let dev = GhostDevice {
-                            knob: k,
-                            p_hp: s.modes[self.disk.high.0].power_w,
-                            p_lp: s.modes[low.0].power_w,
-                            threshold: stpm::round_trip_threshold(
-                                s,
-                                low,
-                                self.profile.base_power_w,
-                                k,
-                            ),
-                        };
-                        if g.on_hint(hint, dev) {
-                            self.res.ghost_transitions += 1;
-                            let ready = self.disk.go_high(t, &mut self.disk_pol);
-                            if !self.queue.is_empty() {
-                                self.flush_queue(ready);
-                            }
-                        }
-                    }
-                } else if let Some(st) = self.net_stpm.as_mut() {
-                    // A network ghost hint counts into the current run.
-                    if st.on_transfer(
-                        t,
-                        Transfer {
-                            op: IoOp::Read,
-                            bytes: r.size,
-                            foreground: true,
-                        },
-                        self.net.effective_mode(),
-                    ) == NetDecision::GoHigh
-                    {
-                        self.res.ghost_transitions += 1;
-                        self.net.go_high(t, &mut self.net_dummy);
-                    }
-                }
-            }
+            self.mem.insert(&r.object, r.size);
+            got
+        };
+        match served {
+            Served::Memory => self.res.from_memory += 1,
+            Served::Disk => self.res.from_disk += 1,
+            Served::Network => self.res.from_network += 1,
         }
-        if use_disk {
-            self.res.from_disk += 1;
-            let was_low = self.disk.effective_mode() != self.disk.high || self.disk.trans.is_some();
-            let (_, end) = self.disk.io(t, IoOp::Read, r.size, &mut self.disk_pol);
-            if was_low || !self.queue.is_empty() {
-                self.flush_queue(end);
-            }
-            if let Some(g) = self.ghost.as_mut() {
-                g.reset();
-            }
-            end
-        } else {
-            self.res.from_network += 1;
-            self.net_transfer(t, IoOp::Read, r.size, true).1
-        }
-    }
-
-    fn write(&mut self, t: f64, r: &Request) -> f64 {
-        // Send to the server (the user waits), keep a copy in the cache (background).
-        let (_, end) = self.net_transfer(t, IoOp::Write, r.size, true);
-        self.disk_write(end, &r.object, r.size);
+        self.reads.push(ReadRecord {
+            t,
+            object: r.object.clone(),
+            served,
+            end,
+        });
         end
     }
 
-    /// Replay the whole trace; returns the result.
-    pub fn run(mut self, trace: &Trace) -> (RunResult, Vec<(f64, f64)>) {
-        self.disk.record_busy = true;
+    /// Replay the whole trace.
+    pub fn run(mut self, trace: &Trace) -> Replay {
         let reqs = &trace.requests;
         let mut t = 0.0;
         for (i, r) in reqs.iter().enumerate() {
+            self.settle(t);
             let end = match r.op {
                 Op::Read => {
                     let e = self.read(t, r);
                     self.resp_sum += e - t;
                     e
                 }
-                Op::Write => self.write(t, r),
+                // Send to the server (the user waits), keep a copy in the cache.
+                Op::Write => self.fetch_and_store(IoOp::Write, r),
             };
             let think = reqs.get(i + 1).map(|n| (n.t - r.t).max(0.0)).unwrap_or(0.0);
             t = end + think;
         }
-        // Flush what is still queued: its energy belongs to the run.
-        if !self.queue.is_empty() {
-            let ready = self.disk.go_high(t, &mut self.disk_pol);
-            t = self.flush_queue(ready).max(t);
-        }
-        let t_end = t.max(self.disk.busy_until).max(self.net.busy_until);
-        self.disk.advance_to(t_end, &mut self.disk_pol);
-        self.net.advance_to(t_end, &mut self.net_dummy);
-        self.res.duration_s = t_end;
-        self.res.disk_energy_j = self.disk.energy;
-        self.res.net_energy_j = self.net.energy;
-        self.res.energy_j = self.profile.base_power_w * t_end + self.disk.energy + self.net.energy;
-        self.res.mean_response_s = if self.res.reads > 0 {
-            self.resp_sum / self.res.reads as f64
+        self.settle(t);
+        // Write what is still queued: its energy belongs to the run.
+        self.cache.flush();
+        let t_end = t
+            .max(self.disk.counters().busy_until)
+            .max(self.net.counters().busy_until);
+        self.settle(t_end);
+        let (disk, net) = (self.disk.counters(), self.net.counters());
+        let (disk_j, net_j) = (disk.energy_j, net.energy_j);
+        let res = &mut self.res;
+        res.duration_s = t_end;
+        res.disk_energy_j = disk_j;
+        res.net_energy_j = net_j;
+        res.energy_j = self.base_power_w * t_end + disk_j + net_j;
+        res.mean_response_s = if res.reads > 0 {
+            self.resp_sum / res.reads as f64
         } else {
             0.0
         };
-        self.res.disk_spinups = self.disk.ups;
-        self.res.net_ups = self.net.ups;
-        let busy = std::mem::take(&mut self.disk.busy);
-        (self.res, busy)
+        res.disk_spinups = disk.wakeups;
+        res.net_ups = net.wakeups;
+        res.ghost_hints_issued = self.hints.issued.load(Ordering::Relaxed);
+        res.ghost_transitions = self.hints.transitions.load(Ordering::Relaxed);
+        let disk_io = lock_log(&self.disk_log).clone();
+        let mode_changes = self.modes.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        Replay {
+            result: self.res.clone(),
+            disk_io,
+            reads: std::mem::take(&mut self.reads),
+            mode_changes,
+        }
     }
 }
 
@@ -717,7 +569,7 @@ fn lowest(spec: &DeviceSpec) -> ModeId {
 pub fn replay(profile: &Profile, strategy: &Strategy, knob: u8, trace: &Trace) -> RunResult {
     Sim::new(profile, strategy.clone(), knob, trace)
         .run(trace)
-        .0
+        .result
 }
 
 /// Energy of an idle gap of `g` seconds for the offline oracle: the best of staying in the high
@@ -750,12 +602,16 @@ pub fn replay_oracle(profile: &Profile, net: NetPolicy, trace: &Trace) -> RunRes
         disk: DiskPolicy::Never,
         net,
     };
-    let (mut r, busy) = Sim::new(profile, strat, 0, trace).run(trace);
+    let replay = Sim::new(profile, strat, 0, trace).run(trace);
+    let mut r = replay.result;
     let s = &profile.storage;
     let p_hp = s.modes[s.high_mode().0].power_w;
     let mut gaps = Vec::new();
     let mut last = 0.0;
-    for (a, b) in &busy {
+    for DiskIo {
+        start: a, end: b, ..
+    } in &replay.disk_io
+    {
         if *a > last {
             gaps.push(a - last);
         }

@@ -13,8 +13,12 @@ pub mod plot;
 pub mod rng;
 pub mod trace;
 
-pub use engine::{lower_bound, replay, replay_oracle, CachePolicy, NetPolicy, RunResult, Strategy};
+pub use engine::{
+    lower_bound, replay, replay_oracle, CachePolicy, DiskIo, ModeChange, ReadRecord, Replay,
+    RunResult, Served, Sim, SimulatedDisk, Strategy,
+};
 pub use trace::{Op, Request, Trace, TraceError};
+pub use wattio_power::NetPolicy;
 
 use wattio_power::{DiskPolicy, GhostPolicy, Profile};
 
@@ -69,7 +73,7 @@ pub fn baselines(profile: &Profile, fixed_timeout_s: f64) -> Vec<Strategy> {
         name,
         cache: CachePolicy::Static,
         disk,
-        net: net.clone(),
+        net,
     };
     vec![
         mk(
