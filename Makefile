@@ -6,8 +6,13 @@ WATTIO := target/release/wattio
 
 all: build
 
+## The eBPF mechanism (`--source ebpf`) needs clang and libelf to build (`make deps` installs them):
+## `make build` turns its Cargo feature on when they are here and says so when they are not.
+EBPF_FEATURE := $(shell command -v clang >/dev/null 2>&1 && pkg-config --exists libelf 2>/dev/null && echo --features wattio/ebpf)
+
 build:
-	$(CARGO) build --release --bin wattio
+	$(if $(EBPF_FEATURE),,@echo "make build: clang or libelf-dev missing, building without --source ebpf (make deps installs them)")
+	$(CARGO) build --release --bin wattio $(EBPF_FEATURE)
 
 deps:
 	./scripts/install-deps.sh
@@ -24,11 +29,13 @@ demo: build
 ## model whatever its CPU (the model tests clear it to test the default itself).
 ## WATTIO_NVML_LIB points at no library, so that on a machine with an NVIDIA driver the CPU tests
 ## see no GPU rows; the GPU tests load the stand-in library (crates/nvml-stub) themselves.
+## The eBPF mechanism is always built here (deps installed its toolchain) and WATTIO_REQUIRE_EBPF
+## makes its tests, which load the BPF program into this kernel, fail instead of skipping without BPF.
 test: deps test-java test-rust
 
 test-rust:
 	WATTIO_REQUIRE_NGINX=1 WATTIO_NVML_LIB=/nonexistent/libnvidia-ml.so.1 WATTIO_DEFAULT_MODEL=ccf-linear \
-	  $(CARGO) test --workspace --release
+	  WATTIO_REQUIRE_EBPF=1 $(CARGO) test --workspace --release --features wattio-energy/ebpf
 	$(CARGO) test --release -p wattio-report --test browser -- --ignored
 
 ## Java I/O study: the Maven module's equivalence and harness tests.

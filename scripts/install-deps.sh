@@ -6,18 +6,23 @@ PACKAGES=(
   aria2
   ca-certificates
   chromium
+  clang
   curl
   iproute2
   iputils-ping
+  libelf-dev
+  make
   maven
   nghttp2-client
   nginx
   openjdk-17-jdk-headless
+  pkg-config
   stress-ng
   util-linux
   wget
   wget2
   xxhash
+  zlib1g-dev
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
