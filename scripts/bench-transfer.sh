@@ -3,8 +3,15 @@
 #
 # Each run is   wattio measure --json -- wattio testbed exec client --stats S.json -- TOOL ...
 # so every tool gets the same system-wide meter (`measure`) and the same client-only estimate
-# (`--stats`: the tool's own CPU time through the meter's linear model). Results go to
-# results/transfer/RUN/ (git-ignored); scripts/transfer_report.py turns them into tables and SVG.
+# (`--stats`: the tool's own CPU time through the meter's linear model); nginx's CPU time over
+# each run is recorded too. Results go to results/transfer/RUN/ (git-ignored);
+# scripts/transfer_report.py turns them into tables and SVG.
+#
+# HTTPS rows (tools ending in -tls): the same nginx over TLS 1.3 on :8443 (HTTP/1.1, a P-256
+# certificate from a CA the script makes with openssl), curl/wget2/aria2 and wattio's three SLAs
+# with --cacert; wattio reads a listing written beforehand with `wattio serve DIR --write-listing`
+# and served by nginx as a static file, so no wattio server is involved. wattio-me-ng and
+# wattio-eemt-ng are the same over plain HTTP from nginx, for the TLS cost.
 #
 # Knobs (environment): SCALE (dataset factor, default 0.02), PROFILE (testbed profile, default
 # cloudlab), DATASETS, TOOLS (space-separated subsets), TARGETS (EETT targets in % of the link),
@@ -18,8 +25,9 @@ cd "$(dirname "$0")/.."
 SCALE=${SCALE:-0.02}
 PROFILE=${PROFILE:-cloudlab}
 DATASETS=${DATASETS:-"small medium large mixed"}
-ALL_TOOLS="curl-seq curl-par wget wget2 aria2-default aria2-tuned nghttp-h2 wattio-me wattio-eemt"
-TOOLS=${TOOLS:-$ALL_TOOLS}
+ALL_TOOLS="curl-seq curl-par wget wget2 aria2-default aria2-tuned nghttp-h2 wattio-me wattio-eemt
+  wattio-me-ng wattio-eemt-ng curl-par-tls wget2-tls aria2-tuned-tls wattio-me-tls wattio-eemt-tls"
+TOOLS=$(echo ${TOOLS:-$ALL_TOOLS})
 TARGETS=${TARGETS:-"80 60 40 20"}
 REPEATS=${REPEATS:-3}
 DATA=${DATA:-results/transfer/data-$SCALE}
@@ -28,7 +36,7 @@ DEST=${DEST:-/dev/shm/wattio-bench-dest}
 NAME=wbench
 SERVER=10.77.0.2
 
-for t in nginx curl wget wget2 aria2c nghttp ip tc; do
+for t in nginx curl wget wget2 aria2c nghttp ip tc openssl; do
   command -v "$t" >/dev/null || { echo "bench-transfer: $t is missing: run scripts/install-deps.sh" >&2; exit 1; }
 done
 [ "$(id -u)" -eq 0 ] || { echo "bench-transfer: needs root (network namespaces): run with sudo" >&2; exit 1; }
@@ -48,6 +56,20 @@ echo "== datasets (scale $SCALE) in $DATA"
 "$W" dataset generate "$DATA" --scale "$SCALE" --only "$(echo $DATASETS | tr ' ' ,)"
 DATA=$(realpath "$DATA")
 
+echo "== listings for nginx (wattio-*-ng and wattio-*-tls rows)"
+for ds in $DATASETS; do "$W" serve "$DATA/$ds" --write-listing; done
+
+echo "== TLS: a test CA and a certificate for $SERVER (ECDSA P-256)"
+mkdir -p "$OUT/tls"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=wattio bench CA" \
+  -keyout "$OUT/tls/ca.key" -out "$OUT/tls/ca.pem" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$SERVER" \
+  -keyout "$OUT/tls/server.key" -out "$OUT/tls/server.csr" 2>/dev/null
+printf 'subjectAltName=IP:%s\n' "$SERVER" > "$OUT/tls/ext.cnf"
+openssl x509 -req -in "$OUT/tls/server.csr" -CA "$OUT/tls/ca.pem" -CAkey "$OUT/tls/ca.key" -CAcreateserial \
+  -days 2 -extfile "$OUT/tls/ext.cnf" -out "$OUT/tls/server.pem" 2>/dev/null
+CA="$OUT/tls/ca.pem"
+
 cleanup() {
   "$W" testbed --name $NAME down >/dev/null 2>&1 || true
   rm -rf "$DEST"
@@ -60,7 +82,8 @@ RATE_BPS=$(python3 -c "import json;print(json.load(open('/run/wattio-testbed/$NA
 RTT_MS=$(python3 -c "import json;print(json.load(open('/run/wattio-testbed/$NAME/state.json'))['link']['rtt_us']/1000)")
 "$W" testbed --name $NAME check --seconds 3 | tee -a "$OUT/testbed.txt" || echo "WARNING: testbed check did not pass" | tee -a "$OUT/testbed.txt"
 
-# nginx: HTTP/1.1 on :8080, HTTP/2 (cleartext, prior knowledge) on :8081, sendfile, no logs.
+# nginx: HTTP/1.1 on :8080, HTTP/2 (cleartext, prior knowledge) on :8081, HTTP/1.1 over TLS on
+# :8443 (no http2 there, so every HTTPS client speaks HTTP/1.1 as wattio does), sendfile, no logs.
 cat > "$OUT/nginx/nginx.conf" <<EOF
 worker_processes 2;
 pid $OUT/nginx/nginx.pid;
@@ -76,6 +99,9 @@ http {
   http2_max_concurrent_streams 128;
   server { listen $SERVER:8080; root $DATA; }
   server { listen $SERVER:8081 http2; root $DATA; }
+  server { listen $SERVER:8443 ssl; root $DATA;
+           ssl_certificate $OUT/tls/server.pem; ssl_certificate_key $OUT/tls/server.key;
+           ssl_protocols TLSv1.2 TLSv1.3; ssl_session_cache shared:TLS:10m; }
 }
 EOF
 "$W" testbed --name $NAME exec server -- nginx -c "$OUT/nginx/nginx.conf"
@@ -97,11 +123,16 @@ echo "== warming the page cache (server side reads from memory, as in the paper)
 cat "$DATA"/{small,medium,large}/* >/dev/null 2>&1 || true
 
 # Lists of URLs per dataset.
+curlcfg() { # base-url dataset -> curl config: one url/output pair per file
+  awk -F'\t' -v d="$DEST" -v s="$1/$2/" \
+    '{printf "url = \"%s%s\"\noutput = \"%s/%s\"\n", s, $1, d, $1}' "$DATA/$2.tsv"
+}
 for ds in $DATASETS; do
   cut -f1 "$DATA/$ds.tsv" | sed "s|^|http://$SERVER:8080/$ds/|" > "$OUT/$ds.urls"
   cut -f1 "$DATA/$ds.tsv" | sed "s|^|http://$SERVER:8081/$ds/|" > "$OUT/$ds.h2urls"
-  awk -F'\t' -v d="$DEST" -v s="http://$SERVER:8080/$ds/" \
-    '{printf "url = \"%s%s\"\noutput = \"%s/%s\"\n", s, $1, d, $1}' "$DATA/$ds.tsv" > "$OUT/$ds.curlcfg"
+  cut -f1 "$DATA/$ds.tsv" | sed "s|^|https://$SERVER:8443/$ds/|" > "$OUT/$ds.tlsurls"
+  curlcfg "http://$SERVER:8080" "$ds" > "$OUT/$ds.curlcfg"
+  curlcfg "https://$SERVER:8443" "$ds" > "$OUT/$ds.tlscurlcfg"
 done
 
 tool_cmd() { # tool dataset -> the shell command the client runs
@@ -119,11 +150,40 @@ tool_cmd() { # tool dataset -> the shell command the client runs
     # at the 64 KiB default: with -w 20 or -w 24 nghttp 1.52 against nginx 1.22 stopped after the
     # first batch of medium/large files ("Some requests were not processed", exit 0) on this host.
     nghttp-h2) echo "nghttp -W 30 \$(cat '$OUT/$ds.h2urls') > '$DEST/nghttp.out'" ;;
-    wattio-me) echo "'$W' transfer http://$SERVER:${WPORT[$ds]}/ '$DEST' --sla min-energy --json --no-progress --rtt ${RTT_MS}ms --bandwidth ${mbit}mbit" ;;
-    wattio-eemt) echo "'$W' transfer http://$SERVER:${WPORT[$ds]}/ '$DEST' --sla max-throughput --json --no-progress --rtt ${RTT_MS}ms --bandwidth ${mbit}mbit" ;;
-    wattio-eett-*) echo "'$W' transfer http://$SERVER:${WPORT[$ds]}/ '$DEST' --sla target:${rate}mbit --json --no-progress --rtt ${RTT_MS}ms --bandwidth ${mbit}mbit" ;;
+    curl-par-tls) echo "curl -sS --fail -Z --cacert '$CA' -K '$OUT/$ds.tlscurlcfg'" ;;
+    wget2-tls) echo "wget2 -q -nd -P '$DEST' --ca-certificate='$CA' -i '$OUT/$ds.tlsurls'" ;;
+    aria2-tuned-tls) echo "aria2c -q -d '$DEST' -i '$OUT/$ds.tlsurls' -j 16 -x 8 -s 8 -k 1M --file-allocation=none --ca-certificate='$CA'" ;;
+    wattio-*) # wattio-{me,eemt}[-ng|-tls], wattio-eett[-tls]-PCT
+      local src="http://$SERVER:${WPORT[$ds]}/" sla
+      case $tool in
+        *-ng) src="http://$SERVER:8080/$ds/" ;;
+        *-tls|wattio-eett-tls-*) src="https://$SERVER:8443/$ds/ --cacert '$CA'" ;;
+      esac
+      case $tool in
+        wattio-me*) sla=min-energy ;;
+        wattio-eemt*) sla=max-throughput ;;
+        wattio-eett-*) sla=target:${rate}mbit ;;
+      esac
+      echo "'$W' transfer $src '$DEST' --sla $sla --json --no-progress --rtt ${RTT_MS}ms --bandwidth ${mbit}mbit" ;;
     *) echo "bench-transfer: unknown tool $tool" >&2; return 1 ;;
   esac
+}
+
+nginx_cpu_s() { # CPU seconds (user + system) nginx's master and workers have used so far
+  python3 - "$OUT/nginx/nginx.pid" <<'PY'
+import os, sys
+master = int(open(sys.argv[1]).read())
+ticks = 0
+for d in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        st = open(f"/proc/{d}/stat").read()
+    except OSError:
+        continue
+    f = st[st.rindex(")") + 2:].split()  # f[0] is field 3 (state) of proc(5)
+    if int(d) == master or int(f[1]) == master:
+        ticks += int(f[11]) + int(f[12])  # utime, stime
+print(ticks / os.sysconf("SC_CLK_TCK"))
+PY
 }
 
 run_one() { # round tool dataset [target-mbit]
@@ -131,6 +191,10 @@ run_one() { # round tool dataset [target-mbit]
   local id="$ds.$tool.r$rep" cmd
   cmd=$(tool_cmd "$tool" "$ds" "$rate")
   rm -rf "$DEST"; mkdir -p "$DEST"
+  # the server's CPU time, where the server is nginx (not for the rows against wattio serve)
+  local server=nginx
+  case $tool in wattio-me|wattio-eemt|wattio-eett-[0-9]*) server=wattio-serve ;; esac
+  local ncpu0; ncpu0=$(nginx_cpu_s)
   printf 'r%-2s %-8s %-16s ' "$rep" "$ds" "$tool"
   set +e
   "$W" measure --json -- "$W" testbed --name $NAME exec client --stats "$OUT/runs/$id.stats.json" -- \
@@ -138,12 +202,14 @@ run_one() { # round tool dataset [target-mbit]
     >"$OUT/runs/$id.measure.json" 2>"$OUT/runs/$id.measure.err"
   local rc=$?
   set -e
+  local server_cpu=null
+  [ $server = nginx ] && server_cpu=$(python3 -c "print(round($(nginx_cpu_s) - $ncpu0, 3))")
   # What arrived: regular files and bytes under DEST (state/partial files excluded by name).
   local got
   got=$(find "$DEST" -type f ! -name '*.part' ! -name '*.tmp' ! -path '*/.wattio*' -printf '%s\n' | awk '{n++; s+=$1} END {print n+0, s+0}')
   local want_files want_bytes
   want_files=$(wc -l < "$DATA/$ds.tsv"); want_bytes=$(awk -F'\t' '{s+=$2} END {print s}' "$DATA/$ds.tsv")
-  echo "{\"tool\":\"$tool\",\"rep\":$rep,\"dataset\":\"$ds\",\"target_mbit\":$rate,\"rc\":$rc,\"got_files\":${got% *},\"got_bytes\":${got#* },\"want_files\":$want_files,\"want_bytes\":$want_bytes,\"link_bps\":$RATE_BPS,\"rtt_ms\":$RTT_MS,\"cmd\":$(python3 -c 'import json,sys;print(json.dumps(sys.argv[1]))' "$cmd")}" \
+  echo "{\"tool\":\"$tool\",\"rep\":$rep,\"dataset\":\"$ds\",\"target_mbit\":$rate,\"rc\":$rc,\"got_files\":${got% *},\"got_bytes\":${got#* },\"want_files\":$want_files,\"want_bytes\":$want_bytes,\"link_bps\":$RATE_BPS,\"server\":\"$server\",\"server_cpu_s\":$server_cpu,\"rtt_ms\":$RTT_MS,\"cmd\":$(python3 -c 'import json,sys;print(json.dumps(sys.argv[1]))' "$cmd")}" \
     > "$OUT/runs/$id.meta.json"
   python3 - "$OUT/runs/$id" <<'PY'
 import json, sys
@@ -162,9 +228,15 @@ for rep in $(seq 1 "$REPEATS"); do
       run_one "$rep" "$tool" "$ds"
     done
   done
-  if [[ " $DATASETS " == *" mixed "* ]] && [[ " $TOOLS " == *" wattio-"* ]]; then
-    for pct in $TARGETS; do
-      run_one "$rep" "wattio-eett-$pct" mixed $(( RATE_BPS * pct / 100 / 1000000 ))
+  if [[ " $DATASETS " == *" mixed "* ]]; then
+    # EETT over wattio serve when the plain wattio rows run, over nginx TLS when the TLS ones do
+    eett=""
+    [[ " $TOOLS " =~ \ wattio-(me|eemt)\  ]] && eett="wattio-eett"
+    [[ " $TOOLS " =~ \ wattio-(me|eemt)-tls\  ]] && eett="$eett wattio-eett-tls"
+    for e in $eett; do
+      for pct in $TARGETS; do
+        run_one "$rep" "$e-$pct" mixed $(( RATE_BPS * pct / 100 / 1000000 ))
+      done
     done
   fi
 done

@@ -20,7 +20,11 @@ import sys
 from html import escape
 
 TOOL_ORDER = ["curl-seq", "curl-par", "wget", "wget2", "aria2-default", "aria2-tuned", "nghttp-h2",
-              "wattio-me", "wattio-eemt"]
+              "wattio-me", "wattio-eemt", "wattio-me-ng", "wattio-eemt-ng",
+              "curl-par-tls", "wget2-tls", "aria2-tuned-tls", "wattio-me-tls", "wattio-eemt-tls"]
+# (plain, HTTPS) pairs against the same nginx: the difference is what TLS costs
+TLS_PAIRS = [("curl-par", "curl-par-tls"), ("wget2", "wget2-tls"), ("aria2-tuned", "aria2-tuned-tls"),
+             ("wattio-me-ng", "wattio-me-tls"), ("wattio-eemt-ng", "wattio-eemt-tls")]
 DATASETS = ["small", "medium", "large", "mixed"]
 COLORS = ["#8c564b", "#c49c94", "#7f7f7f", "#bcbd22", "#17becf", "#1f77b4", "#9467bd",
           "#2ca02c", "#d62728", "#ff7f0e"]
@@ -64,6 +68,10 @@ def load(run):
             "link_mbit": m["link_bps"] / 1e6,
             "rtt_ms": m["rtt_ms"],
             "client_cpu_s": cpu,
+            "client_cpu_s_per_gb": cpu / gb if gb > 0 else None,
+            "server": m.get("server"),
+            "server_cpu_s": m.get("server_cpu_s"),
+            "server_cpu_s_per_gb": m["server_cpu_s"] / gb if gb > 0 and m.get("server_cpu_s") is not None else None,
             "client_energy_j_est": s["energy_j"],
             "client_j_per_gb_est": s["energy_j"] / gb if gb > 0 else None,
             "model": s["model"],
@@ -77,7 +85,7 @@ def load(run):
 
 
 MEDIAN_KEYS = ["wall_s", "throughput_mbit", "client_cpu_s", "client_energy_j_est", "client_j_per_gb_est",
-               "system_energy_j_est"]
+               "system_energy_j_est", "client_cpu_s_per_gb", "server_cpu_s", "server_cpu_s_per_gb"]
 
 
 def aggregate(rows):
@@ -176,6 +184,72 @@ def bar_chart(path, title, ylabel, groups, series, value, hline=None, hline_labe
         f.write("\n".join(out) + "\n")
 
 
+def eett_variant(tool):
+    return "nginx HTTPS" if tool.startswith("wattio-eett-tls") else "wattio serve"
+
+
+def tls_cost(base, datasets):
+    """Plain against HTTPS on the same nginx, per tool and dataset: client and server CPU
+    seconds per GB and the client's estimated J per GB."""
+    get = {(r["dataset"], r["tool"]): r for r in base}
+    rows = []
+    for d in datasets:
+        for plain, tls in TLS_PAIRS:
+            a, b = get.get((d, plain)), get.get((d, tls))
+            if not a or not b or not a["complete"] or not b["complete"]:
+                continue
+            def f(r, k, fmt="{:.2f}"):
+                return fmt.format(r[k]) if r[k] is not None else "-"
+            dj = b["client_j_per_gb_est"] - a["client_j_per_gb_est"]
+            dcpu = b["client_cpu_s_per_gb"] - a["client_cpu_s_per_gb"]
+            dsrv = (b["server_cpu_s_per_gb"] - a["server_cpu_s_per_gb"]
+                    if a["server_cpu_s_per_gb"] is not None and b["server_cpu_s_per_gb"] is not None else None)
+            rows.append(f"| {d} | {plain} | {f(a, 'client_cpu_s_per_gb')} | {f(b, 'client_cpu_s_per_gb')} | {dcpu:+.2f} | "
+                        f"{f(a, 'client_j_per_gb_est', '{:.1f}')} | {f(b, 'client_j_per_gb_est', '{:.1f}')} | {dj:+.1f} | "
+                        f"{f(a, 'server_cpu_s_per_gb')} | {f(b, 'server_cpu_s_per_gb')} | "
+                        f"{'-' if dsrv is None else f'{dsrv:+.2f}'} | {a['throughput_mbit']:.0f} / {b['throughput_mbit']:.0f} |")
+    if not rows:
+        return []
+    return ["### What TLS costs: the same tool, plain HTTP and HTTPS from the same nginx", "",
+            "CPU seconds per GB moved (medians); J/GB is the client's ESTIMATED energy (it charges idle "
+            "power over the wall time too, so a slower run costs more whatever its CPU).", "",
+            "| dataset | tool | client CPU s/GB plain | HTTPS | Δ | client J/GB (est.) plain | HTTPS | Δ | "
+            "nginx CPU s/GB plain | HTTPS | Δ | Mbit/s plain / HTTPS |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"] + rows + [""]
+
+
+def goals(base, summaries, datasets, link):
+    """The issue's goals on the HTTPS rows: ME the least J/GB of all HTTPS tools, EEMT at or above
+    the best other HTTPS tool's throughput, EETT within ±10 % of its target."""
+    tls = [r for r in base if r["tool"].endswith("-tls")]
+    if not tls:
+        return []
+    out = ["### Goals on the HTTPS rows (nginx over TLS, no wattio server)", "",
+           "| dataset | least J/GB (est.): tool | ME J/GB | ME least? | best other Mbit/s: tool | EEMT Mbit/s | EEMT ≥ best? |",
+           "|---|---|---:|---|---|---:|---|"]
+    for d in datasets:
+        rows = [r for r in tls if r["dataset"] == d and r["complete"]]
+        me = next((r for r in rows if r["tool"] == "wattio-me-tls"), None)
+        eemt = next((r for r in rows if r["tool"] == "wattio-eemt-tls"), None)
+        if not rows or not me or not eemt:
+            continue
+        least = min(rows, key=lambda r: r["client_j_per_gb_est"])
+        others = [r for r in rows if not r["tool"].startswith("wattio-")]
+        best = max(others, key=lambda r: r["throughput_mbit"]) if others else None
+        best_txt = f"{best['throughput_mbit']:.0f}: {best['tool']}" if best else "-"
+        eemt_ok = best is None or eemt["throughput_mbit"] >= best["throughput_mbit"]
+        out.append(f"| {d} | {least['client_j_per_gb_est']:.1f}: {least['tool']} | {me['client_j_per_gb_est']:.1f} | "
+                   f"{'yes' if least is me else 'NO'} | {best_txt} | {eemt['throughput_mbit']:.0f} | "
+                   f"{'yes' if eemt_ok else 'NO'} |")
+    eett = [r for r in summaries if r["tool"].startswith("wattio-eett-tls")]
+    for r in sorted(eett, key=lambda r: -r["target_mbit"]):
+        err = 100 * (r["throughput_mbit"] / r["target_mbit"] - 1)
+        out.append(f"| EETT {100*r['target_mbit']/link:.0f} % (mixed) | target {r['target_mbit']} Mbit/s | | | "
+                   f"achieved {r['throughput_mbit']:.0f} | {err:+.1f} % | {'yes' if abs(err) <= 10 else 'NO'} (±10 %) |")
+    out.append("")
+    return out
+
+
 def main(run):
     rows = load(run)
     if not rows:
@@ -226,32 +300,36 @@ def main(run):
         r0 = dr[0]
         md.append(f"### {d} ({r0['want_files']} files, {r0['want_bytes']/1e6:.0f} MB)")
         md.append("")
-        md.append("| tool | complete | time s | Mbit/s [range] | % link | client CPU s | client J (est.) | J/GB (est.) | system J (est.) |")
-        md.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+        md.append("| tool | complete | time s | Mbit/s [range] | % link | client CPU s | client J (est.) | J/GB (est.) | nginx CPU s | system J (est.) |")
+        md.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in dr:
             comp = f"{r['n_complete']}/{r['n']}" if r["complete"] else \
                 f"NO: {r['n_complete']}/{r['n']} (exit {r['exit_code']}, {r['bytes']}/{r['want_bytes']} B)"
             jpg = f"{r['client_j_per_gb_est']:.1f}" if r["client_j_per_gb_est"] else "-"
             sysj = f"{r['system_energy_j_est']:.0f}" if r["system_energy_j_est"] is not None else "-"
             rng = f" [{r['tput_min']:.0f}–{r['tput_max']:.0f}]" if r["n"] > 1 else ""
+            srv = f"{r['server_cpu_s']:.2f}" if r["server_cpu_s"] is not None else "-"
             md.append(f"| {r['tool']} | {comp} | {r['wall_s']:.1f} | {r['throughput_mbit']:.0f}{rng} | "
-                      f"{100*r['throughput_mbit']/link:.0f} | {r['client_cpu_s']:.2f} | {r['client_energy_j_est']:.1f} | {jpg} | {sysj} |")
+                      f"{100*r['throughput_mbit']/link:.0f} | {r['client_cpu_s']:.2f} | {r['client_energy_j_est']:.1f} | {jpg} | {srv} | {sysj} |")
         md.append("")
-    eett = sorted([r for r in summaries if r["tool"].startswith("wattio-eett")], key=lambda r: -r["target_mbit"])
+    md.extend(tls_cost(base, datasets))
+    md.extend(goals(base, summaries, datasets, link))
+    eett = sorted([r for r in summaries if r["tool"].startswith("wattio-eett")],
+                  key=lambda r: (eett_variant(r["tool"]), -r["target_mbit"]))
     if eett:
         md.append("### EETT (wattio transfer --sla target:RATE), mixed dataset")
         md.append("")
-        md.append("| target % of link | target Mbit/s | achieved Mbit/s [range] | error (median) | worst error | complete | client J (est.) |")
-        md.append("|---:|---:|---:|---:|---:|---|---:|")
+        md.append("| server | target % of link | target Mbit/s | achieved Mbit/s [range] | error (median) | worst error | complete | client J (est.) |")
+        md.append("|---|---:|---:|---:|---:|---:|---|---:|")
         for r in eett:
             err = 100 * (r["throughput_mbit"] / r["target_mbit"] - 1)
             worst = max((100 * (v / r["target_mbit"] - 1) for v in (r["tput_min"], r["tput_max"])), key=abs)
-            md.append(f"| {100*r['target_mbit']/link:.0f} % | {r['target_mbit']} | {r['throughput_mbit']:.0f} "
+            md.append(f"| {eett_variant(r['tool'])} | {100*r['target_mbit']/link:.0f} % | {r['target_mbit']} | {r['throughput_mbit']:.0f} "
                       f"[{r['tput_min']:.0f}–{r['tput_max']:.0f}] | {err:+.1f} % | {worst:+.1f} % | "
                       f"{r['n_complete']}/{r['n']} | {r['client_energy_j_est']:.0f} |")
         md.append("")
-        labels = [f"{100*r['target_mbit']/link:.0f} %" for r in eett]
-        by = {f"{100*r['target_mbit']/link:.0f} %": r for r in eett}
+        labels = [f"{100*r['target_mbit']/link:.0f} % {eett_variant(r['tool'])}" for r in eett]
+        by = dict(zip(labels, eett))
         bar_chart(os.path.join(run, "transfer-eett.svg"),
                   "EETT: achieved throughput vs target (mixed dataset; green band: target ±10 %)", "Mbit/s", labels,
                   ["target", "achieved"],
