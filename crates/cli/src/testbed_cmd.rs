@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 use wattio_testbed::bed::{self, Bed, Side, UpOutcome};
 use wattio_testbed::{dataset, link, runstats};
+use wattio_units::{parse_duration, BitRate, ByteSize};
 
 #[derive(Args)]
 pub struct TestbedArgs {
@@ -41,21 +42,22 @@ struct UpArgs {
     /// A named link (see `wattio testbed profiles`); the default is cloudlab.
     #[arg(long, conflicts_with_all = ["rate", "rtt"])]
     profile: Option<String>,
-    /// Bottleneck rate in both directions, e.g. 1gbit or 500mbit.
+    /// Bottleneck rate in both directions, e.g. 1gbit, 500mbit or 800M (bits/s).
     #[arg(long, requires = "rtt")]
-    rate: Option<String>,
+    rate: Option<BitRate>,
     /// Round-trip time, e.g. 36ms.
-    #[arg(long, requires = "rate")]
-    rtt: Option<String>,
+    #[arg(long, requires = "rate", value_parser = parse_duration)]
+    rtt: Option<Duration>,
     /// MTU of the path [default: 9000].
     #[arg(long)]
     mtu: Option<u32>,
     /// TCP congestion control in both namespaces [default: cubic].
     #[arg(long)]
     cc: Option<String>,
-    /// Bottleneck buffer (TBF limit) in bytes [default: one BDP, at least 1 MiB].
+    /// Bottleneck buffer (TBF limit), e.g. 4MiB or 4000000 (bytes) [default: one BDP, at
+    /// least 1 MiB].
     #[arg(long)]
-    queue_bytes: Option<u64>,
+    queue_bytes: Option<ByteSize>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -83,9 +85,9 @@ struct CheckArgs {
     /// Only time TCP handshakes against the RTT (a second; what CI runs).
     #[arg(long)]
     rtt_only: bool,
-    /// Advertised-window clamp of the single stream, bytes.
-    #[arg(long, default_value_t = 4 << 20)]
-    window: u64,
+    /// Advertised-window clamp of the single stream, e.g. 4MiB or 4194304 (bytes).
+    #[arg(long, default_value_t = ByteSize::from_bytes(4 << 20))]
+    window: ByteSize,
     /// Streams of the parallel run.
     #[arg(long, default_value_t = 8)]
     streams: usize,
@@ -112,9 +114,7 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
     match a.cmd {
         TestbedCmd::Up(u) => {
             let mut cfg = match (&u.profile, &u.rate, &u.rtt) {
-                (_, Some(r), Some(t)) => {
-                    link::LinkConfig::new(link::parse_rate(r)?, link::parse_duration(t)?)
-                }
+                (_, Some(r), Some(t)) => link::LinkConfig::new(r.bits_per_second(), *t),
                 (p, _, _) => link::profile(p.as_deref().unwrap_or("cloudlab"))?,
             };
             if let Some(m) = u.mtu {
@@ -124,7 +124,7 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
                 cfg.cc = c;
             }
             if let Some(q) = u.queue_bytes {
-                cfg.queue_bytes = q;
+                cfg.queue_bytes = q.bytes();
             }
             let exe = std::env::current_exe()
                 .context("cannot find the wattio binary to start the delay line")?;
@@ -206,7 +206,7 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
                 anyhow::bail!("--seconds {} is out of range: use 0 < S ≤ 600", c.seconds);
             }
             let cfg = wattio_testbed::check::CheckConfig {
-                window_bytes: c.window,
+                window_bytes: c.window.bytes(),
                 streams: c.streams.max(1),
                 measure: Duration::from_secs_f64(c.seconds),
                 rtt_only: c.rtt_only,

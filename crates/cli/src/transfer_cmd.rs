@@ -11,7 +11,7 @@ use wattio_transfer::client::{run_transfer, EnergyFeedback, TransferOptions, Tun
 use wattio_transfer::server::{Server, ServerConfig};
 use wattio_transfer::tls::ClientTlsOptions;
 use wattio_transfer::tuner::{FixedParams, Sla};
-use wattio_transfer::units::{parse_duration, parse_rate_bps, parse_size};
+use wattio_units::{parse_duration, BitRate, ByteSize};
 
 /// `wattio serve DIR [--listen ADDR]`
 #[derive(Args, Debug)]
@@ -25,11 +25,12 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 256)]
     pub max_connections: usize,
     /// Close connections idle (or not reading) this long, e.g. 60s.
-    #[arg(long, default_value = "60s")]
-    pub idle_timeout: String,
-    /// Pace each response body to this rate (e.g. 2MB/s); for demos and tests on loopback.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+    /// Pace each response body to this rate (e.g. 2MB/s or 16mbit); for demos and tests on
+    /// loopback.
     #[arg(long)]
-    pub rate_limit: Option<String>,
+    pub rate_limit: Option<BitRate>,
     /// Write DIR/.wattio/listing.json (for serving the dataset with another server) and exit.
     #[arg(long)]
     pub write_listing: bool,
@@ -93,14 +94,14 @@ pub struct TransferArgs {
     #[arg(long)]
     pub json: bool,
     /// Round-trip time, e.g. 36ms (default: measured from TCP connects).
+    #[arg(long, value_parser = parse_duration)]
+    pub rtt: Option<Duration>,
+    /// Bottleneck bandwidth, e.g. 1gbit or 800M (bits/s) (default: found by slow start).
     #[arg(long)]
-    pub rtt: Option<String>,
-    /// Bottleneck bandwidth, e.g. 1gbit (default: found by slow start).
-    #[arg(long)]
-    pub bandwidth: Option<String>,
+    pub bandwidth: Option<BitRate>,
     /// Average TCP window of one stream, e.g. 4MiB (default: from tcp_rmem/tcp_wmem).
     #[arg(long)]
-    pub window: Option<String>,
+    pub window: Option<ByteSize>,
     /// Tuning algorithm.
     #[arg(long, value_enum, default_value_t = TunerArg::Wattio)]
     pub tuner: TunerArg,
@@ -116,9 +117,9 @@ pub struct TransferArgs {
     /// Most connections the tuners may open.
     #[arg(long, default_value_t = 32)]
     pub max_channels: usize,
-    /// Tuning interval (the algorithms' timeout), e.g. 1s.
-    #[arg(long, default_value = "1s")]
-    pub interval: String,
+    /// Tuning interval (the algorithms' timeout), e.g. 1s or 500ms.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub interval: Duration,
     /// Consecutive failed attempts per connection before giving up.
     #[arg(long, default_value_t = 10)]
     pub retries: u32,
@@ -162,11 +163,8 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     let mut cfg = ServerConfig::new(&a.dir);
     cfg.max_connections = a.max_connections;
-    cfg.idle_timeout =
-        parse_duration(&a.idle_timeout).map_err(|e| anyhow!("--idle-timeout: {e}"))?;
-    if let Some(r) = &a.rate_limit {
-        cfg.rate_limit = Some(parse_rate_bps(r).map_err(|e| anyhow!("--rate-limit: {e}"))? / 8.0);
-    }
+    cfg.idle_timeout = a.idle_timeout;
+    cfg.rate_limit = a.rate_limit.map(BitRate::bytes_per_second);
     if let (Some(cert), Some(key)) = (&a.tls_cert, &a.tls_key) {
         cfg.tls = Some(wattio_transfer::tls::server_config(cert, key)?);
     }
@@ -192,24 +190,9 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
 pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
     let sla = Sla::parse(&a.sla).map_err(|e| anyhow!("--sla: {e}"))?;
     let mut o = TransferOptions::new(a.source.clone(), a.dest.clone(), sla);
-    o.rtt = a
-        .rtt
-        .as_deref()
-        .map(parse_duration)
-        .transpose()
-        .map_err(|e| anyhow!("--rtt: {e}"))?;
-    o.bandwidth_bps = a
-        .bandwidth
-        .as_deref()
-        .map(parse_rate_bps)
-        .transpose()
-        .map_err(|e| anyhow!("--bandwidth: {e}"))?;
-    o.window_bytes = a
-        .window
-        .as_deref()
-        .map(parse_size)
-        .transpose()
-        .map_err(|e| anyhow!("--window: {e}"))?;
+    o.rtt = a.rtt;
+    o.bandwidth_bps = a.bandwidth.map(|r| r.bits_per_second() as f64);
+    o.window_bytes = a.window.map(ByteSize::bytes);
     if a.max_channels == 0 || a.cc == 0 || a.parallelism == 0 || a.pipelining == 0 {
         bail!("--max-channels, --cc, --parallelism and --pipelining must be at least 1");
     }
@@ -223,7 +206,7 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
             pp: a.pipelining,
         }),
     };
-    o.interval = parse_duration(&a.interval).map_err(|e| anyhow!("--interval: {e}"))?;
+    o.interval = a.interval;
     if o.interval < Duration::from_millis(50) {
         bail!("--interval must be at least 50ms");
     }

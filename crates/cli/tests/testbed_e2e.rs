@@ -245,7 +245,7 @@ fn a_failed_up_leaves_nothing_behind() {
 fn bad_flags_are_one_line_errors() {
     let r = wattio(&["testbed", "up", "--rate", "fast", "--rtt", "10ms"]);
     assert_eq!(r.status.code(), Some(2));
-    assert!(text(&r).contains("not a rate"), "{}", text(&r));
+    assert!(text(&r).contains("rate 'fast'"), "{}", text(&r));
     let r = wattio(&["testbed", "--name", "Bad Name", "down"]);
     assert_eq!(r.status.code(), Some(2));
     assert!(text(&r).contains("invalid"), "{}", text(&r));

@@ -25,5 +25,4 @@ pub mod sim;
 pub mod sums;
 pub mod tls;
 pub mod tuner;
-pub mod units;
 pub mod urllist;

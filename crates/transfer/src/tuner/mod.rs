@@ -21,6 +21,7 @@ pub use scaler::{CpuScaler, ScalerOrder};
 pub use start::{StartRules, Timeouts, TunerChoice, EEMT_START_FACTOR, OPEN_AHEAD};
 
 use serde::Serialize;
+use wattio_units::BitRate;
 
 /// The service-level agreement a transfer runs under.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -40,7 +41,10 @@ impl Sla {
             "min-energy" => Ok(Sla::MinEnergy),
             "max-throughput" => Ok(Sla::MaxThroughput),
             _ => match s.strip_prefix("target:") {
-                Some(r) => Ok(Sla::Target(crate::units::parse_rate_bps(r)?)),
+                Some(r) => r
+                    .parse::<BitRate>()
+                    .map(|r| Sla::Target(r.bits_per_second() as f64))
+                    .map_err(|e| e.to_string()),
                 None => Err(format!(
                     "unknown SLA {s:?}: use min-energy, max-throughput or target:RATE (e.g. target:400mbit)"
                 )),
@@ -53,15 +57,10 @@ impl Sla {
         match self {
             Sla::MinEnergy => "min-energy".into(),
             Sla::MaxThroughput => "max-throughput".into(),
-            Sla::Target(r) => {
-                let unit = [(1e9, "gbit"), (1e6, "mbit"), (1e3, "kbit")]
-                    .into_iter()
-                    .find(|(scale, _)| *r >= *scale && (r / scale).fract() == 0.0);
-                match unit {
-                    Some((scale, name)) => format!("target:{}{name}", r / scale),
-                    None => format!("target:{r:.0}bit"),
-                }
-            }
+            Sla::Target(r) => match BitRate::from_bits_per_second(r.round() as u64) {
+                Some(rate) => format!("target:{rate}"),
+                None => format!("target:{r:.0}bit"),
+            },
         }
     }
 }
