@@ -189,6 +189,13 @@ pub fn handshake_error(host: &str, e: &io::Error) -> anyhow::Error {
         rustls::Error::NoApplicationProtocol => anyhow!(
             "{host}: the server does not speak HTTP/1.1 over TLS (ALPN)"
         ),
+        rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => anyhow!(
+            "TLS handshake with {host} failed: the server did not answer in TLS; is it an HTTPS server (or is the URL http://)?"
+        ),
+        rustls::Error::AlertReceived(alert) => anyhow!(
+            "TLS handshake with {host} failed: the server refused it (TLS alert: {}); check the host name (it is sent as SNI) and the server's TLS settings",
+            words(&format!("{alert:?}"))
+        ),
         other => anyhow!("TLS handshake with {host} failed: {other}"),
     }
 }
@@ -207,6 +214,19 @@ fn san_text(presented: &str) -> Option<String> {
         .strip_prefix("IpAddress(")
         .and_then(|r| r.strip_suffix(')'))
         .map(str::to_string)
+}
+
+/// `UnrecognisedName` → `unrecognised name` (rustls names TLS alerts by their RFC 8446 §6
+/// names in CamelCase).
+fn words(camel: &str) -> String {
+    let mut out = String::new();
+    for c in camel.chars() {
+        if c.is_ascii_uppercase() && !out.is_empty() {
+            out.push(' ');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
 }
 
 /// `YYYY-MM-DD HH:MM:SS UTC` of a Unix time (civil-from-days, H. Hinnant,
@@ -390,6 +410,14 @@ mod tests {
             },
         ));
         assert!(m.contains("expired on 2000-02-29"), "{m}");
+        let m = msg(rustls::Error::AlertReceived(
+            rustls::AlertDescription::UnrecognisedName,
+        ));
+        assert!(m.contains("(TLS alert: unrecognised name)"), "{m}");
+        let m = msg(rustls::Error::InvalidMessage(
+            rustls::InvalidMessage::InvalidContentType,
+        ));
+        assert!(m.contains("did not answer in TLS"), "{m}");
         for m in [
             msg(rustls::Error::InvalidCertificate(
                 CertificateError::UnknownIssuer,
