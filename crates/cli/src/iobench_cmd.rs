@@ -6,6 +6,7 @@ use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use wattio_energy::{Machine, SysRoot};
 use wattio_iobench::cache::CacheMode;
 use wattio_iobench::catalog::{Op, Size};
 use wattio_iobench::maven::Libs;
@@ -79,7 +80,7 @@ fn reanalyse(a: &IobenchArgs, files: &[PathBuf]) -> Result<ExitCode> {
     let runs = rows.iter().map(|r| r.run).max().unwrap_or(0);
     let meta = Meta {
         command: std::env::args().collect::<Vec<_>>().join(" "),
-        machine: wattio_iobench::machine_description(),
+        machine: Machine::read(&SysRoot::from_env()).to_string(),
         java: "see the original runs".into(),
         energy: wattio_iobench::provenance_of(&rows),
         cache: {
@@ -149,7 +150,7 @@ pub fn iobench(a: IobenchArgs) -> Result<ExitCode> {
     })?;
     let meta = Meta {
         command: std::env::args().collect::<Vec<_>>().join(" "),
-        machine: wattio_iobench::machine_description(),
+        machine: Machine::read(&SysRoot::from_env()).to_string(),
         java: wattio_iobench::java_version(&a.java),
         energy: wattio_iobench::provenance_of(&run.records),
         cache: a.cache.as_str().into(),

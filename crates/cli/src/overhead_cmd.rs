@@ -287,17 +287,7 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
 }
 
 fn machine_line(root: &SysRoot) -> String {
-    let cpuinfo = std::fs::read_to_string(root.path("/proc/cpuinfo")).unwrap_or_default();
-    let model = cpuinfo
-        .lines()
-        .find(|l| l.starts_with("model name"))
-        .and_then(|l| l.split(':').nth(1))
-        .map(str::trim)
-        .unwrap_or("unknown CPU");
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let n = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(0);
+    let machine = wattio_energy::Machine::read(root);
     let cstates = match wattio_report::overhead::cstate_times(root) {
         Ok(m) => format!(
             "C-states: {}",
@@ -305,5 +295,5 @@ fn machine_line(root: &SysRoot) -> String {
         ),
         Err(e) => format!("C-states {e}"),
     };
-    format!("{n} vCPU, {model}, kernel {}; {cstates}", kernel.trim())
+    format!("{machine}; {cstates}")
 }

@@ -129,17 +129,6 @@ pub fn tdp_curve(cpu_name: &str, tdp_w: f64, threads: usize, vcpus: usize) -> Mo
     }
 }
 
-/// Whether `/proc/cpuinfo` carries the `hypervisor` flag (the kernel runs in a VM).
-fn virtualised(root: &SysRoot) -> bool {
-    std::fs::read_to_string(root.path("/proc/cpuinfo"))
-        .map(|t| {
-            t.lines()
-                .filter(|l| l.starts_with("flags"))
-                .any(|l| l.split_whitespace().any(|f| f == "hypervisor"))
-        })
-        .unwrap_or(false)
-}
-
 /// Hardware threads per package when the processor's name says: an AMD EPYC name carries its
 /// core count (`AMD EPYC 7713 64-Core Processor`) and every EPYC part runs two threads per core
 /// (SMT; AMD's EPYC product specifications list threads = 2 × cores for all of them).
@@ -192,7 +181,7 @@ pub fn tdp_curve_for_machine_with(
     let vcpus: usize = packages.values().map(Vec::len).sum();
     let (threads, from) = if let Some(n) = host_threads {
         (n, "WATTIO_HOST_THREADS")
-    } else if !virtualised(root) {
+    } else if !crate::machine::virtualised(root) {
         (
             packages.values().map(Vec::len).max().unwrap_or(0),
             "/sys, not virtualised",

@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Serialize)]
 pub struct Meta {
     pub command: String,
+    /// The machine the runs were made on, as `wattio_energy::Machine` writes it.
     pub machine: String,
     pub java: String,
     /// `estimated (model: ...)` or `measured (perf)` for the study's energy column.
@@ -202,35 +203,6 @@ pub fn console_report(out: &StudyOutput) -> String {
     s.push_str("\nrecommendations:\n");
     s.push_str(&report::recommendations_text(&out.recommendations));
     s
-}
-
-/// "model name, kernel" of this machine, for result headers.
-pub fn machine_description() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let n = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default();
-    let mem = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .next()
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|k| k.parse::<f64>().ok())
-        })
-        .map(|kb| format!(", {:.0} GB RAM", kb / 1048576.0))
-        .unwrap_or_default();
-    format!("{n} vCPU {cpu}{mem}, Linux {kernel}")
 }
 
 /// `java -version`'s first line.
