@@ -8,11 +8,11 @@ all: build
 
 ## The eBPF mechanism (`--source ebpf`) needs clang and libelf to build (`make deps` installs them):
 ## `make build` turns its Cargo feature on when they are here and says so when they are not.
-EBPF_FEATURE := $(shell command -v clang >/dev/null 2>&1 && pkg-config --exists libelf 2>/dev/null && echo --features wattio/ebpf)
+EBPF := $(shell command -v clang >/dev/null 2>&1 && pkg-config --exists libelf 2>/dev/null && echo yes)
 
 build:
-	$(if $(EBPF_FEATURE),,@echo "make build: clang or libelf-dev missing, building without --source ebpf (make deps installs them)")
-	$(CARGO) build --release --bin wattio $(EBPF_FEATURE)
+	$(if $(EBPF),,@echo "make build: clang or libelf-dev missing, building without --source ebpf (make deps installs them)")
+	$(CARGO) build --release --bin wattio $(if $(EBPF),--features wattio/ebpf)
 
 deps:
 	./scripts/install-deps.sh
@@ -79,7 +79,7 @@ fmt:
 
 ## make bench: benchmarks whose results go to docs/benchmarks/.
 bench: build
-	$(CARGO) bench -p wattio-meter
+	$(CARGO) bench -p wattio-meter $(if $(EBPF),--features wattio-energy/ebpf)
 
 ## What `wattio top` costs (500 extra processes, vs procps top -b) and what attribution misses; about 6 minutes.
 ## Results: docs/benchmarks/attribution.md.

@@ -12,13 +12,23 @@
 //! 3. The floor under both: a bare `timerfd` loop that only wakes and timestamps, so the cost of
 //!    the kernel's and hypervisor's wake-ups is told apart from the meter's own.
 //!
+//! 4. perf and eBPF on a stand-in for RAPL that counts on any machine (a fixture `power` PMU
+//!    whose event is the kernel's `cpu-clock` counter, `FixtureTree::standin_power_pmu`), at the
+//!    same rates: the process's CPU time as above and, for eBPF, the BPF program's time in the
+//!    kernel's timer interrupt, which no process is charged for. That comes from the kernel's
+//!    BPF statistics (`run_time_ns` / `run_cnt` in the program's fdinfo, with
+//!    `kernel.bpf_stats_enabled` set to 1 for the run and restored after; root). Skipped where
+//!    the build lacks the `ebpf` feature or the process may not use BPF.
+//!
 //! Prints Markdown tables; `docs/benchmarks/meter.md` holds a run.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 use wattio_energy::powercap::{self, PowercapSource};
-use wattio_energy::{fixture, ModelParams, ModelSource, Source, SysRoot};
+use wattio_energy::{
+    fixture, Mechanism, ModelParams, ModelSource, Source, SourceChoice, SysRoot,
+};
 use wattio_meter::sampler::{self, Pacing, RowSink, Sample, SampleSink, SamplerConfig};
 use wattio_meter::sink::Format;
 
@@ -139,6 +149,79 @@ fn bare_timerfd_loop(freq: f64, secs: f64) -> (Vec<u64>, f64, f64) {
     }
 }
 
+/// perf or eBPF on the stand-in RAPL PMU under `root`, or why not.
+fn standin_source(root: &SysRoot, m: Mechanism) -> Result<Box<dyn Source>, String> {
+    wattio_energy::open_source(root, SourceChoice::Only(m), None, ModelParams::default())
+        .map(|(s, _)| s)
+        .map_err(|e| e.to_string())
+}
+
+/// `kernel.bpf_stats_enabled` set to 1 while alive, restored on drop.
+struct BpfStats {
+    before: String,
+}
+
+const BPF_STATS: &str = "/proc/sys/kernel/bpf_stats_enabled";
+
+impl BpfStats {
+    fn enable() -> std::io::Result<BpfStats> {
+        let before = std::fs::read_to_string(BPF_STATS)?;
+        std::fs::write(BPF_STATS, "1")?;
+        Ok(BpfStats { before })
+    }
+}
+
+impl Drop for BpfStats {
+    fn drop(&mut self) {
+        let _ = std::fs::write(BPF_STATS, self.before.trim());
+    }
+}
+
+/// The (run_time_ns, run_cnt) fields of an fdinfo text: a BPF program's statistics.
+fn bpf_stats_of(fdinfo: &str) -> Option<(u64, u64)> {
+    let field = |name: &str| {
+        fdinfo
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    Some((field("run_time_ns:")?, field("run_cnt:")?))
+}
+
+/// Duplicates of the BPF program descriptors this process holds open: they keep each
+/// program's statistics readable after the source that loaded it is gone.
+fn hold_bpf_programs() -> Vec<std::os::fd::OwnedFd> {
+    use std::os::fd::{BorrowedFd, RawFd};
+    let mut held = Vec::new();
+    for e in std::fs::read_dir("/proc/self/fdinfo").into_iter().flatten().flatten() {
+        let is_prog = std::fs::read_to_string(e.path())
+            .ok()
+            .and_then(|i| bpf_stats_of(&i))
+            .is_some();
+        let fd: Option<RawFd> = e.file_name().to_str().and_then(|n| n.parse().ok());
+        if let (true, Some(fd)) = (is_prog, fd) {
+            // SAFETY: fd was open a moment ago in this process and nothing closes it meanwhile
+            // (the source that owns it is alive in the caller).
+            let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+            if let Ok(dup) = borrowed.try_clone_to_owned() {
+                held.push(dup);
+            }
+        }
+    }
+    held
+}
+
+/// Total (run_time_ns, run_cnt) of the programs `held`.
+fn bpf_program_time(held: &[std::os::fd::OwnedFd]) -> (u64, u64) {
+    use std::os::fd::AsRawFd;
+    held.iter()
+        .filter_map(|fd| {
+            std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd())).ok()
+        })
+        .filter_map(|i| bpf_stats_of(&i))
+        .fold((0, 0), |(a, b), (ns, cnt)| (a + ns, b + cnt))
+}
+
 fn interval_errors_us(times: &[u64], period_ns: f64) -> Vec<f64> {
     times
         .windows(2)
@@ -203,6 +286,51 @@ fn main() {
             };
             let (_, wall, cpu) = run(src, freq, cpu_secs, Pacing::Timerfd, &out);
             println!("| {name} | {freq} | {:.3} |", 100.0 * cpu / wall);
+        }
+    }
+
+    println!("\n## perf and eBPF on the stand-in RAPL PMU (cpu-clock counter; {cpu_secs} s per rate, timerfd, rows written to a file)\n");
+    let standin = dir.path().join("standin");
+    fixture::FixtureTree::new(&standin)
+        .unwrap()
+        .standin_power_pmu("0", &[("energy-pkg", 1e-9)])
+        .unwrap();
+    let standin = SysRoot::new(&standin);
+    let stats = BpfStats::enable();
+    if let Err(e) = &stats {
+        eprintln!("kernel.bpf_stats_enabled could not be set ({e}): the BPF program's time is not measured");
+    }
+    println!("| read path | rate (Hz) | process CPU (% of one core) | BPF program in the timer interrupt (% of one core) | program time per tick (ns) |");
+    println!("|---|---|---|---|---|");
+    for (name, m) in [
+        ("perf (stand-in)", Mechanism::Perf),
+        ("ebpf (stand-in)", Mechanism::Ebpf),
+    ] {
+        for freq in [1.0, 10.0, 100.0, 1000.0] {
+            let src = match standin_source(&standin, m) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("{name} skipped: {e}");
+                    break;
+                }
+            };
+            let held = hold_bpf_programs();
+            let (ns0, cnt0) = bpf_program_time(&held);
+            let (_, wall, cpu) = run(src, freq, cpu_secs, Pacing::Timerfd, &out);
+            let (ns1, cnt1) = bpf_program_time(&held);
+            drop(held);
+            let (prog, per_tick) = match (m, &stats) {
+                (Mechanism::Ebpf, Ok(_)) if cnt1 > cnt0 => (
+                    format!("{:.4}", 100.0 * (ns1 - ns0) as f64 * 1e-9 / wall),
+                    format!("{:.0}", (ns1 - ns0) as f64 / (cnt1 - cnt0) as f64),
+                ),
+                (Mechanism::Ebpf, _) => ("not measured".into(), "not measured".into()),
+                _ => ("none".into(), "none".into()),
+            };
+            println!(
+                "| {name} | {freq} | {:.3} | {prog} | {per_tick} |",
+                100.0 * cpu / wall
+            );
         }
     }
 }

@@ -4,6 +4,12 @@
 //! dead in a VM, but the syscall path is the real one); powercap and MSR read fixture files
 //! (the same `pread` path as sysfs / `/dev/cpu/N/msr`, minus the kernel's RAPL read); the model
 //! reads the real `/proc/stat`.
+//!
+//! perf and eBPF also read a stand-in for RAPL that counts on any machine: a fixture `power` PMU
+//! whose event is the kernel's software `cpu-clock` counter
+//! ([`fixture::FixtureTree::standin_power_pmu`]), so both paths run for real here. For eBPF this
+//! is the user-space half of a read (drain the ring buffer, take the newest counts) with the
+//! kernel timer at 1000 Hz; the program's own time per tick is in `benches/pacing.rs`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;
@@ -11,7 +17,7 @@ use wattio_energy::fixture;
 use wattio_energy::msr::MsrSource;
 use wattio_energy::perf::{self, PerfSource};
 use wattio_energy::powercap::{self, PowercapSource};
-use wattio_energy::{ModelParams, ModelSource, Source, SysRoot};
+use wattio_energy::{Mechanism, ModelParams, ModelSource, Source, SourceChoice, SysRoot};
 
 fn bench_source(c: &mut Criterion, name: &str, mut src: Box<dyn Source>) {
     let mut raw = vec![0u64; src.counters().len()];
@@ -30,6 +36,29 @@ fn reads(c: &mut Criterion) {
         match PerfSource::open(&real, &pmu, None) {
             Ok(s) => bench_source(c, "perf (real power PMU)", Box::new(s)),
             Err(e) => eprintln!("perf skipped: {e}"),
+        }
+    }
+    let standin = tempfile::tempdir().unwrap();
+    fixture::FixtureTree::new(standin.path())
+        .unwrap()
+        .standin_power_pmu("0", &[("energy-pkg", 1e-9)])
+        .unwrap();
+    let standin = SysRoot::new(standin.path());
+    for (name, m) in [
+        ("perf (stand-in cpu-clock PMU)", Mechanism::Perf),
+        ("ebpf (stand-in cpu-clock PMU, user-space half)", Mechanism::Ebpf),
+    ] {
+        match wattio_energy::open_source(
+            &standin,
+            SourceChoice::Only(m),
+            None,
+            ModelParams::default(),
+        ) {
+            Ok((mut s, _)) => {
+                s.set_rate_hz(1000.0).unwrap();
+                bench_source(c, name, s)
+            }
+            Err(e) => eprintln!("{name} skipped: {e}"),
         }
     }
     let dir = tempfile::tempdir().unwrap();
