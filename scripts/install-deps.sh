@@ -3,6 +3,7 @@
 # Each part of wattio lists what it needs in PACKAGES below; keep the list sorted.
 set -euo pipefail
 PACKAGES=(
+  apache2-bin
   aria2
   ca-certificates
   chromium
@@ -17,6 +18,7 @@ PACKAGES=(
   nginx
   openjdk-17-jdk-headless
   pkg-config
+  python3
   stress-ng
   util-linux
   wget

@@ -83,10 +83,19 @@ pub enum OnOff {
 /// `wattio transfer SOURCE DEST --sla ...`
 #[derive(Args, Debug)]
 pub struct TransferArgs {
-    /// http(s)://HOST:PORT/ (whole served tree), a listing URL (…/.wattio/listing.json) or a file URL.
-    pub source: String,
-    /// Destination directory.
-    pub dest: PathBuf,
+    /// SOURCE DEST, or only DEST with -i. SOURCE: http(s)://HOST/DIR/ (its wattio listing, else
+    /// its directory index: nginx autoindex, Apache, python http.server), a listing URL
+    /// (…/.wattio/listing.json) or a file URL. DEST: the destination directory.
+    #[arg(required = true, num_args = 1..=2, value_names = ["SOURCE", "DEST"])]
+    pub paths: Vec<String>,
+    /// Fetch the URLs listed in FILE (`-`: standard input), one a line, in aria2's input-file
+    /// format (indented `out=NAME`, `dir=DIR`, `checksum=sha-256=HEX` lines; `#` comments).
+    #[arg(long, short = 'i', value_name = "FILE")]
+    pub input_file: Option<PathBuf>,
+    /// Verify files against a checksum file the publisher provides (URL or path):
+    /// sha256sum/sha512sum/md5sum/sha1sum/xxhsum output, GNU or BSD (--tag) style.
+    #[arg(long, value_name = "URL|PATH")]
+    pub checksum_file: Option<String>,
     /// min-energy | max-throughput | target:RATE (e.g. target:400mbit).
     #[arg(long)]
     pub sla: String,
@@ -189,7 +198,16 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
 
 pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
     let sla = Sla::parse(&a.sla).map_err(|e| anyhow!("--sla: {e}"))?;
-    let mut o = TransferOptions::new(a.source.clone(), a.dest.clone(), sla);
+    let (source, dest) = match (&a.input_file, a.paths.as_slice()) {
+        (None, [src, dst]) => (src.clone(), PathBuf::from(dst)),
+        (None, [_]) => bail!("give SOURCE and DEST (or -i FILE DEST for a URL list)"),
+        (Some(_), [dst]) => (String::new(), PathBuf::from(dst)),
+        (Some(_), _) => bail!("with -i FILE give only DEST: the URLs come from FILE"),
+        _ => bail!("give SOURCE and DEST"),
+    };
+    let mut o = TransferOptions::new(source, dest, sla);
+    o.input_file = a.input_file.clone();
+    o.checksum_file = a.checksum_file.clone();
     o.rtt = a.rtt;
     o.bandwidth_bps = a.bandwidth.map(|r| r.bits_per_second() as f64);
     o.window_bytes = a.window.map(ByteSize::bytes);
@@ -270,9 +288,51 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
             println!("this process's share of the machine's energy: {j:.1} J — {label}");
         }
         println!(
-            "verified: {} files by XXH3-64, all by size",
-            s.files_verified_checksum
+            "source: {}{}",
+            s.source_kind,
+            s.source_detail
+                .as_deref()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default()
         );
+        for w in &s.whole_file_streams {
+            println!("note: {w}");
+        }
+        let v = &s.verification;
+        let mut by = Vec::new();
+        if v.by_listing > 0 {
+            by.push(format!("{} files by XXH3-64 (listing)", v.by_listing));
+        }
+        if v.by_publisher > 0 {
+            let from = v
+                .checksum_file
+                .as_ref()
+                .map(|c| format!("{} ({})", c.algorithms.join(", "), c.source))
+                .unwrap_or_else(|| "the URL list's checksum= digests".to_string());
+            by.push(format!("{} files by {from}", v.by_publisher));
+        }
+        if by.is_empty() {
+            by.push("none by checksum".to_string());
+        }
+        println!("verified: {}; all by size", by.join(", "));
+        if v.unverified > 0 {
+            let shown: Vec<&str> = v
+                .unverified_files
+                .iter()
+                .take(5)
+                .map(String::as_str)
+                .collect();
+            println!(
+                "UNVERIFIED (size only, no checksum given): {} files: {}{}",
+                v.unverified,
+                shown.join(", "),
+                if v.unverified > shown.len() {
+                    ", …"
+                } else {
+                    ""
+                }
+            );
+        }
         if let Some(r) = s.cpu_actuator.last() {
             use wattio_transfer::actuator::Outcome;
             let show = |o: &Outcome| match o {

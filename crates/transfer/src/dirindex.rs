@@ -186,6 +186,42 @@ pub fn resolve_link(page_url: &str, href: &str) -> Option<String> {
     canonical_path(&remove_dot_segments(&path))
 }
 
+/// Resolves a reference (a `Location` header) against the absolute URL `base`, to an
+/// absolute `http(s)` URL without fragment; the query is kept. `None` for other schemes.
+pub fn join_url(base: &str, reference: &str) -> Option<String> {
+    let (scheme, auth, tail) = split_url(base)?;
+    let r = reference.trim();
+    let r = r.split('#').next().unwrap_or("");
+    let has_scheme = r.split_once(':').is_some_and(|(s, _)| {
+        s.bytes().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && s.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || b"+.-".contains(&c))
+    });
+    let (scheme, auth, path_query) = if has_scheme {
+        split_url(r)?
+    } else if let Some(rest) = r.strip_prefix("//") {
+        split_url(&format!("{scheme}://{rest}"))?
+    } else if r.starts_with('/') {
+        (scheme, auth, r.to_string())
+    } else if r.is_empty() {
+        (scheme, auth, tail)
+    } else {
+        let base_path = tail.split(['?', '#']).next().unwrap_or("/");
+        let dir = &base_path[..base_path.rfind('/').map_or(0, |i| i + 1)];
+        (scheme, auth, format!("{dir}{r}"))
+    };
+    let (path, query) = match path_query.split_once('?') {
+        Some((p, q)) => (p.to_string(), Some(q.to_string())),
+        None => (path_query, None),
+    };
+    let mut out = format!("{scheme}://{auth}{}", remove_dot_segments(&path));
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(&q);
+    }
+    Some(out)
+}
+
 /// Decodes the HTML character references an attribute value or text may hold.
 pub fn html_unescape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -382,7 +418,11 @@ pub fn parse_index(
     let kind = if title.starts_with("Directory listing for ") {
         IndexKind::PythonHttpServer
     } else if title.starts_with("Index of ") {
-        if text.contains("?C=") || text.contains("Parent Directory") {
+        // Apache: sort links and "Parent Directory" (FancyIndexing), or a bare <ul> list
+        if text.contains("?C=")
+            || text.contains("Parent Directory")
+            || text.contains("<ul><li><a href=")
+        {
             IndexKind::ApacheHtml
         } else if text.contains("<pre><a href=\"../\">../</a>") {
             IndexKind::NginxHtml
@@ -479,6 +519,36 @@ mod tests {
             resolve_link("https://h:443/d/", "https://h/d/x").as_deref(),
             Some("/d/x")
         );
+    }
+
+    #[test]
+    fn redirect_locations() {
+        let b = "http://h:8080/data/dir";
+        assert_eq!(
+            join_url(b, "http://h:8080/data/dir/").as_deref(),
+            Some("http://h:8080/data/dir/")
+        );
+        assert_eq!(
+            join_url(b, "/data/dir/").as_deref(),
+            Some("http://h:8080/data/dir/")
+        );
+        assert_eq!(
+            join_url(b, "dir/").as_deref(),
+            Some("http://h:8080/data/dir/")
+        );
+        assert_eq!(
+            join_url(b, "../x?a=1#f").as_deref(),
+            Some("http://h:8080/x?a=1")
+        );
+        assert_eq!(
+            join_url(b, "https://cdn.example/f.bin").as_deref(),
+            Some("https://cdn.example/f.bin")
+        );
+        assert_eq!(
+            join_url(b, "//cdn.example/f").as_deref(),
+            Some("http://cdn.example/f")
+        );
+        assert_eq!(join_url(b, "ftp://x/"), None);
     }
 
     #[test]
@@ -592,6 +662,10 @@ mod tests {
         let p = parse_index(plain.as_bytes(), Some("text/html"), "http://h/x/", "/x/").unwrap();
         assert_eq!(p.kind, IndexKind::ApacheHtml);
         assert_eq!(p.entries.len(), 1);
+        // the plain list of a server's root has no parent link
+        let root = "<html>\n <head>\n  <title>Index of /</title>\n </head>\n <body>\n<h1>Index of /</h1>\n<ul><li><a href=\"big.bin\"> big.bin</a></li>\n</ul>\n</body></html>\n";
+        let p = parse_index(root.as_bytes(), Some("text/html"), "http://h/", "/").unwrap();
+        assert_eq!(p.kind, IndexKind::ApacheHtml);
     }
 
     #[test]

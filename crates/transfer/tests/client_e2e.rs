@@ -257,9 +257,12 @@ fn data_that_differs_from_the_listing_is_refused() {
     let second = tempfile::tempdir().unwrap();
     o.dest = second.path().to_path_buf();
     let e = run_transfer(&o).expect_err("checksum must fail");
+    // fetched twice, refused, and the message names the fix (the listing is stale)
+    let msg = format!("{e:#}");
     assert!(
-        format!("{e:#}").contains("checksum mismatch twice"),
-        "{e:#}"
+        msg.contains("does not match the listing even after fetching it again")
+            && msg.contains("--write-listing"),
+        "{msg}"
     );
     assert!(!second.path().join("big.bin").exists());
 }

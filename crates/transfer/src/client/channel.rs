@@ -131,16 +131,17 @@ pub(super) async fn run_connection(
         .fetch_add(1, Ordering::Relaxed);
     let mut inflight: VecDeque<Chunk> = VecDeque::new();
     inflight.push_back(first);
-    // a spare left idle for long (a slow resume check) may have been closed by the server
-    let spare = sh
-        .spare
-        .lock()
-        .unwrap()
-        .pop()
+    // this connection serves the server of its first chunk's file (a URL list may name several)
+    let origin = sh.files[first.file].origin;
+    // a spare left idle for long (a slow resume check) may have been closed by the server;
+    // spares are connected to the first server only
+    let spare = (origin == 0)
+        .then(|| sh.spare.lock().unwrap().pop())
+        .flatten()
         .filter(|(t, _)| t.elapsed() < Duration::from_secs(2));
     let connected = match spare {
         Some((_, s)) => Ok(s),
-        None => sh.connector.connect(&sh.url).await,
+        None => sh.connector.connect(&sh.origins[origin]).await,
     };
     let mut s = match connected {
         Ok(s) => s,
@@ -153,6 +154,7 @@ pub(super) async fn run_connection(
     let mut sent = 0usize; // requests of `inflight` already written
     let pp = sh.parts[pi].pipelining;
     let mut body = vec![0u8; 256 * 1024];
+    let mut other_server_next = false;
     let res: anyhow::Result<ChannelEnd> = async {
         loop {
             // fill the pipeline
@@ -162,6 +164,12 @@ pub(super) async fn run_connection(
                     break;
                 }
                 match next_chunk(sh, pi, &mut leaving, released) {
+                    Some(c) if sh.files[c.file].origin != origin => {
+                        // another server's: it waits for a connection to that server
+                        sh.parts[pi].chunks.lock().unwrap().push_front(c);
+                        other_server_next = true;
+                        break;
+                    }
                     Some(c) => {
                         sh.files[c.file].in_flight.fetch_add(1, Ordering::Relaxed);
                         inflight.push_back(c);
@@ -173,19 +181,27 @@ pub(super) async fn run_connection(
                 let mut out = String::new();
                 for c in inflight.iter().skip(sent) {
                     let j = &sh.files[c.file];
+                    // a server that ignores Range gets plain requests for whole files
+                    let range = if j.whole {
+                        String::new()
+                    } else {
+                        format!("Range: bytes={}-{}\r\n", c.offset, c.offset + c.len - 1)
+                    };
                     out.push_str(&format!(
-                        "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: wattio\r\nRange: bytes={}-{}\r\n\r\n",
+                        "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: wattio\r\n{range}\r\n",
                         j.url_path,
-                        sh.url.authority(),
-                        c.offset,
-                        c.offset + c.len - 1
+                        sh.origins[origin].authority(),
                     ));
                 }
                 s.write_all(out.as_bytes()).await?;
                 sent = inflight.len();
             }
             let Some(c) = inflight.front_mut() else {
-                return Ok(ChannelEnd::Done);
+                return Ok(if other_server_next {
+                    ChannelEnd::Reconnect
+                } else {
+                    ChannelEnd::Done
+                });
             };
             let head = tokio::time::timeout(Duration::from_secs(60), rb.read_head(&mut s))
                 .await
@@ -202,32 +218,37 @@ pub(super) async fn run_connection(
                         let got = head
                             .content_range
                             .map_or_else(|| "no valid Content-Range".to_string(), |r| r.to_string());
-                        sh.fail(format!(
-                            "{}: server answered {got} for {want}; the file changed on the server?",
-                            j.rel
-                        ));
+                        sh.fail_changed(&j.rel, &format!("the server answered {got} for {want}"));
                         return Ok(ChannelEnd::Done);
                     }
                 }
                 200 if c.offset == 0 && c.len == j.size && head.content_length == Some(j.size) => {}
+                200 if j.whole => {
+                    let got = head
+                        .content_length
+                        .map_or_else(|| "a body of unknown length".to_string(), |n| format!("{n} bytes"));
+                    sh.fail_changed(&j.rel, &format!("the server sent {got} where it had announced {}", j.size));
+                    return Ok(ChannelEnd::Done);
+                }
                 200 => {
-                    sh.fail(format!(
-                        "{}: the server ignores Range requests; wattio needs HTTP Range support",
+                    // it honoured Range when the transfer started (or said it would)
+                    sh.fail_advised(format!(
+                        "{}: the server stopped honouring Range requests during the transfer; rerun the same command: it checks again and fetches whole files from a server that ignores Range",
                         j.rel
                     ));
                     return Ok(ChannelEnd::Done);
                 }
                 404 | 403 | 410 | 416 => {
-                    sh.fail(format!(
-                        "{}: HTTP {} from the server; the dataset changed since its listing was made",
-                        j.rel, head.status
-                    ));
+                    sh.fail_changed(&j.rel, &format!("HTTP {} from the server", head.status));
                     return Ok(ChannelEnd::Done);
                 }
                 st => bail!("HTTP {st} for {}", j.rel),
             }
             if head.content_length != Some(c.len) {
-                bail!("{}: Content-Length {:?} for a {}-byte range", j.rel, head.content_length, c.len);
+                let got = head
+                    .content_length
+                    .map_or_else(|| "no Content-Length".to_string(), |n| format!("Content-Length {n}"));
+                bail!("{}: {got} for a {}-byte range", j.rel, c.len);
             }
             // stream the body into the file at its offset
             let mut written = 0u64;
@@ -263,6 +284,7 @@ pub(super) async fn run_connection(
                     };
                     // page-cache writes are short; doing them inline keeps the engine simple
                     part.write_all_at(&body[..n], c.offset + written)?;
+                    j.hash_arrival(c.offset + written, &body[..n], &part)?;
                     // hashed while the bytes are still in cache: reading them back later costs
                     // a pass over memory per file
                     if let Some(h) = block_hasher.as_mut() {

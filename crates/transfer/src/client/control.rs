@@ -4,19 +4,21 @@
 use super::channel::channel_task;
 use super::conn::{measure_rtt, spawn_preconnect, Connector};
 use super::options::{default_window, EnergyFeedback, TransferOptions};
+use super::published;
 use super::queue::build_queues;
 use super::resume::prepare;
-use super::source::resolve_source;
+use super::source::{first_url, resolve};
 use super::state::Shared;
-use super::summary::{EnergySummary, IntervalLog, ProcessEnergy, Summary};
-use super::url::HttpUrl;
+use super::summary::{
+    EnergySummary, IntervalLog, ProcessEnergy, Summary, Verification, UNVERIFIED_LISTED,
+};
 use super::verify::finish_file;
 use crate::actuator::{Actuator, ApplyReport};
 use crate::tuner::{initial_plan, Decision, NetParams, Observation, StartRules, Timeouts};
 use anyhow::{bail, Context};
 use std::fs::File;
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use wattio_energy::attribution::cputime;
@@ -26,7 +28,7 @@ pub(super) async fn transfer_async(
     opts: &TransferOptions,
     act: &mut Actuator,
 ) -> anyhow::Result<Summary> {
-    let url = HttpUrl::parse(&opts.source)?;
+    let url = first_url(opts)?;
     // The meter's discovery takes a while (it watches each counter for a moment to refuse dead
     // ones): it runs while the listing is fetched.
     let meter_open = opts.meter.then(|| {
@@ -58,11 +60,32 @@ pub(super) async fn transfer_async(
     };
     let opened = rules.preconnect(&net);
     let preconnect = (opened > 0).then(|| spawn_preconnect(&connector, &url, opened));
-    let src = resolve_source(&connector, &url).await?;
-    let total_bytes: u64 = src.iter().map(|s| s.size).sum();
-    let n_files = src.len();
+    let mut src = resolve(&connector, opts, &url).await?;
+    let checksum_report = match &opts.checksum_file {
+        Some(spec) => Some(published::attach(&connector, spec, &mut src).await?),
+        None => None,
+    };
+    for note in &src.notes {
+        eprintln!("wattio: note: {note}");
+    }
+    // servers that ignore Range: one whole-file stream per file
+    let whole: Vec<bool> = src.ranges.iter().map(|r| *r == Some(false)).collect();
+    let whole_file_streams: Vec<String> = (0..src.origins.len())
+        .filter(|&o| whole[o])
+        .map(|o| {
+            format!(
+                "{} ignores Range requests: each of its files came as one whole-file stream (no parallel ranges within a file; a file cut short restarts)",
+                src.origins[o].origin()
+            )
+        })
+        .collect();
+    let files = std::mem::take(&mut src.files);
+    let total_bytes: u64 = files.iter().map(|s| s.size).sum();
+    let n_files = files.len();
     let dest = opts.dest.clone();
-    let prep = tokio::task::spawn_blocking(move || prepare(&dest, src)).await??;
+    let whole_for_prepare = whole.clone();
+    let prep =
+        tokio::task::spawn_blocking(move || prepare(&dest, files, &whole_for_prepare)).await??;
     let sizes: Vec<u64> = prep.jobs.iter().map(|j| j.size).collect();
     let base_plan = initial_plan(&sizes, &net, opts.sla, act.n_cores());
     let n_freqs = act.ladder_khz().len().max(1);
@@ -70,14 +93,20 @@ pub(super) async fn transfer_async(
     let timeouts = Timeouts::new(net.rtt_s, opts.interval);
 
     let parts = build_queues(&plan, &prep);
-    let spare = match preconnect {
+    let mut spare = match preconnect {
         Some(task) => task.await.unwrap_or_default(),
         None => Vec::new(),
     };
+    if src.origins[0].origin() != url.origin() {
+        // the URL redirected elsewhere: the connections opened ahead go to the wrong server
+        spare.clear();
+    }
     let shared = Arc::new(Shared {
         spare: Mutex::new(spare),
         connector,
-        url: url.clone(),
+        url: src.origins[0].clone(),
+        origins: src.origins.clone(),
+        kind: src.kind,
         files: prep.jobs,
         parts,
         received: AtomicU64::new(0),
@@ -88,6 +117,7 @@ pub(super) async fn transfer_async(
         cap_epoch: Mutex::new((Instant::now(), 0)),
         cap_waits: AtomicU64::new(0),
         fatal: Mutex::new(None),
+        fatal_advised: AtomicBool::new(false),
         retries: opts.retries,
         started: Instant::now(),
     });
@@ -322,8 +352,33 @@ pub(super) async fn transfer_async(
         );
     }
     if let Some(msg) = shared.fatal.lock().unwrap().clone() {
+        if shared.fatal_advised.load(Ordering::SeqCst) {
+            bail!("{msg}");
+        }
         bail!("{msg} (partial data kept; rerun the same command to resume)");
     }
+    let verification = {
+        let jobs = &shared.files;
+        let mut unverified: Vec<String> = prep.skipped_unverified.clone();
+        unverified.extend(
+            jobs.iter()
+                .filter(|j| j.xxh3.is_none() && j.blocks.is_none() && j.expect.is_none())
+                .map(|j| j.rel.clone()),
+        );
+        unverified.sort();
+        Verification {
+            by_listing: prep.verified_by_listing
+                + jobs
+                    .iter()
+                    .filter(|j| j.xxh3.is_some() || j.blocks.is_some())
+                    .count(),
+            by_publisher: prep.verified_by_publisher
+                + jobs.iter().filter(|j| j.expect.is_some()).count(),
+            unverified: unverified.len(),
+            unverified_files: unverified.into_iter().take(UNVERIFIED_LISTED).collect(),
+            checksum_file: checksum_report,
+        }
+    };
     let end_snap = meter.as_ref().and_then(|m| m.snapshot().ok());
     let cpu_s = cputime::self_cpu_s() - cpu_at_start;
     let received = shared.received.load(Ordering::SeqCst);
@@ -359,13 +414,25 @@ pub(super) async fn transfer_async(
         0.0
     };
     Ok(Summary {
-        source: opts.source.clone(),
+        source: match &opts.input_file {
+            Some(p) if p.as_os_str() == "-" => "URL list from standard input".to_string(),
+            Some(p) => format!("URL list {}", p.display()),
+            None => opts.source.clone(),
+        },
+        source_kind: src.kind.name(),
+        source_detail: match src.kind {
+            super::source::SourceKind::Index(k) => Some(k.name().to_string()),
+            _ => None,
+        },
+        whole_file_streams,
+        notes: src.notes.clone(),
         dest: opts.dest.display().to_string(),
         sla: opts.sla.name(),
         tuner: ctl.name().to_string(),
         files: n_files,
         files_skipped: prep.skipped,
         files_verified_checksum: shared.verified.load(Ordering::SeqCst),
+        verification,
         total_bytes,
         bytes: received,
         resumed_bytes: prep.resumed_bytes,

@@ -7,20 +7,25 @@
 //! in flight) follow from the channel count and the chunk size. Data is written with
 //! positioned writes into `NAME.wattio-part`; every finished byte range is appended to
 //! `NAME.wattio-part.done`, so an interrupted run resumes where it stopped; a file is
-//! verified (size, XXH3-64 when the listing has it) and only then renamed to `NAME`.
+//! verified (size, XXH3-64 when the listing has it, the publisher's digest when one is given)
+//! and only then renamed to `NAME`.
 //!
 //! One file per concern: [`url`] (source URLs), `conn` (connections), `response` (reading
-//! responses), `source` (listing fetch), `resume` (part files and `.done` logs), `queue`
-//! (chunk queues), `state` (what the loop and channels share), `control` (the control loop),
-//! `channel` (the channels), `pace` (EETT's rate cap), `verify` (checksums and rename),
-//! [`options`] and [`summary`]. Tuner construction and timeouts are [`crate::tuner::StartRules`]
-//! and [`crate::tuner::Timeouts`].
+//! responses), `source` (what to fetch: a listing, a directory index, a URL list or a file),
+//! `walk` (directory indexes), `fetch` (the requests that find files and sizes), [`published`]
+//! (publisher checksums), `resume` (part files and `.done` logs), `queue` (chunk queues),
+//! `state` (what the loop and channels share), `control` (the control loop), `channel` (the
+//! channels), `pace` (EETT's rate cap), `verify` (checksums and rename), [`options`] and
+//! [`summary`]. Tuner construction and timeouts are [`crate::tuner::StartRules`] and
+//! [`crate::tuner::Timeouts`].
 
 mod channel;
 mod conn;
 mod control;
+mod fetch;
 pub mod options;
 mod pace;
+pub mod published;
 mod queue;
 mod response;
 mod resume;
@@ -29,11 +34,14 @@ mod state;
 pub mod summary;
 pub mod url;
 mod verify;
+mod walk;
 
 pub use crate::tuner::TunerChoice;
 pub use options::{default_window, EnergyFeedback, TransferOptions};
 pub use resume::missing_ranges;
-pub use summary::{EnergySummary, IntervalLog, ProcessEnergy, Summary, HOST_ESTIMATE_SCOPE};
+pub use summary::{
+    EnergySummary, IntervalLog, ProcessEnergy, Summary, Verification, HOST_ESTIMATE_SCOPE,
+};
 pub use url::HttpUrl;
 
 use crate::actuator::Actuator;

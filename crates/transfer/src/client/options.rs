@@ -12,7 +12,13 @@ use wattio_energy::SysRoot;
 /// Everything `wattio transfer` needs.
 #[derive(Debug, Clone)]
 pub struct TransferOptions {
+    /// A URL: a wattio listing, a directory (its listing, else its index), or one file. Unused
+    /// with `input_file`.
     pub source: String,
+    /// A URL list in aria2's input-file format (`-` for standard input), instead of `source`.
+    pub input_file: Option<PathBuf>,
+    /// Publisher checksums (`SHA256SUMS`, `MD5SUMS`, …): a URL or a local path.
+    pub checksum_file: Option<String>,
     pub dest: PathBuf,
     pub sla: Sla,
     pub tuner: TunerChoice,
@@ -45,6 +51,8 @@ impl TransferOptions {
     pub fn new(source: impl Into<String>, dest: impl Into<PathBuf>, sla: Sla) -> Self {
         TransferOptions {
             source: source.into(),
+            input_file: None,
+            checksum_file: None,
             dest: dest.into(),
             sla,
             tuner: TunerChoice::Wattio,

@@ -47,7 +47,9 @@ pub(super) fn build_queues(plan: &Plan, prep: &Prepared) -> Vec<PartQueue> {
         for &fi in &part.files {
             let job = &prep.jobs[fi];
             let block = job.blocks.as_ref().map(|b| b.size);
-            for (o, l) in split_ranges(&prep.missing[fi], part.split, job.size, block) {
+            // a server that ignores Range sends a file in one piece
+            let split = if job.whole { Split::Whole } else { part.split };
+            for (o, l) in split_ranges(&prep.missing[fi], split, job.size, block) {
                 q.push_back(Chunk {
                     file: fi,
                     offset: o,

@@ -1,53 +1,10 @@
 //! Reading responses: a buffer that parses heads with [`crate::http::parse_response_head`]
-//! and hands over the bytes behind them, and a one-shot request for listings and `HEAD`s.
+//! and hands over the bytes behind them (one-shot requests for listings, indexes and `HEAD`s
+//! are in `fetch`).
 
-use super::conn::Connector;
-use super::url::HttpUrl;
 use crate::http::{parse_response_head, ResponseHead};
-use anyhow::{anyhow, bail};
-use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-
-/// A simple one-shot request on a fresh connection: status, headers (lower-case), body.
-pub(super) async fn simple_request(
-    connector: &Connector,
-    url: &HttpUrl,
-    method: &str,
-    path: &str,
-) -> anyhow::Result<(u16, Vec<(String, String)>, Vec<u8>)> {
-    let mut s = connector.connect(url).await?;
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {}\r\nUser-Agent: wattio\r\nConnection: close\r\n\r\n",
-        url.authority()
-    );
-    s.write_all(req.as_bytes()).await?;
-    let mut rb = ReadBuf::default();
-    let head = tokio::time::timeout(Duration::from_secs(60), rb.read_head(&mut s))
-        .await
-        .map_err(|_| anyhow!("{} did not answer within 60 s", url.authority()))??;
-    let mut body = Vec::new();
-    if method != "HEAD" {
-        let len = head
-            .content_length
-            .ok_or_else(|| anyhow!("{}{path}: response without Content-Length", url.authority()))?;
-        if len > 1 << 30 {
-            bail!("{}{path}: listing larger than 1 GiB", url.authority());
-        }
-        body.reserve(len as usize);
-        let take = rb.take(len as usize);
-        body.extend_from_slice(&take);
-        while (body.len() as u64) < len {
-            let mut tmp = vec![0u8; 64 * 1024];
-            let n = s.read(&mut tmp).await?;
-            if n == 0 {
-                bail!("{}{path}: connection closed mid-body", url.authority());
-            }
-            body.extend_from_slice(&tmp[..n]);
-        }
-        body.truncate(len as usize);
-    }
-    Ok((head.status, head.headers, body))
-}
+use anyhow::bail;
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Bytes read from a connection and not consumed yet: the rest of a head's packet belongs to
 /// the body (or to the next pipelined response).

@@ -3,7 +3,7 @@
 
 use super::source::SourceFile;
 use super::state::FileJob;
-use crate::checksum;
+use crate::checksum::{self, InOrderHasher};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
@@ -57,10 +57,34 @@ pub(super) struct Prepared {
     pub(super) missing: Vec<Vec<(u64, u64)>>,
     pub(super) skipped: usize,
     pub(super) resumed_bytes: u64,
+    /// Files skipped because they were complete and matched a checksum.
     pub(super) verified: usize,
+    /// Of those, the ones checked against the listing and against a publisher's digest.
+    pub(super) verified_by_listing: usize,
+    pub(super) verified_by_publisher: usize,
+    /// Files skipped because they were complete, with no checksum to check them against.
+    pub(super) skipped_unverified: Vec<String>,
 }
 
-pub(super) fn prepare(dest: &Path, src: Vec<SourceFile>) -> anyhow::Result<Prepared> {
+/// Whether a complete file in the destination matches every checksum the source gives.
+fn complete_file_matches(s: &SourceFile, path: &Path) -> bool {
+    let listing_ok = match &s.xxh3 {
+        Some(h) => checksum::file_xxh3(path).ok().as_deref() == Some(h.as_str()),
+        None => true,
+    };
+    listing_ok
+        && s.expect.as_ref().map_or(true, |e| {
+            checksum::file_digest(e.algo, path).ok().as_deref() == Some(&e.digest[..])
+        })
+}
+
+/// What is already in `dest` for each file of `src` and what is still missing. `whole[o]`:
+/// origin `o` ignores `Range`, so its partly fetched files start over.
+pub(super) fn prepare(
+    dest: &Path,
+    src: Vec<SourceFile>,
+    whole: &[bool],
+) -> anyhow::Result<Prepared> {
     std::fs::create_dir_all(dest).with_context(|| {
         format!(
             "cannot create destination {}; check permissions",
@@ -70,22 +94,25 @@ pub(super) fn prepare(dest: &Path, src: Vec<SourceFile>) -> anyhow::Result<Prepa
     let mut jobs = Vec::new();
     let mut missing = Vec::new();
     let (mut skipped, mut resumed, mut verified) = (0, 0, 0);
+    let mut skipped_unverified = Vec::new();
+    let (mut by_listing, mut by_publisher) = (0, 0);
     for s in src {
         let final_path = dest.join(&s.rel);
         if let Ok(md) = std::fs::metadata(&final_path) {
-            if md.is_file() && md.len() == s.size {
-                let ok = match &s.xxh3 {
-                    Some(h) => checksum::file_xxh3(&final_path).ok().as_deref() == Some(h.as_str()),
-                    None => true,
-                };
-                if ok {
-                    skipped += 1;
-                    resumed += s.size;
-                    verified += s.xxh3.is_some() as usize;
-                    continue;
+            if md.is_file() && md.len() == s.size && complete_file_matches(&s, &final_path) {
+                skipped += 1;
+                resumed += s.size;
+                by_listing += s.xxh3.is_some() as usize;
+                by_publisher += s.expect.is_some() as usize;
+                if s.xxh3.is_some() || s.expect.is_some() {
+                    verified += 1;
+                } else {
+                    skipped_unverified.push(s.rel);
                 }
+                continue;
             }
         }
+        let is_whole = whole.get(s.origin).copied().unwrap_or(false);
         if let Some(parent) = final_path.parent() {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("cannot create {}", parent.display()))?;
@@ -94,7 +121,8 @@ pub(super) fn prepare(dest: &Path, src: Vec<SourceFile>) -> anyhow::Result<Prepa
         let done_path = part_name(&final_path, ".wattio-part.done");
         let mut done = Vec::new();
         if let Ok(md) = std::fs::metadata(&part_path) {
-            if md.len() == s.size {
+            // a server without Range cannot send the rest of a file: start it over
+            if md.len() == s.size && !is_whole {
                 done = read_done_log(&done_path);
             }
         }
@@ -107,13 +135,21 @@ pub(super) fn prepare(dest: &Path, src: Vec<SourceFile>) -> anyhow::Result<Prepa
         let left: u64 = miss.iter().map(|r| r.1).sum();
         resumed += s.size - left;
         missing.push(miss);
+        let in_order = s
+            .expect
+            .as_ref()
+            .map(|e| InOrderHasher::new(e.algo, s.size, &done));
         jobs.push(FileJob {
             rel: s.rel,
+            origin: s.origin,
+            whole: is_whole,
             url_path: s.url_path,
             size: s.size,
             xxh3: s.xxh3,
             block_sums: Mutex::new(vec![None; s.blocks.as_ref().map_or(0, |b| b.xxh3.len())]),
             blocks: s.blocks,
+            expect: s.expect,
+            in_order: Mutex::new(in_order),
             final_path,
             part_path,
             done_path,
@@ -131,6 +167,9 @@ pub(super) fn prepare(dest: &Path, src: Vec<SourceFile>) -> anyhow::Result<Prepa
         skipped,
         resumed_bytes: resumed,
         verified,
+        verified_by_listing: by_listing,
+        verified_by_publisher: by_publisher,
+        skipped_unverified,
     })
 }
 

@@ -2,8 +2,9 @@
 //! logs, the partitions' chunk queues and budgets, and the counters.
 
 use super::conn::{Connector, Stream};
-use super::source::BlockDigests;
+use super::source::{BlockDigests, Expected, SourceKind};
 use super::url::HttpUrl;
+use crate::checksum::InOrderHasher;
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -15,6 +16,10 @@ use std::time::Instant;
 /// One file to fetch.
 pub(super) struct FileJob {
     pub(super) rel: String,
+    /// Index into [`Shared::origins`].
+    pub(super) origin: usize,
+    /// Its server ignores `Range`: fetched as one whole-file stream, never resumed midway.
+    pub(super) whole: bool,
     pub(super) url_path: String,
     pub(super) size: u64,
     pub(super) xxh3: Option<String>,
@@ -23,6 +28,9 @@ pub(super) struct FileJob {
     /// Block digests computed from the bytes as they arrived (None: not seen whole in one
     /// stream, hashed from the file when it is finished).
     pub(super) block_sums: Mutex<Vec<Option<u64>>>,
+    /// The publisher's digest (checksum file, URL list), and its state over the bytes so far.
+    pub(super) expect: Option<Expected>,
+    pub(super) in_order: Mutex<Option<InOrderHasher>>,
     pub(super) final_path: PathBuf,
     pub(super) part_path: PathBuf,
     pub(super) done_path: PathBuf,
@@ -109,6 +117,10 @@ pub(super) struct Shared {
     pub(super) spare: Mutex<Vec<(Instant, Stream)>>,
     pub(super) connector: Arc<Connector>,
     pub(super) url: HttpUrl,
+    /// The servers the files are on (`url`'s first); a channel's connection serves one.
+    pub(super) origins: Vec<HttpUrl>,
+    /// How the files were found (it decides what a changed file's error advises).
+    pub(super) kind: SourceKind,
     pub(super) files: Vec<FileJob>,
     pub(super) parts: Vec<PartQueue>,
     pub(super) received: AtomicU64,
@@ -121,16 +133,36 @@ pub(super) struct Shared {
     /// Times the pacer held a read back since the last timeout.
     pub(super) cap_waits: AtomicU64,
     pub(super) fatal: Mutex<Option<String>>,
+    /// The fatal error says itself what to do next (nothing is appended to it).
+    pub(super) fatal_advised: AtomicBool,
     pub(super) retries: u32,
     pub(super) started: Instant,
 }
 
 impl Shared {
+    /// Ends the transfer; rerunning the same command resumes it (interruptions, a server
+    /// that stopped answering).
     pub(super) fn fail(&self, msg: String) {
         let mut f = self.fatal.lock().unwrap();
         if f.is_none() {
             *f = Some(msg);
         }
+    }
+
+    /// Ends the transfer with an error that says itself what to do (whether a rerun helps).
+    pub(super) fn fail_advised(&self, msg: String) {
+        let mut f = self.fatal.lock().unwrap();
+        if f.is_none() {
+            *f = Some(msg);
+            self.fatal_advised.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Ends the transfer because `rel` no longer is what the source said; the message says
+    /// what to do, according to the kind of source.
+    pub(super) fn fail_changed(&self, rel: &str, what: &str) {
+        let (fix, _) = self.kind.changed_file_fix();
+        self.fail_advised(format!("{rel}: {what}; {fix}"));
     }
     pub(super) fn failed(&self) -> bool {
         self.fatal.lock().unwrap().is_some()

@@ -1,5 +1,6 @@
 //! The `--json` summary, the per-interval log and the energy figures of a transfer.
 
+use super::published::ChecksumFileReport;
 use crate::actuator::ApplyReport;
 use crate::tuner::{NetParams, Plan};
 use serde::Serialize;
@@ -107,17 +108,46 @@ pub struct IntervalLog {
     pub rate_cap_mbps: Option<f64>,
 }
 
+/// How the files of a transfer were checked beyond their size.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verification {
+    /// Files checked against a wattio listing's XXH3-64.
+    pub by_listing: usize,
+    /// Files checked against a publisher's digest (`--checksum-file`, a URL list's `checksum=`).
+    pub by_publisher: usize,
+    /// Files checked by size only: nothing gave a checksum for them.
+    pub unverified: usize,
+    /// Their paths (at most [`UNVERIFIED_LISTED`]).
+    pub unverified_files: Vec<String>,
+    /// The checksum file, when one was given.
+    pub checksum_file: Option<ChecksumFileReport>,
+}
+
+/// Most unverified paths the summary lists.
+pub const UNVERIFIED_LISTED: usize = 1000;
+
 /// The `--json` summary.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
     pub source: String,
+    /// How the files were found: `wattio-listing`, `directory-index`, `url-list`, `file-url`.
+    pub source_kind: &'static str,
+    /// The index's generator for `directory-index` (`nginx autoindex (json)`, …).
+    pub source_detail: Option<String>,
+    /// Servers that ignore `Range` (each of their files came as one whole-file stream), with
+    /// what that means; empty when every server honours `Range`.
+    pub whole_file_streams: Vec<String>,
+    /// What the user should know about the source (ignored options, skipped entries).
+    pub notes: Vec<String>,
     pub dest: String,
     pub sla: String,
     pub tuner: String,
     pub files: usize,
     /// Files already complete and verified in DEST before this run.
     pub files_skipped: usize,
+    /// Files checked by a checksum (listing or publisher); see `verification`.
     pub files_verified_checksum: usize,
+    pub verification: Verification,
     pub total_bytes: u64,
     /// Payload bytes received by this run.
     pub bytes: u64,

@@ -1,6 +1,7 @@
 //! Verification of a received file (size, whole-file or per-block XXH3-64), its rename into
 //! place, and the one re-fetch of what did not match.
 
+use super::published::mismatch_message;
 use super::source::BlockDigests;
 use super::state::{Chunk, FileJob, Shared};
 use crate::checksum;
@@ -10,8 +11,9 @@ use std::sync::atomic::Ordering;
 /// Verifies a fully received file and renames it into place.
 pub(super) fn finish_file(sh: &Shared, i: usize) {
     let j = &sh.files[i];
-    // Ok(ranges to fetch again; empty when the file is good)
-    let res = (|| -> Result<Vec<(u64, u64)>, String> {
+    // Ok(ranges to fetch again, empty when the file is good; whether the listing's checksum
+    // (rather than the publisher's) is the one that did not match)
+    let res = (|| -> Result<(Vec<(u64, u64)>, bool), String> {
         let f = j
             .part()
             .map_err(|e| format!("cannot open {}: {e}", j.part_path.display()))?;
@@ -30,36 +32,53 @@ pub(super) fn finish_file(sh: &Shared, i: usize) {
             let bad = bad_blocks(j, b)
                 .map_err(|e| format!("cannot read back {}: {e}", j.part_path.display()))?;
             if !bad.is_empty() {
-                return Ok(block_ranges(&bad, b.size, j.size));
+                // a server without Range sends whole files only
+                let again = if j.whole {
+                    vec![(0, j.size)]
+                } else {
+                    block_ranges(&bad, b.size, j.size)
+                };
+                return Ok((again, true));
             }
         } else if let Some(want) = &j.xxh3 {
             let got = checksum::file_xxh3(&j.part_path).map_err(|e| e.to_string())?;
             if &got != want {
-                return Ok(vec![(0, j.size)]);
+                return Ok((vec![(0, j.size)], true));
             }
+        }
+        let published = j
+            .check_published()
+            .map_err(|e| format!("cannot read back {}: {e}", j.part_path.display()))?;
+        if published == Some(false) {
+            return Ok((vec![(0, j.size)], false));
         }
         std::fs::rename(&j.part_path, &j.final_path)
             .map_err(|e| format!("cannot rename into {}: {e}", j.final_path.display()))?;
         let _ = std::fs::remove_file(&j.done_path);
-        Ok(Vec::new())
+        Ok((Vec::new(), false))
     })();
     match res {
-        Ok(refetch) if refetch.is_empty() => {
-            if j.xxh3.is_some() || j.blocks.is_some() {
+        Ok((refetch, _)) if refetch.is_empty() => {
+            if j.xxh3.is_some() || j.blocks.is_some() || j.expect.is_some() {
                 sh.verified.fetch_add(1, Ordering::SeqCst);
             }
             sh.files_done.fetch_add(1, Ordering::SeqCst);
         }
-        Ok(refetch) => {
+        Ok((refetch, by_listing)) => {
             // checksum mismatch: fetch the bad blocks (or the whole file) once more, then give up
             if j.checksum_retry.swap(true, Ordering::SeqCst) {
-                sh.fail(format!(
-                    "{}: checksum mismatch twice; the server's file changed or is corrupt",
-                    j.rel
-                ));
+                match (&j.expect, by_listing) {
+                    (Some(e), false) => sh.fail_advised(mismatch_message(j, e)),
+                    _ => sh.fail_changed(
+                        &j.rel,
+                        "its XXH3-64 does not match the listing even after fetching it again",
+                    ),
+                }
                 return;
             }
             let _ = std::fs::remove_file(&j.done_path);
+            // whatever is fetched again, the publisher's digest is taken over the file anew
+            j.restart_published();
             let again: u64 = refetch.iter().map(|r| r.1).sum();
             if let Some(b) = &j.blocks {
                 let mut sums = j.block_sums.lock().unwrap();

@@ -1,0 +1,812 @@
+//! `wattio transfer` from servers that carry no wattio listing, started by the tests on
+//! loopback: nginx `autoindex` (HTML and JSON), Apache `mod_autoindex` (fancy table and plain
+//! list), `python3 -m http.server` (no `Range`); URL lists in aria2's format; checksum files
+//! written by the reference tools (`sha256sum`, `md5sum`, `sha512sum`, `xxhsum`); SIGKILL of
+//! the client and a rerun that fetches only what is missing. Copies are compared with `diff -r`.
+//!
+//! `make test` sets WATTIO_REQUIRE_NGINX, which turns a missing server into a failure rather
+//! than a skip (nginx, apache2-bin and python3 come from scripts/install-deps.sh).
+
+mod common;
+// the transfer crate's test helpers: nginx on loopback, datasets, the test CA
+#[path = "../../transfer/tests/common/mod.rs"]
+mod transfer_common;
+
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::BIN;
+use transfer_common::certs::{TestPki, Validity};
+use transfer_common::{bytes, free_port, make_dataset, wait_for_part_file, Nginx};
+
+/// A server child process with its configuration directory, killed on drop (also when the
+/// test fails).
+struct Server {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+/// Whether `bin` exists; when it does not, fails under `make test` and skips otherwise.
+fn require(bin: &str, package: &str) -> bool {
+    if Path::new(bin).exists() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("WATTIO_REQUIRE_NGINX").is_none(),
+        "{bin} missing: install {package} (scripts/install-deps.sh)"
+    );
+    eprintln!("SKIPPED: {bin} not installed");
+    false
+}
+
+fn started(mut child: Child, port: u16, dir: tempfile::TempDir, name: &str) -> Server {
+    let t = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(st)) = child.try_wait() {
+            panic!("{name} exited at start ({st})");
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "{name} did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Server {
+        child,
+        port,
+        _dir: dir,
+    }
+}
+
+/// The URL of `path` on a loopback nginx.
+fn at(ng: &Nginx, path: &str) -> String {
+    format!("http://127.0.0.1:{}{path}", ng.port)
+}
+
+/// nginx serving `root` with `autoindex on` at `/` (HTML) and `/json/` (JSON), and with
+/// `extra` directives in the server block.
+fn nginx_autoindex(root: &Path, directives: &str) -> Option<Nginx> {
+    Nginx::start_servers(|port| autoindex_server(port, "", root, directives))
+}
+
+/// A `server` block listening on `port` (with `listen_options`, e.g. ` ssl`) with `directives`.
+fn autoindex_server(port: u16, listen_options: &str, root: &Path, directives: &str) -> String {
+    let r = root.display();
+    format!(
+        "server {{ listen 127.0.0.1:{port}{listen_options}; {directives}\n location / {{ root {r}; autoindex on; }}\n location /json/ {{ alias {r}/; autoindex on; autoindex_format json; }}\n}}\n"
+    )
+}
+
+/// `python3 -m http.server` serving `root` (HTTP/1.0, no Range).
+fn python_http(root: &Path) -> Option<Server> {
+    let python = ["/usr/bin/python3", "/usr/local/bin/python3"]
+        .into_iter()
+        .find(|p| Path::new(p).exists());
+    if !require(python.unwrap_or("/usr/bin/python3"), "python3") {
+        return None;
+    }
+    let port = free_port();
+    let child = Command::new(python.unwrap())
+        .args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .arg("--directory")
+        .arg(root)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Some(started(
+        child,
+        port,
+        tempfile::tempdir().unwrap(),
+        "python3 -m http.server",
+    ))
+}
+
+/// Apache httpd (Debian's apache2-bin) as one foreground process (`-X`) serving `root` with
+/// `Options +Indexes` and the given `IndexOptions`. As root it serves as `nobody`, so the tree
+/// is made world-readable.
+fn apache(root: &Path, index_options: &str) -> Option<Server> {
+    if !require("/usr/sbin/apache2", "apache2-bin") {
+        return None;
+    }
+    make_world_readable(root);
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let d = dir.path().display();
+    let m = "/usr/lib/apache2/modules";
+    let conf = format!(
+        "ServerRoot {d}\nListen 127.0.0.1:{port}\nServerName localhost\nPidFile {d}/httpd.pid\nErrorLog {d}/error.log\n\
+         LoadModule mpm_event_module {m}/mod_mpm_event.so\nLoadModule authz_core_module {m}/mod_authz_core.so\n\
+         LoadModule dir_module {m}/mod_dir.so\nLoadModule autoindex_module {m}/mod_autoindex.so\n\
+         LoadModule mime_module {m}/mod_mime.so\nTypesConfig /dev/null\n\
+         User nobody\nGroup nogroup\nDocumentRoot {r}\n<Directory {r}>\n Options +Indexes\n Require all granted\n</Directory>\n\
+         IndexOptions {index_options}\n",
+        r = root.display()
+    );
+    std::fs::write(dir.path().join("httpd.conf"), conf).unwrap();
+    let child = Command::new("/usr/sbin/apache2")
+        .arg("-f")
+        .arg(dir.path().join("httpd.conf"))
+        .arg("-X")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    Some(started(child, port, dir, "apache2"))
+}
+
+fn make_world_readable(root: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut p = Some(root);
+    // the tree, and its parents up to /tmp, must be searchable by `nobody`
+    while let Some(d) = p {
+        if d == Path::new("/") || d == std::env::temp_dir() {
+            break;
+        }
+        let mode = std::fs::metadata(d).unwrap().permissions().mode();
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode | 0o755)).unwrap();
+        p = d.parent();
+    }
+    let st = Command::new("chmod")
+        .args(["-R", "a+rX"])
+        .arg(root)
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+/// Names that need escaping in URLs, HTML and checksum files: spaces, unicode, `#`, `?`, `%`,
+/// a literal `%20`, `&`, quotes and angle brackets, `+`, `;`, `=`, a deep directory and empty
+/// files; one file large enough to be cut into many ranges.
+const AWKWARD: &[(&str, usize)] = &[
+    ("large.bin", 3_000_001),
+    ("sp ace/with spaces.bin", 70_000),
+    ("ünïcödé/ファイル ✓.bin", 33_333),
+    ("hash#tag.bin", 1_000),
+    ("what?.txt", 12),
+    ("100%.bin", 100),
+    ("pct%20literal.bin", 10),
+    ("amp&semi;eq=+plus,comma'quote.bin", 500),
+    ("q\"uote <lt> & gt.txt", 7),
+    ("a/b/c/d/e/f/g/h/deep.bin", 4_096),
+    ("empty.bin", 0),
+    ("sub dir/empty too.bin", 0),
+];
+
+fn make_tree(root: &Path, files: &[(&str, usize)]) {
+    make_dataset(root, files);
+}
+
+/// `diff -r`: the copy is byte-identical and has nothing more (no `.wattio-part` left).
+fn assert_identical(src: &Path, dst: &Path) {
+    let out = Command::new("diff")
+        .arg("-r")
+        .arg(src)
+        .arg(dst)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "diff -r {} {}:\n{}{}",
+        src.display(),
+        dst.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `wattio transfer ARGS --json` without CPU actuation or meter; stdin from `stdin`.
+fn transfer(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut c = Command::new(BIN);
+    c.arg("transfer")
+        .args(args)
+        .args(["--cpu-actuator", "none", "--no-meter", "--rtt", "1ms"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    match stdin {
+        Some(_) => c.stdin(Stdio::piped()),
+        None => c.stdin(Stdio::null()),
+    };
+    let mut child = c.spawn().unwrap();
+    if let Some(b) = stdin {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(b).unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// The JSON summary of a run that must have succeeded.
+fn ok_json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "transfer failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON summary")
+}
+
+/// Copies `source` into `dst` (`--sla SLA --json`, then `extra`): the summary of a run that
+/// must succeed.
+fn copy(source: &str, dst: &Path, sla: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![source, path_str(dst), "--sla", sla, "--json"];
+    args.extend_from_slice(extra);
+    ok_json(&transfer(&args, None))
+}
+
+/// The one-line error of a run that must have failed with exit code 2.
+fn error_line(out: &Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("wattio: error: "))
+        .unwrap_or_else(|| panic!("no error line in {err}"))
+        .to_string();
+    // messages are for people: no Rust debug formatting
+    assert!(!line.contains("Some(") && !line.contains("None"), "{line}");
+    line
+}
+
+fn path_str(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn nginx_autoindex_html_and_json_copy_awkward_names_byte_identical() {
+    let src = tempfile::tempdir().unwrap();
+    make_tree(src.path(), AWKWARD);
+    let Some(ng) = nginx_autoindex(src.path(), "") else {
+        return;
+    };
+    for (url, detail) in [
+        (at(&ng, "/"), "nginx autoindex (html)"),
+        (at(&ng, "/json/"), "nginx autoindex (json)"),
+    ] {
+        let dst = tempfile::tempdir().unwrap();
+        let v = copy(&url, dst.path(), "max-throughput", &[]);
+        assert_eq!(v["source_kind"], "directory-index", "{url}");
+        assert_eq!(v["source_detail"], detail);
+        assert_eq!(v["files"], AWKWARD.len());
+        let total: usize = AWKWARD.iter().map(|f| f.1).sum();
+        assert_eq!(v["bytes"], total);
+        assert_eq!(v["whole_file_streams"].as_array().unwrap().len(), 0);
+        // no checksum anywhere: every file is reported as checked by size only
+        assert_eq!(v["verification"]["unverified"], AWKWARD.len());
+        assert_eq!(v["files_verified_checksum"], 0);
+        assert_identical(src.path(), dst.path());
+    }
+    // a directory named without its trailing slash is followed (nginx answers 301), and only
+    // that subtree is copied
+    let dst = tempfile::tempdir().unwrap();
+    let v = copy(&at(&ng, "/a/b"), dst.path(), "min-energy", &[]);
+    assert_eq!(v["files"], 1);
+    assert_identical(&src.path().join("a/b"), dst.path());
+}
+
+/// The same indexes over HTTPS (a CA made by the test, `--cacert`), with the checksum file
+/// fetched over HTTPS too.
+#[test]
+fn nginx_autoindex_over_tls_with_checksums() {
+    let src = tempfile::tempdir().unwrap();
+    make_tree(src.path(), AWKWARD);
+    let names: Vec<&str> = AWKWARD.iter().map(|f| f.0).collect();
+    std::fs::write(
+        src.path().join("SHA256SUMS"),
+        reference_sums(src.path(), &["sha256sum"], &names),
+    )
+    .unwrap();
+    let pki = TestPki::new();
+    let cert = pki.server("localhost", &["localhost"], Validity::Current);
+    let tls = format!(
+        "ssl_certificate {}; ssl_certificate_key {};",
+        cert.cert.display(),
+        cert.key.display()
+    );
+    let Some(ng) = Nginx::start_servers(|port| autoindex_server(port, " ssl", src.path(), &tls))
+    else {
+        return;
+    };
+    let base = format!("https://localhost:{}", ng.port);
+    for (path, detail) in [
+        ("/", "nginx autoindex (html)"),
+        ("/json/", "nginx autoindex (json)"),
+    ] {
+        let dst = tempfile::tempdir().unwrap();
+        let v = copy(
+            &format!("{base}{path}"),
+            dst.path(),
+            "max-throughput",
+            &[
+                "--cacert",
+                path_str(&pki.ca_pem()),
+                "--checksum-file",
+                &format!("{base}/SHA256SUMS"),
+            ],
+        );
+        assert_eq!(v["source_detail"], detail);
+        assert_eq!(
+            v["verification"]["by_publisher"],
+            names.len(),
+            "{}",
+            v["verification"]
+        );
+        // only the checksum file itself has no line in it
+        assert_eq!(v["verification"]["unverified_files"][0], "SHA256SUMS");
+        assert_identical(src.path(), dst.path());
+    }
+}
+
+#[test]
+fn python_http_server_without_range_streams_whole_files() {
+    let src = tempfile::tempdir().unwrap();
+    make_tree(src.path(), AWKWARD);
+    let Some(py) = python_http(src.path()) else {
+        return;
+    };
+    let dst = tempfile::tempdir().unwrap();
+    let v = copy(&py.url("/"), dst.path(), "max-throughput", &[]);
+    assert_eq!(v["source_detail"], "python http.server");
+    let whole = v["whole_file_streams"].as_array().unwrap();
+    assert_eq!(whole.len(), 1, "{v}");
+    assert!(whole[0].as_str().unwrap().contains("ignores Range"));
+    assert_identical(src.path(), dst.path());
+
+    // a directory without its slash: python answers 301 with a relative Location
+    let dst = tempfile::tempdir().unwrap();
+    let v = copy(&py.url("/sp%20ace"), dst.path(), "min-energy", &[]);
+    assert_eq!(v["files"], 1);
+    assert_identical(&src.path().join("sp ace"), dst.path());
+
+    // one file simply downloads, as with curl or wget
+    let dst = tempfile::tempdir().unwrap();
+    let out = transfer(
+        &[
+            &py.url(
+                "/%C3%BCn%C3%AFc%C3%B6d%C3%A9/%E3%83%95%E3%82%A1%E3%82%A4%E3%83%AB%20%E2%9C%93.bin",
+            ),
+            path_str(dst.path()),
+            "--sla",
+            "min-energy",
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("ignores Range requests"), "{text}");
+    assert_eq!(
+        std::fs::read(dst.path().join("ファイル ✓.bin")).unwrap(),
+        std::fs::read(src.path().join("ünïcödé/ファイル ✓.bin")).unwrap()
+    );
+}
+
+#[test]
+fn apache_fancy_table_and_plain_list_indexes() {
+    let src = tempfile::tempdir().unwrap();
+    make_tree(src.path(), AWKWARD);
+    // Debian's default look (sort links ?C=N;O=D, "Parent Directory" to /), and the plain list
+    for options in [
+        "FancyIndexing VersionSort HTMLTable NameWidth=* DescriptionWidth=* Charset=UTF-8",
+        "Charset=UTF-8",
+    ] {
+        let Some(ap) = apache(src.path(), options) else {
+            return;
+        };
+        let dst = tempfile::tempdir().unwrap();
+        let v = copy(&ap.url("/"), dst.path(), "max-throughput", &[]);
+        assert_eq!(v["source_detail"], "apache mod_autoindex", "{options}");
+        assert_eq!(v["whole_file_streams"].as_array().unwrap().len(), 0);
+        assert_identical(src.path(), dst.path());
+    }
+}
+
+/// Runs a reference checksum tool in `dir` over `names` and returns its output.
+fn reference_sums(dir: &Path, tool: &[&str], names: &[&str]) -> Vec<u8> {
+    let out = Command::new(tool[0])
+        .args(&tool[1..])
+        .args(names)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", tool[0]));
+    assert!(
+        out.status.success(),
+        "{tool:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+fn url_encode_path(rel: &str) -> String {
+    rel.bytes()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || b"-._~/".contains(&c) {
+                (c as char).to_string()
+            } else {
+                format!("%{c:02X}")
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn url_list_from_stdin_with_out_options_and_reference_checksum_files() {
+    let src = tempfile::tempdir().unwrap();
+    make_tree(src.path(), AWKWARD);
+    let Some(ng) = nginx_autoindex(src.path(), "") else {
+        return;
+    };
+    let names: Vec<&str> = AWKWARD.iter().map(|f| f.0).collect();
+    // aria2's input-file format: comments, blank lines, indented out= (one renamed into a
+    // directory), an ignored aria2 option
+    let mut list = String::from("# dataset\n\n");
+    for (i, n) in names.iter().enumerate() {
+        list.push_str(&at(&ng, &format!("/{}", url_encode_path(n))));
+        list.push('\n');
+        if i == 1 {
+            list.push_str("  out=renamed/first.bin\n\tsplit=4\n");
+        } else {
+            list.push_str(&format!("  out={n}\n"));
+        }
+    }
+    // the checksum files as the tools write them, in the served directory
+    let sha256 = reference_sums(src.path(), &["sha256sum"], &names);
+    std::fs::write(src.path().join("SHA256SUMS"), &sha256).unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let out = transfer(
+        &[
+            "-i",
+            "-",
+            path_str(dst.path()),
+            "--sla",
+            "max-throughput",
+            "--json",
+            "--checksum-file",
+            &at(&ng, "/SHA256SUMS"),
+        ],
+        Some(list.as_bytes()),
+    );
+    let v = ok_json(&out);
+    assert_eq!(v["source_kind"], "url-list");
+    assert_eq!(v["files"], names.len());
+    let ver = &v["verification"];
+    assert_eq!(ver["by_publisher"], names.len(), "{ver}");
+    assert_eq!(ver["unverified"], 0);
+    assert_eq!(ver["checksum_file"]["algorithms"][0], "sha256");
+    assert_eq!(ver["checksum_file"]["matched"], names.len());
+    assert!(
+        v["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("split ignored")),
+        "{}",
+        v["notes"]
+    );
+    // the renamed file is the second one; the rest mirror the tree
+    std::fs::create_dir_all(dst.path().join(Path::new(names[1]).parent().unwrap())).unwrap();
+    std::fs::rename(
+        dst.path().join("renamed/first.bin"),
+        dst.path().join(names[1]),
+    )
+    .unwrap();
+    std::fs::remove_dir(dst.path().join("renamed")).unwrap();
+    std::fs::copy(src.path().join("SHA256SUMS"), dst.path().join("SHA256SUMS")).unwrap();
+    assert_identical(src.path(), dst.path());
+
+    // other tools and formats, from local files: md5sum --tag (BSD), sha512sum -b (binary
+    // mode), xxhsum -H3 (XXH3-64) and -H2 (XXH128); a checksum file covering only some files
+    // leaves the others marked unverified
+    let small: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| *n != "large.bin")
+        .collect();
+    let dir_url = at(&ng, "/json/");
+    for (tool, file, algo) in [
+        (&["md5sum", "--tag"][..], "MD5SUMS", "md5"),
+        (&["sha512sum", "-b"][..], "SHA512SUMS", "sha512"),
+        (&["xxhsum", "-H3"][..], "checksums.xxh3", "xxh3-64"),
+        (&["xxhsum", "-H2"][..], "checksums.xxh128", "xxh128"),
+    ] {
+        let sums_dir = tempfile::tempdir().unwrap();
+        let path = sums_dir.path().join(file);
+        std::fs::write(&path, reference_sums(src.path(), tool, &small)).unwrap();
+        let dst = tempfile::tempdir().unwrap();
+        let v = copy(
+            &dir_url,
+            dst.path(),
+            "min-energy",
+            &["--checksum-file", path_str(&path)],
+        );
+        let ver = &v["verification"];
+        assert_eq!(ver["checksum_file"]["algorithms"][0], algo, "{file}");
+        // SHA256SUMS itself and large.bin have no line in it
+        assert_eq!(ver["by_publisher"], small.len(), "{file}: {ver}");
+        let unverified: Vec<&str> = ver["unverified_files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap())
+            .collect();
+        assert_eq!(unverified, ["SHA256SUMS", "large.bin"], "{file}");
+        assert_identical(src.path(), dst.path());
+    }
+}
+
+#[test]
+fn a_checksum_mismatch_is_fetched_again_once_then_refused() {
+    let src = tempfile::tempdir().unwrap();
+    make_tree(src.path(), &[("good.bin", 300_000), ("bad.bin", 1_500_000)]);
+    let Some(ng) = nginx_autoindex(src.path(), "") else {
+        return;
+    };
+    let sums_dir = tempfile::tempdir().unwrap();
+    let sums = sums_dir.path().join("SHA256SUMS");
+    let mut text = String::from_utf8(reference_sums(
+        src.path(),
+        &["sha256sum"],
+        &["good.bin", "bad.bin"],
+    ))
+    .unwrap();
+    // the publisher's digest of bad.bin is for other bytes
+    let bad_line = text.lines().nth(1).unwrap().to_string();
+    let wrong = format!("{}{}", "0".repeat(64), &bad_line[64..]);
+    text = text.replace(&bad_line, &wrong);
+    std::fs::write(&sums, text).unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let out = transfer(
+        &[
+            &at(&ng, "/json/"),
+            path_str(dst.path()),
+            "--sla",
+            "max-throughput",
+            "--checksum-file",
+            path_str(&sums),
+        ],
+        None,
+    );
+    let err = error_line(&out);
+    assert!(
+        err.contains("bad.bin")
+            && err.contains("even after fetching it again")
+            && err.contains("line 2"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("rerun the same command"),
+        "a rerun cannot help: {err}"
+    );
+    assert!(!dst.path().join("bad.bin").exists(), "never put in place");
+}
+
+/// Starts `wattio transfer ARGS` in the background, waits until it has written part of a file
+/// and SIGKILLs it.
+fn kill_mid_transfer(args: &[&str], dst: &Path) {
+    let child = Command::new(BIN)
+        .arg("transfer")
+        .args(args)
+        .args(["--cpu-actuator", "none", "--no-meter", "--rtt", "1ms"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // SIGKILL on drop (Child::kill), also when the wait below fails
+    let _reaper = common::Reaper(vec![child]);
+    wait_for_part_file(dst);
+    std::thread::sleep(Duration::from_millis(600));
+}
+
+#[test]
+fn killed_index_and_url_list_transfers_resume_with_only_the_missing_bytes() {
+    let src = tempfile::tempdir().unwrap();
+    let files: &[(&str, usize)] = &[
+        ("x/one.bin", 1_200_000),
+        ("x/two words.bin", 900_000),
+        ("three#.bin", 700_000),
+        ("x/y/four.bin", 300_000),
+    ];
+    make_tree(src.path(), files);
+    let total: u64 = files.iter().map(|f| f.1 as u64).sum();
+    // 1 MB/s per connection, two connections: about 1.5 s for the set
+    let Some(ng) = nginx_autoindex(src.path(), "limit_rate 1m;") else {
+        return;
+    };
+    let names: Vec<&str> = files.iter().map(|f| f.0).collect();
+    std::fs::write(
+        src.path().join("SHA256SUMS"),
+        reference_sums(src.path(), &["sha256sum"], &names),
+    )
+    .unwrap();
+    let list_dir = tempfile::tempdir().unwrap();
+    let list = list_dir.path().join("urls.txt");
+    let mut text = String::new();
+    for n in &names {
+        text.push_str(&format!(
+            "{}\n  out={n}\n",
+            at(&ng, &format!("/{}", url_encode_path(n)))
+        ));
+    }
+    std::fs::write(&list, text).unwrap();
+    let slow = ["--sla", "max-throughput", "--max-channels", "2"];
+    let sums_url = at(&ng, "/SHA256SUMS");
+    for (name, source) in [
+        ("directory index", vec![at(&ng, "/x/")]),
+        (
+            "URL list",
+            vec!["-i".to_string(), path_str(&list).to_string()],
+        ),
+    ] {
+        let dst = tempfile::tempdir().unwrap();
+        let mut args: Vec<&str> = source.iter().map(String::as_str).collect();
+        args.push(path_str(dst.path()));
+        args.extend(slow);
+        args.extend(["--checksum-file", &sums_url]);
+        kill_mid_transfer(&args, dst.path());
+        args.push("--json");
+        let v = ok_json(&transfer(&args, None));
+        let want_total = if name == "URL list" {
+            total
+        } else {
+            files
+                .iter()
+                .filter(|f| f.0.starts_with("x/"))
+                .map(|f| f.1 as u64)
+                .sum()
+        };
+        let (got, resumed) = (
+            v["bytes"].as_u64().unwrap(),
+            v["resumed_bytes"].as_u64().unwrap(),
+        );
+        assert_eq!(v["total_bytes"], want_total, "{name}");
+        assert!(resumed > 0, "{name}: the rerun resumed nothing");
+        assert!(got > 0, "{name}: the first run was not interrupted");
+        assert_eq!(
+            got + resumed,
+            want_total,
+            "{name}: only the missing bytes are fetched"
+        );
+        assert_eq!(
+            v["verification"]["unverified"], 0,
+            "{name}: {}",
+            v["verification"]
+        );
+        match name {
+            "URL list" => {
+                for n in &names {
+                    assert_eq!(
+                        std::fs::read(dst.path().join(n)).unwrap(),
+                        std::fs::read(src.path().join(n)).unwrap(),
+                        "{n}"
+                    );
+                }
+            }
+            _ => assert_identical(&src.path().join("x"), dst.path()),
+        }
+    }
+}
+
+#[test]
+fn errors_name_their_cause_and_fix() {
+    let src = tempfile::tempdir().unwrap();
+    make_tree(src.path(), &[("a.bin", 50_000), ("d/b.bin", 20_000)]);
+    // a listing written, then a file changed: nginx serves a stale listing
+    let st = Command::new(BIN)
+        .arg("serve")
+        .arg(src.path())
+        .arg("--write-listing")
+        .output()
+        .unwrap();
+    assert!(st.status.success());
+    std::fs::write(src.path().join("a.bin"), bytes(99, 50_000)).unwrap();
+    let r = src.path().display();
+    let Some(ng) = Nginx::start_servers(|port| {
+        format!(
+            "server {{ listen 127.0.0.1:{port}; location / {{ root {r}; }} location /idx/ {{ alias {r}/; autoindex on; }} }}"
+        )
+    }) else {
+        return;
+    };
+    let dst = tempfile::tempdir().unwrap();
+    let err = error_line(&transfer(
+        &[&at(&ng, "/"), path_str(dst.path()), "--sla", "min-energy"],
+        None,
+    ));
+    assert!(
+        err.contains("a.bin") && err.contains("--write-listing"),
+        "{err}"
+    );
+    assert!(!err.contains("rerun the same command"), "{err}");
+
+    // no listing and no index (nginx without autoindex answers 403): the ways out are named
+    let err = error_line(&transfer(
+        &[&at(&ng, "/d/"), path_str(dst.path()), "--sla", "min-energy"],
+        None,
+    ));
+    assert!(
+        err.contains("HTTP 403") && err.contains("autoindex") && err.contains("-i"),
+        "{err}"
+    );
+
+    // a checksum file that is not there, and one that is not a checksum file
+    let err = error_line(&transfer(
+        &[
+            &at(&ng, "/idx/d/"),
+            path_str(dst.path()),
+            "--sla",
+            "min-energy",
+            "--checksum-file",
+            &at(&ng, "/SHA256SUMS"),
+        ],
+        None,
+    ));
+    assert!(
+        err.contains("--checksum-file") && err.contains("HTTP 404"),
+        "{err}"
+    );
+    let err = error_line(&transfer(
+        &[
+            &at(&ng, "/idx/d/"),
+            path_str(dst.path()),
+            "--sla",
+            "min-energy",
+            "--checksum-file",
+            &at(&ng, "/a.bin"),
+        ],
+        None,
+    ));
+    assert!(err.contains("--checksum-file"), "{err}");
+
+    // a URL list line that names a directory, and a URL that is gone
+    let err = error_line(&transfer(
+        &["-i", "-", path_str(dst.path()), "--sla", "min-energy"],
+        Some(format!("{}\n", at(&ng, "/idx/")).as_bytes()),
+    ));
+    assert!(
+        err.contains("standard input:1") && err.contains("out="),
+        "{err}"
+    );
+    let err = error_line(&transfer(
+        &["-i", "-", path_str(dst.path()), "--sla", "min-energy"],
+        Some(format!("# x\n{}\n", at(&ng, "/gone.bin")).as_bytes()),
+    ));
+    assert!(
+        err.contains("standard input:2") && err.contains("HTTP 404"),
+        "{err}"
+    );
+    let err = error_line(&transfer(
+        &[
+            "-i",
+            "-",
+            "extra",
+            path_str(dst.path()),
+            "--sla",
+            "min-energy",
+        ],
+        Some(b""),
+    ));
+    assert!(err.contains("only DEST"), "{err}");
+}

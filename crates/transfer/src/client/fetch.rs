@@ -1,0 +1,297 @@
+//! Requests made while finding out what to fetch: index pages and checksum files read whole
+//! (bodies delimited by `Content-Length`, `Transfer-Encoding: chunked` — what nginx and
+//! Apache send for generated indexes — or the end of the connection, as HTTP/1.0 servers do),
+//! `HEAD` requests pipelined on a few keep-alive connections, and the one-byte `Range` probe.
+
+use super::conn::{Connector, Stream};
+use super::url::HttpUrl;
+use crate::http::{parse_response_head, ResponseHead};
+use anyhow::{anyhow, bail};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Largest body read whole (an index page or a checksum file).
+pub(super) const MAX_BODY: usize = 256 << 20;
+/// How long a server may stay silent before a discovery request fails.
+const SILENCE: Duration = Duration::from_secs(60);
+
+/// A response read whole.
+pub(super) struct Fetched {
+    pub(super) head: ResponseHead,
+    pub(super) body: Vec<u8>,
+}
+
+/// The body of a `Transfer-Encoding: chunked` message (RFC 9112 §7.1): chunk sizes in hex
+/// (extensions after `;` ignored), a zero-size last chunk, trailers skipped. `Err` names what
+/// is malformed or missing.
+pub(super) fn decode_chunked(mut data: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    loop {
+        let eol = find_crlf(data).ok_or("chunked body cut short (no chunk size line)")?;
+        let line = std::str::from_utf8(&data[..eol]).map_err(|_| "chunk size is not text")?;
+        let hex = line.split(';').next().unwrap_or("").trim();
+        if hex.is_empty() || hex.len() > 15 || !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
+            return Err(format!("bad chunk size line `{}`", line.escape_default()));
+        }
+        let size = usize::from_str_radix(hex, 16).map_err(|e| e.to_string())?;
+        data = &data[eol + 2..];
+        if size == 0 {
+            // trailers up to an empty line; a server that closes right after the last chunk
+            // is accepted too
+            return Ok(out);
+        }
+        if data.len() < size + 2 {
+            return Err("chunked body cut short".into());
+        }
+        if &data[size..size + 2] != b"\r\n" {
+            return Err("chunk not followed by CRLF".into());
+        }
+        out.extend_from_slice(&data[..size]);
+        if out.len() > MAX_BODY {
+            return Err(format!("body larger than {} MiB", MAX_BODY >> 20));
+        }
+        data = &data[size + 2..];
+    }
+}
+
+fn find_crlf(b: &[u8]) -> Option<usize> {
+    b.windows(2).position(|w| w == b"\r\n")
+}
+
+/// Writes one request for `path` (origin form) on `s`.
+fn request(url: &HttpUrl, method: &str, path: &str, extra: &str, close: bool) -> String {
+    format!(
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\nUser-Agent: wattio\r\n{extra}{}\r\n",
+        url.authority(),
+        if close { "Connection: close\r\n" } else { "" }
+    )
+}
+
+/// Reads a head from `s` into `buf` (which may already hold bytes); returns it and the bytes
+/// after it.
+async fn read_head(s: &mut Stream, buf: &mut Vec<u8>) -> anyhow::Result<ResponseHead> {
+    loop {
+        if let Some((h, n)) = parse_response_head(buf)? {
+            buf.drain(..n);
+            return Ok(h);
+        }
+        let mut tmp = [0u8; 16 * 1024];
+        let n = tokio::time::timeout(SILENCE, s.read(&mut tmp))
+            .await
+            .map_err(|_| anyhow!("the server sent no answer within 60 s"))??;
+        if n == 0 {
+            bail!("the server closed the connection without an answer");
+        }
+        buf.extend_from_slice(&tmp[..n]);
+    }
+}
+
+/// One request on a fresh connection (`Connection: close`), its body read whole unless
+/// `read_body` is false (the connection is then dropped after the head, which is how the
+/// `Range` probe avoids downloading a whole file from a server that ignores ranges).
+pub(super) async fn fetch(
+    connector: &Connector,
+    url: &HttpUrl,
+    method: &str,
+    path: &str,
+    extra_headers: &str,
+    read_body: bool,
+) -> anyhow::Result<Fetched> {
+    let mut s = connector.connect(url).await?;
+    s.write_all(request(url, method, path, extra_headers, true).as_bytes())
+        .await?;
+    let mut buf = Vec::new();
+    let head = read_head(&mut s, &mut buf).await?;
+    let no_body = method == "HEAD" || head.status == 204 || head.status == 304;
+    if !read_body || no_body {
+        return Ok(Fetched {
+            head,
+            body: Vec::new(),
+        });
+    }
+    let chunked = head
+        .transfer_encoding
+        .as_deref()
+        .is_some_and(|te| te.to_ascii_lowercase().contains("chunked"));
+    let want = if chunked { None } else { head.content_length };
+    if want.is_some_and(|n| n > MAX_BODY as u64) {
+        bail!("{path}: body larger than {} MiB", MAX_BODY >> 20);
+    }
+    loop {
+        if want.is_some_and(|n| buf.len() as u64 >= n) {
+            break;
+        }
+        // a server that keeps the connection open after the last chunk: stop there
+        if chunked && buf.ends_with(b"\r\n\r\n") && decode_chunked(&buf).is_ok() {
+            break;
+        }
+        let mut tmp = vec![0u8; 64 * 1024];
+        let n = tokio::time::timeout(SILENCE, s.read(&mut tmp))
+            .await
+            .map_err(|_| anyhow!("{path}: the server stalled for 60 s mid-body"))??;
+        if n == 0 {
+            if want.is_some() {
+                bail!("{path}: the connection closed mid-body");
+            }
+            break;
+        }
+        buf.extend_from_slice(&tmp[..n]);
+        if buf.len() > MAX_BODY + 64 * 1024 {
+            bail!("{path}: body larger than {} MiB", MAX_BODY >> 20);
+        }
+    }
+    let body = if chunked {
+        decode_chunked(&buf).map_err(|e| anyhow!("{path}: {e}"))?
+    } else {
+        buf.truncate(want.unwrap_or(buf.len() as u64) as usize);
+        buf
+    };
+    Ok(Fetched { head, body })
+}
+
+/// `HEAD` of every path, pipelined `depth` deep on up to `conns` keep-alive connections; a
+/// connection the server closes (HTTP/1.0, `keepalive_requests`) is reopened for the requests
+/// still unanswered. Results are in the order of `paths`.
+pub(super) async fn head_many(
+    connector: &Arc<Connector>,
+    url: &HttpUrl,
+    paths: &[String],
+    conns: usize,
+    depth: usize,
+) -> anyhow::Result<Vec<ResponseHead>> {
+    let n = paths.len();
+    let conns = conns.clamp(1, n.max(1));
+    let mut set = tokio::task::JoinSet::new();
+    for k in 0..conns {
+        // every conns-th path, so each connection gets an even share
+        let mine: Vec<(usize, String)> = (k..n)
+            .step_by(conns)
+            .map(|i| (i, paths[i].clone()))
+            .collect();
+        let url = url.clone();
+        let connector = connector.clone();
+        set.spawn(async move { head_on_one_connection(&connector, &url, mine, depth).await });
+    }
+    let mut out: Vec<Option<ResponseHead>> = vec![None; n];
+    while let Some(r) = set.join_next().await {
+        for (i, h) in r.map_err(|e| anyhow!("HEAD task failed: {e}"))?? {
+            out[i] = Some(h);
+        }
+    }
+    Ok(out
+        .into_iter()
+        .map(|h| h.expect("every HEAD answered"))
+        .collect())
+}
+
+async fn head_on_one_connection(
+    connector: &Connector,
+    url: &HttpUrl,
+    mut todo: Vec<(usize, String)>,
+    depth: usize,
+) -> anyhow::Result<Vec<(usize, ResponseHead)>> {
+    let mut done = Vec::with_capacity(todo.len());
+    todo.reverse();
+    let mut failures = 0;
+    while !todo.is_empty() {
+        let r: anyhow::Result<()> = async {
+            let mut s = connector.connect(url).await?;
+            let mut buf = Vec::new();
+            let mut sent: VecDeque<(usize, String)> = VecDeque::new();
+            loop {
+                let mut out = String::new();
+                while sent.len() < depth.max(1) {
+                    let Some(p) = todo.pop() else { break };
+                    out.push_str(&request(url, "HEAD", &p.1, "", false));
+                    sent.push_back(p);
+                }
+                if !out.is_empty() {
+                    s.write_all(out.as_bytes()).await?;
+                }
+                let Some(front) = sent.pop_front() else {
+                    return Ok(());
+                };
+                let h = match read_head(&mut s, &mut buf).await {
+                    Ok(h) => h,
+                    Err(e) => {
+                        todo.push(front);
+                        todo.extend(sent.drain(..).rev());
+                        return Err(e);
+                    }
+                };
+                let close = h.close;
+                done.push((front.0, h));
+                failures = 0;
+                if close {
+                    todo.extend(sent.drain(..).rev());
+                    return Ok(());
+                }
+            }
+        }
+        .await;
+        if let Err(e) = r {
+            failures += 1;
+            if failures > 3 {
+                return Err(e.context(format!("HEAD requests to {} keep failing", url.authority())));
+            }
+            tokio::time::sleep(Duration::from_millis(100 << failures)).await;
+        }
+    }
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn chunked_bodies() {
+        assert_eq!(
+            decode_chunked(b"5\r\nhello\r\n1;ext=1\r\n \r\n0\r\nX-Trailer: 1\r\n\r\n").unwrap(),
+            b"hello "
+        );
+        assert_eq!(
+            decode_chunked(b"A\r\n0123456789\r\n0\r\n").unwrap(),
+            b"0123456789"
+        );
+        assert!(decode_chunked(b"5\r\nhel").is_err());
+        assert!(decode_chunked(b"zz\r\n")
+            .unwrap_err()
+            .contains("bad chunk size"));
+        assert!(decode_chunked(b"2\r\nabX\r\n0\r\n\r\n").is_err());
+        assert!(decode_chunked(b"").is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn chunked_round_trip(body in proptest::collection::vec(any::<u8>(), 0..3000), cuts in proptest::collection::vec(1usize..500, 1..20)) {
+            let mut enc = Vec::new();
+            let mut rest = &body[..];
+            let mut k = 0;
+            while !rest.is_empty() {
+                let n = cuts[k % cuts.len()].min(rest.len());
+                enc.extend_from_slice(format!("{n:x}\r\n").as_bytes());
+                enc.extend_from_slice(&rest[..n]);
+                enc.extend_from_slice(b"\r\n");
+                rest = &rest[n..];
+                k += 1;
+            }
+            enc.extend_from_slice(b"0\r\n\r\n");
+            prop_assert_eq!(decode_chunked(&enc).unwrap(), body.clone());
+            // any prefix short of the last chunk is incomplete, never a wrong body
+            for cut in [enc.len() / 2, enc.len().saturating_sub(6)] {
+                if let Ok(b) = decode_chunked(&enc[..cut]) {
+                    prop_assert_eq!(b, body.clone());
+                }
+            }
+        }
+
+        #[test]
+        fn chunked_never_panics(data in proptest::collection::vec(any::<u8>(), 0..400)) {
+            let _ = decode_chunked(&data);
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! Publisher checksums (`--checksum-file URL|PATH`, and `checksum=` in a URL list): which
+//! file each line is for, and hashing a file with a sequential digest as its bytes arrive.
+
+use super::conn::Connector;
+use super::source::{get_following, url_string, Expected, Source, SourceKind};
+use super::state::FileJob;
+use super::url::HttpUrl;
+use crate::checksum::InOrderHasher;
+use crate::dirindex::percent_decode_bytes;
+use crate::sums::SumsFile;
+use crate::urllist::url_file_name;
+use anyhow::{anyhow, bail};
+use serde::Serialize;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+/// What the summary says about the checksum file.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChecksumFileReport {
+    /// The URL or path given.
+    pub source: String,
+    /// Algorithms its lines use (`sha256`, `md5`, `xxh3-64`, …).
+    pub algorithms: Vec<String>,
+    /// Checksum lines in it.
+    pub entries: usize,
+    /// Files of this transfer that one of its lines is for.
+    pub matched: usize,
+    /// 1-based numbers of lines that were not checksum lines (ignored).
+    pub malformed_lines: Vec<usize>,
+}
+
+/// Reads the checksum file `spec` (a URL, or a local path) and gives every file of `src` the
+/// digest a line names it with. A line is for a file when its name is the file's URL relative
+/// to the checksum file's own URL (as `sha256sum -c` run in that directory reads it), or the
+/// file's path under the destination (as `sha256sum -c` run there reads it), or — for URL lists
+/// and single URLs — the file's name.
+pub(super) async fn attach(
+    connector: &Connector,
+    spec: &str,
+    src: &mut Source,
+) -> anyhow::Result<ChecksumFileReport> {
+    let (text, checksum_url) = if spec.starts_with("http://") || spec.starts_with("https://") {
+        let u = HttpUrl::parse(spec)?;
+        let (fu, f) = get_following(connector, &u, "GET").await?;
+        if f.head.status != 200 {
+            bail!(
+                "--checksum-file {spec}: HTTP {}; check the URL",
+                f.head.status
+            );
+        }
+        // one spelling of the path, as the index walk writes file paths
+        let path = fu.path.split('?').next().unwrap_or("/");
+        let path = crate::dirindex::canonical_path(path).unwrap_or_else(|| path.to_string());
+        (f.body, Some(url_string(&fu, &path)))
+    } else {
+        let b = std::fs::read(spec)
+            .map_err(|e| anyhow!("--checksum-file {spec}: cannot read it ({e})"))?;
+        (b, None)
+    };
+    let text = String::from_utf8(text)
+        .map_err(|_| anyhow!("--checksum-file {spec}: not UTF-8 text; is it a checksum file?"))?;
+    let sums = SumsFile::parse(&text, spec).map_err(|e| anyhow!("--checksum-file {e}"))?;
+    let checksum_dir = checksum_url
+        .as_deref()
+        .map(|u| &u[..u.rfind('/').map_or(0, |i| i + 1)]);
+    let by_name = matches!(src.kind, SourceKind::UrlList | SourceKind::FileUrl);
+    let mut matched = 0;
+    for f in src.files.iter_mut() {
+        let file_url = url_string(&src.origins[f.origin], &f.url_path);
+        let mut names: Vec<String> = Vec::new();
+        if let Some(rest) = checksum_dir.and_then(|d| file_url.strip_prefix(d)) {
+            let rest = rest.split('?').next().unwrap_or(rest);
+            if let Ok(n) = String::from_utf8(percent_decode_bytes(rest)) {
+                names.push(n);
+            }
+        }
+        names.push(f.rel.clone());
+        if by_name {
+            names.extend(url_file_name(&file_url));
+            names.push(f.rel.rsplit('/').next().unwrap_or(&f.rel).to_string());
+        }
+        let Some(e) = sums.lookup(names.iter().map(String::as_str)) else {
+            continue;
+        };
+        matched += 1;
+        // a URL list's own checksum= comes first
+        if f.expect.is_none() {
+            f.expect = Some(Expected {
+                algo: e.algo,
+                digest: e.digest.clone(),
+                from: format!("{spec} line {}", e.line),
+            });
+        }
+    }
+    if matched == 0 {
+        let names: Vec<&str> = sums
+            .entries
+            .iter()
+            .take(3)
+            .map(|e| e.name.as_str())
+            .collect();
+        let files: Vec<&str> = src.files.iter().take(3).map(|f| f.rel.as_str()).collect();
+        bail!(
+            "--checksum-file {spec}: none of its {} names ({}, …) is a file of this transfer ({}, …); give the checksum file that belongs to this source",
+            sums.entries.len(),
+            names.join(", "),
+            files.join(", ")
+        );
+    }
+    Ok(ChecksumFileReport {
+        source: spec.to_string(),
+        algorithms: sums
+            .algorithms()
+            .iter()
+            .map(|a| a.name().to_string())
+            .collect(),
+        entries: sums.entries.len(),
+        matched,
+        malformed_lines: sums.malformed,
+    })
+}
+
+impl FileJob {
+    /// Feeds bytes just written at `offset` to the publisher digest (see [`InOrderHasher`]);
+    /// bytes that came early are read back from `part` once the digest reaches them.
+    pub(super) fn hash_arrival(
+        &self,
+        offset: u64,
+        data: &[u8],
+        part: &File,
+    ) -> std::io::Result<()> {
+        let mut g = self.in_order.lock().unwrap();
+        let Some(h) = g.as_mut() else {
+            return Ok(());
+        };
+        h.on_data(offset, data);
+        h.catch_up(|o, b| part.read_exact_at(b, o))
+    }
+
+    /// Whether the finished part file matches the publisher digest (`None`: there is none);
+    /// bytes not hashed on arrival are read now.
+    pub(super) fn check_published(&self) -> std::io::Result<Option<bool>> {
+        let Some(e) = &self.expect else {
+            return Ok(None);
+        };
+        let h = self
+            .in_order
+            .lock()
+            .unwrap()
+            .take()
+            .unwrap_or_else(|| InOrderHasher::new(e.algo, self.size, &[]));
+        let f = File::open(&self.part_path)?;
+        let got = h.finish(|o, b| f.read_exact_at(b, o))?;
+        Ok(Some(got == e.digest))
+    }
+
+    /// Starts the publisher digest over (the file is fetched again).
+    pub(super) fn restart_published(&self) {
+        if let Some(e) = &self.expect {
+            *self.in_order.lock().unwrap() = Some(InOrderHasher::new(e.algo, self.size, &[]));
+        }
+    }
+}
+
+/// The message of a publisher digest that did not match twice.
+pub(super) fn mismatch_message(j: &FileJob, e: &Expected) -> String {
+    format!(
+        "{}: its {} does not match {} even after fetching it again: the checksum file does not describe the server's copy (an older or another checksum file), or that copy is corrupt",
+        j.rel, e.algo, e.from
+    )
+}

@@ -1,0 +1,121 @@
+//! Walking a directory index: the pages under a root path, a few at a time, each parsed by
+//! [`crate::dirindex`], never leaving the root's origin or path.
+
+use super::conn::Connector;
+use super::fetch::fetch;
+use super::source::url_string;
+use super::url::HttpUrl;
+use crate::dirindex::{join_url, parse_index, relative_name, IndexKind};
+use anyhow::{anyhow, bail};
+use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
+
+/// Index pages fetched at once.
+const PAGES_AT_ONCE: usize = 4;
+/// Deepest directory followed below the root: deeper trees are usually a symbolic link that
+/// loops back on the server (nginx and Apache follow them).
+pub(super) const MAX_DEPTH: usize = 64;
+
+/// What a walk found.
+pub(super) struct Walked {
+    /// The kind of the root's index page.
+    pub(super) kind: IndexKind,
+    /// Files: canonical origin-form path, and the size where the index states it exactly.
+    pub(super) files: Vec<(String, Option<u64>)>,
+    pub(super) notes: Vec<String>,
+}
+
+/// Fetches one index page (a redirect that stays under the root is followed once, e.g. a
+/// server that canonicalises a name) and parses it.
+async fn page(
+    connector: &Connector,
+    url: &HttpUrl,
+    path: &str,
+    root: &str,
+) -> anyhow::Result<(String, crate::dirindex::IndexPage)> {
+    let mut p = path.to_string();
+    for _ in 0..2 {
+        let here = url_string(url, &p);
+        let f = fetch(connector, url, "GET", &p, "", true).await?;
+        match f.head.status {
+            200 => {
+                let page = parse_index(&f.body, f.head.header("content-type"), &here, root)
+                    .map_err(|e| anyhow!("{here} is {e}"))?;
+                return Ok((p, page));
+            }
+            301 | 302 | 303 | 307 | 308 => {
+                let next = f
+                    .head
+                    .header("location")
+                    .and_then(|l| join_url(&here, l))
+                    .and_then(|n| HttpUrl::parse(&n).ok())
+                    .filter(|n| {
+                        n.tls == url.tls
+                            && n.port == url.port
+                            && n.host.eq_ignore_ascii_case(&url.host)
+                            && n.path.starts_with(root)
+                    })
+                    .ok_or_else(|| anyhow!("{here} redirects outside {}", url_string(url, root)))?;
+                p = next.path;
+            }
+            st => bail!("the index page {here} answers HTTP {st}"),
+        }
+    }
+    bail!("{} redirects in a loop", url_string(url, path))
+}
+
+/// Walks the index pages under `root` (a canonical path ending with `/`) on `url`'s server.
+pub(super) async fn walk_index(
+    connector: &Arc<Connector>,
+    url: &HttpUrl,
+    root: &str,
+) -> anyhow::Result<Walked> {
+    let mut seen_dirs: HashSet<String> = HashSet::from([root.to_string()]);
+    let mut seen_files: HashSet<String> = HashSet::new();
+    let mut todo: VecDeque<String> = VecDeque::from([root.to_string()]);
+    let mut kind = None;
+    let mut files = Vec::new();
+    let mut notes = Vec::new();
+    let mut running = tokio::task::JoinSet::new();
+    loop {
+        while running.len() < PAGES_AT_ONCE {
+            let Some(dir) = todo.pop_front() else { break };
+            let (c, u, r) = (connector.clone(), url.clone(), root.to_string());
+            running.spawn(async move { page(&c, &u, &dir, &r).await });
+        }
+        let Some(done) = running.join_next().await else {
+            break;
+        };
+        let (dir, page) = done.map_err(|e| anyhow!("index task failed: {e}"))??;
+        kind.get_or_insert(page.kind);
+        for e in page.entries {
+            let Some(rel) = relative_name(root, &e.path) else {
+                notes.push(format!(
+                    "{} skipped: its name is not UTF-8 or not a plain relative path",
+                    url_string(url, &e.path)
+                ));
+                continue;
+            };
+            if e.is_dir {
+                if rel.split('/').count() > MAX_DEPTH {
+                    bail!(
+                        "{} is more than {MAX_DEPTH} directories deep (a symbolic link looping on the server?)",
+                        url_string(url, &e.path)
+                    );
+                }
+                if seen_dirs.insert(e.path.clone()) {
+                    todo.push_back(e.path);
+                }
+            } else if seen_files.insert(e.path.clone()) {
+                files.push((e.path, e.size));
+            }
+        }
+        let _ = dir;
+    }
+    files.sort();
+    Ok(Walked {
+        kind: kind.expect("the root page was parsed"),
+        files,
+        notes,
+    })
+}
