@@ -185,6 +185,11 @@ mod tests {
         Profile::builtin("paper-2004").unwrap()
     }
 
+    /// A foreground read at knob 50 on the paper's platform (base 1.44 W).
+    fn at_k50(disk: SourceState, network: SourceState, bytes: u64, now: f64) -> Choice {
+        choose_read(disk, network, bytes, 1.44, 50.0, now, true).unwrap()
+    }
+
     #[test]
     fn disk_cost_from_standby_by_hand() {
         // 32 KB from standby, network in PSM (0.39 W), base 1.44 W:
@@ -216,16 +221,12 @@ mod tests {
         let p = paper();
         let (s, n) = (&p.storage, &p.network);
         let sb = s.mode_by_name("standby").unwrap();
-        let c = choose_read(
+        let c = at_k50(
             SourceState::idle(s, sb),
             SourceState::idle(n, n.high_mode()),
             32768,
-            1.44,
-            50.0,
             7.0,
-            true,
-        )
-        .unwrap();
+        );
         assert_eq!(c.source, Source::Network);
         assert_eq!(c.ideal, Source::Disk);
         let (to, h) = c.ghost.unwrap();
@@ -244,16 +245,12 @@ mod tests {
         let p = paper();
         let (s, n) = (&p.storage, &p.network);
         let sb = s.mode_by_name("standby").unwrap();
-        let c = choose_read(
+        let c = at_k50(
             SourceState::idle(s, sb),
             SourceState::idle(n, n.high_mode()),
             512 * 1024,
-            1.44,
-            50.0,
             0.0,
-            true,
-        )
-        .unwrap();
+        );
         assert_eq!(c.source, Source::Disk);
         assert!(c.ghost.is_none());
         assert!(
@@ -283,5 +280,49 @@ mod tests {
                 assert!(c.ghost.is_none());
             }
         }
+    }
+
+    #[test]
+    fn waits_count_in_time_and_energy() {
+        // The disk half-way through a spin-up (0.41 s to go), the network in CAM; 32 KB:
+        // disk = 0.41 + t_io s and 0.72·t_io + (1.44 + 1.41)·(0.41 + t_io) J (the spin-up's
+        // own energy is already spent); network = 0.163 + 32768/375000 s at 2.08 W + 1.44 + 0.08.
+        let p = paper();
+        let (s, n) = (&p.storage, &p.network);
+        let sb = s.mode_by_name("standby").unwrap();
+        let spinning = SourceState {
+            spec: s,
+            readiness: Readiness {
+                mode: sb,
+                io_mode: s.high_mode(),
+                wait_s: 0.41,
+            },
+        };
+        let c = at_k50(spinning, SourceState::idle(n, n.high_mode()), 32768, 0.0);
+        let t_io = 0.065 + 32768.0 / 1.3e6;
+        assert!((c.disk.time_s - (0.41 + t_io)).abs() < 1e-12);
+        // The other device's power is the disk's *current* mode (standby) for the network,
+        // CAM for the disk.
+        let e_disk = 0.72 * t_io + (1.44 + 1.41) * (0.41 + t_io);
+        assert!(
+            (c.disk.energy_j - e_disk).abs() < 1e-12,
+            "{}",
+            c.disk.energy_j
+        );
+        let t_net = 0.163 + 32768.0 / 375_000.0;
+        assert!((c.network.time_s - t_net).abs() < 1e-12);
+        assert!((c.network.energy_j - (2.08 + 1.44 + 0.08) * t_net).abs() < 1e-12);
+        // K = 50: disk 50·(0.500206 + 1.490535) = 99.54 against network 50·(0.250381 +
+        // 0.901373) = 57.59: the network, with a hint to the disk.
+        assert_eq!(c.source, Source::Network);
+        assert_eq!(c.ghost.map(|(to, _)| to), Some(Source::Disk));
+        // The same disk, up and idle, wins.
+        let ready = at_k50(
+            SourceState::idle(s, s.high_mode()),
+            SourceState::idle(n, n.high_mode()),
+            32768,
+            0.0,
+        );
+        assert_eq!(ready.source, Source::Disk);
     }
 }

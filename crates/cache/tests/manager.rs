@@ -3,7 +3,9 @@
 use proptest::prelude::*;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use wattio_cache::{CacheConfig, CacheManager, CacheStatus, Source};
+use wattio_cache::{
+    CacheConfig, CacheManager, CacheStatus, MemStore, Source, Store, StoreError, WriteOptions,
+};
 use wattio_power::{DeviceHandle, GhostHint, ModeId, PowerManager, Profile, VirtualClock};
 
 struct Rig {
@@ -32,6 +34,27 @@ fn rig(knob: u8) -> Rig {
         active,
         cam,
     }
+}
+
+/// A power manager on a virtual clock with the paper's disk (in `disk_mode`) and network (CAM).
+fn on_clock(
+    disk_mode: &str,
+) -> (
+    Arc<VirtualClock>,
+    Arc<PowerManager>,
+    Profile,
+    DeviceHandle,
+    DeviceHandle,
+) {
+    let clock = Arc::new(VirtualClock::new());
+    let p = Profile::builtin("paper-2004").unwrap();
+    let pm = Arc::new(PowerManager::new(clock.clone(), p.base_power_w, 50).unwrap());
+    let mode = p.storage.mode_by_name(disk_mode).unwrap();
+    let disk = pm.register_device(p.storage.clone(), mode).unwrap();
+    let net = pm
+        .register_device(p.network.clone(), p.network.high_mode())
+        .unwrap();
+    (clock, pm, p, disk, net)
 }
 
 #[test]
@@ -250,15 +273,7 @@ fn failed_flush_reports_every_lost_write() {
 #[test]
 fn controller_ghost_hints_spin_up_the_disk_and_flush_the_queue() {
     use wattio_power::{DiskController, DiskPolicy, GhostPolicy};
-    let clock = Arc::new(VirtualClock::new());
-    let p = Profile::builtin("paper-2004").unwrap();
-    let pm = Arc::new(PowerManager::new(clock.clone(), p.base_power_w, 50).unwrap());
-    let disk = pm
-        .register_device(p.storage.clone(), p.storage.high_mode())
-        .unwrap();
-    let net = pm
-        .register_device(p.network.clone(), p.network.high_mode())
-        .unwrap();
+    let (clock, pm, p, disk, net) = on_clock("performance-idle");
     let ctl = Arc::new(
         DiskController::new(
             pm.clone(),
@@ -318,14 +333,7 @@ fn controller_ghost_hints_spin_up_the_disk_and_flush_the_queue() {
 
 #[test]
 fn max_lost_work_bounds_the_age_of_queued_writes() {
-    let clock = Arc::new(VirtualClock::new());
-    let p = Profile::builtin("paper-2004").unwrap();
-    let pm = Arc::new(PowerManager::new(clock.clone(), p.base_power_w, 50).unwrap());
-    let standby = p.storage.mode_by_name("standby").unwrap();
-    let disk = pm.register_device(p.storage.clone(), standby).unwrap();
-    let net = pm
-        .register_device(p.network.clone(), p.network.high_mode())
-        .unwrap();
+    let (clock, pm, _, disk, net) = on_clock("standby");
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = CacheConfig::new(dir.path());
     cfg.writes.max_lost_work_s = Some(60.0);
@@ -345,4 +353,134 @@ fn max_lost_work_bounds_the_age_of_queued_writes() {
     assert!(c.flush_if_too_old());
     assert_eq!(c.queued_bytes(), 0);
     assert!(!c.flush_if_too_old());
+}
+
+/// A store that records the order of operations (over a `MemStore`).
+#[derive(Default)]
+struct Recording {
+    inner: MemStore,
+    ops: Arc<Mutex<Vec<String>>>,
+}
+
+impl Recording {
+    fn note(&self, what: String) {
+        self.ops.lock().unwrap().push(what);
+    }
+}
+
+impl Store for Recording {
+    fn put_data(&self, name: &str, data: &[u8]) -> Result<(), StoreError> {
+        self.note(format!("put {name}"));
+        self.inner.put_data(name, data)
+    }
+    fn put_meta(&self, name: &str, meta: &[u8]) -> Result<(), StoreError> {
+        self.note(format!("meta {name}"));
+        self.inner.put_meta(name, meta)
+    }
+    fn get_data(&self, name: &str) -> Result<Vec<u8>, StoreError> {
+        self.note(format!("get {name}"));
+        self.inner.get_data(name)
+    }
+    fn get_meta(&self, name: &str) -> Result<Vec<u8>, StoreError> {
+        self.inner.get_meta(name)
+    }
+    fn rename(&self, old: &str, new: &str) -> Result<(), StoreError> {
+        self.note(format!("rename {old} {new}"));
+        self.inner.rename(old, new)
+    }
+    fn delete(&self, name: &str) -> Result<(), StoreError> {
+        self.note(format!("delete {name}"));
+        self.inner.delete(name)
+    }
+}
+
+fn recording(r: &Rig, writes: &WriteOptions) -> (CacheManager, Arc<Mutex<Vec<String>>>) {
+    let store = Recording::default();
+    let ops = store.ops.clone();
+    let c = CacheManager::with_store(
+        Box::new(store),
+        Default::default(),
+        writes,
+        r.pm.clone(),
+        r.disk,
+        r.net,
+    )
+    .unwrap();
+    (c, ops)
+}
+
+#[test]
+fn a_read_goes_before_the_flush_it_triggers_unless_a_rename_is_queued() {
+    let r = rig(50);
+    let (c, ops) = recording(&r, &WriteOptions::default());
+    c.put_data("a", vec![1; 10]).unwrap();
+    c.put_data("z", vec![3; 10]).unwrap();
+    r.pm.notify(r.disk, r.standby).unwrap();
+    c.put_data("b", vec![2; 10]).unwrap();
+    assert_eq!(c.get_data("a").unwrap(), vec![1; 10]);
+    assert_eq!(*ops.lock().unwrap(), ["put a", "put z", "get a", "put b"]);
+    // A queued rename could change what the read finds: it is applied first.
+    ops.lock().unwrap().clear();
+    c.rename("y", "z").unwrap();
+    c.put_data("c", vec![4; 10]).unwrap();
+    assert_eq!(c.get_data("a").unwrap(), vec![1; 10]);
+    assert_eq!(*ops.lock().unwrap(), ["rename z y", "put c", "get a"]);
+}
+
+#[test]
+fn without_deferral_writes_go_through_in_standby() {
+    let r = rig(50);
+    let writes = WriteOptions {
+        defer: false,
+        ..WriteOptions::default()
+    };
+    let (c, ops) = recording(&r, &writes);
+    r.pm.notify(r.disk, r.standby).unwrap();
+    c.put_data("a", vec![1; 10]).unwrap();
+    assert_eq!(c.queued_bytes(), 0);
+    assert_eq!(*ops.lock().unwrap(), ["put a"]);
+}
+
+#[test]
+fn writes_wait_in_the_queue_while_the_disk_spins_up() {
+    use wattio_power::{DiskController, DiskPolicy};
+    let (clock, pm, _, disk, net) = on_clock("standby");
+    let ctl = DiskController::new(pm.clone(), disk, DiskPolicy::Never, None).unwrap();
+    let c = CacheManager::with_store(
+        Box::new(MemStore::new()),
+        Default::default(),
+        &WriteOptions::default(),
+        pm.clone(),
+        disk,
+        net,
+    )
+    .unwrap();
+    // Spin-up under way (0.82 s): the disk cannot write yet.
+    assert!((ctl.on_access().unwrap() - 0.82).abs() < 1e-12);
+    c.put_data("a", vec![1; 100]).unwrap();
+    assert_eq!(c.queued_bytes(), 1 + 100);
+    // Up: the power manager's callback writes the queue.
+    clock.advance_to(0.82);
+    ctl.poll().unwrap();
+    assert_eq!(c.queued_bytes(), 0);
+    assert_eq!(c.flushes(), 1);
+}
+
+#[test]
+fn mem_store_keeps_data_and_metadata_by_name() {
+    let s = MemStore::new();
+    s.put_data("a", b"data").unwrap();
+    s.put_meta("a", b"meta").unwrap();
+    s.put_meta("m", b"only meta").unwrap();
+    s.rename("a", "b").unwrap();
+    assert!(matches!(s.get_data("a"), Err(StoreError::NotFound(_))));
+    assert_eq!(s.get_data("b").unwrap(), b"data");
+    assert_eq!(s.get_meta("b").unwrap(), b"meta");
+    let e = s.entries();
+    assert_eq!(e["b"].size, Some(4));
+    assert!(e["m"].size.is_none() && e["m"].has_meta);
+    s.delete("b").unwrap();
+    s.delete("never").unwrap();
+    assert_eq!(s.entries().len(), 1);
+    assert!(matches!(s.put_data("", b""), Err(StoreError::BadName(_))));
 }

@@ -556,31 +556,137 @@ pub fn workload(a: WorkloadArgs) -> Result<ExitCode> {
 }
 
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct FixtureArgs {
+    #[command(subcommand)]
+    action: Option<FixtureAction>,
     /// intel-server (two sockets, DRAM unit quirk), amd-epyc (per-core energy, SMT) or intel-laptop (psys, mmio).
-    #[arg(value_parser = clap::builder::PossibleValuesParser::new(wattio_energy::fixture::MACHINES))]
-    machine: String,
+    #[arg(required = true, value_parser = clap::builder::PossibleValuesParser::new(wattio_energy::fixture::MACHINES))]
+    machine: Option<String>,
     /// Directory to create the tree in (must not exist or be empty).
+    #[arg(required = true)]
+    dir: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum FixtureAction {
+    /// Make a fixture's counters live: advance them at known watts, wrapping at their limit, until
+    /// Ctrl-C, SIGTERM or --duration; log the true energy.
+    Tick(TickArgs),
+}
+
+#[derive(Args)]
+pub struct TickArgs {
+    /// A tree written by `wattio fixture MACHINE DIR`.
     dir: PathBuf,
+    /// Watts of each ticking counter (each package, with the default --domains).
+    #[arg(long)]
+    watts: f64,
+    /// Milliseconds between two rewrites of the counters (0.1 to 10000).
+    #[arg(long, default_value_t = 1.0)]
+    interval_ms: f64,
+    /// Domains whose powercap zones tick (package also ticks the package energy MSR stand-ins);
+    /// other counters stay still.
+    #[arg(long, value_delimiter = ',', default_value = "package", value_parser = parse_domain)]
+    domains: Vec<Domain>,
+    /// Written into each ticking zone's max_energy_range_uj, where energy_uj wraps to 0; at most
+    /// 9999999 so that each value is one 8-byte write that readers see whole.
+    #[arg(long, default_value_t = wattio_energy::fixture::TICK_MAX_ENERGY_RANGE_UJ)]
+    max_energy_range_uj: u64,
+    /// Energy status unit written into the RAPL unit MSR stand-ins: units of 2^-N J, so the 32-bit
+    /// counter wraps after 2^(32-N) J (real CPUs: 14 or 16; 29 wraps every 8 J).
+    #[arg(long, value_name = "N")]
+    msr_esu: Option<u32>,
+    /// Stop after this many seconds (default: until Ctrl-C or SIGTERM).
+    #[arg(long)]
+    duration: Option<f64>,
+    /// CSV of the true energy (unix_ns,elapsed_s,counter,energy_j,raw,wraps): at the start, at
+    /// every wrap, once a second and at the end.
+    #[arg(long)]
+    log: Option<PathBuf>,
 }
 
 pub fn fixture(a: FixtureArgs) -> Result<ExitCode> {
-    if a.dir.exists()
-        && std::fs::read_dir(&a.dir)
+    let (machine, dir) = match (a.action, a.machine, a.dir) {
+        (Some(FixtureAction::Tick(t)), _, _) => return fixture_tick(t),
+        (None, Some(m), Some(d)) => (m, d),
+        _ => bail!("give a MACHINE and a DIR, or `wattio fixture tick DIR --watts W`"),
+    };
+    if dir.exists()
+        && std::fs::read_dir(&dir)
             .map(|mut d| d.next().is_some())
             .unwrap_or(true)
     {
         bail!(
             "{} exists and is not empty: give a new directory so nothing is overwritten",
+            dir.display()
+        );
+    }
+    wattio_energy::fixture::build(&machine, &dir)
+        .with_context(|| format!("writing the fixture into {}", dir.display()))?;
+    eprintln!(
+        "wrote a {machine} fixture; try: WATTIO_ROOT={} wattio probe, or make it live with `wattio fixture tick {} --watts 10`",
+        dir.display(),
+        dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn fixture_tick(a: TickArgs) -> Result<ExitCode> {
+    use wattio_energy::fixture::{FixtureTree, TickConfig, Ticker};
+    if !a.dir.join("sys").is_dir() && !a.dir.join("dev").is_dir() {
+        bail!(
+            "{} holds no fixture tree: write one first with `wattio fixture amd-epyc {}`",
+            a.dir.display(),
             a.dir.display()
         );
     }
-    wattio_energy::fixture::build(&a.machine, &a.dir)
-        .with_context(|| format!("writing the fixture into {}", a.dir.display()))?;
-    eprintln!(
-        "wrote a {} fixture; try: WATTIO_ROOT={} wattio probe",
-        a.machine,
-        a.dir.display()
-    );
+    if !(a.interval_ms.is_finite() && a.interval_ms > 0.0) {
+        bail!(
+            "--interval-ms must be a positive number (got {})",
+            a.interval_ms
+        );
+    }
+    let duration = match a.duration {
+        Some(d) if !(d.is_finite() && d > 0.0) => {
+            bail!("--duration must be a positive number of seconds (got {d})")
+        }
+        d => d.map(Duration::from_secs_f64),
+    };
+    let cfg = TickConfig {
+        watts: a.watts,
+        interval: Duration::from_secs_f64(a.interval_ms / 1000.0),
+        domains: a.domains,
+        max_energy_range_uj: a.max_energy_range_uj,
+        msr_esu: a.msr_esu,
+        duration,
+    };
+    let tree = FixtureTree::new(&a.dir)?;
+    let ticker = Ticker::prepare(&tree, &cfg)?;
+    let mut log = match &a.log {
+        Some(p) => Some(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| {
+                format!(
+                    "cannot create {}: check the directory exists and is writable",
+                    p.display()
+                )
+            })?,
+        )),
+        None => None,
+    };
+    for c in ticker.counters() {
+        eprintln!("wattio fixture tick: {} at {} W", c.name, a.watts);
+    }
+    let stop = stop_on_signals()?;
+    let summary = ticker.run(&stop, log.as_mut().map(|w| w as &mut dyn std::io::Write))?;
+    if let Some(mut w) = log {
+        std::io::Write::flush(&mut w)?;
+    }
+    for c in &summary.counters {
+        eprintln!(
+            "wattio fixture tick: {}: {:.6} J in {:.3} s, {} wraps",
+            c.name, c.energy_j, summary.seconds, c.wraps
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -177,7 +177,7 @@ impl<S: Store> Store for SimulatedDisk<S> {
 }
 
 /// Where a read was served from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Served {
     /// The application's memory cache, or the cache's write queue.
@@ -213,7 +213,7 @@ pub struct ModeChange {
 }
 
 /// Everything one replay produced.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Replay {
     /// The summary.
     pub result: RunResult,
