@@ -2,10 +2,12 @@
 //! the logic lives in `crates/*`.
 
 use clap::{Parser, Subcommand};
+use std::io::Write as _;
 use std::process::ExitCode;
 
 mod cache_cmd;
 mod calibrate_cmd;
+mod closed_pipe;
 mod iobench_cmd;
 mod measure_cmd;
 mod meter_cmd;
@@ -60,8 +62,26 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    closed_pipe::quiet_print_panics();
     let cli = Cli::parse();
-    let result = match cli.command {
+    // A closed pipe ends any command the same quiet way, whether a command returns the EPIPE
+    // or a print macro panics on it; see `closed_pipe` for why not SIGPIPE.
+    let outcome = std::panic::catch_unwind(|| run(cli.command));
+    match outcome {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) if closed_pipe::is_closed_pipe_error(&e) => closed_pipe::exit_code(),
+        Ok(Err(e)) => {
+            // Not eprintln!: a closed standard error must not turn the error into a panic.
+            let _ = writeln!(std::io::stderr(), "wattio: error: {e:#}");
+            ExitCode::from(2)
+        }
+        Err(panic) if closed_pipe::is_closed_pipe_print(&*panic) => closed_pipe::exit_code(),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
         Command::Probe(a) => meter_cmd::probe(a),
         Command::Record(a) => meter_cmd::record(a),
         Command::Measure(a) => measure_cmd::measure(a),
@@ -78,12 +98,5 @@ fn main() -> ExitCode {
         Command::Serve(a) => transfer_cmd::serve(a),
         Command::Transfer(a) => transfer_cmd::transfer(a),
         Command::Cache(a) => cache_cmd::cache(a),
-    };
-    match result {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("wattio: error: {e:#}");
-            ExitCode::from(2)
-        }
     }
 }

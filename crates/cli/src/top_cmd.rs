@@ -116,10 +116,8 @@ pub fn top(a: TopArgs) -> Result<ExitCode> {
                 render_top(&i, live.total_j, live.idle_total_j, a.rows)
             )
         };
-        match r {
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
-            r => r.context("writing to standard output")?,
-        }
+        // A closed pipe (`| head`) comes back as an error that `main` ends quietly.
+        r.context("writing to standard output")?;
         out.flush().ok();
         n += 1;
         if iterations.is_some_and(|k| n >= k) {

@@ -116,8 +116,9 @@ impl SamplerStats {
 pub enum SamplerError {
     #[error("{0}")]
     Energy(#[from] EnergyError),
-    #[error("writing samples failed: {0}; check free space and the output path")]
-    Write(io::Error),
+    /// The io::Error is the source, so a closed pipe is found in the error chain.
+    #[error("writing samples failed (check free space and the output path)")]
+    Write(#[source] io::Error),
     #[error("--freq must be between 0.001 and 1000 Hz (got {0})")]
     BadFrequency(f64),
     #[error("timer: {0}")]
