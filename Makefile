@@ -2,7 +2,7 @@
 CARGO ?= cargo
 WATTIO := target/release/wattio
 
-.PHONY: all build demo demo-iobench test test-rust test-java deps lint bench fmt clean test-report test-transfer test-testbed bench-transfer bench-top
+.PHONY: all build demo demo-iobench test test-rust test-java deps lint bench fmt clean test-report test-transfer test-testbed bench-transfer bench-top compare-meters
 
 all: build
 
@@ -76,6 +76,12 @@ lint:
 
 fmt:
 	$(CARGO) fmt --all
+
+## wattio beside Scaphandre, CodeCarbon, pyJoules, perf and turbostat on the same live, wrapping fake RAPL
+## counters (root; NOT part of make test: the peers are installed once into /var/cache/wattio-peers, or
+## WATTIO_PEERS_CACHE). About 5 minutes once they are. Results: docs/results/meters.md.
+compare-meters: build
+	./scripts/compare-meters.py
 
 ## make bench: benchmarks whose results go to docs/benchmarks/.
 bench: build

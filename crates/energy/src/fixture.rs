@@ -99,6 +99,16 @@ impl FixtureTree {
         self.write("/proc/stat", &s)
     }
 
+    /// `/proc/modules` listing `names` as loaded (the RAPL drivers a real machine has; Scaphandre
+    /// reads this file and panics where it is missing).
+    pub fn proc_modules(&self, names: &[&str]) -> io::Result<()> {
+        let lines: String = names
+            .iter()
+            .map(|n| format!("{n} 16384 0 - Live 0x0000000000000000\n"))
+            .collect();
+        self.write("/proc/modules", &lines)
+    }
+
     /// A powercap zone `id` (e.g. `intel-rapl:0:1`) named `name`, with `max_energy_range_uj`
     /// unless `max_uj` is `None`.
     ///
@@ -241,9 +251,15 @@ pub fn build(name: &str, dir: &Path) -> io::Result<FixtureTree> {
     }
 }
 
-/// `max_energy_range_uj` of a package zone at ESU 14 (notes §4).
+/// The kernel modules of a machine with RAPL: powercap (`intel_rapl_msr`, `intel_rapl_common`,
+/// which AMD uses too), the perf `power` PMU (`rapl`) and the MSR device (`msr`).
+const RAPL_MODULES: &[&str] = &["intel_rapl_msr", "intel_rapl_common", "rapl", "msr"];
+
+/// `max_energy_range_uj` of a package zone at ESU 14: 0xFFFFFFFF units of 2^-14 J in µJ
+/// (`MSR_RAPL_POWER_UNIT`, Intel SDM vol. 3B §15.10.1; `drivers/powercap/intel_rapl_common.c`).
 pub const MAX_UJ_ESU14: u64 = 262_143_328_850;
-/// `max_energy_range_uj` of a Haswell-server DRAM zone (15.3 µJ unit, notes §8.1).
+/// `max_energy_range_uj` of a Haswell-server DRAM zone: 0xFFFFFFFF units of 15.3 µJ (the kernel's
+/// `dram_domain_energy_unit` of `rapl_defaults_hsw_server`; Intel Xeon E5 v3 datasheet vol. 2).
 pub const MAX_UJ_DRAM_QUIRK: u64 = 65_712_999_613;
 /// `max_energy_range_uj` of an AMD package zone at ESU 16: 0xFFFFFFFF × 15258 nJ / 1000.
 pub const MAX_UJ_ESU16: u64 = 65_532_610_987;
@@ -262,6 +278,7 @@ pub fn intel_two_socket_server(dir: &Path) -> io::Result<FixtureTree> {
     )?;
     let cpus: Vec<(u32, u32, u32)> = (0..8).map(|c| (c, c / 4, c % 4)).collect();
     t.topology(&cpus)?;
+    t.proc_modules(RAPL_MODULES)?;
     for s in 0..2u32 {
         t.powercap_zone(
             &format!("intel-rapl:{s}"),
@@ -297,6 +314,7 @@ pub fn amd_epyc(dir: &Path) -> io::Result<FixtureTree> {
         4,
     )?;
     t.topology(&[(0, 0, 0), (1, 0, 1), (2, 0, 0), (3, 0, 1)])?;
+    t.proc_modules(RAPL_MODULES)?;
     t.powercap_zone("intel-rapl:0", "package-0", 50_000_000, Some(MAX_UJ_ESU16))?;
     t.perf_pmu("0", &[("energy-pkg", 2)])?;
     for cpu in 0..4 {
@@ -324,6 +342,7 @@ pub fn intel_laptop(dir: &Path) -> io::Result<FixtureTree> {
         4,
     )?;
     t.topology(&[(0, 0, 0), (1, 0, 1), (2, 0, 0), (3, 0, 1)])?;
+    t.proc_modules(RAPL_MODULES)?;
     t.powercap_zone("intel-rapl:0", "package-0", 30_000_000, Some(MAX_UJ_ESU14))?;
     t.powercap_zone("intel-rapl:0:0", "core", 10_000_000, Some(MAX_UJ_ESU14))?;
     t.powercap_zone("intel-rapl:0:1", "uncore", 1_000_000, Some(MAX_UJ_ESU14))?;
