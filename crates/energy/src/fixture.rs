@@ -232,6 +232,52 @@ impl FixtureTree {
     }
 }
 
+/// Keeps CPUs busy, one spinning thread pinned to each, until dropped.
+///
+/// For tests of timer-driven readings on the [`FixtureTree::standin_power_pmu`]: on VMs an idle
+/// vCPU's timer interrupts can arrive tens of milliseconds late (the hypervisor coalesces them;
+/// on our 2-vCPU VMs a 200 Hz `cpu-clock` timer ticked every 25 ms on an idle vCPU and on time on
+/// a busy one), which tests the hypervisor rather than wattio.
+pub struct BusyCpus {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl BusyCpus {
+    pub fn new(cpus: &[u32]) -> BusyCpus {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let threads = cpus
+            .iter()
+            .map(|&cpu| {
+                let stop = std::sync::Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET and sched_setaffinity get valid
+                    // pointers to it (0 = this thread).
+                    unsafe {
+                        let mut set: libc::cpu_set_t = std::mem::zeroed();
+                        libc::CPU_SET(cpu as usize, &mut set);
+                        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                    }
+                    while !stop.load(Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        BusyCpus { stop, threads }
+    }
+}
+
+impl Drop for BusyCpus {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
 /// The names of the built-in fixture machines, for `wattio fixture`.
 pub const MACHINES: &[&str] = &["intel-server", "amd-epyc", "intel-laptop"];
 

@@ -274,7 +274,10 @@ pub fn open_events(
                 Some(libc::EACCES) | Some(libc::EPERM) => EnergyError::Unusable {
                     mechanism,
                     reason,
-                    fix: permission_fix(root),
+                    fix: match mechanism {
+                        Mechanism::Ebpf => crate::ebpf::permission_fix(root),
+                        _ => permission_fix(root),
+                    },
                 },
                 _ => EnergyError::Unusable {
                     mechanism,

@@ -26,9 +26,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 use wattio_energy::powercap::{self, PowercapSource};
-use wattio_energy::{
-    fixture, Mechanism, ModelParams, ModelSource, Source, SourceChoice, SysRoot,
-};
+use wattio_energy::{fixture, Mechanism, ModelParams, ModelSource, Source, SourceChoice, SysRoot};
 use wattio_meter::sampler::{self, Pacing, RowSink, Sample, SampleSink, SamplerConfig};
 use wattio_meter::sink::Format;
 
@@ -193,7 +191,11 @@ fn bpf_stats_of(fdinfo: &str) -> Option<(u64, u64)> {
 fn hold_bpf_programs() -> Vec<std::os::fd::OwnedFd> {
     use std::os::fd::{BorrowedFd, RawFd};
     let mut held = Vec::new();
-    for e in std::fs::read_dir("/proc/self/fdinfo").into_iter().flatten().flatten() {
+    for e in std::fs::read_dir("/proc/self/fdinfo")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         let is_prog = std::fs::read_to_string(e.path())
             .ok()
             .and_then(|i| bpf_stats_of(&i))

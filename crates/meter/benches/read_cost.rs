@@ -46,7 +46,10 @@ fn reads(c: &mut Criterion) {
     let standin = SysRoot::new(standin.path());
     for (name, m) in [
         ("perf (stand-in cpu-clock PMU)", Mechanism::Perf),
-        ("ebpf (stand-in cpu-clock PMU, user-space half)", Mechanism::Ebpf),
+        (
+            "ebpf (stand-in cpu-clock PMU, user-space half)",
+            Mechanism::Ebpf,
+        ),
     ] {
         match wattio_energy::open_source(
             &standin,

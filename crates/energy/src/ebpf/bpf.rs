@@ -28,7 +28,7 @@ fn quiet_libbpf() {
             if log.len() >= 16 {
                 log.remove(0);
             }
-            log.push(msg.trim().to_string());
+            log.push(msg.trim().trim_start_matches("libbpf: ").to_string());
         })));
     });
 }
