@@ -8,30 +8,38 @@
 //!   and [`MemStore`].
 //! - [`manager`]: [`CacheManager`], tying them to a [`wattio_power::PowerManager`].
 //!
-//! Wiring it together (the drivers report modes; STPM moves the disk; the cache reads the modes):
+//! Wiring it together (the controllers drive the devices and report their modes; the cache reads
+//! them and sends ghost hints back). The simulator (`wattio-sim`) builds this same stack on a
+//! `VirtualClock` for every replay.
 //!
 //! ```
 //! use std::sync::Arc;
 //! use wattio_cache::{CacheConfig, CacheManager, CacheStatus, Source};
-//! use wattio_power::{DiskController, DiskPolicy, GhostPolicy, PowerManager, Profile, RealClock};
+//! use wattio_power::{
+//!     DiskController, DiskPolicy, GhostPolicy, IoOp, NetController, NetPolicy, PowerManager,
+//!     Profile, RealClock, Transfer,
+//! };
 //!
 //! let profile = Profile::builtin("paper-2004")?;
 //! let pm = Arc::new(PowerManager::new(Arc::new(RealClock::new()), profile.base_power_w, 50)?);
 //! let disk = pm.register_device(profile.storage.clone(), profile.storage.high_mode())?;
-//! let net = pm.register_device(profile.network.clone(), profile.network.high_mode())?;
+//! let net_policy = NetPolicy::Stpm;
+//! let net = pm.register_device(profile.network.clone(), net_policy.initial_mode(&profile.network))?;
 //! let stpm = Arc::new(DiskController::new(
 //!     pm.clone(),
 //!     disk,
 //!     DiskPolicy::Stpm { knob: 50.0, base_power_w: profile.base_power_w },
 //!     Some(GhostPolicy::Predictive),
 //! )?);
+//! let radio = Arc::new(NetController::new(pm.clone(), net, net_policy)?);
 //! let dir = tempfile::tempdir()?;
 //! let cache = CacheManager::open(&CacheConfig::new(dir.path()), pm.clone(), disk, net)?;
-//! let s = stpm.clone();
+//! let (s, r) = (stpm.clone(), radio.clone());
 //! cache.set_ghost_sink(Arc::new(move |to, hint| {
-//!     if to == Source::Disk {
-//!         let _ = s.on_ghost(hint);
-//!     }
+//!     let _ = match to {
+//!         Source::Disk => s.on_ghost(hint),
+//!         Source::Network => r.on_ghost(hint),
+//!     };
 //! }));
 //! cache.put_data("index.html", b"<html>".to_vec())?;
 //! match cache.cache_status("index.html")? {
@@ -41,10 +49,17 @@
 //!         stpm.on_io_done();
 //!         assert_eq!(data, b"<html>");
 //!     }
-//!     CacheStatus::NetworkPreferred { .. } => { /* fetch from the server instead */ }
-//!     CacheStatus::NotPresent => { /* fetch, then put_data */ }
+//!     CacheStatus::NetworkPreferred { size } => {
+//!         // Fetch from the server instead, telling the network controller.
+//!         radio.on_transfer(Transfer { op: IoOp::Read, bytes: size, foreground: true })?;
+//!         /* ... the fetch ... */
+//!         radio.on_transfer_done();
+//!     }
+//!     CacheStatus::NotPresent => { /* fetch (as above), then put_data */ }
 //! }
-//! stpm.poll()?; // from a timer: ladder steps, completed transitions (and queue flushes)
+//! // From a timer: ladder steps, completed transitions (and queue flushes).
+//! stpm.poll()?;
+//! radio.poll()?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 

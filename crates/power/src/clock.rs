@@ -1,7 +1,9 @@
 //! One clock interface with a real-time and a virtual-time implementation.
 //!
-//! Times are seconds as `f64` since the clock's origin. The simulator drives a [`VirtualClock`];
-//! a live cache manager uses [`RealClock`].
+//! Times are seconds as `f64` since the clock's origin. The power manager, the controllers and
+//! the cache manager read the clock the power manager was given: a live application passes a
+//! [`RealClock`]; the simulator (`wattio-sim`) runs the same power manager, controllers and cache
+//! manager on a [`VirtualClock`], moving it from one device deadline to the next.
 
 use std::sync::Mutex;
 use std::time::Instant;
