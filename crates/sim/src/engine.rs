@@ -21,6 +21,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use wattio_cache::{CacheManager, CacheStatus, MemStore, Source, Store, StoreError, WriteOptions};
+use wattio_power::stpm;
 use wattio_power::{
     Clock, DeviceKind, DeviceSpec, DiskController, DiskPolicy, GhostPolicy, IoOp, ModeId,
     NetController, NetPolicy, PowerManager, Profile, Transfer, VirtualClock,
@@ -556,15 +557,6 @@ impl Sim {
     }
 }
 
-fn lowest(spec: &DeviceSpec) -> ModeId {
-    let high = spec.high_mode();
-    (0..spec.modes.len())
-        .map(ModeId)
-        .filter(|m| *m != high && spec.transition(high, *m).is_some())
-        .min_by(|a, b| spec.modes[a.0].power_w.total_cmp(&spec.modes[b.0].power_w))
-        .unwrap_or(high)
-}
-
 /// Replay `trace` under `strategy` at `knob`.
 pub fn replay(profile: &Profile, strategy: &Strategy, knob: u8, trace: &Trace) -> RunResult {
     Sim::new(profile, strategy.clone(), knob, trace)
@@ -629,6 +621,12 @@ pub fn replay_oracle(profile: &Profile, net: NetPolicy, trace: &Trace) -> RunRes
     r
 }
 
+/// Idle power of the device's deepest mode (its high mode if it has no other).
+fn lowest_power_w(spec: &DeviceSpec) -> f64 {
+    let m = stpm::deepest_mode(spec).unwrap_or_else(|| spec.high_mode());
+    spec.modes[m.0].power_w
+}
+
 /// The paper's lower bound: idle power with every device in its lowest mode, times the run time
 /// of the static cache without power management.
 pub fn lower_bound(profile: &Profile, trace: &Trace) -> RunResult {
@@ -639,9 +637,8 @@ pub fn lower_bound(profile: &Profile, trace: &Trace) -> RunResult {
         net: NetPolicy::AlwaysHigh,
     };
     let mut r = replay(profile, &strat, 100, trace);
-    let p = profile.base_power_w
-        + profile.storage.modes[lowest(&profile.storage).0].power_w
-        + profile.network.modes[lowest(&profile.network).0].power_w;
+    let p =
+        profile.base_power_w + lowest_power_w(&profile.storage) + lowest_power_w(&profile.network);
     r.energy_j = p * r.duration_s;
     r.disk_energy_j = 0.0;
     r.net_energy_j = 0.0;
