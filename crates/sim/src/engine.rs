@@ -331,19 +331,20 @@ impl Sim {
         );
         let net = Arc::new(NetController::new(pm.clone(), net_h, strategy.net).expect(VALID));
 
+        // The first line naming an object says whether it is cached at the start, and its size.
         let mut keys = HashMap::new();
         let store = MemStore::new();
         for r in &trace.requests {
-            let n = keys.len();
-            let key = keys
-                .entry(r.object.clone())
-                .or_insert_with(|| format!("o{n}"))
-                .clone();
-            if r.cached && store.get_data(&key).is_err() {
+            if keys.contains_key(&r.object) {
+                continue;
+            }
+            let key = format!("o{}", keys.len());
+            if r.cached {
                 store
                     .put_data(&key, &vec![0; r.size as usize])
                     .expect(VALID);
             }
+            keys.insert(r.object.clone(), key);
         }
         let stored = store.entries();
         let (store, disk_log) = SimulatedDisk::new(store, disk.clone());
