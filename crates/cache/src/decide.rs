@@ -1,5 +1,6 @@
 //! Where to read from: expected time and energy of disk and network for an object of a given size
-//! in the devices' current modes, weighted by equation (4); and when to issue a ghost hint.
+//! in the devices' current state (mode, transition under way, queued I/O: their readiness),
+//! weighted by equation (4); and when to issue a ghost hint.
 
 use wattio_power::{eq, DeviceSpec, GhostHint, IoOp, ModeId, Readiness};
 
