@@ -2,8 +2,11 @@
 //! hints and the spin-down baselines, to reproduce the evaluation of "Ghosts in the Machine".
 //!
 //! - [`trace`]: CSV and UCB Home IP formats; seeded e-mail and Web generators.
-//! - [`engine`]: the discrete-event replay, the offline oracle and the lower bound.
-//! - [`strategies`] / [`replay_all`] / [`sweep`]: what `wattio cache replay|sweep` run.
+//! - [`engine`]: the discrete-event replay, which drives the library an application links
+//!   against (`wattio-power`'s power manager and controllers, `wattio-cache`'s cache manager) on
+//!   a virtual clock; the offline oracle and the lower bound.
+//! - The strategies ([`static_default`], [`adaptive`], [`baselines`]), [`replay_all`] and
+//!   [`sweep`]: what `wattio cache replay|sweep` run.
 //! - [`plot`]: SVG charts.
 //!
 //! Every energy figure is *simulated* from a device profile: an estimate, labelled as such.
