@@ -246,7 +246,8 @@ date: $(date -u +%Y-%m-%dT%H:%M:%SZ)
 cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') (family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' '), model $(grep -m1 '^model' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')), $(nproc) vCPU
 kernel: $(uname -r)
 os: $(. /etc/os-release; echo "$PRETTY_NAME")
-scale: $SCALE   profile: $PROFILE   repeats: $REPEATS   command: SCALE=$SCALE PROFILE=$PROFILE REPEATS=$REPEATS make bench-transfer
+scale: $SCALE   profile: $PROFILE   repeats: $REPEATS   command: SCALE=$SCALE PROFILE=$PROFILE REPEATS=$REPEATS DATASETS="$DATASETS" TOOLS="$TOOLS" TARGETS="$TARGETS" make bench-transfer
+https: nginx :8443, $(openssl version); negotiated with curl: $("$W" testbed --name $NAME exec client -- curl -sv -o /dev/null --cacert "$CA" "https://$SERVER:8443/" 2>&1 | grep -m1 'SSL connection using' | sed 's/^\* //')
 tools: $(curl --version | head -1 | cut -d' ' -f1-2); $(wget --version | head -1 | cut -d' ' -f1-3); $(wget2 --version | head -1 | cut -d' ' -f1-3); $(aria2c --version | head -1); $(nghttp --version); $(nginx -v 2>&1)
 EOF
 python3 scripts/transfer_report.py "$OUT"

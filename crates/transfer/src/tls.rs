@@ -14,9 +14,11 @@
 
 use anyhow::{anyhow, bail, Context};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::server::ParsedCertificate;
 use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -53,8 +55,17 @@ pub fn client_config(opts: &ClientTlsOptions) -> anyhow::Result<Arc<rustls::Clie
             .with_custom_certificate_verifier(Arc::new(NoVerification(provider)))
             .with_no_client_auth()
     } else {
+        let pinned = match &opts.cacert {
+            Some(p) => read_certs(p, "--cacert")?,
+            None => Vec::new(),
+        };
+        let roots = Arc::new(trust_roots(opts.cacert.as_deref())?);
+        let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
+            .build()
+            .context("cannot build the certificate verifier")?;
         builder
-            .with_root_certificates(trust_roots(opts.cacert.as_deref())?)
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(CaFileVerifier { webpki, pinned }))
             .with_no_client_auth()
     };
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
@@ -91,6 +102,167 @@ fn trust_roots(cacert: Option<&Path>) -> anyhow::Result<RootCertStore> {
         }
     }
     Ok(roots)
+}
+
+/// The standard verification (rustls-webpki), plus what curl accepts with `--cacert` and webpki
+/// does not: a server that presents, as its own, a certificate the `--cacert` file holds
+/// byte for byte but that is marked as a CA (`openssl req -x509` marks its self-signed
+/// certificates so). Such a certificate is trusted when it names the host and is within its
+/// validity dates.
+#[derive(Debug)]
+struct CaFileVerifier {
+    webpki: Arc<WebPkiServerVerifier>,
+    pinned: Vec<CertificateDer<'static>>,
+}
+
+impl ServerCertVerifier for CaFileVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self.webpki.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
+            Err(e)
+                if ca_used_as_end_entity(&e)
+                    && self
+                        .pinned
+                        .iter()
+                        .any(|c| c.as_ref() == end_entity.as_ref()) =>
+            {
+                let parsed = ParsedCertificate::try_from(end_entity)?;
+                rustls::client::verify_server_name(&parsed, server_name)?;
+                check_validity(end_entity, now)?;
+                Ok(ServerCertVerified::assertion())
+            }
+            r => r,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
+}
+
+/// Whether webpki refused a certificate for being a CA used as a server's own. rustls passes
+/// webpki's `Error::CaUsedAsEndEntity` on as `CertificateError::Other`, whose text is the
+/// variant's name (`tls_e2e` breaks if that changes).
+fn ca_used_as_end_entity(e: &rustls::Error) -> bool {
+    matches!(e, rustls::Error::InvalidCertificate(CertificateError::Other(o))
+        if o.to_string() == "CaUsedAsEndEntity")
+}
+
+/// The certificate's validity period (`notBefore`, `notAfter`, Unix seconds), read from its DER
+/// (RFC 5280 §4.1: Certificate → tbsCertificate → [version] serialNumber signature issuer
+/// validity); `None` when it is not that shape.
+fn validity(der: &[u8]) -> Option<(u64, u64)> {
+    let (_, cert, _) = der_tlv(der)?;
+    let (_, tbs, _) = der_tlv(cert)?;
+    let mut rest = tbs;
+    let (tag, _, r) = der_tlv(rest)?;
+    if tag == 0xa0 {
+        rest = r; // explicit version
+    }
+    for _ in 0..3 {
+        rest = der_tlv(rest)?.2; // serialNumber, signature, issuer
+    }
+    let (tag, val, _) = der_tlv(rest)?;
+    if tag != 0x30 {
+        return None;
+    }
+    let (t1, nb, r) = der_tlv(val)?;
+    let (t2, na, _) = der_tlv(r)?;
+    Some((der_time(t1, nb)?, der_time(t2, na)?))
+}
+
+/// One DER tag-length-value: (tag, value, the bytes after it).
+fn der_tlv(b: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+    let (&tag, b) = b.split_first()?;
+    let (&l0, mut b) = b.split_first()?;
+    let len = if l0 < 0x80 {
+        l0 as usize
+    } else {
+        let n = (l0 & 0x7f) as usize;
+        if n == 0 || n > 4 || b.len() < n {
+            return None;
+        }
+        let len = b[..n].iter().fold(0usize, |a, &x| a << 8 | x as usize);
+        b = &b[n..];
+        len
+    };
+    (b.len() >= len).then(|| (tag, &b[..len], &b[len..]))
+}
+
+/// A UTCTime (`YYMMDDHHMMSSZ`, tag 0x17) or GeneralizedTime (`YYYYMMDDHHMMSSZ`, tag 0x18) as
+/// Unix seconds (RFC 5280 §4.1.2.5).
+fn der_time(tag: u8, v: &[u8]) -> Option<u64> {
+    let s = std::str::from_utf8(v).ok()?.strip_suffix('Z')?;
+    let (y, rest) = match (tag, s.len()) {
+        (0x17, 12) => {
+            let yy: i64 = s[..2].parse().ok()?;
+            (if yy < 50 { 2000 + yy } else { 1900 + yy }, &s[2..])
+        }
+        (0x18, 14) => (s[..4].parse().ok()?, &s[4..]),
+        _ => return None,
+    };
+    let n = |i: usize| rest.get(i..i + 2)?.parse::<i64>().ok();
+    let (m, d, hh, mm, ss) = (n(0)?, n(2)?, n(4)?, n(6)?, n(8)?);
+    // days from civil (H. Hinnant), the inverse of `utc_date`
+    let yy = if m <= 2 { y - 1 } else { y };
+    let era = yy.div_euclid(400);
+    let yoe = yy.rem_euclid(400);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    u64::try_from(days * 86_400 + hh * 3600 + mm * 60 + ss).ok()
+}
+
+/// Refuses a certificate outside its validity period, with the errors webpki gives.
+fn check_validity(der: &[u8], now: UnixTime) -> Result<(), rustls::Error> {
+    let (nb, na) = validity(der).ok_or(CertificateError::BadEncoding)?;
+    let t = now.as_secs();
+    let at = |s| UnixTime::since_unix_epoch(std::time::Duration::from_secs(s));
+    if t > na {
+        return Err(CertificateError::ExpiredContext {
+            time: now,
+            not_after: at(na),
+        }
+        .into());
+    }
+    if t < nb {
+        return Err(CertificateError::NotValidYetContext {
+            time: now,
+            not_before: at(nb),
+        }
+        .into());
+    }
+    Ok(())
 }
 
 /// Every certificate of a PEM file.
@@ -151,6 +323,9 @@ pub fn handshake_error(host: &str, e: &io::Error) -> anyhow::Error {
     let fix = "or --insecure to skip verification";
     match tls {
         rustls::Error::InvalidCertificate(c) => match c {
+            CertificateError::Other(o) if o.to_string() == "CaUsedAsEndEntity" => anyhow!(
+                "{host}: the server's certificate is a CA certificate used as the server's own (self-signed with openssl req -x509?); give that very certificate with --cacert FILE ({fix})"
+            ),
             CertificateError::UnknownIssuer => anyhow!(
                 "{host}: the server's certificate is signed by an unknown certificate authority; give that CA with --cacert FILE ({fix})"
             ),
@@ -184,7 +359,10 @@ pub fn handshake_error(host: &str, e: &io::Error) -> anyhow::Error {
                 "{host}: the server's certificate is not valid before {}; check this machine's clock ({fix})",
                 utc_date(*not_before)
             ),
-            other => anyhow!("{host}: the server's certificate was refused: {other} ({fix})"),
+            other => anyhow!(
+                "{host}: the server's certificate was refused ({}) ({fix})",
+                certificate_problem(other)
+            ),
         },
         rustls::Error::NoApplicationProtocol => anyhow!(
             "{host}: the server does not speak HTTP/1.1 over TLS (ALPN)"
@@ -214,6 +392,16 @@ fn san_text(presented: &str) -> Option<String> {
         .strip_prefix("IpAddress(")
         .and_then(|r| r.strip_suffix(')'))
         .map(str::to_string)
+}
+
+/// What is wrong with a certificate, in words: rustls-webpki's and rustls's variant names
+/// (`CaUsedAsEndEntity`, `BadSignature`) without their payloads.
+fn certificate_problem(c: &CertificateError) -> String {
+    let name = match c {
+        CertificateError::Other(o) => o.to_string(),
+        other => format!("{other:?}"),
+    };
+    words(name.split(['(', ' ', '{']).next().unwrap_or(""))
 }
 
 /// `UnrecognisedName` → `unrecognised name` (rustls names TLS alerts by their RFC 8446 §6
@@ -427,6 +615,38 @@ mod tests {
             assert_eq!(m.lines().count(), 1, "{m}");
             assert!(!m.contains("Some("), "{m}");
         }
+    }
+
+    #[test]
+    fn validity_dates_from_der() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut p = rcgen::CertificateParams::new(vec!["h".to_string()]).unwrap();
+        p.not_before = rcgen::date_time_ymd(2000, 2, 29);
+        p.not_after = rcgen::date_time_ymd(2099, 12, 31);
+        let c = p.self_signed(&key).unwrap();
+        // rcgen writes UTCTime before 2050 and GeneralizedTime after (RFC 5280 §4.1.2.5);
+        // `date -u -d 2000-02-29 +%s` = 951782400, `date -u -d 2099-12-31 +%s` = 4102358400
+        assert_eq!(validity(c.der()), Some((951_782_400, 4_102_358_400)));
+        assert_eq!(validity(b"\x30\x03\x02\x01"), None, "truncated");
+        let at = |s| UnixTime::since_unix_epoch(std::time::Duration::from_secs(s));
+        assert!(check_validity(c.der(), at(1_700_000_000)).is_ok());
+        let e = check_validity(c.der(), at(4_200_000_000)).unwrap_err();
+        assert!(handshake_error("h", &tls_err(e))
+            .to_string()
+            .contains("expired on 2099-12-31"),);
+        assert!(
+            check_validity(c.der(), at(900_000_000)).is_err(),
+            "before notBefore"
+        );
+    }
+
+    #[test]
+    fn certificate_problems_in_words() {
+        assert_eq!(
+            certificate_problem(&CertificateError::BadSignature),
+            "bad signature"
+        );
+        assert_eq!(certificate_problem(&CertificateError::Revoked), "revoked");
     }
 
     #[test]

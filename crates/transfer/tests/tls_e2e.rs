@@ -118,6 +118,34 @@ fn certificate_errors_name_the_cause_and_the_fix() {
     );
 }
 
+/// A self-signed certificate marked as a CA (what `openssl req -x509` makes): refused by the
+/// system store with its own message, trusted when `--cacert` holds that very certificate (as
+/// curl does), and then still checked for the host name.
+#[test]
+fn self_signed_certificate_given_with_cacert() {
+    let pki = TestPki::new();
+    let cert = pki.self_signed("selfsigned", &["localhost"]);
+    let src = tempfile::tempdir().unwrap();
+    let rels = common::default_dataset(src.path());
+    let h = tls_server(src.path(), &cert);
+    let port = h.addr.port();
+    let dst = tempfile::tempdir().unwrap();
+    let url = format!("https://localhost:{port}/");
+    let e = failure(&opts(url.clone(), dst.path(), None));
+    assert!(
+        e.contains("a CA certificate used as the server's own"),
+        "{e}"
+    );
+    run_transfer(&opts(url, dst.path(), Some(&cert.cert))).unwrap_or_else(|e| panic!("{e:#}"));
+    common::assert_same_tree(src.path(), dst.path(), &rels);
+    let e = failure(&opts(
+        format!("https://127.0.0.1:{port}/"),
+        dst.path(),
+        Some(&cert.cert),
+    ));
+    assert!(e.contains("not valid for the name 127.0.0.1"), "{e}");
+}
+
 /// nginx over TLS: a default server that refuses every handshake and a `localhost` server with
 /// the dataset, so the transfer only works if the client sends SNI; byte-identical results.
 #[test]

@@ -74,6 +74,24 @@ impl TestPki {
         out
     }
 
+    /// A self-signed server certificate marked as a CA, as `openssl req -x509` makes them (not
+    /// signed by the test CA), written as `<file>.pem` and `<file>.key`.
+    pub fn self_signed(&self, file: &str, names: &[&str]) -> ServerCert {
+        let key = KeyPair::generate().unwrap();
+        let mut p = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+            .unwrap();
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        p.distinguished_name.push(DnType::CommonName, names[0]);
+        let cert = p.self_signed(&key).unwrap();
+        let out = ServerCert {
+            cert: self.dir.path().join(format!("{file}.pem")),
+            key: self.dir.path().join(format!("{file}.key")),
+        };
+        std::fs::write(&out.cert, cert.pem()).unwrap();
+        std::fs::write(&out.key, key.serialize_pem()).unwrap();
+        out
+    }
+
     /// The directory the PEM files are in.
     pub fn path(&self) -> &Path {
         self.dir.path()
