@@ -9,14 +9,16 @@
 #
 # HTTPS rows (tools ending in -tls): the same nginx over TLS 1.3 on :8443 (HTTP/1.1, a P-256
 # certificate from a CA the script makes with openssl), curl/wget2/aria2 and wattio's three SLAs
-# with --cacert; wattio reads a listing written beforehand with `wattio serve DIR --write-listing`
-# and served by nginx as a static file, so no wattio server is involved. wattio-me-ng and
-# wattio-eemt-ng are the same over plain HTTP from nginx, for the TLS cost.
+# with --cacert. No wattio server is involved: wattio walks nginx's `autoindex` pages (sizes by
+# HEAD), or with NGINX_LISTING=1 reads a listing written beforehand with `wattio serve DIR
+# --write-listing` and served by nginx as a file. wattio-me-ng and wattio-eemt-ng are the same
+# over plain HTTP from nginx, for the TLS cost.
 #
 # Knobs (environment): SCALE (dataset factor, default 0.02), PROFILE (testbed profile, default
 # cloudlab), DATASETS, TOOLS (space-separated subsets), TARGETS (EETT targets in % of the link),
 # DATA (dataset dir), OUT (result dir), DEST (download dir; tmpfs: the paper moved memory to memory),
-# WATTIO_BIN (use this wattio binary instead of building one), REPEATS (runs per cell, default 3:
+# WATTIO_BIN (use this wattio binary instead of building one), NGINX_LISTING (1: wattio's rows
+# against nginx read a wattio listing instead of the autoindex pages), REPEATS (runs per cell, default 3:
 # the report shows medians and ranges; rounds are interleaved so slow drift in the host's load
 # falls on every tool alike).
 set -euo pipefail
@@ -56,8 +58,13 @@ echo "== datasets (scale $SCALE) in $DATA"
 "$W" dataset generate "$DATA" --scale "$SCALE" --only "$(echo $DATASETS | tr ' ' ,)"
 DATA=$(realpath "$DATA")
 
-echo "== listings for nginx (wattio-*-ng and wattio-*-tls rows)"
-for ds in $DATASETS; do "$W" serve "$DATA/$ds" --write-listing; done
+if [ "${NGINX_LISTING:-0}" = 1 ]; then
+  echo "== listings for nginx (wattio-*-ng and wattio-*-tls rows)"
+  for ds in $DATASETS; do "$W" serve "$DATA/$ds" --write-listing; done
+else
+  # wattio's rows against nginx walk its autoindex pages: no listing may be there
+  for ds in $DATASETS; do rm -rf "$DATA/$ds/.wattio"; done
+fi
 
 echo "== TLS: a test CA and a certificate for $SERVER (ECDSA P-256)"
 mkdir -p "$OUT/tls"
@@ -97,9 +104,9 @@ http {
   sendfile on; tcp_nopush on;
   keepalive_requests 1000000; keepalive_timeout 120s;
   http2_max_concurrent_streams 128;
-  server { listen $SERVER:8080; root $DATA; }
+  server { listen $SERVER:8080; root $DATA; autoindex on; }
   server { listen $SERVER:8081 http2; root $DATA; }
-  server { listen $SERVER:8443 ssl; root $DATA;
+  server { listen $SERVER:8443 ssl; root $DATA; autoindex on;
            ssl_certificate $OUT/tls/server.pem; ssl_certificate_key $OUT/tls/server.key;
            ssl_protocols TLSv1.2 TLSv1.3; ssl_session_cache shared:TLS:10m; }
 }
@@ -246,7 +253,7 @@ date: $(date -u +%Y-%m-%dT%H:%M:%SZ)
 cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') (family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' '), model $(grep -m1 '^model' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')), $(nproc) vCPU
 kernel: $(uname -r)
 os: $(. /etc/os-release; echo "$PRETTY_NAME")
-scale: $SCALE   profile: $PROFILE   repeats: $REPEATS   command: SCALE=$SCALE PROFILE=$PROFILE REPEATS=$REPEATS DATASETS="$DATASETS" TOOLS="$TOOLS" TARGETS="$TARGETS" make bench-transfer
+scale: $SCALE   profile: $PROFILE   repeats: $REPEATS   command: SCALE=$SCALE PROFILE=$PROFILE REPEATS=$REPEATS DATASETS="$DATASETS" TOOLS="$TOOLS" TARGETS="$TARGETS" NGINX_LISTING=${NGINX_LISTING:-0} make bench-transfer
 https: nginx :8443, $(openssl version); negotiated with curl: $("$W" testbed --name $NAME exec client -- curl -sv -o /dev/null --cacert "$CA" "https://$SERVER:8443/" 2>&1 | grep -m1 'SSL connection using' | sed 's/^\* //')
 tools: $(curl --version | head -1 | cut -d' ' -f1-2); $(wget --version | head -1 | cut -d' ' -f1-3); $(wget2 --version | head -1 | cut -d' ' -f1-3); $(aria2c --version | head -1); $(nghttp --version); $(nginx -v 2>&1)
 EOF
