@@ -44,6 +44,7 @@ CODECARBON_VERSION = "3.3.2"
 PYJOULES_VERSION = "0.5.1"
 MAX_UJ = 9_999_999
 MSR_ESU = 29  # 2^32 units of 2^-29 J: the MSR counter wraps every 8 J.
+REAL_ESU = 16  # AMD's unit: 2^32 units of 2^-16 J, 65536 J (a second fixture, for cost at real ranges)
 WARM_S = 1.0  # after a tool is ready, before the steady CPU window
 TAIL_S = 1.0  # after the steady CPU window, before the tool stops
 
@@ -116,6 +117,14 @@ def run(cmd, timeout=None, env=None):
 
 def tail(text, lines=12):
     return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def quote(text, head=3, last=8):
+    """The first and last lines of a long output (a traceback's start and its error)."""
+    lines = text.strip().splitlines()
+    if len(lines) <= head + last + 1:
+        return "\n".join(lines)
+    return "\n".join(lines[:head] + [f"[{len(lines) - head - last} lines]"] + lines[-last:])
 
 
 # ---------------------------------------------------------------- installing the peers, once
@@ -258,12 +267,12 @@ def stop_group(p):
 
 
 class Ticker:
-    def __init__(self, fixture, log, watts):
+    def __init__(self, fixture, log, watts, esu=MSR_ESU):
         self.log = log
         self.err = open(log + ".stderr", "w")
         self.proc = subprocess.Popen(
             [WATTIO, "fixture", "tick", fixture, "--watts", str(watts), "--interval-ms", "1",
-             "--max-energy-range-uj", str(MAX_UJ), "--msr-esu", str(MSR_ESU), "--log", log],
+             "--max-energy-range-uj", str(MAX_UJ), "--msr-esu", str(esu), "--log", log],
             stdout=subprocess.DEVNULL, stderr=self.err, start_new_session=True)
         deadline = time.time() + 10
         while time.time() < deadline:
@@ -324,19 +333,11 @@ def parse_scaphandre(path):
             reports.append((host["timestamp"], host["consumption"] * 1e-6))
     if len(reports) < 2:
         raise ValueError(f"{len(reports)} host reports")
-    gaps = sorted(b[0] - a[0] for a, b in zip(reports, reports[1:]))
-    step = gaps[len(gaps) // 2]
-    energy, missing = 0.0, 0
-    for (ta, _), (tb, watts) in zip(reports, reports[1:]):
-        # A report's power covers the last measuring step only; a longer gap means steps with no
-        # report (Scaphandre writes none when the counter went down), whose energy is lost.
-        gap = tb - ta
-        if gap > 1.5 * step:
-            missing += round(gap / step) - 1
-            gap = step
-        energy += watts * gap
-    return {"energy_j": energy, "t0": reports[0][0], "t1": reports[-1][0], "samples": len(reports),
-            "note": f"{missing} steps without a report"}
+    # Each report's power, over the time since the report before: what integrating Scaphandre's
+    # power series gives. Where the counter went down, Scaphandre writes no report for that step
+    # (its power is None), so that step's energy comes from the next report's power.
+    energy = sum(watts * (tb - ta) for (ta, _), (tb, watts) in zip(reports, reports[1:]))
+    return {"energy_j": energy, "t0": reports[0][0], "t1": reports[-1][0], "samples": len(reports)}
 
 
 def parse_json(path):
@@ -348,19 +349,21 @@ def tools(a, peers):
     """(name, mechanism, counter, ns options, ready marker, command(rate, secs, out), parse(out))."""
     t = []
     t.append(("timer loop (floor)", "none", None, [], None,
-              lambda hz, s, o: [peers["floor"], str(hz), str(s)], None))
-    for mech, counter in (("powercap", "powercap"), ("msr", "msr")):
-        t.append((f"wattio {mech}", mech, counter, [], None,
+              lambda hz, s, o: [peers["floor"], str(hz), str(s)], None, "wrapping"))
+    for name, mech, fixture in (("wattio powercap", "powercap", "wrapping"),
+                                ("wattio msr", "msr", "wrapping"),
+                                (f"wattio msr, real unit (ESU {REAL_ESU})", "msr", "real-unit")):
+        t.append((name, mech, mech, [], None,
                   lambda hz, s, o, mech=mech: [WATTIO, "record", "--source", mech, "--domains", "package",
                                                "--freq", str(hz), "--duration", str(s), "-o", o + ".csv"],
-                  lambda o: parse_wattio(o + ".csv")))
+                  lambda o: parse_wattio(o + ".csv"), fixture))
     if peers.get("scaphandre"):
         def scaph(hz, s, o):
             step_ns = int(round(1e9 / hz))
             return [peers["scaphandre"], "json", "--step", str(step_ns // 10**9), "--step-nano",
                     str(step_ns % 10**9), "--timeout", str(int(round(s))), "--file", o + ".json"]
         t.append((f"Scaphandre {SCAPHANDRE_VERSION} (json)", "powercap", "powercap", ["--proc-modules"],
-                  None, scaph, lambda o: parse_scaphandre(o + ".json")))
+                  None, scaph, lambda o: parse_scaphandre(o + ".json"), "wrapping"))
     if peers.get("python"):
         for name, code in ((f"CodeCarbon {CODECARBON_VERSION}", PY_CODECARBON),
                            (f"pyJoules {PYJOULES_VERSION}", PY_PYJOULES)):
@@ -369,7 +372,7 @@ def tools(a, peers):
                 f.write(code)
             t.append((name, "powercap", "powercap", [], "ready",
                       lambda hz, s, o, script=script: [peers["python"], script, str(hz), str(s), o + ".json"],
-                      lambda o: parse_json(o + ".json")))
+                      lambda o: parse_json(o + ".json"), "wrapping"))
     return t
 
 
@@ -415,11 +418,12 @@ def run_tool(a, cgroot, fixture, ns_opts, cmd, out, ready_marker, secs):
 
 
 def machine():
-    model = "unknown CPU"
+    fields = {}
     for line in open("/proc/cpuinfo"):
-        if line.startswith("model name"):
-            model = line.split(":", 1)[1].strip()
-            break
+        k, _, v = line.partition(":")
+        fields.setdefault(k.strip(), v.strip())
+    model = (f"{fields.get('model name', 'unknown CPU')} ({fields.get('vendor_id', '?')} family "
+             f"{fields.get('cpu family', '?')} model {fields.get('model', '?')})")
     osname = platform.platform()
     try:
         for line in open("/etc/os-release"):
@@ -439,7 +443,7 @@ def fmt(x, digits=3):
     return "—" if x is None else f"{x:.{digits}f}"
 
 
-def write_report(a, results, failures, versions, wall_s):
+def write_report(a, results, failures, versions, wall_s, notes):
     lines = []
     w = lines.append
     w("# wattio beside other RAPL meters, on the same wrapping counters")
@@ -469,9 +473,18 @@ def write_report(a, results, failures, versions, wall_s):
       "(CodeCarbon `start()` to `stop()`, pyJoules `start()` to `stop()`, timed by the harness). "
       "*Wraps* counts the wraps of the counter the tool reads inside that window (from the ticker's log).")
     w("- **Reported**: wattio, CodeCarbon and pyJoules report energy (their sum over the window; "
-      "wattio's first row, the energy before the window, left out). Scaphandre reports power: each "
-      "report's watts times the step it covers; a step with no report (Scaphandre writes none when "
-      "the counter went down) contributes nothing.")
+      "wattio's first row, the energy before the window, left out). Scaphandre reports power: its "
+      "reports integrated over time (each report's watts × the time since the report before). "
+      "Scaphandre writes no report for a step in which the counter went down (no power from a "
+      "decreasing pair, `get_records_diff_power_microwatts` in its `src/sensors/mod.rs`), so its "
+      "reports are fewer than its steps; integrating fills such a step with the next report's "
+      "power, which is exact here only because the fake power is constant.")
+    w(f"- **How often wattio reads**: at least every (range + 1 unit) / 500 W / 4 whatever the asked "
+      f"rate (wrap safety, `crates/energy/src/wrap.rs`): {MAX_UJ * 1e-6 / 2000 * 1e3:.0f} ms for the "
+      f"powercap zone and {8 / 2000 * 1e3:.0f} ms for the MSR here, so its rows at 1–100 Hz cost what "
+      "200–250 reads a second cost. The rows *wattio msr, real unit* read a second fixture with "
+      f"AMD's own MSR unit (ESU {REAL_ESU}: 65536 J, no wrap in a run, read period 32 s), where wattio "
+      "reads at the asked rate, as it does on real counters.")
     w(f"- **CPU**: the tool's cgroup `cpu.stat` `usage_usec` (user + system, all its threads and "
       f"children) over a {a.measure:g} s window that starts {WARM_S:g} s after the tool is ready "
       "(after start-up and imports; % of one core), and over its whole run including start-up "
@@ -491,13 +504,24 @@ def write_report(a, results, failures, versions, wall_s):
         w(f"| {r['tool']} | {r['mech']} | {r['rate']:g} | {r.get('samples', '—')} | {fmt(r.get('rate_got'), 1)} | "
           f"{r.get('wraps', '—')} | {fmt(r.get('energy_j'))} | {fmt(r.get('known_j'))} | "
           f"{fmt(err)} | {'—' if pct is None else f'{pct:+.2f} %'} | {fmt(steady)} | {fmt(r.get('total'), 2)} |")
-    notes = [r for r in results if r.get("note")]
-    if notes:
+    noted = [r for r in results if r.get("note")]
+    if noted or notes:
         w("")
-        for r in notes:
+        for r in noted:
             w(f"- {r['tool']} at {r['rate']:g} Hz: {r['note']}.")
+        for n in notes:
+            first, _, rest = n.partition("\n")
+            body, _, after = rest.rpartition("\n")
+            w(f"- {first}")
+            w("")
+            w("  ```")
+            for line in body.splitlines():
+                w(f"  {line}")
+            w("  ```")
+            w("")
+            w(f"  {after}")
     w("")
-    w("## Tools that could not be installed or run")
+    w("## Failures, and tools that could not be installed or run")
     w("")
     for name, why in failures.items():
         first, _, rest = why.partition("\n")
@@ -579,7 +603,7 @@ def main():
     a.work = tempfile.mkdtemp(prefix="wattio-compare-")
     cgroot = os.path.join(cgroup2_root(), f"wattio-compare-{os.getpid()}")
     os.mkdir(cgroot)
-    ticker = None
+    ticker = ticker_real = None
     try:
         fixture = os.path.join(a.work, "fixture")
         rc, out = run([WATTIO, "fixture", "amd-epyc", fixture])
@@ -592,20 +616,29 @@ def main():
         cpuinfo = open("/proc/cpuinfo").read()
         base_ns = [] if "AuthenticAMD" in cpuinfo else ["--cpuinfo"]
         ticker = Ticker(fixture, os.path.join(a.work, "tick.csv"), a.watts)
+        # The same machine with AMD's real MSR unit: its counter does not wrap in a run, and wattio's
+        # wrap-safe read period (range / 500 W / 4) is 32 s, so it reads at the asked rate.
+        fixture_real = os.path.join(a.work, "fixture-real-unit")
+        rc, out = run([WATTIO, "fixture", "amd-epyc", fixture_real])
+        if rc != 0:
+            raise Fail(f"wattio fixture failed: {tail(out, 2)}")
+        ticker_real = Ticker(fixture_real, os.path.join(a.work, "tick-real.csv"), a.watts, esu=REAL_ESU)
+        fixtures = {"wrapping": (fixture, ticker), "real-unit": (fixture_real, ticker_real)}
         say(f"fixture ticking at {a.watts:g} W in {fixture}")
 
-        results = []
+        results, notes = [], []
         runs = [(hz, t) for hz in a.rates for t in tools(a, peers) if a.only.lower() in t[0].lower()]
         secs = WARM_S + a.measure + TAIL_S
-        for i, (hz, (name, mech, counter, ns_opts, marker, cmd, parse)) in enumerate(runs, 1):
+        for i, (hz, (name, mech, counter, ns_opts, marker, cmd, parse, which)) in enumerate(runs, 1):
+            fx, tk = fixtures[which]
             say(f"[{i}/{len(runs)}] {name} at {hz:g} Hz for {secs:g} s")
             out = os.path.join(a.work, f"{i:02d}")
-            rc, steady, total, output = run_tool(a, cgroot, fixture, base_ns + ns_opts,
+            rc, steady, total, output = run_tool(a, cgroot, fx, base_ns + ns_opts,
                                                  cmd(hz, secs, out), out, marker, secs)
             r = {"tool": name, "mech": mech, "rate": hz, "steady": steady, "total": total}
             if rc != 0:
                 r["note"] = f"exited {rc}: `{tail(output, 1)}`"
-                failures.setdefault(f"{name} at {hz:g} Hz", f"exited with status {rc}; it printed:\n{tail(output)}")
+                failures.setdefault(f"{name} at {hz:g} Hz", f"exited with status {rc}; it printed:\n{quote(output)}")
             elif parse:
                 try:
                     got = parse(out)
@@ -613,18 +646,27 @@ def main():
                         r["rate_got"] = (got["samples"] - 1) / (got["t1"] - got["t0"])
                     r.update(energy_j=got["energy_j"], samples=got.get("samples", "—"),
                              known_j=a.watts * (got["t1"] - got["t0"]),
-                             wraps=ticker.wraps(counter, got["t0"], got["t1"]))
+                             wraps=tk.wraps(counter, got["t0"], got["t1"]))
                     if got.get("note"):
                         r["note"] = got["note"]
                 except (OSError, ValueError, KeyError) as e:
                     r["note"] = f"no result: {e}"
-                    failures.setdefault(f"{name} at {hz:g} Hz", f"wrote no usable result ({e}); it printed:\n{tail(output)}")
+                    failures.setdefault(f"{name} at {hz:g} Hz", f"wrote no usable result ({e}); it printed:\n{quote(output)}")
             else:
                 r["samples"] = output.strip().splitlines()[-1] if output.strip() else "—"
                 if r["samples"].isdigit():
                     r["rate_got"] = int(r["samples"]) / secs
             results.append(r)
 
+        if peers.get("scaphandre") and not os.path.exists("/proc/modules"):
+            rc, out = run([NS, *base_ns, fixture, "--", peers["scaphandre"], "json", "--step", "1",
+                           "--timeout", "2"], timeout=60)
+            notes.append(
+                f"Scaphandre {SCAPHANDRE_VERSION} stops at once on this kernel, which has no "
+                f"`/proc/modules` (built without loadable modules): exit {rc},\n{quote(out, 2, 2)}\n"
+                "It looks for the RAPL drivers there (`check_module` in `src/sensors/powercap_rapl.rs`) "
+                "before reading powercap. Its runs above therefore get a `/proc/modules` that lists them "
+                "(`fake-rapl-ns.sh --proc-modules`), as a machine with RAPL has.")
         say("perf and turbostat")
         if perf:
             rc, out = run([perf, "stat", "-a", "-e", "power/energy-pkg/", "-I", "1000", "sleep", "2"], timeout=30)
@@ -645,13 +687,14 @@ def main():
         failures.update(unpub)
     finally:
         stop_group(a.current)
-        if ticker:
-            ticker.stop()
+        for t in (ticker, ticker_real):
+            if t:
+                t.stop()
         for cg in list(a.live_cgroups):
             kill_cgroup(cg)
         kill_cgroup(cgroot)
         shutil.rmtree(a.work, ignore_errors=True)
-    write_report(a, results, failures, versions, time.time() - started)
+    write_report(a, results, failures, versions, time.time() - started, notes)
     say(f"wrote {a.out}")
 
 
