@@ -701,7 +701,9 @@ def main():
 if __name__ == "__main__":
     def interrupted(signum, _frame):
         raise KeyboardInterrupt
+    # SIGINT too: a shell that starts this in the background leaves SIGINT ignored.
     signal.signal(signal.SIGTERM, interrupted)
+    signal.signal(signal.SIGINT, interrupted)
     try:
         main()
     except Fail as e:
