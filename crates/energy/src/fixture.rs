@@ -1123,39 +1123,54 @@ mod tests {
 
     #[test]
     fn impossible_configurations_are_refused_with_the_reason() {
-        let d = tempfile::tempdir().unwrap();
-        let t = amd_epyc(d.path()).unwrap();
-        let err = |cfg: TickConfig| Ticker::prepare(&t, &cfg).unwrap_err().to_string();
-        let e = err(TickConfig {
-            max_energy_range_uj: 262_143_328_850,
-            ..TickConfig::default()
-        });
-        assert!(e.contains("8-byte write"), "{e}");
-        let e = err(TickConfig {
-            watts: 0.0,
-            ..TickConfig::default()
-        });
-        assert!(e.contains("watts must be a positive number"), "{e}");
-        let e = err(TickConfig {
-            interval: Duration::from_micros(10),
-            ..TickConfig::default()
-        });
-        assert!(e.contains("between 0.1 ms and 10 s"), "{e}");
-        let e = err(TickConfig {
-            watts: 20_000.0,
-            ..TickConfig::default()
-        });
-        assert!(e.contains("raise it or shorten the interval"), "{e}");
-        let e = err(TickConfig {
-            msr_esu: Some(32),
-            ..TickConfig::default()
-        });
-        assert!(e.contains("5-bit"), "{e}");
-        let e = err(TickConfig {
-            domains: vec![Domain::Dram],
-            ..TickConfig::default()
-        });
-        assert!(e.contains("no powercap zone or package MSR"), "{e}");
-        assert!(!e.contains('\n'));
+        let dir = tempfile::tempdir().unwrap();
+        let t = amd_epyc(dir.path()).unwrap();
+        let d = TickConfig::default;
+        let cases = [
+            (
+                TickConfig {
+                    max_energy_range_uj: 262_143_328_850,
+                    ..d()
+                },
+                "8-byte write",
+            ),
+            (
+                TickConfig { watts: 0.0, ..d() },
+                "watts must be a positive number",
+            ),
+            (
+                TickConfig {
+                    interval: Duration::from_micros(10),
+                    ..d()
+                },
+                "between 0.1 ms and 10 s",
+            ),
+            (
+                TickConfig {
+                    watts: 20_000.0,
+                    ..d()
+                },
+                "raise it or shorten the interval",
+            ),
+            (
+                TickConfig {
+                    msr_esu: Some(32),
+                    ..d()
+                },
+                "5-bit",
+            ),
+            (
+                TickConfig {
+                    domains: vec![Domain::Dram],
+                    ..d()
+                },
+                "no powercap zone or package MSR",
+            ),
+        ];
+        for (cfg, expected) in cases {
+            let e = Ticker::prepare(&t, &cfg).unwrap_err().to_string();
+            assert!(e.contains(expected), "{e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
     }
 }
