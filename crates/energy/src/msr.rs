@@ -352,7 +352,7 @@ mod tests {
 
     #[test]
     fn unit_register_fields() {
-        // 0x000a1003: ESU 0x10 = 16 (AMD Zen, Sandy Bridge), notes §8.1.
+        // 0x000a1003: ESU 0x10 = 16 (AMD Zen, Sandy Bridge): bits 12:8 of MSR_RAPL_POWER_UNIT, Intel SDM vol. 4 / AMD PPR.
         assert_eq!(esu(0x000a_1003), 16);
         assert_eq!(esu(0x000a_0e03), 14);
     }

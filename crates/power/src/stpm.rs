@@ -136,7 +136,7 @@ pub fn deepest_mode(spec: &DeviceSpec) -> Option<ModeId> {
         .min_by(|a, b| spec.modes[a.0].power_w.total_cmp(&spec.modes[b.0].power_w))
 }
 
-/// Spin-down policies for a storage device: STPM and the baselines of notes §5.
+/// Spin-down policies for a storage device: STPM and the classic baselines (fixed timeout; break-even, Lu & De Micheli, "Comparing System-Level Power Management Policies", IEEE D&T 2001; Douglis, Krishnan & Bershad, "Adaptive Disk Spin-down Policies for Mobile Computers", USENIX MLICS 1995).
 #[derive(Debug, Clone, PartialEq)]
 pub enum DiskPolicy {
     /// STPM: eq. (3) ladder for the knob and base power.
@@ -152,7 +152,7 @@ pub enum DiskPolicy {
     BreakEven,
     /// Douglis–Krishnan–Bershad adaptive timeout to the deepest mode: after each spin-up, double
     /// the timeout if the spin-down was not worth it (standby shorter than break-even), else
-    /// lower it by 1 s; clamped to [T_be/2, 10·T_be]. Parameters are ours (notes §5.5 proposal).
+    /// lower it by 1 s; clamped to [T_be/2, 10·T_be]. Parameters are ours.
     AdaptiveTimeout {
         /// Current timeout, seconds.
         timeout_s: f64,

@@ -68,7 +68,7 @@ pub fn adaptive(profile: &Profile, knob: u8, ghost: Option<GhostPolicy>) -> Stra
     }
 }
 
-/// Spin-down baselines on the static cache (notes §5), network as the device's default.
+/// Spin-down baselines on the static cache (fixed timeout, break-even, Douglis adaptive timeout), network as the device's default.
 pub fn baselines(profile: &Profile, fixed_timeout_s: f64) -> Vec<Strategy> {
     let s = &profile.storage;
     let net = default_net(profile);

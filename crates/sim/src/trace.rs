@@ -608,7 +608,7 @@ mod tests {
 
     #[test]
     fn ucb_fixture_decodes_like_the_showtrace_example() {
-        // notes §4.1: "848278028:829593 ... 23.240.8.98:1462 ... 170 844 37 GET 9168504434183313441..gif HTTP/1.0"
+        // UCB Home IP trace `showtrace` example (Internet Traffic Archive, ita.ee.lbl.gov/html/contrib/UCB.home-IP-HTTP.html): "848278028:829593 ... 23.240.8.98:1462 ... 170 844 37 GET 9168504434183313441..gif HTTP/1.0"
         let client = u32::from_be_bytes([23, 240, 8, 98]);
         let mut bytes = encode_ucb(
             848278028.829593,
