@@ -285,7 +285,8 @@ mod tests {
 
     #[test]
     fn wrap_time_at_esu_14_and_200_watts_is_about_1311_seconds() {
-        // 2^32 raw steps of 2^-14 J = 262 144 J; at 200 W that is 1310.72 s; the counter is the low 32 bits of the energy status MSR (Intel SDM vol. 4, MSR_PKG_ENERGY_STATUS).
+        // 2^32 raw steps of 2^-14 J = 262 144 J; at 200 W that is 1310.72 s. The counter is the
+        // low 32 bits of the energy status MSR (Intel SDM vol. 4, MSR_PKG_ENERGY_STATUS).
         let spec = CounterSpec {
             socket: 0,
             domain: Domain::Package,
