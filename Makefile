@@ -36,7 +36,7 @@ test: deps test-java test-rust
 test-rust:
 	WATTIO_REQUIRE_NGINX=1 WATTIO_NVML_LIB=/nonexistent/libnvidia-ml.so.1 WATTIO_DEFAULT_MODEL=ccf-linear \
 	  WATTIO_REQUIRE_EBPF=1 $(CARGO) test --workspace --release --features wattio-energy/ebpf
-	$(CARGO) test --release -p wattio-report --test browser -- --ignored
+	$(CARGO) test --release --features wattio-energy/ebpf -p wattio-report --test browser -- --ignored
 
 ## Java I/O study: the Maven module's equivalence and harness tests.
 test-java:
@@ -73,6 +73,7 @@ bench-transfer:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --features wattio-energy/ebpf -- -D warnings
 
 fmt:
 	$(CARGO) fmt --all
