@@ -1,6 +1,7 @@
 //! `wattio iobench`: the Java I/O energy study (logic in `wattio-iobench`).
 
 use crate::meter_cmd::SourceArgs;
+use crate::study_ui::{self, StudyBar};
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
@@ -12,6 +13,10 @@ use wattio_iobench::catalog::{Op, Size};
 use wattio_iobench::maven::Libs;
 use wattio_iobench::study::{self, StudyConfig};
 use wattio_iobench::{analyse, console_report, write_outputs, Meta};
+use wattio_runner::{read_manifest, StudyEnd};
+
+/// Where results go without -o.
+const DEFAULT_OUT: &str = "results/iobench";
 
 /// Which Java file I/O method costs the least energy? The ICSME 2021 study's 28 method/use-case
 /// benchmarks run with JMH (one fresh JVM per run, methods interleaved), energy from the meter.
@@ -41,9 +46,14 @@ pub struct IobenchArgs {
     /// Library versions: paper (commons-io 2.8.0, Guava 23.0) or current.
     #[arg(long, default_value = "paper")]
     libs: Libs,
-    /// Output directory for results.csv, results.json, summary.md and plots.
-    #[arg(short = 'o', long, default_value = "results/iobench")]
-    out: PathBuf,
+    /// Output directory for results.csv, results.json, summary.md and plots
+    /// (default: results/iobench).
+    #[arg(short = 'o', long)]
+    out: Option<PathBuf>,
+    /// Continue the interrupted study in DIR: the runs in its results.csv are kept and not
+    /// run again. Give the options it was started with; a different plan is refused.
+    #[arg(long, value_name = "DIR", conflicts_with = "from")]
+    resume: Option<PathBuf>,
     /// Where the generated input files live (reused between studies).
     #[arg(long, default_value = "results/iobench-data")]
     data_dir: PathBuf,
@@ -64,6 +74,7 @@ pub struct IobenchArgs {
 }
 
 fn reanalyse(a: &IobenchArgs, files: &[PathBuf]) -> Result<ExitCode> {
+    let out_dir = a.out.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_OUT));
     let mut rows = vec![];
     for f in files {
         rows.extend(wattio_iobench::results::read_csv(f)?);
@@ -108,13 +119,13 @@ fn reanalyse(a: &IobenchArgs, files: &[PathBuf]) -> Result<ExitCode> {
         )],
     };
     let out = analyse(meta, rows);
-    let w = write_outputs(&out, &a.out)?;
+    let w = write_outputs(&out, &out_dir)?;
     print!("{}", console_report(&out));
     println!(
         "\nwrote {} and {} plot(s) in {}",
         w.summary.display(),
         w.plots.len(),
-        a.out.display()
+        out_dir.display()
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -129,6 +140,10 @@ pub fn iobench(a: IobenchArgs) -> Result<ExitCode> {
     if a.apps {
         ops.extend(Op::APPS.iter().filter(|o| !a.ops.contains(o)));
     }
+    let (out_dir, resume) = study_ui::output_dir(a.out.as_deref(), a.resume.as_deref(), || {
+        PathBuf::from(DEFAULT_OUT)
+    })?;
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
     let cfg = StudyConfig {
         sizes: a.sizes.clone(),
         ops,
@@ -137,19 +152,59 @@ pub fn iobench(a: IobenchArgs) -> Result<ExitCode> {
         cache: a.cache,
         buffer_sweep: a.buffer_sweep,
         libs: a.libs,
-        out_dir: a.out.clone(),
+        out_dir: out_dir.clone(),
         data_dir: a.data_dir.clone(),
         module_dir: a.iobench_dir.clone(),
         java: a.java.clone(),
         heap: a.heap.clone(),
-        progress: true,
+        resume,
+        command: command.clone(),
     };
+    let cancel = study_ui::cancel_on_signals()?;
     let started = wattio_meter::meter::unix_now();
-    let run = study::run(&cfg, meter, model, &mut |m| {
-        eprintln!("wattio iobench: {m}")
-    })?;
+    let bar = StudyBar::new();
+    let end = study::run(
+        &cfg,
+        meter,
+        model,
+        &mut |m| bar.println(&format!("wattio iobench: {m}")),
+        &mut |p| bar.show(p),
+        &cancel,
+    );
+    bar.finish();
+    let run = match end {
+        Ok(StudyEnd::Complete(run)) => run,
+        Ok(StudyEnd::Interrupted { kept, total }) => {
+            return Ok(study_ui::interrupted(
+                "wattio iobench",
+                kept,
+                total,
+                &out_dir,
+                "results.csv",
+            ))
+        }
+        Err(e) => {
+            let kept = out_dir.join("results.csv");
+            if std::fs::metadata(&kept).is_ok_and(|m| m.len() > 0) {
+                return Err(e.context(format!(
+                    "the runs so far are in {}; continue with: {}",
+                    kept.display(),
+                    study_ui::resume_command(&out_dir)
+                )));
+            }
+            return Err(e);
+        }
+    };
+    let started_by = read_manifest(&out_dir)
+        .ok()
+        .flatten()
+        .map_or(command.clone(), |m| m.command);
+    let mut notes = run.notes.clone();
+    if started_by != command {
+        notes.push(format!("interrupted, then resumed by `{command}`"));
+    }
     let meta = Meta {
-        command: std::env::args().collect::<Vec<_>>().join(" "),
+        command: started_by,
         machine: Machine::read(&SysRoot::from_env()).to_string(),
         java: wattio_iobench::java_version(&a.java),
         energy: wattio_iobench::provenance_of(&run.records),
@@ -158,10 +213,10 @@ pub fn iobench(a: IobenchArgs) -> Result<ExitCode> {
         jvm_args: run.jvm_args.clone(),
         runs: a.runs,
         started_unix_s: started,
-        notes: run.notes.clone(),
+        notes,
     };
     let out = analyse(meta, run.records);
-    let w = write_outputs(&out, &a.out)?;
+    let w = write_outputs(&out, &out_dir)?;
     print!("{}", console_report(&out));
     println!(
         "\nwrote {}, {}, {} and {} plot(s) in {}",
@@ -169,7 +224,7 @@ pub fn iobench(a: IobenchArgs) -> Result<ExitCode> {
         w.json.file_name().unwrap_or_default().to_string_lossy(),
         w.summary.file_name().unwrap_or_default().to_string_lossy(),
         w.plots.len(),
-        a.out.display()
+        out_dir.display()
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -13,6 +13,7 @@ mod measure_cmd;
 mod meter_cmd;
 mod overhead_cmd;
 mod report_cmd;
+mod study_ui;
 mod testbed_cmd;
 mod top_cmd;
 mod transfer_cmd;

@@ -1,18 +1,22 @@
 //! `wattio overhead`: the RAPL paper's measurement-overhead protocol (section V) as a
-//! command. The plan, runner and analysis live in `wattio_report::overhead`.
+//! command. The plan, schedule and runner live in `wattio-runner`, the analysis in
+//! `wattio_report::overhead`.
 
+use crate::study_ui::{self, StudyBar};
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 use wattio_energy::{discover, ModelParams, SysRoot};
 use wattio_report::overhead::{
-    analyze_idle, analyze_load, default_workloads, idle_table_markdown, idle_tests_csv,
-    time_table_markdown, time_tests_csv, Plan, Runner, Workload,
+    analyze_idle, analyze_load, idle_table_markdown, idle_tests_csv, time_table_markdown,
+    time_tests_csv,
+};
+use wattio_runner::{
+    cstate_times, default_workloads, read_manifest, scratch_dir, OverheadError, OverheadPlan,
+    OverheadRunner, ProcessOverheadExecutor, StudyEnd, Workload,
 };
 
 #[derive(Args)]
@@ -52,6 +56,10 @@ pub struct OverheadArgs {
     /// Output directory (default: results/overhead-<unix time>).
     #[arg(short = 'o', long)]
     output: Option<PathBuf>,
+    /// Continue the interrupted study in DIR: the runs it kept are not run again. Give the
+    /// options it was started with; a different plan is refused.
+    #[arg(long, value_name = "DIR")]
+    resume: Option<PathBuf>,
     /// Your own workload instead of the stress-ng ones, after `--` (fixed work, exit 0).
     #[arg(
         trailing_var_arg = true,
@@ -130,7 +138,7 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
             argv,
         }]
     };
-    let mut plan = Plan {
+    let mut plan = OverheadPlan {
         workloads,
         mechanisms,
         freqs: a.freqs.clone(),
@@ -140,34 +148,32 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
         settle_s: a.settle,
         shuffle_seed: (a.order == "shuffled").then_some(a.seed),
     };
-    let out_dir = a.output.clone().unwrap_or_else(|| {
+    let (out_dir, resume) = study_ui::output_dir(a.output.as_deref(), a.resume.as_deref(), || {
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
         PathBuf::from(format!("results/overhead-{t}"))
-    });
+    })?;
     let exe =
         std::env::current_exe().context("cannot find the wattio executable to run as recorder")?;
+    let cancel = study_ui::cancel_on_signals()?;
+    let mut exec = ProcessOverheadExecutor::new(exe, scratch_dir(&out_dir), root.clone())
+        .with_context(|| format!("preparing {}", out_dir.display()))?;
 
     // Preflight: a mechanism `probe` calls usable may still fail to record (e.g. perf
     // counters that never advance in a VM); find out before spending minutes.
     let max_f = plan.freqs.iter().cloned().fold(0.0, f64::max);
-    let probe = Runner {
-        plan: &plan,
-        wattio_exe: exe.clone(),
-        out_dir: out_dir.clone(),
-        root: root.clone(),
-        model: model.clone(),
-    };
     let mut failed = Vec::new();
     for m in &plan.mechanisms {
-        if let Err(e) = probe.preflight(m, max_f) {
-            if a.mechanisms != "auto" {
-                bail!("mechanism {m} cannot record: {e}");
+        match exec.preflight(m, max_f, &cancel) {
+            Ok(()) => {}
+            Err(OverheadError::Cancelled) => return Ok(study_ui::interrupted_exit_code()),
+            Err(e) if a.mechanisms != "auto" => bail!("mechanism {m} cannot record: {e}"),
+            Err(e) => {
+                eprintln!("wattio overhead: leaving out {m}: {e}");
+                failed.push(m.clone());
             }
-            eprintln!("wattio overhead: leaving out {m}: {e}");
-            failed.push(m.clone());
         }
     }
     plan.mechanisms.retain(|m| !failed.contains(m));
@@ -175,62 +181,59 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
         bail!("no mechanism could record (see above); run `wattio probe`");
     }
 
-    // Warm-up: one untimed run of each workload (page cache, CPU frequency) that also
-    // gives the time estimate.
-    let mut per_w = Vec::new();
-    for w in &plan.workloads {
-        let t0 = Instant::now();
-        let st = std::process::Command::new(&w.argv[0])
-            .args(&w.argv[1..])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .with_context(|| format!("cannot run workload {:?}", w.argv.join(" ")))?;
-        if !st.success() {
-            bail!(
-                "workload {:?} failed ({st}); run it by hand to see why",
-                w.argv.join(" ")
-            );
-        }
-        per_w.push(t0.elapsed().as_secs_f64());
-    }
-    let total_runs: usize = plan.schedule().iter().map(|v| v.reps).sum();
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let runner = OverheadRunner {
+        plan: &plan,
+        out_dir: out_dir.clone(),
+        model: model.clone(),
+        command: command.clone(),
+    };
+    runner.check(resume)?;
+    // Warm-up: one untimed run of each workload (page cache, CPU frequency), whose times
+    // give the estimate.
+    let Some(warm) = runner.warm_up(&mut exec, &cancel)? else {
+        return Ok(study_ui::interrupted_exit_code());
+    };
     eprintln!(
-        "wattio overhead: {} workload(s) × (off + {} mechanism(s) × {} freq) {}, {} rounds × {} reps = {} runs, about {:.0} s; output {}",
+        "wattio overhead: {} workload(s) × (off + {} mechanism(s) × {} freq) {}, {} rounds × {} reps = {} runs, about {} from the warm-up times; output {}",
         plan.workloads.len(),
         plan.mechanisms.len(),
         plan.freqs.len(),
         if idle_s > 0.0 { "+ idle" } else { "" },
         rounds,
         reps,
-        total_runs,
-        plan.estimate_s(&per_w),
+        plan.runs().len(),
+        runner
+            .estimate(&warm)
+            .map_or("?".into(), wattio_runner::format_duration),
         out_dir.display()
     );
-    let pb = ProgressBar::new(total_runs as u64);
-    pb.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg} (eta {eta})")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
-    let runner = Runner {
-        plan: &plan,
-        wattio_exe: exe.clone(),
-        out_dir: out_dir.clone(),
-        root: root.clone(),
-        model: model.clone(),
+    let bar = StudyBar::new();
+    let end = runner.run(&mut exec, resume, &warm, &mut |p| bar.show(p), &cancel);
+    bar.finish();
+    drop(exec);
+    let outcome = match end {
+        Ok(StudyEnd::Complete(o)) => o,
+        Ok(StudyEnd::Interrupted { kept, total }) => {
+            return Ok(study_ui::interrupted(
+                "wattio overhead",
+                kept,
+                total,
+                &out_dir,
+                "runs.csv, idle.csv",
+            ))
+        }
+        Err(e @ (OverheadError::Study(_) | OverheadError::NotThisPlan { .. })) => {
+            return Err(e.into())
+        }
+        Err(e) => {
+            return Err(anyhow::Error::new(e).context(format!(
+                "overhead run stopped; the runs so far are in {}, continue with: {}",
+                out_dir.display(),
+                study_ui::resume_command(&out_dir)
+            )))
+        }
     };
-    let outcome = runner.run(&mut |done, _total, label| {
-        pb.set_position(done as u64);
-        pb.set_message(label.to_string());
-    });
-    pb.finish_and_clear();
-    let outcome = outcome.with_context(|| {
-        format!(
-            "overhead run stopped; runs so far are in {}",
-            out_dir.display()
-        )
-    })?;
 
     let time_tests = analyze_load(&outcome.load);
     let idle_tests = analyze_idle(&outcome.idle, &model);
@@ -241,13 +244,19 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
             idle_tests_csv(&idle_tests, &model),
         )?;
     }
-    let cmdline: Vec<String> = std::env::args().collect();
     let mut md = String::new();
-    let _ = writeln!(
-        md,
-        "# wattio overhead\n\nCommand: `{}`\n",
-        cmdline.join(" ")
-    );
+    let started_by = read_manifest(&out_dir)
+        .ok()
+        .flatten()
+        .map_or(command.clone(), |m| m.command);
+    if started_by == command {
+        let _ = writeln!(md, "# wattio overhead\n\nCommand: `{command}`\n");
+    } else {
+        let _ = writeln!(
+            md,
+            "# wattio overhead\n\nCommand: `{started_by}` (interrupted, then resumed by `{command}`)\n"
+        );
+    }
     let _ = writeln!(md, "Machine: {}\n", machine_line(&root));
     let _ = writeln!(
         md,
@@ -288,7 +297,7 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
 
 fn machine_line(root: &SysRoot) -> String {
     let machine = wattio_energy::Machine::read(root);
-    let cstates = match wattio_report::overhead::cstate_times(root) {
+    let cstates = match cstate_times(root) {
         Ok(m) => format!(
             "C-states: {}",
             m.keys().cloned().collect::<Vec<_>>().join(", ")
@@ -296,4 +305,25 @@ fn machine_line(root: &SysRoot) -> String {
         Err(e) => format!("C-states {e}"),
     };
     format!("{machine}; {cstates}")
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use std::ffi::OsString;
+    use std::path::Path;
+    use wattio_runner::RecordCommand;
+
+    /// The runner builds `wattio record`'s command line itself; this parser must accept it,
+    /// for every mechanism `--mechanisms` lets through (their names are `--source` values).
+    #[test]
+    fn the_recorder_command_line_is_one_wattio_record_accepts() {
+        for source in ["model", "perf", "powercap", "msr", "ebpf"] {
+            let rc = RecordCommand::new(source, 0.1, Path::new("/tmp/recorder.csv"));
+            let mut argv = vec![OsString::from("wattio")];
+            argv.extend(rc.args());
+            let cli = crate::Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{source}: {e}"));
+            assert!(matches!(cli.command, crate::Command::Record(_)));
+        }
+    }
 }

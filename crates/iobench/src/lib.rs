@@ -7,7 +7,9 @@
 //! CSV/JSON, paper-shaped tables, MB/J rankings, plots and recommendations backed by statistics.
 //!
 //! * [`catalog`] — use cases, methods, sizes, buffer sizes (mirror of the Java catalog).
-//! * [`study`] — planning (cells, JMH invocations per round) and running.
+//! * [`study`] — planning (cells, JMH invocations per round), then prepare / run a round /
+//!   collect, each run appended to `results.csv` as it finishes, resumable.
+//! * [`jmh`] — the [`jmh::JmhExecutor`] the rounds run JMH through, and the real one.
 //! * [`server`] — the documented local energy interface (line protocol).
 //! * [`cache`] — cold/warm page cache without root (`posix_fadvise`, `mincore`).
 //! * [`procstat`] — notes on the JVM's CPU time (read by `wattio_energy::attribution::cputime`)
@@ -18,6 +20,7 @@
 pub mod analysis;
 pub mod cache;
 pub mod catalog;
+pub mod jmh;
 pub mod maven;
 pub mod procstat;
 pub mod report;

@@ -91,15 +91,24 @@ impl RunRecord {
     }
 }
 
-/// Writes the rows as CSV (header = field names).
+/// Writes the rows as CSV (header = field names), through a temporary file renamed over
+/// `path`, so a failure never leaves half a file where a complete one was (a study's
+/// `results.csv` is rewritten with the same rows when it ends).
 pub fn write_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
-    let mut w =
-        csv::Writer::from_path(path).with_context(|| format!("creating {}", path.display()))?;
-    for r in rows {
-        w.serialize(r)?;
-    }
-    w.flush()?;
-    Ok(())
+    let tmp = path.with_extension("csv.tmp");
+    let write = || -> Result<()> {
+        let mut w =
+            csv::Writer::from_path(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        for r in rows {
+            w.serialize(r)?;
+        }
+        w.flush()?;
+        std::fs::rename(&tmp, path)
+            .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+    };
+    write().inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }
 
 /// Reads rows written by [`write_csv`].

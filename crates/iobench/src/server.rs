@@ -148,6 +148,11 @@ impl EnergyServer {
     pub fn drain(&self) -> Vec<Event> {
         self.rx.try_iter().collect()
     }
+
+    /// The next event, waiting at most `timeout` for it.
+    pub fn recv_timeout(&self, timeout: std::time::Duration) -> Option<Event> {
+        self.rx.recv_timeout(timeout).ok()
+    }
 }
 
 impl Drop for EnergyServer {

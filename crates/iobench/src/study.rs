@@ -1,21 +1,26 @@
 //! Planning and running a study: which (use case, method, size, buffer) cells, in which order,
-//! through which JMH invocations; collecting the runs from the energy socket.
+//! through which JMH invocations ([`plan`]); then [`prepare`] (output directory, jar, input
+//! files, energy socket), [`run_round`] for each round (through a [`JmhExecutor`], each run
+//! appended to `results.csv` as it arrives, resumable), and [`collect`].
 
 use crate::cache::CacheMode;
 use crate::catalog::{self, MethodInfo, Op, Size, DEFAULT_BUFFER, SWEEP_BUFFERS};
+use crate::jmh::{InvocationEnd, JmhExecutor, ProcessJmhExecutor};
 use crate::maven::{self, Libs};
 use crate::results::RunRecord;
-use crate::server::{EnergyServer, Event, ServerConfig};
+use crate::server::{EnergyServer, Event, Sample, ServerConfig};
 use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
+use std::time::Instant;
 use wattio_energy::ModelParams;
 use wattio_meter::Meter;
+use wattio_runner::{
+    mark_complete, open_study_dir, Cancel, CsvLog, Eta, ProgressFn, StudyEnd, StudyManifest,
+    StudyProgress,
+};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -35,8 +40,10 @@ pub struct StudyConfig {
     pub java: String,
     /// Heap of the benchmark JVM (-Xms = -Xmx), e.g. "2g".
     pub heap: String,
-    /// Show a progress bar (when stderr is a terminal).
-    pub progress: bool,
+    /// Continue the interrupted study in `out_dir`: its runs are kept, the rest is run.
+    pub resume: bool,
+    /// The command line, kept in `study.json` (shown when a resume is refused).
+    pub command: String,
 }
 
 /// One cell of the study: every run of it is a fresh JVM.
@@ -94,6 +101,87 @@ impl Invocation {
             v.push(format!("method={}", self.app_methods.join(",")));
         }
         v
+    }
+
+    /// The cells one execution runs, in the order of `benchmarks` × `sizes` × buffers (or
+    /// program methods).
+    pub fn cells(&self) -> Vec<Cell> {
+        let mut cells = vec![];
+        for &(op, m) in &self.benchmarks {
+            if op.is_app() {
+                for &size in &self.sizes {
+                    for am in &self.app_methods {
+                        cells.push(Cell {
+                            op,
+                            method: am.to_string(),
+                            size,
+                            buffer: app_buffer(op),
+                        });
+                    }
+                }
+                continue;
+            }
+            let buffered = catalog::find(op, m).is_some_and(|i| i.buffered);
+            for &size in &self.sizes {
+                let bufs = if buffered {
+                    self.buffers.clone()
+                } else {
+                    vec![DEFAULT_BUFFER]
+                };
+                for buffer in bufs {
+                    cells.push(Cell {
+                        op,
+                        method: m.to_string(),
+                        size,
+                        buffer,
+                    });
+                }
+            }
+        }
+        cells
+    }
+
+    /// What is left of this invocation in a round when the cells in `done` have had that
+    /// round's run: all of it, nothing, or — after an interruption inside it — one
+    /// invocation per (benchmark, size) still missing, covering exactly the missing cells.
+    pub fn remaining(&self, done: impl Fn(&Cell) -> bool) -> Vec<Invocation> {
+        let cells = self.cells();
+        let missing: Vec<&Cell> = cells.iter().filter(|c| !done(c)).collect();
+        if missing.len() == cells.len() {
+            return vec![self.clone()];
+        }
+        let mut parts: Vec<Invocation> = vec![];
+        for c in missing {
+            let (bench, app_method) = if c.op.is_app() {
+                let am = self.app_methods.iter().find(|m| **m == c.method).copied();
+                (c.op.as_str(), am)
+            } else {
+                let b = self
+                    .benchmarks
+                    .iter()
+                    .find(|(op, m)| *op == c.op && *m == c.method);
+                (b.map_or("", |b| b.1), None)
+            };
+            let same = |p: &&mut Invocation| p.benchmarks == [(c.op, bench)] && p.sizes == [c.size];
+            let part = match parts.iter_mut().find(same) {
+                Some(p) => p,
+                None => {
+                    parts.push(Invocation {
+                        benchmarks: vec![(c.op, bench)],
+                        sizes: vec![c.size],
+                        buffers: vec![],
+                        app_methods: vec![],
+                    });
+                    parts.last_mut().expect("just pushed")
+                }
+            };
+            match app_method {
+                Some(am) => part.app_methods.push(am),
+                None if !self.buffers.is_empty() => part.buffers.push(c.buffer),
+                None => {}
+            }
+        }
+        parts
     }
 
     /// JMH include patterns, one per benchmark, anchored.
@@ -169,7 +257,6 @@ pub fn plan(cfg: &StudyConfig) -> Result<Plan> {
         }
     }
     let mut notes = vec![];
-    let mut cells = vec![];
     let mut round = vec![];
     let mut big: Vec<(Op, &'static str)> = vec![];
     let mut readall: Vec<(Op, &'static str)> = vec![];
@@ -253,39 +340,7 @@ pub fn plan(cfg: &StudyConfig) -> Result<Plan> {
             });
         }
     }
-    for inv in &round {
-        for &(op, m) in &inv.benchmarks {
-            if op.is_app() {
-                for &size in &inv.sizes {
-                    for am in &inv.app_methods {
-                        cells.push(Cell {
-                            op,
-                            method: am.to_string(),
-                            size,
-                            buffer: app_buffer(op),
-                        });
-                    }
-                }
-                continue;
-            }
-            let buffered = catalog::find(op, m).is_some_and(|i| i.buffered);
-            for &size in &inv.sizes {
-                let bufs = if buffered {
-                    inv.buffers.clone()
-                } else {
-                    vec![DEFAULT_BUFFER]
-                };
-                for buffer in bufs {
-                    cells.push(Cell {
-                        op,
-                        method: m.to_string(),
-                        size,
-                        buffer,
-                    });
-                }
-            }
-        }
-    }
+    let cells: Vec<Cell> = round.iter().flat_map(Invocation::cells).collect();
     if cells.is_empty() {
         bail!("nothing to run: no selected method belongs to the selected use cases");
     }
@@ -337,6 +392,7 @@ pub fn disk_needed(data_dir: &Path, sizes: &[Size], writes: bool) -> u64 {
 /// Everything a finished study produced.
 #[derive(Debug, Clone)]
 pub struct StudyRun {
+    /// Every run, those of an interrupted attempt (`--resume`) included.
     pub records: Vec<RunRecord>,
     pub notes: Vec<String>,
     pub jvm_args: String,
@@ -349,21 +405,268 @@ pub fn fork_jvm_args(heap: &str) -> String {
     format!("-Xms{heap} -Xmx{heap} -XX:-UseDynamicNumberOfCompilerThreads")
 }
 
-/// Runs the study: builds the jar if needed, generates files, serves energy, runs `runs` rounds.
-pub fn run(
+/// The study's name in `study.json`.
+const STUDY: &str = "wattio iobench";
+
+/// Where a run's row belongs: its cell. Programs report no buffer of their own (0); their
+/// cell has the chunk size they use ([`app_buffer`]).
+fn cell_of(op: Op, method: &str, size: Size, buffer: u32) -> Cell {
+    Cell {
+        op,
+        method: method.to_string(),
+        size,
+        buffer: if op.is_app() { app_buffer(op) } else { buffer },
+    }
+}
+
+/// `study.json` for `cfg` measured with energy labelled `energy`: what a resume must match.
+pub fn manifest(cfg: &StudyConfig, plan: &Plan, energy: &str) -> StudyManifest {
+    StudyManifest {
+        study: STUDY.into(),
+        command: cfg.command.clone(),
+        plan: serde_json::json!({
+            "sizes": cfg.sizes,
+            "ops": cfg.ops,
+            "methods": cfg.methods,
+            "runs": cfg.runs,
+            "cache": cfg.cache,
+            "buffer_sweep": cfg.buffer_sweep,
+            "libs": cfg.libs,
+            "heap": cfg.heap,
+            "energy": energy,
+        }),
+        total_runs: plan.cells.len() * cfg.runs as usize,
+        complete: false,
+    }
+}
+
+/// The study's runs so far, written as they come: `results.csv`, a row per run appended as
+/// it finishes, and the runs per cell that number the next one.
+pub struct Collector {
+    log: CsvLog<RunRecord>,
+    records: Vec<RunRecord>,
+    counts: BTreeMap<Cell, u32>,
+    libs: Libs,
+    /// Runs kept from an earlier attempt.
+    resumed: usize,
+    total: usize,
+    /// Seconds per run by cell, JVM start to the run's end as seen here.
+    eta: Eta<Cell>,
+}
+
+impl Collector {
+    /// A collector over `log` holding the `kept` runs of an earlier attempt (checked against
+    /// `plan`: every row must be one of its cells, at most `runs` times).
+    pub fn new(
+        log: CsvLog<RunRecord>,
+        kept: Vec<RunRecord>,
+        plan: &Plan,
+        runs: u32,
+        libs: Libs,
+    ) -> Result<Collector> {
+        let mut counts: BTreeMap<Cell, u32> = plan.cells.iter().map(|c| (c.clone(), 0)).collect();
+        for (i, r) in kept.iter().enumerate() {
+            let cell = cell_of(r.op, &r.method, r.size, r.buffer);
+            match counts.get_mut(&cell) {
+                Some(n) if *n < runs => *n += 1,
+                Some(_) => bail!(
+                    "{} row {}: {}/{} on {} (buffer {}) has more than the plan's {runs} runs: the directory holds another study's runs; start a new study with another -o",
+                    log.path().display(), i + 2, r.op, r.method, r.size, r.buffer
+                ),
+                None => bail!(
+                    "{} row {}: {}/{} on {} (buffer {}) is not in this plan: the directory holds another study's runs; start a new study with another -o",
+                    log.path().display(), i + 2, r.op, r.method, r.size, r.buffer
+                ),
+            }
+        }
+        Ok(Collector {
+            log,
+            resumed: kept.len(),
+            records: kept,
+            counts,
+            libs,
+            total: plan.cells.len() * runs as usize,
+            eta: Eta::new(),
+        })
+    }
+
+    /// Runs kept so far.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether no run is kept.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Whether `cell` has had the run of round `round` (0-based).
+    fn has_run(&self, cell: &Cell, round: u32) -> bool {
+        self.counts.get(cell).is_some_and(|&n| n > round)
+    }
+
+    fn progress<'a>(&self, label: &'a str, runs: u32) -> StudyProgress<'a> {
+        let left = self
+            .counts
+            .iter()
+            .flat_map(|(c, &n)| std::iter::repeat(c).take(runs.saturating_sub(n) as usize));
+        StudyProgress {
+            done: self.records.len(),
+            total: self.total,
+            resumed: self.resumed,
+            label,
+            eta: self.eta.remaining(left),
+        }
+    }
+
+    /// Keeps one run: numbered within its cell, appended to `results.csv`.
+    fn keep(&mut self, cell: Cell, s: &Sample, seconds: f64) -> Result<()> {
+        let n = self.counts.entry(cell.clone()).or_insert(0);
+        *n += 1;
+        let record = RunRecord::from_sample(s, *n, self.libs);
+        self.log.append(&record)?;
+        self.records.push(record);
+        self.eta.record(cell, seconds);
+        Ok(())
+    }
+
+    /// Every run kept.
+    pub fn into_records(self) -> Vec<RunRecord> {
+        self.records
+    }
+}
+
+/// What [`run_round`] needs to know besides the plan.
+pub struct RoundContext<'a> {
+    /// Rounds in the study (for labels and the ETA).
+    pub runs: u32,
+    /// The input files (named when a run's output check fails).
+    pub data_dir: &'a Path,
+}
+
+/// Runs round `round` (0-based) of `plan` through `exec`: every invocation (in reverse order
+/// on odd rounds, since JMH fixes the order inside one), less the cells that already have
+/// this round's run. Each run is kept as it arrives. Returns `false` when cancelled.
+pub fn run_round(
+    round: u32,
+    plan: &Plan,
+    ctx: &RoundContext<'_>,
+    exec: &mut dyn JmhExecutor,
+    collector: &mut Collector,
+    progress: &mut ProgressFn<'_>,
+    cancel: &Cancel,
+) -> Result<bool> {
+    let order: Vec<&Invocation> = if round % 2 == 1 {
+        plan.round.iter().rev().collect()
+    } else {
+        plan.round.iter().collect()
+    };
+    let shown_round = format!("round {}/{}", round + 1, ctx.runs);
+    for whole in order {
+        for inv in whole.remaining(|c| collector.has_run(c, round)) {
+            if cancel.is_set() {
+                return Ok(false);
+            }
+            let expected = inv.cells();
+            progress(&collector.progress(
+                &format!("{shown_round}: starting JMH ({} runs)", expected.len()),
+                ctx.runs,
+            ));
+            let log_path = exec.log_path().to_path_buf();
+            let mut got = 0usize;
+            let mut errors: Vec<String> = vec![];
+            let mut last = Instant::now();
+            let end = exec.run_invocation(round + 1, &inv, cancel, &mut |ev| {
+                let s = match ev {
+                    Event::Sample(s) => s,
+                    Event::Error(e) => {
+                        errors.push(e);
+                        return Ok(());
+                    }
+                };
+                if !s.ok {
+                    bail!(
+                        "{}/{} on {} (buffer {}) produced a wrong output: got {} ({} bytes), expected {}: either the method does not do the study's work or the input changed (delete {}/{}.sums to regenerate the files); see {}",
+                        s.op, s.method, s.size, s.buffer, s.got, s.bytes, s.want, ctx.data_dir.display(), s.size, log_path.display()
+                    );
+                }
+                let cell = cell_of(s.op, &s.method, s.size, s.buffer);
+                if !expected.contains(&cell) || collector.has_run(&cell, round) {
+                    bail!(
+                        "JMH ran {}/{} on {} (buffer {}), which {shown_round} did not ask for (see {}): is the jar in the output directory's jmh/ from another version?",
+                        s.op, s.method, s.size, s.buffer, log_path.display()
+                    );
+                }
+                let now = Instant::now();
+                collector.keep(cell, &s, now.duration_since(last).as_secs_f64())?;
+                last = now;
+                got += 1;
+                let label = format!("{shown_round}: {}/{} {}", s.op, s.method, s.size);
+                progress(&collector.progress(&label, ctx.runs));
+                Ok(())
+            })?;
+            if !errors.is_empty() {
+                bail!(
+                    "energy socket: {} (JMH output in {})",
+                    errors.join("; "),
+                    log_path.display()
+                );
+            }
+            match end {
+                InvocationEnd::Cancelled => return Ok(false),
+                InvocationEnd::Exited {
+                    success,
+                    status,
+                    failure,
+                } => {
+                    if !success || got != expected.len() {
+                        bail!(
+                            "{shown_round}: JMH exited with {status} after {got} of {} runs: {failure} (full output in {})",
+                            expected.len(),
+                            log_path.display()
+                        );
+                    }
+                }
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// A study ready to run its rounds: the plan, the files, the energy socket, the result file.
+pub struct Prepared {
+    pub plan: Plan,
+    pub executor: ProcessJmhExecutor,
+    pub collector: Collector,
+}
+
+/// Prepares a study: checks the output directory (a fresh start, or a resume with the same
+/// plan), builds the jar if needed and copies it into the study (a resume keeps its copy),
+/// generates the input files, starts the energy socket, opens `results.csv`.
+pub fn prepare(
     cfg: &StudyConfig,
     meter: Arc<Meter>,
     model: ModelParams,
     log: &mut dyn FnMut(&str),
-) -> Result<StudyRun> {
+) -> Result<Prepared> {
     let plan = plan(cfg)?;
+    let m = manifest(cfg, &plan, &meter.provenance().label());
+    open_study_dir(&cfg.out_dir, &m, cfg.resume, &["results.csv"])?;
     for n in &plan.notes {
         log(n);
     }
-    let module = maven::find_module(cfg.module_dir.as_deref())?;
-    let jar = maven::ensure_jar(&module, cfg.libs, log)?;
-    std::fs::create_dir_all(&cfg.out_dir)
-        .with_context(|| format!("creating {}", cfg.out_dir.display()))?;
+    let scratch = cfg.out_dir.join("jmh");
+    std::fs::create_dir_all(&scratch)?;
+    let private_jar = scratch.join("benchmarks.jar");
+    // Run a private copy: a rebuild of the module during a long study must not change its
+    // code, nor may one between an interruption and the resume.
+    if !(cfg.resume && private_jar.is_file()) {
+        let module = maven::find_module(cfg.module_dir.as_deref())?;
+        let jar = maven::ensure_jar(&module, cfg.libs, log)?;
+        std::fs::copy(&jar, &private_jar)
+            .with_context(|| format!("copying {} to {}", jar.display(), private_jar.display()))?;
+    }
+    let jar = std::fs::canonicalize(&private_jar)?;
     std::fs::create_dir_all(&cfg.data_dir)
         .with_context(|| format!("creating {}", cfg.data_dir.display()))?;
     let data_dir = std::fs::canonicalize(&cfg.data_dir)?;
@@ -409,166 +712,93 @@ pub fn run(
             root: wattio_energy::SysRoot::new("/"),
         },
     )?;
-    let total = plan.cells.len() as u64 * cfg.runs as u64;
-    let bar = if cfg.progress {
-        let b = ProgressBar::new(total);
-        b.set_style(
-            ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs  {msg}  (ETA {eta})",
-            )
-            .expect("static template"),
-        );
-        b
-    } else {
-        ProgressBar::hidden()
-    };
-    let jvm_args = fork_jvm_args(&cfg.heap);
-    let scratch = cfg.out_dir.join("jmh");
-    std::fs::create_dir_all(&scratch)?;
-    // Run a private copy: a rebuild of the module during a long study must not change its code.
-    let jar = {
-        let copy = scratch.join("benchmarks.jar");
-        std::fs::copy(&jar, &copy)
-            .with_context(|| format!("copying {} to {}", jar.display(), copy.display()))?;
-        std::fs::canonicalize(copy)?
-    };
     let log_path = cfg.out_dir.join("jmh.log");
-    let mut jmh_log = OpenOptions::new()
+    let jmh_log = OpenOptions::new()
         .create(true)
-        .truncate(true)
-        .write(true)
+        .append(true)
+        .truncate(false)
         .open(&log_path)?;
-    let mut counts: BTreeMap<Cell, u32> = BTreeMap::new();
-    let mut records = vec![];
-    for round in 0..cfg.runs {
-        // Odd rounds run the invocations in reverse order (JMH fixes the order inside one).
-        let order: Vec<&Invocation> = if round % 2 == 1 {
-            plan.round.iter().rev().collect()
-        } else {
-            plan.round.iter().collect()
-        };
-        for inv in order {
-            let mut cmd = Command::new(&cfg.java);
-            // The host JVM only launches forks: keep it light. Forks get exactly `jvm_args`.
-            cmd.args(["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-jar"])
-                .arg(&jar)
-                .args([
-                    "-bm", "ss", "-wi", "0", "-i", "1", "-f", "1", "-foe", "true",
-                ])
-                .args(["-jvmArgs", &jvm_args])
-                .arg("-p")
-                .arg(format!(
-                    "size={}",
-                    inv.sizes
-                        .iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(",")
-                ))
-                .args(inv.includes())
-                .args(inv.params())
-                .env("WATTIO_IOBENCH_SOCKET", server.path())
-                .env("WATTIO_IOBENCH_DATA", &data_dir)
-                .current_dir(&scratch)
-                .stdin(Stdio::null());
-            bar.set_message(format!("round {}/{}", round + 1, cfg.runs));
-            writeln!(jmh_log, "=== round {} {:?}", round + 1, inv.includes())?;
-            jmh_log.flush()?;
-            let start = jmh_log.metadata()?.len();
-            // JMH writes straight into the log, so a long round can be followed with tail -f.
-            cmd.stdout(Stdio::from(jmh_log.try_clone()?))
-                .stderr(Stdio::from(jmh_log.try_clone()?));
-            let status = cmd.status().map_err(|e| maven::java_error(&cfg.java, e))?;
-            let mut got = 0usize;
-            let mut errors = vec![];
-            for ev in server.drain() {
-                match ev {
-                    Event::Sample(s) => {
-                        let s = *s;
-                        if !s.ok {
-                            bail!(
-                                "{}/{} on {} (buffer {}) produced a wrong output: got {} ({} bytes), expected {}: either the method does not do the study's work or the input changed (delete {}/{}.sums to regenerate the files); see {}",
-                                s.op, s.method, s.size, s.buffer, s.got, s.bytes, s.want, data_dir.display(), s.size, log_path.display()
-                            );
-                        }
-                        let cell = Cell {
-                            op: s.op,
-                            method: s.method.clone(),
-                            size: s.size,
-                            buffer: s.buffer,
-                        };
-                        let run = counts.entry(cell).or_insert(0);
-                        *run += 1;
-                        records.push(RunRecord::from_sample(&s, *run, cfg.libs));
-                        got += 1;
-                        bar.inc(1);
-                        bar.set_message(format!(
-                            "round {}/{}: {}/{} {}",
-                            round + 1,
-                            cfg.runs,
-                            s.op,
-                            s.method,
-                            s.size
-                        ));
-                    }
-                    Event::Error(e) => errors.push(e),
-                }
-            }
-            if !errors.is_empty() {
-                bail!(
-                    "energy socket: {} (JMH output in {})",
-                    errors.join("; "),
-                    log_path.display()
-                );
-            }
-            if !status.success() || got != inv.forks() {
-                let text = std::fs::read(&log_path).unwrap_or_default();
-                let this_round =
-                    String::from_utf8_lossy(&text[(start as usize).min(text.len())..]).into_owned();
-                bail!(
-                    "round {}: JMH exited with {} after {got} of {} runs: {} (full output in {})",
-                    round + 1,
-                    status,
-                    inv.forks(),
-                    jmh_failure(&this_round),
-                    log_path.display()
-                );
-            }
-        }
+    if !cfg.resume {
+        jmh_log.set_len(0)?;
     }
-    bar.finish_and_clear();
-    Ok(StudyRun {
-        records,
-        notes: plan.notes,
-        jvm_args,
-        jar,
+    let results = cfg.out_dir.join("results.csv");
+    let (csv_log, kept) = if cfg.resume {
+        CsvLog::resume(&results)?
+    } else {
+        (CsvLog::create(&results)?, vec![])
+    };
+    let collector = Collector::new(csv_log, kept, &plan, cfg.runs, cfg.libs)?;
+    Ok(Prepared {
+        executor: ProcessJmhExecutor {
+            java: cfg.java.clone(),
+            jar,
+            jvm_args: fork_jvm_args(&cfg.heap),
+            data_dir,
+            scratch,
+            server,
+            jmh_log,
+            log_path,
+        },
+        plan,
+        collector,
     })
 }
 
-/// The first exception line JMH printed, or its last line.
-fn jmh_failure(stdout: &str) -> String {
-    if stdout.contains("Unable to acquire the JMH lock") {
-        return "another JMH run holds /tmp/jmh.lock (concurrent benchmarks disturb each other): wait for it to finish".into();
+/// The finished study: every run, the notes of its plan, how its JVMs ran. Marks the output
+/// directory's study complete.
+pub fn collect(p: Prepared, out_dir: &Path) -> Result<StudyRun> {
+    mark_complete(out_dir)?;
+    Ok(StudyRun {
+        records: p.collector.into_records(),
+        notes: p.plan.notes,
+        jvm_args: p.executor.jvm_args,
+        jar: p.executor.jar,
+    })
+}
+
+/// Runs the study: [`prepare`], [`run_round`] for every round, [`collect`]. `progress` hears
+/// whenever a JMH invocation starts or a run finishes. When `cancel` is set, JMH and its
+/// forks are ended and the study returns [`StudyEnd::Interrupted`] with the runs kept in
+/// `results.csv`; `--resume` continues it.
+pub fn run(
+    cfg: &StudyConfig,
+    meter: Arc<Meter>,
+    model: ModelParams,
+    log: &mut dyn FnMut(&str),
+    progress: &mut ProgressFn<'_>,
+    cancel: &Cancel,
+) -> Result<StudyEnd<StudyRun>> {
+    let mut p = prepare(cfg, meter, model, log)?;
+    let data_dir = p.executor.data_dir.clone();
+    let ctx = RoundContext {
+        runs: cfg.runs,
+        data_dir: &data_dir,
+    };
+    for round in 0..cfg.runs {
+        let finished = run_round(
+            round,
+            &p.plan,
+            &ctx,
+            &mut p.executor,
+            &mut p.collector,
+            progress,
+            cancel,
+        )?;
+        if !finished {
+            return Ok(StudyEnd::Interrupted {
+                kept: p.collector.len(),
+                total: p.plan.cells.len() * cfg.runs as usize,
+            });
+        }
     }
-    stdout
-        .lines()
-        .find(|l| {
-            l.contains("Exception")
-                || l.contains("<failure>")
-                || l.contains("Error:")
-                || l.starts_with("ERROR")
-        })
-        .or_else(|| stdout.lines().rev().find(|l| !l.trim().is_empty()))
-        .unwrap_or("no output")
-        .trim()
-        .to_string()
+    collect(p, &cfg.out_dir).map(StudyEnd::Complete)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn cfg() -> StudyConfig {
+    pub(super) fn cfg() -> StudyConfig {
         StudyConfig {
             sizes: vec![Size::Tiny, Size::Small, Size::Medlarge],
             ops: vec![Op::Read, Op::Readall, Op::Seek, Op::Write],
@@ -582,7 +812,8 @@ mod tests {
             module_dir: None,
             java: "java".into(),
             heap: "1g".into(),
-            progress: false,
+            resume: false,
+            command: "wattio iobench".into(),
         }
     }
 
@@ -652,24 +883,321 @@ mod tests {
     }
 
     #[test]
-    fn jmh_failures_are_summarised() {
-        assert!(
-            jmh_failure("x\nERROR: ... Unable to acquire the JMH lock (/tmp/jmh.lock)")
-                .contains("another JMH run")
-        );
-        assert_eq!(
-            jmh_failure("a\njava.lang.IllegalStateException: bad\nb"),
-            "java.lang.IllegalStateException: bad"
-        );
-        assert_eq!(jmh_failure(""), "no output");
-    }
-
-    #[test]
     fn disk_check_counts_missing_files() {
         let d = tempfile::tempdir().unwrap();
         assert_eq!(disk_needed(d.path(), &[Size::Tiny], false), 200_000);
         std::fs::write(d.path().join("text-tiny.txt"), vec![0u8; 100_000]).unwrap();
         assert_eq!(disk_needed(d.path(), &[Size::Tiny], true), 200_000);
         assert!(free_bytes(d.path()).unwrap() > 0);
+    }
+}
+
+#[cfg(test)]
+mod round_tests {
+    use super::*;
+    use crate::server::WindowEnergy;
+
+    fn sample(c: &Cell, ok: bool) -> Sample {
+        Sample {
+            op: c.op,
+            method: c.method.clone(),
+            size: c.size,
+            // Programs report no buffer of their own.
+            buffer: if c.op.is_app() { 0 } else { c.buffer },
+            pid: 1,
+            time_s: 0.01,
+            energy: WindowEnergy {
+                energy_j: 1.0,
+                scope: "process".into(),
+                mechanism: "model".into(),
+                estimated: true,
+                model: Some("m".into()),
+                system_energy_j: 2.0,
+                cpu_s: 0.01,
+                window_s: 0.02,
+                process_j: Some(0.5),
+                process_label: None,
+            },
+            bytes: 100_000,
+            ok,
+            got: "a".into(),
+            want: "a".into(),
+            cache: Some(CacheMode::Warm),
+            resident: Some(1.0),
+        }
+    }
+
+    /// Plays JMH: one sample per cell of the invocation, in order. `stop_after` total runs it
+    /// cancels the study (as a signal would, mid-invocation); `bad` fails one cell's check;
+    /// `short` drops the last run of every invocation.
+    struct FakeJmh<'c> {
+        asked: Vec<Vec<Cell>>,
+        runs: usize,
+        stop_after: Option<(usize, &'c Cancel)>,
+        bad: Option<Cell>,
+        short: bool,
+        log: PathBuf,
+    }
+
+    impl FakeJmh<'_> {
+        fn new(log: PathBuf) -> Self {
+            FakeJmh {
+                asked: vec![],
+                runs: 0,
+                stop_after: None,
+                bad: None,
+                short: false,
+                log,
+            }
+        }
+    }
+
+    impl JmhExecutor for FakeJmh<'_> {
+        fn run_invocation(
+            &mut self,
+            _round: u32,
+            inv: &Invocation,
+            cancel: &Cancel,
+            on_event: &mut dyn FnMut(Event) -> Result<()>,
+        ) -> Result<InvocationEnd> {
+            let cells = inv.cells();
+            self.asked.push(cells.clone());
+            let n = cells.len() - usize::from(self.short);
+            for c in &cells[..n] {
+                if let Some((k, flag)) = self.stop_after {
+                    if self.runs >= k {
+                        flag.set();
+                    }
+                }
+                if cancel.is_set() {
+                    return Ok(InvocationEnd::Cancelled);
+                }
+                let ok = self.bad.as_ref() != Some(c);
+                on_event(Event::Sample(Box::new(sample(c, ok))))?;
+                self.runs += 1;
+            }
+            Ok(InvocationEnd::Exited {
+                success: true,
+                status: "exit status: 0".into(),
+                failure: "no output".into(),
+            })
+        }
+
+        fn log_path(&self) -> &Path {
+            &self.log
+        }
+    }
+
+    fn study_cfg() -> StudyConfig {
+        let mut c = super::tests::cfg();
+        c.sizes = vec![Size::Tiny, Size::Small];
+        c.ops = vec![Op::Read, Op::Seek, Op::Zip4j];
+        c.methods = Some(vec!["channel".into(), "scanner".into(), "raf".into()]);
+        c.buffer_sweep = true;
+        c
+    }
+
+    fn run_all(
+        p: &Plan,
+        runs: u32,
+        exec: &mut FakeJmh<'_>,
+        col: &mut Collector,
+        cancel: &Cancel,
+        seen: &mut Vec<(usize, Option<std::time::Duration>)>,
+    ) -> Result<bool> {
+        let ctx = RoundContext {
+            runs,
+            data_dir: Path::new("d"),
+        };
+        for round in 0..runs {
+            let mut progress = |s: &StudyProgress<'_>| seen.push((s.done, s.eta));
+            if !run_round(round, p, &ctx, exec, col, &mut progress, cancel)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn rows(path: &Path) -> Vec<RunRecord> {
+        crate::results::read_csv(path).unwrap()
+    }
+
+    #[test]
+    fn rounds_run_every_cell_once_each_reversed_on_odd_rounds_and_write_as_they_go() {
+        let d = tempfile::tempdir().unwrap();
+        let c = study_cfg();
+        let p = plan(&c).unwrap();
+        let csv = d.path().join("results.csv");
+        let mut col =
+            Collector::new(CsvLog::create(&csv).unwrap(), vec![], &p, c.runs, c.libs).unwrap();
+        let mut exec = FakeJmh::new(d.path().join("jmh.log"));
+        let cancel = Cancel::new().unwrap();
+        let mut seen = vec![];
+        assert!(run_all(&p, c.runs, &mut exec, &mut col, &cancel, &mut seen).unwrap());
+        let n = p.round.len();
+        assert_eq!(exec.asked.len(), n * 3);
+        let first: Vec<Vec<Cell>> = p.round.iter().map(Invocation::cells).collect();
+        let mut reversed = first.clone();
+        reversed.reverse();
+        assert_eq!(exec.asked[..n], first[..]);
+        assert_eq!(exec.asked[n..2 * n], reversed[..]);
+        let on_disk = rows(&csv);
+        assert_eq!(on_disk.len(), p.cells.len() * 3);
+        assert_eq!(on_disk, col.into_records());
+        for cell in &p.cells {
+            let mut runs: Vec<u32> = on_disk
+                .iter()
+                .filter(|r| cell_of(r.op, &r.method, r.size, r.buffer) == *cell)
+                .map(|r| r.run)
+                .collect();
+            runs.sort();
+            assert_eq!(runs, [1, 2, 3], "{cell:?}");
+        }
+        // Programs keep the buffer they report (0); their cell is found all the same.
+        assert!(on_disk.iter().any(|r| r.op == Op::Zip4j && r.buffer == 0));
+        // The ETA appears once a run is measured and comes down to zero.
+        assert_eq!(seen[0], (0, None));
+        assert!(seen[1].1.is_some());
+        assert_eq!(seen.last().unwrap().1, Some(std::time::Duration::ZERO));
+    }
+
+    #[test]
+    fn an_interrupted_round_keeps_its_runs_and_a_resume_runs_exactly_the_rest() {
+        let d = tempfile::tempdir().unwrap();
+        let c = study_cfg();
+        let p = plan(&c).unwrap();
+        let total = p.cells.len() * 3;
+        let csv = d.path().join("results.csv");
+        let cancel = Cancel::new().unwrap();
+        // Stop inside an invocation of the second round.
+        let stop = p.cells.len() + 5;
+        let mut col =
+            Collector::new(CsvLog::create(&csv).unwrap(), vec![], &p, c.runs, c.libs).unwrap();
+        let mut exec = FakeJmh::new(d.path().join("jmh.log"));
+        exec.stop_after = Some((stop, &cancel));
+        let mut seen = vec![];
+        assert!(!run_all(&p, c.runs, &mut exec, &mut col, &cancel, &mut seen).unwrap());
+        assert_eq!(col.len(), stop);
+        drop(col);
+        assert_eq!(rows(&csv).len(), stop, "every finished run is on disk");
+
+        let (log, kept) = CsvLog::resume(&csv).unwrap();
+        let mut col = Collector::new(log, kept, &p, c.runs, c.libs).unwrap();
+        let fresh = Cancel::new().unwrap();
+        let mut exec = FakeJmh::new(d.path().join("jmh.log"));
+        let mut seen = vec![];
+        assert!(run_all(&p, c.runs, &mut exec, &mut col, &fresh, &mut seen).unwrap());
+        let asked: usize = exec.asked.iter().map(Vec::len).sum();
+        assert_eq!(asked, total - stop, "only the missing runs were asked for");
+        let all = rows(&csv);
+        assert_eq!(all.len(), total);
+        let mut keys: Vec<(Cell, u32)> = all
+            .iter()
+            .map(|r| (cell_of(r.op, &r.method, r.size, r.buffer), r.run))
+            .collect();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), total, "no run twice");
+        assert_eq!(seen[0].0, stop);
+    }
+
+    #[test]
+    fn a_partly_run_invocation_is_split_into_exactly_its_missing_cells() {
+        let c = study_cfg();
+        let p = plan(&c).unwrap();
+        for inv in &p.round {
+            let cells = inv.cells();
+            assert_eq!(cells.len(), inv.forks());
+            assert_eq!(inv.remaining(|_| false), vec![inv.clone()]);
+            assert!(inv.remaining(|_| true).is_empty());
+            // Every other cell done.
+            let done: Vec<&Cell> = cells.iter().step_by(2).collect();
+            let parts = inv.remaining(|c| done.contains(&c));
+            let mut got: Vec<Cell> = parts.iter().flat_map(Invocation::cells).collect();
+            let mut want: Vec<Cell> = cells
+                .iter()
+                .filter(|c| !done.contains(c))
+                .cloned()
+                .collect();
+            got.sort();
+            want.sort();
+            assert_eq!(got, want, "{:?}", inv.includes());
+            assert_eq!(
+                parts.iter().map(Invocation::forks).sum::<usize>(),
+                want.len()
+            );
+        }
+    }
+
+    #[test]
+    fn failed_checks_short_rounds_and_foreign_rows_are_errors() {
+        let d = tempfile::tempdir().unwrap();
+        let c = study_cfg();
+        let p = plan(&c).unwrap();
+        let csv = d.path().join("results.csv");
+        let cancel = Cancel::new().unwrap();
+        let mut col =
+            Collector::new(CsvLog::create(&csv).unwrap(), vec![], &p, c.runs, c.libs).unwrap();
+        let mut exec = FakeJmh::new(d.path().join("jmh.log"));
+        exec.bad = Some(p.cells[1].clone());
+        let e = run_all(&p, c.runs, &mut exec, &mut col, &cancel, &mut vec![])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("{}/{}", p.cells[1].op, p.cells[1].method))
+                && e.contains("wrong output"),
+            "{e}"
+        );
+        assert_eq!(rows(&csv).len(), 1, "the run before the failure is kept");
+
+        let mut col =
+            Collector::new(CsvLog::create(&csv).unwrap(), vec![], &p, c.runs, c.libs).unwrap();
+        let mut exec = FakeJmh::new(d.path().join("jmh.log"));
+        exec.short = true;
+        let e = run_all(&p, c.runs, &mut exec, &mut col, &cancel, &mut vec![])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("round 1/3: JMH exited with") && e.contains("jmh.log"),
+            "{e}"
+        );
+
+        // Rows of a cell the plan lacks, or too many runs, are not this plan's.
+        let mut other = study_cfg();
+        other.ops = vec![Op::Read, Op::Seek];
+        let small = plan(&other).unwrap();
+        let kept = rows(&csv);
+        assert!(kept.iter().any(|r| r.op == Op::Zip4j));
+        let (log, kept) = CsvLog::resume(&csv).unwrap();
+        let e = Collector::new(log, kept, &small, 3, Libs::Paper)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("is not in this plan"), "{e}");
+        let (log, kept) = CsvLog::resume(&csv).unwrap();
+        let e = Collector::new(log, kept, &p, 0, Libs::Paper)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("more than the plan's 0 runs"), "{e}");
+    }
+
+    #[test]
+    fn the_manifest_holds_what_decides_the_runs() {
+        let c = study_cfg();
+        let p = plan(&c).unwrap();
+        let m = manifest(&c, &p, "estimated (model: m)");
+        assert_eq!(m.total_runs, p.cells.len() * 3);
+        assert_eq!(m.plan["runs"], 3);
+        assert_eq!(m.plan["sizes"], serde_json::json!(["tiny", "small"]));
+        assert_eq!(m.plan["energy"], "estimated (model: m)");
+        let mut more = c.clone();
+        more.runs = 5;
+        assert_ne!(manifest(&more, &plan(&more).unwrap(), "x").plan, m.plan);
+        // The launcher and the directories do not change the runs.
+        let mut moved = c.clone();
+        moved.java = "/opt/jdk/bin/java".into();
+        moved.out_dir = "elsewhere".into();
+        assert_eq!(manifest(&moved, &p, "estimated (model: m)").plan, m.plan);
     }
 }

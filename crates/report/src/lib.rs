@@ -1,8 +1,9 @@
 //! # wattio-report
 //!
 //! Turns a directory of wattio result files into one self-contained HTML page (inline CSS
-//! and SVG, no network), and holds the measurement-overhead study behind
-//! `wattio overhead` ([`overhead`]).
+//! and SVG, no network), and analyses the measurement-overhead study's runs into the
+//! paper-shaped tables of `wattio overhead` ([`overhead`]; the study itself runs in
+//! `wattio-runner`).
 //!
 //! * [`data`] recognises result files by their CSV header or JSON fields: `wattio record`
 //!   CSV/JSONL, `wattio measure --json` (single or `--repeat`), iobench rows, cache

@@ -55,3 +55,89 @@ pub fn http(addr: &str, request: &str) -> String {
     s.read_to_string(&mut body).unwrap();
     body
 }
+
+/// Waits up to `secs` seconds for `cond`, checking every 50 ms; panics with `what` if it never
+/// holds.
+pub fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Data rows (lines after the header) of a CSV file; 0 when it is missing or empty.
+pub fn csv_rows(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .map(|t| t.lines().count().saturating_sub(1))
+        .unwrap_or(0)
+}
+
+/// Starts `cmd` (output captured) and sends it SIGTERM once `cond` holds, within `secs`
+/// seconds (panics naming `what` if it exits first or never gets there): its output. It is
+/// killed and reaped even when the test fails.
+pub fn terminate_when(
+    mut cmd: Command,
+    secs: u64,
+    what: &str,
+    mut cond: impl FnMut() -> bool,
+) -> Output {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start wattio");
+    let mut reaper = Reaper(vec![child]);
+    wait_until(secs, what, || {
+        assert!(
+            reaper.0[0].try_wait().unwrap().is_none(),
+            "it ended before {what}"
+        );
+        cond()
+    });
+    terminate(reaper.0.pop().unwrap())
+}
+
+/// Sends SIGTERM to `child` (with kill(1)) and waits for it: its output.
+pub fn terminate(child: Child) -> Output {
+    let st = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(st.success());
+    child.wait_with_output().expect("wait for wattio")
+}
+
+/// Processes (other than this test) whose command line mentions `needle`.
+pub fn processes_mentioning(needle: &str) -> Vec<String> {
+    let me = std::process::id().to_string();
+    let mut found = vec![];
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let pid = e.file_name().to_string_lossy().into_owned();
+        if pid == me || !pid.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(needle) {
+            found.push(format!("{pid}: {cmd}"));
+        }
+    }
+    found
+}
+
+/// Checks how an interrupted study ended: SIGTERM's exit code, the one line saying `kept` of
+/// `total` runs are in `dir` and how to resume, and no process of its left (they all name
+/// `dir` on their command line).
+pub fn check_interrupted(o: &Output, kept: usize, total: usize, dir: &str) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(143), "{err}");
+    assert!(
+        err.contains(&format!(
+            "interrupted: {kept} of {total} runs kept in {dir}"
+        )) && err.contains(&format!("--resume {dir}")),
+        "{err}"
+    );
+    let left = processes_mentioning(dir);
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -1,0 +1,66 @@
+//! The measurement-overhead study of the RAPL paper (section V) — plan, schedule and runner.
+//!
+//! * **Load runs**: a fixed amount of work (a `stress-ng` method or the user's command)
+//!   is timed with no recorder ("off") and with `wattio record` sampling at each
+//!   frequency, for each mechanism. Repetitions are spread over time: each combination
+//!   gets `reps_per_visit` consecutive runs, then the next combination, and the whole
+//!   cycle is repeated `rounds` times (the paper's Figure 6).
+//! * **Idle runs**: the same recorder around a sleep; what is measured is the machine's
+//!   busy CPU time (`/proc/stat`), the recorder's own CPU time (`wait4` rusage; both read by
+//!   `wattio_energy::attribution::cputime`), the model-estimated power from those, and
+//!   C-state residency where `/sys/devices/system/cpu/cpu*/cpuidle` exists.
+//!
+//! The analysis (outliers, Wilcoxon, Holm, Hodges–Lehmann) and the appendix-shaped tables
+//! are in `wattio_report::overhead`, which reads the rows written here.
+
+mod executor;
+mod plan;
+mod record;
+mod rows;
+mod runner;
+
+pub use executor::{
+    cstate_times, scratch_dir, IdleReadings, Measured, OverheadExecutor, ProcessOverheadExecutor,
+    RunBody, RunSpec,
+};
+pub use plan::{default_workloads, OverheadPlan, ScheduledRun, Visit, Workload};
+pub use record::{RecordCommand, RecorderStats};
+pub use rows::{
+    idle_runs_from_csv, load_runs_from_csv, IdleRun, LoadRun, IDLE_COLUMNS, IDLE_OPTIONAL_COLUMNS,
+    LOAD_COLUMNS, OFF,
+};
+pub use runner::{OverheadRunner, OverheadRuns, WarmUp};
+
+/// Errors of the overhead study, each naming the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum OverheadError {
+    #[error("cannot start {cmd:?}: {source}; is it installed? (stress-ng: `make deps` or apt-get install stress-ng)")]
+    Spawn { cmd: String, source: std::io::Error },
+    #[error("workload {cmd:?} failed with exit status {status}; run it by hand to see why")]
+    WorkloadFailed { cmd: String, status: String },
+    #[error("`wattio record --source {mechanism} --freq {freq}` exited early: {stderr}")]
+    RecorderDied {
+        mechanism: String,
+        freq: f64,
+        stderr: String,
+    },
+    #[error(
+        "`wattio record` wrote no header within 10 s (mechanism {0}); is the machine overloaded?"
+    )]
+    RecorderSlow(String),
+    #[error("{file} row with seq {seq} is not run {seq} of this plan ({why}): the directory holds another study's runs; start a new study with another output directory")]
+    NotThisPlan {
+        file: &'static str,
+        seq: usize,
+        why: String,
+    },
+    /// The study was cancelled (the runner turns this into `StudyEnd::Interrupted`).
+    #[error("cancelled")]
+    Cancelled,
+    #[error(transparent)]
+    Study(#[from] crate::StudyError),
+    #[error(transparent)]
+    Log(#[from] crate::LogError),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
