@@ -45,7 +45,7 @@ pub use error::EnergyError;
 pub use machine::Machine;
 pub use model::{ModelChoice, ModelParams, ModelSource};
 pub use root::SysRoot;
-pub use types::{CounterSpec, Domain, Mechanism, Provenance, Wrap};
+pub use types::{provenance_label, CounterSpec, Domain, Mechanism, Provenance, Wrap};
 
 /// A set of energy counters read together.
 ///

@@ -157,7 +157,10 @@ impl FromStr for Mechanism {
 }
 
 /// Where a figure comes from. Nothing downstream may drop it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// The one provenance type of wattio: the meter attaches it to every counter and the report
+/// reads it back from result files.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Provenance {
     /// The mechanism that produced the figure.
     pub mechanism: Mechanism,
@@ -191,15 +194,37 @@ impl Provenance {
         }
     }
 
-    /// A short label for humans: `measured (perf)`, `measured (nvml power, integrated)` or
-    /// `estimated (model: ccf-linear(...))`.
-    pub fn label(&self) -> String {
-        match (&self.model, self.estimated) {
-            (Some(m), true) => format!("estimated ({}: {m})", self.mechanism),
-            (None, true) => format!("estimated ({})", self.mechanism),
-            (Some(how), false) => format!("measured ({} {how})", self.mechanism),
-            (None, false) => format!("measured ({})", self.mechanism),
+    /// An estimate by the utilisation model named `model` (its name and coefficients).
+    pub fn estimated(model: impl Into<String>) -> Self {
+        Provenance {
+            mechanism: Mechanism::Model,
+            estimated: true,
+            model: Some(model.into()),
         }
+    }
+
+    /// A short label for humans: `measured (perf)`, `measured (nvml power, integrated)` or
+    /// `estimated (model: ccf-linear(...))` ([`provenance_label`]).
+    pub fn label(&self) -> String {
+        provenance_label(
+            self.mechanism.as_str(),
+            self.estimated,
+            self.model.as_deref(),
+        )
+    }
+}
+
+/// The one wording of where an energy figure comes from, used by every output (CLI, CSV, JSON,
+/// reports): `measured (perf)`, `measured (nvml power, integrated)`, `estimated (model:
+/// ccf-linear(...))`, or `estimated (model, model not recorded)` for an estimate whose file
+/// lost its model. Takes the mechanism as text so rows that store it as a string (iobench's
+/// CSV) label themselves the same way as a [`Provenance`]; an empty `model` counts as none.
+pub fn provenance_label(mechanism: &str, estimated: bool, model: Option<&str>) -> String {
+    match (model.filter(|m| !m.is_empty()), estimated) {
+        (Some(m), true) => format!("estimated ({mechanism}: {m})"),
+        (None, true) => format!("estimated ({mechanism}, model not recorded)"),
+        (Some(how), false) => format!("measured ({mechanism} {how})"),
+        (None, false) => format!("measured ({mechanism})"),
     }
 }
 
@@ -261,6 +286,24 @@ mod tests {
             .parse::<Mechanism>()
             .unwrap_err()
             .contains("powercap"));
+    }
+
+    #[test]
+    fn estimates_name_their_model_and_a_lost_model_says_so() {
+        assert_eq!(
+            Provenance::estimated("ccf-linear(min=0.74W,max=3.5W per vCPU)").label(),
+            "estimated (model: ccf-linear(min=0.74W,max=3.5W per vCPU))"
+        );
+        assert_eq!(
+            Provenance::measured(Mechanism::Perf).label(),
+            "measured (perf)"
+        );
+        // A row whose model cell is empty: the label must not read like a named model.
+        assert_eq!(
+            provenance_label("model", true, Some("")),
+            "estimated (model, model not recorded)"
+        );
+        assert_eq!(provenance_label("msr", false, Some("")), "measured (msr)");
     }
 
     #[test]
