@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use wattio_meter::measure::bench::{run_benchmark, Plan, Progress, Report};
+use wattio_meter::measure::bench::{run_benchmark, MeasurePlan, Progress, Report};
 use wattio_meter::measure::{online_cpus, render, CommandSpec, MeasureError, MeterExecutor};
 
 #[derive(Args)]
@@ -141,7 +141,7 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
         create("--export-csv", &a.export_csv)?,
         create("--export-markdown", &a.export_markdown)?,
     );
-    let plan = Plan {
+    let plan = MeasurePlan {
         commands,
         runs,
         warmup: a.warmup,

@@ -208,7 +208,7 @@ fn write_file(path: &Path, size: u64, seed: u64, pb: &ProgressBar) -> Result<()>
 
 /// What was generated for one dataset.
 #[derive(Debug, Clone)]
-pub struct Summary {
+pub struct DatasetSummary {
     pub name: String,
     pub dir: PathBuf,
     pub files: usize,
@@ -227,7 +227,7 @@ pub fn generate(
     scale: f64,
     seed: u64,
     progress: bool,
-) -> Result<Vec<Summary>> {
+) -> Result<Vec<DatasetSummary>> {
     if !(scale.is_finite() && scale > 0.0 && scale <= 1.0) {
         bail!("scale {scale} is out of range: use a factor in (0, 1], e.g. --scale 0.05");
     }
@@ -306,9 +306,9 @@ pub fn generate(
     Ok(summaries)
 }
 
-fn summary(name: &str, dir: PathBuf, entries: &[Entry], written: bool) -> Summary {
+fn summary(name: &str, dir: PathBuf, entries: &[Entry], written: bool) -> DatasetSummary {
     let (mean_bytes, sd_bytes) = size_stats(entries);
-    Summary {
+    DatasetSummary {
         name: name.into(),
         dir,
         files: entries.len(),

@@ -6,7 +6,7 @@
 //! Power = idle + per-core static + dynamic ∝ f² × utilisation + per-channel overhead.
 //! The coefficients are illustrative, not measurements of any machine.
 
-use crate::tuner::{Controller, Observation, Plan, StartRules, State, Timeouts};
+use crate::tuner::{Controller, Observation, StartRules, State, Timeouts, TransferPlan};
 use std::time::Duration;
 
 /// The simulated path and host.
@@ -147,7 +147,7 @@ pub fn run_shipped(
     cores: usize,
     interval: Duration,
     max_steps: usize,
-) -> (SimRun, Plan) {
+) -> (SimRun, TransferPlan) {
     let net = sim.net_params(rules.max_ch);
     let base = crate::tuner::initial_plan(sizes, &net, rules.sla, cores);
     let (mut ctl, plan) = rules.controller(&base, &net, cores, sim.freqs.len());

@@ -26,7 +26,7 @@ use wattio_stats::Alternative;
 
 /// What to run.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct MeasurePlan {
     pub commands: Vec<CommandSpec>,
     /// Measured runs per command.
     pub runs: usize,
@@ -252,7 +252,7 @@ fn compare(results: &mut [CommandResult]) -> Option<usize> {
 ///
 /// `stop` is checked before every run; `progress` is told before every run.
 pub fn run_benchmark(
-    plan: &Plan,
+    plan: &MeasurePlan,
     exec: &mut dyn Executor,
     stop: &AtomicBool,
     progress: &mut dyn FnMut(&Progress),
@@ -355,7 +355,12 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn new(provenance: &Provenance, n_cpus: usize, plan: &Plan, benchmark: Benchmark) -> Self {
+    pub fn new(
+        provenance: &Provenance,
+        n_cpus: usize,
+        plan: &MeasurePlan,
+        benchmark: Benchmark,
+    ) -> Self {
         let label = provenance.label();
         Report {
             mechanism: provenance.mechanism,
@@ -441,8 +446,8 @@ pub(crate) mod tests {
         }
     }
 
-    pub(crate) fn plan(cmds: &[&str], runs: usize) -> Plan {
-        Plan {
+    pub(crate) fn plan(cmds: &[&str], runs: usize) -> MeasurePlan {
+        MeasurePlan {
             commands: cmds
                 .iter()
                 .map(|c| CommandSpec::Shell(c.to_string()))
@@ -454,7 +459,7 @@ pub(crate) mod tests {
         }
     }
 
-    fn run(plan: &Plan, fake: &mut Fake) -> Result<Benchmark, MeasureError> {
+    fn run(plan: &MeasurePlan, fake: &mut Fake) -> Result<Benchmark, MeasureError> {
         run_benchmark(plan, fake, &AtomicBool::new(false), &mut |_| {})
     }
 

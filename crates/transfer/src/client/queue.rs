@@ -2,7 +2,7 @@
 
 use super::resume::Prepared;
 use super::state::{Chunk, PartQueue};
-use crate::tuner::{Plan, Split};
+use crate::tuner::{Split, TransferPlan};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Mutex;
@@ -39,7 +39,7 @@ fn split_ranges(
 
 /// One queue per partition of `plan`, holding the missing ranges of its files cut into the
 /// partition's pieces; budgets start at zero (the control loop sets them).
-pub(super) fn build_queues(plan: &Plan, prep: &Prepared) -> Vec<PartQueue> {
+pub(super) fn build_queues(plan: &TransferPlan, prep: &Prepared) -> Vec<PartQueue> {
     let mut parts = Vec::new();
     for part in &plan.partitions {
         let mut q = VecDeque::new();

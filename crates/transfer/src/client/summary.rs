@@ -2,7 +2,7 @@
 
 use super::published::ChecksumFileReport;
 use crate::actuator::ApplyReport;
-use crate::tuner::{NetParams, Plan};
+use crate::tuner::{NetParams, TransferPlan};
 use serde::Serialize;
 
 /// What `ProcessEnergy::total_j` is.
@@ -59,7 +59,7 @@ impl ProcessEnergy {
             joules_per_gb: per_gb(host_j),
             cpu_s,
             estimated: true,
-            provenance: format!("estimated (model: {})", model.name()),
+            provenance: wattio_energy::Provenance::estimated(model.name()).label(),
             scope: HOST_ESTIMATE_SCOPE,
             attributed_j,
             attributed_joules_per_gb: attributed_j.and_then(per_gb),
@@ -165,7 +165,7 @@ pub struct Summary {
     /// What fed the tuner: "meter" or "process-estimate".
     pub energy_feedback: &'static str,
     pub net: NetParams,
-    pub params_initial: Plan,
+    pub params_initial: TransferPlan,
     pub cpu_actuator: Vec<ApplyReport>,
     pub intervals: Vec<IntervalLog>,
 }

@@ -74,9 +74,9 @@ pub struct Partition {
     pub pipelining: usize,
 }
 
-/// The initial parameters.
+/// The initial transfer parameters Algorithm 1 chooses: partitions, channels, cores, frequency.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Plan {
+pub struct TransferPlan {
     pub bdp_bytes: u64,
     pub partitions: Vec<Partition>,
     /// numChannels of line 9.
@@ -93,7 +93,7 @@ pub struct Plan {
 /// `n_cores` is the number of cores the transfer may use, `top_freq_idx` the highest index of
 /// the frequency ladder (unused by the paper's lines 14–20, which start every SLA at the
 /// minimum frequency).
-pub fn initial_plan(sizes: &[u64], net: &NetParams, sla: Sla, n_cores: usize) -> Plan {
+pub fn initial_plan(sizes: &[u64], net: &NetParams, sla: Sla, n_cores: usize) -> TransferPlan {
     let bdp = net.bdp_bytes().max(MIN_CHUNK);
     let mut parts: Vec<Partition> = Vec::new();
     for class in [
@@ -134,7 +134,7 @@ pub fn initial_plan(sizes: &[u64], net: &NetParams, sla: Sla, n_cores: usize) ->
         Sla::MaxThroughput => n_cores.max(1),
         Sla::MinEnergy | Sla::Target(_) => 1,
     };
-    Plan {
+    TransferPlan {
         bdp_bytes: bdp,
         partitions: parts,
         num_ch,

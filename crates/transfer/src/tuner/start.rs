@@ -4,8 +4,8 @@
 
 use super::{
     channel_count, channel_split, AlanHeuristic, ChannelTuner, Controller, CpuScaler, EemtTuner,
-    EettTuner, FixedParams, MeTuner, NetParams, Plan, Sla, SlaeeTuner, Split, State, StaticTuner,
-    Thresholds,
+    EettTuner, FixedParams, MeTuner, NetParams, Sla, SlaeeTuner, Split, State, StaticTuner,
+    Thresholds, TransferPlan,
 };
 use serde::Serialize;
 use std::time::Duration;
@@ -82,11 +82,11 @@ impl StartRules {
     /// tuner family), for a host of `n_cores` cores and `n_freqs` frequency steps.
     pub fn controller(
         &self,
-        plan: &Plan,
+        plan: &TransferPlan,
         net: &NetParams,
         n_cores: usize,
         n_freqs: usize,
-    ) -> (Controller, Plan) {
+    ) -> (Controller, TransferPlan) {
         let th = Thresholds {
             max_ch: self.max_ch,
             ..Thresholds::default()
