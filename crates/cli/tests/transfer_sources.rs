@@ -93,35 +93,37 @@ fn autoindex_server(port: u16, listen_options: &str, root: &Path, directives: &s
     )
 }
 
-/// `python3 -m http.server` serving `root` (HTTP/1.0, no Range).
-fn python_http(root: &Path) -> Option<Server> {
-    let python = ["/usr/bin/python3", "/usr/local/bin/python3"]
-        .into_iter()
-        .find(|p| Path::new(p).exists());
-    if !require(python.unwrap_or("/usr/bin/python3"), "python3") {
+/// `python3 ARGS PORT REST` on a free loopback port (`name` in messages); None (skipped) when
+/// Python is missing outside `make test`.
+fn python_server(args: &[&str], rest: &[&std::ffi::OsStr], name: &str) -> Option<Server> {
+    if !require("/usr/bin/python3", "python3") {
         return None;
     }
     let port = free_port();
-    let child = Command::new(python.unwrap())
-        .args([
-            "-m",
-            "http.server",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-        ])
-        .arg("--directory")
-        .arg(root)
+    let child = Command::new("/usr/bin/python3")
+        .args(args)
+        .arg(port.to_string())
+        .args(rest)
         .stdout(Stdio::null())
+        // a probe that drops its connection after the head makes Python log a broken pipe
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    Some(started(
-        child,
-        port,
-        tempfile::tempdir().unwrap(),
+    Some(started(child, port, tempfile::tempdir().unwrap(), name))
+}
+
+/// `python3 -m http.server` serving `root` (HTTP/1.0, no Range).
+fn python_http(root: &Path) -> Option<Server> {
+    python_server(
+        &["-m", "http.server"],
+        &[
+            "--bind".as_ref(),
+            "127.0.0.1".as_ref(),
+            "--directory".as_ref(),
+            root.as_os_str(),
+        ],
         "python3 -m http.server",
-    ))
+    )
 }
 
 /// Apache httpd (Debian's apache2-bin) as one foreground process (`-X`) serving `root` with
@@ -402,6 +404,96 @@ fn python_http_server_without_range_streams_whole_files() {
         std::fs::read(dst.path().join("ファイル ✓.bin")).unwrap(),
         std::fs::read(src.path().join("ünïcödé/ファイル ✓.bin")).unwrap()
     );
+}
+
+/// A Python server that never states a size: `HEAD` without `Content-Length`, bodies chunked
+/// (HTTP/1.1) or ended by closing the connection (HTTP/1.0), no `Range`.
+const SIZELESS_SERVER: &str = r#"
+import http.server, os, sys, urllib.parse
+port, root, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1" if mode == "chunked" else "HTTP/1.0"
+    def do_HEAD(self): self.reply(False)
+    def do_GET(self): self.reply(True)
+    def reply(self, body):
+        p = os.path.join(root, urllib.parse.unquote(self.path.split("?")[0]).lstrip("/"))
+        if not os.path.isfile(p):
+            self.send_response(404); self.send_header("Content-Length", "0"); self.end_headers(); return
+        self.send_response(200)
+        if mode == "chunked":
+            self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        if not body:
+            return
+        with open(p, "rb") as f:
+            while True:
+                b = f.read(7000)
+                if not b:
+                    break
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(b), b) if mode == "chunked" else b)
+        if mode == "chunked":
+            self.wfile.write(b"0\r\n\r\n")
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
+"#;
+
+fn sizeless_server(root: &Path, mode: &str) -> Option<Server> {
+    python_server(
+        &["-c", SIZELESS_SERVER],
+        &[root.as_os_str(), mode.as_ref()],
+        "python3 (no sizes)",
+    )
+}
+
+#[test]
+fn files_of_unknown_size_come_as_single_streams() {
+    let src = tempfile::tempdir().unwrap();
+    make_tree(
+        src.path(),
+        &[("a b.bin", 900_001), ("d/c.bin", 50_000), ("e.bin", 0)],
+    );
+    let digest = String::from_utf8(reference_sums(src.path(), &["sha256sum"], &["a b.bin"]))
+        .unwrap()[..64]
+        .to_string();
+    for mode in ["chunked", "close"] {
+        let Some(srv) = sizeless_server(src.path(), mode) else {
+            return;
+        };
+        let list = format!(
+            "{}\n  checksum=sha-256={digest}\n{}\n  out=d/c.bin\n{}\n",
+            srv.url("/a%20b.bin"),
+            srv.url("/d/c.bin"),
+            srv.url("/e.bin")
+        );
+        let dst = tempfile::tempdir().unwrap();
+        let out = transfer(
+            &[
+                "-i",
+                "-",
+                path_str(dst.path()),
+                "--sla",
+                "min-energy",
+                "--json",
+            ],
+            Some(list.as_bytes()),
+        );
+        let v = ok_json(&out);
+        assert_eq!(v["files"], 3, "{mode}");
+        assert_eq!(v["total_bytes"], 950_001, "{mode}");
+        assert!(
+            v["whole_file_streams"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w.as_str().unwrap().contains("3 files of unknown size")),
+            "{mode}: {}",
+            v["whole_file_streams"]
+        );
+        assert_eq!(v["verification"]["by_publisher"], 1, "{mode}");
+        assert_eq!(v["verification"]["unverified"], 2, "{mode}");
+        assert_identical(src.path(), dst.path());
+    }
 }
 
 #[test]

@@ -7,8 +7,9 @@ use super::options::{default_window, EnergyFeedback, TransferOptions};
 use super::published;
 use super::queue::build_queues;
 use super::resume::prepare;
-use super::source::{first_url, resolve};
+use super::source::{first_url, resolve, SourceKind};
 use super::state::Shared;
+use super::stream::{stream_file, Streamed};
 use super::summary::{
     EnergySummary, IntervalLog, ProcessEnergy, Summary, Verification, UNVERIFIED_LISTED,
 };
@@ -79,9 +80,17 @@ pub(super) async fn transfer_async(
             )
         })
         .collect();
+    let mut whole_file_streams = whole_file_streams;
+    let unsized_files = std::mem::take(&mut src.unsized_files);
+    if !unsized_files.is_empty() {
+        whole_file_streams.push(format!(
+            "{} files of unknown size (no Content-Length, no Range) came as single streams, one at a time beside the planned transfer; an interrupted one is fetched again whole",
+            unsized_files.len()
+        ));
+    }
     let files = std::mem::take(&mut src.files);
-    let total_bytes: u64 = files.iter().map(|s| s.size).sum();
-    let n_files = files.len();
+    let planned_bytes: u64 = files.iter().map(|s| s.size).sum();
+    let n_files = files.len() + unsized_files.len();
     let dest = opts.dest.clone();
     let whole_for_prepare = whole.clone();
     let prep =
@@ -121,6 +130,37 @@ pub(super) async fn transfer_async(
         retries: opts.retries,
         started: Instant::now(),
     });
+    // files of unknown size: one stream at a time beside the planned transfer
+    let streaming = (!unsized_files.is_empty()).then(|| {
+        let sh = shared.clone();
+        let dest = opts.dest.clone();
+        tokio::spawn(async move {
+            let mut done = Vec::new();
+            for f in unsized_files {
+                let origin = sh.origins[f.origin].clone();
+                match stream_file(&sh.connector, &origin, &f, &dest, sh.retries, &sh.received).await
+                {
+                    Ok(Streamed::Refused(msg)) => {
+                        sh.fail_advised(msg);
+                        break;
+                    }
+                    Ok(Streamed::Fetched(n)) => done.push((f.rel, f.expect.is_some(), n, false)),
+                    Ok(Streamed::Skipped(n)) => done.push((f.rel, f.expect.is_some(), n, true)),
+                    Err(e) => {
+                        sh.fail(format!("{e:#}"));
+                        break;
+                    }
+                }
+                if sh.failed() {
+                    break;
+                }
+            }
+            // the publisher's digests of the streamed files that matched
+            let verified = done.iter().filter(|f| f.1).count();
+            sh.verified.fetch_add(verified, Ordering::SeqCst);
+            done
+        })
+    });
     // files with nothing missing (complete .wattio-part from an interrupted rename)
     for i in 0..shared.files.len() {
         if shared.files[i].remaining.load(Ordering::SeqCst) == 0 {
@@ -159,7 +199,7 @@ pub(super) async fn transfer_async(
     let mut prev_snap = snap0.clone();
 
     let pb = if opts.progress {
-        let pb = indicatif::ProgressBar::new(total_bytes);
+        let pb = indicatif::ProgressBar::new(planned_bytes);
         pb.set_style(
             indicatif::ProgressStyle::with_template(
                 "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta} {msg}",
@@ -237,7 +277,9 @@ pub(super) async fn transfer_async(
         if shared.failed() {
             break;
         }
-        if shared.files_done.load(Ordering::SeqCst) >= n_jobs {
+        if shared.files_done.load(Ordering::SeqCst) >= n_jobs
+            && streaming.as_ref().map_or(true, |t| t.is_finished())
+        {
             break;
         }
         // keep each partition's channel count at its budget
@@ -357,9 +399,17 @@ pub(super) async fn transfer_async(
         }
         bail!("{msg} (partial data kept; rerun the same command to resume)");
     }
+    let streamed = match streaming {
+        Some(t) => t.await?,
+        None => Vec::new(),
+    };
+    let total_bytes = planned_bytes + streamed.iter().map(|f| f.2).sum::<u64>();
+    let resumed_bytes =
+        prep.resumed_bytes + streamed.iter().filter(|f| f.3).map(|f| f.2).sum::<u64>();
     let verification = {
         let jobs = &shared.files;
         let mut unverified: Vec<String> = prep.skipped_unverified.clone();
+        unverified.extend(streamed.iter().filter(|f| !f.1).map(|f| f.0.clone()));
         unverified.extend(
             jobs.iter()
                 .filter(|j| j.xxh3.is_none() && j.blocks.is_none() && j.expect.is_none())
@@ -373,7 +423,8 @@ pub(super) async fn transfer_async(
                     .filter(|j| j.xxh3.is_some() || j.blocks.is_some())
                     .count(),
             by_publisher: prep.verified_by_publisher
-                + jobs.iter().filter(|j| j.expect.is_some()).count(),
+                + jobs.iter().filter(|j| j.expect.is_some()).count()
+                + streamed.iter().filter(|f| f.1).count(),
             unverified: unverified.len(),
             unverified_files: unverified.into_iter().take(UNVERIFIED_LISTED).collect(),
             checksum_file: checksum_report,
@@ -421,7 +472,7 @@ pub(super) async fn transfer_async(
         },
         source_kind: src.kind.name(),
         source_detail: match src.kind {
-            super::source::SourceKind::Index(k) => Some(k.name().to_string()),
+            SourceKind::Index(k) => Some(k.name().to_string()),
             _ => None,
         },
         whole_file_streams,
@@ -435,7 +486,7 @@ pub(super) async fn transfer_async(
         verification,
         total_bytes,
         bytes: received,
-        resumed_bytes: prep.resumed_bytes,
+        resumed_bytes,
         seconds,
         throughput_bps,
         throughput_mbps: throughput_bps / 1e6,

@@ -23,41 +23,112 @@ pub(super) struct Fetched {
     pub(super) body: Vec<u8>,
 }
 
-/// The body of a `Transfer-Encoding: chunked` message (RFC 9112 §7.1): chunk sizes in hex
-/// (extensions after `;` ignored), a zero-size last chunk, trailers skipped. `Err` names what
-/// is malformed or missing.
-pub(super) fn decode_chunked(mut data: &[u8]) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    loop {
-        let eol = find_crlf(data).ok_or("chunked body cut short (no chunk size line)")?;
-        let line = std::str::from_utf8(&data[..eol]).map_err(|_| "chunk size is not text")?;
-        let hex = line.split(';').next().unwrap_or("").trim();
-        if hex.is_empty() || hex.len() > 15 || !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
-            return Err(format!("bad chunk size line `{}`", line.escape_default()));
+/// Decodes a `Transfer-Encoding: chunked` body (RFC 9112 §7.1) fed in pieces of any size:
+/// chunk sizes in hex (extensions after `;` ignored), a zero-size last chunk, trailers
+/// skipped.
+#[derive(Debug, Default)]
+pub(super) struct ChunkedDecoder {
+    state: Chunked,
+    /// A size or trailer line not complete yet.
+    line: Vec<u8>,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Chunked {
+    #[default]
+    Size,
+    Data(u64),
+    /// The CRLF after a chunk's data (how many of its two bytes were seen).
+    DataEnd(u8),
+    Trailer,
+    Done,
+}
+
+impl ChunkedDecoder {
+    /// Whether the last chunk and the trailers were read.
+    pub(super) fn done(&self) -> bool {
+        self.state == Chunked::Done
+    }
+
+    /// Decodes what it can of `input`, appending body bytes to `out`; returns how many input
+    /// bytes it used (fewer than given only once the body is complete). `Err` names what is
+    /// malformed.
+    pub(super) fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<usize, String> {
+        let mut i = 0;
+        while i < input.len() {
+            match self.state {
+                Chunked::Done => return Ok(i),
+                Chunked::Data(left) => {
+                    let n = (left as usize).min(input.len() - i);
+                    out.extend_from_slice(&input[i..i + n]);
+                    i += n;
+                    self.state = match left - n as u64 {
+                        0 => Chunked::DataEnd(0),
+                        l => Chunked::Data(l),
+                    };
+                }
+                Chunked::DataEnd(seen) => {
+                    let want = if seen == 0 { b'\r' } else { b'\n' };
+                    if input[i] != want {
+                        return Err("chunk not followed by CRLF".into());
+                    }
+                    i += 1;
+                    self.state = if seen == 0 {
+                        Chunked::DataEnd(1)
+                    } else {
+                        Chunked::Size
+                    };
+                }
+                Chunked::Size | Chunked::Trailer => {
+                    let b = input[i];
+                    i += 1;
+                    if b != b'\n' {
+                        self.line.push(b);
+                        if self.line.len() > 8192 {
+                            return Err("chunk size or trailer line longer than 8 KiB".into());
+                        }
+                        continue;
+                    }
+                    let line = std::mem::take(&mut self.line);
+                    let line = line.strip_suffix(b"\r").unwrap_or(&line);
+                    self.state = match self.state {
+                        Chunked::Trailer if line.is_empty() => Chunked::Done,
+                        Chunked::Trailer => Chunked::Trailer,
+                        _ => match chunk_size(line)? {
+                            0 => Chunked::Trailer,
+                            n => Chunked::Data(n),
+                        },
+                    };
+                }
+            }
         }
-        let size = usize::from_str_radix(hex, 16).map_err(|e| e.to_string())?;
-        data = &data[eol + 2..];
-        if size == 0 {
-            // trailers up to an empty line; a server that closes right after the last chunk
-            // is accepted too
-            return Ok(out);
-        }
-        if data.len() < size + 2 {
-            return Err("chunked body cut short".into());
-        }
-        if &data[size..size + 2] != b"\r\n" {
-            return Err("chunk not followed by CRLF".into());
-        }
-        out.extend_from_slice(&data[..size]);
-        if out.len() > MAX_BODY {
-            return Err(format!("body larger than {} MiB", MAX_BODY >> 20));
-        }
-        data = &data[size + 2..];
+        Ok(i)
     }
 }
 
-fn find_crlf(b: &[u8]) -> Option<usize> {
-    b.windows(2).position(|w| w == b"\r\n")
+fn chunk_size(line: &[u8]) -> Result<u64, String> {
+    let text = std::str::from_utf8(line).map_err(|_| "chunk size is not text")?;
+    let hex = text.split(';').next().unwrap_or("").trim();
+    if hex.is_empty() || hex.len() > 15 || !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return Err(format!("bad chunk size line `{}`", text.escape_default()));
+    }
+    u64::from_str_radix(hex, 16).map_err(|e| e.to_string())
+}
+
+/// The body of a whole `Transfer-Encoding: chunked` message; `Err` when it is malformed or
+/// cut short before its last chunk (a server that closes right after the last chunk, without
+/// the final empty line, is accepted).
+pub(super) fn decode_chunked(data: &[u8]) -> Result<Vec<u8>, String> {
+    let mut d = ChunkedDecoder::default();
+    let mut out = Vec::new();
+    d.feed(data, &mut out)?;
+    if out.len() > MAX_BODY {
+        return Err(format!("body larger than {} MiB", MAX_BODY >> 20));
+    }
+    match d.state {
+        Chunked::Done | Chunked::Trailer => Ok(out),
+        _ => Err("chunked body cut short".into()),
+    }
 }
 
 /// Writes one request for `path` (origin form) on `s`.
@@ -281,6 +352,20 @@ mod tests {
             }
             enc.extend_from_slice(b"0\r\n\r\n");
             prop_assert_eq!(decode_chunked(&enc).unwrap(), body.clone());
+            // fed in pieces of any size, the same body, and nothing read past its end
+            let mut d = ChunkedDecoder::default();
+            let mut out = Vec::new();
+            let mut fed = enc.clone();
+            fed.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
+            let mut at = 0;
+            let mut k = 0;
+            while !d.done() {
+                let n = cuts[k % cuts.len()].min(fed.len() - at);
+                at += d.feed(&fed[at..at + n], &mut out).unwrap();
+                k += 1;
+            }
+            prop_assert_eq!(&out, &body);
+            prop_assert_eq!(at, enc.len());
             // any prefix short of the last chunk is incomplete, never a wrong body
             for cut in [enc.len() / 2, enc.len().saturating_sub(6)] {
                 if let Ok(b) = decode_chunked(&enc[..cut]) {

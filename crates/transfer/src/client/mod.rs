@@ -13,11 +13,11 @@
 //! One file per concern: [`url`] (source URLs), `conn` (connections), `response` (reading
 //! responses), `source` (what to fetch: a listing, a directory index, a URL list or a file),
 //! `walk` (directory indexes), `fetch` (the requests that find files and sizes), [`published`]
-//! (publisher checksums), `resume` (part files and `.done` logs), `queue` (chunk queues),
-//! `state` (what the loop and channels share), `control` (the control loop), `channel` (the
-//! channels), `pace` (EETT's rate cap), `verify` (checksums and rename), [`options`] and
-//! [`summary`]. Tuner construction and timeouts are [`crate::tuner::StartRules`] and
-//! [`crate::tuner::Timeouts`].
+//! (publisher checksums), `stream` (files of unknown size), `resume` (part files and `.done`
+//! logs), `queue` (chunk queues), `state` (what the loop and channels share), `control` (the
+//! control loop), `channel` (the channels), `pace` (EETT's rate cap), `verify` (checksums and
+//! rename), [`options`] and [`summary`]. Tuner construction and timeouts are
+//! [`crate::tuner::StartRules`] and [`crate::tuner::Timeouts`].
 
 mod channel;
 mod conn;
@@ -31,6 +31,7 @@ mod response;
 mod resume;
 mod source;
 mod state;
+mod stream;
 pub mod summary;
 pub mod url;
 mod verify;

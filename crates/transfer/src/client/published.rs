@@ -65,7 +65,7 @@ pub(super) async fn attach(
         .map(|u| &u[..u.rfind('/').map_or(0, |i| i + 1)]);
     let by_name = matches!(src.kind, SourceKind::UrlList | SourceKind::FileUrl);
     let mut matched = 0;
-    for f in src.files.iter_mut() {
+    for f in src.files.iter_mut().chain(src.unsized_files.iter_mut()) {
         let file_url = url_string(&src.origins[f.origin], &f.url_path);
         let mut names: Vec<String> = Vec::new();
         if let Some(rest) = checksum_dir.and_then(|d| file_url.strip_prefix(d)) {
@@ -163,9 +163,9 @@ impl FileJob {
 }
 
 /// The message of a publisher digest that did not match twice.
-pub(super) fn mismatch_message(j: &FileJob, e: &Expected) -> String {
+pub(super) fn mismatch_message(rel: &str, e: &Expected) -> String {
     format!(
-        "{}: its {} does not match {} even after fetching it again: the checksum file does not describe the server's copy (an older or another checksum file), or that copy is corrupt",
-        j.rel, e.algo, e.from
+        "{rel}: its {} does not match {} even after fetching it again: the checksum file does not describe the server's copy (an older or another checksum file), or that copy is corrupt",
+        e.algo, e.from
     )
 }

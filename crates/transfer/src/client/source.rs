@@ -40,13 +40,13 @@ pub(super) struct SourceFile {
 }
 
 impl SourceFile {
-    /// A file known by its place and size only (checksums attached later, if any).
-    fn sized(rel: String, origin: usize, url_path: String, size: u64) -> SourceFile {
+    /// A file known by its place only (size and checksums set later).
+    fn at(rel: String, origin: usize, url_path: String) -> SourceFile {
         SourceFile {
             rel,
             origin,
             url_path,
-            size,
+            size: 0,
             xxh3: None,
             blocks: None,
             expect: None,
@@ -133,6 +133,9 @@ pub(super) struct Source {
     /// Per origin: whether it honours `Range` (`None`: not known yet).
     pub(super) ranges: Vec<Option<bool>>,
     pub(super) files: Vec<SourceFile>,
+    /// Files no server gives a size for (no `Content-Length`, no `Range`): fetched as single
+    /// streams beside the planned transfer (`size` unused).
+    pub(super) unsized_files: Vec<SourceFile>,
     /// Things the user should know (ignored options, skipped entries).
     pub(super) notes: Vec<String>,
 }
@@ -165,6 +168,7 @@ impl Source {
             origins: vec![origin.clone()],
             ranges: vec![None],
             files: Vec::new(),
+            unsized_files: Vec::new(),
             notes: Vec::new(),
         }
     }
@@ -177,6 +181,14 @@ impl Source {
                 self.ranges.push(None);
                 self.origins.len() - 1
             }
+        }
+    }
+
+    /// Adds a file of known or unknown size.
+    fn add(&mut self, f: SourceFile, size: Option<u64>) {
+        match size {
+            Some(n) => self.files.push(SourceFile { size: n, ..f }),
+            None => self.unsized_files.push(f),
         }
     }
 
@@ -415,39 +427,35 @@ async fn resolve_directory(
     }
     for ((path, _), size) in walked.files.into_iter().zip(sizes) {
         let size = match size {
-            Some(s) => s,
+            Some(s) => Some(s),
             None => size_by_range_probe(connector, url, &path).await?,
         };
         let rel = crate::dirindex::relative_name(&root, &path).expect("walk keeps named entries");
-        src.files.push(SourceFile::sized(rel, 0, path, size));
+        src.add(SourceFile::at(rel, 0, path), size);
     }
     Ok(src)
 }
 
 /// The size of a file whose `HEAD` gave no `Content-Length`: from the `Content-Range` of a
-/// one-byte range request.
+/// one-byte range request, or the `Content-Length` of the whole response a server that
+/// ignores `Range` sends instead; `None` when neither says (a chunked body, or one that ends
+/// with the connection).
 async fn size_by_range_probe(
     connector: &Connector,
     url: &HttpUrl,
     path: &str,
-) -> anyhow::Result<u64> {
+) -> anyhow::Result<Option<u64>> {
     let f = fetch(connector, url, "GET", path, "Range: bytes=0-0\r\n", false).await?;
-    if let Some(cr) = f.head.content_range {
-        return Ok(cr.size);
-    }
-    if f.head.status == 416 {
+    Ok(match (f.head.status, f.head.content_range) {
+        (206, Some(cr)) => Some(cr.size),
         // an empty file has no byte 0
-        return Ok(0);
-    }
-    if f.head.status == 200 {
-        if let Some(n) = f.head.content_length {
-            return Ok(n);
-        }
-    }
-    bail!(
-        "{}: the server gives no size for it (no Content-Length, no Range support); wattio needs sizes to plan a transfer — fetch it with curl or wget",
-        url_string(url, path)
-    )
+        (416, _) => Some(0),
+        (200, _) => f.head.content_length,
+        (st, _) => bail!(
+            "{}: HTTP {st} to a GET of its first byte; check the URL",
+            url_string(url, path)
+        ),
+    })
 }
 
 /// One file URL: sized by `HEAD` (redirects followed).
@@ -455,7 +463,9 @@ async fn single_file(connector: &Connector, url: &HttpUrl) -> anyhow::Result<Sou
     let (final_url, f) = get_following(connector, url, "HEAD").await?;
     let here = url_string(url, &url.path);
     let path = final_url.path.split('#').next().unwrap_or("/").to_string();
-    if f.head.status != 200 {
+    // some servers refuse HEAD (405, 501): a GET of the first byte tells the size instead
+    let head_refused = matches!(f.head.status, 405 | 501);
+    if f.head.status != 200 && !head_refused {
         bail!("{here}: HTTP {}; check the URL", f.head.status);
     }
     let name = crate::urllist::url_file_name(&url_string(url, &url.path))
@@ -463,13 +473,13 @@ async fn single_file(connector: &Connector, url: &HttpUrl) -> anyhow::Result<Sou
         .ok_or_else(|| {
             anyhow!("cannot derive a file name from {here}; give a URL ending in a file name, or a URL list (-i) with out=NAME")
         })?;
-    let size = match f.head.content_length {
-        Some(n) => n,
+    let size = match f.head.content_length.filter(|_| !head_refused) {
+        Some(n) => Some(n),
         None => size_by_range_probe(connector, &final_url, &path).await?,
     };
     let mut src = Source::new(SourceKind::FileUrl, &final_url);
     src.note_ranges(0, &f.head);
-    src.files.push(SourceFile::sized(name, 0, path, size));
+    src.add(SourceFile::at(name, 0, path), size);
     Ok(src)
 }
 
@@ -530,16 +540,16 @@ async fn resolve_url_list(
         }
         src.note_ranges(o, &h);
         let size = match h.content_length {
-            Some(n) => n,
+            Some(n) => Some(n),
             None => size_by_range_probe(connector, &src.origins[o], &path).await?,
         };
-        let mut f = SourceFile::sized(e.rel, o, path, size);
+        let mut f = SourceFile::at(e.rel, o, path);
         f.expect = e.checksum.map(|(algo, digest)| Expected {
             algo,
             digest,
             from: format!("{list_name}:{}", e.line),
         });
-        src.files.push(f);
+        src.add(f, size);
     }
     if !bad.is_empty() {
         let more = if bad.len() > 5 {

@@ -68,7 +68,7 @@ pub(super) fn finish_file(sh: &Shared, i: usize) {
             // checksum mismatch: fetch the bad blocks (or the whole file) once more, then give up
             if j.checksum_retry.swap(true, Ordering::SeqCst) {
                 match (&j.expect, by_listing) {
-                    (Some(e), false) => sh.fail_advised(mismatch_message(j, e)),
+                    (Some(e), false) => sh.fail_advised(mismatch_message(&j.rel, e)),
                     _ => sh.fail_changed(
                         &j.rel,
                         "its XXH3-64 does not match the listing even after fetching it again",
