@@ -4,10 +4,10 @@
 
 use wattio_power::{eq, DeviceSpec, GhostHint, IoOp, ModeId, Readiness};
 
-/// A data source.
+/// Where a cached object is read from (named apart from `wattio_energy::Source`, an energy meter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Source {
+pub enum ReadSource {
     /// The local disk cache.
     Disk,
     /// The network server.
@@ -98,7 +98,7 @@ impl<'a> SourceState<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Choice {
     /// Source to use given the current modes.
-    pub source: Source,
+    pub source: ReadSource,
     /// Expected cost of the chosen source.
     pub cost: AccessCost,
     /// Expected cost from the disk in its current state.
@@ -107,9 +107,9 @@ pub struct Choice {
     pub network: AccessCost,
     /// Source that would win were each device in its high-power mode and ready (the other
     /// device's power as it is now, paper §4.4).
-    pub ideal: Source,
+    pub ideal: ReadSource,
     /// A ghost hint for the ideal device, when it differs from the chosen one.
-    pub ghost: Option<(Source, GhostHint)>,
+    pub ghost: Option<(ReadSource, GhostHint)>,
 }
 
 /// Decide where to read a cached object of `bytes` from (eq. 4), and whether to issue a ghost
@@ -134,9 +134,9 @@ pub fn choose_read(
     let w = |c: &AccessCost| eq::weighted_cost_eq4(c.time_s, c.energy_j, k);
     // Ties go to the disk: the static hierarchy's choice.
     let (source, cost) = if w(&disk_c) <= w(&net_c) {
-        (Source::Disk, disk_c)
+        (ReadSource::Disk, disk_c)
     } else {
-        (Source::Network, net_c)
+        (ReadSource::Network, net_c)
     };
     let disk_i = access_cost(
         disk.spec,
@@ -153,9 +153,9 @@ pub fn choose_read(
         others_net,
     )?;
     let (ideal, ideal_cost) = if w(&disk_i) <= w(&net_i) {
-        (Source::Disk, disk_i)
+        (ReadSource::Disk, disk_i)
     } else {
-        (Source::Network, net_i)
+        (ReadSource::Network, net_i)
     };
     let ghost = (ideal != source).then_some((
         ideal,
@@ -228,10 +228,10 @@ mod tests {
             32768,
             7.0,
         );
-        assert_eq!(c.source, Source::Network);
-        assert_eq!(c.ideal, Source::Disk);
+        assert_eq!(c.source, ReadSource::Network);
+        assert_eq!(c.ideal, ReadSource::Disk);
         let (to, h) = c.ghost.unwrap();
-        assert_eq!(to, Source::Disk);
+        assert_eq!(to, ReadSource::Disk);
         assert_eq!(h.t, 7.0);
         // Paper §4.4 says the spinning disk would save 160 ms and 580 mJ; our calibrated model
         // gives 0.25 − 0.0902 = 0.16 s and 0.9 − (0.72 + 1.44 + 1.41)·0.0902 = 0.578 J.
@@ -252,7 +252,7 @@ mod tests {
             512 * 1024,
             0.0,
         );
-        assert_eq!(c.source, Source::Disk);
+        assert_eq!(c.source, ReadSource::Disk);
         assert!(c.ghost.is_none());
         assert!(
             (c.network.time_s - c.disk.time_s - 0.273).abs() < 0.002,
@@ -277,7 +277,7 @@ mod tests {
                     true,
                 )
                 .unwrap();
-                assert_eq!(c.source, Source::Disk);
+                assert_eq!(c.source, ReadSource::Disk);
                 assert!(c.ghost.is_none());
             }
         }
@@ -315,8 +315,8 @@ mod tests {
         assert!((c.network.energy_j - (2.08 + 1.44 + 0.08) * t_net).abs() < 1e-12);
         // K = 50: disk 50·(0.500206 + 1.490535) = 99.54 against network 50·(0.250381 +
         // 0.901373) = 57.59: the network, with a hint to the disk.
-        assert_eq!(c.source, Source::Network);
-        assert_eq!(c.ghost.map(|(to, _)| to), Some(Source::Disk));
+        assert_eq!(c.source, ReadSource::Network);
+        assert_eq!(c.ghost.map(|(to, _)| to), Some(ReadSource::Disk));
         // The same disk, up and idle, wins.
         let ready = at_k50(
             SourceState::idle(s, s.high_mode()),
@@ -324,6 +324,6 @@ mod tests {
             32768,
             0.0,
         );
-        assert_eq!(ready.source, Source::Disk);
+        assert_eq!(ready.source, ReadSource::Disk);
     }
 }

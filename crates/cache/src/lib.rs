@@ -14,7 +14,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use wattio_cache::{CacheConfig, CacheManager, CacheStatus, Source};
+//! use wattio_cache::{CacheConfig, CacheManager, CacheStatus, ReadSource};
 //! use wattio_power::{
 //!     DiskController, DiskPolicy, GhostPolicy, IoOp, NetController, NetPolicy, PowerManager,
 //!     Profile, RealClock, Transfer,
@@ -37,8 +37,8 @@
 //! let (s, r) = (stpm.clone(), radio.clone());
 //! cache.set_ghost_sink(Arc::new(move |to, hint| {
 //!     let _ = match to {
-//!         Source::Disk => s.on_ghost(hint),
-//!         Source::Network => r.on_ghost(hint),
+//!         ReadSource::Disk => s.on_ghost(hint),
+//!         ReadSource::Network => r.on_ghost(hint),
 //!     };
 //! }));
 //! cache.put_data("index.html", b"<html>".to_vec())?;
@@ -68,7 +68,7 @@ pub mod manager;
 pub mod queue;
 pub mod store;
 
-pub use decide::{access_cost, choose_read, AccessCost, Choice, Source, SourceState};
+pub use decide::{access_cost, choose_read, AccessCost, Choice, ReadSource, SourceState};
 pub use manager::{
     CacheConfig, CacheError, CacheManager, CacheStatus, FlushReport, LostWrite, WriteOp,
     WriteOptions,

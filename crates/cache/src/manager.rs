@@ -20,7 +20,7 @@
 //! [`CacheManager::with_store`] takes another (the simulator's store times every operation on
 //! a simulated disk).
 
-use crate::decide::{choose_read, Source, SourceState};
+use crate::decide::{choose_read, ReadSource, SourceState};
 use crate::queue::{Queued, WriteQueue, DEFAULT_CAP_BYTES};
 use crate::store::{check_name, FsStore, RebuildReport, Store, StoreError, StoredEntry};
 use std::collections::HashMap;
@@ -177,7 +177,7 @@ struct State {
 }
 
 /// Receives ghost hints: the device that would have been better, and the hint.
-pub type GhostSink = Arc<dyn Fn(Source, GhostHint) + Send + Sync>;
+pub type GhostSink = Arc<dyn Fn(ReadSource, GhostHint) + Send + Sync>;
 
 /// The energy-aware cache manager.
 pub struct CacheManager {
@@ -374,8 +374,8 @@ impl CacheManager {
             }
         }
         Ok(match c.source {
-            Source::Disk => CacheStatus::Present { size },
-            Source::Network => CacheStatus::NetworkPreferred { size },
+            ReadSource::Disk => CacheStatus::Present { size },
+            ReadSource::Network => CacheStatus::NetworkPreferred { size },
         })
     }
 

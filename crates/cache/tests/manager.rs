@@ -4,7 +4,7 @@ use proptest::prelude::*;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use wattio_cache::{
-    CacheConfig, CacheManager, CacheStatus, MemStore, Source, Store, StoreError, WriteOptions,
+    CacheConfig, CacheManager, CacheStatus, MemStore, ReadSource, Store, StoreError, WriteOptions,
 };
 use wattio_power::{DeviceHandle, GhostHint, ModeId, PowerManager, Profile, VirtualClock};
 
@@ -119,7 +119,7 @@ fn standby_disk_prefers_network_for_small_objects_and_hints() {
     let c = CacheManager::open(&CacheConfig::new(dir.path()), r.pm.clone(), r.disk, r.net).unwrap();
     c.put_data("small", vec![0u8; 32 * 1024]).unwrap();
     c.put_data("large", vec![0u8; 512 * 1024]).unwrap();
-    let hints: Arc<Mutex<Vec<(Source, GhostHint)>>> = Arc::default();
+    let hints: Arc<Mutex<Vec<(ReadSource, GhostHint)>>> = Arc::default();
     let h2 = hints.clone();
     c.set_ghost_sink(Arc::new(move |s, h| h2.lock().unwrap().push((s, h))));
     assert_eq!(
@@ -139,7 +139,7 @@ fn standby_disk_prefers_network_for_small_objects_and_hints() {
     );
     let h = hints.lock().unwrap();
     assert_eq!(h.len(), 1);
-    assert_eq!(h[0].0, Source::Disk);
+    assert_eq!(h[0].0, ReadSource::Disk);
     assert!(h[0].1.delta_t_s > 0.0 && h[0].1.delta_e_j > 0.0);
 }
 
@@ -290,7 +290,7 @@ fn controller_ghost_hints_spin_up_the_disk_and_flush_the_queue() {
     let c = CacheManager::open(&CacheConfig::new(dir.path()), pm.clone(), disk, net).unwrap();
     let ctl2 = ctl.clone();
     c.set_ghost_sink(Arc::new(move |to, hint| {
-        if to == Source::Disk {
+        if to == ReadSource::Disk {
             ctl2.on_ghost(hint).unwrap();
         }
     }));

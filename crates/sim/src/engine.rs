@@ -20,7 +20,9 @@ use crate::trace::{Op, Request, Trace};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use wattio_cache::{CacheManager, CacheStatus, MemStore, Source, Store, StoreError, WriteOptions};
+use wattio_cache::{
+    CacheManager, CacheStatus, MemStore, ReadSource, Store, StoreError, WriteOptions,
+};
 use wattio_power::stpm;
 use wattio_power::{
     Clock, DeviceKind, DeviceSpec, DiskController, DiskPolicy, GhostPolicy, IoOp, ModeId,
@@ -361,8 +363,8 @@ impl Sim {
             cache.set_ghost_sink(Arc::new(move |to, hint| {
                 counts.issued.fetch_add(1, Ordering::Relaxed);
                 let fired = match to {
-                    Source::Disk => d.on_ghost(hint),
-                    Source::Network => nc.on_ghost(hint),
+                    ReadSource::Disk => d.on_ghost(hint),
+                    ReadSource::Network => nc.on_ghost(hint),
                 };
                 if fired.expect(VALID) {
                     counts.transitions.fetch_add(1, Ordering::Relaxed);

@@ -5,7 +5,7 @@
 //! choices as the simulator, read by read, on the same trace.
 
 use std::sync::Arc;
-use wattio_cache::{CacheManager, CacheStatus, FsStore, Source, WriteOptions};
+use wattio_cache::{CacheManager, CacheStatus, FsStore, ReadSource, WriteOptions};
 use wattio_power::{
     DiskController, DiskPolicy, GhostPolicy, IoOp, NetController, NetPolicy, PowerManager, Profile,
     Transfer, VirtualClock,
@@ -52,8 +52,8 @@ fn by_hand(p: &Profile, knob: u8, ghost: GhostPolicy, trace: &Trace) -> Vec<(Str
     let (d, n) = (disk.clone(), net.clone());
     cache.set_ghost_sink(Arc::new(move |to, hint| {
         match to {
-            Source::Disk => d.on_ghost(hint),
-            Source::Network => n.on_ghost(hint),
+            ReadSource::Disk => d.on_ghost(hint),
+            ReadSource::Network => n.on_ghost(hint),
         }
         .unwrap();
     }));
