@@ -7,62 +7,41 @@ use crate::overhead::{IdleRun, LoadRun};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use wattio_energy::{Mechanism, Provenance};
 
-/// Where an energy figure came from.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Provenance {
-    pub mechanism: String,
-    pub estimated: bool,
-    pub model: Option<String>,
+/// Reads a provenance from a result's `mechanism`, `estimated` and `model` fields (JSON
+/// values or CSV cells). A file without `estimated` is an estimate when its mechanism is the
+/// model; an unknown mechanism reads as none, so the figure is shown as of unrecorded origin.
+fn provenance_of(
+    mechanism: &str,
+    estimated: Option<bool>,
+    model: Option<&str>,
+) -> Option<Provenance> {
+    let mechanism: Mechanism = mechanism.parse().ok()?;
+    Some(Provenance {
+        mechanism,
+        estimated: estimated.unwrap_or(mechanism == Mechanism::Model),
+        model: model.filter(|m| !m.is_empty()).map(str::to_string),
+    })
 }
 
-impl Provenance {
-    /// "estimated (model: …)" or "measured (perf)" — the wording the meter prints.
-    pub fn label(&self) -> String {
-        if self.estimated {
-            match self.model.as_deref().filter(|m| !m.is_empty()) {
-                Some(m) => format!("estimated (model: {m})"),
-                None => format!("estimated ({}, model not recorded)", self.mechanism),
-            }
-        } else {
-            match self.model.as_deref().filter(|m| !m.is_empty()) {
-                // How a measurement was made when it is not a counter's reading: GPUs read
-                // through NVML from integrated power say `power, integrated`.
-                Some(how) => format!("measured ({} {how})", self.mechanism),
-                None => format!("measured ({})", self.mechanism),
-            }
-        }
-    }
-
-    /// Figures that come from a simulator's device model, not from this machine.
-    pub fn simulated(what: &str) -> Provenance {
-        Provenance {
-            mechanism: "simulation".into(),
-            estimated: true,
-            model: Some(what.into()),
-        }
-    }
-
-    fn from_json(v: &Value) -> Option<Provenance> {
-        let mechanism = v.get("mechanism")?.as_str()?.to_string();
-        let estimated = match v.get("estimated") {
-            Some(Value::Bool(b)) => *b,
-            Some(Value::String(s)) => s == "true",
-            _ => mechanism == "model",
-        };
-        let model = v.get("model").and_then(|m| m.as_str()).map(str::to_string);
-        Some(Provenance {
-            mechanism,
-            estimated,
-            model,
-        })
-    }
+fn provenance_from_json(v: &Value) -> Option<Provenance> {
+    let estimated = match v.get("estimated") {
+        Some(Value::Bool(b)) => Some(*b),
+        Some(Value::String(s)) => Some(s == "true"),
+        _ => None,
+    };
+    provenance_of(
+        v.get("mechanism")?.as_str()?,
+        estimated,
+        v.get("model").and_then(|m| m.as_str()),
+    )
 }
 
 /// Joins the labels of several provenances ("measured (perf); estimated (…)").
 pub fn label_all<'a>(ps: impl IntoIterator<Item = &'a Provenance>) -> String {
     let mut v: Vec<&Provenance> = ps.into_iter().collect();
-    v.sort();
+    v.sort_by_key(|p| (p.mechanism.as_str(), p.estimated, p.model.as_deref()));
     v.dedup();
     if v.is_empty() {
         return "energy provenance not recorded".into();
@@ -483,8 +462,8 @@ fn has(v: &Value, keys: &[&str]) -> bool {
 }
 
 fn measure_from(top: &Value, runs: &[Value]) -> Result<Dataset, String> {
-    let provenance = Provenance::from_json(top)
-        .or_else(|| runs.first().and_then(Provenance::from_json))
+    let provenance = provenance_from_json(top)
+        .or_else(|| runs.first().and_then(provenance_from_json))
         .ok_or("measure result without a mechanism field")?;
     let command = top
         .get("command")
@@ -540,7 +519,7 @@ fn io_row_json(v: &Value) -> Result<IoRow, String> {
         energy_j: num(v.get("energy_j")).ok_or("iobench row without numeric energy_j")?,
         time_s: num(v.get("time_s")).unwrap_or(f64::NAN),
         bytes: num(v.get("bytes")).unwrap_or(f64::NAN),
-        provenance: Provenance::from_json(v),
+        provenance: provenance_from_json(v),
     })
 }
 
@@ -594,7 +573,7 @@ fn transfer_from(v: &Value) -> Result<Dataset, String> {
         }
     }
     let energy = v.get("energy").filter(|e| !e.is_null());
-    let provenance = energy.and_then(Provenance::from_json);
+    let provenance = energy.and_then(provenance_from_json);
     let energy_j = energy.and_then(|e| num(e.get("total_j")));
     let mut intervals = Vec::new();
     if let Some(arr) = v.get("intervals").and_then(|i| i.as_array()) {
@@ -645,7 +624,10 @@ fn parse_jsonl(text: &str) -> Result<Dataset, String> {
         if v.get("entity").is_some_and(|e| !e.is_null()) {
             continue; // a `record --by` attribution row: see parse_csv
         }
-        let p = Provenance::from_json(&v).ok_or(format!("line {}: no mechanism", i + 1))?;
+        let p = provenance_from_json(&v).ok_or(format!(
+            "line {}: no known mechanism (perf, ebpf, powercap, msr, model or nvml)",
+            i + 1
+        ))?;
         let t = num(v.get("timestamp")).ok_or(format!("line {}: bad timestamp", i + 1))?;
         let e = num(v.get("energy_j")).ok_or(format!("line {}: bad energy_j", i + 1))?;
         let socket = v.get("socket").and_then(|s| s.as_u64()).unwrap_or(0) as u32;
@@ -712,17 +694,8 @@ fn parse_csv(text: &str) -> Result<Dataset, String> {
             .map_err(|_| format!("line {}: column {name}: '{s}' is not a number", i + 2))
     };
     let prov_of = |r: &csv::StringRecord| -> Option<Provenance> {
-        let mechanism = get(r, "mechanism");
-        if mechanism.is_empty() {
-            return None;
-        }
-        let model = get(r, "model");
-        Some(Provenance {
-            estimated: get(r, "estimated") == "true"
-                || (col("estimated").is_none() && mechanism == "model"),
-            mechanism,
-            model: if model.is_empty() { None } else { Some(model) },
-        })
+        let estimated = col("estimated").map(|_| get(r, "estimated") == "true");
+        provenance_of(&get(r, "mechanism"), estimated, Some(&get(r, "model")))
     };
 
     if has_all(METER_COLUMNS) {
@@ -738,7 +711,10 @@ fn parse_csv(text: &str) -> Result<Dataset, String> {
             let socket = get(r, "socket")
                 .parse()
                 .map_err(|_| format!("line {}: bad socket", i + 2))?;
-            let p = prov_of(r).ok_or(format!("line {}: empty mechanism", i + 2))?;
+            let p = prov_of(r).ok_or(format!(
+                "line {}: no known mechanism (perf, ebpf, powercap, msr, model or nvml)",
+                i + 2
+            ))?;
             counters
                 .entry((socket, get(r, "domain"), p))
                 .or_default()

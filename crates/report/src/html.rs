@@ -1,13 +1,14 @@
 //! The HTML page: one file, inline CSS and SVG, and a small inline self-check script that
 //! reports to the browser console (used by the headless-Chromium test).
 
-use crate::data::{label_all, Dataset, Loaded, Provenance, Scan};
+use crate::data::{label_all, Dataset, Loaded, Scan};
 use crate::overhead::{analyze_idle, analyze_load, fmt_p, IdleRun, LoadRun, OFF};
 use crate::svg::{bar_chart, box_plot, esc, fmt_num, line_chart, BoxGroup, LineOpts, Series};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use wattio_energy::ModelParams;
+use wattio_energy::Provenance;
 use wattio_stats::median;
 
 /// The "Files not included" list stops after this many entries.
@@ -281,7 +282,7 @@ fn section(out: &mut String, l: &Loaded) {
                     .iter()
                     .find_map(|r| r.energy_kind.clone())
                     .unwrap_or_else(|| {
-                        Provenance::simulated("device power profiles of the cache simulator")
+                        Provenance::estimated("device power profiles of the cache simulator")
                             .label()
                     });
                 let mut by: BTreeMap<String, Vec<(f64, f64, f64)>> = BTreeMap::new();
@@ -627,12 +628,7 @@ fn overhead_load(out: &mut String, runs: &[LoadRun]) {
 
 fn overhead_idle(out: &mut String, runs: &[IdleRun]) {
     let model_name = runs.first().map(|r| r.model.clone()).unwrap_or_default();
-    let prov = Provenance {
-        mechanism: "model".into(),
-        estimated: true,
-        model: Some(model_name.clone()),
-    }
-    .label();
+    let prov = Provenance::estimated(model_name.clone()).label();
     let mut keys: Vec<(u8, String, u64)> = runs
         .iter()
         .map(|r| {
