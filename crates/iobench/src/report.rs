@@ -5,6 +5,9 @@ use crate::analysis::{sig, CellStats, Recommendation};
 use crate::catalog::{is_main, Op, Size};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
+use wattio_plot::{
+    bar_chart, box_plot, energy_axis, line_chart, BoxGroup, Chart, LineOpts, Series, XScale,
+};
 
 /// Table III/IV/V shape for `op`: one row per method, energy (median [IQR]) and time per size.
 pub fn paper_table(stats: &[CellStats], op: Op, provenance: &str) -> Option<String> {
@@ -172,69 +175,43 @@ pub fn human_buffer(b: u32) -> String {
     }
 }
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+/// The heading of an iobench chart; the energy provenance is its visible note.
+fn chart(title: String, provenance: &str, x_label: &str, y_label: String) -> Chart {
+    Chart {
+        title,
+        provenance: provenance.into(),
+        note: format!("energy {provenance}"),
+        x_label: x_label.into(),
+        y_label,
+        footnote: String::new(),
+    }
 }
 
 /// Horizontal bar chart of MB/J for `op` (SVG).
 pub fn ranking_svg(stats: &[CellStats], op: Op, provenance: &str) -> Option<String> {
     let v = ranking_cells(stats, op);
     let first = v.first()?;
-    let max = v
-        .iter()
-        .map(|c| c.mb_per_j)
-        .fold(0.0f64, f64::max)
-        .max(1e-12);
-    let (w, left, bar_h, top) = (720.0, 120.0, 22.0, 58.0);
-    let h = top + v.len() as f64 * (bar_h + 6.0) + 30.0;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
+    let bars: Vec<(String, f64)> = v.iter().map(|c| (c.method.clone(), c.mb_per_j)).collect();
+    let c = chart(
+        format!(
+            "{}: MB per joule, {} file (median of {} runs; higher is better)",
+            op.title(),
+            first.size,
+            first.n
+        ),
+        provenance,
+        &energy_axis("MB per joule (median)", provenance),
+        "method".into(),
     );
-    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="10" y="20" font-size="14" font-weight="bold">{}: MB per joule, {} file (median of {} runs; higher is better)</text>"#,
-        esc(op.title()),
-        first.size,
-        first.n
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="10" y="40" fill="darkred">energy {}</text>"#,
-        esc(provenance)
-    );
-    let span = w - left - 90.0;
-    for (i, c) in v.iter().enumerate() {
-        let y = top + i as f64 * (bar_h + 6.0);
-        let bw = (c.mb_per_j / max * span).max(1.0);
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="{}" text-anchor="end">{}</text>"#,
-            left - 6.0,
-            y + 15.0,
-            esc(&c.method)
-        );
-        let _ = writeln!(
-            s,
-            r#"<rect x="{left}" y="{y}" width="{bw:.1}" height="{bar_h}" fill="steelblue"/>"#
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{}">{}</text>"#,
-            left + bw + 4.0,
-            y + 15.0,
-            sig(c.mb_per_j)
-        );
-    }
-    s.push_str("</svg>\n");
-    Some(s)
+    Some(bar_chart(&c, &bars) + "\n")
 }
 
-/// Line chart of median energy against buffer size (log2 axis) for each swept method (SVG).
+fn buffer_label(log2_bytes: f64) -> String {
+    human_buffer(log2_bytes.exp2().round() as u32)
+}
+
+/// Line chart of median energy against buffer size (one slot per swept size, labelled in
+/// bytes) for each swept method (SVG).
 pub fn buffer_svg(stats: &[CellStats], provenance: &str) -> Option<String> {
     let swept: Vec<&CellStats> = stats
         .iter()
@@ -253,108 +230,34 @@ pub fn buffer_svg(stats: &[CellStats], provenance: &str) -> Option<String> {
         .filter(|c| series_keys.contains(&(c.op, c.method.clone())))
         .map(|c| c.size)
         .max()?;
-    let pts: Vec<(String, Vec<(f64, f64)>)> = series_keys
+    let series: Vec<Series> = series_keys
         .iter()
         .map(|(op, m)| {
-            let mut p: Vec<(f64, f64)> = swept
+            let mut points: Vec<(f64, f64)> = swept
                 .iter()
                 .filter(|c| c.op == *op && &c.method == m && c.size == largest)
                 .map(|c| ((c.buffer as f64).log2(), c.energy_median_j))
                 .collect();
-            p.sort_by(|a, b| a.0.total_cmp(&b.0));
-            (format!("{op}/{m}"), p)
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Series {
+                name: format!("{op}/{m}"),
+                points,
+            }
         })
         .collect();
-    let all: Vec<(f64, f64)> = pts.iter().flat_map(|(_, p)| p.iter().copied()).collect();
-    let (x0, x1) = (
-        all.iter().map(|p| p.0).fold(f64::INFINITY, f64::min),
-        all.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max),
+    let c = chart(
+        format!("Median energy against buffer size, {largest} file (lower is better)"),
+        provenance,
+        "buffer size",
+        energy_axis("Energy (J), median", provenance),
     );
-    let (y0, y1) = (0.0, all.iter().map(|p| p.1).fold(0.0f64, f64::max) * 1.1);
-    let (w, h, l, r, t, b) = (720.0, 420.0, 70.0, 170.0, 60.0, 50.0);
-    let sx = |x: f64| l + (x - x0) / (x1 - x0).max(1e-9) * (w - l - r);
-    let sy = |y: f64| h - b - (y - y0) / (y1 - y0).max(1e-12) * (h - t - b);
-    let colors = [
-        "#4a7ab5", "#c0504d", "#9bbb59", "#8064a2", "#f79646", "#4bacc6", "#555555", "#e377c2",
-    ];
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="10" y="20" font-size="14" font-weight="bold">Median energy (J) against buffer size, {largest} file (lower is better)</text>"#
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="10" y="40" fill="darkred">energy {}</text>"#,
-        esc(provenance)
-    );
-    let _ = writeln!(
-        s,
-        r#"<line x1="{l}" y1="{}" x2="{}" y2="{}" stroke="black"/>"#,
-        h - b,
-        w - r,
-        h - b
-    );
-    let _ = writeln!(
-        s,
-        r#"<line x1="{l}" y1="{t}" x2="{l}" y2="{}" stroke="black"/>"#,
-        h - b
-    );
-    let mut xs: Vec<f64> = all.iter().map(|p| p.0).collect();
-    xs.sort_by(f64::total_cmp);
-    xs.dedup();
-    for x in xs {
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
-            sx(x),
-            h - b + 16.0,
-            human_buffer(x.exp2().round() as u32)
-        );
-    }
-    for k in 0..=4 {
-        let y = y0 + (y1 - y0) * k as f64 / 4.0;
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
-            l - 6.0,
-            sy(y) + 4.0,
-            sig(y)
-        );
-    }
-    for (i, (name, p)) in pts.iter().enumerate() {
-        let c = colors[i % colors.len()];
-        let path: Vec<String> = p
-            .iter()
-            .map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(*y)))
-            .collect();
-        let _ = writeln!(
-            s,
-            r#"<polyline points="{}" fill="none" stroke="{c}" stroke-width="2"/>"#,
-            path.join(" ")
-        );
-        for (x, y) in p {
-            let _ = writeln!(
-                s,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{c}"/>"#,
-                sx(*x),
-                sy(*y)
-            );
-        }
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="{}" fill="{c}">{}</text>"#,
-            w - r + 10.0,
-            t + 16.0 * i as f64,
-            esc(name)
-        );
-    }
-    s.push_str("</svg>\n");
-    Some(s)
+    let opts = LineOpts {
+        x_scale: XScale::Categorical,
+        markers: true,
+        y_zero: true,
+        x_format: buffer_label,
+    };
+    Some(line_chart(&c, &series, &[], &opts) + "\n")
 }
 
 /// The recommendation lines, one per use case.
@@ -367,7 +270,8 @@ pub fn recommendations_text(recs: &[Recommendation]) -> String {
 }
 
 /// Box plot of per-run energy for each method of `op` on its largest size (Figures 3, 8 and 10
-/// of the paper): box = quartiles, line = median, whiskers = min and max, dots = runs.
+/// of the paper), methods ordered by median: box = quartiles, line = median, whiskers to the
+/// furthest run within 1.5·IQR, dots = runs.
 pub fn box_svg(rows: &[crate::results::RunRecord], op: Op, provenance: &str) -> Option<String> {
     let rs: Vec<&crate::results::RunRecord> = rows
         .iter()
@@ -378,92 +282,34 @@ pub fn box_svg(rows: &[crate::results::RunRecord], op: Op, provenance: &str) -> 
     for r in rs.iter().filter(|r| r.size == size) {
         by.entry(r.method.as_str()).or_default().push(r.energy_j);
     }
-    let mut series: Vec<(&str, wattio_stats::Summary, Vec<f64>)> = by
+    let mut groups: Vec<(f64, BoxGroup)> = by
         .into_iter()
-        .filter_map(|(m, v)| wattio_stats::Summary::of(&v).ok().map(|s| (m, s, v)))
+        .filter_map(|(m, v)| {
+            wattio_stats::median(&v).ok().map(|med| {
+                (
+                    med,
+                    BoxGroup {
+                        label: m.to_string(),
+                        values: v,
+                        baseline: false,
+                    },
+                )
+            })
+        })
         .collect();
-    series.sort_by(|a, b| a.1.median.total_cmp(&b.1.median));
-    let ymax = series.iter().map(|s| s.1.max).fold(0.0f64, f64::max) * 1.08;
-    if series.is_empty() || ymax <= 0.0 {
+    if groups.is_empty() {
         return None;
     }
-    let (w, h, l, t, b) = (80.0 + 90.0 * series.len() as f64, 400.0, 70.0, 60.0, 50.0);
-    let sy = |y: f64| h - b - y / ymax * (h - t - b);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
+    groups.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let groups: Vec<BoxGroup> = groups.into_iter().map(|g| g.1).collect();
+    let c = chart(
+        format!(
+            "{}: energy per run, {size} file (lower is better)",
+            op.title()
+        ),
+        provenance,
+        "method",
+        energy_axis("Energy per run (J)", provenance),
     );
-    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="10" y="20" font-size="14" font-weight="bold">{}: energy per run (J), {size} (lower is better)</text>"#,
-        esc(op.title())
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="10" y="40" fill="darkred">energy {}</text>"#,
-        esc(provenance)
-    );
-    let _ = writeln!(
-        s,
-        r#"<line x1="{l}" y1="{t}" x2="{l}" y2="{}" stroke="black"/>"#,
-        h - b
-    );
-    for k in 0..=4 {
-        let y = ymax * k as f64 / 4.0;
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
-            l - 6.0,
-            sy(y) + 4.0,
-            sig(y)
-        );
-        let _ = writeln!(
-            s,
-            r#"<line x1="{l}" y1="{0:.1}" x2="{1}" y2="{0:.1}" stroke="gainsboro"/>"#,
-            sy(y),
-            w - 10.0
-        );
-    }
-    for (i, (m, st, v)) in series.iter().enumerate() {
-        let cx = l + 50.0 + 90.0 * i as f64;
-        let _ = writeln!(
-            s,
-            r#"<line x1="{cx}" y1="{:.1}" x2="{cx}" y2="{:.1}" stroke="black"/>"#,
-            sy(st.min),
-            sy(st.max)
-        );
-        let _ = writeln!(
-            s,
-            r#"<rect x="{}" y="{:.1}" width="40" height="{:.1}" fill="lightsteelblue" stroke="black"/>"#,
-            cx - 20.0,
-            sy(st.q3),
-            (sy(st.q1) - sy(st.q3)).max(0.5)
-        );
-        let _ = writeln!(
-            s,
-            r#"<line x1="{}" y1="{2:.1}" x2="{}" y2="{2:.1}" stroke="black" stroke-width="2"/>"#,
-            cx - 20.0,
-            cx + 20.0,
-            sy(st.median)
-        );
-        for (k, x) in v.iter().enumerate() {
-            let dx = (k % 5) as f64 * 3.0 - 6.0;
-            let _ = writeln!(
-                s,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="1.8" fill="darkred"/>"#,
-                cx + 28.0 + dx,
-                sy(*x)
-            );
-        }
-        let _ = writeln!(
-            s,
-            r#"<text x="{cx}" y="{}" text-anchor="middle">{}</text>"#,
-            h - b + 16.0,
-            esc(m)
-        );
-    }
-    s.push_str("</svg>\n");
-    Some(s)
+    Some(box_plot(&c, &groups) + "\n")
 }

@@ -3,12 +3,15 @@
 
 use crate::data::{label_all, Dataset, Loaded, Scan};
 use crate::overhead::{analyze_idle, analyze_load, fmt_p, IdleRun, LoadRun, OFF};
-use crate::svg::{bar_chart, box_plot, esc, fmt_num, line_chart, BoxGroup, LineOpts, Series};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use wattio_energy::ModelParams;
 use wattio_energy::Provenance;
+use wattio_plot::{
+    bar_chart, box_plot, energy_axis, esc, fmt_num, line_chart, BoxGroup, Chart, LineOpts,
+    Reference, Series, XScale,
+};
 use wattio_stats::median;
 
 /// The "Files not included" list stops after this many entries.
@@ -142,6 +145,17 @@ pub fn render(scan: &Scan, base: &Path, title: &str) -> String {
     )
 }
 
+/// The heading, provenance and axis names of one chart.
+fn chart(title: &str, provenance: &str, x_label: &str, y_label: &str) -> Chart {
+    Chart {
+        title: title.into(),
+        provenance: provenance.into(),
+        x_label: x_label.into(),
+        y_label: y_label.into(),
+        ..Default::default()
+    }
+}
+
 fn section(out: &mut String, l: &Loaded) {
     match &l.data {
         Dataset::Record { counters } => {
@@ -154,12 +168,15 @@ fn section(out: &mut String, l: &Loaded) {
                 })
                 .collect();
             let svg = line_chart(
-                "Power over time",
-                &prov,
+                &chart(
+                    "Power over time",
+                    &prov,
+                    "time since start (s)",
+                    &energy_axis("Power (W)", &prov),
+                ),
                 &series,
+                &[],
                 &LineOpts {
-                    x_label: "time since start (s)".into(),
-                    y_label: "power (W)".into(),
                     y_zero: true,
                     ..Default::default()
                 },
@@ -243,25 +260,24 @@ fn section(out: &mut String, l: &Loaded) {
                 &rows,
             );
             if runs.len() >= 2 {
-                let g = |label: &str, v: Vec<f64>| BoxGroup {
-                    label: label.into(),
+                let g = |v: Vec<f64>| BoxGroup {
+                    label: format!("{} runs", v.len()),
                     values: v,
                     baseline: false,
                 };
                 let svg = box_plot(
-                    "Energy per run",
-                    &prov,
-                    "energy (J)",
-                    "",
-                    &[g("total_j", runs.iter().map(|r| r.total_j).collect())],
+                    &chart(
+                        "Energy per run",
+                        &prov,
+                        "",
+                        &energy_axis("Energy (J)", &prov),
+                    ),
+                    &[g(runs.iter().map(|r| r.total_j).collect())],
                 );
                 figure(out, &svg, "Energy per run", &prov);
                 let svg = box_plot(
-                    "Duration per run",
-                    &prov,
-                    "duration (s)",
-                    "",
-                    &[g("duration_s", runs.iter().map(|r| r.duration_s).collect())],
+                    &chart("Duration per run", &prov, "", "Duration (s), wall clock"),
+                    &[g(runs.iter().map(|r| r.duration_s).collect())],
                 );
                 figure(out, &svg, "Duration per run (wall clock)", &prov);
             }
@@ -296,28 +312,42 @@ fn section(out: &mut String, l: &Loaded) {
                         .or_default()
                         .push((r.knob, r.energy_j, r.mean_response_s));
                 }
-                let mk = |k: usize| -> Vec<Series> {
-                    by.iter()
-                        .map(|(n, v)| {
-                            let mut p: Vec<(f64, f64)> = v
-                                .iter()
-                                .map(|t| (t.0, if k == 1 { t.1 } else { t.2 }))
-                                .collect();
-                            p.sort_by(|a, b| a.0.total_cmp(&b.0));
-                            Series {
+                // Strategies swept over the knob are lines on a categorical knob axis (the
+                // sweep's 0, 50, …, 99, 100 evenly spaced); a strategy run at one knob only
+                // (static caches, the lower bound) does not depend on it: a reference line.
+                let swept = |v: &Vec<(f64, f64, f64)>| v.iter().any(|t| t.0 != v[0].0);
+                let any_swept = by.values().any(swept);
+                let mk = |k: usize| -> (Vec<Series>, Vec<Reference>) {
+                    let pick = |t: &(f64, f64, f64)| if k == 1 { t.1 } else { t.2 };
+                    let mut lines = Vec::new();
+                    let mut refs = Vec::new();
+                    for (n, v) in &by {
+                        if any_swept && !swept(v) {
+                            let ys: Vec<f64> = v.iter().map(pick).collect();
+                            refs.push(Reference {
                                 name: n.clone(),
-                                points: p,
-                            }
-                        })
-                        .collect()
+                                y: ys.iter().sum::<f64>() / ys.len() as f64,
+                            });
+                            continue;
+                        }
+                        let mut p: Vec<(f64, f64)> = v.iter().map(|t| (t.0, pick(t))).collect();
+                        p.sort_by(|a, b| a.0.total_cmp(&b.0));
+                        lines.push(Series {
+                            name: n.clone(),
+                            points: p,
+                        });
+                    }
+                    (lines, refs)
                 };
-                let o = |y: &str| LineOpts {
-                    x_label: "knob".into(),
-                    y_label: y.into(),
+                let o = |zero: bool| LineOpts {
+                    x_scale: XScale::Categorical,
                     markers: true,
-                    y_zero: true,
+                    y_zero: zero,
                     ..Default::default()
                 };
+                let (energy, energy_refs) = mk(1);
+                let (response, response_refs) = mk(2);
+                let knob = "knob (0 = save energy … 100 = performance)";
                 let what = if w.is_empty() {
                     String::new()
                 } else {
@@ -326,10 +356,15 @@ fn section(out: &mut String, l: &Loaded) {
                 figure(
                     out,
                     &line_chart(
-                        &format!("Energy against knob{what}"),
-                        &prov,
-                        &mk(1),
-                        &o("energy (J)"),
+                        &chart(
+                            &format!("Energy against knob{what}"),
+                            &prov,
+                            knob,
+                            &energy_axis("Energy (J)", &prov),
+                        ),
+                        &energy,
+                        &energy_refs,
+                        &o(false),
                     ),
                     &format!("Energy against the performance/energy knob{what}"),
                     &prov,
@@ -337,10 +372,15 @@ fn section(out: &mut String, l: &Loaded) {
                 figure(
                     out,
                     &line_chart(
-                        &format!("Response time against knob{what}"),
-                        &prov,
-                        &mk(2),
-                        &o("mean response (s)"),
+                        &chart(
+                            &format!("Response time against knob{what}"),
+                            &prov,
+                            knob,
+                            "Mean response time (s)",
+                        ),
+                        &response,
+                        &response_refs,
+                        &o(true),
                     ),
                     &format!("Mean response time against the knob{what}"),
                     &prov,
@@ -373,15 +413,19 @@ fn section(out: &mut String, l: &Loaded) {
                         .map(|i| (i.t_s, i.throughput_mbps))
                         .collect(),
                 };
-                let o = |y: &str| LineOpts {
-                    x_label: "time (s)".into(),
-                    y_label: y.into(),
+                let o = LineOpts {
                     y_zero: true,
                     ..Default::default()
                 };
+                let c = |title: &str, y: &str| chart(title, &prov, "time (s)", y);
                 figure(
                     out,
-                    &line_chart("Throughput over time", &prov, &[tp], &o("Mbit/s")),
+                    &line_chart(
+                        &c("Throughput over time", "Throughput (Mbit/s)"),
+                        &[tp],
+                        &[],
+                        &o,
+                    ),
                     "Throughput over time",
                     &prov,
                 );
@@ -393,13 +437,13 @@ fn section(out: &mut String, l: &Loaded) {
                     figure(
                         out,
                         &line_chart(
-                            "Power over time",
-                            &prov,
+                            &c("Power over time", &energy_axis("Power (W)", &prov)),
                             &[Series {
                                 name: "power".into(),
                                 points: pw,
                             }],
-                            &o("W"),
+                            &[],
+                            &o,
                         ),
                         "Power over time",
                         &prov,
@@ -422,7 +466,7 @@ fn section(out: &mut String, l: &Loaded) {
                 if !series.is_empty() {
                     figure(
                         out,
-                        &line_chart("Parameters over time", &prov, &series, &o("value")),
+                        &line_chart(&c("Parameters over time", "value"), &series, &[], &o),
                         "Tuning parameters over time",
                         &prov,
                     );
@@ -465,10 +509,12 @@ fn iobench(out: &mut String, rows: &[crate::data::IoRow]) {
         figure(
             out,
             &box_plot(
-                &format!("Energy per run: {what}"),
-                &prov,
-                "energy (J)",
-                "method",
+                &chart(
+                    &format!("Energy per run: {what}"),
+                    &prov,
+                    "method",
+                    &energy_axis("Energy (J)", &prov),
+                ),
                 &groups,
             ),
             &format!("Energy per run by method ({what})"),
@@ -489,9 +535,12 @@ fn iobench(out: &mut String, rows: &[crate::data::IoRow]) {
             figure(
                 out,
                 &bar_chart(
-                    &format!("MB per joule: {what}"),
-                    &prov,
-                    "MB/J (median)",
+                    &chart(
+                        &format!("MB per joule: {what}"),
+                        &prov,
+                        &energy_axis("MB per joule (median)", &prov),
+                        "method",
+                    ),
                     &bars,
                 ),
                 &format!("MB per joule by method ({what}), higher is better"),
@@ -554,7 +603,15 @@ fn overhead_load(out: &mut String, runs: &[LoadRun]) {
             .collect();
         figure_as(
             out,
-            &box_plot(&format!("Running time: {w}"), &prov, "running time (s)", "sampling (baseline in red)", &bg),
+            &box_plot(
+                &chart(
+                    &format!("Running time: {w}"),
+                    &prov,
+                    "sampling (baseline in red)",
+                    "Running time (s)",
+                ),
+                &bg,
+            ),
             &format!("Running time of {w} without measurement (red) and with `wattio record` at each frequency; every run is a dot"),
             "timing",
             &prov,
@@ -574,15 +631,24 @@ fn overhead_load(out: &mut String, runs: &[LoadRun]) {
             }
         }
         let o = LineOpts {
-            x_label: "sampling frequency (Hz, log scale)".into(),
-            y_label: "running-time shift (%)".into(),
-            x_log: true,
+            x_scale: XScale::Log,
             markers: true,
             y_zero: true,
+            ..Default::default()
         };
         figure_as(
             out,
-            &line_chart("Running-time shift against sampling frequency", &prov, &series, &o),
+            &line_chart(
+                &chart(
+                    "Running-time shift against sampling frequency",
+                    &prov,
+                    "Sampling frequency (Hz, log scale)",
+                    "Running-time shift (%)",
+                ),
+                &series,
+                &[],
+                &o,
+            ),
             "Hodges–Lehmann shift of the running time (with − without measurement) in % of the median without; 0 = no overhead",
             "timing",
             &prov,
@@ -654,14 +720,30 @@ fn overhead_idle(out: &mut String, runs: &[IdleRun]) {
             })
             .collect()
     };
-    figure(out, &box_plot("Idle machine: estimated power", &prov, "estimated power (W)", "sampling (baseline in red)", &groups(&|r| r.est_power_w)), "Whole-machine power during an idle sleep, ESTIMATED by the model from /proc/stat busy time", &prov);
+    let sampling = "sampling (baseline in red)";
+    figure(
+        out,
+        &box_plot(
+            &chart(
+                "Idle machine: estimated power",
+                &prov,
+                sampling,
+                &energy_axis("Power (W)", &prov),
+            ),
+            &groups(&|r| r.est_power_w),
+        ),
+        "Whole-machine power during an idle sleep, ESTIMATED by the model from /proc/stat busy time",
+        &prov,
+    );
     figure_as(
         out,
         &box_plot(
-            "Recorder CPU time per second",
-            &prov,
-            "recorder CPU (s per s)",
-            "sampling (baseline in red)",
+            &chart(
+                "Recorder CPU time per second",
+                &prov,
+                sampling,
+                "Recorder CPU time (s per s)",
+            ),
             &groups(&|r| {
                 if r.recorder_s > 0.0 {
                     r.recorder_cpu_s / r.recorder_s
@@ -690,18 +772,22 @@ fn overhead_idle(out: &mut String, runs: &[IdleRun]) {
             }
         }
         let o = LineOpts {
-            x_label: "sampling frequency (Hz, log scale)".into(),
-            y_label: "recorder CPU (s per s)".into(),
-            x_log: true,
+            x_scale: XScale::Log,
             markers: true,
             y_zero: true,
+            ..Default::default()
         };
         figure_as(
             out,
             &line_chart(
-                "Recorder CPU time against sampling frequency",
-                &prov,
+                &chart(
+                    "Recorder CPU time against sampling frequency",
+                    &prov,
+                    "Sampling frequency (Hz, log scale)",
+                    "Recorder CPU time (s per s)",
+                ),
                 &series,
+                &[],
                 &o,
             ),
             "Median CPU time of the recorder per second of idle time, by sampling frequency",

@@ -15,7 +15,6 @@
 pub mod data;
 pub mod html;
 pub mod overhead;
-pub mod svg;
 
 use std::path::Path;
 

@@ -7,12 +7,10 @@
 //!   a virtual clock; the offline oracle and the lower bound.
 //! - The strategies ([`static_default`], [`adaptive`], [`baselines`]), [`replay_all`] and
 //!   [`sweep`]: what `wattio cache replay|sweep` run.
-//! - [`plot`]: SVG charts.
 //!
 //! Every energy figure is *simulated* from a device profile: an estimate, labelled as such.
 
 pub mod engine;
-pub mod plot;
 pub mod rng;
 pub mod trace;
 
@@ -244,33 +242,24 @@ pub fn sweep(
         .collect()
 }
 
-/// Response-time and energy charts of a workload's sweep rows.
+/// Response-time and energy charts of a workload's sweep rows: the adaptive strategies as
+/// lines on a categorical knob axis (the sweep's knobs evenly spaced), the static cache and
+/// the lower bound, which do not depend on the knob, as horizontal reference lines.
 pub fn sweep_charts(rows: &[SweepRow], workload: &str, profile: &str) -> (String, String) {
+    use wattio_plot::{line_chart, Chart, LineOpts, Reference, Series, XScale};
     let pick = |strategy: &str| {
         rows.iter()
             .find(|r| r.workload == workload && r.strategy == strategy)
     };
-    let series = |f: &dyn Fn(&SweepRow) -> f64| -> Vec<plot::Series> {
+    let series = |f: &dyn Fn(&SweepRow) -> f64| -> Vec<Series> {
         [
-            ("adaptive", "no ghost hints", "#1f77b4", true),
-            (
-                "adaptive+ghost-paper",
-                "ghost hints (paper)",
-                "#d62728",
-                false,
-            ),
-            (
-                "adaptive+ghost-predictive",
-                "ghost hints (ours)",
-                "#2ca02c",
-                false,
-            ),
+            ("adaptive", "no ghost hints"),
+            ("adaptive+ghost-paper", "ghost hints (paper)"),
+            ("adaptive+ghost-predictive", "ghost hints (ours)"),
         ]
         .iter()
-        .map(|(s, label, color, dashed)| plot::Series {
-            label: label.to_string(),
-            color,
-            dashed: *dashed,
+        .map(|(s, label)| Series {
+            name: label.to_string(),
             points: rows
                 .iter()
                 .filter(|r| r.workload == workload && r.strategy == *s)
@@ -279,30 +268,63 @@ pub fn sweep_charts(rows: &[SweepRow], workload: &str, profile: &str) -> (String
         })
         .collect()
     };
+    let reference = |strategy: &str, name: &str, f: &dyn Fn(&SweepRow) -> f64| {
+        pick(strategy).map(|r| Reference {
+            name: name.into(),
+            y: f(r),
+        })
+    };
     let seeds = rows.first().map(|r| r.seeds).unwrap_or(0);
-    let foot = format!("simulated (estimated) from profile {profile}; mean of {seeds} seed(s); `wattio cache sweep`");
-    let mut refs_t = Vec::new();
-    let mut refs_e = Vec::new();
-    if let Some(s) = pick("static") {
-        refs_t.push(("static cache".to_string(), s.mean_response_s, "#ff7f0e"));
-        refs_e.push(("static cache".to_string(), s.energy_j, "#ff7f0e"));
+    let kind = rows
+        .iter()
+        .find(|r| r.workload == workload)
+        .map(|r| r.energy_kind.clone())
+        .unwrap_or_default();
+    let chart = |title: String, y_label: &str| {
+        Chart {
+        title,
+        provenance: kind.clone(),
+        x_label: "knob (0 = save energy … 100 = performance)".into(),
+        y_label: y_label.into(),
+        footnote: format!(
+            "simulated (estimated) from profile {profile}; mean of {seeds} seed(s); `wattio cache sweep`"
+        ),
+        ..Default::default()
     }
-    if let Some(s) = pick("lower-bound") {
-        refs_e.push(("lower bound".to_string(), s.energy_j, "#000000"));
-    }
-    let rt = plot::chart(
-        &format!("{workload}: mean interactive response time"),
-        "seconds",
-        &series(&|r| r.mean_response_s),
-        &refs_t,
-        &foot,
+    };
+    let opts = |y_zero: bool| LineOpts {
+        x_scale: XScale::Categorical,
+        markers: true,
+        y_zero,
+        ..Default::default()
+    };
+    let response = |r: &SweepRow| r.mean_response_s;
+    let energy = |r: &SweepRow| r.energy_j;
+    let rt = line_chart(
+        &chart(
+            format!("{workload}: mean interactive response time"),
+            "Mean response time (s)",
+        ),
+        &series(&response),
+        &reference("static", "static cache", &response)
+            .into_iter()
+            .collect::<Vec<_>>(),
+        &opts(true),
     );
-    let en = plot::chart(
-        &format!("{workload}: total energy (simulated)"),
-        "joules (estimated)",
-        &series(&|r| r.energy_j),
-        &refs_e,
-        &foot,
+    let en = line_chart(
+        &chart(
+            format!("{workload}: total energy (simulated)"),
+            "Energy (J), estimated (simulated)",
+        ),
+        &series(&energy),
+        &[
+            reference("static", "static cache", &energy),
+            reference("lower-bound", "lower bound", &energy),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>(),
+        &opts(false),
     );
     (rt, en)
 }
