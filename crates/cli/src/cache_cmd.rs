@@ -92,8 +92,8 @@ struct SweepArgs {
     #[arg(long, default_value_t = 30.0)]
     fixed_timeout: f64,
     /// Output directory for CSV and SVG files.
-    #[arg(long, default_value = "results/cache")]
-    out: PathBuf,
+    #[arg(short = 'o', long, alias = "out", default_value = "results/cache")]
+    output: PathBuf,
 }
 
 /// Run `wattio cache`.
@@ -203,10 +203,10 @@ fn sweep(a: SweepArgs) -> Result<ExitCode> {
     if a.seeds == 0 {
         bail!("--seeds must be at least 1");
     }
-    std::fs::create_dir_all(&a.out).with_context(|| {
+    std::fs::create_dir_all(&a.output).with_context(|| {
         format!(
             "cannot create output directory {} (check permissions)",
-            a.out.display()
+            a.output.display()
         )
     })?;
     let workloads: Vec<String> = a
@@ -239,11 +239,11 @@ fn sweep(a: SweepArgs) -> Result<ExitCode> {
         all.append(&mut rows);
         let (rt, en) = wattio_sim::sweep_charts(&all, &name, &profile.name);
         let stem = sanitize(&name);
-        std::fs::write(a.out.join(format!("{stem}-response.svg")), rt)?;
-        std::fs::write(a.out.join(format!("{stem}-energy.svg")), en)?;
+        std::fs::write(a.output.join(format!("{stem}-response.svg")), rt)?;
+        std::fs::write(a.output.join(format!("{stem}-energy.svg")), en)?;
     }
     bar.finish_and_clear();
-    let csv_path = a.out.join("sweep.csv");
+    let csv_path = a.output.join("sweep.csv");
     std::fs::write(&csv_path, wattio_sim::sweep_csv(&all))
         .with_context(|| format!("cannot write {}", csv_path.display()))?;
     println!(
@@ -271,7 +271,7 @@ fn sweep(a: SweepArgs) -> Result<ExitCode> {
     println!(
         "\nwrote {} and {}/*-response.svg, *-energy.svg",
         csv_path.display(),
-        a.out.display()
+        a.output.display()
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -48,8 +48,8 @@ pub struct IobenchArgs {
     libs: Libs,
     /// Output directory for results.csv, results.json, summary.md and plots
     /// (default: results/iobench).
-    #[arg(short = 'o', long)]
-    out: Option<PathBuf>,
+    #[arg(short = 'o', long, alias = "out")]
+    output: Option<PathBuf>,
     /// Continue the interrupted study in DIR: the runs in its results.csv are kept and not
     /// run again. Give the options it was started with; a different plan is refused.
     #[arg(long, value_name = "DIR", conflicts_with = "from")]
@@ -74,7 +74,10 @@ pub struct IobenchArgs {
 }
 
 fn reanalyse(a: &IobenchArgs, files: &[PathBuf]) -> Result<ExitCode> {
-    let out_dir = a.out.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_OUT));
+    let out_dir = a
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_OUT));
     let mut rows = vec![];
     for f in files {
         rows.extend(wattio_iobench::results::read_csv(f)?);
@@ -140,7 +143,7 @@ pub fn iobench(a: IobenchArgs) -> Result<ExitCode> {
     if a.apps {
         ops.extend(Op::APPS.iter().filter(|o| !a.ops.contains(o)));
     }
-    let (out_dir, resume) = study_ui::output_dir(a.out.as_deref(), a.resume.as_deref(), || {
+    let (out_dir, resume) = study_ui::output_dir(a.output.as_deref(), a.resume.as_deref(), || {
         PathBuf::from(DEFAULT_OUT)
     })?;
     let command = std::env::args().collect::<Vec<_>>().join(" ");

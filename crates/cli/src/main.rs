@@ -101,3 +101,35 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Cache(a) => cache_cmd::cache(a),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Every option that says where results go is `-o/--output` in every command; the old
+    /// `--out` spelling is only a hidden alias, so no command shows two names for one thing.
+    #[test]
+    fn where_results_go_is_dash_o_output_everywhere() {
+        fn walk(cmd: &clap::Command, path: &str, seen: &mut usize) {
+            for arg in cmd.get_arguments() {
+                let long = arg.get_long();
+                assert_ne!(long, Some("out"), "{path}: --out must be --output");
+                if long == Some("output") {
+                    assert_eq!(arg.get_short(), Some('o'), "{path}: --output needs -o");
+                    *seen += 1;
+                }
+                if arg.get_short() == Some('o') {
+                    assert_eq!(long, Some("output"), "{path}: -o must mean --output");
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), seen);
+            }
+        }
+        let mut seen = 0;
+        walk(&Cli::command(), "wattio", &mut seen);
+        // record, calibrate, report, overhead, iobench and cache sweep at least.
+        assert!(seen >= 6, "only {seen} commands have -o/--output");
+    }
+}

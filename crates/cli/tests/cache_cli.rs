@@ -146,7 +146,7 @@ fn sweep_writes_csv_and_svg() {
         "web-full",
         "--seeds",
         "1",
-        "--out",
+        "--output",
         dir.path().to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{err}");
