@@ -198,7 +198,13 @@ impl Actuator {
             CoreBackend::Affinity => {
                 let cpus: Vec<usize> = self.allowed.iter().copied().take(cores).collect();
                 match set_process_affinity(&cpus) {
-                    Ok(n) => Outcome::Applied(format!("affinity {cpus:?} on {n} threads")),
+                    Ok(n) => Outcome::Applied(format!(
+                        "affinity to CPUs {} on {n} threads",
+                        cpus.iter()
+                            .map(|c| c.to_string())
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    )),
                     Err(e) => Outcome::Failed(format!("sched_setaffinity: {e}")),
                 }
             }

@@ -49,23 +49,23 @@ impl Listing {
             .map_err(|e| format!("not a wattio listing ({e}); expected format {FORMAT}"))?;
         if l.format != FORMAT {
             return Err(format!(
-                "unsupported listing format {:?}; expected {FORMAT}",
-                l.format
+                "unsupported listing format `{}`; expected {FORMAT}",
+                l.format.escape_debug()
             ));
         }
         for e in &l.files {
             if !is_safe_relative(&e.path) {
                 return Err(format!(
-                    "listing entry {:?} is not a safe relative path; refusing it",
-                    e.path
+                    "listing entry `{}` is not a safe relative path; refusing it",
+                    e.path.escape_debug()
                 ));
             }
             if let Some(b) = &e.blocks {
                 let count_ok = b.size > 0 && b.xxh3.len() as u64 == e.size.div_ceil(b.size);
                 if !count_ok || b.xxh3.iter().any(|h| checksum::parse_digest(h).is_none()) {
                     return Err(format!(
-                        "listing entry {:?}: its block checksums do not cover its {} bytes in {}-byte blocks of 16 hex digits",
-                        e.path, e.size, b.size
+                        "listing entry `{}`: its block checksums do not cover its {} bytes in {}-byte blocks of 16 hex digits",
+                        e.path.escape_debug(), e.size, b.size
                     ));
                 }
             }

@@ -278,7 +278,7 @@ pub(super) async fn transfer_async(
             break;
         }
         if shared.files_done.load(Ordering::SeqCst) >= n_jobs
-            && streaming.as_ref().map_or(true, |t| t.is_finished())
+            && streaming.as_ref().is_none_or(|t| t.is_finished())
         {
             break;
         }

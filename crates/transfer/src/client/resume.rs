@@ -73,7 +73,7 @@ fn complete_file_matches(s: &SourceFile, path: &Path) -> bool {
         None => true,
     };
     listing_ok
-        && s.expect.as_ref().map_or(true, |e| {
+        && s.expect.as_ref().is_none_or(|e| {
             checksum::file_digest(e.algo, path).ok().as_deref() == Some(&e.digest[..])
         })
 }

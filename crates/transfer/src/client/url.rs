@@ -31,7 +31,7 @@ impl HttpUrl {
         let (host, port) = if let Some(h) = auth.strip_prefix('[') {
             let (h, p) = h
                 .split_once(']')
-                .ok_or_else(|| anyhow!("bad IPv6 address in {s:?}"))?;
+                .ok_or_else(|| anyhow!("bad IPv6 address in {s}: expected [ADDRESS]:PORT"))?;
             (h.to_string(), p.strip_prefix(':').unwrap_or(default_port))
         } else {
             match auth.rsplit_once(':') {
@@ -40,9 +40,11 @@ impl HttpUrl {
             }
         };
         if host.is_empty() {
-            bail!("no host in URL {s:?}");
+            bail!("no host in URL {s}");
         }
-        let port = port.parse().map_err(|_| anyhow!("bad port in URL {s:?}"))?;
+        let port = port
+            .parse()
+            .map_err(|_| anyhow!("bad port in URL {s}: expected a number from 1 to 65535"))?;
         Ok(HttpUrl {
             tls,
             host,
