@@ -352,7 +352,8 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
                     a.by_interval,
                     a.top,
                 )
-                .context("starting attribution")?,
+                .context("starting attribution")?
+                .on_warning(|w| eprintln!("wattio record: warning: {w}")),
             )
         }
         None => None,

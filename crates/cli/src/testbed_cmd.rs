@@ -233,7 +233,13 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         TestbedCmd::DelayLine(d) => {
-            bed::run_delay_line(&bed, Duration::from_micros(d.one_way_us), d.mtu, &d.ready)?;
+            bed::run_delay_line(
+                &bed,
+                Duration::from_micros(d.one_way_us),
+                d.mtu,
+                &d.ready,
+                &|w| eprintln!("{w}"),
+            )?;
             Ok(ExitCode::SUCCESS)
         }
     }

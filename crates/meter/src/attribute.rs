@@ -384,7 +384,11 @@ pub struct RecordAttribution {
     acc_j: f64,
     start_ns: Option<u64>,
     warned: bool,
+    on_warning: Option<WarningSink>,
 }
+
+/// Where a library warning goes: the binary decides whether and how to show it.
+pub type WarningSink = Box<dyn FnMut(&str) + Send>;
 
 /// One row of `record --by`.
 #[derive(Debug, Clone, PartialEq)]
@@ -417,20 +421,30 @@ impl RecordAttribution {
             acc_j: 0.0,
             start_ns: None,
             warned: false,
+            on_warning: None,
         })
+    }
+
+    /// Hands the warning of a failed CPU-time read (told once per recording) to `sink`; without
+    /// one the warning is dropped and recording goes on the same way.
+    pub fn on_warning(mut self, sink: impl FnMut(&str) + Send + 'static) -> Self {
+        self.on_warning = Some(Box::new(sink));
+        self
     }
 
     pub fn by(&self) -> By {
         self.attributor.by()
     }
 
-    /// A failed read of CPU times is told once on stderr; recording goes on.
+    /// A failed read of CPU times is told once; recording goes on.
     fn warn(&mut self, e: &io::Error) {
         if !self.warned {
             self.warned = true;
-            eprintln!(
-                "wattio record: warning: reading CPU times for --by failed ({e}); that energy is carried to the next interval"
-            );
+            if let Some(sink) = &mut self.on_warning {
+                sink(&format!(
+                    "reading CPU times for --by failed ({e}); that energy is carried to the next interval"
+                ));
+            }
         }
     }
 

@@ -480,20 +480,25 @@ impl Bed {
 /// up as extra RTT under load (measured: 39–44 ms instead of 36 with a load average of ~7 on 2
 /// vCPUs). The threads sleep in `ppoll` between packets, and the kernel's RT throttling bounds
 /// them anyway, so they cannot starve the host.
-fn realtime_priority() {
+fn realtime_priority() -> std::io::Result<()> {
     let p = libc::sched_param { sched_priority: 10 };
     // SAFETY: sched_setscheduler on the calling thread (pid 0) with a valid param.
     if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) } != 0 {
-        eprintln!(
-            "delay line: running without real-time priority ({}): RTT may grow under host load",
-            std::io::Error::last_os_error()
-        );
+        return Err(std::io::Error::last_os_error());
     }
+    Ok(())
 }
 
 /// Runs the delay line between the two namespaces' TUN devices until killed. Writes `ready`
-/// once both devices are attached.
-pub fn run_delay_line(bed: &Bed, one_way: Duration, mtu: usize, ready: &Path) -> Result<()> {
+/// once both devices are attached. A refused real-time priority is not fatal: it goes to
+/// `on_warning` (the daemon's log) and the line runs at normal priority.
+pub fn run_delay_line(
+    bed: &Bed,
+    one_way: Duration,
+    mtu: usize,
+    ready: &Path,
+    on_warning: &dyn Fn(&str),
+) -> Result<()> {
     let c = crate::tun::open_in_netns(&bed.netns_path(Side::Client).to_string_lossy(), DEV)?;
     let s = crate::tun::open_in_netns(&bed.netns_path(Side::Server).to_string_lossy(), DEV)?;
     // Far above the BDP of any link this host can run (1 Gbps × 1 s = 125 MB would need it).
@@ -505,7 +510,11 @@ pub fn run_delay_line(bed: &Bed, one_way: Duration, mtu: usize, ready: &Path) ->
     let stop = AtomicBool::new(false);
     let (up, down) = (Counters::default(), Counters::default());
     // Before `ready`, so `up` sees a refusal in the log; the threads inherit the policy.
-    realtime_priority();
+    if let Err(e) = realtime_priority() {
+        on_warning(&format!(
+            "delay line: running without real-time priority ({e}): RTT may grow under host load"
+        ));
+    }
     fs::write(ready, std::process::id().to_string())?;
     std::thread::scope(|sc| -> Result<()> {
         // If one direction fails the other is stopped too, so the daemon exits and `status`
