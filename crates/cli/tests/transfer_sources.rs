@@ -649,6 +649,49 @@ fn url_list_from_stdin_with_out_options_and_reference_checksum_files() {
     }
 }
 
+/// One URL list, two servers: nginx (Range) and python http.server (none). Channels switch
+/// servers between files; only the server without Range gets whole-file streams.
+#[test]
+fn a_url_list_across_two_servers() {
+    let src = tempfile::tempdir().unwrap();
+    make_tree(src.path(), AWKWARD);
+    let (Some(ng), Some(py)) = (nginx_autoindex(src.path(), ""), python_http(src.path())) else {
+        return;
+    };
+    let mut list = String::new();
+    for (i, (n, _)) in AWKWARD.iter().enumerate() {
+        let path = format!("/{}", url_encode_path(n));
+        let url = if i % 2 == 0 {
+            at(&ng, &path)
+        } else {
+            py.url(&path)
+        };
+        list.push_str(&format!("{url}\n  out={n}\n"));
+    }
+    let dst = tempfile::tempdir().unwrap();
+    let v = ok_json(&transfer(
+        &[
+            "-i",
+            "-",
+            path_str(dst.path()),
+            "--sla",
+            "max-throughput",
+            "--json",
+        ],
+        Some(list.as_bytes()),
+    ));
+    let whole = v["whole_file_streams"].as_array().unwrap();
+    assert_eq!(whole.len(), 1, "{whole:?}");
+    assert!(
+        whole[0]
+            .as_str()
+            .unwrap()
+            .contains(&format!(":{}", py.port)),
+        "{whole:?}"
+    );
+    assert_identical(src.path(), dst.path());
+}
+
 #[test]
 fn a_checksum_mismatch_is_fetched_again_once_then_refused() {
     let src = tempfile::tempdir().unwrap();
