@@ -2,13 +2,15 @@
 //! left, x tick labels laid out so none overlaps, legend on the right widened to fit.
 
 use crate::axis::{decade_ticks, layout_labels, ticks, LabelRow};
-use crate::style::{series_style, Style, BASELINE, PALETTE, REFERENCE_DASH};
+use crate::style::{series_style, Style, BASELINE, PALETTE, REFERENCE_DASHES};
 use crate::text::{esc, fmt_num, text_width, wrap};
 use std::fmt::Write;
 
 const TICK_FONT: f64 = 11.0;
 const LABEL_FONT: f64 = 12.0;
 const TITLE_FONT: f64 = 14.0;
+/// Bold text is wider than [`text_width`]'s regular estimate by about this factor.
+const BOLD: f64 = 1.12;
 const NOTE_FONT: f64 = 11.0;
 /// Legend names wrap at this width instead of being cut.
 const LEGEND_TEXT_MAX: f64 = 200.0;
@@ -131,7 +133,8 @@ impl Canvas {
     /// legend `legend_w` wide and `below` pixels of x tick labels.
     fn new(c: &Chart, pw: f64, ph: f64, y_tick_w: f64, legend_w: f64, below: f64) -> Canvas {
         let left = 14.0 + LABEL_FONT + y_tick_w + 8.0;
-        let width = (left + pw + legend_w + 16.0).max(text_width(&c.title, TITLE_FONT) + 20.0);
+        let width =
+            (left + pw + legend_w + 16.0).max(text_width(&c.title, TITLE_FONT) * BOLD + 20.0);
         let note = if c.note.is_empty() {
             Vec::new()
         } else {
@@ -395,7 +398,7 @@ pub fn line_chart(c: &Chart, series: &[Series], references: &[Reference], o: &Li
         entries.push(Entry {
             name: r.name.clone(),
             style: Style {
-                dash: REFERENCE_DASH,
+                dash: REFERENCE_DASHES[k % REFERENCE_DASHES.len()],
                 ..series_style(i)
             },
             line: true,
@@ -543,6 +546,15 @@ pub fn box_plot(c: &Chart, groups: &[BoxGroup]) -> String {
     out
 }
 
+/// `v` rounded to `digits` significant digits (bar values: 139.52 reads as 140).
+fn round_significant(v: f64, digits: i32) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let scale = 10f64.powi(digits - 1 - v.abs().log10().floor() as i32);
+    (v * scale).round() / scale
+}
+
 /// Horizontal bar chart, one bar per label in the given order, each bar's value written at
 /// its end; long labels get the room they need on the left instead of being cut.
 pub fn bar_chart(c: &Chart, bars: &[(String, f64)]) -> String {
@@ -563,7 +575,8 @@ pub fn bar_chart(c: &Chart, bars: &[(String, f64)]) -> String {
     let row = layout_labels(&labels, TICK_FONT);
     // The y "tick" column holds the bar labels; the value of the longest bar needs room on
     // the right.
-    let value_w = text_width(&fmt_num(hi), TICK_FONT) + 10.0;
+    let value = |v: f64| fmt_num(round_significant(v, 3));
+    let value_w = text_width(&value(hi), TICK_FONT) + 10.0;
     let canvas = Canvas::new(c, pw, ph, label_w, value_w, row.height);
     let mut out = String::new();
     canvas.open(&mut out, c);
@@ -606,7 +619,7 @@ pub fn bar_chart(c: &Chart, bars: &[(String, f64)]) -> String {
             fill = PALETTE[0],
             vx = l + z + 4.0,
             ty = y + bar_h * 0.7,
-            val = fmt_num(*v)
+            val = value(*v)
         );
     }
     let row = row.shifted(l);

@@ -19,7 +19,7 @@ pub use chart::{
     bar_chart, box_plot, energy_axis, line_chart, BoxGroup, Chart, LineOpts, Reference, Series,
     XScale,
 };
-pub use style::{series_style, Marker, Style, BASELINE, PALETTE, REFERENCE_DASH};
+pub use style::{series_style, Marker, Style, BASELINE, PALETTE, REFERENCE_DASHES};
 pub use text::{esc, fmt_num, text_width, wrap};
 
 #[cfg(test)]
@@ -170,7 +170,7 @@ mod tests {
                 assert_eq!(plot, marks(&svg, "legend-entry", i), "series {i}");
             }
             assert_eq!(marks(&svg, "series", 3).len(), 1, "one point: marker only");
-            assert!(marks(&svg, "series", 11)[0].contains(REFERENCE_DASH));
+            assert!(marks(&svg, "series", 11)[0].contains(REFERENCE_DASHES[0]));
             // Series 0 and 10 share a colour, not a look.
             assert_ne!(marks(&svg, "series", 0), marks(&svg, "series", 10));
         }
@@ -238,6 +238,21 @@ mod tests {
         for k in ["90", "95", "99", "100"] {
             assert!(svg.contains(&format!(">{k}</text>")), "{k}");
         }
+    }
+
+    #[test]
+    fn bar_values_are_rounded_and_labels_kept_whole() {
+        let long = "a method name much longer than any truncation limit";
+        let svg = bar_chart(
+            &chart("t"),
+            &[
+                (long.into(), 139.52),
+                ("b".into(), 8.3786),
+                ("c".into(), 0.0),
+            ],
+        );
+        assert!(svg.contains(">140<") && svg.contains(">8.38<"), "{svg}");
+        assert!(svg.contains(long));
     }
 
     #[test]

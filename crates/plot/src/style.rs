@@ -38,8 +38,9 @@ const MARKERS: [Marker; 7] = [
 /// Dash patterns: solid for the first palette cycle, then dashed, then dash-dot.
 const DASHES: [&str; 3] = ["", "7,3", "9,3,2,3"];
 
-/// The dash pattern of horizontal reference lines (knob-independent strategies, bounds).
-pub const REFERENCE_DASH: &str = "2,3";
+/// Dash patterns of horizontal reference lines (knob-independent strategies, bounds): dotted
+/// and dash-dotted, unlike any series, and differing between neighbouring references.
+pub const REFERENCE_DASHES: [&str; 4] = ["2,3", "10,3,2,3", "2,2,2,6", "10,3,2,3,2,3"];
 
 /// The look of one series; the legend draws its sample with the same values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
