@@ -30,6 +30,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use wattio_stats::SplitMix64;
 
 const KIB: f64 = 1024.0;
 const MIB: f64 = 1024.0 * 1024.0;
@@ -81,22 +82,19 @@ pub struct Entry {
     pub size: u64,
 }
 
-/// SplitMix64: tiny, fast, and good enough for sizes and filler bytes (not cryptographic).
+/// Dataset draws over the workspace's one seeded generator ([`wattio_stats::SplitMix64`]):
+/// sizes and filler bytes (not cryptographic).
 #[derive(Debug, Clone)]
-pub struct SplitMix(u64);
+pub struct SplitMix(SplitMix64);
 
 impl SplitMix {
     pub fn new(seed: u64) -> Self {
-        SplitMix(seed)
+        SplitMix(SplitMix64::new(seed))
     }
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
-    /// Uniform in (0, 1].
+    /// Uniform in (0, 1]: never 0, so `ln` below stays finite.
     fn unit(&mut self) -> f64 {
         ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
     }
