@@ -83,11 +83,7 @@ impl RunRecord {
 
     /// The provenance label of this row's energy.
     pub fn provenance(&self) -> String {
-        if self.estimated {
-            format!("estimated ({}: {})", self.mechanism, self.model)
-        } else {
-            format!("measured ({})", self.mechanism)
-        }
+        wattio_energy::provenance_label(&self.mechanism, self.estimated, Some(&self.model))
     }
 }
 

@@ -195,7 +195,7 @@ impl Invocation {
 
 /// The plan: cells and the JMH invocations that make up one round.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct StudyPlan {
     pub cells: Vec<Cell>,
     pub round: Vec<Invocation>,
     /// Things left out, and why (printed).
@@ -214,7 +214,7 @@ fn selected(cfg: &StudyConfig, op: Op) -> Vec<&'static MethodInfo> {
                 || cfg
                     .methods
                     .as_ref()
-                    .map_or(true, |l| l.iter().any(|n| n == m.name))
+                    .is_none_or(|l| l.iter().any(|n| n == m.name))
         })
         .collect()
 }
@@ -232,7 +232,7 @@ pub fn app_buffer(op: Op) -> u32 {
 }
 
 /// Expands the configuration into cells and the invocations of one round.
-pub fn plan(cfg: &StudyConfig) -> Result<Plan> {
+pub fn plan(cfg: &StudyConfig) -> Result<StudyPlan> {
     if cfg.runs == 0 {
         bail!("--runs must be at least 1");
     }
@@ -344,7 +344,7 @@ pub fn plan(cfg: &StudyConfig) -> Result<Plan> {
     if cells.is_empty() {
         bail!("nothing to run: no selected method belongs to the selected use cases");
     }
-    Ok(Plan {
+    Ok(StudyPlan {
         cells,
         round,
         notes,
@@ -420,7 +420,7 @@ fn cell_of(op: Op, method: &str, size: Size, buffer: u32) -> Cell {
 }
 
 /// `study.json` for `cfg` measured with energy labelled `energy`: what a resume must match.
-pub fn manifest(cfg: &StudyConfig, plan: &Plan, energy: &str) -> StudyManifest {
+pub fn manifest(cfg: &StudyConfig, plan: &StudyPlan, energy: &str) -> StudyManifest {
     StudyManifest {
         study: STUDY.into(),
         command: cfg.command.clone(),
@@ -460,7 +460,7 @@ impl Collector {
     pub fn new(
         log: CsvLog<RunRecord>,
         kept: Vec<RunRecord>,
-        plan: &Plan,
+        plan: &StudyPlan,
         runs: u32,
         libs: Libs,
     ) -> Result<Collector> {
@@ -509,7 +509,7 @@ impl Collector {
         let left = self
             .counts
             .iter()
-            .flat_map(|(c, &n)| std::iter::repeat(c).take(runs.saturating_sub(n) as usize));
+            .flat_map(|(c, &n)| std::iter::repeat_n(c, runs.saturating_sub(n) as usize));
         StudyProgress {
             done: self.records.len(),
             total: self.total,
@@ -549,7 +549,7 @@ pub struct RoundContext<'a> {
 /// this round's run. Each run is kept as it arrives. Returns `false` when cancelled.
 pub fn run_round(
     round: u32,
-    plan: &Plan,
+    plan: &StudyPlan,
     ctx: &RoundContext<'_>,
     exec: &mut dyn JmhExecutor,
     collector: &mut Collector,
@@ -635,7 +635,7 @@ pub fn run_round(
 
 /// A study ready to run its rounds: the plan, the files, the energy socket, the result file.
 pub struct Prepared {
-    pub plan: Plan,
+    pub plan: StudyPlan,
     pub executor: ProcessJmhExecutor,
     pub collector: Collector,
 }
@@ -998,7 +998,7 @@ mod round_tests {
     }
 
     fn run_all(
-        p: &Plan,
+        p: &StudyPlan,
         runs: u32,
         exec: &mut FakeJmh<'_>,
         col: &mut Collector,

@@ -11,7 +11,7 @@ use super::source::{first_url, resolve, SourceKind};
 use super::state::Shared;
 use super::stream::{stream_file, Streamed};
 use super::summary::{
-    EnergySummary, IntervalLog, ProcessEnergy, Summary, Verification, UNVERIFIED_LISTED,
+    EnergySummary, IntervalLog, ProcessEnergy, TransferSummary, Verification, UNVERIFIED_LISTED,
 };
 use super::verify::finish_file;
 use crate::actuator::{Actuator, ApplyReport};
@@ -28,7 +28,7 @@ use wattio_meter::{Meter, MeterConfig};
 pub(super) async fn transfer_async(
     opts: &TransferOptions,
     act: &mut Actuator,
-) -> anyhow::Result<Summary> {
+) -> anyhow::Result<TransferSummary> {
     let url = first_url(opts)?;
     // The meter's discovery takes a while (it watches each counter for a moment to refuse dead
     // ones): it runs while the listing is fetched.
@@ -443,7 +443,7 @@ pub(super) async fn transfer_async(
                 total_j: r.total_j,
                 mean_power_w: r.mean_power_w(),
                 joules_per_gb: (received > 0).then(|| r.total_j / (received as f64 / 1e9)),
-                mechanism: format!("{:?}", r.mechanism).to_lowercase(),
+                mechanism: r.mechanism.to_string(),
                 estimated: r.estimated,
                 model: r.model.clone(),
                 provenance: r.provenance_label(),
@@ -464,7 +464,7 @@ pub(super) async fn transfer_async(
     } else {
         0.0
     };
-    Ok(Summary {
+    Ok(TransferSummary {
         source: match &opts.input_file {
             Some(p) if p.as_os_str() == "-" => "URL list from standard input".to_string(),
             Some(p) => format!("URL list {}", p.display()),

@@ -41,7 +41,7 @@ pub use crate::tuner::TunerChoice;
 pub use options::{default_window, EnergyFeedback, TransferOptions};
 pub use resume::missing_ranges;
 pub use summary::{
-    EnergySummary, IntervalLog, ProcessEnergy, Summary, Verification, HOST_ESTIMATE_SCOPE,
+    EnergySummary, IntervalLog, ProcessEnergy, TransferSummary, Verification, HOST_ESTIMATE_SCOPE,
 };
 pub use url::HttpUrl;
 
@@ -51,7 +51,7 @@ use control::transfer_async;
 use std::time::Duration;
 
 /// Runs a transfer to completion on its own tokio runtime.
-pub fn run_transfer(opts: &TransferOptions) -> anyhow::Result<Summary> {
+pub fn run_transfer(opts: &TransferOptions) -> anyhow::Result<TransferSummary> {
     let mut actuator = Actuator::probe(opts.root.clone(), opts.core_backend, opts.cpufreq);
     let workers = actuator.n_cores();
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -128,7 +128,7 @@ pub const UNVERIFIED_LISTED: usize = 1000;
 
 /// The `--json` summary.
 #[derive(Debug, Clone, Serialize)]
-pub struct Summary {
+pub struct TransferSummary {
     pub source: String,
     /// How the files were found: `wattio-listing`, `directory-index`, `url-list`, `file-url`.
     pub source_kind: &'static str,
