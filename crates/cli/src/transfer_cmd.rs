@@ -334,11 +334,11 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
             );
         }
         if let Some(r) = s.cpu_actuator.last() {
-            use wattio_transfer::actuator::Outcome;
-            let show = |o: &Outcome| match o {
-                Outcome::Applied(d) => format!("applied ({d})"),
-                Outcome::Unavailable(d) => format!("not available ({d})"),
-                Outcome::Failed(d) => format!("FAILED ({d})"),
+            use wattio_transfer::actuator::KnobOutcome;
+            let show = |o: &KnobOutcome| match o {
+                KnobOutcome::Applied(d) => format!("applied ({d})"),
+                KnobOutcome::Unavailable(d) => format!("not available ({d})"),
+                KnobOutcome::Failed(d) => format!("FAILED ({d})"),
             };
             println!(
                 "cpu (last setting): cores {}; frequency {}",

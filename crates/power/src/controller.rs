@@ -28,7 +28,7 @@ use crate::stpm::{self, DiskPolicy, NetDecision, NetPolicy, NetStpm, Transfer};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Moves the real device to a mode; `Err` is reported by the controller's methods.
-pub type Actuator = Box<dyn Fn(ModeId) -> Result<(), String> + Send + Sync>;
+pub type ModeActuator = Box<dyn Fn(ModeId) -> Result<(), String> + Send + Sync>;
 
 /// Errors of the controllers.
 #[derive(Debug, thiserror::Error)]
@@ -78,7 +78,7 @@ fn lock<X>(m: &Mutex<Shared<X>>) -> MutexGuard<'_, Shared<X>> {
 struct Driver<X> {
     pm: Arc<PowerManager>,
     dev: DeviceHandle,
-    actuator: Actuator,
+    actuator: ModeActuator,
     state: Arc<Mutex<Shared<X>>>,
 }
 
@@ -231,7 +231,7 @@ impl DiskController {
     }
 
     /// Use `f` to move the real device.
-    pub fn with_actuator(mut self, f: Actuator) -> Self {
+    pub fn with_actuator(mut self, f: ModeActuator) -> Self {
         self.d.actuator = f;
         self
     }
@@ -359,7 +359,7 @@ impl NetController {
     }
 
     /// Use `f` to move the real device.
-    pub fn with_actuator(mut self, f: Actuator) -> Self {
+    pub fn with_actuator(mut self, f: ModeActuator) -> Self {
         self.d.actuator = f;
         self
     }

@@ -197,7 +197,7 @@ impl DeviceSpec {
     pub fn high_mode(&self) -> ModeId {
         let mut best: Option<usize> = None;
         for (i, m) in self.modes.iter().enumerate() {
-            if m.can_read && best.map_or(true, |b| m.power_w > self.modes[b].power_w) {
+            if m.can_read && best.is_none_or(|b| m.power_w > self.modes[b].power_w) {
                 best = Some(i);
             }
         }
@@ -208,7 +208,7 @@ impl DeviceSpec {
     pub fn low_readable_mode(&self) -> ModeId {
         let mut best: Option<usize> = None;
         for (i, m) in self.modes.iter().enumerate() {
-            if m.can_read && best.map_or(true, |b| m.power_w < self.modes[b].power_w) {
+            if m.can_read && best.is_none_or(|b| m.power_w < self.modes[b].power_w) {
                 best = Some(i);
             }
         }

@@ -26,7 +26,7 @@ pub mod profile;
 pub mod stpm;
 
 pub use clock::{Clock, RealClock, VirtualClock};
-pub use controller::{Actuator, ControlError, DeviceCounters, DiskController, NetController};
+pub use controller::{ControlError, DeviceCounters, DiskController, ModeActuator, NetController};
 pub use device::{DeviceKind, DeviceSpec, IoModel, IoOp, ModeId, ModeInfo, TransitionCost};
 pub use ghost::{GhostAccumulator, GhostDevice, GhostHint, GhostPolicy};
 pub use machine::{DeviceMachine, Readiness, Step};

@@ -26,7 +26,7 @@ pub enum CoreBackend {
 /// Outcome of one knob.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "result", content = "detail", rename_all = "snake_case")]
-pub enum Outcome {
+pub enum KnobOutcome {
     Applied(String),
     Unavailable(String),
     Failed(String),
@@ -35,8 +35,8 @@ pub enum Outcome {
 /// What one `apply` did, knob by knob.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ApplyReport {
-    pub cores: Outcome,
-    pub frequency: Outcome,
+    pub cores: KnobOutcome,
+    pub frequency: KnobOutcome,
 }
 
 struct Policy {
@@ -47,7 +47,7 @@ struct Policy {
 }
 
 /// The CPU actuator.
-pub struct Actuator {
+pub struct CpuActuator {
     root: SysRoot,
     backend: CoreBackend,
     use_cpufreq: bool,
@@ -124,9 +124,9 @@ pub fn set_process_affinity(cpus: &[usize]) -> std::io::Result<usize> {
     Ok(n)
 }
 
-impl Actuator {
+impl CpuActuator {
     /// Looks at the machine under `root`.
-    pub fn probe(root: SysRoot, backend: CoreBackend, use_cpufreq: bool) -> Actuator {
+    pub fn probe(root: SysRoot, backend: CoreBackend, use_cpufreq: bool) -> CpuActuator {
         let mut allowed = allowed_cpus();
         if backend == CoreBackend::Hotplug {
             let online = read_trim(&root.path("/sys/devices/system/cpu/online"))
@@ -159,7 +159,7 @@ impl Actuator {
                 });
             }
         }
-        Actuator {
+        CpuActuator {
             root,
             backend,
             use_cpufreq,
@@ -190,22 +190,22 @@ impl Actuator {
         }
     }
 
-    fn apply_cores(&mut self, cores: usize) -> Outcome {
+    fn apply_cores(&mut self, cores: usize) -> KnobOutcome {
         match self.backend {
             CoreBackend::None => {
-                Outcome::Unavailable("core scaling off (--cpu-actuator none)".into())
+                KnobOutcome::Unavailable("core scaling off (--cpu-actuator none)".into())
             }
             CoreBackend::Affinity => {
                 let cpus: Vec<usize> = self.allowed.iter().copied().take(cores).collect();
                 match set_process_affinity(&cpus) {
-                    Ok(n) => Outcome::Applied(format!(
+                    Ok(n) => KnobOutcome::Applied(format!(
                         "affinity to CPUs {} on {n} threads",
                         cpus.iter()
                             .map(|c| c.to_string())
                             .collect::<Vec<_>>()
                             .join(",")
                     )),
-                    Err(e) => Outcome::Failed(format!("sched_setaffinity: {e}")),
+                    Err(e) => KnobOutcome::Failed(format!("sched_setaffinity: {e}")),
                 }
             }
             CoreBackend::Hotplug => {
@@ -219,30 +219,33 @@ impl Actuator {
                         .root
                         .path(format!("/sys/devices/system/cpu/cpu{cpu}/online"));
                     if !p.exists() {
-                        return Outcome::Unavailable(format!(
+                        return KnobOutcome::Unavailable(format!(
                             "{} missing: no hotplug",
                             p.display()
                         ));
                     }
                     if let Err(e) = std::fs::write(&p, want) {
-                        return Outcome::Failed(format!("write {}: {e} (needs root)", p.display()));
+                        return KnobOutcome::Failed(format!(
+                            "write {}: {e} (needs root)",
+                            p.display()
+                        ));
                     }
                     if want == "0" && !self.hotplugged_off.contains(&cpu) {
                         self.hotplugged_off.push(cpu);
                     }
                     done.push(format!("cpu{cpu}={want}"));
                 }
-                Outcome::Applied(format!("hotplug {}", done.join(" ")))
+                KnobOutcome::Applied(format!("hotplug {}", done.join(" ")))
             }
         }
     }
 
-    fn apply_freq(&mut self, idx: usize) -> Outcome {
+    fn apply_freq(&mut self, idx: usize) -> KnobOutcome {
         if !self.use_cpufreq {
-            return Outcome::Unavailable("frequency scaling off (--cpufreq off)".into());
+            return KnobOutcome::Unavailable("frequency scaling off (--cpufreq off)".into());
         }
         if self.policies.is_empty() || self.ladder_khz.is_empty() {
-            return Outcome::Unavailable(format!(
+            return KnobOutcome::Unavailable(format!(
                 "no cpufreq policy under {}",
                 self.root.path("/sys/devices/system/cpu/cpufreq").display()
             ));
@@ -259,13 +262,13 @@ impl Actuator {
                 std::fs::write(p.dir.join("scaling_max_freq"), khz.to_string())
             };
             if let Err(e) = r {
-                return Outcome::Failed(format!(
+                return KnobOutcome::Failed(format!(
                     "write under {}: {e} (needs root)",
                     p.dir.display()
                 ));
             }
         }
-        Outcome::Applied(format!(
+        KnobOutcome::Applied(format!(
             "{khz} kHz via {how} on {} policies",
             self.policies.len()
         ))
@@ -309,7 +312,7 @@ impl Actuator {
     }
 }
 
-impl Drop for Actuator {
+impl Drop for CpuActuator {
     fn drop(&mut self) {
         let _ = self.restore();
     }
@@ -378,15 +381,15 @@ mod tests {
     fn clamps_scaling_max_freq_and_restores_it() {
         let d = fixture(false, None);
         let root = SysRoot::new(d.path());
-        let mut a = Actuator::probe(root, CoreBackend::None, true);
+        let mut a = CpuActuator::probe(root, CoreBackend::None, true);
         // 800000 + 2700000·k/3
         assert_eq!(a.ladder_khz(), &[800000, 1700000, 2600000, 3500000]);
         let r = a.apply(1, 1);
         assert!(
-            matches!(r.frequency, Outcome::Applied(ref s) if s.contains("scaling_max_freq")),
+            matches!(r.frequency, KnobOutcome::Applied(ref s) if s.contains("scaling_max_freq")),
             "{r:?}"
         );
-        assert!(matches!(r.cores, Outcome::Unavailable(_)));
+        assert!(matches!(r.cores, KnobOutcome::Unavailable(_)));
         let p0 = d.path().join("sys/devices/system/cpu/cpufreq/policy0");
         assert_eq!(
             fs::read_to_string(p0.join("scaling_max_freq")).unwrap(),
@@ -402,7 +405,7 @@ mod tests {
     #[test]
     fn userspace_governor_and_listed_frequencies() {
         let d = fixture(true, Some("2000000 1000000 3000000"));
-        let mut a = Actuator::probe(SysRoot::new(d.path()), CoreBackend::None, true);
+        let mut a = CpuActuator::probe(SysRoot::new(d.path()), CoreBackend::None, true);
         assert_eq!(a.ladder_khz(), &[1000000, 2000000, 3000000]);
         a.apply(1, 9);
         let p1 = d.path().join("sys/devices/system/cpu/cpufreq/policy1");
@@ -424,11 +427,11 @@ mod tests {
     #[test]
     fn hotplug_offlines_and_brings_back_never_cpu0() {
         let d = fixture(false, None);
-        let mut a = Actuator::probe(SysRoot::new(d.path()), CoreBackend::Hotplug, false);
+        let mut a = CpuActuator::probe(SysRoot::new(d.path()), CoreBackend::Hotplug, false);
         assert_eq!(a.n_cores(), 2);
         let r = a.apply(1, 0);
-        assert_eq!(r.cores, Outcome::Applied("hotplug cpu1=0".into()));
-        assert!(matches!(r.frequency, Outcome::Unavailable(_)));
+        assert_eq!(r.cores, KnobOutcome::Applied("hotplug cpu1=0".into()));
+        assert!(matches!(r.frequency, KnobOutcome::Unavailable(_)));
         let on = d.path().join("sys/devices/system/cpu/cpu1/online");
         assert_eq!(fs::read_to_string(&on).unwrap(), "0");
         a.restore();
@@ -439,11 +442,11 @@ mod tests {
     #[test]
     fn missing_cpufreq_is_reported_not_fatal() {
         let d = tempfile::tempdir().unwrap();
-        let mut a = Actuator::probe(SysRoot::new(d.path()), CoreBackend::None, true);
+        let mut a = CpuActuator::probe(SysRoot::new(d.path()), CoreBackend::None, true);
         assert!(a.ladder_khz().is_empty());
         let r = a.apply(1, 0);
         assert!(
-            matches!(r.frequency, Outcome::Unavailable(ref s) if s.contains("no cpufreq policy"))
+            matches!(r.frequency, KnobOutcome::Unavailable(ref s) if s.contains("no cpufreq policy"))
         );
     }
 
@@ -456,10 +459,10 @@ mod tests {
         // a directory where a file is expected makes the write fail even as root
         fs::remove_file(&p0).unwrap();
         fs::create_dir(&p0).unwrap();
-        let mut a = Actuator::probe(SysRoot::new(d.path()), CoreBackend::None, true);
+        let mut a = CpuActuator::probe(SysRoot::new(d.path()), CoreBackend::None, true);
         let r = a.apply(1, 0);
         assert!(
-            matches!(r.frequency, Outcome::Failed(ref s) if s.contains("needs root")),
+            matches!(r.frequency, KnobOutcome::Failed(ref s) if s.contains("needs root")),
             "{r:?}"
         );
     }
@@ -467,9 +470,9 @@ mod tests {
     #[test]
     fn affinity_restricts_this_process_and_restores() {
         let before = allowed_cpus();
-        let mut a = Actuator::probe(SysRoot::new("/nonexistent"), CoreBackend::Affinity, false);
+        let mut a = CpuActuator::probe(SysRoot::new("/nonexistent"), CoreBackend::Affinity, false);
         let r = a.apply(1, 0);
-        assert!(matches!(r.cores, Outcome::Applied(_)), "{r:?}");
+        assert!(matches!(r.cores, KnobOutcome::Applied(_)), "{r:?}");
         assert_eq!(allowed_cpus(), vec![before[0]]);
         a.restore();
         assert_eq!(allowed_cpus(), before);

@@ -14,7 +14,7 @@ use super::summary::{
     EnergySummary, IntervalLog, ProcessEnergy, TransferSummary, Verification, UNVERIFIED_LISTED,
 };
 use super::verify::finish_file;
-use crate::actuator::{Actuator, ApplyReport};
+use crate::actuator::{ApplyReport, CpuActuator};
 use crate::tuner::{initial_plan, Decision, NetParams, Observation, StartRules, Timeouts};
 use anyhow::{bail, Context};
 use std::fs::File;
@@ -27,7 +27,7 @@ use wattio_meter::{Meter, MeterConfig};
 
 pub(super) async fn transfer_async(
     opts: &TransferOptions,
-    act: &mut Actuator,
+    act: &mut CpuActuator,
 ) -> anyhow::Result<TransferSummary> {
     let url = first_url(opts)?;
     // The meter's discovery takes a while (it watches each counter for a moment to refuse dead
@@ -232,7 +232,7 @@ pub(super) async fn transfer_async(
     }
     let mut reports: Vec<ApplyReport> = Vec::new();
     let mut applied: Option<(usize, usize)> = None;
-    let mut apply_cpu = |d: &Decision, act: &mut Actuator, reports: &mut Vec<ApplyReport>| {
+    let mut apply_cpu = |d: &Decision, act: &mut CpuActuator, reports: &mut Vec<ApplyReport>| {
         if let (Some(c), Some(f)) = (d.cores, d.freq_idx) {
             if applied != Some((c, f)) {
                 applied = Some((c, f));

@@ -45,14 +45,14 @@ pub use summary::{
 };
 pub use url::HttpUrl;
 
-use crate::actuator::Actuator;
+use crate::actuator::CpuActuator;
 use anyhow::Context;
 use control::transfer_async;
 use std::time::Duration;
 
 /// Runs a transfer to completion on its own tokio runtime.
 pub fn run_transfer(opts: &TransferOptions) -> anyhow::Result<TransferSummary> {
-    let mut actuator = Actuator::probe(opts.root.clone(), opts.core_backend, opts.cpufreq);
+    let mut actuator = CpuActuator::probe(opts.root.clone(), opts.core_backend, opts.cpufreq);
     let workers = actuator.n_cores();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
