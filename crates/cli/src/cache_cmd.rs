@@ -131,7 +131,7 @@ fn load_workload_with(w: &str, seed: u64, ucb: trace::UcbSelect) -> Result<Trace
             trace::load_file_with(p, seed, ucb)?
         }
     };
-    if !t.requests.iter().any(|r| r.op == trace::Op::Read) {
+    if !t.requests.iter().any(|r| r.op == trace::TraceOp::Read) {
         bail!(
             "trace {:?} has no read events to replay (check the file or the UCB client filter)",
             t.name

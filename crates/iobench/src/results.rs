@@ -3,7 +3,7 @@
 use crate::cache::CacheMode;
 use crate::catalog::{Op, Size};
 use crate::maven::Libs;
-use crate::server::Sample;
+use crate::server::RunSample;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -52,7 +52,7 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
-    pub fn from_sample(s: &Sample, run: u32, libs: Libs) -> RunRecord {
+    pub fn from_sample(s: &RunSample, run: u32, libs: Libs) -> RunRecord {
         RunRecord {
             method: s.method.clone(),
             op: s.op,

@@ -64,7 +64,7 @@ pub struct WindowEnergy {
 
 /// One measured run as recorded by the server.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Sample {
+pub struct RunSample {
     pub op: Op,
     pub method: String,
     pub size: Size,
@@ -85,14 +85,14 @@ pub struct Sample {
 /// What the server reports to the orchestrator.
 #[derive(Debug)]
 pub enum Event {
-    Sample(Box<Sample>),
+    Sample(Box<RunSample>),
     /// A connection broke the protocol or failed to measure.
     Error(String),
 }
 
 /// How windows are turned into energy.
 #[derive(Debug, Clone)]
-pub struct ServerConfig {
+pub struct EnergyServerConfig {
     pub cache: CacheMode,
     pub model: ModelParams,
     /// CPUs the model's idle power is counted for, and the capacity (`n_cpus × window`) the
@@ -113,7 +113,7 @@ pub struct EnergyServer {
 
 impl EnergyServer {
     /// Binds a socket in a fresh private temporary directory and starts serving.
-    pub fn start(meter: Arc<Meter>, cfg: ServerConfig) -> Result<EnergyServer> {
+    pub fn start(meter: Arc<Meter>, cfg: EnergyServerConfig) -> Result<EnergyServer> {
         let dir = tempfile::Builder::new()
             .prefix("wattio-iobench-")
             .tempdir()
@@ -171,7 +171,7 @@ impl Drop for EnergyServer {
 fn serve(
     listener: UnixListener,
     meter: Arc<Meter>,
-    cfg: ServerConfig,
+    cfg: EnergyServerConfig,
     stop: Arc<AtomicBool>,
     tx: Sender<Event>,
 ) {
@@ -201,7 +201,12 @@ struct Conn {
     ended: Option<(WindowEnergy, f64)>,
 }
 
-fn handle(stream: UnixStream, meter: &Meter, cfg: &ServerConfig, tx: &Sender<Event>) -> Result<()> {
+fn handle(
+    stream: UnixStream,
+    meter: &Meter,
+    cfg: &EnergyServerConfig,
+    tx: &Sender<Event>,
+) -> Result<()> {
     let mut out = stream.try_clone().context("cloning the socket")?;
     let reader = BufReader::new(stream);
     let mut c = Conn::default();
@@ -231,7 +236,7 @@ fn step(
     c: &mut Conn,
     line: &str,
     meter: &Meter,
-    cfg: &ServerConfig,
+    cfg: &EnergyServerConfig,
     tx: &Sender<Event>,
 ) -> Result<String> {
     let (cmd, rest) = line.split_once(' ').unwrap_or((line, ""));
@@ -294,7 +299,7 @@ fn step(
         "CHECK" => {
             let (op, method, size, buffer, pid) = c.labels.clone().context("CHECK before HELLO")?;
             let (energy, time_s) = c.ended.take().context("CHECK without END")?;
-            let s = Sample {
+            let s = RunSample {
                 op,
                 method,
                 size,
@@ -329,7 +334,7 @@ pub fn window_energy(
     b: &Snapshot,
     window_s: f64,
     cpu_s: f64,
-    cfg: &ServerConfig,
+    cfg: &EnergyServerConfig,
 ) -> WindowEnergy {
     let r = meter.between(a, b);
     let process_j = Some(attribution::share_j(r.total_j, cfg.n_cpus, window_s, cpu_s));

@@ -8,7 +8,7 @@ use crate::catalog::{self, MethodInfo, Op, Size, DEFAULT_BUFFER, SWEEP_BUFFERS};
 use crate::jmh::{InvocationEnd, JmhExecutor, ProcessJmhExecutor};
 use crate::maven::{self, Libs};
 use crate::results::RunRecord;
-use crate::server::{EnergyServer, Event, Sample, ServerConfig};
+use crate::server::{EnergyServer, EnergyServerConfig, Event, RunSample};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
@@ -520,7 +520,7 @@ impl Collector {
     }
 
     /// Keeps one run: numbered within its cell, appended to `results.csv`.
-    fn keep(&mut self, cell: Cell, s: &Sample, seconds: f64) -> Result<()> {
+    fn keep(&mut self, cell: Cell, s: &RunSample, seconds: f64) -> Result<()> {
         let n = self.counts.entry(cell.clone()).or_insert(0);
         *n += 1;
         let record = RunRecord::from_sample(s, *n, self.libs);
@@ -704,7 +704,7 @@ pub fn prepare(
         .unwrap_or(1);
     let server = EnergyServer::start(
         meter,
-        ServerConfig {
+        EnergyServerConfig {
             cache: cfg.cache,
             model,
             n_cpus,
@@ -897,8 +897,8 @@ mod round_tests {
     use super::*;
     use crate::server::WindowEnergy;
 
-    fn sample(c: &Cell, ok: bool) -> Sample {
-        Sample {
+    fn sample(c: &Cell, ok: bool) -> RunSample {
+        RunSample {
             op: c.op,
             method: c.method.clone(),
             size: c.size,

@@ -6,7 +6,7 @@ use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use wattio_energy::{Mechanism, ModelParams, SourceChoice, SysRoot};
 use wattio_iobench::cache::CacheMode;
-use wattio_iobench::server::{EnergyServer, Event, ServerConfig, WindowEnergy};
+use wattio_iobench::server::{EnergyServer, EnergyServerConfig, Event, WindowEnergy};
 use wattio_meter::{Meter, MeterConfig};
 
 fn model_meter() -> Arc<Meter> {
@@ -36,7 +36,7 @@ impl Client {
 fn start(cache: CacheMode) -> EnergyServer {
     EnergyServer::start(
         model_meter(),
-        ServerConfig {
+        EnergyServerConfig {
             cache,
             model: ModelParams::default(),
             n_cpus: 2,

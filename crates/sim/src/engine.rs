@@ -16,7 +16,7 @@
 //! in time order. Energy is integrated by the controllers' state machines
 //! ([`wattio_power::DeviceMachine`]); total = base power × run time + both devices.
 
-use crate::trace::{Op, Request, Trace};
+use crate::trace::{Trace, TraceOp, TraceRequest};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -441,7 +441,7 @@ impl Sim {
         self.poll();
     }
 
-    fn key(&self, r: &Request) -> String {
+    fn key(&self, r: &TraceRequest) -> String {
         self.keys[&r.object].clone()
     }
 
@@ -456,7 +456,7 @@ impl Sim {
     }
 
     /// Fetch from the server, then keep a copy in the cache (the user waits for the fetch only).
-    fn fetch_and_store(&self, op: IoOp, r: &Request) -> f64 {
+    fn fetch_and_store(&self, op: IoOp, r: &TraceRequest) -> f64 {
         let end = self.transfer(op, r.size);
         self.settle(end);
         self.cache
@@ -476,7 +476,7 @@ impl Sim {
         }
     }
 
-    fn read(&mut self, t: f64, r: &Request) -> f64 {
+    fn read(&mut self, t: f64, r: &TraceRequest) -> f64 {
         self.res.reads += 1;
         let (served, end) = if self.mem.hit(&r.object) {
             (Served::Memory, t)
@@ -515,13 +515,13 @@ impl Sim {
         for (i, r) in reqs.iter().enumerate() {
             self.settle(t);
             let end = match r.op {
-                Op::Read => {
+                TraceOp::Read => {
                     let e = self.read(t, r);
                     self.resp_sum += e - t;
                     e
                 }
                 // Send to the server (the user waits), keep a copy in the cache.
-                Op::Write => self.fetch_and_store(IoOp::Write, r),
+                TraceOp::Write => self.fetch_and_store(IoOp::Write, r),
             };
             let think = reqs.get(i + 1).map(|n| (n.t - r.t).max(0.0)).unwrap_or(0.0);
             t = end + think;

@@ -18,7 +18,7 @@ pub use engine::{
     lower_bound, replay, replay_oracle, CachePolicy, DiskIo, ModeChange, ReadRecord, Replay,
     RunResult, Served, Sim, SimulatedDisk, Strategy,
 };
-pub use trace::{Op, Request, Trace, TraceError};
+pub use trace::{Trace, TraceError, TraceOp, TraceRequest};
 pub use wattio_power::NetPolicy;
 
 use wattio_power::{DiskPolicy, GhostPolicy, Profile};

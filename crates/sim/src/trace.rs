@@ -12,7 +12,7 @@ use std::path::Path;
 /// Read or write, from the application's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Op {
+pub enum TraceOp {
     /// Read an object (from the cache or the server).
     Read,
     /// Write (send) an object to the server; a copy is stored in the cache.
@@ -21,7 +21,7 @@ pub enum Op {
 
 /// One trace event.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Request {
+pub struct TraceRequest {
     /// Recorded time, seconds; gaps between consecutive events are replayed as think time.
     pub t: f64,
     /// Object name.
@@ -29,7 +29,7 @@ pub struct Request {
     /// Size in bytes.
     pub size: u64,
     /// Read or write.
-    pub op: Op,
+    pub op: TraceOp,
     /// In the disk cache at the start.
     pub cached: bool,
 }
@@ -40,7 +40,7 @@ pub struct Trace {
     /// Workload name.
     pub name: String,
     /// Events in time order.
-    pub requests: Vec<Request>,
+    pub requests: Vec<TraceRequest>,
     /// Size of the application's in-memory cache (browser memory cache), bytes; 0 for none.
     pub memory_cache_bytes: u64,
 }
@@ -84,7 +84,7 @@ pub enum TraceError {
 pub const CSV_HEADER: &str = "time_s,object,size_bytes,op,cached";
 
 /// Parse CSV trace text.
-pub fn parse_csv(text: &str, file: &str) -> Result<Vec<Request>, TraceError> {
+pub fn parse_csv(text: &str, file: &str) -> Result<Vec<TraceRequest>, TraceError> {
     let err = |line: usize, msg: String| TraceError::Csv {
         file: file.to_string(),
         line,
@@ -140,8 +140,8 @@ pub fn parse_csv(text: &str, file: &str) -> Result<Vec<Request>, TraceError> {
             )
         })?;
         let op = match f[3] {
-            "read" => Op::Read,
-            "write" => Op::Write,
+            "read" => TraceOp::Read,
+            "write" => TraceOp::Write,
             o => return Err(err(ln, format!("op {o:?} must be read or write"))),
         };
         let cached = match f[4] {
@@ -149,7 +149,7 @@ pub fn parse_csv(text: &str, file: &str) -> Result<Vec<Request>, TraceError> {
             "0" => false,
             c => return Err(err(ln, format!("cached {c:?} must be 0 or 1"))),
         };
-        out.push(Request {
+        out.push(TraceRequest {
             t,
             object: f[1].to_string(),
             size,
@@ -161,7 +161,7 @@ pub fn parse_csv(text: &str, file: &str) -> Result<Vec<Request>, TraceError> {
 }
 
 /// Write requests as CSV.
-pub fn to_csv(reqs: &[Request]) -> String {
+pub fn to_csv(reqs: &[TraceRequest]) -> String {
     let mut s = String::from(CSV_HEADER);
     s.push('\n');
     for r in reqs {
@@ -171,8 +171,8 @@ pub fn to_csv(reqs: &[Request]) -> String {
             r.object,
             r.size,
             match r.op {
-                Op::Read => "read",
-                Op::Write => "write",
+                TraceOp::Read => "read",
+                TraceOp::Write => "write",
             },
             u8::from(r.cached)
         ));
@@ -304,7 +304,7 @@ pub fn ucb_to_requests(
     client: Option<u32>,
     minutes: f64,
     seed: u64,
-) -> Vec<Request> {
+) -> Vec<TraceRequest> {
     let client = client.or_else(|| {
         let mut counts: HashMap<u32, usize> = HashMap::new();
         for r in recs {
@@ -327,24 +327,24 @@ pub fn ucb_to_requests(
         .into_iter()
         .filter(|r| r.t - t0 <= minutes * 60.0)
         .collect();
-    let reqs: Vec<Request> = sel
+    let reqs: Vec<TraceRequest> = sel
         .iter()
-        .map(|r| Request {
+        .map(|r| TraceRequest {
             t: r.t - t0,
             object: r.url.clone(),
             size: r.size,
-            op: Op::Read,
+            op: TraceOp::Read,
             cached: false,
         })
         .collect();
     mark_half_cached(reqs, seed)
 }
 
-fn mark_half_cached(mut reqs: Vec<Request>, seed: u64) -> Vec<Request> {
+fn mark_half_cached(mut reqs: Vec<TraceRequest>, seed: u64) -> Vec<TraceRequest> {
     let mut uniq: Vec<String> = Vec::new();
     let mut seen = HashSet::new();
     for r in &reqs {
-        if r.op == Op::Read && seen.insert(r.object.clone()) {
+        if r.op == TraceOp::Read && seen.insert(r.object.clone()) {
             uniq.push(r.object.clone());
         }
     }
@@ -448,11 +448,11 @@ pub fn email(seed: u64) -> Trace {
     for (i, gap) in gaps.iter().enumerate() {
         if send_at.contains(&i) {
             let size = rng.lognormal(3000.0, 0.6).clamp(300.0, 64_000.0) as u64;
-            out.push(Request {
+            out.push(TraceRequest {
                 t,
                 object: format!("sent-{i}"),
                 size,
-                op: Op::Write,
+                op: TraceOp::Write,
                 cached: false,
             });
         } else {
@@ -461,11 +461,11 @@ pub fn email(seed: u64) -> Trace {
             } else {
                 rng.lognormal(4000.0, 0.9).clamp(400.0, 200_000.0)
             };
-            out.push(Request {
+            out.push(TraceRequest {
                 t,
                 object: format!("msg-{msg}"),
                 size: size as u64,
-                op: Op::Read,
+                op: TraceOp::Read,
                 cached: true,
             });
             msg += 1;
@@ -527,11 +527,11 @@ pub fn web(seed: u64, all_cached: bool) -> Trace {
     for (v, gap) in views.iter().zip(gaps) {
         let mut tt = t;
         for (name, sz) in &pages[*v] {
-            out.push(Request {
+            out.push(TraceRequest {
                 t: tt,
                 object: name.clone(),
                 size: *sz,
-                op: Op::Read,
+                op: TraceOp::Read,
                 cached: false,
             });
             tt += 0.02 + rng.f64() * 0.1;
@@ -709,10 +709,17 @@ mod tests {
     #[test]
     fn email_shape() {
         let t = email(1);
-        let reads: Vec<_> = t.requests.iter().filter(|r| r.op == Op::Read).collect();
+        let reads: Vec<_> = t
+            .requests
+            .iter()
+            .filter(|r| r.op == TraceOp::Read)
+            .collect();
         assert_eq!(reads.len(), 41);
         assert!(reads.iter().all(|r| r.cached));
-        assert_eq!(t.requests.iter().filter(|r| r.op == Op::Write).count(), 4);
+        assert_eq!(
+            t.requests.iter().filter(|r| r.op == TraceOp::Write).count(),
+            4
+        );
         let span = t.requests.last().unwrap().t;
         assert!(span > 700.0 && span <= 900.0, "{span}");
     }

@@ -3,7 +3,7 @@
 //! network CAM 1.41 W).
 
 use wattio_power::{DiskPolicy, Profile};
-use wattio_sim::trace::{Op, Request, Trace};
+use wattio_sim::trace::{Trace, TraceOp, TraceRequest};
 use wattio_sim::{replay, CachePolicy, NetPolicy, Strategy};
 
 fn trace(reqs: &[(f64, &str, u64)]) -> Trace {
@@ -11,11 +11,11 @@ fn trace(reqs: &[(f64, &str, u64)]) -> Trace {
         name: "hand".into(),
         requests: reqs
             .iter()
-            .map(|(t, o, s)| Request {
+            .map(|(t, o, s)| TraceRequest {
                 t: *t,
                 object: o.to_string(),
                 size: *s,
-                op: Op::Read,
+                op: TraceOp::Read,
                 cached: true,
             })
             .collect(),

@@ -5,7 +5,7 @@
 //! B / 375 kB/s at 2.08 W, CAM → PSM 0.41 s / 0.53 J.
 
 use wattio_power::{DeviceKind, DiskPolicy, GhostPolicy, IoOp, NetPolicy, Profile};
-use wattio_sim::trace::{email, web, Op, Request, Trace};
+use wattio_sim::trace::{email, web, Trace, TraceOp, TraceRequest};
 use wattio_sim::{CachePolicy, Served, Sim, Strategy};
 
 fn paper() -> Profile {
@@ -17,11 +17,11 @@ fn trace(reqs: &[(f64, &str, u64, bool)]) -> Trace {
         name: "hand".into(),
         requests: reqs
             .iter()
-            .map(|&(t, o, size, cached)| Request {
+            .map(|&(t, o, size, cached)| TraceRequest {
                 t,
                 object: o.to_string(),
                 size,
-                op: Op::Read,
+                op: TraceOp::Read,
                 cached,
             })
             .collect(),

@@ -10,7 +10,7 @@ use wattio_power::{
     DiskController, DiskPolicy, GhostPolicy, IoOp, NetController, NetPolicy, PowerManager, Profile,
     Transfer, VirtualClock,
 };
-use wattio_sim::trace::{email, web, Op, Trace};
+use wattio_sim::trace::{email, web, Trace, TraceOp};
 use wattio_sim::{adaptive, Served, Sim, SimulatedDisk};
 
 /// Where each read came from, replaying `trace` by hand.
@@ -86,7 +86,7 @@ fn by_hand(p: &Profile, knob: u8, ghost: GhostPolicy, trace: &Trace) -> Vec<(Str
     let reqs = &trace.requests;
     for (i, r) in reqs.iter().enumerate() {
         wait_until(t);
-        let end = if r.op == Op::Write {
+        let end = if r.op == TraceOp::Write {
             let end = fetch(IoOp::Write, r.size);
             wait_until(end);
             cache.put_data(&r.object, vec![1; r.size as usize]).unwrap();

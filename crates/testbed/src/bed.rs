@@ -52,7 +52,7 @@ impl Side {
 
 /// What `up` leaves behind, as stored in `state.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct State {
+pub struct BedState {
     pub name: String,
     pub link: LinkConfig,
     pub pid: u32,
@@ -62,7 +62,7 @@ pub struct State {
     pub server_addr: String,
 }
 
-impl State {
+impl BedState {
     /// The lines `up` and `status` print.
     pub fn describe(&self) -> String {
         format!(
@@ -232,7 +232,7 @@ impl Bed {
     }
 
     /// The saved state, if `up` completed and it was not taken down.
-    pub fn state(&self) -> Option<State> {
+    pub fn state(&self) -> Option<BedState> {
         let s = fs::read_to_string(self.state_dir().join("state.json")).ok()?;
         serde_json::from_str(&s).ok()
     }
@@ -267,7 +267,7 @@ impl Bed {
     }
 
     /// Whether the testbed is up and healthy (namespaces present, daemon alive).
-    pub fn is_up(&self) -> Option<State> {
+    pub fn is_up(&self) -> Option<BedState> {
         let st = self.state()?;
         let ok = self.netns_path(Side::Client).exists()
             && self.netns_path(Side::Server).exists()
@@ -278,7 +278,7 @@ impl Bed {
     /// Builds the testbed, or leaves it as it is when it already runs with `link`. With other
     /// settings it is rebuilt. Anything half-made by a failed attempt is removed before the error
     /// is returned. `exe` is the wattio binary that runs the delay-line daemon.
-    pub fn up(&self, link: &LinkConfig, exe: &Path) -> Result<(State, UpOutcome)> {
+    pub fn up(&self, link: &LinkConfig, exe: &Path) -> Result<(BedState, UpOutcome)> {
         link.validate()?;
         if !is_root() {
             bail!("wattio testbed needs root (network namespaces, TUN, tc): run it with sudo");
@@ -301,7 +301,7 @@ impl Bed {
         }
     }
 
-    fn build(&self, link: &LinkConfig, exe: &Path) -> Result<State> {
+    fn build(&self, link: &LinkConfig, exe: &Path) -> Result<BedState> {
         fs::create_dir_all(self.state_dir())
             .with_context(|| format!("cannot create {}", self.state_dir().display()))?;
         let (mtu, rate, burst, limit) = (
@@ -397,7 +397,7 @@ impl Bed {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        let st = State {
+        let st = BedState {
             name: self.name.clone(),
             link: link.clone(),
             pid: child.id(),
@@ -573,7 +573,7 @@ mod tests {
 
     #[test]
     fn describe_prints_both_addresses() {
-        let st = State {
+        let st = BedState {
             name: "wb".into(),
             link: crate::link::profile("didclab").unwrap(),
             pid: 1,

@@ -11,7 +11,7 @@
 //! slow start does not dilute it. The link's rate counts IP bytes; with a 9000-byte MTU TCP/IP
 //! headers (52 bytes with timestamps) leave 99.4 % of it for payload.
 
-use crate::bed::{Bed, Side, State, SERVER_ADDR};
+use crate::bed::{Bed, BedState, Side, SERVER_ADDR};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
@@ -306,7 +306,7 @@ fn throughput(bed: &Bed, cfg: &CheckConfig, streams: usize, clamp: Option<u64>) 
 
 /// Checks a running testbed. Fails only when the testbed cannot be used; whether the numbers
 /// meet the expectations is in the report (`rtt_ok`, expected vs measured).
-pub fn check(bed: &Bed, st: &State, cfg: &CheckConfig) -> Result<CheckReport> {
+pub fn check(bed: &Bed, st: &BedState, cfg: &CheckConfig) -> Result<CheckReport> {
     let link = &st.link;
     let rtt_set_ms = link.rtt_us as f64 / 1000.0;
     let sink = start_sink(bed, None)?;

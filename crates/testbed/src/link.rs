@@ -113,7 +113,7 @@ impl LinkConfig {
 
 /// A named link.
 #[derive(Debug, Clone)]
-pub struct Profile {
+pub struct LinkProfile {
     pub name: &'static str,
     pub rate_bps: u64,
     pub rtt_ms: u64,
@@ -129,20 +129,20 @@ pub const MAX_RATE_BPS: u64 = 1_000_000_000;
 /// The paper's CloudLab (1 Gbps, 36 ms) and DIDCLab (1 Gbps, 44 ms) testbeds. Their 1 Gbps holds
 /// on 2 vCPUs, so only the 10 Gbps Chameleon testbed is out of reach (it is offered scaled to
 /// the same 1 Gbps, keeping its 32 ms RTT).
-pub const PROFILES: &[Profile] = &[
-    Profile {
+pub const PROFILES: &[LinkProfile] = &[
+    LinkProfile {
         name: "cloudlab",
         rate_bps: MAX_RATE_BPS,
         rtt_ms: 36,
         about: "CloudLab-like: 1 Gbps, 36 ms RTT (BDP 4.5 MB), as in the paper",
     },
-    Profile {
+    LinkProfile {
         name: "didclab",
         rate_bps: MAX_RATE_BPS,
         rtt_ms: 44,
         about: "DIDCLab-like: 1 Gbps, 44 ms RTT (BDP 5.5 MB), as in the paper",
     },
-    Profile {
+    LinkProfile {
         name: "chameleon-scaled",
         rate_bps: MAX_RATE_BPS,
         rtt_ms: 32,

@@ -2,7 +2,7 @@
 
 use super::resume::Prepared;
 use super::state::{Chunk, PartQueue};
-use crate::tuner::{Split, TransferPlan};
+use crate::tuner::{RequestSplit, TransferPlan};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Mutex;
@@ -12,14 +12,14 @@ use std::sync::Mutex;
 /// stream covers whole blocks and can hash them as they arrive.
 fn split_ranges(
     miss: &[(u64, u64)],
-    split: Split,
+    split: RequestSplit,
     size: u64,
     block: Option<u64>,
 ) -> Vec<(u64, u64)> {
     let piece = match split {
-        Split::Whole => u64::MAX,
-        Split::Chunk(c) => c.max(1),
-        Split::Parts(p) => size.div_ceil(p.max(1) as u64).max(1),
+        RequestSplit::Whole => u64::MAX,
+        RequestSplit::Chunk(c) => c.max(1),
+        RequestSplit::Parts(p) => size.div_ceil(p.max(1) as u64).max(1),
     };
     let piece = match block {
         Some(b) if b > 0 && piece != u64::MAX => ((piece + b / 2) / b).max(1) * b,
@@ -48,7 +48,11 @@ pub(super) fn build_queues(plan: &TransferPlan, prep: &Prepared) -> Vec<PartQueu
             let job = &prep.jobs[fi];
             let block = job.blocks.as_ref().map(|b| b.size);
             // a server that ignores Range sends a file in one piece
-            let split = if job.whole { Split::Whole } else { part.split };
+            let split = if job.whole {
+                RequestSplit::Whole
+            } else {
+                part.split
+            };
             for (o, l) in split_ranges(&prep.missing[fi], split, job.size, block) {
                 q.push_back(Chunk {
                     file: fi,
@@ -76,29 +80,29 @@ mod tests {
     #[test]
     fn split_ranges_by_plan() {
         assert_eq!(
-            split_ranges(&[(0, 10)], Split::Chunk(4), 10, None),
+            split_ranges(&[(0, 10)], RequestSplit::Chunk(4), 10, None),
             vec![(0, 4), (4, 4), (8, 2)]
         );
         assert_eq!(
-            split_ranges(&[(0, 10)], Split::Parts(2), 10, None),
+            split_ranges(&[(0, 10)], RequestSplit::Parts(2), 10, None),
             vec![(0, 5), (5, 5)]
         );
         assert_eq!(
-            split_ranges(&[(3, 7)], Split::Whole, 10, None),
+            split_ranges(&[(3, 7)], RequestSplit::Whole, 10, None),
             vec![(3, 7)]
         );
         // with checksum blocks of 4: pieces of 5 round to 4 and are cut at multiples of 4, so a
         // resumed range starting midway ends its first piece on a block boundary
         assert_eq!(
-            split_ranges(&[(0, 10)], Split::Chunk(5), 10, Some(4)),
+            split_ranges(&[(0, 10)], RequestSplit::Chunk(5), 10, Some(4)),
             vec![(0, 4), (4, 4), (8, 2)]
         );
         assert_eq!(
-            split_ranges(&[(2, 8)], Split::Chunk(8), 10, Some(4)),
+            split_ranges(&[(2, 8)], RequestSplit::Chunk(8), 10, Some(4)),
             vec![(2, 6), (8, 2)]
         );
         assert_eq!(
-            split_ranges(&[(0, 10)], Split::Chunk(1), 10, Some(4)),
+            split_ranges(&[(0, 10)], RequestSplit::Chunk(1), 10, Some(4)),
             vec![(0, 4), (4, 4), (8, 2)]
         );
     }

@@ -51,7 +51,7 @@ pub enum PartitionClass {
 
 /// How files of a partition are cut into requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Split {
+pub enum RequestSplit {
     /// One request per file.
     Whole,
     /// Chunks of this many bytes (Algorithm 1: BDP).
@@ -69,7 +69,7 @@ pub struct Partition {
     pub files: Vec<usize>,
     pub n_files: usize,
     pub bytes: u64,
-    pub split: Split,
+    pub split: RequestSplit,
     /// Requests in flight per channel.
     pub pipelining: usize,
 }
@@ -112,9 +112,9 @@ pub fn initial_plan(sizes: &[u64], net: &NetParams, sla: Sla, n_cores: usize) ->
         // lines 3-5: split files larger than BDP into BDP chunks
         let (split, avg_req) = if avg > bdp as f64 {
             let chunks: u64 = files.iter().map(|&i| sizes[i].div_ceil(bdp).max(1)).sum();
-            (Split::Chunk(bdp), bytes as f64 / chunks as f64)
+            (RequestSplit::Chunk(bdp), bytes as f64 / chunks as f64)
         } else {
-            (Split::Whole, avg)
+            (RequestSplit::Whole, avg)
         };
         // line 6: ppLevel = ceil(BDP / avgFileSize)
         let pp = ((bdp as f64 / avg_req.max(1.0)).ceil() as usize).clamp(1, MAX_PIPELINING);
@@ -209,10 +209,10 @@ mod tests {
         assert_eq!(p.partitions[0].files.len(), 40);
         // ceil(4.5 MB / 100 kB) = 45
         assert_eq!(p.partitions[0].pipelining, 45);
-        assert_eq!(p.partitions[0].split, Split::Whole);
+        assert_eq!(p.partitions[0].split, RequestSplit::Whole);
         // ceil(4.5 / 2.4) = 2
         assert_eq!(p.partitions[1].pipelining, 2);
-        assert_eq!(p.partitions[2].split, Split::Chunk(4_500_000));
+        assert_eq!(p.partitions[2].split, RequestSplit::Chunk(4_500_000));
         // 222 MB = 49.33 chunks → 50 per file, avg chunk 4.44 MB → pp = ceil(1.0135) = 2
         assert_eq!(p.partitions[2].pipelining, 2);
         // one channel: 1 MiB / 36 ms = 233 Mbit/s → ceil(1e9 / 233e6) = 5 channels
@@ -236,7 +236,10 @@ mod tests {
         let p = initial_plan(&[10 << 20, 1000], &net, Sla::MinEnergy, 2);
         assert_eq!(p.bdp_bytes, MIN_CHUNK);
         assert_eq!(p.num_ch, 3, "4 clamped to max_ch");
-        assert_eq!(p.partitions.last().unwrap().split, Split::Chunk(MIN_CHUNK));
+        assert_eq!(
+            p.partitions.last().unwrap().split,
+            RequestSplit::Chunk(MIN_CHUNK)
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ mod scaler;
 mod start;
 
 pub use alg1::{
-    channel_count, channel_split, initial_plan, NetParams, Partition, PartitionClass, Split,
+    channel_count, channel_split, initial_plan, NetParams, Partition, PartitionClass, RequestSplit,
     TransferPlan, MIN_CHUNK,
 };
 pub use baseline::{AlanHeuristic, FixedParams, SlaeeTuner, StaticTuner};

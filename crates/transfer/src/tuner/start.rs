@@ -4,7 +4,7 @@
 
 use super::{
     channel_count, channel_split, AlanHeuristic, ChannelTuner, Controller, CpuScaler, EemtTuner,
-    EettTuner, FixedParams, MeTuner, NetParams, Sla, SlaeeTuner, Split, State, StaticTuner,
+    EettTuner, FixedParams, MeTuner, NetParams, RequestSplit, Sla, SlaeeTuner, State, StaticTuner,
     Thresholds, TransferPlan,
 };
 use serde::Serialize;
@@ -129,9 +129,9 @@ impl StartRules {
                     );
                     part.pipelining = h.pp;
                     part.split = if h.p > 1 {
-                        Split::Parts(h.p)
+                        RequestSplit::Parts(h.p)
                     } else {
-                        Split::Whole
+                        RequestSplit::Whole
                     };
                     p.channels[i] = h.cc * h.p;
                     total += h.cc * h.p;
@@ -149,9 +149,9 @@ impl StartRules {
                 for part in p.partitions.iter_mut() {
                     part.pipelining = f.pp.max(1);
                     part.split = if f.p > 1 {
-                        Split::Parts(f.p)
+                        RequestSplit::Parts(f.p)
                     } else {
-                        Split::Whole
+                        RequestSplit::Whole
                     };
                 }
                 p.num_ch = (f.cc * f.p).max(1);
