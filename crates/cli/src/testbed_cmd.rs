@@ -1,7 +1,7 @@
 //! `wattio testbed` and `wattio dataset`: thin wrappers over `wattio-testbed`.
 
 use anyhow::{Context, Result};
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -60,16 +60,10 @@ struct UpArgs {
     queue_bytes: Option<ByteSize>,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum SideArg {
-    Client,
-    Server,
-}
-
 #[derive(Args)]
 struct ExecArgs {
     /// Which namespace.
-    side: SideArg,
+    side: Side,
     /// Also write as JSON: wall time, CPU time (wait4), `energy_j` = the estimated energy of a
     /// host running only this command (model: min W x vCPUs x wall + (max-min) W x its CPU s),
     /// and `attributed_j` = its CPU-time share of this machine's metered energy over the run.
@@ -158,10 +152,7 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
             }
         },
         TestbedCmd::Exec(e) => {
-            let side = match e.side {
-                SideArg::Client => Side::Client,
-                SideArg::Server => Side::Server,
-            };
+            let side = e.side;
             let cmd = bed.exec_command(side, &e.cmd)?;
             let code = match e.stats {
                 Some(path) => {

@@ -53,28 +53,6 @@ pub enum TunerArg {
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum CoreArg {
-    /// Restrict this process's threads to N cores (no privilege needed).
-    Affinity,
-    /// Take CPUs offline through cpuN/online (root; restored at exit).
-    Hotplug,
-    /// Do not scale cores.
-    None,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum FeedbackArg {
-    /// The meter when it measures; the estimated energy of a host running only this process
-    /// when the meter is a model.
-    Auto,
-    /// The meter (whole machine).
-    Meter,
-    /// The estimated energy of a host running only this process (model: idle power of the
-    /// CPUs it may use + its CPU time at busy power).
-    Process,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum OnOff {
     On,
     Off,
@@ -133,8 +111,8 @@ pub struct TransferArgs {
     #[arg(long, default_value_t = 10)]
     pub retries: u32,
     /// How active cores are applied.
-    #[arg(long, value_enum, default_value_t = CoreArg::Affinity)]
-    pub cpu_actuator: CoreArg,
+    #[arg(long, value_enum, default_value_t = CoreBackend::default())]
+    pub cpu_actuator: CoreBackend,
     /// Write cpufreq limits when the machine exposes them (root).
     #[arg(long, value_enum, default_value_t = OnOff::On)]
     pub cpufreq: OnOff,
@@ -142,8 +120,8 @@ pub struct TransferArgs {
     #[arg(long)]
     pub no_cpu_scaling: bool,
     /// Energy the tuners see each interval.
-    #[arg(long, value_enum, default_value_t = FeedbackArg::Auto)]
-    pub energy_feedback: FeedbackArg,
+    #[arg(long, value_enum, default_value_t = EnergyFeedback::default())]
+    pub energy_feedback: EnergyFeedback,
     /// Do not read the energy meter (the summary then has the dedicated-host estimate only, no
     /// attributed share).
     #[arg(long)]
@@ -229,19 +207,11 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
         bail!("--interval must be at least 50ms");
     }
     o.retries = a.retries;
-    o.core_backend = match a.cpu_actuator {
-        CoreArg::Affinity => CoreBackend::Affinity,
-        CoreArg::Hotplug => CoreBackend::Hotplug,
-        CoreArg::None => CoreBackend::None,
-    };
+    o.core_backend = a.cpu_actuator;
     o.cpufreq = a.cpufreq == OnOff::On;
     o.cpu_scaling = !a.no_cpu_scaling && a.tuner == TunerArg::Wattio;
     o.meter = !a.no_meter;
-    o.energy_feedback = match a.energy_feedback {
-        FeedbackArg::Auto => EnergyFeedback::Auto,
-        FeedbackArg::Meter => EnergyFeedback::Meter,
-        FeedbackArg::Process => EnergyFeedback::Process,
-    };
+    o.energy_feedback = a.energy_feedback;
     o.progress = !a.no_progress && !a.json;
     o.log = a.log.clone();
     o.tls = ClientTlsOptions {

@@ -34,10 +34,13 @@ pub const SERVER_ADDR: &str = "10.77.0.2";
 pub const DEV: &str = "wt0";
 const RUN_DIR: &str = "/run/wattio-testbed";
 
-/// Which end of the path.
+/// Which end of the path (`wattio testbed exec SIDE`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Side {
+    /// The client namespace.
     Client,
+    /// The server namespace.
     Server,
 }
 

@@ -9,17 +9,22 @@
 //! - Cores, `Hotplug` backend: `cpuN/online` written (never cpu0). Needs root; opt-in.
 //!
 //! Sysfs paths resolve under `WATTIO_ROOT` (fixture trees in tests); affinity always acts on
-//! the real process. Everything changed is put back by [`Actuator::restore`].
+//! the real process. Everything changed is put back by [`CpuActuator::restore`].
 
 use serde::Serialize;
 use std::path::PathBuf;
 use wattio_energy::SysRoot;
 
-/// How "active cores" is applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// How "active cores" is applied (`wattio transfer --cpu-actuator`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum CoreBackend {
+    /// Do not scale cores.
     None,
+    /// Restrict this process's threads to N cores (no privilege needed).
+    #[default]
     Affinity,
+    /// Take CPUs offline through cpuN/online (root; restored at exit).
     Hotplug,
 }
 

@@ -62,12 +62,12 @@ impl TransferOptions {
             max_ch: 32,
             interval: Duration::from_secs(1),
             retries: 10,
-            core_backend: CoreBackend::Affinity,
+            core_backend: CoreBackend::default(),
             cpufreq: true,
             cpu_scaling: true,
             progress: false,
             meter: true,
-            energy_feedback: EnergyFeedback::Auto,
+            energy_feedback: EnergyFeedback::default(),
             log: None,
             root: SysRoot::from_env(),
             tls: ClientTlsOptions::default(),
@@ -75,11 +75,13 @@ impl TransferOptions {
     }
 }
 
-/// Source of the per-interval energy the tuners see.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Source of the per-interval energy the tuners see (`wattio transfer --energy-feedback`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum EnergyFeedback {
     /// The meter when it measures (RAPL, perf); the process estimate when the meter itself is
     /// only a model — a system-wide model on a shared machine mostly measures the neighbours.
+    #[default]
     Auto,
     /// The meter (whole machine).
     Meter,
