@@ -1,7 +1,8 @@
 //! `wattio cache ...`: replay cache traces against device power models (the Ghosts evaluation).
 
+use crate::OnOff;
 use anyhow::{bail, Context, Result};
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use wattio_power::{GhostPolicy, Profile};
@@ -35,12 +36,6 @@ enum CacheCmd {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum OnOff {
-    On,
-    Off,
 }
 
 #[derive(Args)]

@@ -18,6 +18,13 @@ mod testbed_cmd;
 mod top_cmd;
 mod transfer_cmd;
 
+/// A switch given as `on` or `off` (`cache replay --ghost-hints`, `transfer --cpufreq`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
 /// wattio: energy as a first-class measure of I/O.
 #[derive(Parser)]
 #[command(name = "wattio", version, about, propagate_version = true)]

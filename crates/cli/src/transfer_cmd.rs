@@ -1,6 +1,7 @@
 //! `wattio serve` and `wattio transfer`: argument parsing and printing; the work is in
 //! `wattio_transfer`.
 
+use crate::OnOff;
 use anyhow::{anyhow, bail, Context};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
@@ -50,12 +51,6 @@ pub enum TunerArg {
     Alan,
     /// Fixed --cc, --parallelism, --pipelining.
     Fixed,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum OnOff {
-    On,
-    Off,
 }
 
 /// `wattio transfer SOURCE DEST --sla ...`
