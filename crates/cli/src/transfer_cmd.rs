@@ -8,7 +8,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use wattio_transfer::actuator::CoreBackend;
-use wattio_transfer::client::{run_transfer, EnergyFeedback, TransferOptions, TunerChoice};
+use wattio_transfer::client::{
+    run_transfer, EnergyFeedback, NoticeSink, TransferOptions, TunerChoice, DEFAULT_MAX_CHANNELS,
+    DEFAULT_RETRIES,
+};
 use wattio_transfer::server::{Server, ServerConfig};
 use wattio_transfer::tls::ClientTlsOptions;
 use wattio_transfer::tuner::{FixedParams, Sla};
@@ -97,13 +100,13 @@ pub struct TransferArgs {
     #[arg(long, default_value_t = 1)]
     pub pipelining: usize,
     /// Most connections the tuners may open.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = DEFAULT_MAX_CHANNELS)]
     pub max_channels: usize,
     /// Tuning interval (the algorithms' timeout), e.g. 1s or 500ms.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub interval: Duration,
     /// Consecutive failed attempts per connection before giving up.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = DEFAULT_RETRIES)]
     pub retries: u32,
     /// How active cores are applied.
     #[arg(long, value_enum, default_value_t = CoreBackend::default())]
@@ -208,6 +211,7 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
     o.meter = !a.no_meter;
     o.energy_feedback = a.energy_feedback;
     o.progress = !a.no_progress && !a.json;
+    o.notices = NoticeSink::new(|n| eprintln!("wattio: {n}"));
     o.log = a.log.clone();
     o.tls = ClientTlsOptions {
         cacert: a.cacert.clone(),

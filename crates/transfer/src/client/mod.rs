@@ -38,7 +38,10 @@ mod verify;
 mod walk;
 
 pub use crate::tuner::TunerChoice;
-pub use options::{default_window, EnergyFeedback, TransferOptions};
+pub use options::{
+    default_window, EnergyFeedback, Notice, NoticeSink, TransferOptions, DEFAULT_INTERVAL,
+    DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
+};
 pub use resume::missing_ranges;
 pub use summary::{
     EnergySummary, IntervalLog, ProcessEnergy, TransferSummary, Verification, HOST_ESTIMATE_SCOPE,
@@ -63,7 +66,7 @@ pub fn run_transfer(opts: &TransferOptions) -> anyhow::Result<TransferSummary> {
     let errs = actuator.restore();
     rt.shutdown_timeout(Duration::from_millis(200));
     for e in errs {
-        eprintln!("wattio: warning: {e}");
+        opts.notices.tell(Notice::Warning(e.to_string()));
     }
     r
 }

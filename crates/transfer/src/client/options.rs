@@ -9,6 +9,63 @@ use std::path::PathBuf;
 use std::time::Duration;
 use wattio_energy::SysRoot;
 
+/// Most connections the tuners may open unless told otherwise.
+pub const DEFAULT_MAX_CHANNELS: usize = 32;
+/// Consecutive failed attempts a channel tolerates unless told otherwise.
+pub const DEFAULT_RETRIES: u32 = 10;
+/// The tuning interval (the algorithms' timeout) unless told otherwise.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Something the client has to tell its user: a note on the source or a warning about a part
+/// that could not do its job. The client itself never prints: it hands these to
+/// [`TransferOptions::notices`], and the binary writes them to stderr.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// How the source was read (e.g. a directory index instead of a listing).
+    Note(String),
+    /// A part that did not work; the transfer goes on without it.
+    Warning(String),
+}
+
+impl std::fmt::Display for Notice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Notice::Note(m) => write!(f, "note: {m}"),
+            Notice::Warning(m) => write!(f, "warning: {m}"),
+        }
+    }
+}
+
+/// Where [`Notice`]s go; the default drops them.
+#[derive(Clone, Default)]
+pub struct NoticeSink(Option<std::sync::Arc<NoticeFn>>);
+
+type NoticeFn = dyn Fn(&Notice) + Send + Sync;
+
+impl NoticeSink {
+    /// Hands every notice to `f`.
+    pub fn new(f: impl Fn(&Notice) + Send + Sync + 'static) -> Self {
+        NoticeSink(Some(std::sync::Arc::new(f)))
+    }
+
+    /// Tells `notice` to the sink, if there is one.
+    pub fn tell(&self, notice: Notice) {
+        if let Some(f) = &self.0 {
+            f(&notice);
+        }
+    }
+}
+
+impl std::fmt::Debug for NoticeSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "NoticeSink(set)"
+        } else {
+            "NoticeSink(none)"
+        })
+    }
+}
+
 /// Everything `wattio transfer` needs.
 #[derive(Debug, Clone)]
 pub struct TransferOptions {
@@ -44,6 +101,8 @@ pub struct TransferOptions {
     pub root: SysRoot,
     /// Certificate checks for `https` sources.
     pub tls: ClientTlsOptions,
+    /// Where notes and warnings go (dropped by default).
+    pub notices: NoticeSink,
 }
 
 impl TransferOptions {
@@ -59,9 +118,9 @@ impl TransferOptions {
             rtt: None,
             bandwidth_bps: None,
             window_bytes: None,
-            max_ch: 32,
-            interval: Duration::from_secs(1),
-            retries: 10,
+            max_ch: DEFAULT_MAX_CHANNELS,
+            interval: DEFAULT_INTERVAL,
+            retries: DEFAULT_RETRIES,
             core_backend: CoreBackend::default(),
             cpufreq: true,
             cpu_scaling: true,
@@ -71,6 +130,7 @@ impl TransferOptions {
             log: None,
             root: SysRoot::from_env(),
             tls: ClientTlsOptions::default(),
+            notices: NoticeSink::default(),
         }
     }
 }
