@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 use wattio_transfer::actuator::CoreBackend;
 use wattio_transfer::client::{
-    run_transfer, EnergyFeedback, NoticeSink, TransferOptions, TunerChoice, DEFAULT_MAX_CHANNELS,
-    DEFAULT_RETRIES,
+    run_transfer, EnergyFeedback, NoticeSink, ProgressSink, TransferOptions, TransferProgress,
+    TunerChoice, DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
 };
 use wattio_transfer::server::{Server, ServerConfig};
 use wattio_transfer::tls::ClientTlsOptions;
@@ -210,7 +210,9 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
     o.cpu_scaling = !a.no_cpu_scaling && a.tuner == TunerArg::Wattio;
     o.meter = !a.no_meter;
     o.energy_feedback = a.energy_feedback;
-    o.progress = !a.no_progress && !a.json;
+    if !a.no_progress && !a.json {
+        o.progress = progress_bar();
+    }
     o.notices = NoticeSink::new(|n| eprintln!("wattio: {n}"));
     o.log = a.log.clone();
     o.tls = ClientTlsOptions {
@@ -317,4 +319,26 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The transfer's progress bar on stderr (indicatif draws it only on a terminal).
+fn progress_bar() -> ProgressSink {
+    let pb = indicatif::ProgressBar::new(0);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta} {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    ProgressSink::new(move |p: &TransferProgress| {
+        if p.finished {
+            pb.finish_and_clear();
+            return;
+        }
+        pb.set_length(p.planned_bytes);
+        pb.set_position(p.done_bytes);
+        if let Some(s) = &p.status {
+            pb.set_message(s.clone());
+        }
+    })
 }

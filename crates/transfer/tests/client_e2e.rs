@@ -58,6 +58,45 @@ fn every_sla_and_tuner_against_wattio_serve() {
 }
 
 #[test]
+fn progress_and_notices_go_to_the_callers_sinks() {
+    use std::sync::{Arc, Mutex};
+    use wattio_transfer::client::{Notice, NoticeSink, ProgressSink, TransferProgress};
+    let src = tempfile::tempdir().unwrap();
+    let rels = common::default_dataset(src.path());
+    let h = ServerHandle::start(ServerConfig::new(src.path()), "127.0.0.1:0").unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let mut o = opts(
+        format!("http://{}/", h.addr),
+        dst.path(),
+        Sla::MaxThroughput,
+    );
+    let updates: Arc<Mutex<Vec<TransferProgress>>> = Arc::default();
+    let u = updates.clone();
+    o.progress = ProgressSink::new(move |p| u.lock().unwrap().push(p.clone()));
+    let notices: Arc<Mutex<Vec<Notice>>> = Arc::default();
+    let n = notices.clone();
+    o.notices = NoticeSink::new(move |x| n.lock().unwrap().push(x.clone()));
+    let s = run_transfer(&o).unwrap();
+    common::assert_same_tree(src.path(), dst.path(), &rels);
+    let u = updates.lock().unwrap();
+    let last = u.last().expect("progress updates");
+    assert!(last.finished, "the last update says the loop ended");
+    assert_eq!(u.iter().filter(|p| p.finished).count(), 1);
+    assert_eq!(last.planned_bytes, s.total_bytes);
+    assert_eq!(last.done_bytes, s.bytes);
+    assert!(
+        u.windows(2).all(|w| w[0].done_bytes <= w[1].done_bytes),
+        "bytes done never go back"
+    );
+    // A wattio listing needs no note; anything told is a note or warning with text.
+    assert!(notices
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|x| !x.to_string().ends_with(": ")));
+}
+
+#[test]
 fn single_file_url_and_listing_url() {
     let src = tempfile::tempdir().unwrap();
     let rels = common::default_dataset(src.path());

@@ -200,19 +200,13 @@ pub(super) async fn transfer_async(
     let cpu_at_start = cputime::self_cpu_s();
     let mut prev_snap = snap0.clone();
 
-    let pb = if opts.progress {
-        let pb = indicatif::ProgressBar::new(planned_bytes);
-        pb.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta} {msg}",
-            )
-            .expect("template"),
-        );
-        pb
-    } else {
-        indicatif::ProgressBar::hidden()
+    let mut progress = super::TransferProgress {
+        planned_bytes,
+        done_bytes: prep.resumed_bytes,
+        status: None,
+        finished: false,
     };
-    pb.set_position(prep.resumed_bytes);
+    opts.progress.tell(&progress);
 
     let remaining_vec = |sh: &Shared| -> Vec<u64> {
         sh.parts
@@ -295,7 +289,8 @@ pub(super) async fn transfer_async(
             }
         }
         let rec = shared.received.load(Ordering::Relaxed);
-        pb.set_position(prep.resumed_bytes + rec);
+        progress.done_bytes = prep.resumed_bytes + rec;
+        opts.progress.tell(&progress);
         let el = last_tick.elapsed();
         let timeout = timeouts.for_state(decision.state);
         if el >= timeout {
@@ -374,17 +369,22 @@ pub(super) async fn transfer_async(
                 power_w: energy.map(|e| e / dt),
                 rate_cap_mbps: decision.rate_cap_bps.map(|c| c / 1e6),
             };
-            pb.set_message(format!(
-                "{} {} ch={}",
-                log.tuner, log.state, log.open_channels
-            ));
+            if opts.progress.is_set() {
+                progress.status = Some(format!(
+                    "{} {} ch={}",
+                    log.tuner, log.state, log.open_channels
+                ));
+                opts.progress.tell(&progress);
+            }
             if let Some(f) = log_file.as_mut() {
                 let _ = writeln!(f, "{}", serde_json::to_string(&log).expect("serializes"));
             }
             intervals.push(log);
         }
     }
-    pb.finish_and_clear();
+    progress.done_bytes = prep.resumed_bytes + shared.received.load(Ordering::Relaxed);
+    progress.finished = true;
+    opts.progress.tell(&progress);
     let seconds = shared.started.elapsed().as_secs_f64();
     // the tail since the last interval
     {

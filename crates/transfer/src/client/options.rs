@@ -66,6 +66,54 @@ impl std::fmt::Debug for NoticeSink {
     }
 }
 
+/// Where a transfer stands, for a progress display the caller draws.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TransferProgress {
+    /// Bytes the transfer will have when done (resumed bytes included).
+    pub planned_bytes: u64,
+    /// Bytes on disk so far (resumed bytes included).
+    pub done_bytes: u64,
+    /// The tuner, its state and its open channels, once a tuning interval has passed.
+    pub status: Option<String>,
+    /// The last update: the transfer's loop has ended.
+    pub finished: bool,
+}
+
+/// Where [`TransferProgress`] updates go; the default has none, so nothing is drawn.
+#[derive(Clone, Default)]
+pub struct ProgressSink(Option<std::sync::Arc<ProgressFn>>);
+
+type ProgressFn = dyn Fn(&TransferProgress) + Send + Sync;
+
+impl ProgressSink {
+    /// Hands every update to `f` (several a second while bytes arrive).
+    pub fn new(f: impl Fn(&TransferProgress) + Send + Sync + 'static) -> Self {
+        ProgressSink(Some(std::sync::Arc::new(f)))
+    }
+
+    /// Whether anyone listens (the client skips building updates otherwise).
+    pub fn is_set(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Tells `update` to the sink, if there is one.
+    pub fn tell(&self, update: &TransferProgress) {
+        if let Some(f) = &self.0 {
+            f(update);
+        }
+    }
+}
+
+impl std::fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "ProgressSink(set)"
+        } else {
+            "ProgressSink(none)"
+        })
+    }
+}
+
 /// Everything `wattio transfer` needs.
 #[derive(Debug, Clone)]
 pub struct TransferOptions {
@@ -90,7 +138,8 @@ pub struct TransferOptions {
     pub cpufreq: bool,
     /// Run Algorithm 3 (CPU scaling); off for the baselines by default.
     pub cpu_scaling: bool,
-    pub progress: bool,
+    /// Where progress updates go (none by default: the library draws nothing).
+    pub progress: ProgressSink,
     /// Use the energy meter (feedback for ME, figures in the summary).
     pub meter: bool,
     /// What feeds ME's energy comparisons.
@@ -124,7 +173,7 @@ impl TransferOptions {
             core_backend: CoreBackend::default(),
             cpufreq: true,
             cpu_scaling: true,
-            progress: false,
+            progress: ProgressSink::default(),
             meter: true,
             energy_feedback: EnergyFeedback::default(),
             log: None,
