@@ -269,7 +269,26 @@ struct GenerateArgs {
 
 pub fn dataset(a: DatasetArgs) -> Result<ExitCode> {
     let DatasetCmd::Generate(g) = a.cmd;
-    let sums = dataset::generate(&g.dir, &g.only, g.scale, g.seed, true)?;
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let sums = dataset::generate(&g.dir, &g.only, g.scale, g.seed, &mut |p| {
+        let pb = bar.get_or_insert_with(|| {
+            let pb = indicatif::ProgressBar::new(p.total_bytes);
+            pb.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{msg:>8} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .progress_chars("=> "),
+            );
+            pb.set_message(p.dataset.to_string());
+            pb
+        });
+        pb.set_position(p.done_bytes);
+        if p.done_bytes >= p.total_bytes {
+            pb.finish_and_clear();
+            bar = None;
+        }
+    })?;
     println!(
         "{:<8} {:>7} {:>12} {:>12} {:>12}  dir",
         "dataset", "files", "total MiB", "mean KiB", "sd KiB"

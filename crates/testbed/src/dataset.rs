@@ -26,7 +26,6 @@
 //! never collide. The manifest is written last: a dataset with a manifest is complete.
 
 use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -184,7 +183,7 @@ fn complete(dir: &Path, manifest: &Path, want: &[Entry]) -> bool {
 }
 
 /// Fills `path` with `size` pseudo-random bytes from `seed`.
-fn write_file(path: &Path, size: u64, seed: u64, pb: &ProgressBar) -> Result<()> {
+fn write_file(path: &Path, size: u64, seed: u64, wrote: &mut dyn FnMut(u64)) -> Result<()> {
     let mut f =
         fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
     let mut rng = SplitMix::new(seed);
@@ -199,9 +198,19 @@ fn write_file(path: &Path, size: u64, seed: u64, pb: &ProgressBar) -> Result<()>
         f.write_all(&buf[..n])
             .with_context(|| format!("cannot write {} (disk full?)", path.display()))?;
         left -= n as u64;
-        pb.inc(n as u64);
+        wrote(n as u64);
     }
     Ok(())
+}
+
+/// How far the generation of one dataset is, for a progress display the caller draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DatasetProgress<'a> {
+    /// The dataset being written.
+    pub dataset: &'a str,
+    /// Bytes written so far and in all; the last update of a dataset has them equal.
+    pub done_bytes: u64,
+    pub total_bytes: u64,
 }
 
 /// What was generated for one dataset.
@@ -219,12 +228,13 @@ pub struct DatasetSummary {
 
 /// Generates the datasets in `names` (any of [`NAMES`]) under `out` at `scale`. A dataset whose
 /// manifest already matches is left alone; "mixed" generates the three base datasets it links to.
+/// `progress` hears how far each dataset being written is (every MiB).
 pub fn generate(
     out: &Path,
     names: &[String],
     scale: f64,
     seed: u64,
-    progress: bool,
+    progress: &mut dyn FnMut(DatasetProgress),
 ) -> Result<Vec<DatasetSummary>> {
     if !(scale.is_finite() && scale > 0.0 && scale <= 1.0) {
         bail!("scale {scale} is out of range: use a factor in (0, 1], e.g. --scale 0.05");
@@ -251,28 +261,23 @@ pub fn generate(
             let _ = fs::remove_file(&manifest);
             fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
             let total: u64 = entries.iter().map(|e| e.size).sum();
-            let pb = if progress {
-                ProgressBar::new(total)
-            } else {
-                ProgressBar::hidden()
+            let mut done = 0;
+            let mut wrote = |n: u64| {
+                done += n;
+                progress(DatasetProgress {
+                    dataset: shape.name,
+                    done_bytes: done,
+                    total_bytes: total,
+                });
             };
-            pb.set_style(
-                ProgressStyle::with_template(
-                    "{msg:>8} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
-                )
-                .expect("valid template")
-                .progress_chars("=> "),
-            );
-            pb.set_message(shape.name);
             for (i, e) in entries.iter().enumerate() {
                 write_file(
                     &dir.join(&e.path),
                     e.size,
                     seed ^ ((shape.prefix as u64) << 32) ^ i as u64,
-                    &pb,
+                    &mut wrote,
                 )?;
             }
-            pb.finish_and_clear();
             write_manifest(&manifest, &entries)?;
         }
         all.extend(entries.iter().map(|e| (shape.name, e.clone())));
@@ -368,12 +373,29 @@ mod tests {
     fn generate_writes_files_manifests_and_mixed_links_and_is_idempotent() {
         let dir = tempfile::tempdir().unwrap();
         let names: Vec<String> = vec!["small".into(), "mixed".into()];
-        let s = generate(dir.path(), &names, 0.0005, 1, false).unwrap();
+        let mut last: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+        let s = generate(dir.path(), &names, 0.0005, 1, &mut |p| {
+            let prev = last.insert(p.dataset.into(), (p.done_bytes, p.total_bytes));
+            assert!(
+                prev.is_none_or(|(d, _)| d < p.done_bytes),
+                "progress moves forward"
+            );
+        })
+        .unwrap();
         assert_eq!(
             s.iter().map(|x| x.name.as_str()).collect::<Vec<_>>(),
             ["small", "mixed"]
         );
         assert!(s.iter().all(|x| x.written));
+        // "mixed" writes its three base datasets; each one's progress ends at its size.
+        assert_eq!(
+            last.keys().collect::<Vec<_>>(),
+            ["large", "medium", "small"]
+        );
+        assert!(last
+            .values()
+            .all(|(done, total)| done == total && *total > 0));
+        assert_eq!(last["small"].1, s[0].total_bytes);
         // small: 10 files; mixed: 10 + 3 medium (2.5 rounded) + 1 large.
         assert_eq!(s[0].files, 10);
         assert_eq!(s[1].files, 14);
@@ -393,11 +415,11 @@ mod tests {
         assert!(a.iter().filter(|&&x| x == 0).count() < a.len() / 100);
         assert_ne!(a[..64], b[..64]);
         // Second run: nothing rewritten.
-        let s2 = generate(dir.path(), &names, 0.0005, 1, false).unwrap();
+        let s2 = generate(dir.path(), &names, 0.0005, 1, &mut |_| {}).unwrap();
         assert!(s2.iter().all(|x| !x.written));
         // A truncated file is noticed and the dataset regenerated.
         fs::write(dir.path().join("small/s000003.bin"), b"short").unwrap();
-        let s3 = generate(dir.path(), &["small".to_string()], 0.0005, 1, false).unwrap();
+        let s3 = generate(dir.path(), &["small".to_string()], 0.0005, 1, &mut |_| {}).unwrap();
         assert!(s3[0].written);
         assert_eq!(fs::read(dir.path().join("small/s000001.bin")).unwrap(), a);
     }
@@ -405,15 +427,15 @@ mod tests {
     #[test]
     fn bad_arguments_are_refused() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(generate(dir.path(), &["huge".into()], 0.1, 1, false)
+        assert!(generate(dir.path(), &["huge".into()], 0.1, 1, &mut |_| {})
             .unwrap_err()
             .to_string()
             .contains("unknown"));
-        assert!(generate(dir.path(), &["small".into()], 0.0, 1, false)
+        assert!(generate(dir.path(), &["small".into()], 0.0, 1, &mut |_| {})
             .unwrap_err()
             .to_string()
             .contains("scale"));
-        assert!(generate(dir.path(), &["small".into()], 2.0, 1, false).is_err());
+        assert!(generate(dir.path(), &["small".into()], 2.0, 1, &mut |_| {}).is_err());
     }
 
     #[test]
