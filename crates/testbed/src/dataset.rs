@@ -75,7 +75,7 @@ pub const NAMES: [&str; 4] = ["small", "medium", "large", "mixed"];
 
 /// One file of a dataset.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
+pub struct DatasetFile {
     /// Path relative to the dataset directory.
     pub path: String,
     pub size: u64,
@@ -110,13 +110,13 @@ pub fn scaled_count(shape: &Shape, scale: f64) -> usize {
 }
 
 /// The file list of one base dataset at `scale` with `seed`: deterministic.
-pub fn plan(shape: &Shape, scale: f64, seed: u64) -> Vec<Entry> {
+pub fn plan(shape: &Shape, scale: f64, seed: u64) -> Vec<DatasetFile> {
     let mut rng = SplitMix::new(seed ^ (shape.prefix as u64).wrapping_mul(0x1000_0000_01B3));
     (1..=scaled_count(shape, scale))
         .map(|i| {
             let z = rng.normal().clamp(-3.0, 3.0);
             let size = (shape.mean_bytes + z * shape.sd_bytes).round().max(1.0) as u64;
-            Entry {
+            DatasetFile {
                 path: format!("{}{:06}.bin", shape.prefix, i),
                 size,
             }
@@ -125,7 +125,7 @@ pub fn plan(shape: &Shape, scale: f64, seed: u64) -> Vec<Entry> {
 }
 
 /// Mean and (population) standard deviation of the sizes, for reporting a generated dataset.
-pub fn size_stats(entries: &[Entry]) -> (f64, f64) {
+pub fn size_stats(entries: &[DatasetFile]) -> (f64, f64) {
     let n = entries.len().max(1) as f64;
     let mean = entries.iter().map(|e| e.size as f64).sum::<f64>() / n;
     let var = entries
@@ -137,7 +137,7 @@ pub fn size_stats(entries: &[Entry]) -> (f64, f64) {
 }
 
 /// Reads a manifest (`path<TAB>size` lines).
-pub fn read_manifest(path: &Path) -> Result<Vec<Entry>> {
+pub fn read_manifest(path: &Path) -> Result<Vec<DatasetFile>> {
     let text = fs::read_to_string(path)
         .with_context(|| format!("cannot read manifest {}", path.display()))?;
     text.lines()
@@ -150,7 +150,7 @@ pub fn read_manifest(path: &Path) -> Result<Vec<Entry>> {
             let size = s.parse().with_context(|| {
                 format!("{}:{}: size {s:?} is not a number", path.display(), i + 1)
             })?;
-            Ok(Entry {
+            Ok(DatasetFile {
                 path: p.to_string(),
                 size,
             })
@@ -158,7 +158,7 @@ pub fn read_manifest(path: &Path) -> Result<Vec<Entry>> {
         .collect()
 }
 
-fn write_manifest(path: &Path, entries: &[Entry]) -> Result<()> {
+fn write_manifest(path: &Path, entries: &[DatasetFile]) -> Result<()> {
     let tmp = path.with_extension("tsv.tmp");
     let mut f =
         fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
@@ -171,7 +171,7 @@ fn write_manifest(path: &Path, entries: &[Entry]) -> Result<()> {
 }
 
 /// Whether the dataset at `dir` matches its manifest (all files present with their sizes).
-fn complete(dir: &Path, manifest: &Path, want: &[Entry]) -> bool {
+fn complete(dir: &Path, manifest: &Path, want: &[DatasetFile]) -> bool {
     match read_manifest(manifest) {
         Ok(have) if have == want => have.iter().all(|e| {
             fs::metadata(dir.join(&e.path))
@@ -288,7 +288,7 @@ pub fn generate(
     if want_mixed {
         let dir = out.join("mixed");
         let manifest = out.join("mixed.tsv");
-        let entries: Vec<Entry> = all.iter().map(|(_, e)| e.clone()).collect();
+        let entries: Vec<DatasetFile> = all.iter().map(|(_, e)| e.clone()).collect();
         let written = !complete(&dir, &manifest, &entries);
         if written {
             let _ = fs::remove_file(&manifest);
@@ -309,7 +309,7 @@ pub fn generate(
     Ok(summaries)
 }
 
-fn summary(name: &str, dir: PathBuf, entries: &[Entry], written: bool) -> DatasetSummary {
+fn summary(name: &str, dir: PathBuf, entries: &[DatasetFile], written: bool) -> DatasetSummary {
     let (mean_bytes, sd_bytes) = size_stats(entries);
     DatasetSummary {
         name: name.into(),

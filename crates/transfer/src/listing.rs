@@ -14,7 +14,7 @@ pub const FORMAT: &str = "wattio-listing/1";
 
 /// One file of a dataset.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Entry {
+pub struct ListedFile {
     /// Relative path, `/`-separated, not percent-encoded.
     pub path: String,
     pub size: u64,
@@ -39,7 +39,7 @@ pub struct Listing {
     pub format: String,
     pub checksum: String,
     pub total_bytes: u64,
-    pub files: Vec<Entry>,
+    pub files: Vec<ListedFile>,
 }
 
 impl Listing {
@@ -159,7 +159,7 @@ impl ListingCache {
                 }
             };
             total += size;
-            entries.push(Entry {
+            entries.push(ListedFile {
                 path: rel,
                 size,
                 xxh3: Some(sum.whole),
