@@ -235,9 +235,9 @@ struct Slot {
     quiet: u32,
 }
 
-/// One series of a [`SeriesGuard`] after an interval.
+/// One process's or cgroup's energy series of a [`SeriesGuard`] after an interval.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Series {
+pub struct EntitySeries {
     pub key: Key,
     pub pid: Option<u32>,
     pub comm: Option<String>,
@@ -253,7 +253,7 @@ pub struct Series {
 #[derive(Debug, Clone, Default)]
 pub struct SeriesUpdate {
     /// Series that exist after the interval and had an entry in it (new ones at 0).
-    pub series: Vec<Series>,
+    pub series: Vec<EntitySeries>,
     /// Entities whose series was dropped in this interval.
     pub dropped: Vec<Key>,
     /// Joules of the interval that went to `other`.
@@ -350,7 +350,7 @@ impl SeriesGuard {
                         up.other_j += e.energy_j;
                     }
                     slot.total_j += delta;
-                    up.series.push(Series {
+                    up.series.push(EntitySeries {
                         key: e.key.clone(),
                         pid: e.pid,
                         comm: e.comm.clone(),
