@@ -43,7 +43,7 @@ pub use accumulate::{Accumulator, CounterDelta};
 pub use discover::{discover, open_source, MechanismStatus, ProbeReport, SourceChoice};
 pub use error::EnergyError;
 pub use machine::Machine;
-pub use model::{ModelChoice, ModelParams, ModelSource};
+pub use model::{ModelChoice, ModelParams, ModelSource, HOST_ESTIMATE_SCOPE};
 pub use root::SysRoot;
 pub use types::{provenance_label, CounterSpec, Domain, Mechanism, Provenance, Wrap};
 

@@ -52,6 +52,10 @@ pub const CCF_MIN_W: f64 = 0.74;
 /// Cloud Carbon Footprint's AWS average full-load power per vCPU (`MAX_WATTS_AVG`).
 pub const CCF_MAX_W: f64 = 3.5;
 
+/// What the estimate of [`ModelParams::energy_j`] over one process's CPU time is, for readers of
+/// JSON outputs (`wattio transfer --json`, `wattio testbed exec --stats`).
+pub const HOST_ESTIMATE_SCOPE: &str = "estimated energy of a host running only this process: model(min W x vCPUs x wall + (max-min) W x its CPU s)";
+
 /// A power model: watts per vCPU as a piecewise-linear function of utilisation.
 ///
 /// `points` are `(utilisation, watts per vCPU)` with utilisation strictly increasing from 0 to 1;

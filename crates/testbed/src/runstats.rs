@@ -27,7 +27,7 @@ use wattio_energy::SysRoot;
 use wattio_meter::Meter;
 
 /// What `energy_j` is, for readers of the JSON.
-pub const HOST_ESTIMATE_SCOPE: &str = "estimated energy of a host running only this process: model(min W x vCPUs x wall + (max-min) W x its CPU s)";
+pub use wattio_energy::HOST_ESTIMATE_SCOPE;
 
 /// What one run cost.
 #[derive(Debug, Clone, Serialize, Deserialize)]

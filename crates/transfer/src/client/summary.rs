@@ -6,7 +6,7 @@ use crate::tuner::{NetParams, TransferPlan};
 use serde::Serialize;
 
 /// What `ProcessEnergy::total_j` is.
-pub const HOST_ESTIMATE_SCOPE: &str = "estimated energy of a host running only this process: model(min W x vCPUs x wall + (max-min) W x its CPU s)";
+pub use wattio_energy::HOST_ESTIMATE_SCOPE;
 
 /// This process's energy figures over the transfer.
 ///
