@@ -67,7 +67,7 @@ pub(super) async fn transfer_async(
         None => None,
     };
     for note in &src.notes {
-        opts.notices.tell(super::Notice::Note(note.to_string()));
+        opts.notices.tell(&super::Notice::Note(note.to_string()));
     }
     // servers that ignore Range: one whole-file stream per file
     let whole: Vec<bool> = src.ranges.iter().map(|r| *r == Some(false)).collect();
@@ -173,7 +173,7 @@ pub(super) async fn transfer_async(
         Some(task) => match task.await? {
             Ok(m) => Some(m),
             Err(e) => {
-                opts.notices.tell(super::Notice::Warning(format!(
+                opts.notices.tell(&super::Notice::Warning(format!(
                     "no energy meter ({e}); ME holds its channel count"
                 )));
                 None

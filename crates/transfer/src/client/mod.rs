@@ -39,7 +39,7 @@ mod walk;
 
 pub use crate::tuner::TunerChoice;
 pub use options::{
-    default_window, EnergyFeedback, Notice, NoticeSink, ProgressSink, TransferOptions,
+    default_window, EnergyFeedback, Notice, NoticeSink, ProgressSink, Sink, TransferOptions,
     TransferProgress, DEFAULT_INTERVAL, DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
 };
 pub use resume::missing_ranges;
@@ -66,7 +66,7 @@ pub fn run_transfer(opts: &TransferOptions) -> anyhow::Result<TransferSummary> {
     let errs = actuator.restore();
     rt.shutdown_timeout(Duration::from_millis(200));
     for e in errs {
-        opts.notices.tell(Notice::Warning(e.to_string()));
+        opts.notices.tell(&Notice::Warning(e.to_string()));
     }
     r
 }

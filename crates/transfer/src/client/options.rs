@@ -36,36 +36,6 @@ impl std::fmt::Display for Notice {
     }
 }
 
-/// Where [`Notice`]s go; the default drops them.
-#[derive(Clone, Default)]
-pub struct NoticeSink(Option<std::sync::Arc<NoticeFn>>);
-
-type NoticeFn = dyn Fn(&Notice) + Send + Sync;
-
-impl NoticeSink {
-    /// Hands every notice to `f`.
-    pub fn new(f: impl Fn(&Notice) + Send + Sync + 'static) -> Self {
-        NoticeSink(Some(std::sync::Arc::new(f)))
-    }
-
-    /// Tells `notice` to the sink, if there is one.
-    pub fn tell(&self, notice: Notice) {
-        if let Some(f) = &self.0 {
-            f(&notice);
-        }
-    }
-}
-
-impl std::fmt::Debug for NoticeSink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() {
-            "NoticeSink(set)"
-        } else {
-            "NoticeSink(none)"
-        })
-    }
-}
-
 /// Where a transfer stands, for a progress display the caller draws.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TransferProgress {
@@ -79,37 +49,55 @@ pub struct TransferProgress {
     pub finished: bool,
 }
 
-/// Where [`TransferProgress`] updates go; the default has none, so nothing is drawn.
-#[derive(Clone, Default)]
-pub struct ProgressSink(Option<std::sync::Arc<ProgressFn>>);
+/// A callback the client tells things to (notes and warnings, progress); the default has
+/// none, so the library neither prints nor draws: the binary decides what reaches the terminal.
+pub struct Sink<T>(Option<std::sync::Arc<SinkFn<T>>>);
 
-type ProgressFn = dyn Fn(&TransferProgress) + Send + Sync;
+type SinkFn<T> = dyn Fn(&T) + Send + Sync;
 
-impl ProgressSink {
-    /// Hands every update to `f` (several a second while bytes arrive).
-    pub fn new(f: impl Fn(&TransferProgress) + Send + Sync + 'static) -> Self {
-        ProgressSink(Some(std::sync::Arc::new(f)))
+/// Where [`Notice`]s go.
+pub type NoticeSink = Sink<Notice>;
+/// Where [`TransferProgress`] updates go (several a second while bytes arrive).
+pub type ProgressSink = Sink<TransferProgress>;
+
+impl<T> Sink<T> {
+    /// Hands everything told to `f`.
+    pub fn new(f: impl Fn(&T) + Send + Sync + 'static) -> Self {
+        Sink(Some(std::sync::Arc::new(f)))
     }
 
-    /// Whether anyone listens (the client skips building updates otherwise).
+    /// Whether anyone listens (the client skips building what no one hears).
     pub fn is_set(&self) -> bool {
         self.0.is_some()
     }
 
-    /// Tells `update` to the sink, if there is one.
-    pub fn tell(&self, update: &TransferProgress) {
+    /// Tells `item` to the callback, if there is one.
+    pub fn tell(&self, item: &T) {
         if let Some(f) = &self.0 {
-            f(update);
+            f(item);
         }
     }
 }
 
-impl std::fmt::Debug for ProgressSink {
+// Not derived: those would require `T: Clone` / `T: Default` / `T: Debug`.
+impl<T> Clone for Sink<T> {
+    fn clone(&self) -> Self {
+        Sink(self.0.clone())
+    }
+}
+
+impl<T> Default for Sink<T> {
+    fn default() -> Self {
+        Sink(None)
+    }
+}
+
+impl<T> std::fmt::Debug for Sink<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() {
-            "ProgressSink(set)"
+        f.write_str(if self.is_set() {
+            "Sink(set)"
         } else {
-            "ProgressSink(none)"
+            "Sink(none)"
         })
     }
 }
