@@ -65,13 +65,7 @@ impl TestPki {
             Validity::Expired => date_time_ymd(2001, 1, 1),
         };
         let cert = p.signed_by(&key, &self.ca, &self.ca_key).unwrap();
-        let out = ServerCert {
-            cert: self.dir.path().join(format!("{file}.pem")),
-            key: self.dir.path().join(format!("{file}.key")),
-        };
-        std::fs::write(&out.cert, cert.pem()).unwrap();
-        std::fs::write(&out.key, key.serialize_pem()).unwrap();
-        out
+        self.write(file, &cert, &key)
     }
 
     /// A self-signed server certificate marked as a CA, as `openssl req -x509` makes them (not
@@ -83,6 +77,11 @@ impl TestPki {
         p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         p.distinguished_name.push(DnType::CommonName, names[0]);
         let cert = p.self_signed(&key).unwrap();
+        self.write(file, &cert, &key)
+    }
+
+    /// Writes `cert` and `key` as `<file>.pem` and `<file>.key` in the PKI's directory.
+    fn write(&self, file: &str, cert: &rcgen::Certificate, key: &KeyPair) -> ServerCert {
         let out = ServerCert {
             cert: self.dir.path().join(format!("{file}.pem")),
             key: self.dir.path().join(format!("{file}.key")),
