@@ -57,8 +57,11 @@
 //! One or more terms `number unit`, summed: `36ms`, `0.5s`, `250us`, `2m`, `1h30m`, `1m 30.5s`.
 //! Units (case-insensitive): `ns`, `us` (or `µs`), `ms`, `s`, `m` or `min`, `h`. A number without
 //! a unit is refused: tools disagree on what `36` means (tc: µs, ping: s, perf: ms), so wattio
-//! asks. [`format_duration`] writes the largest unit that holds the value exactly (`1500ms`,
-//! `90m`, `36ms`).
+//! asks. Flags that took a plain number of seconds before they took durations read it with
+//! [`parse_duration_or_seconds`] (a bare `2` is two seconds, so old scripts keep their
+//! meaning; [`parse_duration_bare`] for another unit). [`format_duration`] writes the largest
+//! unit that holds the value exactly (`1500ms`, `90m`, `36ms`); [`format_duration_rounded`]
+//! writes estimates and progress to the second (`4m05s`).
 //!
 //! ## Errors
 //!
@@ -83,7 +86,10 @@ mod number;
 mod rate;
 mod size;
 
-pub use duration::{format_duration, parse_duration};
+pub use duration::{
+    format_duration, format_duration_rounded, parse_duration, parse_duration_bare,
+    parse_duration_or_seconds, BareUnit,
+};
 pub use error::{Quantity, UnitError};
 pub use rate::BitRate;
 pub use size::ByteSize;

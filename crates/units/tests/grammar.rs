@@ -4,7 +4,10 @@
 
 use proptest::prelude::*;
 use std::time::Duration;
-use wattio_units::{format_duration, parse_duration, BitRate, ByteSize, Quantity, UnitError};
+use wattio_units::{
+    format_duration, format_duration_rounded, parse_duration, parse_duration_bare,
+    parse_duration_or_seconds, BareUnit, BitRate, ByteSize, Quantity, UnitError,
+};
 
 fn rate(s: &str) -> u64 {
     s.parse::<BitRate>()
@@ -225,6 +228,66 @@ fn bad_durations_say_what_to_write() {
         duration_err("5\u{1b}[2J"),
         "duration '5\\u{1b}[2J': unknown unit '\\u{1b}['; use ns, us, ms, s, m (minutes) or h"
     );
+}
+
+#[test]
+fn flags_that_took_seconds_read_a_bare_number_as_seconds() {
+    let ms = Duration::from_millis;
+    assert_eq!(parse_duration_or_seconds("2").unwrap(), ms(2000));
+    assert_eq!(parse_duration_or_seconds("0.5").unwrap(), ms(500));
+    assert_eq!(parse_duration_or_seconds(" .25 ").unwrap(), ms(250));
+    assert_eq!(parse_duration_or_seconds("500ms").unwrap(), ms(500));
+    assert_eq!(parse_duration_or_seconds("2s").unwrap(), ms(2000));
+    assert_eq!(parse_duration_or_seconds("1m30s").unwrap(), ms(90_000));
+    assert_eq!(
+        parse_duration_bare("1.5", BareUnit::Milliseconds).unwrap(),
+        Duration::from_micros(1500)
+    );
+    assert_eq!(
+        parse_duration_bare("20", BareUnit::Minutes).unwrap(),
+        Duration::from_secs(1200)
+    );
+    assert_eq!(
+        parse_duration_bare("90s", BareUnit::Minutes).unwrap(),
+        Duration::from_secs(90)
+    );
+    let err = |s: &str| parse_duration_or_seconds(s).unwrap_err().to_string();
+    assert_eq!(
+        err("soon"),
+        "duration 'soon': does not start with a number; write e.g. 2 (seconds), 500ms, 2s or 1m30s"
+    );
+    assert_eq!(
+        err(""),
+        "duration '': empty; write e.g. 2 (seconds), 500ms, 2s or 1m30s"
+    );
+    assert_eq!(
+        err("2x"),
+        "duration '2x': unknown unit 'x'; use ns, us, ms, s, m (minutes) or h"
+    );
+    // Only a whole value may go without a unit.
+    assert_eq!(
+        err("1m30"),
+        "duration '1m30': no unit after 30; write 30ms or 30s"
+    );
+    assert!(err("-2").contains("cannot be negative"));
+    assert!(err("99999999999999999999").contains("longer than 2^64 - 1 seconds"));
+}
+
+#[test]
+fn estimates_are_written_to_the_second_in_at_most_two_units() {
+    assert_eq!(
+        format_duration_rounded(Duration::from_millis(12_600)),
+        "13s"
+    );
+    assert_eq!(format_duration_rounded(Duration::from_secs(245)), "4m05s");
+    assert_eq!(format_duration_rounded(Duration::from_secs(3720)), "1h02m");
+    // 3 h 59 min 59.6 s rounds up to 4 h; minutes past the hour are dropped, not rounded.
+    assert_eq!(
+        format_duration_rounded(Duration::from_millis(14_399_600)),
+        "4h00m"
+    );
+    assert_eq!(format_duration_rounded(Duration::from_secs(3719)), "1h01m");
+    assert_eq!(parse_duration("4m05s").unwrap(), Duration::from_secs(245));
 }
 
 #[test]
