@@ -2,7 +2,7 @@
 //! in the devices' current state (mode, transition under way, queued I/O: their readiness),
 //! weighted by equation (4); and when to issue a ghost hint.
 
-use wattio_power::{eq, DeviceSpec, GhostHint, IoOp, ModeId, Readiness};
+use wattio_power::{weighted_cost_eq4, DeviceSpec, GhostHint, IoOp, ModeId, Readiness};
 
 /// Where a cached object is read from (named apart from `wattio_energy::Source`, an energy meter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -131,7 +131,7 @@ pub fn choose_read(
     let others_net = base_power_w + disk.power_w()?;
     let disk_c = disk.expected(bytes, others_disk)?;
     let net_c = network.expected(bytes, others_net)?;
-    let w = |c: &AccessCost| eq::weighted_cost_eq4(c.time_s, c.energy_j, k);
+    let w = |c: &AccessCost| weighted_cost_eq4(c.time_s, c.energy_j, k);
     // Ties go to the disk: the static hierarchy's choice.
     let (source, cost) = if w(&disk_c) <= w(&net_c) {
         (ReadSource::Disk, disk_c)

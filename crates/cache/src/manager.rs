@@ -26,8 +26,7 @@ use crate::store::{check_name, FsStore, RebuildReport, Store, StoreError, Stored
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use wattio_power::manager::CallbackId;
-use wattio_power::{DeviceHandle, GhostHint, IoOp, PmError, PowerManager};
+use wattio_power::{CallbackId, DeviceHandle, GhostHint, IoOp, PmError, PowerManager};
 
 /// Answer of `CacheStatus`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -1,5 +1,5 @@
 //! Controllers: drive a registered device through its power modes on any
-//! [`crate::clock::Clock`] and report every mode it enters to the [`PowerManager`] (so callbacks
+//! [`crate::Clock`] and report every mode it enters to the [`PowerManager`] (so callbacks
 //! such as the cache manager's write-queue flush fire).
 //!
 //! - [`DiskController`]: STPM (or a spin-down baseline) for a disk, with ghost hints.

@@ -7,7 +7,7 @@
 /// Equation (1): device-only break-even time, `T_be = (E_up + E_down) / (P_hp − P_lp)`.
 ///
 /// Returns `+∞` when the low-power mode saves nothing (`P_hp ≤ P_lp`).
-pub fn break_even_eq1(e_up: f64, e_down: f64, p_hp: f64, p_lp: f64) -> f64 {
+pub(crate) fn break_even_eq1(e_up: f64, e_down: f64, p_hp: f64, p_lp: f64) -> f64 {
     let dp = p_hp - p_lp;
     if dp <= 0.0 {
         return f64::INFINITY;
@@ -21,7 +21,7 @@ pub fn break_even_eq1(e_up: f64, e_down: f64, p_hp: f64, p_lp: f64) -> f64 {
 /// The down transition happens while the machine is idle, so only the disk's extra energy over
 /// staying in the high-power mode counts; the up transition delays the next request, so the
 /// whole machine's base power is charged for `T_up`.
-pub fn energy_cost_eq2(
+pub(crate) fn energy_cost_eq2(
     e_down: f64,
     p_hp: f64,
     t_down: f64,
@@ -37,7 +37,7 @@ pub fn energy_cost_eq2(
 ///
 /// At `K = 100` (performance only) or when the low mode saves no power the result is `+∞`:
 /// never transition down.
-pub fn break_even_eq3(t_up: f64, c_e: f64, p_hp: f64, p_lp: f64, knob: f64) -> f64 {
+pub(crate) fn break_even_eq3(t_up: f64, c_e: f64, p_hp: f64, p_lp: f64, knob: f64) -> f64 {
     let dp = p_hp - p_lp;
     let we = 100.0 - knob;
     if dp <= 0.0 || we <= 0.0 {
@@ -49,7 +49,7 @@ pub fn break_even_eq3(t_up: f64, c_e: f64, p_hp: f64, p_lp: f64, knob: f64) -> f
 /// The numerator of equation (3): the knob-weighted cost (utility units) of one round trip
 /// through the low-power mode. A ghost-hint total must exceed it before the device spins up
 /// (our reading of "the break-even threshold, calculated in Equation 3", §4.4).
-pub fn round_trip_cost_utility(t_up: f64, c_e: f64, knob: f64) -> f64 {
+pub(crate) fn round_trip_cost_utility(t_up: f64, c_e: f64, knob: f64) -> f64 {
     t_up * knob + c_e * (100.0 - knob)
 }
 

@@ -73,7 +73,7 @@ pub struct GhostDevice {
     pub p_hp: f64,
     /// Power of the current low mode, watts.
     pub p_lp: f64,
-    /// Utility threshold: [`crate::stpm::round_trip_threshold`] for the current low mode.
+    /// Utility threshold: [`crate::round_trip_threshold`] for the current low mode.
     pub threshold: f64,
 }
 

@@ -1,40 +1,4 @@
-//! Device profiles as TOML data files: a platform (base power), one storage device and one
-//! network device, every number with its source.
-//!
-//! Schema (all powers in watts, times in seconds, energies in joules, bandwidths in bytes/s):
-//!
-//! ```toml
-//! name = "paper-2004"
-//! description = "..."
-//! [platform]
-//! base_power_w = 1.44            # everything except the two devices
-//! source = "..."
-//! [storage]                      # and [network], same shape
-//! name = "Hitachi 1 GB microdrive"
-//! source = "..."
-//! default_timeout_s = 10.1       # optional: device's own policy is "up on demand, down after
-//!                                #  this idle time" (LTE tail); without it, storage uses an
-//!                                #  ABLE-like ladder and network stays in its lowest readable mode
-//! [[storage.modes]]
-//! name = "performance-idle"
-//! power_w = 0.76
-//! can_read = true                # default false
-//! can_write = true               # default false
-//! latency_s = 0.065              # I/O model, required when can_read or can_write
-//! read_bytes_per_s = 1.3e6
-//! write_bytes_per_s = 1.3e6
-//! read_power_w = 1.3
-//! write_power_w = 1.5
-//! source = "..."
-//! [[storage.transitions]]
-//! from = "standby"
-//! to = "performance-idle"
-//! time_s = 0.82
-//! energy_j = 0.9
-//! source = "..."
-//! ```
-//!
-//! Errors name the file, the line and the field.
+//! Device profiles as TOML data files; the schema is documented on [`Profile`].
 
 use crate::device::{DeviceKind, DeviceSpec, IoModel, ModeId, ModeInfo, TransitionCost};
 use serde::Deserialize;
@@ -58,7 +22,43 @@ const BUILTIN: &[(&str, &str)] = &[
     ),
 ];
 
-/// A loaded, validated profile.
+/// A loaded, validated device profile: a platform (base power), one storage device and one
+/// network device, every number with its source.
+///
+/// Schema (all powers in watts, times in seconds, energies in joules, bandwidths in bytes/s):
+///
+/// ```toml
+/// name = "paper-2004"
+/// description = "..."
+/// [platform]
+/// base_power_w = 1.44            # everything except the two devices
+/// source = "..."
+/// [storage]                      # and [network], same shape
+/// name = "Hitachi 1 GB microdrive"
+/// source = "..."
+/// default_timeout_s = 10.1       # optional: device's own policy is "up on demand, down after
+///                                #  this idle time" (LTE tail); without it, storage uses an
+///                                #  ABLE-like ladder and network stays in its lowest readable mode
+/// [[storage.modes]]
+/// name = "performance-idle"
+/// power_w = 0.76
+/// can_read = true                # default false
+/// can_write = true               # default false
+/// latency_s = 0.065              # I/O model, required when can_read or can_write
+/// read_bytes_per_s = 1.3e6
+/// write_bytes_per_s = 1.3e6
+/// read_power_w = 1.3
+/// write_power_w = 1.5
+/// source = "..."
+/// [[storage.transitions]]
+/// from = "standby"
+/// to = "performance-idle"
+/// time_s = 0.82
+/// energy_j = 0.9
+/// source = "..."
+/// ```
+///
+/// Errors name the file, the line and the field.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Profile {
     /// Profile name.

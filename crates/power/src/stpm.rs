@@ -15,7 +15,7 @@ pub type Ladder = Vec<(f64, ModeId)>;
 /// Build a ladder from candidate `(timeout, mode)` pairs: drop infinite timeouts, order by time,
 /// keep only steps that lower the power, and drop a step when the device cannot go from it to
 /// the next one directly.
-pub fn make_ladder(spec: &DeviceSpec, mut cands: Vec<(f64, ModeId)>) -> Ladder {
+pub(crate) fn make_ladder(spec: &DeviceSpec, mut cands: Vec<(f64, ModeId)>) -> Ladder {
     let high = spec.high_mode();
     cands.retain(|(t, m)| t.is_finite() && *m != high && spec.transition(high, *m).is_some());
     cands.sort_by(|a, b| {
@@ -46,7 +46,7 @@ pub fn make_ladder(spec: &DeviceSpec, mut cands: Vec<(f64, ModeId)>) -> Ladder {
 }
 
 /// Equation (3) break-even time for going from the high mode to `low` (via eq. 2).
-pub fn stpm_break_even(spec: &DeviceSpec, low: ModeId, base_power_w: f64, knob: f64) -> f64 {
+pub(crate) fn stpm_break_even(spec: &DeviceSpec, low: ModeId, base_power_w: f64, knob: f64) -> f64 {
     let high = spec.high_mode();
     let (Some(down), Some(up)) = (spec.transition(high, low), spec.transition(low, high)) else {
         return f64::INFINITY;
@@ -65,7 +65,7 @@ pub fn stpm_break_even(spec: &DeviceSpec, low: ModeId, base_power_w: f64, knob: 
 }
 
 /// Equation (1) device-only break-even time for `low`.
-pub fn device_break_even(spec: &DeviceSpec, low: ModeId) -> f64 {
+pub(crate) fn device_break_even(spec: &DeviceSpec, low: ModeId) -> f64 {
     let high = spec.high_mode();
     let (Some(down), Some(up)) = (spec.transition(high, low), spec.transition(low, high)) else {
         return f64::INFINITY;
@@ -106,7 +106,7 @@ fn low_modes(spec: &DeviceSpec) -> Vec<ModeId> {
 }
 
 /// The STPM disk ladder (paper §4.2.2): eq. (3) break-even time for each low-power mode.
-pub fn stpm_ladder(spec: &DeviceSpec, base_power_w: f64, knob: f64) -> Ladder {
+pub(crate) fn stpm_ladder(spec: &DeviceSpec, base_power_w: f64, knob: f64) -> Ladder {
     make_ladder(
         spec,
         low_modes(spec)
@@ -117,7 +117,7 @@ pub fn stpm_ladder(spec: &DeviceSpec, base_power_w: f64, knob: f64) -> Ladder {
 }
 
 /// Device-only break-even ladder, eq. (1) for each low-power mode.
-pub fn break_even_ladder(spec: &DeviceSpec) -> Ladder {
+pub(crate) fn break_even_ladder(spec: &DeviceSpec) -> Ladder {
     make_ladder(
         spec,
         low_modes(spec)

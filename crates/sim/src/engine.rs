@@ -23,10 +23,9 @@ use std::sync::{Arc, Mutex};
 use wattio_cache::{
     CacheManager, CacheStatus, MemStore, ReadSource, Store, StoreError, WriteOptions,
 };
-use wattio_power::stpm;
 use wattio_power::{
-    Clock, DeviceKind, DeviceSpec, DiskController, DiskPolicy, GhostPolicy, IoOp, ModeId,
-    NetController, NetPolicy, PowerManager, Profile, Transfer, VirtualClock,
+    deepest_mode, Clock, DeviceKind, DeviceSpec, DiskController, DiskPolicy, GhostPolicy, IoOp,
+    ModeId, NetController, NetPolicy, PowerManager, Profile, Transfer, VirtualClock,
 };
 
 /// How the cache chooses where to read from.
@@ -626,7 +625,7 @@ pub fn replay_oracle(profile: &Profile, net: NetPolicy, trace: &Trace) -> RunRes
 
 /// Idle power of the device's deepest mode (its high mode if it has no other).
 fn lowest_power_w(spec: &DeviceSpec) -> f64 {
-    let m = stpm::deepest_mode(spec).unwrap_or_else(|| spec.high_mode());
+    let m = deepest_mode(spec).unwrap_or_else(|| spec.high_mode());
     spec.modes[m.0].power_w
 }
 
