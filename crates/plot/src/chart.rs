@@ -6,14 +6,14 @@ use crate::style::{series_style, Style, BASELINE, PALETTE, REFERENCE_DASHES};
 use crate::text::{esc, fmt_num, text_width, wrap};
 use std::fmt::Write;
 
-const TICK_FONT: f64 = 11.0;
-const LABEL_FONT: f64 = 12.0;
+pub(crate) const TICK_FONT: f64 = 11.0;
+pub(crate) const LABEL_FONT: f64 = 12.0;
 const TITLE_FONT: f64 = 14.0;
 /// Bold text is wider than [`text_width`]'s regular estimate by about this factor.
 const BOLD: f64 = 1.12;
 const NOTE_FONT: f64 = 11.0;
 /// Legend names wrap at this width instead of being cut.
-const LEGEND_TEXT_MAX: f64 = 200.0;
+pub(crate) const LEGEND_TEXT_MAX: f64 = 200.0;
 
 /// What every chart says about itself.
 #[derive(Debug, Clone, Default)]
@@ -106,24 +106,26 @@ pub struct BoxGroup {
 }
 
 /// A legend entry: the name and exactly the marks the series draws.
-struct Entry {
-    name: String,
-    style: Style,
-    line: bool,
-    marker: bool,
-    index: usize,
+pub(crate) struct Entry {
+    pub(crate) name: String,
+    pub(crate) style: Style,
+    pub(crate) line: bool,
+    pub(crate) marker: bool,
+    /// Attributes of a filled swatch (bars, shaded bands); `None` for none.
+    pub(crate) swatch: Option<String>,
+    pub(crate) index: usize,
 }
 
 /// Canvas geometry: plot area [left, left + pw] × [top, top + ph] inside width × height.
-struct Canvas {
-    width: f64,
-    height: f64,
-    left: f64,
-    top: f64,
-    pw: f64,
-    ph: f64,
-    y0: f64,
-    y1: f64,
+pub(crate) struct Canvas {
+    pub(crate) width: f64,
+    pub(crate) height: f64,
+    pub(crate) left: f64,
+    pub(crate) top: f64,
+    pub(crate) pw: f64,
+    pub(crate) ph: f64,
+    pub(crate) y0: f64,
+    pub(crate) y1: f64,
     note: Vec<String>,
     footnote: Vec<String>,
 }
@@ -131,7 +133,14 @@ struct Canvas {
 impl Canvas {
     /// Lays out a chart whose plot area is `pw` × `ph`, with y tick labels `y_ticks`, a
     /// legend `legend_w` wide and `below` pixels of x tick labels.
-    fn new(c: &Chart, pw: f64, ph: f64, y_tick_w: f64, legend_w: f64, below: f64) -> Canvas {
+    pub(crate) fn new(
+        c: &Chart,
+        pw: f64,
+        ph: f64,
+        y_tick_w: f64,
+        legend_w: f64,
+        below: f64,
+    ) -> Canvas {
         let left = 14.0 + LABEL_FONT + y_tick_w + 8.0;
         let width =
             (left + pw + legend_w + 16.0).max(text_width(&c.title, TITLE_FONT) * BOLD + 20.0);
@@ -162,15 +171,15 @@ impl Canvas {
         }
     }
 
-    fn py(&self, y: f64) -> f64 {
+    pub(crate) fn py(&self, y: f64) -> f64 {
         self.top + self.ph - (y - self.y0) / (self.y1 - self.y0) * self.ph
     }
 
-    fn bottom(&self) -> f64 {
+    pub(crate) fn bottom(&self) -> f64 {
         self.top + self.ph
     }
 
-    fn open(&self, out: &mut String, c: &Chart) {
+    pub(crate) fn open(&self, out: &mut String, c: &Chart) {
         let (w, h) = (self.width.ceil(), self.height.ceil());
         let _ = write!(
             out,
@@ -189,7 +198,7 @@ impl Canvas {
     }
 
     /// Gridlines, y tick labels, the y axis label and the axis lines.
-    fn y_axis(&self, out: &mut String, y_ticks: &[f64], label: &str) {
+    pub(crate) fn y_axis(&self, out: &mut String, y_ticks: &[f64], label: &str) {
         for t in y_ticks {
             let y = self.py(*t);
             let _ = write!(
@@ -216,7 +225,7 @@ impl Canvas {
     }
 
     /// X tick labels, the x axis label under them, the footnote, and `</svg>`.
-    fn close(&self, out: &mut String, row: &LabelRow, c: &Chart) {
+    pub(crate) fn close(&self, out: &mut String, row: &LabelRow, c: &Chart) {
         out.push_str(&row.svg(self.bottom(), TICK_FONT));
         let mut y = self.bottom() + row.height;
         if !c.x_label.is_empty() {
@@ -240,7 +249,7 @@ impl Canvas {
     }
 }
 
-fn extent(vals: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+pub(crate) fn extent(vals: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
     vals.filter(|v| v.is_finite())
         .fold(None, |acc, v| match acc {
             None => Some((v, v)),
@@ -258,13 +267,13 @@ fn y_ticks(lo: f64, hi: f64, zero: bool) -> Vec<f64> {
     ticks(lo, hi, 5)
 }
 
-fn tick_width(t: &[f64]) -> f64 {
+pub(crate) fn tick_width(t: &[f64]) -> f64 {
     t.iter()
         .map(|v| text_width(&fmt_num(*v), TICK_FONT))
         .fold(0.0, f64::max)
 }
 
-fn no_data(c: &Chart) -> String {
+pub(crate) fn no_data(c: &Chart) -> String {
     let canvas = Canvas::new(c, 300.0, 60.0, 0.0, 0.0, 0.0);
     let mut out = String::new();
     canvas.open(&mut out, c);
@@ -277,7 +286,7 @@ fn no_data(c: &Chart) -> String {
 }
 
 /// Legend lines (wrapped names) and its width.
-fn legend_layout(entries: &[Entry]) -> (Vec<Vec<String>>, f64) {
+pub(crate) fn legend_layout(entries: &[Entry]) -> (Vec<Vec<String>>, f64) {
     let lines: Vec<Vec<String>> = entries
         .iter()
         .map(|e| wrap(&e.name, LEGEND_TEXT_MAX, TICK_FONT))
@@ -295,7 +304,12 @@ fn legend_layout(entries: &[Entry]) -> (Vec<Vec<String>>, f64) {
     (lines, w)
 }
 
-fn legend_svg(out: &mut String, canvas: &Canvas, entries: &[Entry], lines: &[Vec<String>]) -> f64 {
+pub(crate) fn legend_svg(
+    out: &mut String,
+    canvas: &Canvas,
+    entries: &[Entry],
+    lines: &[Vec<String>],
+) -> f64 {
     let x = canvas.left + canvas.pw + 14.0;
     let mut y = canvas.top + 8.0;
     for (e, ls) in entries.iter().zip(lines) {
@@ -310,6 +324,14 @@ fn legend_svg(out: &mut String, canvas: &Canvas, entries: &[Entry], lines: &[Vec
         }
         if e.marker {
             out.push_str(&e.style.marker_svg(x + 12.0, y));
+        }
+        if let Some(attrs) = &e.swatch {
+            let _ = write!(
+                out,
+                r#"<rect x="{sx}" y="{sy:.1}" width="16" height="10" {attrs}/>"#,
+                sx = x + 4.0,
+                sy = y - 5.0
+            );
         }
         for (k, l) in ls.iter().enumerate() {
             let _ = write!(
@@ -390,6 +412,7 @@ pub fn line_chart(c: &Chart, series: &[Series], references: &[Reference], o: &Li
             style: series_style(i),
             line: n > 1,
             marker: o.markers || n == 1,
+            swatch: None,
             index: i,
         });
     }
@@ -403,6 +426,7 @@ pub fn line_chart(c: &Chart, series: &[Series], references: &[Reference], o: &Li
             },
             line: true,
             marker: false,
+            swatch: None,
             index: i,
         });
     }
@@ -547,7 +571,7 @@ pub fn box_plot(c: &Chart, groups: &[BoxGroup]) -> String {
 }
 
 /// `v` rounded to `digits` significant digits (bar values: 139.52 reads as 140).
-fn round_significant(v: f64, digits: i32) -> f64 {
+pub(crate) fn round_significant(v: f64, digits: i32) -> f64 {
     if v == 0.0 || !v.is_finite() {
         return v;
     }

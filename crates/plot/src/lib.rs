@@ -1,5 +1,6 @@
 //! The one SVG chart module of wattio: line/scatter charts (linear, logarithmic or
-//! categorical x axis, horizontal reference lines), box plots and horizontal bar charts,
+//! categorical x axis, horizontal reference lines), box plots, horizontal bar charts and
+//! grouped vertical bars with error bars, bands and reference lines,
 //! written as self-contained SVG strings (no scripts, fonts or network resources) for
 //! `wattio report`, `wattio cache sweep` and `wattio iobench`.
 //!
@@ -11,6 +12,7 @@
 
 mod axis;
 mod chart;
+mod grouped;
 mod style;
 mod text;
 
@@ -19,6 +21,7 @@ pub use chart::{
     bar_chart, box_plot, energy_axis, line_chart, BoxGroup, Chart, LineOpts, Reference, Series,
     XScale,
 };
+pub use grouped::{grouped_bar_chart, BarSeries, GroupedBarOpts};
 pub use style::{series_style, Marker, Style, BASELINE, PALETTE, REFERENCE_DASHES};
 pub use text::{esc, fmt_num, text_width, wrap};
 
@@ -124,7 +127,12 @@ mod tests {
         let body = &svg[start..start + svg[start..].find("</g>").unwrap()];
         let mut out: Vec<String> = body
             .split('<')
-            .filter(|t| !t.is_empty() && !t.starts_with("text") && !t.starts_with('/'))
+            .filter(|t| {
+                !t.is_empty()
+                    && !t.starts_with("text")
+                    && !t.starts_with("title")
+                    && !t.starts_with('/')
+            })
             .map(|t| {
                 let name = t.split_whitespace().next().unwrap_or_default();
                 let name = if name == "polyline" { "line" } else { name };
@@ -271,5 +279,136 @@ mod tests {
         for g in &groups {
             assert!(svg.contains(&g.label));
         }
+    }
+
+    fn bar_series(n: usize, groups: usize) -> Vec<BarSeries> {
+        (0..n)
+            .map(|i| BarSeries {
+                name: format!("tool {i}"),
+                values: (0..groups)
+                    .map(|g| (i + g != 3).then_some(100.0 + 37.0 * i as f64 + g as f64))
+                    .collect(),
+                ranges: (0..groups)
+                    .map(|g| Some((90.0 + 37.0 * i as f64, 120.0 + 37.0 * i as f64 + g as f64)))
+                    .collect(),
+            })
+            .collect()
+    }
+
+    fn grouped_opts(groups: usize) -> GroupedBarOpts {
+        GroupedBarOpts {
+            references: vec![Reference {
+                name: "link 1000 Mbit/s".into(),
+                y: 1000.0,
+            }],
+            bands: (0..groups)
+                .map(|g| Some((50.0 * g as f64, 60.0 * g as f64 + 10.0)))
+                .collect(),
+            band_name: "target ±10 %".into(),
+            range_name: "min–max of the runs".into(),
+            value_labels: true,
+        }
+    }
+
+    #[test]
+    fn grouped_bars_legend_draws_the_marks_of_its_series() {
+        let groups: Vec<String> = ["small", "medium", "large", "mixed"]
+            .map(String::from)
+            .into();
+        let s = bar_series(12, 4);
+        let svg = grouped_bar_chart(&chart("bars <&>"), &groups, &s, &grouped_opts(4));
+        assert_well_formed(&svg);
+        // 12 series, the reference, the band and the error bars.
+        for i in 0..15 {
+            let plot = marks(&svg, "series", i);
+            assert!(!plot.is_empty(), "entry {i}");
+            assert_eq!(plot, marks(&svg, "legend-entry", i), "entry {i}");
+        }
+        // Series 0 and 10 share a colour, not a look; a missing value draws no bar.
+        assert_ne!(marks(&svg, "series", 0), marks(&svg, "series", 10));
+        assert_eq!(svg.matches("<title>small / tool 3:").count(), 0);
+        assert_eq!(svg.matches("<title>medium / tool 3:").count(), 1);
+        assert!(svg.contains("bars &lt;&amp;&gt;"));
+    }
+
+    /// The y of every element matching `open` (e.g. gridlines), as drawn.
+    fn ys(svg: &str, open: &str, attr: &str) -> Vec<f64> {
+        svg.split(open)
+            .skip(1)
+            .filter_map(|t| {
+                t.split(&format!(" {attr}=\""))
+                    .nth(1)?
+                    .split('"')
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn grouped_bar_values_stay_inside_the_plot() {
+        let groups: Vec<String> = ["a", "b"].map(String::from).into();
+        let s = vec![BarSeries {
+            name: "one".into(),
+            values: vec![Some(123456.0), Some(7.0)],
+            ranges: vec![],
+        }];
+        let opts = GroupedBarOpts {
+            value_labels: true,
+            ..Default::default()
+        };
+        let svg = grouped_bar_chart(&chart("t"), &groups, &s, &opts);
+        let grid_top = ys(&svg, r##"<line x1"##, "y1")
+            .into_iter()
+            .fold(f64::INFINITY, f64::min);
+        let values = &svg[svg.find(r#"<g class="values">"#).unwrap()..];
+        let values = &values[..values.find("</g>").unwrap()];
+        let labels: Vec<(f64, String)> = values
+            .split("<text ")
+            .skip(1)
+            .map(|t| {
+                let y: f64 = t
+                    .split(" y=\"")
+                    .nth(1)
+                    .unwrap()
+                    .split('"')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                let text = t
+                    .split('>')
+                    .nth(1)
+                    .unwrap()
+                    .split('<')
+                    .next()
+                    .unwrap()
+                    .to_string();
+                (y, text)
+            })
+            .collect();
+        assert_eq!(labels.len(), 2);
+        assert_eq!(labels[0].1, "123000", "3 significant digits");
+        for (y, text) in &labels {
+            // Written upwards from y: its far end must stay below the topmost gridline.
+            assert!(
+                y - text_width(text, 9.0) >= grid_top - 0.5,
+                "{text} at {y}, top {grid_top}"
+            );
+        }
+    }
+
+    #[test]
+    fn grouped_bar_group_labels_rotate_when_long_and_empty_charts_say_so() {
+        let groups: Vec<String> = (0..8)
+            .map(|i| format!("{} % nginx HTTPS", 80 - 10 * i))
+            .collect();
+        let s = bar_series(2, 8);
+        let svg = grouped_bar_chart(&chart("t"), &groups, &s, &GroupedBarOpts::default());
+        assert_well_formed(&svg);
+        assert!(svg.contains("rotate(-40"), "long group labels rotate");
+        let empty = grouped_bar_chart(&chart("t"), &groups, &[], &GroupedBarOpts::default());
+        assert!(empty.contains("no data"));
     }
 }

@@ -1,0 +1,328 @@
+//! Grouped vertical bars (one group per category, one bar per series) with optional error
+//! bars, shaded per-group bands and horizontal reference lines, on the same canvas, axes and
+//! legend as the other charts.
+
+use crate::axis::{layout_labels, ticks};
+use crate::chart::{
+    extent, legend_layout, legend_svg, no_data, round_significant, tick_width, Canvas, Chart,
+    Entry, Reference, LEGEND_TEXT_MAX, TICK_FONT,
+};
+use crate::style::{series_style, Style, PALETTE, REFERENCE_DASHES};
+use crate::text::{esc, fmt_num, text_width, wrap};
+use std::fmt::Write;
+
+/// Font size of the values written above the bars.
+const VALUE_FONT: f64 = 9.0;
+/// Horizontal distance between neighbouring bars of a group: the rotated value labels
+/// (one line of [`VALUE_FONT`] text each) need at least this much to stay apart.
+const BAR_PITCH: f64 = 15.0;
+/// Colour of error bars.
+const RANGE_COLOUR: &str = "#222";
+/// Colour of shaded bands (a tolerance around a target).
+const BAND_COLOUR: &str = "#59A14F";
+
+/// One series of a grouped bar chart: a value per group (`None`: no bar in that group) and,
+/// optionally, a range per group drawn as an error bar (e.g. the minimum and maximum of the
+/// runs whose median the bar shows).
+#[derive(Debug, Clone)]
+pub struct BarSeries {
+    pub name: String,
+    /// One entry per group, in the order of the chart's groups.
+    pub values: Vec<Option<f64>>,
+    /// One entry per group, or empty for no error bars.
+    pub ranges: Vec<Option<(f64, f64)>>,
+}
+
+/// Options of [`grouped_bar_chart`].
+#[derive(Debug, Clone, Default)]
+pub struct GroupedBarOpts {
+    /// Horizontal lines across the plot (a link's capacity), drawn dashed and listed in the legend.
+    pub references: Vec<Reference>,
+    /// A shaded band per group (one entry per group, or empty), e.g. a target ± its tolerance.
+    pub bands: Vec<Option<(f64, f64)>>,
+    /// Legend name of the bands.
+    pub band_name: String,
+    /// Legend name of the error bars (what the range is, e.g. "min–max of the runs").
+    pub range_name: String,
+    /// Write each bar's value (3 significant digits) above it.
+    pub value_labels: bool,
+}
+
+/// Fill attributes of the `i`-th bar series: solid in the palette's first cycle, translucent
+/// with an outline of the same colour in the second, so eleven or more series stay apart.
+fn bar_attrs(i: usize) -> String {
+    let colour = series_style(i).colour;
+    if (i / PALETTE.len()) % 2 == 0 {
+        format!(r#"fill="{colour}""#)
+    } else {
+        format!(r#"fill="{colour}" fill-opacity="0.35" stroke="{colour}" stroke-width="1.5""#)
+    }
+}
+
+fn band_attrs() -> String {
+    format!(r#"fill="{BAND_COLOUR}" fill-opacity="0.18""#)
+}
+
+/// An error bar from `lo` to `hi` (pixel y) at `x`, with caps `cap` wide.
+fn whisker(x: f64, lo: f64, hi: f64, cap: f64) -> String {
+    format!(
+        r#"<path d="M{x:.1} {lo:.1}V{hi:.1}M{a:.1} {lo:.1}H{b:.1}M{a:.1} {hi:.1}H{b:.1}" stroke="{RANGE_COLOUR}" stroke-width="1.2" fill="none"/>"#,
+        a = x - cap / 2.0,
+        b = x + cap / 2.0
+    )
+}
+
+/// Grouped vertical bars: one group per entry of `groups` (labelled below the axis), one bar
+/// per series in each group, in the series' colour; error bars where a series has ranges,
+/// shaded bands and reference lines where the options give them. The y axis starts at zero
+/// (bars show magnitudes) and leaves room above the tallest bar for its value label. The
+/// legend lists every series with the swatch its bars use, then the references, the bands
+/// and the error bars, each drawn as in the plot.
+pub fn grouped_bar_chart(
+    c: &Chart,
+    groups: &[String],
+    series: &[BarSeries],
+    o: &GroupedBarOpts,
+) -> String {
+    let at = |v: &Vec<Option<f64>>, g: usize| v.get(g).copied().flatten();
+    let range_at = |s: &BarSeries, g: usize| s.ranges.get(g).copied().flatten();
+    let band_at = |g: usize| o.bands.get(g).copied().flatten();
+    let finite = |v: &f64| v.is_finite();
+    let Some((lo, hi)) = extent(
+        series
+            .iter()
+            .flat_map(|s| (0..groups.len()).filter_map(|g| at(&s.values, g)))
+            .chain(
+                series
+                    .iter()
+                    .flat_map(|s| (0..groups.len()).filter_map(|g| range_at(s, g)))
+                    .flat_map(|(a, b)| [a, b]),
+            )
+            .filter(finite),
+    ) else {
+        return no_data(c);
+    };
+    let (lo, hi) = extent(
+        [lo.min(0.0), hi.max(0.0)]
+            .into_iter()
+            .chain(o.references.iter().map(|r| r.y))
+            .chain(
+                (0..groups.len())
+                    .filter_map(band_at)
+                    .flat_map(|(a, b)| [a, b]),
+            ),
+    )
+    .unwrap_or((lo, hi));
+    let value_text = |v: f64| fmt_num(round_significant(v, 3));
+    let ph = 300.0;
+    // Head room for the value labels written upwards from the tallest bar or whisker.
+    let label_len = if o.value_labels {
+        series
+            .iter()
+            .flat_map(|s| s.values.iter().flatten())
+            .map(|v| text_width(&value_text(*v), VALUE_FONT) + 6.0)
+            .fold(0.0, f64::max)
+    } else {
+        0.0
+    };
+    let span = (hi - lo).max(f64::MIN_POSITIVE);
+    let frac = (label_len / ph).min(0.5);
+    let yt = ticks(lo, hi + span * frac / (1.0 - frac), 5);
+
+    let ns = series.len().max(1) as f64;
+    let group_w = ns * BAR_PITCH + BAR_PITCH * 1.4;
+    let pw = (groups.len() as f64 * group_w).max(360.0);
+    let group_w = pw / groups.len().max(1) as f64;
+    let pitch = (group_w - BAR_PITCH * 1.4) / ns;
+    let bar_w = pitch * 0.82;
+    let bar_x =
+        |g: usize, s: usize| group_w * g as f64 + BAR_PITCH * 0.7 + pitch * (s as f64 + 0.5);
+
+    let mut entries: Vec<Entry> = Vec::new();
+    for (i, s) in series.iter().enumerate() {
+        entries.push(Entry {
+            name: s.name.clone(),
+            style: series_style(i),
+            line: false,
+            marker: false,
+            swatch: Some(bar_attrs(i)),
+            index: i,
+        });
+    }
+    for (k, r) in o.references.iter().enumerate() {
+        entries.push(Entry {
+            name: r.name.clone(),
+            style: Style {
+                colour: "#333",
+                dash: REFERENCE_DASHES[k % REFERENCE_DASHES.len()],
+                ..series_style(0)
+            },
+            line: true,
+            marker: false,
+            swatch: None,
+            index: series.len() + k,
+        });
+    }
+    let has_bands = (0..groups.len()).any(|g| band_at(g).is_some());
+    if has_bands {
+        entries.push(Entry {
+            name: o.band_name.clone(),
+            style: series_style(0),
+            line: false,
+            marker: false,
+            swatch: Some(band_attrs()),
+            index: entries.len(),
+        });
+    }
+    let has_ranges = series
+        .iter()
+        .any(|s| (0..groups.len()).any(|g| range_at(s, g).is_some()));
+    let range_entry = entries.len();
+    let (legend_lines, mut legend_w) = legend_layout(&entries);
+    if has_ranges {
+        // Drawn by hand below (a whisker, not a style's mark); its text wraps like the others.
+        let lines = wrap(&o.range_name, LEGEND_TEXT_MAX, TICK_FONT);
+        let w = lines
+            .iter()
+            .map(|l| text_width(l, TICK_FONT))
+            .fold(0.0, f64::max);
+        legend_w = legend_w.max(w + 44.0);
+    }
+    let labels: Vec<(f64, String)> = groups
+        .iter()
+        .enumerate()
+        .map(|(g, name)| (group_w * (g as f64 + 0.5), name.clone()))
+        .collect();
+    let row = layout_labels(&labels, TICK_FONT);
+    let mut canvas = Canvas::new(c, pw, ph, tick_width(&yt), legend_w, row.height);
+    let legend_h: f64 = legend_lines
+        .iter()
+        .map(|l| 8.0 + l.len() as f64 * 13.0)
+        .sum::<f64>()
+        + if has_ranges { 30.0 } else { 0.0 };
+    if legend_h > canvas.ph {
+        // A long legend makes the chart taller rather than running off it.
+        let extra = legend_h - canvas.ph;
+        canvas.ph += extra;
+        canvas.height += extra;
+    }
+    canvas.y0 = yt[0];
+    canvas.y1 = *yt.last().unwrap_or(&1.0);
+    let row = row.shifted(canvas.left);
+    let mut out = String::new();
+    canvas.open(&mut out, c);
+    canvas.y_axis(&mut out, &yt, &c.y_label);
+
+    if has_bands {
+        let e = &entries[entries.len() - 1];
+        let _ = write!(out, r#"<g class="series" data-series="{}">"#, e.index);
+        for g in 0..groups.len() {
+            if let Some((a, b)) = band_at(g) {
+                let (top, bottom) = (canvas.py(a.max(b)), canvas.py(a.min(b)));
+                let _ = write!(
+                    out,
+                    r#"<rect x="{x:.1}" y="{top:.1}" width="{w:.1}" height="{h:.1}" {attrs}><title>{n}: {lo}–{hi}</title></rect>"#,
+                    x = canvas.left + group_w * g as f64 + BAR_PITCH * 0.35,
+                    w = group_w - BAR_PITCH * 0.7,
+                    h = (bottom - top).max(0.5),
+                    attrs = band_attrs(),
+                    n = esc(&groups[g]),
+                    lo = value_text(a.min(b)),
+                    hi = value_text(a.max(b)),
+                );
+            }
+        }
+        out.push_str("</g>");
+    }
+    let zero = canvas.py(0f64.clamp(canvas.y0, canvas.y1));
+    for (i, s) in series.iter().enumerate() {
+        let _ = write!(out, r#"<g class="series" data-series="{i}">"#);
+        for g in 0..groups.len() {
+            let Some(v) = at(&s.values, g).filter(finite) else {
+                continue;
+            };
+            let x = canvas.left + bar_x(g, i);
+            let y = canvas.py(v);
+            let _ = write!(
+                out,
+                r#"<rect x="{bx:.1}" y="{top:.1}" width="{bar_w:.1}" height="{h:.1}" {attrs}><title>{gn} / {sn}: {val}</title></rect>"#,
+                bx = x - bar_w / 2.0,
+                top = y.min(zero),
+                h = (y - zero).abs().max(0.5),
+                attrs = bar_attrs(i),
+                gn = esc(&groups[g]),
+                sn = esc(&s.name),
+                val = value_text(v),
+            );
+        }
+        out.push_str("</g>");
+    }
+    if has_ranges {
+        let _ = write!(out, r#"<g class="series" data-series="{range_entry}">"#);
+        for (i, s) in series.iter().enumerate() {
+            for g in 0..groups.len() {
+                if let Some((a, b)) = range_at(s, g).filter(|(a, b)| a.is_finite() && b.is_finite())
+                {
+                    let x = canvas.left + bar_x(g, i);
+                    out.push_str(&whisker(x, canvas.py(a), canvas.py(b), bar_w * 0.6));
+                }
+            }
+        }
+        out.push_str("</g>");
+    }
+    if o.value_labels {
+        out.push_str(r#"<g class="values">"#);
+        for (i, s) in series.iter().enumerate() {
+            for g in 0..groups.len() {
+                let Some(v) = at(&s.values, g).filter(finite) else {
+                    continue;
+                };
+                let top = range_at(s, g).map_or(v, |(a, b)| v.max(a).max(b));
+                let x = canvas.left + bar_x(g, i) + VALUE_FONT * 0.35;
+                let y = canvas.py(top.max(0.0)) - 4.0;
+                let _ = write!(
+                    out,
+                    r#"<text x="{x:.1}" y="{y:.1}" font-size="{VALUE_FONT}" transform="rotate(-90 {x:.1} {y:.1})">{t}</text>"#,
+                    t = value_text(v)
+                );
+            }
+        }
+        out.push_str("</g>");
+    }
+    for (k, r) in o.references.iter().enumerate() {
+        let e = &entries[series.len() + k];
+        let y = canvas.py(r.y);
+        let _ = write!(
+            out,
+            r#"<g class="series" data-series="{i}"><line x1="{l}" x2="{rr}" y1="{y:.1}" y2="{y:.1}" {a}/></g>"#,
+            i = e.index,
+            l = canvas.left,
+            rr = canvas.left + canvas.pw,
+            a = e.style.line_attrs()
+        );
+    }
+    let y = legend_svg(&mut out, &canvas, &entries, &legend_lines);
+    if has_ranges {
+        let x = canvas.left + canvas.pw + 14.0;
+        let _ = write!(
+            out,
+            r#"<g class="legend-entry" data-series="{range_entry}">{w}"#,
+            w = whisker(x + 12.0, y + 6.0, y - 6.0, 8.0)
+        );
+        for (k, l) in wrap(&o.range_name, LEGEND_TEXT_MAX, TICK_FONT)
+            .iter()
+            .enumerate()
+        {
+            let _ = write!(
+                out,
+                r#"<text x="{tx}" y="{ty:.1}" font-size="{TICK_FONT}">{l}</text>"#,
+                tx = x + 30.0,
+                ty = y + 4.0 + k as f64 * 13.0,
+                l = esc(l)
+            );
+        }
+        out.push_str("</g>");
+    }
+    canvas.close(&mut out, &row, c);
+    out
+}
