@@ -1,12 +1,15 @@
 //! wattio-cache: the energy-aware cache manager of "Ghosts in the Machine" (Figure 6).
 //!
-//! - [`decide`]: expected time and energy of disk and network reads in the devices' current
-//!   state (mode, transition under way, queued I/O), weighted by eq. (4); ghost hints when the
-//!   chosen source is not the ideal one.
-//! - [`queue`]: the capped deferred write queue.
-//! - [`store`]: the [`Store`] interface, the atomic on-disk [`FsStore`] with its index rebuild,
-//!   and [`MemStore`].
-//! - [`manager`]: [`CacheManager`], tying them to a [`wattio_power::PowerManager`].
+//! - [`CacheManager`] (configured by [`CacheConfig`] and [`WriteOptions`]; answers
+//!   [`CacheStatus`]), tying a store to a [`wattio_power::PowerManager`]; writes wait in a
+//!   capped deferred queue while the disk sleeps ([`FlushReport`], [`LostWrite`]), and ghost
+//!   hints go to a [`GhostSink`].
+//! - [`choose_read`]: expected time and energy ([`AccessCost`], [`access_cost`]) of disk and
+//!   network reads in the devices' current state ([`SourceState`]: mode, transition under way,
+//!   queued I/O), weighted by eq. (4); the [`Choice`] names the [`ReadSource`] and a ghost hint
+//!   when the chosen source is not the ideal one.
+//! - [`Store`]: the store interface, the atomic on-disk [`FsStore`] with its index rebuild
+//!   ([`RebuildReport`]), and [`MemStore`].
 //!
 //! Wiring it together (the controllers drive the devices and report their modes; the cache reads
 //! them and sends ghost hints back). The simulator (`wattio-sim`) builds this same stack on a
@@ -63,15 +66,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod decide;
-pub mod manager;
-pub mod queue;
-pub mod store;
+mod decide;
+mod manager;
+mod queue;
+mod store;
 
 pub use decide::{access_cost, choose_read, AccessCost, Choice, ReadSource, SourceState};
 pub use manager::{
-    CacheConfig, CacheError, CacheManager, CacheStatus, FlushReport, LostWrite, WriteOp,
+    CacheConfig, CacheError, CacheManager, CacheStatus, FlushReport, GhostSink, LostWrite, WriteOp,
     WriteOptions,
 };
-pub use queue::{Queued, WriteQueue, DEFAULT_CAP_BYTES};
 pub use store::{FsStore, MemStore, RebuildReport, Store, StoreError, StoredEntry};

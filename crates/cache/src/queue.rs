@@ -3,17 +3,17 @@
 use std::collections::VecDeque;
 
 /// Something that can be queued: it reports how many bytes it holds in memory.
-pub trait Queued {
+pub(crate) trait Queued {
     /// Bytes held by this item (data plus metadata).
     fn bytes(&self) -> u64;
 }
 
 /// Default cap: 4 MB, as in the paper (§4.3).
-pub const DEFAULT_CAP_BYTES: u64 = 4 * 1024 * 1024;
+pub(crate) const DEFAULT_CAP_BYTES: u64 = 4 * 1024 * 1024;
 
 /// A FIFO of deferred operations whose total size never exceeds its cap.
 #[derive(Debug, Clone)]
-pub struct WriteQueue<T> {
+pub(crate) struct WriteQueue<T> {
     items: VecDeque<T>,
     bytes: u64,
     cap: u64,
@@ -37,11 +37,6 @@ impl<T: Queued> WriteQueue<T> {
     /// Bytes queued.
     pub fn bytes(&self) -> u64 {
         self.bytes
-    }
-
-    /// Number of queued operations.
-    pub fn len(&self) -> usize {
-        self.items.len()
     }
 
     /// Whether nothing is queued.

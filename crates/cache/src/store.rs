@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 const MAGIC: &[u8; 4] = b"WIO1";
 const HEADER: u64 = 4 + 8 + 8;
 /// Longest object name in bytes (file names are hex, so twice this plus a suffix).
-pub const MAX_NAME_BYTES: usize = 100;
+pub(crate) const MAX_NAME_BYTES: usize = 100;
 
 /// Store errors.
 #[derive(Debug, thiserror::Error)]
@@ -46,7 +46,7 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> StoreError {
 }
 
 /// FNV-1a 64-bit: a small checksum to recognise torn or foreign files (not cryptographic).
-pub fn fnv1a64(data: &[u8]) -> u64 {
+pub(crate) fn fnv1a64(data: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in data {
         h ^= *b as u64;
@@ -454,7 +454,7 @@ impl Store for MemStore {
 }
 
 /// Check that `name` is a valid object name (1..=[`MAX_NAME_BYTES`] bytes).
-pub fn check_name(name: &str) -> Result<(), StoreError> {
+pub(crate) fn check_name(name: &str) -> Result<(), StoreError> {
     encode(name).map(|_| ())
 }
 
