@@ -1,13 +1,8 @@
-//! Row writers: CSV and JSON lines.
-//!
-//! One row per counter per sample:
-//! `timestamp,mechanism,socket,domain,energy_j,estimated,model` where `timestamp` is seconds
-//! since the Unix epoch with microsecond precision, `energy_j` the joules since the previous row
-//! of the same counter, `estimated` `true` for model figures, and `model` the model's name and
-//! coefficients (empty for measurements, except GPUs read from integrated power: `power,
-//! integrated`). Each row carries its own counter's provenance: GPU rows read through NVML say
-//! `nvml` and `false` beside CPU rows of any mechanism.
+//! Row writers: CSV and JSON lines of [`RecordRow`]s (the layout is documented in
+//! [`crate::rows`]).
 
+use crate::rows::{write_with_parts, RecordRow};
+pub use crate::rows::{CSV_ENTITY_COLUMNS, CSV_HEADER};
 use std::io::{self, Write};
 use wattio_energy::{CounterSpec, Provenance};
 
@@ -29,30 +24,16 @@ impl std::str::FromStr for Format {
     }
 }
 
-/// The CSV header line (without newline).
-pub const CSV_HEADER: &str = "timestamp,mechanism,socket,domain,energy_j,estimated,model";
-
-/// The columns `record --by` adds after [`CSV_HEADER`]: empty on counter rows; on attribution
-/// rows `entity` is `process`, `cgroup`, `other` or `idle`, `domain` is `total` (packages +
-/// DRAM, the energy that was split) and `socket` is empty.
-pub const CSV_ENTITY_COLUMNS: &str = "entity,pid,comm,cgroup,cpu_s";
-
 /// Formats samples of one source as rows.
 pub struct RowFormatter {
     format: Format,
-    /// Per counter: the constant part of each row, pre-formatted once.
+    /// Per counter: the constant columns of its rows.
+    counters: Vec<RecordRow>,
+    /// Per counter: its rows' text around the energy ([`RecordRow::parts`]), formatted once.
     prefixes: Vec<(String, String)>,
     line: String,
-    /// `record --by`: the extra columns, and the constant parts of attribution rows.
-    entity: Option<(String, String)>,
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+    /// `record --by`: the constant columns of attribution rows.
+    entity: Option<RecordRow>,
 }
 
 impl RowFormatter {
@@ -73,34 +54,15 @@ impl RowFormatter {
 
     /// A formatter for `specs`, counter `i` of provenance `provenances[i]`.
     pub fn labelled(format: Format, specs: &[CounterSpec], provenances: &[Provenance]) -> Self {
-        let prefixes = specs
+        let counters: Vec<RecordRow> = specs
             .iter()
             .zip(provenances)
-            .map(|(s, provenance)| (s, provenance, provenance.model.clone().unwrap_or_default()))
-            .map(|(s, provenance, model)| match format {
-                Format::Csv => (
-                    format!(",{},{},{},", provenance.mechanism, s.socket, s.domain),
-                    format!(",{},{}\n", provenance.estimated, csv_field(&model)),
-                ),
-                Format::JsonLines => (
-                    format!(
-                        ",\"mechanism\":\"{}\",\"socket\":{},\"domain\":\"{}\",\"energy_j\":",
-                        provenance.mechanism, s.socket, s.domain
-                    ),
-                    format!(
-                        ",\"estimated\":{},\"model\":{}}}\n",
-                        provenance.estimated,
-                        if model.is_empty() {
-                            "null".to_string()
-                        } else {
-                            serde_json::to_string(&model).unwrap_or_else(|_| "null".into())
-                        }
-                    ),
-                ),
-            })
+            .map(|(s, provenance)| RecordRow::counter(s.socket, s.domain.as_str(), provenance))
             .collect();
+        let prefixes = counters.iter().map(|r| r.parts(format, false)).collect();
         RowFormatter {
             format,
+            counters,
             prefixes,
             line: String::with_capacity(256),
             entity: None,
@@ -111,27 +73,15 @@ impl RowFormatter {
     /// the attribution label on those rows' `model` field (`…, attributed (cpu-time share)`).
     pub fn with_entity_columns(mut self, provenance: &Provenance) -> Self {
         let label = wattio_energy::attribution::attributed_label(&provenance.label());
-        if self.format == Format::Csv {
-            for (_, post) in &mut self.prefixes {
-                post.insert_str(post.len() - 1, ",,,,,");
-            }
-        }
-        self.entity = Some(match self.format {
-            Format::Csv => (
-                format!(",{},,total,", provenance.mechanism),
-                format!(",{},{}", provenance.estimated, csv_field(&label)),
-            ),
-            Format::JsonLines => (
-                format!(
-                    ",\"mechanism\":\"{}\",\"domain\":\"total\",\"energy_j\":",
-                    provenance.mechanism
-                ),
-                format!(
-                    ",\"estimated\":{},\"model\":{}",
-                    provenance.estimated,
-                    serde_json::to_string(&label).unwrap_or_else(|_| "null".into())
-                ),
-            ),
+        self.prefixes = self
+            .counters
+            .iter()
+            .map(|r| r.parts(self.format, true))
+            .collect();
+        self.entity = Some(RecordRow {
+            socket: None,
+            model: Some(label),
+            ..RecordRow::counter(0, "total", provenance)
         });
         self
     }
@@ -143,40 +93,21 @@ impl RowFormatter {
         unix_s: f64,
         row: &crate::attribute::EntityRow,
     ) -> io::Result<()> {
-        use std::fmt::Write as _;
-        let Some((pre, post)) = &self.entity else {
+        let Some(template) = &self.entity else {
             return Ok(());
         };
-        self.line.clear();
-        let pid = row.pid.map(|p| p.to_string()).unwrap_or_default();
-        let _ = match self.format {
-            Format::Csv => writeln!(
-                self.line,
-                "{unix_s:.6}{pre}{}{post},{},{pid},{},{},{}",
-                row.energy_j,
-                row.entity,
-                csv_field(row.comm.as_deref().unwrap_or("")),
-                csv_field(row.cgroup.as_deref().unwrap_or("")),
-                row.cpu_s
-            ),
-            Format::JsonLines => {
-                let js = |o: &Option<String>| {
-                    o.as_ref()
-                        .and_then(|v| serde_json::to_string(v).ok())
-                        .unwrap_or_else(|| "null".into())
-                };
-                writeln!(
-                    self.line,
-                    "{{\"timestamp\":{unix_s:.6}{pre}{}{post},\"entity\":\"{}\",\"pid\":{},\"comm\":{},\"cgroup\":{},\"cpu_s\":{}}}",
-                    row.energy_j,
-                    row.entity,
-                    if pid.is_empty() { "null".to_string() } else { pid },
-                    js(&row.comm),
-                    js(&row.cgroup),
-                    row.cpu_s
-                )
-            }
+        let row = RecordRow {
+            timestamp: unix_s,
+            energy_j: row.energy_j,
+            entity: Some(row.entity.to_string()),
+            pid: row.pid,
+            comm: row.comm.clone(),
+            cgroup: row.cgroup.clone(),
+            cpu_s: Some(row.cpu_s),
+            ..template.clone()
         };
+        self.line.clear();
+        row.write(self.format, true, &mut self.line);
         w.write_all(self.line.as_bytes())
     }
 
@@ -198,14 +129,10 @@ impl RowFormatter {
         unix_s: f64,
         joules: &[f64],
     ) -> io::Result<()> {
-        use std::fmt::Write as _;
         for (i, j) in joules.iter().enumerate() {
             self.line.clear();
             let (pre, post) = &self.prefixes[i];
-            let _ = match self.format {
-                Format::Csv => write!(self.line, "{unix_s:.6}{pre}{j}{post}"),
-                Format::JsonLines => write!(self.line, "{{\"timestamp\":{unix_s:.6}{pre}{j}{post}"),
-            };
+            write_with_parts(&mut self.line, self.format, unix_s, pre, *j, post);
             w.write_all(self.line.as_bytes())?;
         }
         Ok(())
