@@ -143,11 +143,9 @@ impl<X: Companion> Driver<X> {
                         failed.get_or_insert(ControlError::Actuator { mode: to.0, msg });
                     }
                 }
-                Step::Entered { mode, .. } => {
-                    self.pm.notify(self.dev, mode)?;
-                    entered = Some(mode);
-                }
+                Step::Entered { mode, .. } => entered = Some(mode),
             }
+            self.pm.notify_step(self.dev, st)?;
         }
         match failed {
             Some(e) => Err(e),
@@ -484,6 +482,51 @@ mod tests {
         )
         .unwrap();
         (clock, pm, h, c, p.storage)
+    }
+
+    #[test]
+    fn the_managers_residency_agrees_with_the_machines_energy() {
+        // paper-2004 microdrive: performance idle 0.76 W, standby 0.08 W; to standby 0.32 s and
+        // 0.3 J, back up 0.82 s and 0.9 J.
+        let clock = Arc::new(VirtualClock::new());
+        let p = Profile::builtin("paper-2004").unwrap();
+        let pm = Arc::new(PowerManager::new(clock.clone(), p.base_power_w, 50).unwrap());
+        let hi = p.storage.high_mode();
+        let sb = p.storage.mode_by_name("standby").unwrap();
+        let h = pm.register_device(p.storage.clone(), hi).unwrap();
+        let c = DiskController::new(pm.clone(), h, DiskPolicy::FixedTimeout(10.0), None).unwrap();
+        // Nobody polls until 100 s: the spin-down at 10 s reaches the manager late, with its
+        // own times.
+        clock.advance_to(100.0);
+        c.poll().unwrap();
+        // 10 s × 0.76 W + 0.3 J + 89.68 s × 0.08 W = 7.6 + 0.3 + 7.1744 = 15.0744 J
+        let r = pm.residency(h).unwrap();
+        assert!((r.energy_j - 15.0744).abs() < 1e-9, "{r:?}");
+        assert!((c.counters().energy_j - 15.0744).abs() < 1e-9);
+        assert!((r.seconds[hi.0] - 10.0).abs() < 1e-9, "{r:?}");
+        assert!((r.seconds[sb.0] - 89.68).abs() < 1e-9, "{r:?}");
+        assert!((r.transition_seconds - 0.32).abs() < 1e-9, "{r:?}");
+        // A read at 100 s spins the disk up until 100.82 s; at 100.41 s half of it is spent.
+        assert!((c.on_access().unwrap() - 100.82).abs() < 1e-9);
+        clock.advance_to(100.41);
+        c.poll().unwrap();
+        // 15.0744 + 0.45 = 15.5244 J
+        let r = pm.residency(h).unwrap();
+        assert!((r.energy_j - 15.5244).abs() < 1e-9, "{r:?}");
+        assert!((c.counters().energy_j - 15.5244).abs() < 1e-9);
+        assert!(
+            (r.seconds[sb.0] - 89.68).abs() < 1e-9,
+            "standby ended at 100 s: {r:?}"
+        );
+        clock.advance_to(101.0);
+        c.poll().unwrap();
+        // + 0.45 J for the rest of the spin-up + 0.18 s × 0.76 W = 15.5244 + 0.45 + 0.1368
+        let r = pm.residency(h).unwrap();
+        assert!((r.energy_j - 16.1112).abs() < 1e-9, "{r:?}");
+        assert!((c.counters().energy_j - 16.1112).abs() < 1e-9);
+        assert_eq!(r.transitions, 2);
+        assert!((r.transition_seconds - 1.14).abs() < 1e-9, "{r:?}");
+        assert_eq!(pm.current_mode(h).unwrap(), hi);
     }
 
     #[test]

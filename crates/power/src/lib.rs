@@ -27,6 +27,7 @@ mod ghost;
 mod machine;
 mod manager;
 mod profile;
+mod residency;
 mod stpm;
 
 pub use clock::{Clock, RealClock, VirtualClock};
@@ -37,10 +38,9 @@ pub use device::{
 pub use eq::weighted_cost_eq4;
 pub use ghost::{GhostAccumulator, GhostDevice, GhostHint, GhostPolicy};
 pub use machine::{DeviceMachine, Readiness, Step};
-pub use manager::{
-    CallbackId, DeviceHandle, ModeCallback, PmError, PowerManager, ReadinessFn, Residency,
-};
+pub use manager::{CallbackId, DeviceHandle, ModeCallback, PmError, PowerManager, ReadinessFn};
 pub use profile::{Profile, ProfileError};
+pub use residency::Residency;
 pub use stpm::{
     deepest_mode, round_trip_threshold, DiskPolicy, Ladder, NetDecision, NetPolicy, NetStpm,
     RunHistogram, Transfer,

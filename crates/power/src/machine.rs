@@ -9,12 +9,14 @@
 //! driver takes with [`DeviceMachine::take_steps`] to move the real device and notify the
 //! [`crate::PowerManager`].
 //!
-//! Energy: the mode's idle power while settled; a transition's energy spread evenly over its
-//! duration (in place of the idle power; a zero-time transition adds its energy at once); and,
-//! for each I/O timed from the profile's model ([`DeviceMachine::modelled_io`]), `(P_io −
-//! P_mode)` for its duration.
+//! Energy: modes and transitions are accounted as the power manager's [`crate::Residency`] is
+//! (the mode's idle power while settled; a transition's energy spread evenly over its duration,
+//! in place of the idle power; a zero-time transition adds its energy at once); and, for each
+//! I/O timed from the profile's model ([`DeviceMachine::modelled_io`]), `(P_io − P_mode)` for
+//! its duration.
 
 use crate::device::{DeviceKind, DeviceSpec, IoOp, ModeId};
+use crate::residency::{move_cost, ModeLedger, Residency};
 use crate::stpm::{DiskPolicy, Ladder};
 
 /// Something the machine did, stamped with its (clock) time, for its driver to act on.
@@ -53,21 +55,13 @@ pub struct Readiness {
     pub wait_s: f64,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Move {
-    to: ModeId,
-    start: f64,
-    end: f64,
-    energy_j: f64,
-}
-
 /// The clock-free state machine of one device (storage or network).
 #[derive(Debug, Clone)]
 pub struct DeviceMachine {
     spec: DeviceSpec,
     high: ModeId,
-    mode: ModeId,
-    moving: Option<Move>,
+    /// Mode, transition under way, and the time and energy they account for.
+    ledger: ModeLedger,
     /// Go to the high mode as soon as the transition under way (a step down) ends: a drive
     /// cannot abort a spin-down.
     wake_after_move: bool,
@@ -78,8 +72,8 @@ pub struct DeviceMachine {
     low_since: f64,
     busy_until: f64,
     io_while_moving: bool,
-    integrated_to: f64,
-    energy_j: f64,
+    /// What modelled I/O drew beyond the mode's idle power.
+    io_energy_j: f64,
     wakeups: u64,
     steps: Vec<Step>,
 }
@@ -95,10 +89,9 @@ impl DeviceMachine {
         let ladder = policy.ladder(&spec);
         let io_while_moving = spec.kind == DeviceKind::Network;
         Self {
+            ledger: ModeLedger::new(&spec, mode, now),
             spec,
             high,
-            mode,
-            moving: None,
             wake_after_move: false,
             policy,
             ladder,
@@ -107,8 +100,7 @@ impl DeviceMachine {
             low_since: now,
             busy_until: now,
             io_while_moving,
-            integrated_to: now,
-            energy_j: 0.0,
+            io_energy_j: 0.0,
             wakeups: 0,
             steps: Vec::new(),
         }
@@ -121,19 +113,19 @@ impl DeviceMachine {
 
     /// The mode the device is settled in (during a transition, the mode it is leaving).
     pub fn mode(&self) -> ModeId {
-        self.mode
+        self.ledger.mode()
     }
 
     /// The transition under way: target mode and end time.
     pub fn moving_to(&self) -> Option<(ModeId, f64)> {
-        self.moving.map(|m| (m.to, m.end))
+        self.ledger.moving().map(|m| (m.to, m.end))
     }
 
     /// The high mode while on the way there, else the settled mode.
     pub fn effective_mode(&self) -> ModeId {
-        match self.moving {
+        match self.ledger.moving() {
             Some(m) if m.to == self.high || self.wake_after_move => self.high,
-            _ => self.mode,
+            _ => self.mode(),
         }
     }
 
@@ -155,9 +147,16 @@ impl DeviceMachine {
         self.busy_until
     }
 
-    /// Energy drawn by the device up to the last time given to the machine, joules.
+    /// Energy drawn by the device up to the last time given to the machine, joules: modes and
+    /// transitions as in [`Self::residency`], plus modelled I/O.
     pub fn energy_j(&self) -> f64 {
-        self.energy_j
+        self.ledger.energy_j() + self.io_energy_j
+    }
+
+    /// Time in each mode and in transitions, and their energy, up to `now` (nothing is
+    /// advanced: steps due before `now` and not yet taken are not in it).
+    pub fn residency(&self, now: f64) -> Residency {
+        self.ledger.residency(&self.spec, now)
     }
 
     /// Transitions to the high mode started so far (disk spin-ups, network wake-ups).
@@ -170,23 +169,8 @@ impl DeviceMachine {
         std::mem::take(&mut self.steps)
     }
 
-    fn power_w(&self) -> f64 {
-        match self.moving {
-            Some(m) if m.end > m.start => m.energy_j / (m.end - m.start),
-            Some(_) => 0.0,
-            None => self.spec.modes[self.mode.0].power_w,
-        }
-    }
-
-    fn integrate(&mut self, to: f64) {
-        if to > self.integrated_to {
-            self.energy_j += self.power_w() * (to - self.integrated_to);
-            self.integrated_to = to;
-        }
-    }
-
     fn next_rung(&self) -> Option<(f64, ModeId)> {
-        if self.moving.is_some() {
+        if self.ledger.moving().is_some() {
             return None;
         }
         self.ladder
@@ -197,29 +181,18 @@ impl DeviceMachine {
 
     /// When the next step is due (transition end or ladder rung), if any.
     pub fn next_deadline(&self) -> Option<f64> {
-        match self.moving {
+        match self.ledger.moving() {
             Some(m) => Some(m.end),
             None => self.next_rung().map(|(at, _)| at),
         }
     }
 
     fn transition_time(&self, from: ModeId, to: ModeId) -> f64 {
-        self.spec
-            .transition(from, to)
-            .or_else(|| self.spec.transition(self.high, to))
-            .map(|c| c.time_s)
-            .unwrap_or(0.0)
+        move_cost(&self.spec, from, to).time_s
     }
 
     fn start(&mut self, at: f64, to: ModeId) -> f64 {
-        let from = self.mode;
-        // A validated profile has every transition a ladder or a wake-up takes; the fallback
-        // (the cost from the high mode, else none) keeps a hand-made spec usable.
-        let cost = self
-            .spec
-            .transition(from, to)
-            .or_else(|| self.spec.transition(self.high, to));
-        let (time_s, energy_j) = cost.map(|c| (c.time_s, c.energy_j)).unwrap_or((0.0, 0.0));
+        let from = self.mode();
         if from == self.high {
             self.low_since = at;
         }
@@ -227,24 +200,15 @@ impl DeviceMachine {
             self.wakeups += 1;
         }
         self.steps.push(Step::Started { at, from, to });
-        self.moving = Some(Move {
-            to,
-            start: at,
-            end: at + time_s,
-            energy_j,
-        });
-        at + time_s
+        let cost = move_cost(&self.spec, from, to);
+        self.ledger.start(&self.spec, at, to, cost)
     }
 
     fn finish_move(&mut self, at: f64) {
-        let Some(m) = self.moving.take() else {
+        let Some(m) = self.ledger.moving() else {
             return;
         };
-        if m.end <= m.start {
-            self.energy_j += m.energy_j;
-        }
-        let from = self.mode;
-        self.mode = m.to;
+        let from = self.ledger.enter(&self.spec, at, m.to);
         self.steps.push(Step::Entered {
             at,
             from,
@@ -263,7 +227,7 @@ impl DeviceMachine {
         }
         if self.wake_after_move {
             self.wake_after_move = false;
-            if self.mode != self.high {
+            if self.mode() != self.high {
                 self.start(at, self.high);
             }
         }
@@ -273,7 +237,7 @@ impl DeviceMachine {
     /// integrated up to `now`.
     pub fn advance(&mut self, now: f64) {
         loop {
-            let te = self.moving.map(|m| m.end).unwrap_or(f64::INFINITY);
+            let te = self.ledger.moving().map(|m| m.end).unwrap_or(f64::INFINITY);
             let (tl, rung_mode) = self
                 .next_rung()
                 .map(|(at, m)| (at, Some(m)))
@@ -282,31 +246,31 @@ impl DeviceMachine {
             if next > now {
                 break;
             }
-            self.integrate(next);
+            self.ledger.integrate(&self.spec, next);
             if te <= tl {
                 self.finish_move(next);
             } else if let Some(m) = rung_mode {
                 self.rung += 1;
-                if m != self.mode {
+                if m != self.mode() {
                     self.start(next, m);
                 }
             }
         }
-        self.integrate(now);
+        self.ledger.integrate(&self.spec, now);
     }
 
     /// Start towards the high mode at `now` (nothing if there or on the way; after a step down
     /// under way, once it ends). Returns when the device will be in the high mode.
     pub fn wake(&mut self, now: f64) -> f64 {
         self.advance(now);
-        if let Some(m) = self.moving {
+        if let Some(m) = self.ledger.moving() {
             if m.to == self.high {
                 return m.end;
             }
             self.wake_after_move = true;
             return m.end + self.transition_time(m.to, self.high);
         }
-        if self.mode == self.high {
+        if self.mode() == self.high {
             return now;
         }
         self.start(now, self.high)
@@ -319,8 +283,7 @@ impl DeviceMachine {
         self.advance(now);
         self.idle_since = self.idle_since.max(now);
         self.rung = 0;
-        let can_now =
-            self.spec.modes[self.mode.0].can(op) && (self.moving.is_none() || self.io_while_moving);
+        let can_now = self.can_now(op);
         if can_now {
             return now;
         }
@@ -339,10 +302,9 @@ impl DeviceMachine {
     /// wake-up. Returns its start and end; the idle period starts at its end.
     pub fn modelled_io(&mut self, now: f64, op: IoOp, bytes: u64) -> (f64, f64) {
         self.advance(now);
-        let can_now =
-            self.spec.modes[self.mode.0].can(op) && (self.moving.is_none() || self.io_while_moving);
+        let can_now = self.can_now(op);
         let (io_mode, ready) = if can_now {
-            (self.mode, now)
+            (self.mode(), now)
         } else {
             (self.high, self.wake(now))
         };
@@ -355,7 +317,7 @@ impl DeviceMachine {
         let start = ready.max(self.busy_until).max(now);
         let end = start + dur;
         // The I/O power replaces the mode's idle power for the duration (it may be lower).
-        self.energy_j += extra_w * dur;
+        self.io_energy_j += extra_w * dur;
         self.busy_until = end;
         self.idle_since = end;
         self.rung = 0;
@@ -371,16 +333,17 @@ impl DeviceMachine {
             return ahead.readiness(now, op);
         }
         let busy = (self.busy_until - now).max(0.0);
+        let mode = self.mode();
         let settled = |io_mode| Readiness {
-            mode: self.mode,
+            mode,
             io_mode,
             wait_s: busy,
         };
-        let Some(m) = self.moving else {
-            return settled(self.mode);
+        let Some(m) = self.ledger.moving() else {
+            return settled(mode);
         };
-        if self.io_while_moving && self.spec.modes[self.mode.0].can(op) {
-            return settled(self.mode);
+        if self.io_while_moving && self.spec.modes[mode.0].can(op) {
+            return settled(mode);
         }
         let (io_mode, ready) = if self.wake_after_move {
             (self.high, m.end + self.transition_time(m.to, self.high))
@@ -388,7 +351,7 @@ impl DeviceMachine {
             (m.to, m.end)
         };
         Readiness {
-            mode: self.mode,
+            mode,
             io_mode,
             wait_s: busy.max(ready - now).max(0.0),
         }
@@ -396,8 +359,15 @@ impl DeviceMachine {
 
     /// Forget the transition under way (its actuator failed): the device stays in its mode.
     pub fn cancel_move(&mut self) {
-        self.moving = None;
+        self.ledger.cancel_move();
         self.wake_after_move = false;
+    }
+
+    /// Whether `op` can start now: the mode can do it, and a transition under way does not
+    /// hold it up.
+    fn can_now(&self, op: IoOp) -> bool {
+        self.spec.modes[self.mode().0].can(op)
+            && (self.ledger.moving().is_none() || self.io_while_moving)
     }
 }
 

@@ -12,7 +12,10 @@
 //! | `RegisterCallback`    | [`PowerManager::register_callback`], [`PowerManager::wait_for_mode`] |
 //!
 //! It also holds the global knob and the platform base power, and keeps per-device mode
-//! residency so energy can be reported per device (as PowerTOP and tlp-stat do).
+//! residency so energy can be reported per device (as PowerTOP and tlp-stat do). A driver that
+//! also reports when a transition starts ([`PowerManager::notify_transition`]; the controllers
+//! do) gets the transition's time and energy accounted as its own state, as the
+//! [`crate::DeviceMachine`] accounts them; see [`Residency`].
 //!
 //! Beyond Figure 5, a controller driving a device (the [`crate::DiskController`],
 //! [`crate::NetController`]) can tell the manager when the device could serve an I/O issued
@@ -21,7 +24,8 @@
 
 use crate::clock::Clock;
 use crate::device::{DeviceSpec, IoOp, ModeId, ModeInfo, TransitionCost};
-use crate::machine::Readiness;
+use crate::machine::{Readiness, Step};
+use crate::residency::{move_cost, ModeLedger, Residency};
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
@@ -65,20 +69,6 @@ pub enum PmError {
     BadKnob(u32),
 }
 
-/// Per-device accounting of time spent in each mode.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Residency {
-    /// Seconds spent in each mode (index = mode id), up to the time of the query.
-    pub seconds: Vec<f64>,
-    /// Number of mode changes notified.
-    pub transitions: u64,
-    /// Energy of the notified transitions, from the transition table, joules.
-    pub transition_energy_j: f64,
-    /// Idle-mode energy `Σ power × seconds` plus transition energy, joules. I/O energy is not
-    /// included: the manager does not see individual requests.
-    pub energy_j: f64,
-}
-
 /// `UnknownMode` unless `mode` is one of the device's modes.
 fn check_mode(spec: &DeviceSpec, mode: ModeId) -> Result<(), PmError> {
     if mode.0 >= spec.modes.len() {
@@ -93,11 +83,8 @@ fn check_mode(spec: &DeviceSpec, mode: ModeId) -> Result<(), PmError> {
 
 struct Dev {
     spec: DeviceSpec,
-    current: ModeId,
-    since: f64,
-    seconds: Vec<f64>,
-    transitions: u64,
-    transition_energy_j: f64,
+    /// The current mode, a transition under way, and their time and energy.
+    ledger: ModeLedger,
     readiness: Option<ReadinessFn>,
 }
 
@@ -184,16 +171,11 @@ impl PowerManager {
         let mut g = self.lock();
         let id = g.next_id;
         g.next_id += 1;
-        let n = spec.modes.len();
         g.devices.insert(
             id,
             Dev {
+                ledger: ModeLedger::new(&spec, initial, now),
                 spec,
-                current: initial,
-                since: now,
-                seconds: vec![0.0; n],
-                transitions: 0,
-                transition_energy_j: 0.0,
                 readiness: None,
             },
         );
@@ -211,23 +193,44 @@ impl PowerManager {
     }
 
     /// `Notify`: the driver reports that the device is now in `mode`. Fires callbacks for that
-    /// mode after releasing the lock, and wakes `wait_for_mode` callers.
+    /// mode after releasing the lock, and wakes `wait_for_mode` callers. Without a
+    /// [`Self::notify_transition`] before it, the change is accounted as taking no time.
     pub fn notify(&self, h: DeviceHandle, mode: ModeId) -> Result<(), PmError> {
-        let now = self.clock.now();
+        self.entered(h, mode, self.clock.now())
+    }
+
+    /// Beyond Figure 5: the driver reports that the device started a transition to `to` now.
+    /// Until the [`Self::notify`] of its arrival the device is in the transition, drawing the
+    /// transition's energy over its time (from the transition table) instead of a mode's idle
+    /// power.
+    pub fn notify_transition(&self, h: DeviceHandle, to: ModeId) -> Result<(), PmError> {
+        self.started(h, to, self.clock.now())
+    }
+
+    /// Account a step a controller's machine took, at the time it took it (controllers deliver
+    /// steps after the fact).
+    pub(crate) fn notify_step(&self, h: DeviceHandle, step: Step) -> Result<(), PmError> {
+        match step {
+            Step::Started { at, to, .. } => self.started(h, to, at),
+            Step::Entered { at, mode, .. } => self.entered(h, mode, at),
+        }
+    }
+
+    fn started(&self, h: DeviceHandle, to: ModeId, at: f64) -> Result<(), PmError> {
+        let mut g = self.lock();
+        let d = g.devices.get_mut(&h.0).ok_or(PmError::UnknownDevice)?;
+        check_mode(&d.spec, to)?;
+        let cost = move_cost(&d.spec, d.ledger.mode(), to);
+        d.ledger.start(&d.spec, at, to, cost);
+        Ok(())
+    }
+
+    fn entered(&self, h: DeviceHandle, mode: ModeId, at: f64) -> Result<(), PmError> {
         let to_call: Vec<ModeCallback> = {
             let mut g = self.lock();
             let d = g.devices.get_mut(&h.0).ok_or(PmError::UnknownDevice)?;
             check_mode(&d.spec, mode)?;
-            let cur = d.current;
-            d.seconds[cur.0] += (now - d.since).max(0.0);
-            d.since = now;
-            if cur != mode {
-                d.transitions += 1;
-                if let Some(c) = d.spec.transition(cur, mode) {
-                    d.transition_energy_j += c.energy_j;
-                }
-            }
-            d.current = mode;
+            d.ledger.enter(&d.spec, at, mode);
             g.callbacks
                 .iter()
                 .filter(|(_, d, m, _)| *d == h && *m == mode)
@@ -282,7 +285,8 @@ impl PowerManager {
             .devices
             .get(&h.0)
             .ok_or(PmError::UnknownDevice)?
-            .current)
+            .ledger
+            .mode())
     }
 
     /// Let `f` answer [`Self::readiness`] for the device (a controller driving it does this).
@@ -301,7 +305,7 @@ impl PowerManager {
         let (current, f) = {
             let g = self.lock();
             let d = g.devices.get(&h.0).ok_or(PmError::UnknownDevice)?;
-            (d.current, d.readiness.clone())
+            (d.ledger.mode(), d.readiness.clone())
         };
         // Asked outside our lock: the controller takes its own.
         let now = self.clock.now();
@@ -359,7 +363,7 @@ impl PowerManager {
         let mut g = self.lock();
         loop {
             let d = g.devices.get(&h.0).ok_or(PmError::UnknownDevice)?;
-            if d.current == mode {
+            if d.ledger.mode() == mode {
                 return Ok(true);
             }
             let now = std::time::Instant::now();
@@ -374,24 +378,13 @@ impl PowerManager {
         }
     }
 
-    /// Mode residency and idle energy of a device up to now.
+    /// Time in each mode and in transitions, and the energy they account for, of a device up
+    /// to now.
     pub fn residency(&self, h: DeviceHandle) -> Result<Residency, PmError> {
         let now = self.clock.now();
         let g = self.lock();
         let d = g.devices.get(&h.0).ok_or(PmError::UnknownDevice)?;
-        let mut seconds = d.seconds.clone();
-        seconds[d.current.0] += (now - d.since).max(0.0);
-        let idle: f64 = seconds
-            .iter()
-            .zip(&d.spec.modes)
-            .map(|(s, m)| s * m.power_w)
-            .sum();
-        Ok(Residency {
-            seconds,
-            transitions: d.transitions,
-            transition_energy_j: d.transition_energy_j,
-            energy_j: idle + d.transition_energy_j,
-        })
+        Ok(d.ledger.residency(&d.spec, now))
     }
 }
 
@@ -439,10 +432,49 @@ mod tests {
         c.advance_to(31.0); // 1 s performance idle: 0.76 J
         let r = pm.residency(h).unwrap();
         assert_eq!(r.transitions, 2);
+        assert_eq!(
+            r.transition_seconds, 0.0,
+            "arrivals only: no time in transitions"
+        );
         assert!((r.seconds[pi.0] - 11.0).abs() < 1e-12);
         assert!((r.seconds[sb.0] - 20.0).abs() < 1e-12);
         // 7.6 + 0.3 + 1.6 + 0.9 + 0.76 = 11.16 J
         assert!((r.energy_j - 11.16).abs() < 1e-9, "{}", r.energy_j);
+    }
+
+    #[test]
+    fn a_transition_is_its_own_state_drawing_its_own_energy() {
+        // paper-2004 microdrive: performance idle 0.76 W, standby 0.08 W; to standby 0.32 s and
+        // 0.3 J, back up 0.82 s and 0.9 J.
+        let (c, pm, h, spec) = setup();
+        let sb = spec.mode_by_name("standby").unwrap();
+        let pi = spec.high_mode();
+        c.advance_to(10.0); // 10 s performance idle: 7.6 J
+        pm.notify_transition(h, sb).unwrap();
+        c.advance_to(10.32); // the spin-down: 0.32 s, 0.3 J (not 0.76 W × 0.32 s on top)
+        pm.notify(h, sb).unwrap();
+        c.advance_to(30.0); // 19.68 s standby: 1.5744 J
+        pm.notify_transition(h, pi).unwrap();
+        c.advance_to(30.41); // half the spin-up: 0.41 s, 0.45 J so far
+        let mid = pm.residency(h).unwrap();
+        assert_eq!(pm.current_mode(h).unwrap(), sb, "still leaving standby");
+        assert_eq!(mid.transitions, 1);
+        assert!((mid.transition_seconds - 0.73).abs() < 1e-9, "{mid:?}");
+        assert!((mid.seconds[sb.0] - 19.68).abs() < 1e-9, "{mid:?}");
+        // 0.3 + 0.45 = 0.75 J of transitions; 7.6 + 1.5744 + 0.75 = 9.9244 J.
+        assert!((mid.transition_energy_j - 0.75).abs() < 1e-9, "{mid:?}");
+        assert!((mid.energy_j - 9.9244).abs() < 1e-9, "{mid:?}");
+        c.advance_to(30.82);
+        pm.notify(h, pi).unwrap();
+        c.advance_to(31.0); // 0.18 s performance idle: 0.1368 J
+        let r = pm.residency(h).unwrap();
+        assert_eq!(r.transitions, 2);
+        assert!((r.seconds[pi.0] - 10.18).abs() < 1e-9, "{r:?}");
+        assert!((r.seconds[sb.0] - 19.68).abs() < 1e-9, "{r:?}");
+        assert!((r.transition_seconds - 1.14).abs() < 1e-9, "{r:?}");
+        assert!((r.transition_energy_j - 1.2).abs() < 1e-9, "{r:?}");
+        // 7.6 + 0.3 + 1.5744 + 0.9 + 0.1368 = 10.5112 J
+        assert!((r.energy_j - 10.5112).abs() < 1e-9, "{}", r.energy_j);
     }
 
     #[test]
