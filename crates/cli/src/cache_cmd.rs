@@ -6,8 +6,10 @@ use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use wattio_power::{GhostPolicy, Profile};
-use wattio_sim::trace::{self, Trace};
-use wattio_sim::{replay_all, GhostSelection, RunResult, SweepRow};
+use wattio_sim::{
+    cached_objects, email_trace, load_trace_file, replay_all, trace_csv, web_trace, GhostSelection,
+    RunResult, SweepRow, Trace, TraceOp, UcbSelect,
+};
 
 /// `wattio cache`.
 #[derive(Args)]
@@ -99,7 +101,7 @@ pub fn cache(a: CacheArgs) -> Result<ExitCode> {
         CacheCmd::Profiles { name } => profiles(name),
         CacheCmd::Trace { workload, seed } => {
             let t = load_workload(&workload, seed)?;
-            print!("{}", trace::to_csv(&t.requests));
+            print!("{}", trace_csv(&t.requests));
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -110,23 +112,23 @@ fn load_profile(p: &str) -> Result<Profile> {
 }
 
 fn load_workload(w: &str, seed: u64) -> Result<Trace> {
-    load_workload_with(w, seed, trace::UcbSelect::default())
+    load_workload_with(w, seed, UcbSelect::default())
 }
 
-fn load_workload_with(w: &str, seed: u64, ucb: trace::UcbSelect) -> Result<Trace> {
+fn load_workload_with(w: &str, seed: u64, ucb: UcbSelect) -> Result<Trace> {
     let t = match w {
-        "email" => trace::email(seed),
-        "web" => trace::web(seed, false),
-        "web-full" => trace::web(seed, true),
+        "email" => email_trace(seed),
+        "web" => web_trace(seed, false),
+        "web-full" => web_trace(seed, true),
         f => {
             let p = Path::new(f);
             if !p.exists() {
                 bail!("workload {f:?} is neither email, web, web-full nor an existing trace file");
             }
-            trace::load_file_with(p, seed, ucb)?
+            load_trace_file(p, seed, ucb)?
         }
     };
-    if !t.requests.iter().any(|r| r.op == trace::TraceOp::Read) {
+    if !t.requests.iter().any(|r| r.op == TraceOp::Read) {
         bail!(
             "trace {:?} has no read events to replay (check the file or the UCB client filter)",
             t.name
@@ -136,7 +138,7 @@ fn load_workload_with(w: &str, seed: u64, ucb: trace::UcbSelect) -> Result<Trace
 }
 
 fn print_table(rows: &[RunResult], profile: &Profile, trace: &Trace) {
-    let (cached, objects) = wattio_sim::engine::cached_objects(trace);
+    let (cached, objects) = cached_objects(trace);
     println!(
         "workload {} ({} events, {} objects, {} cached at start), profile {}, knob {}",
         trace.name,
@@ -170,7 +172,7 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
     if !(a.minutes.is_finite() && a.minutes > 0.0) {
         bail!("--minutes must be a positive number");
     }
-    let ucb = trace::UcbSelect {
+    let ucb = UcbSelect {
         client: a.ucb_client.map(u32::from),
         minutes: a.minutes,
     };

@@ -162,7 +162,7 @@ fn sweep_writes_csv_and_svg() {
 
 #[test]
 fn ucb_trace_file_with_client_filter() {
-    use wattio_sim::trace::encode_ucb;
+    use wattio_sim::encode_ucb;
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("UCB-home-IP-fixture.tr");
     let client = u32::from_be_bytes([23, 240, 8, 98]);

@@ -568,7 +568,7 @@ pub fn replay(profile: &Profile, strategy: &Strategy, knob: u8, trace: &Trace) -
 
 /// Energy of an idle gap of `g` seconds for the offline oracle: the best of staying in the high
 /// mode or a round trip to any low mode, timed so the device is back just in time.
-pub fn oracle_gap_energy(spec: &DeviceSpec, g: f64) -> f64 {
+pub(crate) fn oracle_gap_energy(spec: &DeviceSpec, g: f64) -> f64 {
     let high = spec.high_mode();
     let p_hp = spec.modes[high.0].power_w;
     let mut best = p_hp * g;
@@ -588,7 +588,8 @@ pub fn oracle_gap_energy(spec: &DeviceSpec, g: f64) -> f64 {
 }
 
 /// The offline oracle on the static cache: timing of the never-spin-down run (the oracle is
-/// never late), disk idle energy replaced gap by gap with [`oracle_gap_energy`].
+/// never late), disk idle energy replaced gap by gap with the cheapest of staying up or one round
+/// trip to a low mode, timed so the disk is back just in time.
 pub fn replay_oracle(profile: &Profile, net: NetPolicy, trace: &Trace) -> RunResult {
     let strat = Strategy {
         name: "static+oracle".into(),

@@ -1,24 +1,31 @@
 //! wattio-sim: replay cache traces on virtual time against device power models, STPM, ghost
 //! hints and the spin-down baselines, to reproduce the evaluation of "Ghosts in the Machine".
 //!
-//! - [`trace`]: CSV and UCB Home IP formats; seeded e-mail and Web generators.
-//! - [`engine`]: the discrete-event replay, which drives the library an application links
-//!   against (`wattio-power`'s power manager and controllers, `wattio-cache`'s cache manager) on
-//!   a virtual clock; the offline oracle and the lower bound.
+//! - Traces ([`Trace`] of [`TraceRequest`]s): the CSV and UCB Home IP formats
+//!   ([`load_trace_file`], [`UcbSelect`], [`trace_csv`]); seeded e-mail and Web generators
+//!   ([`email_trace`], [`web_trace`]).
+//! - [`Sim`]: the discrete-event replay, which drives the library an application links against
+//!   (`wattio-power`'s power manager and controllers, `wattio-cache`'s cache manager on a
+//!   [`SimulatedDisk`]) on a virtual clock, and records a [`Replay`]; [`replay`] for one
+//!   [`Strategy`], [`replay_oracle`] (the offline oracle) and [`lower_bound`].
 //! - The strategies ([`static_default`], [`adaptive`], [`baselines`]), [`replay_all`] and
-//!   [`sweep`]: what `wattio cache replay|sweep` run.
+//!   [`sweep`] (rows of [`SweepRow`], drawn by [`sweep_charts`]): what `wattio cache
+//!   replay|sweep` run.
 //!
 //! Every energy figure is *simulated* from a device profile: an estimate, labelled as such.
 
-pub mod engine;
-pub mod rng;
-pub mod trace;
+mod engine;
+mod rng;
+mod trace;
 
 pub use engine::{
-    lower_bound, replay, replay_oracle, CachePolicy, DiskIo, ModeChange, ReadRecord, Replay,
-    RunResult, Served, Sim, SimulatedDisk, Strategy,
+    cached_objects, lower_bound, replay, replay_oracle, CachePolicy, DiskIo, DiskLog, ModeChange,
+    ReadRecord, Replay, RunResult, Served, Sim, SimulatedDisk, Strategy,
 };
-pub use trace::{Trace, TraceError, TraceOp, TraceRequest};
+pub use trace::{
+    email_trace, encode_ucb, load_trace_file, trace_csv, web_trace, Trace, TraceError, TraceOp,
+    TraceRequest, UcbSelect,
+};
 pub use wattio_power::NetPolicy;
 
 use wattio_power::{DiskPolicy, GhostPolicy, Profile};

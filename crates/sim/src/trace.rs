@@ -81,10 +81,10 @@ pub enum TraceError {
 }
 
 /// The CSV header.
-pub const CSV_HEADER: &str = "time_s,object,size_bytes,op,cached";
+pub(crate) const CSV_HEADER: &str = "time_s,object,size_bytes,op,cached";
 
 /// Parse CSV trace text.
-pub fn parse_csv(text: &str, file: &str) -> Result<Vec<TraceRequest>, TraceError> {
+pub(crate) fn parse_csv(text: &str, file: &str) -> Result<Vec<TraceRequest>, TraceError> {
     let err = |line: usize, msg: String| TraceError::Csv {
         file: file.to_string(),
         line,
@@ -161,7 +161,7 @@ pub fn parse_csv(text: &str, file: &str) -> Result<Vec<TraceRequest>, TraceError
 }
 
 /// Write requests as CSV.
-pub fn to_csv(reqs: &[TraceRequest]) -> String {
+pub fn trace_csv(reqs: &[TraceRequest]) -> String {
     let mut s = String::from(CSV_HEADER);
     s.push('\n');
     for r in reqs {
@@ -182,7 +182,7 @@ pub fn to_csv(reqs: &[TraceRequest]) -> String {
 
 /// One decoded UCB Home IP record (fields we use).
 #[derive(Debug, Clone, PartialEq)]
-pub struct UcbRecord {
+pub(crate) struct UcbRecord {
     /// Client request time, seconds.
     pub t: f64,
     /// Client IPv4 address.
@@ -198,7 +198,7 @@ pub struct UcbRecord {
 /// Decode UCB Home IP 1996 records (big-endian, per Gribble's `logparse.h`: six u32 times,
 /// client ip u32 + port u16, server ip u32 + port u16, two pragma bytes, three u32 dates, u32
 /// header length, u32 data length, u16 URL length, URL bytes). Gzipped input is accepted.
-pub fn parse_ucb(bytes: &[u8], file: &str) -> Result<Vec<UcbRecord>, TraceError> {
+pub(crate) fn parse_ucb(bytes: &[u8], file: &str) -> Result<Vec<UcbRecord>, TraceError> {
     let data;
     let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {
         let mut v = Vec::new();
@@ -299,7 +299,7 @@ pub fn encode_ucb(t: f64, client: u32, rhl: u32, rdl: u32, request_line: &str) -
 /// Turn UCB records into a replayable trace: GETs with a non-zero size, of one client (the
 /// busiest if `client` is `None`), starting at its first request, for `minutes`; half of the
 /// unique objects (chosen with `seed`) are cached at the start, as in the paper (§5.1).
-pub fn ucb_to_requests(
+pub(crate) fn ucb_to_requests(
     recs: &[UcbRecord],
     client: Option<u32>,
     minutes: f64,
@@ -379,13 +379,9 @@ impl Default for UcbSelect {
     }
 }
 
-/// Load a trace file: CSV (by header) or UCB binary (anything else, gzipped or not).
-pub fn load_file(path: &Path, seed: u64) -> Result<Trace, TraceError> {
-    load_file_with(path, seed, UcbSelect::default())
-}
-
-/// [`load_file`] with a choice of UCB client and window.
-pub fn load_file_with(path: &Path, seed: u64, ucb: UcbSelect) -> Result<Trace, TraceError> {
+/// Load a trace file: CSV (by header) or UCB binary (anything else, gzipped or not; `ucb` picks
+/// the client and the window, `seed` the sizes it lacks).
+pub fn load_trace_file(path: &Path, seed: u64, ucb: UcbSelect) -> Result<Trace, TraceError> {
     let file = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| TraceError::Io {
         file: file.clone(),
@@ -416,7 +412,7 @@ pub fn load_file_with(path: &Path, seed: u64, ucb: UcbSelect) -> Result<Trace, T
 }
 
 /// Browser memory cache of the Web workload (ours: a small 1996-era browser cache).
-pub const WEB_MEMORY_CACHE_BYTES: u64 = 512 * 1024;
+pub(crate) const WEB_MEMORY_CACHE_BYTES: u64 = 512 * 1024;
 
 /// Scale gaps so that they sum to `total`.
 fn scale(gaps: &mut [f64], total: f64) {
@@ -431,7 +427,7 @@ fn scale(gaps: &mut [f64], total: f64) {
 /// E-mail workload shaped like the paper's (§5.1): 15 minutes of heavy activity, 41 messages
 /// read (all cached locally), heavy-tailed think times, a few messages sent. Sizes: lognormal
 /// bodies (median 4 KB) with 10 % attachments (Pareto from 40 KB). Parameters are ours.
-pub fn email(seed: u64) -> Trace {
+pub fn email_trace(seed: u64) -> Trace {
     let mut rng = Rng::new(seed);
     let reads = 41;
     let sends = 4;
@@ -485,7 +481,7 @@ pub fn email(seed: u64) -> Trace {
 /// objects cached at the start (`all_cached` caches all of them, as in Figure 12). Sizes follow a
 /// 1996-like shape: lognormal bodies (HTML median 3 KB, images 2 KB) with a Pareto tail from
 /// 10 KB. Parameters are ours.
-pub fn web(seed: u64, all_cached: bool) -> Trace {
+pub fn web_trace(seed: u64, all_cached: bool) -> Trace {
     let mut rng = Rng::new(seed ^ 0x00E8);
     let target = 116;
     let mut pages: Vec<Vec<(String, u64)>> = Vec::new();
@@ -561,8 +557,8 @@ mod tests {
 
     #[test]
     fn csv_roundtrip() {
-        let t = email(3);
-        let back = parse_csv(&to_csv(&t.requests), "x").unwrap();
+        let t = email_trace(3);
+        let back = parse_csv(&trace_csv(&t.requests), "x").unwrap();
         assert_eq!(back.len(), t.requests.len());
         for (a, b) in back.iter().zip(&t.requests) {
             assert_eq!(a.object, b.object);
@@ -671,7 +667,7 @@ mod tests {
         bytes.extend(encode_ucb(2000.0, 2, 100, 900, "GET extra.gif HTTP/1.0"));
         std::fs::write(&p, &bytes).unwrap();
         // Busiest client is 2 (11 requests); a 5-minute window keeps its first 6 (0..=300 s).
-        let t = load_file_with(
+        let t = load_trace_file(
             &p,
             1,
             UcbSelect {
@@ -682,7 +678,7 @@ mod tests {
         .unwrap();
         assert_eq!(t.requests.len(), 6);
         assert!(t.requests.iter().all(|r| r.object.starts_with('p')));
-        let t = load_file_with(
+        let t = load_trace_file(
             &p,
             1,
             UcbSelect {
@@ -708,7 +704,7 @@ mod tests {
 
     #[test]
     fn email_shape() {
-        let t = email(1);
+        let t = email_trace(1);
         let reads: Vec<_> = t
             .requests
             .iter()
@@ -726,7 +722,7 @@ mod tests {
 
     #[test]
     fn web_shape() {
-        let t = web(1, false);
+        let t = web_trace(1, false);
         let uniq: HashSet<&str> = t.requests.iter().map(|r| r.object.as_str()).collect();
         assert_eq!(uniq.len(), 116);
         let cached: HashSet<&str> = t
@@ -739,13 +735,13 @@ mod tests {
         assert!(t.requests.len() > 116, "revisits exist");
         let span = t.requests.last().unwrap().t;
         assert!(span > 1000.0 && span <= 1200.0, "{span}");
-        assert!(web(1, true).requests.iter().all(|r| r.cached));
+        assert!(web_trace(1, true).requests.iter().all(|r| r.cached));
     }
 
     #[test]
     fn generators_are_deterministic() {
-        assert_eq!(email(5), email(5));
-        assert_eq!(web(5, false), web(5, false));
-        assert_ne!(email(5), email(6));
+        assert_eq!(email_trace(5), email_trace(5));
+        assert_eq!(web_trace(5, false), web_trace(5, false));
+        assert_ne!(email_trace(5), email_trace(6));
     }
 }

@@ -3,8 +3,8 @@
 //! network CAM 1.41 W).
 
 use wattio_power::{DiskPolicy, Profile};
-use wattio_sim::trace::{Trace, TraceOp, TraceRequest};
 use wattio_sim::{replay, CachePolicy, NetPolicy, Strategy};
+use wattio_sim::{Trace, TraceOp, TraceRequest};
 
 fn trace(reqs: &[(f64, &str, u64)]) -> Trace {
     Trace {

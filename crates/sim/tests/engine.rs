@@ -5,7 +5,7 @@
 //! B / 375 kB/s at 2.08 W, CAM → PSM 0.41 s / 0.53 J.
 
 use wattio_power::{DeviceKind, DiskPolicy, GhostPolicy, IoOp, NetPolicy, Profile};
-use wattio_sim::trace::{email, web, Trace, TraceOp, TraceRequest};
+use wattio_sim::{email_trace, web_trace, Trace, TraceOp, TraceRequest};
 use wattio_sim::{CachePolicy, Served, Sim, Strategy};
 
 fn paper() -> Profile {
@@ -208,7 +208,10 @@ fn flush_happens_when_the_disk_is_up_not_at_the_next_request() {
 #[test]
 fn same_seed_same_replay() {
     let p = paper();
-    for (tr, other) in [(email(4), email(5)), (web(4, false), web(5, false))] {
+    for (tr, other) in [
+        (email_trace(4), email_trace(5)),
+        (web_trace(4, false), web_trace(5, false)),
+    ] {
         let s = wattio_sim::adaptive(&p, 95, Some(GhostPolicy::Predictive));
         let a = Sim::new(&p, s.clone(), 95, &tr).run(&tr);
         let b = Sim::new(&p, s.clone(), 95, &tr).run(&tr);

@@ -10,8 +10,8 @@ use wattio_power::{
     DiskController, DiskPolicy, GhostPolicy, IoOp, NetController, NetPolicy, PowerManager, Profile,
     Transfer, VirtualClock,
 };
-use wattio_sim::trace::{email, web, Trace, TraceOp};
 use wattio_sim::{adaptive, Served, Sim, SimulatedDisk};
+use wattio_sim::{email_trace, web_trace, Trace, TraceOp};
 
 /// Where each read came from, replaying `trace` by hand.
 fn by_hand(p: &Profile, knob: u8, ghost: GhostPolicy, trace: &Trace) -> Vec<(String, Served)> {
@@ -124,11 +124,11 @@ fn by_hand(p: &Profile, knob: u8, ghost: GhostPolicy, trace: &Trace) -> Vec<(Str
 #[test]
 fn simulator_and_hand_driven_library_choose_the_same_sources() {
     let p = Profile::builtin("paper-2004").unwrap();
-    let mut web_trace = web(2, false);
+    let mut web = web_trace(2, false);
     // The browser's memory cache is the simulator's own (an application feature): off here.
-    web_trace.memory_cache_bytes = 0;
+    web.memory_cache_bytes = 0;
     let mut kinds = std::collections::HashSet::new();
-    for trace in [email(1), web_trace] {
+    for trace in [email_trace(1), web] {
         for (knob, ghost) in [(50, GhostPolicy::Paper), (99, GhostPolicy::Predictive)] {
             let sim = Sim::new(&p, adaptive(&p, knob, Some(ghost)), knob, &trace).run(&trace);
             let from_sim: Vec<(String, Served)> = sim

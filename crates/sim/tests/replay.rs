@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use wattio_power::Profile;
-use wattio_sim::trace::{email, web};
+use wattio_sim::{email_trace, web_trace};
 use wattio_sim::{replay_all, GhostSelection, RunResult};
 
 fn get<'a>(rs: &'a [RunResult], name: &str) -> &'a RunResult {
@@ -16,19 +16,19 @@ fn get<'a>(rs: &'a [RunResult], name: &str) -> &'a RunResult {
 fn same_seed_same_result() {
     let p = Profile::builtin("paper-2004").unwrap();
     for seed in [1, 2] {
-        let a = replay_all(&p, &web(seed, false), 50, GhostSelection::All, 30.0);
-        let b = replay_all(&p, &web(seed, false), 50, GhostSelection::All, 30.0);
+        let a = replay_all(&p, &web_trace(seed, false), 50, GhostSelection::All, 30.0);
+        let b = replay_all(&p, &web_trace(seed, false), 50, GhostSelection::All, 30.0);
         assert_eq!(a, b);
     }
-    let a = replay_all(&p, &email(1), 95, GhostSelection::All, 30.0);
-    let c = replay_all(&p, &email(2), 95, GhostSelection::All, 30.0);
+    let a = replay_all(&p, &email_trace(1), 95, GhostSelection::All, 30.0);
+    let c = replay_all(&p, &email_trace(2), 95, GhostSelection::All, 30.0);
     assert_ne!(a, c, "different seeds give different traces");
 }
 
 #[test]
 fn baselines_order_as_theory_says() {
     let p = Profile::builtin("paper-2004").unwrap();
-    for tr in [email(1), web(1, false), web(1, true)] {
+    for tr in [email_trace(1), web_trace(1, false), web_trace(1, true)] {
         let rs = replay_all(&p, &tr, 50, GhostSelection::All, 30.0);
         let lb = get(&rs, "lower-bound");
         let nopm = get(&rs, "static+no-pm");
@@ -56,7 +56,7 @@ fn baselines_order_as_theory_says() {
 #[test]
 fn knob_100_is_no_power_management() {
     let p = Profile::builtin("paper-2004").unwrap();
-    let tr = email(3);
+    let tr = email_trace(3);
     let rs = replay_all(&p, &tr, 100, GhostSelection::Off, 30.0);
     let a = get(&rs, "adaptive");
     assert_eq!(a.disk_spinups, 0, "disk never left its high mode");
@@ -70,7 +70,7 @@ proptest! {
     #[test]
     fn energy_positive_and_time_forward(seed in 0u64..1000, knob in 0u8..=100, prof in 0usize..4, wl in 0usize..3) {
         let p = Profile::builtin(Profile::builtin_names()[prof]).unwrap();
-        let tr = match wl { 0 => email(seed), 1 => web(seed, false), _ => web(seed, true) };
+        let tr = match wl { 0 => email_trace(seed), 1 => web_trace(seed, false), _ => web_trace(seed, true) };
         let span = tr.requests.last().unwrap().t - tr.requests[0].t;
         for r in replay_all(&p, &tr, knob, GhostSelection::All, 30.0) {
             prop_assert!(r.energy_j > 0.0 && r.energy_j.is_finite(), "{}: {}", r.strategy, r.energy_j);
