@@ -50,8 +50,8 @@ pub struct Strategy {
     pub net: NetPolicy,
 }
 
-/// Result of one replay.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+/// Result of one replay: the rows `wattio cache replay --json` writes.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunResult {
     /// Strategy name.
     pub strategy: String,

@@ -28,7 +28,9 @@ pub use trace::{
 };
 pub use wattio_power::NetPolicy;
 
+use std::time::Instant;
 use wattio_power::{DiskPolicy, GhostPolicy, Profile};
+use wattio_progress::{Eta, Sink, StudyProgress};
 
 /// The knob values of the paper's Figures 8–12.
 pub const SWEEP_KNOBS: [u8; 7] = [0, 50, 70, 90, 95, 99, 100];
@@ -145,8 +147,9 @@ pub fn replay_all(
     out
 }
 
-/// One row of a sweep (means over seeds).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+/// One row of a sweep (means over seeds): the rows of `sweep.csv`, which `wattio report` reads
+/// back.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SweepRow {
     /// Workload name.
     pub workload: String,
@@ -172,14 +175,15 @@ pub struct SweepRow {
 
 /// Run every knob of [`SWEEP_KNOBS`] with and without ghost hints (both policies), plus the
 /// knob-independent baselines once, for each trace built by `make(seed)`; mean over `seeds`.
-/// `progress` is called after each (seed, knob) step.
+/// `progress` is told after each (seed, knob) step: steps done of `seeds × knobs`, labelled
+/// with the seed and knob just run, the time left from the steps' measured times.
 pub fn sweep(
     profile: &Profile,
     workload: &str,
     make: &dyn Fn(u64) -> Trace,
     seeds: &[u64],
     fixed_timeout_s: f64,
-    progress: &mut dyn FnMut(),
+    progress: &Sink<StudyProgress>,
 ) -> Vec<SweepRow> {
     // (strategy, knob, ghost, Σ response, Σ energy, Σ spin-ups, Σ hints, energy kind)
     type Acc = (String, u8, String, f64, f64, f64, f64, String);
@@ -206,6 +210,9 @@ pub fn sweep(
             ));
         }
     };
+    let total = seeds.len() * SWEEP_KNOBS.len();
+    let mut eta: Eta<u8> = Eta::new();
+    let mut done = 0;
     for &seed in seeds {
         let trace = make(seed);
         // Knob-independent strategies once per seed (reported at knob 50, the paper's default).
@@ -219,6 +226,7 @@ pub fn sweep(
             add(r, 50);
         }
         for k in SWEEP_KNOBS {
+            let started = Instant::now();
             for g in [
                 None,
                 Some(GhostPolicy::Paper),
@@ -227,7 +235,17 @@ pub fn sweep(
                 let r = replay(profile, &adaptive(profile, k, g), k, &trace);
                 add(&r, k);
             }
-            progress();
+            eta.record(k, started.elapsed().as_secs_f64());
+            done += 1;
+            // Step i (0-based) runs knob i % knobs.
+            let left = (done..total).map(|i| &SWEEP_KNOBS[i % SWEEP_KNOBS.len()]);
+            progress.tell(&StudyProgress {
+                done,
+                total,
+                resumed: 0,
+                label: format!("seed {seed}, knob {k}"),
+                eta: eta.remaining(left),
+            });
         }
     }
     let n = seeds.len().max(1) as f64;
@@ -336,23 +354,77 @@ pub fn sweep_charts(rows: &[SweepRow], workload: &str, profile: &str) -> (String
     (rt, en)
 }
 
-/// CSV of sweep rows.
-pub fn sweep_csv(rows: &[SweepRow]) -> String {
-    let mut s = String::from("workload,strategy,knob,ghost_hints,mean_response_s,energy_j,seeds,disk_spinups,ghost_hints_issued,energy_kind\n");
-    for r in rows {
-        s += &format!(
-            "{},{},{},{},{:.6},{:.4},{},{:.2},{:.2},{}\n",
-            r.workload,
-            r.strategy,
-            r.knob,
-            r.ghost_hints,
-            r.mean_response_s,
-            r.energy_j,
-            r.seeds,
-            r.disk_spinups,
-            r.ghost_hints_issued,
-            r.energy_kind
-        );
+/// The columns of `sweep.csv`: the [`SweepRow`] fields in order.
+pub const SWEEP_COLUMNS: &[&str] = &[
+    "workload",
+    "strategy",
+    "knob",
+    "ghost_hints",
+    "mean_response_s",
+    "energy_j",
+    "seeds",
+    "disk_spinups",
+    "ghost_hints_issued",
+    "energy_kind",
+];
+
+impl SweepRow {
+    /// One replay of `workload` as a sweep row: the mean over its one seed.
+    pub fn of_replay(workload: &str, r: &RunResult) -> SweepRow {
+        SweepRow {
+            workload: workload.to_string(),
+            strategy: r.strategy.clone(),
+            knob: r.knob,
+            ghost_hints: r.ghost_hints.clone(),
+            mean_response_s: r.mean_response_s,
+            energy_j: r.energy_j,
+            seeds: 1,
+            disk_spinups: r.disk_spinups as f64,
+            ghost_hints_issued: r.ghost_hints_issued as f64,
+            energy_kind: r.energy_kind.clone(),
+        }
     }
-    s
+}
+
+/// CSV of sweep rows ([`SWEEP_COLUMNS`], then one line per row; numbers at full precision).
+pub fn sweep_csv(rows: &[SweepRow]) -> String {
+    let mut w = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
+    let written = w
+        .write_record(SWEEP_COLUMNS)
+        .and_then(|_| rows.iter().try_for_each(|r| w.serialize(r)));
+    // Writing into memory fails only if a row cannot be serialized, which a SweepRow always can.
+    written.expect("sweep rows serialize");
+    let bytes = w.into_inner().expect("flush into memory");
+    String::from_utf8(bytes).expect("CSV of UTF-8 fields")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweep_csv_has_the_row_fields_as_columns_and_reads_back() {
+        let row = SweepRow {
+            workload: "email".into(),
+            strategy: "adaptive+ghost-paper".into(),
+            knob: 95,
+            ghost_hints: "paper".into(),
+            mean_response_s: 0.012_345_678,
+            energy_j: 812.5,
+            seeds: 3,
+            disk_spinups: 4.0 / 3.0,
+            ghost_hints_issued: 2.5,
+            energy_kind: "simulated (estimated from device profile a, b)".into(),
+        };
+        let text = sweep_csv(std::slice::from_ref(&row));
+        assert_eq!(text.lines().next().unwrap(), SWEEP_COLUMNS.join(","));
+        let back: Vec<SweepRow> = csv::Reader::from_reader(text.as_bytes())
+            .deserialize()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(back, vec![row]);
+        assert_eq!(sweep_csv(&[]), format!("{}\n", SWEEP_COLUMNS.join(",")));
+    }
 }
