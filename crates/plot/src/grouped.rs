@@ -216,7 +216,7 @@ pub fn grouped_bar_chart(
     if has_bands {
         let e = &entries[entries.len() - 1];
         let _ = write!(out, r#"<g class="series" data-series="{}">"#, e.index);
-        for g in 0..groups.len() {
+        for (g, group) in groups.iter().enumerate() {
             if let Some((a, b)) = band_at(g) {
                 let (top, bottom) = (canvas.py(a.max(b)), canvas.py(a.min(b)));
                 let _ = write!(
@@ -226,7 +226,7 @@ pub fn grouped_bar_chart(
                     w = group_w - BAR_PITCH * 0.7,
                     h = (bottom - top).max(0.5),
                     attrs = band_attrs(),
-                    n = esc(&groups[g]),
+                    n = esc(group),
                     lo = value_text(a.min(b)),
                     hi = value_text(a.max(b)),
                 );
@@ -237,7 +237,7 @@ pub fn grouped_bar_chart(
     let zero = canvas.py(0f64.clamp(canvas.y0, canvas.y1));
     for (i, s) in series.iter().enumerate() {
         let _ = write!(out, r#"<g class="series" data-series="{i}">"#);
-        for g in 0..groups.len() {
+        for (g, group) in groups.iter().enumerate() {
             let Some(v) = at(&s.values, g).filter(finite) else {
                 continue;
             };
@@ -250,7 +250,7 @@ pub fn grouped_bar_chart(
                 top = y.min(zero),
                 h = (y - zero).abs().max(0.5),
                 attrs = bar_attrs(i),
-                gn = esc(&groups[g]),
+                gn = esc(group),
                 sn = esc(&s.name),
                 val = value_text(v),
             );
@@ -270,25 +270,6 @@ pub fn grouped_bar_chart(
         }
         out.push_str("</g>");
     }
-    if o.value_labels {
-        out.push_str(r#"<g class="values">"#);
-        for (i, s) in series.iter().enumerate() {
-            for g in 0..groups.len() {
-                let Some(v) = at(&s.values, g).filter(finite) else {
-                    continue;
-                };
-                let top = range_at(s, g).map_or(v, |(a, b)| v.max(a).max(b));
-                let x = canvas.left + bar_x(g, i) + VALUE_FONT * 0.35;
-                let y = canvas.py(top.max(0.0)) - 4.0;
-                let _ = write!(
-                    out,
-                    r#"<text x="{x:.1}" y="{y:.1}" font-size="{VALUE_FONT}" transform="rotate(-90 {x:.1} {y:.1})">{t}</text>"#,
-                    t = value_text(v)
-                );
-            }
-        }
-        out.push_str("</g>");
-    }
     for (k, r) in o.references.iter().enumerate() {
         let e = &entries[series.len() + k];
         let y = canvas.py(r.y);
@@ -300,6 +281,35 @@ pub fn grouped_bar_chart(
             rr = canvas.left + canvas.pw,
             a = e.style.line_attrs()
         );
+    }
+    if o.value_labels {
+        // Inside the bar, reading up from its base, where the bar (below its error bar) is
+        // long enough; above the bar and its error bar otherwise. A white halo keeps the
+        // digits legible on any bar colour and across reference lines.
+        out.push_str(r#"<g class="values">"#);
+        for (i, s) in series.iter().enumerate() {
+            for g in 0..groups.len() {
+                let Some(v) = at(&s.values, g).filter(finite) else {
+                    continue;
+                };
+                let text = value_text(v);
+                let len = text_width(&text, VALUE_FONT);
+                let range = range_at(s, g);
+                let low = range.map_or(v, |(a, b)| v.min(a).min(b));
+                let high = range.map_or(v, |(a, b)| v.max(a).max(b));
+                let x = canvas.left + bar_x(g, i) + VALUE_FONT * 0.35;
+                let y = if v > 0.0 && zero - canvas.py(low) >= len + 8.0 {
+                    zero - 4.0
+                } else {
+                    canvas.py(high.max(0.0)) - 4.0
+                };
+                let _ = write!(
+                    out,
+                    r##"<text x="{x:.1}" y="{y:.1}" font-size="{VALUE_FONT}" fill="#111" stroke="#fff" stroke-width="2.5" stroke-opacity="0.85" paint-order="stroke" transform="rotate(-90 {x:.1} {y:.1})">{text}</text>"##
+                );
+            }
+        }
+        out.push_str("</g>");
     }
     let y = legend_svg(&mut out, &canvas, &entries, &legend_lines);
     if has_ranges {
