@@ -170,8 +170,8 @@ pub fn iobench(a: IobenchArgs) -> Result<ExitCode> {
         &cfg,
         meter,
         model,
-        &mut |m| bar.println(&format!("wattio iobench: {m}")),
-        &mut |p| bar.show(p),
+        &bar.message_sink("wattio iobench"),
+        &bar.progress_sink(),
         &cancel,
     );
     bar.finish();

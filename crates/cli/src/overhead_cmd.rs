@@ -205,11 +205,11 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
         plan.runs().len(),
         runner
             .estimate(&warm)
-            .map_or("?".into(), wattio_runner::format_duration),
+            .map_or("?".into(), wattio_units::format_duration_rounded),
         out_dir.display()
     );
     let bar = StudyBar::new();
-    let end = runner.run(&mut exec, resume, &warm, &mut |p| bar.show(p), &cancel);
+    let end = runner.run(&mut exec, resume, &warm, &bar.progress_sink(), &cancel);
     bar.finish();
     drop(exec);
     let outcome = match end {

@@ -1,7 +1,7 @@
 //! The terminal side of the long studies (`wattio iobench`, `wattio overhead`): the
-//! Ctrl-C/SIGTERM handler that cancels them, their progress bar, and what is said when one
-//! is interrupted. The studies themselves (`wattio-runner`, `wattio-iobench`) only take a
-//! cancel flag and a progress callback.
+//! Ctrl-C/SIGTERM handler that cancels them (`wattio measure` uses it too), their progress
+//! bar, and what is said when one is interrupted. The studies themselves (`wattio-runner`,
+//! `wattio-iobench`) only take a cancel flag and a progress callback (`wattio-progress`).
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -9,7 +9,8 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
-use wattio_runner::{format_duration, Cancel, StudyProgress};
+use wattio_progress::{Cancel, Sink, StudyProgress};
+use wattio_units::format_duration_rounded;
 
 /// The signal that cancelled the study (0: none yet).
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
@@ -99,6 +100,7 @@ pub fn output_dir(
 
 /// A progress bar on stderr (drawn only when stderr is a terminal) showing runs done and
 /// the study's own ETA, which comes from measured run times.
+#[derive(Clone)]
 pub struct StudyBar(ProgressBar);
 
 impl StudyBar {
@@ -112,13 +114,25 @@ impl StudyBar {
         StudyBar(pb)
     }
 
+    /// The progress callback a study reports to: each update is shown on this bar.
+    pub fn progress_sink(&self) -> Sink<StudyProgress> {
+        let bar = self.clone();
+        Sink::new(move |p: &StudyProgress| bar.show(p))
+    }
+
+    /// A callback for a study's messages: each is printed above this bar as `{prefix}: {m}`.
+    pub fn message_sink(&self, prefix: &'static str) -> Sink<str> {
+        let bar = self.clone();
+        Sink::new(move |m: &str| bar.println(&format!("{prefix}: {m}")))
+    }
+
     /// Shows `p`.
-    pub fn show(&self, p: &StudyProgress<'_>) {
+    fn show(&self, p: &StudyProgress) {
         self.0.set_length(p.total as u64);
         self.0.set_position(p.done as u64);
         let eta = p
             .eta
-            .map(|d| format!("  (ETA {})", format_duration(d)))
+            .map(|d| format!("  (ETA {})", format_duration_rounded(d)))
             .unwrap_or_default();
         self.0.set_message(format!("{}{eta}", p.label));
     }

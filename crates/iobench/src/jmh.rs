@@ -11,7 +11,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
-use wattio_runner::{Cancel, GroupChild};
+use wattio_progress::Cancel;
+use wattio_runner::GroupChild;
 
 /// How one JMH invocation ended.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,6 +4,7 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::SystemTime;
+use wattio_progress::Sink;
 
 /// Library versions the benchmarks are built with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -115,12 +116,12 @@ pub fn needs_build(module: &Path, libs: Libs) -> Result<bool> {
 }
 
 /// Builds the jar with `mvn -B -q -DskipTests package` when needed; returns its path.
-pub fn ensure_jar(module: &Path, libs: Libs, log: &mut dyn FnMut(&str)) -> Result<PathBuf> {
+pub fn ensure_jar(module: &Path, libs: Libs, log: &Sink<str>) -> Result<PathBuf> {
     let jar = jar_path(module, libs);
     if !needs_build(module, libs)? {
         return Ok(jar);
     }
-    log(&format!(
+    log.tell(&format!(
         "building the JMH benchmarks ({} libraries) with Maven…",
         libs.as_str()
     ));

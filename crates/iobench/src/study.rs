@@ -17,10 +17,8 @@ use std::sync::Arc;
 use std::time::Instant;
 use wattio_energy::ModelParams;
 use wattio_meter::Meter;
-use wattio_runner::{
-    mark_complete, open_study_dir, Cancel, CsvLog, Eta, ProgressFn, StudyEnd, StudyManifest,
-    StudyProgress,
-};
+use wattio_progress::{Cancel, Eta, Sink, StudyProgress};
+use wattio_runner::{mark_complete, open_study_dir, CsvLog, StudyEnd, StudyManifest};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -505,7 +503,7 @@ impl Collector {
         self.counts.get(cell).is_some_and(|&n| n > round)
     }
 
-    fn progress<'a>(&self, label: &'a str, runs: u32) -> StudyProgress<'a> {
+    fn progress(&self, label: String, runs: u32) -> StudyProgress {
         let left = self
             .counts
             .iter()
@@ -553,7 +551,7 @@ pub fn run_round(
     ctx: &RoundContext<'_>,
     exec: &mut dyn JmhExecutor,
     collector: &mut Collector,
-    progress: &mut ProgressFn<'_>,
+    progress: &Sink<StudyProgress>,
     cancel: &Cancel,
 ) -> Result<bool> {
     let order: Vec<&Invocation> = if round % 2 == 1 {
@@ -568,8 +566,8 @@ pub fn run_round(
                 return Ok(false);
             }
             let expected = inv.cells();
-            progress(&collector.progress(
-                &format!("{shown_round}: starting JMH ({} runs)", expected.len()),
+            progress.tell(&collector.progress(
+                format!("{shown_round}: starting JMH ({} runs)", expected.len()),
                 ctx.runs,
             ));
             let log_path = exec.log_path().to_path_buf();
@@ -602,7 +600,7 @@ pub fn run_round(
                 last = now;
                 got += 1;
                 let label = format!("{shown_round}: {}/{} {}", s.op, s.method, s.size);
-                progress(&collector.progress(&label, ctx.runs));
+                progress.tell(&collector.progress(label, ctx.runs));
                 Ok(())
             })?;
             if !errors.is_empty() {
@@ -647,13 +645,13 @@ pub fn prepare(
     cfg: &StudyConfig,
     meter: Arc<Meter>,
     model: ModelParams,
-    log: &mut dyn FnMut(&str),
+    log: &Sink<str>,
 ) -> Result<Prepared> {
     let plan = plan(cfg)?;
     let m = manifest(cfg, &plan, &meter.provenance().label());
     open_study_dir(&cfg.out_dir, &m, cfg.resume, &["results.csv"])?;
     for n in &plan.notes {
-        log(n);
+        log.tell(n);
     }
     let scratch = cfg.out_dir.join("jmh");
     std::fs::create_dir_all(&scratch)?;
@@ -687,7 +685,7 @@ pub fn prepare(
             free as f64 / 1e9
         );
     }
-    log(&format!(
+    log.tell(&format!(
         "preparing files ({}) in {}",
         sizes
             .iter()
@@ -756,7 +754,7 @@ pub fn collect(p: Prepared, out_dir: &Path) -> Result<StudyRun> {
     })
 }
 
-/// Runs the study: [`prepare`], [`run_round`] for every round, [`collect`]. `progress` hears
+/// Runs the study: [`prepare`], [`run_round`] for every round, [`collect`]. `progress` is told
 /// whenever a JMH invocation starts or a run finishes. When `cancel` is set, JMH and its
 /// forks are ended and the study returns [`StudyEnd::Interrupted`] with the runs kept in
 /// `results.csv`; `--resume` continues it.
@@ -764,8 +762,8 @@ pub fn run(
     cfg: &StudyConfig,
     meter: Arc<Meter>,
     model: ModelParams,
-    log: &mut dyn FnMut(&str),
-    progress: &mut ProgressFn<'_>,
+    log: &Sink<str>,
+    progress: &Sink<StudyProgress>,
     cancel: &Cancel,
 ) -> Result<StudyEnd<StudyRun>> {
     let mut p = prepare(cfg, meter, model, log)?;
@@ -1009,13 +1007,18 @@ mod round_tests {
             runs,
             data_dir: Path::new("d"),
         };
+        let heard = Arc::new(std::sync::Mutex::new(vec![]));
+        let h = Arc::clone(&heard);
+        let progress = Sink::new(move |s: &StudyProgress| h.lock().unwrap().push((s.done, s.eta)));
+        let mut finished = true;
         for round in 0..runs {
-            let mut progress = |s: &StudyProgress<'_>| seen.push((s.done, s.eta));
-            if !run_round(round, p, &ctx, exec, col, &mut progress, cancel)? {
-                return Ok(false);
+            if !run_round(round, p, &ctx, exec, col, &progress, cancel)? {
+                finished = false;
+                break;
             }
         }
-        Ok(true)
+        seen.extend(heard.lock().unwrap().drain(..));
+        Ok(finished)
     }
 
     fn rows(path: &Path) -> Vec<RunRecord> {

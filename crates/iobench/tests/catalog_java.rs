@@ -3,12 +3,13 @@
 
 use wattio_iobench::catalog::METHODS;
 use wattio_iobench::maven::{ensure_jar, find_module, java_catalog, Libs};
+use wattio_progress::Sink;
 
 #[test]
 fn rust_and_java_catalogs_agree() {
     let module = find_module(None).expect("iobench/ module");
-    let jar =
-        ensure_jar(&module, Libs::Paper, &mut |m| eprintln!("{m}")).expect("building the jar");
+    let jar = ensure_jar(&module, Libs::Paper, &Sink::new(|m: &str| eprintln!("{m}")))
+        .expect("building the jar");
     let java = java_catalog("java", &jar).expect("java catalog");
     let rust: Vec<(String, String, bool)> = METHODS
         .iter()

@@ -5,14 +5,13 @@
 //! A runner walks a plan of runs through an *executor* (a trait per study: the real one starts
 //! processes, tests use fakes, so scheduling and collection are tested without starting
 //! anything), writes each finished run to its result file at once ([`CsvLog`]), reports
-//! through one callback type ([`ProgressFn`], with an [`Eta`] from measured run times), stops
-//! between runs — or inside one, ending its processes — when a [`Cancel`] flag is set, and can
-//! resume a directory where it stopped ([`open_study_dir`]: same plan or a clear refusal).
-//! Runners never print, draw or install signal handlers: the binary does.
+//! through the workspace's one callback holder (`wattio_progress::Sink<StudyProgress>`, with
+//! an `Eta` from measured run times), stops between runs — or inside one, ending its
+//! processes — when the workspace's one cancel flag (`wattio_progress::Cancel`) is set, and
+//! can resume a directory where it stopped ([`open_study_dir`]: same plan or a clear
+//! refusal). Runners never print, draw or install signal handlers: the binary does.
 //!
-//! * [`Cancel`] — the cancel flag, with waits that block on it instead of polling.
 //! * [`GroupChild`] — a child in its own process group, killed with its descendants on drop.
-//! * [`StudyProgress`], [`ProgressFn`], [`Eta`] — progress and the time still needed.
 //! * [`CsvLog`], [`read_rows`] — append-as-you-go result files and their reader.
 //! * [`StudyManifest`], [`open_study_dir`], [`StudyEnd`] — `study.json`, fresh start or resume.
 //! * The overhead study of the RAPL paper (section V): [`OverheadPlan`] and its round-robin
@@ -21,16 +20,12 @@
 //!   and the run rows [`LoadRun`] and [`IdleRun`]. Its analysis and tables are in
 //!   `wattio-report`, which reads those rows.
 
-mod cancel;
 mod log;
 mod process;
-mod progress;
 mod study;
 
-pub use cancel::{Cancel, Waited};
 pub use log::{read_rows, row_from_record, CsvLog, LogError};
 pub use process::GroupChild;
-pub use progress::{format_duration, Eta, ProgressFn, StudyProgress};
 pub use study::{
     check_study_dir, mark_complete, open_study_dir, read_manifest, write_manifest, StudyEnd,
     StudyError, StudyManifest, MANIFEST_FILE,

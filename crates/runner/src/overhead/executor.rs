@@ -3,7 +3,6 @@
 
 use super::record::{RecordCommand, Recorder, RecorderStats};
 use super::{OverheadError, Workload};
-use crate::cancel::{Cancel, Waited};
 use crate::process::GroupChild;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use wattio_energy::attribution::cputime;
 use wattio_energy::SysRoot;
+use wattio_progress::{Cancel, Waited};
 
 /// What one run does between the recorder's start and stop.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -2,7 +2,6 @@
 //! and the running process.
 
 use super::OverheadError;
-use crate::cancel::Cancel;
 use crate::process::GroupChild;
 use rustix::process::Signal;
 use std::ffi::OsString;
@@ -11,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use wattio_energy::attribution::cputime;
+use wattio_progress::Cancel;
 
 /// A `wattio record` command line: `record --source S --freq F --format csv -o FILE`.
 /// The binary's argument parser is checked against it by a test of `wattio` itself.

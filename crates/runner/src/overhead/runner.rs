@@ -5,14 +5,14 @@ use super::executor::{OverheadExecutor, RunBody, RunSpec};
 use super::plan::{OverheadPlan, ScheduledRun};
 use super::rows::{IdleRun, LoadRun, OFF};
 use super::OverheadError;
-use crate::cancel::Cancel;
 use crate::log::CsvLog;
-use crate::progress::{Eta, ProgressFn, StudyProgress};
 use crate::study::{check_study_dir, mark_complete, open_study_dir, StudyEnd, StudyManifest};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Instant;
 use wattio_energy::ModelParams;
+use wattio_progress::Cancel;
+use wattio_progress::{Eta, Sink, StudyProgress};
 
 /// The study's name in `study.json`.
 const STUDY: &str = "wattio overhead";
@@ -157,7 +157,7 @@ impl OverheadRunner<'_> {
     }
 
     /// Runs every run of the schedule not already in `out_dir` (with `resume`), each
-    /// appended to `runs.csv` or `idle.csv` as it finishes. `progress` hears before every
+    /// appended to `runs.csv` or `idle.csv` as it finishes. `progress` is told before every
     /// run and at the end. When `cancel` is set the run in progress is abandoned (its
     /// processes ended) and the study returns [`StudyEnd::Interrupted`] with the runs kept.
     pub fn run(
@@ -165,7 +165,7 @@ impl OverheadRunner<'_> {
         exec: &mut dyn OverheadExecutor,
         resume: bool,
         warm: &WarmUp,
-        progress: &mut ProgressFn<'_>,
+        progress: &Sink<StudyProgress>,
         cancel: &Cancel,
     ) -> Result<StudyEnd<OverheadRuns>, OverheadError> {
         let manifest = self.manifest();
@@ -232,11 +232,11 @@ impl OverheadRunner<'_> {
                 .iter()
                 .filter(|x| !done.contains(&x.seq))
                 .map(|x| &x.workload);
-            progress(&StudyProgress {
+            progress.tell(&StudyProgress {
                 done: done.len(),
                 total,
                 resumed,
-                label: &label,
+                label,
                 eta: eta.remaining(left),
             });
             let spec = RunSpec {
@@ -309,11 +309,11 @@ impl OverheadRunner<'_> {
             }
             done.insert(r.seq);
         }
-        progress(&StudyProgress {
+        progress.tell(&StudyProgress {
             done: done.len(),
             total,
             resumed,
-            label: "done",
+            label: "done".into(),
             eta: Some(std::time::Duration::ZERO),
         });
         mark_complete(&self.out_dir)?;
@@ -327,6 +327,7 @@ mod tests {
     use crate::overhead::executor::{IdleReadings, Measured};
     use crate::overhead::plan::Workload;
     use crate::overhead::record::RecorderStats;
+    use std::sync::{Arc, Mutex};
 
     fn plan() -> OverheadPlan {
         OverheadPlan {
@@ -416,7 +417,7 @@ mod tests {
         r: &OverheadRunner<'_>,
         exec: &mut Fake<'_>,
         resume: bool,
-        progress: &mut ProgressFn<'_>,
+        progress: &Sink<StudyProgress>,
         cancel: &Cancel,
     ) -> Result<StudyEnd<OverheadRuns>, OverheadError> {
         let warm = r
@@ -440,7 +441,8 @@ mod tests {
         let p = plan();
         let cancel = Cancel::new().unwrap();
         let mut fake = Fake::new(None);
-        let mut seen = vec![];
+        let seen = Arc::new(Mutex::new(vec![]));
+        let heard = Arc::clone(&seen);
         let r = runner(&p, d.path());
         let warm = r.warm_up(&mut fake, &cancel).unwrap().unwrap();
         assert_eq!(warm.seconds, [2.0, 4.0]);
@@ -452,7 +454,7 @@ mod tests {
                 &mut fake,
                 false,
                 &warm,
-                &mut |s| seen.push((s.done, s.eta)),
+                &Sink::new(move |s: &StudyProgress| heard.lock().unwrap().push((s.done, s.eta))),
                 &cancel,
             )
             .unwrap();
@@ -488,6 +490,7 @@ mod tests {
         assert!((r.est_power_w - want).abs() < 1e-12);
         // Progress before every run and once at the end; the first ETA is the estimate from
         // the warm-up, later ones take the runs' own times in.
+        let seen = seen.lock().unwrap();
         assert_eq!(seen.len(), runs.len() + 1);
         let first = seen[0].1.unwrap().as_secs_f64();
         assert!((first - whole).abs() < 1e-9, "{first} vs {whole}");
@@ -510,7 +513,7 @@ mod tests {
             &runner(&p, d.path()),
             &mut fake,
             false,
-            &mut |_| {},
+            &Sink::default(),
             &cancel,
         )
         .unwrap();
@@ -525,9 +528,15 @@ mod tests {
         // A fresh start in that directory is refused; so is a resume with another plan.
         let fresh = Cancel::new().unwrap();
         let mut fake = Fake::new(None);
-        let e = go(&runner(&p, d.path()), &mut fake, false, &mut |_| {}, &fresh)
-            .unwrap_err()
-            .to_string();
+        let e = go(
+            &runner(&p, d.path()),
+            &mut fake,
+            false,
+            &Sink::default(),
+            &fresh,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("unfinished wattio overhead study"), "{e}");
         let mut other = plan();
         other.rounds = 3;
@@ -535,7 +544,7 @@ mod tests {
             &runner(&other, d.path()),
             &mut fake,
             true,
-            &mut |_| {},
+            &Sink::default(),
             &fresh,
         )
         .unwrap_err()
@@ -544,21 +553,22 @@ mod tests {
         assert_eq!(fake.calls.len(), 4, "nothing but warm-ups ran");
         fake.calls.clear();
 
-        let mut resumed_from = None;
+        let resumed_from = Arc::new(Mutex::new(None));
+        let first = Arc::clone(&resumed_from);
         let end = go(
             &runner(&p, d.path()),
             &mut fake,
             true,
-            &mut |s| {
-                resumed_from.get_or_insert(s.resumed);
-            },
+            &Sink::new(move |s: &StudyProgress| {
+                first.lock().unwrap().get_or_insert(s.resumed);
+            }),
             &fresh,
         )
         .unwrap();
         let StudyEnd::Complete(out) = end else {
             panic!("not complete")
         };
-        assert_eq!(resumed_from, Some(11));
+        assert_eq!(*resumed_from.lock().unwrap(), Some(11));
         // Warm-ups, then only the runs not done.
         assert_eq!(fake.calls.len(), 2 + total - 11);
         let mut seqs: Vec<usize> = out
@@ -588,7 +598,7 @@ mod tests {
             &runner(&p, d.path()),
             &mut fake,
             false,
-            &mut |_| {},
+            &Sink::default(),
             &cancel,
         )
         .unwrap();
@@ -598,9 +608,15 @@ mod tests {
         let edited = format!("{head}\n{}", rest.replacen(",a,", ",zz,", 1));
         std::fs::write(d.path().join("runs.csv"), edited).unwrap();
         let fresh = Cancel::new().unwrap();
-        let e = go(&runner(&p, d.path()), &mut fake, true, &mut |_| {}, &fresh)
-            .unwrap_err()
-            .to_string();
+        let e = go(
+            &runner(&p, d.path()),
+            &mut fake,
+            true,
+            &Sink::default(),
+            &fresh,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             e.contains("runs.csv row with seq") && e.contains("zz"),
             "{e}"
