@@ -12,6 +12,8 @@ const TITLE_FONT: f64 = 14.0;
 /// Bold text is wider than [`text_width`]'s regular estimate by about this factor.
 const BOLD: f64 = 1.12;
 const NOTE_FONT: f64 = 11.0;
+/// Space between the x axis line and its tick labels.
+const X_LABEL_GAP: f64 = 3.0;
 /// Legend names wrap at this width instead of being cut.
 pub(crate) const LEGEND_TEXT_MAX: f64 = 200.0;
 
@@ -156,7 +158,8 @@ impl Canvas {
         };
         let top = 34.0 + note.len() as f64 * 15.0;
         let x_label_h = if c.x_label.is_empty() { 0.0 } else { 20.0 };
-        let height = top + ph + below + x_label_h + footnote.len() as f64 * 13.0 + 10.0;
+        let height =
+            top + ph + X_LABEL_GAP + below + x_label_h + footnote.len() as f64 * 13.0 + 10.0;
         Canvas {
             width,
             height,
@@ -226,8 +229,10 @@ impl Canvas {
 
     /// X tick labels, the x axis label under them, the footnote, and `</svg>`.
     pub(crate) fn close(&self, out: &mut String, row: &LabelRow, c: &Chart) {
-        out.push_str(&row.svg(self.bottom(), TICK_FONT));
-        let mut y = self.bottom() + row.height;
+        // A few pixels below the axis, so the first x label clears the lowest y label where
+        // the two axes meet.
+        out.push_str(&row.svg(self.bottom() + X_LABEL_GAP, TICK_FONT));
+        let mut y = self.bottom() + X_LABEL_GAP + row.height;
         if !c.x_label.is_empty() {
             y += 16.0;
             let _ = write!(
