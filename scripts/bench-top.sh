@@ -85,7 +85,7 @@ N=$((DURATION/3))
 echo
 echo "| load during $N s of \`wattio top --json --interval 1\` | by | busy time in no entry (unseen_cpu_s / busy_cpu_s) | entries above busy time (over_cpu_s) |"
 echo "|---|---|---|---|"
-"$W" workload spin --load 0.5 --seconds $((N + 2)) 2>/dev/null & PIDS+=($!)
+"$W" workload spin --load 0.5 --duration $((N + 2))s 2>/dev/null & PIDS+=($!)
 echo "| one long-lived process at 50 % | process | $("$W" top --json --interval 1 -n $N 2>/dev/null | unseen) |"
 wait; PIDS=()
 sh -c "$short_loop" & PIDS+=($!)

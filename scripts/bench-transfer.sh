@@ -87,7 +87,7 @@ echo "== testbed ($PROFILE)"
 "$W" testbed --name $NAME up --profile "$PROFILE" | tee "$OUT/testbed.txt"
 RATE_BPS=$(python3 -c "import json;print(json.load(open('/run/wattio-testbed/$NAME/state.json'))['link']['rate_bps'])")
 RTT_MS=$(python3 -c "import json;print(json.load(open('/run/wattio-testbed/$NAME/state.json'))['link']['rtt_us']/1000)")
-"$W" testbed --name $NAME check --seconds 3 | tee -a "$OUT/testbed.txt" || echo "WARNING: testbed check did not pass" | tee -a "$OUT/testbed.txt"
+"$W" testbed --name $NAME check --duration 3s | tee -a "$OUT/testbed.txt" || echo "WARNING: testbed check did not pass" | tee -a "$OUT/testbed.txt"
 
 # nginx: HTTP/1.1 on :8080, HTTP/2 (cleartext, prior knowledge) on :8081, HTTP/1.1 over TLS on
 # :8443 (no http2 there, so every HTTPS client speaks HTTP/1.1 as wattio does), sendfile, no logs.

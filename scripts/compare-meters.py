@@ -271,7 +271,7 @@ class Ticker:
         self.log = log
         self.err = open(log + ".stderr", "w")
         self.proc = subprocess.Popen(
-            [WATTIO, "fixture", "tick", fixture, "--watts", str(watts), "--interval-ms", "1",
+            [WATTIO, "fixture", "tick", fixture, "--watts", str(watts), "--interval", "1ms",
              "--max-energy-range-uj", str(MAX_UJ), "--msr-esu", str(esu), "--log", log],
             stdout=subprocess.DEVNULL, stderr=self.err, start_new_session=True)
         deadline = time.time() + 10

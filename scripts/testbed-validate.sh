@@ -19,12 +19,12 @@ trap '"$W" testbed --name $NAME down >/dev/null 2>&1 || true' EXIT INT TERM
     echo "## profile $p"
     "$W" testbed --name $NAME up --profile $p
     "$W" testbed --name $NAME exec client -- ping -q -c 20 -i 0.1 10.77.0.2 | tail -2
-    "$W" testbed --name $NAME check --seconds 4 || true
+    "$W" testbed --name $NAME check --duration 4s || true
   done
   for r in 1gbit 2gbit 3gbit 4gbit 5gbit; do
     echo "## rate sweep $r, 36 ms, 16 streams"
     "$W" testbed --name $NAME up --rate $r --rtt 36ms >/dev/null
-    "$W" testbed --name $NAME check --seconds 4 --streams 16 | tail -3 || true
+    "$W" testbed --name $NAME check --duration 4s --streams 16 | tail -3 || true
   done
   echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 } 2>&1 | tee "$OUT"

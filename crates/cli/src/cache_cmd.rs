@@ -5,11 +5,13 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 use wattio_power::{GhostPolicy, Profile};
 use wattio_sim::{
     cached_objects, email_trace, load_trace_file, replay_all, trace_csv, web_trace, GhostSelection,
     RunResult, SweepRow, Trace, TraceOp, UcbSelect,
 };
+use wattio_units::{parse_duration_bare, parse_duration_or_seconds, BareUnit};
 
 /// `wattio cache`.
 #[derive(Args)]
@@ -60,15 +62,20 @@ struct ReplayArgs {
     /// Seed of the generator (and of the cached half of a UCB trace).
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Timeout of the fixed-timeout spin-down baseline, seconds.
-    #[arg(long, default_value_t = 30.0)]
-    fixed_timeout: f64,
+    /// Timeout of the fixed-timeout spin-down baseline, e.g. 30s or 2m (a plain number is
+    /// seconds).
+    #[arg(long, default_value = "30s", value_parser = parse_duration_or_seconds)]
+    fixed_timeout: Duration,
     /// UCB Home IP traces: replay this client (dotted IPv4); default the busiest client.
     #[arg(long)]
     ucb_client: Option<std::net::Ipv4Addr>,
-    /// UCB Home IP traces: minutes from the client's first request.
-    #[arg(long, default_value_t = 20.0)]
-    minutes: f64,
+    /// UCB Home IP traces: how much of the client's trace to replay, from its first request,
+    /// e.g. 20m or 1h30m (a plain number is seconds).
+    #[arg(long, default_value = "20m", value_parser = parse_duration_or_seconds)]
+    ucb_span: Duration,
+    /// The old spelling of --ucb-span, where a plain number is minutes.
+    #[arg(long, hide = true, conflicts_with = "ucb_span", value_parser = |s: &str| parse_duration_bare(s, BareUnit::Minutes))]
+    minutes: Option<Duration>,
     /// JSON output.
     #[arg(long)]
     json: bool,
@@ -85,9 +92,10 @@ struct SweepArgs {
     /// Number of generator seeds to average (1..=N).
     #[arg(long, default_value_t = 5)]
     seeds: u64,
-    /// Timeout of the fixed-timeout spin-down baseline, seconds.
-    #[arg(long, default_value_t = 30.0)]
-    fixed_timeout: f64,
+    /// Timeout of the fixed-timeout spin-down baseline, e.g. 30s or 2m (a plain number is
+    /// seconds).
+    #[arg(long, default_value = "30s", value_parser = parse_duration_or_seconds)]
+    fixed_timeout: Duration,
     /// Output directory for CSV and SVG files.
     #[arg(short = 'o', long, alias = "out", default_value = "results/cache")]
     output: PathBuf,
@@ -169,24 +177,22 @@ fn print_table(rows: &[RunResult], profile: &Profile, trace: &Trace) {
 
 fn replay(a: ReplayArgs) -> Result<ExitCode> {
     let profile = load_profile(&a.profile)?;
-    if !(a.minutes.is_finite() && a.minutes > 0.0) {
-        bail!("--minutes must be a positive number");
+    let span = a.minutes.unwrap_or(a.ucb_span);
+    if span.is_zero() {
+        bail!("--ucb-span must be more than 0, e.g. 20m");
     }
     let ucb = UcbSelect {
         client: a.ucb_client.map(u32::from),
-        minutes: a.minutes,
+        minutes: span.as_secs_f64() / 60.0,
     };
     let trace = load_workload_with(&a.workload, a.seed, ucb)?;
     let policy: GhostPolicy = a.ghost_policy.parse().map_err(anyhow::Error::msg)?;
-    if !(a.fixed_timeout.is_finite() && a.fixed_timeout >= 0.0) {
-        bail!("--fixed-timeout must be a number of seconds ≥ 0");
-    }
     let sel = match a.ghost_hints {
         None => GhostSelection::All,
         Some(OnOff::On) => GhostSelection::On(policy),
         Some(OnOff::Off) => GhostSelection::Off,
     };
-    let rows = replay_all(&profile, &trace, a.knob, sel, a.fixed_timeout);
+    let rows = replay_all(&profile, &trace, a.knob, sel, a.fixed_timeout.as_secs_f64());
     if a.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
@@ -229,10 +235,14 @@ fn sweep(a: SweepArgs) -> Result<ExitCode> {
         bar.set_message(w.clone());
         let make = |seed: u64| load_workload(w, seed).expect("checked above");
         let name = make(1).name;
-        let mut rows =
-            wattio_sim::sweep(&profile, &name, &make, &seeds, a.fixed_timeout, &mut || {
-                bar.inc(1)
-            });
+        let mut rows = wattio_sim::sweep(
+            &profile,
+            &name,
+            &make,
+            &seeds,
+            a.fixed_timeout.as_secs_f64(),
+            &mut || bar.inc(1),
+        );
         all.append(&mut rows);
         let (rt, en) = wattio_sim::sweep_charts(&all, &name, &profile.name);
         let stem = sanitize(&name);

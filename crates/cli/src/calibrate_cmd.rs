@@ -4,10 +4,12 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 use wattio_energy::{SourceChoice, SysRoot};
 use wattio_meter::calibrate::{
     calibrate as run_calibration, CalibrateConfig, LoadDriver, SpinDriver, StressNgDriver,
 };
+use wattio_units::{format_duration, parse_duration_or_seconds};
 
 #[derive(Args)]
 pub struct CalibrateArgs {
@@ -17,12 +19,14 @@ pub struct CalibrateArgs {
     /// Load levels (fraction of every CPU), comma-separated; at least three distinct.
     #[arg(long, value_delimiter = ',', default_value = "0,0.1,0.25,0.5,0.75,1")]
     levels: Vec<f64>,
-    /// Seconds measured at each level.
-    #[arg(long, default_value_t = 10.0)]
-    seconds: f64,
-    /// Seconds each level runs before it is measured, so power settles.
-    #[arg(long, default_value_t = 2.0)]
-    settle: f64,
+    /// How long each level is measured, e.g. 10s or 1m (a plain number is seconds). `--seconds`
+    /// is its old name.
+    #[arg(long, alias = "seconds", default_value = "10s", value_parser = parse_duration_or_seconds)]
+    duration: Duration,
+    /// How long each level runs before it is measured, so power settles, e.g. 2s (a plain
+    /// number is seconds).
+    #[arg(long, default_value = "2s", value_parser = parse_duration_or_seconds)]
+    settle: Duration,
     /// What loads the CPUs: auto (stress-ng when installed, else spin), spin or stress-ng.
     #[arg(long, default_value = "auto", value_parser = ["auto", "spin", "stress-ng"])]
     driver: String,
@@ -53,17 +57,17 @@ pub fn calibrate(a: CalibrateArgs) -> Result<ExitCode> {
         root,
         choice: a.source,
         levels: a.levels.clone(),
-        seconds: a.seconds,
-        settle: a.settle,
+        seconds: a.duration.as_secs_f64(),
+        settle: a.settle.as_secs_f64(),
     };
     // Refuse before announcing anything: bad levels, or no RAPL counter to calibrate against.
     cfg.check()?;
     drop(wattio_meter::calibrate::open_rapl(&cfg.root, a.source)?);
     eprintln!(
-        "wattio calibrate: {} levels × {} s (+{} s settle) with {} on {n_cpus} CPUs",
+        "wattio calibrate: {} levels × {} (+{} settle) with {} on {n_cpus} CPUs",
         a.levels.len(),
-        a.seconds,
-        a.settle,
+        format_duration(a.duration),
+        format_duration(a.settle),
         driver.name()
     );
     let file = run_calibration(&cfg, driver.as_mut(), &mut |l| {

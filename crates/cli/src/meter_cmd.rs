@@ -13,6 +13,7 @@ use wattio_energy::{Domain, ModelChoice, ModelParams, ProbeReport, SourceChoice,
 use wattio_meter::sampler::{self, SamplerConfig};
 use wattio_meter::sink::Format;
 use wattio_meter::{Meter, MeterConfig};
+use wattio_units::{format_duration, parse_duration_bare, parse_duration_or_seconds, BareUnit};
 
 /// Options that choose and configure the energy source; shared by every command that meters.
 #[derive(Args, Debug, Clone)]
@@ -261,9 +262,10 @@ pub struct RecordArgs {
     /// Samples per second (0.001 to 1000).
     #[arg(long, default_value_t = 10.0)]
     freq: f64,
-    /// Stop after this many seconds (default: until Ctrl-C or SIGTERM).
-    #[arg(long)]
-    duration: Option<f64>,
+    /// Stop after this long, e.g. 500ms, 60s or 1h (a plain number is seconds; default: until
+    /// Ctrl-C or SIGTERM).
+    #[arg(long, value_parser = parse_duration_or_seconds)]
+    duration: Option<Duration>,
     /// Output file (default: standard output).
     #[arg(short = 'o', long)]
     output: Option<PathBuf>,
@@ -272,9 +274,9 @@ pub struct RecordArgs {
     format: Format,
     #[command(flatten)]
     attribution: AttributionArgs,
-    /// Seconds between attribution rows (with --by).
-    #[arg(long, default_value_t = 1.0, requires = "by")]
-    by_interval: f64,
+    /// Time between attribution rows (with --by), e.g. 500ms or 1s (a plain number is seconds).
+    #[arg(long, default_value = "1s", value_parser = parse_duration_or_seconds, requires = "by")]
+    by_interval: Duration,
     /// With --by: rows for the N entries with the most energy in each interval; the rest in one
     /// `other` row.
     #[arg(long, default_value_t = 10, requires = "by")]
@@ -307,10 +309,8 @@ fn stop_on_signals() -> Result<Arc<AtomicBool>> {
 }
 
 pub fn record(a: RecordArgs) -> Result<ExitCode> {
-    if let Some(d) = a.duration {
-        if !(d.is_finite() && d > 0.0) {
-            bail!("--duration must be a positive number of seconds (got {d})");
-        }
+    if a.duration == Some(Duration::ZERO) {
+        bail!("--duration must be more than 0, e.g. 500ms or 60s");
     }
     if !(a.freq.is_finite() && (0.001..=1000.0).contains(&a.freq)) {
         bail!("--freq must be between 0.001 and 1000 Hz (got {})", a.freq);
@@ -328,16 +328,16 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
     let progress = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let scfg = SamplerConfig {
         freq_hz: a.freq,
-        duration: a.duration.map(Duration::from_secs_f64),
+        duration: a.duration,
         progress: Some(Arc::clone(&progress)),
         ..SamplerConfig::default()
     };
     let attribution = match a.attribution.by {
         Some(by) => {
-            if !(a.by_interval.is_finite() && a.by_interval >= 0.05) {
+            if a.by_interval < Duration::from_millis(50) {
                 bail!(
-                    "--by-interval must be at least 0.05 seconds (got {})",
-                    a.by_interval
+                    "--by-interval must be at least 50ms (got {})",
+                    format_duration(a.by_interval)
                 );
             }
             let root = SysRoot::from_env();
@@ -349,7 +349,7 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
                     a.attribution.idle,
                     n_cpus,
                     source.counters(),
-                    a.by_interval,
+                    a.by_interval.as_secs_f64(),
                     a.top,
                 )
                 .context("starting attribution")?
@@ -396,7 +396,7 @@ struct ProgressLine {
 }
 
 impl ProgressLine {
-    fn start(samples: Arc<std::sync::atomic::AtomicU64>, duration: Option<f64>) -> Self {
+    fn start(samples: Arc<std::sync::atomic::AtomicU64>, duration: Option<Duration>) -> Self {
         let bar = indicatif::ProgressBar::new_spinner();
         bar.set_style(
             indicatif::ProgressStyle::with_template("{spinner} recording {elapsed} {msg}")
@@ -408,7 +408,9 @@ impl ProgressLine {
             use std::sync::atomic::Ordering;
             while !d.load(Ordering::Relaxed) {
                 let n = samples.load(Ordering::Relaxed);
-                let of = duration.map(|s| format!(" of {s} s")).unwrap_or_default();
+                let of = duration
+                    .map(|d| format!(" of {}", format_duration(d)))
+                    .unwrap_or_default();
                 b.set_message(format!("{n} samples{of} (Ctrl-C to stop)"));
                 b.tick();
                 std::thread::sleep(Duration::from_millis(500));
@@ -510,9 +512,10 @@ enum WorkloadKind {
         /// Fraction of one CPU, 0 to 1.
         #[arg(long, default_value_t = 1.0)]
         load: f64,
-        /// How long, in seconds.
-        #[arg(long, default_value_t = 5.0)]
-        seconds: f64,
+        /// How long, e.g. 500ms, 5s or 1m (a plain number is seconds). `--seconds` is its old
+        /// name.
+        #[arg(long, alias = "seconds", default_value = "5s", value_parser = parse_duration_or_seconds)]
+        duration: Duration,
     },
 }
 
@@ -533,19 +536,18 @@ pub fn workload(a: WorkloadArgs) -> Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        WorkloadKind::Spin { load, seconds } => {
+        WorkloadKind::Spin { load, duration } => {
             if !(load.is_finite() && (0.0..=1.0).contains(&load)) {
                 bail!("--load must be between 0 and 1 (got {load})");
             }
-            if !(seconds.is_finite() && seconds > 0.0) {
-                bail!("--seconds must be a positive number (got {seconds})");
+            if duration.is_zero() {
+                bail!("--duration must be more than 0, e.g. 500ms or 5s");
             }
-            let cpu = wattio_meter::workload::spin(
-                load,
-                Duration::from_millis(10),
-                Duration::from_secs_f64(seconds),
+            let cpu = wattio_meter::workload::spin(load, Duration::from_millis(10), duration);
+            eprintln!(
+                "workload spin: {cpu:.3} CPU-s in {} (load {load})",
+                format_duration(duration)
             );
-            eprintln!("workload spin: {cpu:.3} CPU-s in {seconds} s (load {load})");
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -578,9 +580,13 @@ pub struct TickArgs {
     /// Watts of each ticking counter (each package, with the default --domains).
     #[arg(long)]
     watts: f64,
-    /// Milliseconds between two rewrites of the counters (0.1 to 10000).
-    #[arg(long, default_value_t = 1.0)]
-    interval_ms: f64,
+    /// Time between two rewrites of the counters, 100us to 10s [default: 1ms] (a plain number
+    /// is seconds).
+    #[arg(long, value_parser = parse_duration_or_seconds)]
+    interval: Option<Duration>,
+    /// The old spelling of --interval, where a plain number is milliseconds.
+    #[arg(long, hide = true, conflicts_with = "interval", value_parser = |s: &str| parse_duration_bare(s, BareUnit::Milliseconds))]
+    interval_ms: Option<Duration>,
     /// Domains whose powercap zones tick (package also ticks the package energy MSR stand-ins);
     /// other counters stay still.
     #[arg(long, value_delimiter = ',', default_value = "package", value_parser = parse_domain)]
@@ -593,9 +599,10 @@ pub struct TickArgs {
     /// counter wraps after 2^(32-N) J (real CPUs: 14 or 16; 29 wraps every 8 J).
     #[arg(long, value_name = "N")]
     msr_esu: Option<u32>,
-    /// Stop after this many seconds (default: until Ctrl-C or SIGTERM).
-    #[arg(long)]
-    duration: Option<f64>,
+    /// Stop after this long, e.g. 500ms or 10s (a plain number is seconds; default: until Ctrl-C
+    /// or SIGTERM).
+    #[arg(long, value_parser = parse_duration_or_seconds)]
+    duration: Option<Duration>,
     /// CSV of the true energy (unix_ns,elapsed_s,counter,energy_j,raw,wraps): at the start, at
     /// every wrap, once a second and at the end.
     #[arg(long)]
@@ -637,25 +644,23 @@ fn fixture_tick(a: TickArgs) -> Result<ExitCode> {
             a.dir.display()
         );
     }
-    if !(a.interval_ms.is_finite() && a.interval_ms > 0.0) {
-        bail!(
-            "--interval-ms must be a positive number (got {})",
-            a.interval_ms
-        );
+    let interval = a
+        .interval
+        .or(a.interval_ms)
+        .unwrap_or(Duration::from_millis(1));
+    if interval.is_zero() {
+        bail!("--interval must be more than 0, e.g. 1ms");
     }
-    let duration = match a.duration {
-        Some(d) if !(d.is_finite() && d > 0.0) => {
-            bail!("--duration must be a positive number of seconds (got {d})")
-        }
-        d => d.map(Duration::from_secs_f64),
-    };
+    if a.duration == Some(Duration::ZERO) {
+        bail!("--duration must be more than 0, e.g. 500ms or 10s");
+    }
     let cfg = TickConfig {
         watts: a.watts,
-        interval: Duration::from_secs_f64(a.interval_ms / 1000.0),
+        interval,
         domains: a.domains,
         max_energy_range_uj: a.max_energy_range_uj,
         msr_esu: a.msr_esu,
-        duration,
+        duration: a.duration,
     };
     let tree = FixtureTree::new(&a.dir)?;
     let ticker = Ticker::prepare(&tree, &cfg)?;

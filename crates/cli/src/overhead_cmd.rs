@@ -9,6 +9,7 @@ use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 use wattio_energy::{discover, ModelParams, SysRoot};
 use wattio_report::overhead::{
     analyze_idle, analyze_load, idle_table_markdown, idle_tests_csv, time_table_markdown,
@@ -18,6 +19,7 @@ use wattio_runner::{
     cstate_times, default_workloads, read_manifest, scratch_dir, OverheadError, OverheadPlan,
     OverheadRunner, ProcessOverheadExecutor, StudyEnd, Workload,
 };
+use wattio_units::parse_duration_or_seconds;
 
 #[derive(Args)]
 pub struct OverheadArgs {
@@ -37,9 +39,10 @@ pub struct OverheadArgs {
     /// How many times the whole round-robin cycle is repeated.
     #[arg(long)]
     rounds: Option<usize>,
-    /// Seconds of each idle run (0 = skip the idle study).
-    #[arg(long)]
-    idle_s: Option<f64>,
+    /// Length of each idle run, e.g. 3s (a plain number is seconds; 0 = skip the idle study)
+    /// [default: 3s, 1s with --quick]. `--idle-s` is its old name.
+    #[arg(long, alias = "idle-s", value_parser = parse_duration_or_seconds)]
+    idle: Option<Duration>,
     /// Multiplies the stress-ng bogo-op counts (1.0 ≈ 1-2 s per run on a 2-vCPU VM).
     #[arg(long)]
     scale: Option<f64>,
@@ -50,9 +53,10 @@ pub struct OverheadArgs {
     /// Seed of the shuffled order (the run order is reproducible).
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Seconds between starting the recorder and starting the workload.
-    #[arg(long, default_value_t = 0.2)]
-    settle: f64,
+    /// Time between starting the recorder and starting the workload, e.g. 200ms (a plain number
+    /// is seconds).
+    #[arg(long, default_value = "200ms", value_parser = parse_duration_or_seconds)]
+    settle: Duration,
     /// Output directory (default: results/overhead-<unix time>).
     #[arg(short = 'o', long)]
     output: Option<PathBuf>,
@@ -80,14 +84,16 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
     let model = ModelParams::default();
     let reps = a.reps.unwrap_or(3);
     let rounds = a.rounds.unwrap_or(if a.quick { 1 } else { 2 });
-    let idle_s = a.idle_s.unwrap_or(if a.quick { 1.0 } else { 3.0 });
+    let idle_s = a
+        .idle
+        .unwrap_or(Duration::from_secs(if a.quick { 1 } else { 3 }))
+        .as_secs_f64();
     let scale = a.scale.unwrap_or(if a.quick { 1.0 / 3.0 } else { 1.0 });
     if reps == 0 || rounds == 0 {
         bail!("--reps and --rounds must be at least 1");
     }
-    let non_negative = |v: f64| v.is_finite() && v >= 0.0;
-    if !(non_negative(idle_s) && non_negative(a.settle) && scale.is_finite() && scale > 0.0) {
-        bail!("--idle-s and --settle must be >= 0 and --scale > 0");
+    if !(scale.is_finite() && scale > 0.0) {
+        bail!("--scale must be more than 0 (got {scale})");
     }
     if a.freqs.is_empty()
         || a.freqs
@@ -145,7 +151,7 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
         reps_per_visit: reps,
         rounds,
         idle_s,
-        settle_s: a.settle,
+        settle_s: a.settle.as_secs_f64(),
         shuffle_seed: (a.order == "shuffled").then_some(a.seed),
     };
     let (out_dir, resume) = study_ui::output_dir(a.output.as_deref(), a.resume.as_deref(), || {

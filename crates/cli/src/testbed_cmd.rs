@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 use wattio_testbed::bed::{self, Bed, Side, UpOutcome};
 use wattio_testbed::{dataset, link, runstats};
-use wattio_units::{parse_duration, BitRate, ByteSize};
+use wattio_units::{format_duration, parse_duration, parse_duration_or_seconds, BitRate, ByteSize};
 
 #[derive(Args)]
 pub struct TestbedArgs {
@@ -85,9 +85,10 @@ struct CheckArgs {
     /// Streams of the parallel run.
     #[arg(long, default_value_t = 8)]
     streams: usize,
-    /// Seconds counted per run (after a 2 s warm-up).
-    #[arg(long, default_value_t = 4.0)]
-    seconds: f64,
+    /// Time counted per run (after a 2 s warm-up), up to 10m, e.g. 4s (a plain number is
+    /// seconds). `--seconds` is its old name.
+    #[arg(long, alias = "seconds", default_value = "4s", value_parser = parse_duration_or_seconds)]
+    duration: Duration,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -193,13 +194,16 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
                     a.name
                 )
             })?;
-            if !(c.seconds > 0.0 && c.seconds <= 600.0) {
-                anyhow::bail!("--seconds {} is out of range: use 0 < S ≤ 600", c.seconds);
+            if c.duration.is_zero() || c.duration > Duration::from_secs(600) {
+                anyhow::bail!(
+                    "--duration {} is out of range: use more than 0 and at most 10m",
+                    format_duration(c.duration)
+                );
             }
             let cfg = wattio_testbed::check::CheckConfig {
                 window_bytes: c.window.bytes(),
                 streams: c.streams.max(1),
-                measure: Duration::from_secs_f64(c.seconds),
+                measure: c.duration,
                 rtt_only: c.rtt_only,
                 ..Default::default()
             };

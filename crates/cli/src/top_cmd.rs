@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use wattio_energy::attribution::{By, IdlePolicy};
 use wattio_energy::SysRoot;
 use wattio_meter::attribute::{render_top, LiveAttribution};
+use wattio_units::{format_duration, parse_duration_or_seconds};
 
 #[derive(Args)]
 pub struct TopArgs {
@@ -19,9 +20,9 @@ pub struct TopArgs {
     /// Attribute to processes or to cgroups (services, containers, pods).
     #[arg(long, default_value = "process", value_parser = parse_by)]
     by: By,
-    /// Seconds between refreshes.
-    #[arg(long, default_value_t = 2.0)]
-    interval: f64,
+    /// Time between refreshes, e.g. 500ms, 2s or 1m (a plain number is seconds).
+    #[arg(long, default_value = "2s", value_parser = parse_duration_or_seconds)]
+    interval: Duration,
     /// Print one snapshot after one interval and exit.
     #[arg(long)]
     once: bool,
@@ -49,10 +50,10 @@ fn parse_policy(s: &str) -> Result<IdlePolicy, String> {
 }
 
 pub fn top(a: TopArgs) -> Result<ExitCode> {
-    if !(a.interval.is_finite() && (0.05..=3600.0).contains(&a.interval)) {
+    if !(Duration::from_millis(50)..=Duration::from_secs(3600)).contains(&a.interval) {
         bail!(
-            "--interval must be between 0.05 and 3600 seconds (got {})",
-            a.interval
+            "--interval must be between 50ms and 1h (got {})",
+            format_duration(a.interval)
         );
     }
     let meter = a.source.open_meter()?;
@@ -70,7 +71,7 @@ pub fn top(a: TopArgs) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     let mut n = 0u64;
     let mut failures = 0u32;
-    let period = Duration::from_secs_f64(a.interval);
+    let period = a.interval;
     let mut next = Instant::now() + period;
     loop {
         while Instant::now() < next {

@@ -225,7 +225,7 @@ fn bad_flags_are_refused_with_one_line() {
         ),
         (
             vec!["record", "--duration", "0"],
-            "--duration must be a positive",
+            "--duration must be more than 0",
         ),
         (vec!["record", "--domains", "watts"], "unknown domain"),
         (vec!["record", "--source", "rapl"], "unknown mechanism"),

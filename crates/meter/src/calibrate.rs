@@ -169,7 +169,7 @@ impl CalibrateConfig {
         let non_negative = self.settle.is_finite() && self.settle >= 0.0;
         if !(positive && non_negative) {
             return Err(CalibrateError::Config(format!(
-                "--seconds must be > 0 and --settle ≥ 0 (got {} and {})",
+                "--duration must be > 0 and --settle ≥ 0 (got {} s and {} s)",
                 self.seconds, self.settle
             )));
         }
@@ -259,7 +259,7 @@ pub fn calibrate(
         .collect();
     let points = fit_curve(&measured).ok_or_else(|| {
         CalibrateError::Config(
-            "the measured utilisations do not spread over at least two distinct levels: the load driver did not load the CPUs; try --driver spin or longer --seconds".into(),
+            "the measured utilisations do not spread over at least two distinct levels: the load driver did not load the CPUs; try --driver spin or a longer --duration".into(),
         )
     })?;
     let errors = holdout(&measured);
