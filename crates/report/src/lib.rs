@@ -5,6 +5,8 @@
 //! paper-shaped tables of `wattio overhead` ([`overhead`]; the study itself runs in
 //! `wattio-runner`).
 //!
+//! * [`BenchTransfer`] reads a `make bench-transfer` run directory and writes its markdown
+//!   tables and grouped bar charts (`wattio report bench-transfer`).
 //! * [`data`] recognises result files by their CSV header or JSON fields: `wattio record`
 //!   CSV/JSONL, `wattio measure --json` (single or `--repeat`), iobench rows, cache
 //!   sweep rows, transfer summaries, overhead runs. Unknown files are skipped with a note.
@@ -12,11 +14,17 @@
 //! * [`html`] lays out the page; every figure carries its energy provenance
 //!   ("measured (perf)" / "estimated (model: …)") in its caption and SVG metadata.
 
+mod bench_transfer;
 pub mod data;
 pub mod html;
 pub mod overhead;
 
 use std::path::Path;
+
+pub use bench_transfer::{
+    read_runs, summarise, write_bench_transfer, BenchCell, BenchRow, BenchRunMeta, BenchTransfer,
+    BenchTransferError, BenchTransferOutput, TOOL_ORDER,
+};
 
 /// What [`write_report`] did.
 #[derive(Debug, Clone)]

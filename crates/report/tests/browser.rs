@@ -91,15 +91,23 @@ fn report_renders_without_console_errors() {
         .matches("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\"")
         .count();
     assert!(charts >= 12);
+    // The page as written, plus the layout check of every chart (line, box and bar charts).
+    std::fs::write(
+        &page,
+        html.replace("</body>", &format!("{LAYOUT_CHECK}</body>")),
+    )
+    .unwrap();
     let shot = dir.path().join("shot.png");
     let console = render(&page, &shot);
     let ok = format!("\"wattio-report-check: ok {charts} charts\"");
     assert_eq!(
         console.len(),
-        1,
-        "expected only the self-check line, got: {console:#?}"
+        2,
+        "expected the self-check and layout-check lines, got: {console:#?}"
     );
     assert!(console[0].contains(&ok), "{}", console[0]);
+    let layout_ok = format!("chart-layout-check: ok {charts} charts");
+    assert!(console[1].contains(&layout_ok), "{}", console[1]);
     let png = std::fs::read(&shot).expect("screenshot written");
     assert!(
         png.starts_with(b"\x89PNG") && png.len() > 10_000,
@@ -127,6 +135,95 @@ fn harness_detects_a_script_error() {
         console
             .iter()
             .any(|l| l.contains("Uncaught ReferenceError")),
+        "{console:#?}"
+    );
+}
+
+/// In the browser, after layout: every text of every chart lies inside its chart and no two
+/// texts of a chart overlap (by their rendered boxes, 2 px of slack for line spacing). Logs
+/// one line, `chart-layout-check: ok N charts` or the problems.
+const LAYOUT_CHECK: &str = r#"<script>
+const problems = [];
+const charts = [...document.querySelectorAll('svg.chart')];
+charts.forEach((svg, k) => {
+  const name = svg.querySelector('title').textContent.slice(0, 40);
+  const b = svg.getBoundingClientRect();
+  const texts = [...svg.querySelectorAll('text')].filter(t => t.textContent.trim())
+    .map(t => ({ s: t.textContent, r: t.getBoundingClientRect() }));
+  for (const a of texts) {
+    if (a.r.left < b.left - 1 || a.r.right > b.right + 1 || a.r.top < b.top - 1 || a.r.bottom > b.bottom + 1)
+      problems.push(`${name}: "${a.s}" outside the chart`);
+  }
+  for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {
+    const p = texts[i].r, q = texts[j].r;
+    const w = Math.min(p.right, q.right) - Math.max(p.left, q.left);
+    const h = Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top);
+    if (w > 2 && h > 2) problems.push(`${name}: "${texts[i].s}" overlaps "${texts[j].s}"`);
+  }
+});
+console.log(problems.length ? 'chart-layout-check: FAIL ' + problems.slice(0, 15).join(' | ')
+                            : `chart-layout-check: ok ${charts.length} charts`);
+</script>"#;
+
+/// Every chart `wattio report bench-transfer` draws (grouped bars with error bars, a reference
+/// line, shaded bands, rotated group labels), from a real bench run, rendered by Chromium:
+/// no script errors, and no text outside its chart or on top of another. The screenshot is
+/// kept with `WATTIO_BENCH_TRANSFER_SCREENSHOT=path.png`.
+#[test]
+#[ignore = "needs chromium; run by `make test-report`"]
+fn bench_transfer_charts_render_without_overlapping_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bench-transfer");
+    let done = wattio_report::write_bench_transfer(&fixture, dir.path(), "transfer", true).unwrap();
+    let mut page = String::from("<!DOCTYPE html><html><head><meta charset=\"utf-8\"></head><body>");
+    for f in &done.files {
+        page.push_str("<div>");
+        page.push_str(&std::fs::read_to_string(f).unwrap());
+        page.push_str("</div>");
+    }
+    page.push_str(LAYOUT_CHECK);
+    page.push_str("</body></html>");
+    let html = dir.path().join("charts.html");
+    std::fs::write(&html, page).unwrap();
+    let shot = dir.path().join("shot.png");
+    let console = render(&html, &shot);
+    assert_eq!(
+        console.len(),
+        1,
+        "expected only the check line: {console:#?}"
+    );
+    assert!(
+        console[0].contains(&format!(
+            "chart-layout-check: ok {} charts",
+            done.files.len()
+        )),
+        "{}",
+        console[0]
+    );
+    if let Some(keep) = std::env::var_os("WATTIO_BENCH_TRANSFER_SCREENSHOT") {
+        std::fs::copy(&shot, keep).unwrap();
+    }
+}
+
+/// The layout check must catch overlapping text, or the test above proves nothing.
+#[test]
+#[ignore = "needs chromium; run by `make test-report`"]
+fn layout_check_detects_overlapping_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("overlap.html");
+    let svg = r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="200" height="100"><title>t</title><text x="10" y="50" font-size="12">first label</text><text x="20" y="52" font-size="12">second label</text></svg>"#;
+    std::fs::write(
+        &page,
+        format!("<!DOCTYPE html><html><body>{svg}{LAYOUT_CHECK}</body></html>"),
+    )
+    .unwrap();
+    let console = render(&page, &dir.path().join("s.png"));
+    assert!(
+        console
+            .iter()
+            .any(|l| l.contains("chart-layout-check: FAIL")
+                && l.contains("\\\"first label\\\" overlaps \\\"second label\\\"")
+                || l.contains("\"first label\" overlaps \"second label\"")),
         "{console:#?}"
     );
 }
