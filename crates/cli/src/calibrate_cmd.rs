@@ -70,14 +70,15 @@ pub fn calibrate(a: CalibrateArgs) -> Result<ExitCode> {
         format_duration(a.settle),
         driver.name()
     );
-    let file = run_calibration(&cfg, driver.as_mut(), &mut |l| {
+    let levels_measured = wattio_progress::Sink::new(|l: &wattio_energy::model_file::LevelResult| {
         eprintln!(
             "  load {:>5.1} %: utilisation {:>5.1} %, {:.3} W per vCPU (package, measured)",
             l.load * 100.0,
             l.utilisation * 100.0,
             l.watts_per_vcpu
         );
-    })?;
+    });
+    let file = run_calibration(&cfg, driver.as_mut(), &levels_measured)?;
     std::fs::write(&a.output, file.to_json()).with_context(|| {
         format!(
             "cannot write {}: check the directory exists and is writable",

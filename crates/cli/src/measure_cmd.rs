@@ -9,10 +9,9 @@ use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-use wattio_meter::measure::bench::{run_benchmark, MeasurePlan, Progress, Report};
+use wattio_meter::measure::bench::{run_benchmark, BenchProgress, MeasurePlan, Report};
 use wattio_meter::measure::{online_cpus, render, CommandSpec, MeasureError, MeterExecutor};
+use wattio_progress::Sink;
 
 #[derive(Args)]
 pub struct MeasureArgs {
@@ -78,10 +77,7 @@ fn write_export(file: Option<(File, PathBuf)>, text: &str) -> Result<()> {
     Ok(())
 }
 
-fn progress_bar(
-    total: usize,
-    names: Vec<String>,
-) -> (indicatif::ProgressBar, impl FnMut(&Progress)) {
+fn progress_bar(total: usize) -> (indicatif::ProgressBar, Sink<BenchProgress>) {
     let bar = indicatif::ProgressBar::new(total as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
@@ -93,9 +89,9 @@ fn progress_bar(
     // The spinner and the elapsed time move during a long run too (hidden off a terminal).
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
     let b = bar.clone();
-    let update = move |p: &Progress| {
-        b.set_position(p.done as u64);
-        let cmd = &names[p.command];
+    let update = Sink::new(move |p: &BenchProgress| {
+        b.set_position(p.runs.done as u64);
+        let cmd = &p.runs.label;
         let cmd: String = if cmd.chars().count() > 30 {
             cmd.chars().take(29).chain(['…']).collect()
         } else {
@@ -108,7 +104,7 @@ fn progress_bar(
             p.run,
             p.of
         ));
-    };
+    });
     (bar, update)
 }
 
@@ -154,18 +150,13 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
     let n_cpus = online_cpus(&cfg.root)?;
     // Ctrl-C goes to the whole process group: the running command gets it and ends; we stop
     // after it and report the runs done.
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))
-            .context("installing signal handlers")?;
-    }
+    let cancel = crate::study_ui::cancel_on_signals()?;
     let mut exec = MeterExecutor::new(&meter, n_cpus, single || a.show_output);
-    let names: Vec<String> = plan.commands.iter().map(CommandSpec::display).collect();
     let bench = if single || a.show_output {
-        run_benchmark(&plan, &mut exec, &stop, &mut |_| {})?
+        run_benchmark(&plan, &mut exec, &cancel, &Sink::none())?
     } else {
-        let (bar, mut update) = progress_bar((plan.warmup + plan.runs) * names.len(), names);
-        let r = run_benchmark(&plan, &mut exec, &stop, &mut update);
+        let (bar, update) = progress_bar((plan.warmup + plan.runs) * plan.commands.len());
+        let r = run_benchmark(&plan, &mut exec, &cancel, &update);
         bar.finish_and_clear();
         r?
     };

@@ -353,7 +353,9 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
                     a.top,
                 )
                 .context("starting attribution")?
-                .on_warning(|w| eprintln!("wattio record: warning: {w}")),
+                .on_warning(wattio_progress::Sink::new(|w: &str| {
+                    eprintln!("wattio record: warning: {w}")
+                })),
             )
         }
         None => None,

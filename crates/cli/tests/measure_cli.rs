@@ -1,6 +1,8 @@
 //! `wattio measure` end to end with real commands. The test machines have no RAPL, so the meter
 //! is the model (`--source model`) and every figure must say *estimated*.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -258,6 +260,34 @@ fn failed_and_interrupted_runs_are_left_out_with_ignore_failure() {
         t.contains("1 failed run (exit code 1) and 1 interrupted run (signal 9) left out of the statistics"),
         "{t}"
     );
+}
+
+/// SIGTERM (as Ctrl-C) reaches the cancel flag: the loop ends after the run under way and
+/// the runs so far are summarised, with status 130.
+#[test]
+fn a_signal_ends_the_benchmark_after_the_current_run_with_the_runs_so_far() {
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("n");
+    let cmd = nth_run(&counter, "*) sleep 0.2;;");
+    let mut c = Command::new(BIN);
+    c.args([
+        "measure", "--source", "model", "--runs", "200", "--json", &cmd,
+    ])
+    .env_remove("WATTIO_ROOT");
+    let read_n = || {
+        std::fs::read_to_string(&counter)
+            .ok()
+            .and_then(|t| t.trim().parse::<usize>().ok())
+            .unwrap_or(0)
+    };
+    let o = common::terminate_when(c, 30, "three runs", || read_n() >= 3);
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["stopped_early"], true);
+    let runs = v["results"][0]["runs"].as_array().unwrap().len();
+    // Every run started was finished and kept; none after the signal.
+    assert_eq!(runs, read_n(), "{}", stderr(&o));
+    assert!((3..200).contains(&runs), "{runs} runs");
 }
 
 #[test]

@@ -10,6 +10,7 @@ use std::io;
 use wattio_energy::attribution::tracker::Key;
 use wattio_energy::attribution::{attributed_label, Attributor, By, Entry, IdlePolicy, Interval};
 use wattio_energy::{CounterSpec, Provenance, SysRoot};
+use wattio_progress::Sink;
 
 /// One attributed interval with its provenance: what `wattio top --once --json` prints (the
 /// interval's own fields, [`Interval`], flattened beside these).
@@ -384,11 +385,8 @@ pub struct RecordAttribution {
     acc_j: f64,
     start_ns: Option<u64>,
     warned: bool,
-    on_warning: Option<WarningSink>,
+    warnings: Sink<str>,
 }
-
-/// Where a library warning goes: the binary decides whether and how to show it.
-pub type WarningSink = Box<dyn FnMut(&str) + Send>;
 
 /// One row of `record --by`.
 #[derive(Debug, Clone, PartialEq)]
@@ -421,14 +419,14 @@ impl RecordAttribution {
             acc_j: 0.0,
             start_ns: None,
             warned: false,
-            on_warning: None,
+            warnings: Sink::none(),
         })
     }
 
-    /// Hands the warning of a failed CPU-time read (told once per recording) to `sink`; without
+    /// Tells the warning of a failed CPU-time read (once per recording) to `warnings`; without
     /// one the warning is dropped and recording goes on the same way.
-    pub fn on_warning(mut self, sink: impl FnMut(&str) + Send + 'static) -> Self {
-        self.on_warning = Some(Box::new(sink));
+    pub fn on_warning(mut self, warnings: Sink<str>) -> Self {
+        self.warnings = warnings;
         self
     }
 
@@ -440,11 +438,9 @@ impl RecordAttribution {
     fn warn(&mut self, e: &io::Error) {
         if !self.warned {
             self.warned = true;
-            if let Some(sink) = &mut self.on_warning {
-                sink(&format!(
-                    "reading CPU times for --by failed ({e}); that energy is carried to the next interval"
-                ));
-            }
+            self.warnings.tell(&format!(
+                "reading CPU times for --by failed ({e}); that energy is carried to the next interval"
+            ));
         }
     }
 

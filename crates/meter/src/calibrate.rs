@@ -18,6 +18,7 @@ use wattio_energy::model_file::{FitSummary, LevelResult, ModelFile, FORMAT};
 use wattio_energy::{
     cpu, open_source, Domain, EnergyError, Mechanism, ModelParams, SourceChoice, SysRoot,
 };
+use wattio_progress::Sink;
 
 /// Something that holds every CPU at a load for a while.
 pub trait LoadDriver {
@@ -207,10 +208,11 @@ pub fn open_rapl(root: &SysRoot, choice: SourceChoice) -> Result<Meter, Calibrat
 }
 
 /// Runs the calibration: every level through `driver`, measured by RAPL, fitted and checked.
+/// Each level measured is told to `progress`.
 pub fn calibrate(
     cfg: &CalibrateConfig,
     driver: &mut dyn LoadDriver,
-    progress: &mut dyn FnMut(&LevelResult),
+    progress: &Sink<LevelResult>,
 ) -> Result<ModelFile, CalibrateError> {
     cfg.check()?;
     let meter = open_rapl(&cfg.root, cfg.choice)?;
@@ -250,7 +252,7 @@ pub fn calibrate(
             holdout_predicted_w: None,
             holdout_error_pct: None,
         };
-        progress(&level);
+        progress.tell(&level);
         levels.push(level);
     }
     let measured: Vec<(f64, f64)> = levels

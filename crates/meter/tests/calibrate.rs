@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use wattio_energy::fixture::{self, FixtureTree};
 use wattio_energy::{model_file, SourceChoice, SysRoot};
 use wattio_meter::calibrate::{calibrate, CalibrateConfig, CalibrateError, LoadDriver};
+use wattio_progress::Sink;
 
 /// Watts per vCPU at utilisation `u`: concave and rising, like real curves.
 fn truth(u: f64) -> f64 {
@@ -60,9 +61,13 @@ fn calibration_recovers_the_fixture_power_function() {
         seconds: 0.4,
         settle: 0.0,
     };
-    let mut seen = 0;
-    let file = calibrate(&cfg, &mut driver, &mut |_| seen += 1).unwrap();
-    assert_eq!(seen, 6);
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let s = std::sync::Arc::clone(&seen);
+    let progress = move |_: &_| {
+        s.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    };
+    let file = calibrate(&cfg, &mut driver, &Sink::new(progress)).unwrap();
+    assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 6);
     assert_eq!(file.measured_with, "powercap");
     assert_eq!(file.vcpus, 4);
     assert_eq!(file.cpu, "AMD EPYC 7713 64-Core Processor");
@@ -119,7 +124,7 @@ fn calibration_refuses_without_rapl() {
         seconds: 0.1,
         settle: 0.0,
     };
-    let e = calibrate(&cfg, &mut Never, &mut |_| {}).unwrap_err();
+    let e = calibrate(&cfg, &mut Never, &Sink::none()).unwrap_err();
     assert!(matches!(e, CalibrateError::NoRapl(_)), "{e}");
     let msg = e.to_string();
     assert!(

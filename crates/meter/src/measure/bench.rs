@@ -19,9 +19,10 @@
 
 use super::{CommandSpec, Executor, MeasureError, RunReport, RunStatus};
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 use wattio_energy::attribution;
 use wattio_energy::{Mechanism, Provenance};
+use wattio_progress::{Cancel, Eta, Sink, StudyProgress};
 use wattio_stats::Alternative;
 
 /// What to run.
@@ -38,12 +39,14 @@ pub struct MeasurePlan {
     pub ignore_failure: bool,
 }
 
-/// Where the loop is, for a progress display.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Progress {
-    /// Runs finished (warmups included) and the total to do.
-    pub done: usize,
-    pub total: usize,
+/// Where the loop is, for a progress display: its runs counted as every study counts them,
+/// and which run of which command and phase is next.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchProgress {
+    /// Runs finished (warmups included) and the total to do; the label is the command about
+    /// to run ([`CommandSpec::display`]), the ETA the mean measured time of each command's
+    /// runs times the runs left (nothing is resumed: `resumed` is 0).
+    pub runs: StudyProgress,
     /// Index of the command about to run.
     pub command: usize,
     pub warmup: bool,
@@ -250,12 +253,12 @@ fn compare(results: &mut [CommandResult]) -> Option<usize> {
 
 /// Runs `plan` with `exec`: warmups, then the measured rounds, interleaved.
 ///
-/// `stop` is checked before every run; `progress` is told before every run.
+/// `cancel` is checked before every run; `progress` is told before every run.
 pub fn run_benchmark(
     plan: &MeasurePlan,
     exec: &mut dyn Executor,
-    stop: &AtomicBool,
-    progress: &mut dyn FnMut(&Progress),
+    cancel: &Cancel,
+    progress: &Sink<BenchProgress>,
 ) -> Result<Benchmark, MeasureError> {
     let n = plan.commands.len();
     if n == 0 {
@@ -269,6 +272,9 @@ pub fn run_benchmark(
     let total = (plan.warmup + plan.runs) * n;
     let (mut done, mut sequence) = (0, 0);
     let mut stopped = false;
+    // Runs go round-robin, so run k (0-based, warmups included) is of command k % n.
+    let command_ids: Vec<usize> = (0..n).collect();
+    let mut eta: Eta<usize> = Eta::new();
     'rounds: for round in 0..plan.warmup + plan.runs {
         let warmup = round < plan.warmup;
         let (run, of) = if warmup {
@@ -277,22 +283,28 @@ pub fn run_benchmark(
             (round - plan.warmup + 1, plan.runs)
         };
         for (i, cmd) in plan.commands.iter().enumerate() {
-            if stop.load(Ordering::Relaxed) {
+            if cancel.is_set() {
                 stopped = true;
                 break 'rounds;
             }
-            progress(&Progress {
-                done,
-                total,
+            progress.tell(&BenchProgress {
+                runs: StudyProgress {
+                    done,
+                    total,
+                    resumed: 0,
+                    label: names[i].clone(),
+                    eta: eta.remaining((done..total).map(|k| &command_ids[k % n])),
+                },
                 command: i,
                 warmup,
                 run,
                 of,
             });
+            let started = Instant::now();
             if let Some(prep) = &plan.prepare {
                 let e = exec.run_unmeasured(prep)?;
                 if !e.success() {
-                    if stop.load(Ordering::Relaxed) {
+                    if cancel.is_set() {
                         stopped = true;
                         break 'rounds;
                     }
@@ -318,6 +330,7 @@ pub fn run_benchmark(
                 });
                 exit
             };
+            eta.record(i, started.elapsed().as_secs_f64());
             done += 1;
             if exit.status() == RunStatus::Failed && !plan.ignore_failure {
                 return Err(MeasureError::Failed {
@@ -396,7 +409,7 @@ pub(crate) mod tests {
         pub log: Vec<String>,
         pub next: HashMap<String, usize>,
         /// Raise this flag when the given log entry is reached.
-        pub stop_at: Option<(String, std::sync::Arc<AtomicBool>)>,
+        pub stop_at: Option<(String, std::sync::Arc<Cancel>)>,
     }
 
     impl Fake {
@@ -420,7 +433,7 @@ pub(crate) mod tests {
         fn note(&mut self, entry: String) {
             if let Some((at, flag)) = &self.stop_at {
                 if *at == entry {
-                    flag.store(true, Ordering::Relaxed);
+                    flag.set();
                 }
             }
             self.log.push(entry);
@@ -460,7 +473,7 @@ pub(crate) mod tests {
     }
 
     fn run(plan: &MeasurePlan, fake: &mut Fake) -> Result<Benchmark, MeasureError> {
-        run_benchmark(plan, fake, &AtomicBool::new(false), &mut |_| {})
+        run_benchmark(plan, fake, &Cancel::new().unwrap(), &Sink::none())
     }
 
     const OK: Exit = Exit {
@@ -478,11 +491,17 @@ pub(crate) mod tests {
         let mut p = plan(&["A", "B"], 2);
         p.warmup = 1;
         p.prepare = Some(CommandSpec::Shell("P".into()));
-        let mut seen = Vec::new();
-        let b = run_benchmark(&p, &mut fake, &AtomicBool::new(false), &mut |pr| {
-            seen.push((pr.done, pr.total, pr.command, pr.warmup, pr.run))
-        })
-        .unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let heard = std::sync::Arc::clone(&seen);
+        let progress = Sink::new(move |pr: &BenchProgress| {
+            let r = &pr.runs;
+            heard.lock().unwrap().push((
+                (r.done, r.total, pr.command, pr.warmup, pr.run),
+                r.label.clone(),
+                r.eta,
+            ));
+        });
+        let b = run_benchmark(&p, &mut fake, &Cancel::new().unwrap(), &progress).unwrap();
         assert_eq!(
             fake.log,
             [
@@ -500,9 +519,15 @@ pub(crate) mod tests {
                 "B", // A2 B2
             ]
         );
-        assert_eq!(seen[0], (0, 6, 0, true, 1));
-        assert_eq!(seen[3], (3, 6, 1, false, 1));
-        assert_eq!(seen[5], (5, 6, 1, false, 2));
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen[0].0, (0, 6, 0, true, 1));
+        assert_eq!(seen[3].0, (3, 6, 1, false, 1));
+        assert_eq!(seen[5].0, (5, 6, 1, false, 2));
+        let labels: Vec<&str> = seen.iter().map(|s| s.1.as_str()).collect();
+        assert_eq!(labels, ["A", "B", "A", "B", "A", "B"]);
+        // No ETA before a run is measured; one after.
+        assert_eq!(seen[0].2, None);
+        assert!(seen[1..].iter().all(|s| s.2.is_some()));
         // Warmups are not in the results: two measured runs each, numbered in run order.
         let a = &b.results[0];
         assert_eq!(a.runs.len(), 2);
@@ -598,13 +623,13 @@ pub(crate) mod tests {
 
     #[test]
     fn a_stop_request_ends_the_loop_after_the_current_run() {
-        let flag = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = std::sync::Arc::new(Cancel::new().unwrap());
         let mut fake = Fake::with(&[
             ("A", vec![ok(1.0)]),
             ("B", vec![(1.0, 1.0, 0.1, Exit::signal(2))]),
         ]);
         fake.stop_at = Some(("B".into(), flag.clone()));
-        let b = run_benchmark(&plan(&["A", "B"], 5), &mut fake, &flag, &mut |_| {}).unwrap();
+        let b = run_benchmark(&plan(&["A", "B"], 5), &mut fake, &flag, &Sink::none()).unwrap();
         assert_eq!(fake.log, ["A", "B"]);
         assert!(b.stopped_early);
         assert_eq!((b.results[1].kept, b.results[1].interrupted), (0, 1));

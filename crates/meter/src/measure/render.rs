@@ -389,8 +389,8 @@ mod tests {
     use crate::measure::bench::tests::{plan, Fake};
     use crate::measure::bench::{run_benchmark, Report};
     use crate::measure::Exit;
-    use std::sync::atomic::AtomicBool;
     use wattio_energy::{Mechanism, Provenance};
+    use wattio_progress::{Cancel, Sink};
 
     fn report() -> Report {
         let ok = |j: f64| (j, 0.5, 0.25, Exit::code(0));
@@ -403,7 +403,7 @@ mod tests {
         ]);
         let mut p = plan(&["sleep 1, \"x\"", "a | b"], 3);
         p.ignore_failure = true;
-        let b = run_benchmark(&p, &mut fake, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        let b = run_benchmark(&p, &mut fake, &Cancel::new().unwrap(), &Sink::none()).unwrap();
         let prov = Provenance {
             mechanism: Mechanism::Model,
             estimated: true,
