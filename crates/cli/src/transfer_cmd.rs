@@ -7,10 +7,11 @@ use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
+use wattio_progress::Sink;
 use wattio_transfer::actuator::CoreBackend;
 use wattio_transfer::client::{
-    run_transfer, EnergyFeedback, NoticeSink, ProgressSink, TransferOptions, TransferProgress,
-    TunerChoice, DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
+    run_transfer, EnergyFeedback, Notice, TransferOptions, TransferProgress, TunerChoice,
+    DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
 };
 use wattio_transfer::server::{Server, ServerConfig};
 use wattio_transfer::tls::ClientTlsOptions;
@@ -213,7 +214,7 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
     if !a.no_progress && !a.json {
         o.progress = progress_bar();
     }
-    o.notices = NoticeSink::new(|n| eprintln!("wattio: {n}"));
+    o.notices = Sink::new(|n: &Notice| eprintln!("wattio: {n}"));
     o.log = a.log.clone();
     o.tls = ClientTlsOptions {
         cacert: a.cacert.clone(),
@@ -322,7 +323,7 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The transfer's progress bar on stderr (indicatif draws it only on a terminal).
-fn progress_bar() -> ProgressSink {
+fn progress_bar() -> Sink<TransferProgress> {
     let pb = indicatif::ProgressBar::new(0);
     pb.set_style(
         indicatif::ProgressStyle::with_template(
@@ -330,7 +331,7 @@ fn progress_bar() -> ProgressSink {
         )
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    ProgressSink::new(move |p: &TransferProgress| {
+    Sink::new(move |p: &TransferProgress| {
         if p.finished {
             pb.finish_and_clear();
             return;

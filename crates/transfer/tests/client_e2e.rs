@@ -60,7 +60,8 @@ fn every_sla_and_tuner_against_wattio_serve() {
 #[test]
 fn progress_and_notices_go_to_the_callers_sinks() {
     use std::sync::{Arc, Mutex};
-    use wattio_transfer::client::{Notice, NoticeSink, ProgressSink, TransferProgress};
+    use wattio_progress::Sink;
+    use wattio_transfer::client::{Notice, TransferProgress};
     let src = tempfile::tempdir().unwrap();
     let rels = common::default_dataset(src.path());
     let h = ServerHandle::start(ServerConfig::new(src.path()), "127.0.0.1:0").unwrap();
@@ -72,10 +73,10 @@ fn progress_and_notices_go_to_the_callers_sinks() {
     );
     let updates: Arc<Mutex<Vec<TransferProgress>>> = Arc::default();
     let u = updates.clone();
-    o.progress = ProgressSink::new(move |p| u.lock().unwrap().push(p.clone()));
+    o.progress = Sink::new(move |p: &TransferProgress| u.lock().unwrap().push(p.clone()));
     let notices: Arc<Mutex<Vec<Notice>>> = Arc::default();
     let n = notices.clone();
-    o.notices = NoticeSink::new(move |x| n.lock().unwrap().push(x.clone()));
+    o.notices = Sink::new(move |x: &Notice| n.lock().unwrap().push(x.clone()));
     let s = run_transfer(&o).unwrap();
     common::assert_same_tree(src.path(), dst.path(), &rels);
     let u = updates.lock().unwrap();

@@ -39,8 +39,8 @@ mod walk;
 
 pub use crate::tuner::TunerChoice;
 pub use options::{
-    default_window, EnergyFeedback, Notice, NoticeSink, ProgressSink, Sink, TransferOptions,
-    TransferProgress, DEFAULT_INTERVAL, DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
+    default_window, EnergyFeedback, Notice, TransferOptions, TransferProgress, DEFAULT_INTERVAL,
+    DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
 };
 pub use resume::missing_ranges;
 pub use summary::{

@@ -8,6 +8,7 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Duration;
 use wattio_energy::SysRoot;
+use wattio_progress::Sink;
 
 /// Most connections the tuners may open unless told otherwise.
 pub const DEFAULT_MAX_CHANNELS: usize = 32;
@@ -17,7 +18,7 @@ pub const DEFAULT_RETRIES: u32 = 10;
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Something the client has to tell its user: a note on the source or a warning about a part
-/// that could not do its job. The client itself never prints: it hands these to
+/// that could not do its job. The client itself never prints: it tells these to
 /// [`TransferOptions::notices`], and the binary writes them to stderr.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Notice {
@@ -49,59 +50,6 @@ pub struct TransferProgress {
     pub finished: bool,
 }
 
-/// A callback the client tells things to (notes and warnings, progress); the default has
-/// none, so the library neither prints nor draws: the binary decides what reaches the terminal.
-pub struct Sink<T>(Option<std::sync::Arc<SinkFn<T>>>);
-
-type SinkFn<T> = dyn Fn(&T) + Send + Sync;
-
-/// Where [`Notice`]s go.
-pub type NoticeSink = Sink<Notice>;
-/// Where [`TransferProgress`] updates go (several a second while bytes arrive).
-pub type ProgressSink = Sink<TransferProgress>;
-
-impl<T> Sink<T> {
-    /// Hands everything told to `f`.
-    pub fn new(f: impl Fn(&T) + Send + Sync + 'static) -> Self {
-        Sink(Some(std::sync::Arc::new(f)))
-    }
-
-    /// Whether anyone listens (the client skips building what no one hears).
-    pub fn is_set(&self) -> bool {
-        self.0.is_some()
-    }
-
-    /// Tells `item` to the callback, if there is one.
-    pub fn tell(&self, item: &T) {
-        if let Some(f) = &self.0 {
-            f(item);
-        }
-    }
-}
-
-// Not derived: those would require `T: Clone` / `T: Default` / `T: Debug`.
-impl<T> Clone for Sink<T> {
-    fn clone(&self) -> Self {
-        Sink(self.0.clone())
-    }
-}
-
-impl<T> Default for Sink<T> {
-    fn default() -> Self {
-        Sink(None)
-    }
-}
-
-impl<T> std::fmt::Debug for Sink<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.is_set() {
-            "Sink(set)"
-        } else {
-            "Sink(none)"
-        })
-    }
-}
-
 /// Everything `wattio transfer` needs.
 #[derive(Debug, Clone)]
 pub struct TransferOptions {
@@ -126,8 +74,9 @@ pub struct TransferOptions {
     pub cpufreq: bool,
     /// Run Algorithm 3 (CPU scaling); off for the baselines by default.
     pub cpu_scaling: bool,
-    /// Where progress updates go (none by default: the library draws nothing).
-    pub progress: ProgressSink,
+    /// Where progress updates go, several a second while bytes arrive (none by default: the
+    /// library draws nothing).
+    pub progress: Sink<TransferProgress>,
     /// Use the energy meter (feedback for ME, figures in the summary).
     pub meter: bool,
     /// What feeds ME's energy comparisons.
@@ -139,7 +88,7 @@ pub struct TransferOptions {
     /// Certificate checks for `https` sources.
     pub tls: ClientTlsOptions,
     /// Where notes and warnings go (dropped by default).
-    pub notices: NoticeSink,
+    pub notices: Sink<Notice>,
 }
 
 impl TransferOptions {
@@ -161,13 +110,13 @@ impl TransferOptions {
             core_backend: CoreBackend::default(),
             cpufreq: true,
             cpu_scaling: true,
-            progress: ProgressSink::default(),
+            progress: Sink::none(),
             meter: true,
             energy_feedback: EnergyFeedback::default(),
             log: None,
             root: SysRoot::from_env(),
             tls: ClientTlsOptions::default(),
-            notices: NoticeSink::default(),
+            notices: Sink::none(),
         }
     }
 }
