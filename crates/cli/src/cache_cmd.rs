@@ -230,6 +230,10 @@ fn sweep(a: SweepArgs) -> Result<ExitCode> {
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} knob runs {msg}")
             .expect("static template"),
     );
+    let steps = {
+        let bar = bar.clone();
+        wattio_progress::Sink::new(move |_: &wattio_progress::StudyProgress| bar.inc(1))
+    };
     let mut all: Vec<SweepRow> = Vec::new();
     for w in &workloads {
         bar.set_message(w.clone());
@@ -241,7 +245,7 @@ fn sweep(a: SweepArgs) -> Result<ExitCode> {
             &make,
             &seeds,
             a.fixed_timeout.as_secs_f64(),
-            &mut || bar.inc(1),
+            &steps,
         );
         all.append(&mut rows);
         let (rt, en) = wattio_sim::sweep_charts(&all, &name, &profile.name);

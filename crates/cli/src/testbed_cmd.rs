@@ -4,9 +4,12 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Mutex;
 use std::time::Duration;
+use wattio_progress::Sink;
 use wattio_testbed::bed::{self, Bed, Side, UpOutcome};
-use wattio_testbed::{dataset, link, runstats};
+use wattio_testbed::dataset::{self, DatasetProgress};
+use wattio_testbed::{link, runstats};
 use wattio_units::{format_duration, parse_duration, parse_duration_or_seconds, BitRate, ByteSize};
 
 #[derive(Args)]
@@ -233,7 +236,7 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
                 Duration::from_micros(d.one_way_us),
                 d.mtu,
                 &d.ready,
-                &|w| eprintln!("{w}"),
+                &Sink::new(|w: &str| eprintln!("{w}")),
             )?;
             Ok(ExitCode::SUCCESS)
         }
@@ -273,8 +276,10 @@ struct GenerateArgs {
 
 pub fn dataset(a: DatasetArgs) -> Result<ExitCode> {
     let DatasetCmd::Generate(g) = a.cmd;
-    let mut bar: Option<indicatif::ProgressBar> = None;
-    let sums = dataset::generate(&g.dir, &g.only, g.scale, g.seed, &mut |p| {
+    // One bar per dataset, replaced when the next dataset starts.
+    let bar: Mutex<Option<indicatif::ProgressBar>> = Mutex::new(None);
+    let progress = Sink::new(move |p: &DatasetProgress| {
+        let mut bar = bar.lock().unwrap_or_else(|e| e.into_inner());
         let pb = bar.get_or_insert_with(|| {
             let pb = indicatif::ProgressBar::new(p.total_bytes);
             pb.set_style(
@@ -290,9 +295,10 @@ pub fn dataset(a: DatasetArgs) -> Result<ExitCode> {
         pb.set_position(p.done_bytes);
         if p.done_bytes >= p.total_bytes {
             pb.finish_and_clear();
-            bar = None;
+            *bar = None;
         }
-    })?;
+    });
+    let sums = dataset::generate(&g.dir, &g.only, g.scale, g.seed, &progress)?;
     println!(
         "{:<8} {:>7} {:>12} {:>12} {:>12}  dir",
         "dataset", "files", "total MiB", "mean KiB", "sd KiB"

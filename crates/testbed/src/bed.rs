@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
+use wattio_progress::Sink;
 
 /// Client address inside `NAME-client`.
 pub const CLIENT_ADDR: &str = "10.77.0.1";
@@ -493,14 +494,14 @@ fn realtime_priority() -> std::io::Result<()> {
 }
 
 /// Runs the delay line between the two namespaces' TUN devices until killed. Writes `ready`
-/// once both devices are attached. A refused real-time priority is not fatal: it goes to
-/// `on_warning` (the daemon's log) and the line runs at normal priority.
+/// once both devices are attached. A refused real-time priority is not fatal: it is told to
+/// `warnings` (the daemon's log) and the line runs at normal priority.
 pub fn run_delay_line(
     bed: &Bed,
     one_way: Duration,
     mtu: usize,
     ready: &Path,
-    on_warning: &dyn Fn(&str),
+    warnings: &Sink<str>,
 ) -> Result<()> {
     let c = crate::tun::open_in_netns(&bed.netns_path(Side::Client).to_string_lossy(), DEV)?;
     let s = crate::tun::open_in_netns(&bed.netns_path(Side::Server).to_string_lossy(), DEV)?;
@@ -514,7 +515,7 @@ pub fn run_delay_line(
     let (up, down) = (Counters::default(), Counters::default());
     // Before `ready`, so `up` sees a refusal in the log; the threads inherit the policy.
     if let Err(e) = realtime_priority() {
-        on_warning(&format!(
+        warnings.tell(&format!(
             "delay line: running without real-time priority ({e}): RTT may grow under host load"
         ));
     }

@@ -29,6 +29,7 @@ use anyhow::{bail, Context, Result};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use wattio_progress::Sink;
 use wattio_stats::SplitMix64;
 
 const KIB: f64 = 1024.0;
@@ -205,9 +206,9 @@ fn write_file(path: &Path, size: u64, seed: u64, wrote: &mut dyn FnMut(u64)) -> 
 
 /// How far the generation of one dataset is, for a progress display the caller draws.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DatasetProgress<'a> {
+pub struct DatasetProgress {
     /// The dataset being written.
-    pub dataset: &'a str,
+    pub dataset: &'static str,
     /// Bytes written so far and in all; the last update of a dataset has them equal.
     pub done_bytes: u64,
     pub total_bytes: u64,
@@ -228,13 +229,13 @@ pub struct DatasetSummary {
 
 /// Generates the datasets in `names` (any of [`NAMES`]) under `out` at `scale`. A dataset whose
 /// manifest already matches is left alone; "mixed" generates the three base datasets it links to.
-/// `progress` hears how far each dataset being written is (every MiB).
+/// `progress` is told how far each dataset being written is (every MiB).
 pub fn generate(
     out: &Path,
     names: &[String],
     scale: f64,
     seed: u64,
-    progress: &mut dyn FnMut(DatasetProgress),
+    progress: &Sink<DatasetProgress>,
 ) -> Result<Vec<DatasetSummary>> {
     if !(scale.is_finite() && scale > 0.0 && scale <= 1.0) {
         bail!("scale {scale} is out of range: use a factor in (0, 1], e.g. --scale 0.05");
@@ -264,7 +265,7 @@ pub fn generate(
             let mut done = 0;
             let mut wrote = |n: u64| {
                 done += n;
-                progress(DatasetProgress {
+                progress.tell(&DatasetProgress {
                     dataset: shape.name,
                     done_bytes: done,
                     total_bytes: total,
@@ -325,6 +326,8 @@ fn summary(name: &str, dir: PathBuf, entries: &[DatasetFile], written: bool) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
 
     #[test]
     fn table_ii_totals_hold_in_binary_units() {
@@ -373,15 +376,20 @@ mod tests {
     fn generate_writes_files_manifests_and_mixed_links_and_is_idempotent() {
         let dir = tempfile::tempdir().unwrap();
         let names: Vec<String> = vec!["small".into(), "mixed".into()];
-        let mut last: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
-        let s = generate(dir.path(), &names, 0.0005, 1, &mut |p| {
-            let prev = last.insert(p.dataset.into(), (p.done_bytes, p.total_bytes));
+        let heard: Arc<Mutex<BTreeMap<String, (u64, u64)>>> = Default::default();
+        let h = Arc::clone(&heard);
+        let progress = Sink::new(move |p: &DatasetProgress| {
+            let prev = h
+                .lock()
+                .unwrap()
+                .insert(p.dataset.into(), (p.done_bytes, p.total_bytes));
             assert!(
                 prev.is_none_or(|(d, _)| d < p.done_bytes),
                 "progress moves forward"
             );
-        })
-        .unwrap();
+        });
+        let s = generate(dir.path(), &names, 0.0005, 1, &progress).unwrap();
+        let last = heard.lock().unwrap();
         assert_eq!(
             s.iter().map(|x| x.name.as_str()).collect::<Vec<_>>(),
             ["small", "mixed"]
@@ -415,11 +423,11 @@ mod tests {
         assert!(a.iter().filter(|&&x| x == 0).count() < a.len() / 100);
         assert_ne!(a[..64], b[..64]);
         // Second run: nothing rewritten.
-        let s2 = generate(dir.path(), &names, 0.0005, 1, &mut |_| {}).unwrap();
+        let s2 = generate(dir.path(), &names, 0.0005, 1, &Sink::none()).unwrap();
         assert!(s2.iter().all(|x| !x.written));
         // A truncated file is noticed and the dataset regenerated.
         fs::write(dir.path().join("small/s000003.bin"), b"short").unwrap();
-        let s3 = generate(dir.path(), &["small".to_string()], 0.0005, 1, &mut |_| {}).unwrap();
+        let s3 = generate(dir.path(), &["small".to_string()], 0.0005, 1, &Sink::none()).unwrap();
         assert!(s3[0].written);
         assert_eq!(fs::read(dir.path().join("small/s000001.bin")).unwrap(), a);
     }
@@ -427,15 +435,19 @@ mod tests {
     #[test]
     fn bad_arguments_are_refused() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(generate(dir.path(), &["huge".into()], 0.1, 1, &mut |_| {})
-            .unwrap_err()
-            .to_string()
-            .contains("unknown"));
-        assert!(generate(dir.path(), &["small".into()], 0.0, 1, &mut |_| {})
-            .unwrap_err()
-            .to_string()
-            .contains("scale"));
-        assert!(generate(dir.path(), &["small".into()], 2.0, 1, &mut |_| {}).is_err());
+        assert!(
+            generate(dir.path(), &["huge".into()], 0.1, 1, &Sink::none())
+                .unwrap_err()
+                .to_string()
+                .contains("unknown")
+        );
+        assert!(
+            generate(dir.path(), &["small".into()], 0.0, 1, &Sink::none())
+                .unwrap_err()
+                .to_string()
+                .contains("scale")
+        );
+        assert!(generate(dir.path(), &["small".into()], 2.0, 1, &Sink::none()).is_err());
     }
 
     #[test]
