@@ -12,6 +12,9 @@ use twox_hash::XxHash3_64;
 /// Name of the checksum algorithm in listings.
 pub const ALGORITHM: &str = "xxh3-64";
 
+/// The longest BLAKE2b digest, in bytes (`b2sum`'s default, 512 bits).
+pub const BLAKE2B_MAX_BYTES: u8 = 64;
+
 /// Streaming XXH3-64 (seed 0). twox-hash picks its AVX2 code at run time where the CPU has it;
 /// a portable build of xxhash-rust gets SSE2 only.
 struct Xxh3(XxHash3_64);
@@ -235,8 +238,8 @@ fn read_xxh3(mut f: File) -> std::io::Result<String> {
 }
 
 /// A digest algorithm a publisher's checksum file (or an aria2 `checksum=` option) can name:
-/// the coreutils tools (`md5sum`, `sha1sum`, `sha224sum` … `sha512sum`) and `xxhsum`'s four
-/// (`-H0` XXH32, `-H1` XXH64, `-H2` XXH128, `-H3` XXH3-64).
+/// the coreutils tools (`md5sum`, `sha1sum`, `sha224sum` … `sha512sum`, `b2sum`) and
+/// `xxhsum`'s four (`-H0` XXH32, `-H1` XXH64, `-H2` XXH128, `-H3` XXH3-64).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Algorithm {
     Md5,
@@ -249,11 +252,15 @@ pub enum Algorithm {
     Xxh64,
     Xxh3_64,
     Xxh128,
+    /// BLAKE2b (RFC 7693) with a digest of this many bytes, 1 to 64: what `b2sum` writes
+    /// (64 bytes by default, `b2sum -l BITS` for BITS/8). The length is a parameter of the
+    /// hash, not a truncation: BLAKE2b-256 is not the first half of BLAKE2b-512.
+    Blake2b(u8),
 }
 
 impl Algorithm {
-    /// Every algorithm, for messages and tests.
-    pub const ALL: [Algorithm; 10] = [
+    /// Every algorithm (BLAKE2b at `b2sum`'s default length), for messages and tests.
+    pub const ALL: [Algorithm; 11] = [
         Algorithm::Md5,
         Algorithm::Sha1,
         Algorithm::Sha224,
@@ -264,11 +271,21 @@ impl Algorithm {
         Algorithm::Xxh64,
         Algorithm::Xxh3_64,
         Algorithm::Xxh128,
+        Algorithm::Blake2b(BLAKE2B_MAX_BYTES),
     ];
 
-    /// Lower-case name, as the summary reports it (`xxh3-64` is [`ALGORITHM`]).
-    pub fn name(self) -> &'static str {
-        match self {
+    /// BLAKE2b with a digest of `bytes` bytes; `None` outside 1..=64.
+    pub fn blake2b(bytes: usize) -> Option<Algorithm> {
+        u8::try_from(bytes)
+            .ok()
+            .filter(|b| (1..=BLAKE2B_MAX_BYTES).contains(b))
+            .map(Algorithm::Blake2b)
+    }
+
+    /// Lower-case name, as the summary reports it (`xxh3-64` is [`ALGORITHM`]; BLAKE2b as
+    /// `b2sum --tag` names it, `blake2b` at 512 bits and `blake2b-256` at 256).
+    pub fn name(self) -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed(match self {
             Algorithm::Md5 => "md5",
             Algorithm::Sha1 => "sha1",
             Algorithm::Sha224 => "sha224",
@@ -279,7 +296,9 @@ impl Algorithm {
             Algorithm::Xxh64 => "xxh64",
             Algorithm::Xxh3_64 => ALGORITHM,
             Algorithm::Xxh128 => "xxh128",
-        }
+            Algorithm::Blake2b(BLAKE2B_MAX_BYTES) => "blake2b",
+            Algorithm::Blake2b(n) => return format!("blake2b-{}", n as u32 * 8).into(),
+        })
     }
 
     /// Length of a digest in bytes.
@@ -293,13 +312,26 @@ impl Algorithm {
             Algorithm::Sha512 => 64,
             Algorithm::Xxh32 => 4,
             Algorithm::Xxh64 | Algorithm::Xxh3_64 => 8,
+            Algorithm::Blake2b(n) => n as usize,
         }
     }
 
     /// The algorithm of a BSD-style tag (`SHA256 (name) = …`, as `sha256sum --tag` and
     /// `xxhsum --tag` write it); the flag says the digest is little-endian (`xxhsum
-    /// --little-endian` writes `XXH64_LE`).
+    /// --little-endian` writes `XXH64_LE`). `b2sum --tag` writes `BLAKE2b` for its default
+    /// 512 bits and `BLAKE2b-BITS` after `-l BITS` (a multiple of 8, at most 512).
     pub fn from_tag(tag: &str) -> Option<(Algorithm, bool)> {
+        if let Some(bits) = tag.strip_prefix("BLAKE2b") {
+            let bytes = match bits.strip_prefix('-') {
+                None if bits.is_empty() => BLAKE2B_MAX_BYTES as usize,
+                Some(b) if !b.starts_with('0') => {
+                    let bits: usize = b.parse().ok().filter(|n| n % 8 == 0)?;
+                    bits / 8
+                }
+                _ => return None,
+            };
+            return Algorithm::blake2b(bytes).map(|a| (a, false));
+        }
         let (base, le) = match tag.strip_suffix("_LE") {
             Some(b) => (b, true),
             None => (tag, false),
@@ -355,13 +387,17 @@ impl Algorithm {
             Algorithm::Xxh64 => Inner::Xxh64(twox_hash::XxHash64::with_seed(0)),
             Algorithm::Xxh3_64 => Inner::Xxh3(Xxh3::new()),
             Algorithm::Xxh128 => Inner::Xxh128(Box::new(twox_hash::XxHash3_128::with_seed(0))),
+            Algorithm::Blake2b(n) => Inner::Blake2b(Box::new(
+                <blake2::Blake2bVar as blake2::digest::VariableOutput>::new(n as usize)
+                    .expect("Blake2b lengths are 1..=64"),
+            )),
         })
     }
 }
 
 impl std::fmt::Display for Algorithm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        f.write_str(&self.name())
     }
 }
 
@@ -379,6 +415,7 @@ enum Inner {
     Xxh64(twox_hash::XxHash64),
     Xxh3(Xxh3),
     Xxh128(Box<twox_hash::XxHash3_128>),
+    Blake2b(Box<blake2::Blake2bVar>),
 }
 
 impl StreamHasher {
@@ -395,6 +432,7 @@ impl StreamHasher {
             Inner::Xxh64(h) => h.write(data),
             Inner::Xxh3(h) => h.update(data),
             Inner::Xxh128(h) => h.write(data),
+            Inner::Blake2b(h) => blake2::digest::Update::update(h.as_mut(), data),
         }
     }
 
@@ -413,6 +451,13 @@ impl StreamHasher {
             Inner::Xxh64(h) => h.finish().to_be_bytes().to_vec(),
             Inner::Xxh3(h) => h.digest().to_be_bytes().to_vec(),
             Inner::Xxh128(h) => h.finish_128().to_be_bytes().to_vec(),
+            Inner::Blake2b(h) => {
+                use blake2::digest::VariableOutput as _;
+                let mut out = vec![0u8; h.output_size()];
+                h.finalize_variable(&mut out)
+                    .expect("the buffer has the digest's length");
+                out
+            }
         }
     }
 }
@@ -711,6 +756,11 @@ mod tests {
             (Algorithm::Xxh64, "44bc2cf5ad770999"),
             (Algorithm::Xxh3_64, "78af5f94892f3950"),
             (Algorithm::Xxh128, "06b05ab6733a618578af5f94892f3950"),
+            // RFC 7693 appendix A
+            (
+                Algorithm::Blake2b(64),
+                "ba80a53f981c4d0d6a2797b69f12f6e94c212f14685ac4b74b12bb6fdbffa2d17d87c5392aab792dc252d5de4533cc9518d38aa8dbf1925ab92386edd4009923",
+            ),
         ];
         assert_eq!(want.len(), Algorithm::ALL.len());
         for (a, hex) in want {
@@ -735,6 +785,28 @@ mod tests {
             Some((Algorithm::Xxh64, true))
         );
         assert_eq!(Algorithm::from_tag("SHA256_LE"), None);
+        assert_eq!(
+            Algorithm::from_tag("BLAKE2b"),
+            Some((Algorithm::Blake2b(64), false))
+        );
+        assert_eq!(
+            Algorithm::from_tag("BLAKE2b-256"),
+            Some((Algorithm::Blake2b(32), false))
+        );
+        for bad in [
+            "BLAKE2b-255",
+            "BLAKE2b-520",
+            "BLAKE2b-0",
+            "BLAKE2b-08",
+            "BLAKE2b_LE",
+            "BLAKE2s",
+        ] {
+            assert_eq!(Algorithm::from_tag(bad), None, "{bad}");
+        }
+        assert_eq!(Algorithm::Blake2b(64).name(), "blake2b");
+        assert_eq!(Algorithm::Blake2b(20).name(), "blake2b-160");
+        assert_eq!(Algorithm::blake2b(65), None);
+        assert_eq!(Algorithm::blake2b(0), None);
         assert_eq!(Algorithm::from_aria2("SHA-256"), Some(Algorithm::Sha256));
         assert_eq!(Algorithm::from_aria2("adler32"), None);
     }

@@ -1,13 +1,22 @@
 //! Publisher checksum files (`--checksum-file`): the GNU coreutils format of `sha256sum`,
-//! `sha512sum`, `md5sum`, `sha1sum` (`HEX  name` in text mode, `HEX *name` in binary mode, a
-//! line starting with `\` when the name has escaped `\\`, `\n` or `\r`), the BSD format that
-//! `--tag` writes (`SHA256 (name) = HEX`), and `xxhsum`'s (`HEX  name` for XXH32/XXH64/XXH128,
-//! `XXH3_HEX  name` or `XXH3 (name) = HEX` for XXH3-64, `_LE` tags for little-endian digests).
+//! `sha512sum`, `md5sum`, `sha1sum` and `b2sum` (`HEX  name` in text mode, `HEX *name` in
+//! binary mode, a line starting with `\` when the name has escaped `\\`, `\n` or `\r`), the BSD
+//! format that `--tag` writes (`SHA256 (name) = HEX`, `BLAKE2b-256 (name) = HEX`), and
+//! `xxhsum`'s (`HEX  name` for XXH32/XXH64/XXH128, `XXH3_HEX  name` or `XXH3 (name) = HEX` for
+//! XXH3-64, `_LE` tags for little-endian digests).
+//!
+//! A bare `HEX  name` line does not say its algorithm: its length does (as `sha256sum -c`
+//! and `xxhsum -c` read it), unless the checksum file's name announces one. A BLAKE2b line of
+//! 128 digits has a SHA-512's length and one of `b2sum -l 256` a SHA-256's, so such a file is
+//! read as BLAKE2b only when its name says so (`B2SUMS`, `*.b2`, `*blake2*`), and then, as
+//! `b2sum -c` does, the digest length is the number of hex digits over 2
+//! (GNU coreutils manual, "b2sum: Print or check BLAKE2 digests",
+//! <https://www.gnu.org/software/coreutils/manual/html_node/b2sum-invocation.html>).
 //!
 //! Lines starting with `#` and the armour of a PGP clear-signed file (Fedora's `CHECKSUM`
 //! files) are skipped; the signature itself is not checked.
 
-use crate::checksum::{from_hex, Algorithm};
+use crate::checksum::{from_hex, Algorithm, BLAKE2B_MAX_BYTES};
 use std::collections::HashMap;
 
 /// One checksum line.
@@ -31,18 +40,22 @@ pub struct SumsFile {
     by_name: HashMap<String, usize>,
 }
 
-/// The algorithm a checksum file's name announces (`SHA256SUMS`, `files.md5`, `x.xxh128`);
-/// `Err` for a family this build does not verify (BLAKE2).
+/// The algorithm a checksum file's name announces (`SHA256SUMS`, `files.md5`, `x.xxh128`,
+/// `B2SUMS`); for BLAKE2b the length is `b2sum`'s default, and each line's digest gives its
+/// own (see [`algorithm_for_length`]). `Err` for a BLAKE2 variant `b2sum` does not write.
 pub fn algorithm_hint(file_name: &str) -> Result<Option<Algorithm>, String> {
     let n = file_name
         .rsplit('/')
         .next()
         .unwrap_or(file_name)
         .to_ascii_lowercase();
-    if n.contains("b2sum") || n.contains("blake2") || n.starts_with("b2") {
+    if n.contains("blake2s") || n.contains("b2ssum") {
         return Err(format!(
-            "{file_name}: BLAKE2 checksums are not supported; use a SHA-256, SHA-512, MD5 or xxHash file"
+            "{file_name}: BLAKE2s checksums are not supported (b2sum writes BLAKE2b); use a BLAKE2b, SHA-256, SHA-512, MD5 or xxHash file"
         ));
+    }
+    if n.contains("b2sum") || n.contains("blake2") || n.starts_with("b2") || n.ends_with(".b2") {
+        return Ok(Some(Algorithm::Blake2b(BLAKE2B_MAX_BYTES)));
     }
     // longer names first: "xxh32" contains "xxh3", "sha512" is not "sha5"
     let table = [
@@ -62,9 +75,12 @@ pub fn algorithm_hint(file_name: &str) -> Result<Option<Algorithm>, String> {
 
 /// The algorithm of a bare hex digest of `hex_len` digits: what the name announces, else the
 /// tool that writes digests of that length (16 digits: `xxhsum`'s default XXH64; 32: MD5).
+/// BLAKE2b digests have any length `b2sum -l` gives, so its length is the digest's.
 fn algorithm_for_length(hex_len: usize, hint: Option<Algorithm>) -> Option<Algorithm> {
-    if let Some(a) = hint {
-        return (a.digest_len() * 2 == hex_len).then_some(a);
+    match hint {
+        Some(Algorithm::Blake2b(_)) if hex_len % 2 == 0 => return Algorithm::blake2b(hex_len / 2),
+        Some(a) => return (a.digest_len() * 2 == hex_len).then_some(a),
+        None => {}
     }
     Some(match hex_len {
         8 => Algorithm::Xxh32,
@@ -176,6 +192,10 @@ fn parse_line(
         Some(_) => return Err(LineError::NotAChecksum),
         None => algorithm_for_length(hex.len(), hint).ok_or_else(|| {
             LineError::Unsupported(match hint {
+                Some(Algorithm::Blake2b(_)) => format!(
+                    "a {}-digit digest where the file name announces BLAKE2b (an even number of digits, at most 128)",
+                    hex.len()
+                ),
                 Some(h) => format!(
                     "a {}-digit digest where the file name announces {h} ({} digits)",
                     hex.len(),
@@ -376,12 +396,67 @@ mod tests {
             e.contains("line 1") && e.contains("announces sha256"),
             "{e}"
         );
-        let e = SumsFile::parse(md5ish, "B2SUMS").unwrap_err();
-        assert!(e.contains("BLAKE2"), "{e}");
-        let e = SumsFile::parse("BLAKE2b (f) = 00\n", "sums").unwrap_err();
-        assert!(e.contains("BLAKE2b algorithm is not supported"), "{e}");
+        let e = SumsFile::parse("BLAKE2s (f) = 00\n", "sums").unwrap_err();
+        assert!(e.contains("BLAKE2s algorithm is not supported"), "{e}");
+        let e = SumsFile::parse(md5ish, "files.blake2s").unwrap_err();
+        assert!(e.contains("BLAKE2s checksums are not supported"), "{e}");
         let e = SumsFile::parse("abcde  f\n", "sums").unwrap_err();
         assert!(e.contains("5-digit"), "{e}");
+    }
+
+    // what `b2sum abc`, `b2sum -l 256 abc`, `b2sum -l 8 abc` and their `--tag` forms print
+    // (GNU coreutils 9.1); the first is RFC 7693 appendix A's BLAKE2b-512 of "abc"
+    const B2_512: &str = "ba80a53f981c4d0d6a2797b69f12f6e94c212f14685ac4b74b12bb6fdbffa2d17d87c5392aab792dc252d5de4533cc9518d38aa8dbf1925ab92386edd4009923";
+    const B2_256: &str = "bddd813c634239723171ef3fee98579b94964e3bb1cb3e427262c8c068d52319";
+
+    #[test]
+    fn b2sum_lengths_from_the_digest_or_the_tag() {
+        let gnu = format!("{B2_512}  a\n{B2_256}  b\n6b *c\n");
+        for name in [
+            "B2SUMS",
+            "https://h/x/data.b2",
+            "files.blake2b",
+            "b2sums.txt",
+        ] {
+            let s = SumsFile::parse(&gnu, name).unwrap();
+            let got: Vec<(&str, Algorithm)> = s
+                .entries
+                .iter()
+                .map(|e| (e.name.as_str(), e.algo))
+                .collect();
+            assert_eq!(
+                got,
+                [
+                    ("a", Algorithm::Blake2b(64)),
+                    ("b", Algorithm::Blake2b(32)),
+                    ("c", Algorithm::Blake2b(1))
+                ],
+                "{name}"
+            );
+        }
+        // without a name that says BLAKE2b, 128 and 64 digits are SHA-512 and SHA-256, as
+        // sha512sum -c and sha256sum -c read them
+        let e = SumsFile::parse(&gnu, "sums").unwrap_err();
+        assert!(
+            e.contains("line 3: no supported algorithm has 2-digit"),
+            "{e}"
+        );
+        let s = SumsFile::parse(&format!("{B2_512}  a\n{B2_256}  b\n"), "sums").unwrap();
+        assert_eq!(s.entries[0].algo, Algorithm::Sha512);
+        assert_eq!(s.entries[1].algo, Algorithm::Sha256);
+        // the tag names the algorithm whatever the file is called
+        let tag = format!("BLAKE2b (a) = {B2_512}\nBLAKE2b-256 (b) = {B2_256}\n");
+        let s = SumsFile::parse(&tag, "CHECKSUMS").unwrap();
+        assert_eq!(
+            s.algorithms(),
+            [Algorithm::Blake2b(32), Algorithm::Blake2b(64)]
+        );
+        assert_eq!(to_hex(&s.entries[1].digest), B2_256);
+        // a tag whose length and digest disagree is not a checksum line
+        let s = SumsFile::parse(&format!("BLAKE2b-256 (a) = {B2_512}\n{tag}"), "x").unwrap();
+        assert_eq!(s.malformed, [1]);
+        let e = SumsFile::parse(&format!("{B2_512}0  a\n"), "B2SUMS").unwrap_err();
+        assert!(e.contains("129-digit") && e.contains("BLAKE2b"), "{e}");
     }
 
     #[test]
