@@ -37,7 +37,7 @@ pub struct CalibrateArgs {
 
 pub fn calibrate(a: CalibrateArgs) -> Result<ExitCode> {
     let root = SysRoot::from_env();
-    let n_cpus = wattio_energy::cpu::online_cpu_count(&root)?;
+    let n_cpus = wattio_energy::online_cpu_count(&root)?;
     let mut driver: Box<dyn LoadDriver> = match a.driver.as_str() {
         "spin" => Box::new(SpinDriver { n_cpus }),
         "stress-ng" if !StressNgDriver::available() => {
@@ -70,7 +70,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<ExitCode> {
         format_duration(a.settle),
         driver.name()
     );
-    let levels_measured = wattio_progress::Sink::new(|l: &wattio_energy::model_file::LevelResult| {
+    let levels_measured = wattio_progress::Sink::new(|l: &wattio_energy::LevelResult| {
         eprintln!(
             "  load {:>5.1} %: utilisation {:>5.1} %, {:.3} W per vCPU (package, measured)",
             l.load * 100.0,

@@ -57,8 +57,8 @@ impl ModelArgs {
         let ccf = match (self.model_min_w, self.model_max_w) {
             (None, None) => None,
             (min, max) => Some((
-                min.unwrap_or(wattio_energy::model::CCF_MIN_W),
-                max.unwrap_or(wattio_energy::model::CCF_MAX_W),
+                min.unwrap_or(wattio_energy::CCF_MIN_W),
+                max.unwrap_or(wattio_energy::CCF_MAX_W),
             )),
         };
         Ok(self.model.resolve(root, ccf)?)
@@ -165,10 +165,7 @@ pub fn render_probe(r: &ProbeReport) -> String {
             for c in &m.counters {
                 let safe = match c.wrap {
                     Wrap::AtMax(u64::MAX) => String::new(),
-                    _ => format!(
-                        "  read every ≤ {:.3} s",
-                        wattio_energy::wrap::max_safe_period(c)
-                    ),
+                    _ => format!("  read every ≤ {:.3} s", wattio_energy::max_safe_period(c)),
                 };
                 let _ = writeln!(
                     s,
@@ -219,7 +216,7 @@ pub fn render_probe(r: &ProbeReport) -> String {
 }
 
 /// The GPU part of the probe report: NVIDIA GPUs through NVML, or why NVML is not usable.
-pub fn render_gpu_probe(g: &wattio_energy::nvml::GpuProbe) -> String {
+pub fn render_gpu_probe(g: &wattio_energy::GpuProbe) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     if g.usable {
@@ -230,10 +227,10 @@ pub fn render_gpu_probe(g: &wattio_energy::nvml::GpuProbe) -> String {
         );
         for gpu in &g.gpus {
             let how = match gpu.counter {
-                wattio_energy::nvml::GpuCounter::EnergyCounter => {
+                wattio_energy::GpuCounter::EnergyCounter => {
                     "energy counter (nvmlDeviceGetTotalEnergyConsumption, mJ)"
                 }
-                wattio_energy::nvml::GpuCounter::PowerIntegrated => {
+                wattio_energy::GpuCounter::PowerIntegrated => {
                     "power fallback (nvmlDeviceGetPowerUsage, mW, integrated)"
                 }
             };
@@ -341,7 +338,7 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
                 );
             }
             let root = SysRoot::from_env();
-            let n_cpus = wattio_energy::cpu::online_cpu_count(&root)?;
+            let n_cpus = wattio_energy::online_cpu_count(&root)?;
             Some(
                 wattio_meter::attribute::RecordAttribution::new(
                     root,
@@ -467,7 +464,7 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
     let live = match a.attribution.by {
         Some(by) => {
             let root = SysRoot::from_env();
-            let n_cpus = wattio_energy::cpu::online_cpu_count(&root)?;
+            let n_cpus = wattio_energy::online_cpu_count(&root)?;
             Some((
                 wattio_meter::attribute::LiveAttribution::start(
                     &meter,

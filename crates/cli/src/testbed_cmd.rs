@@ -171,11 +171,8 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
                             None
                         }
                     };
-                    let s = runstats::run(
-                        cmd,
-                        wattio_energy::model::ModelParams::default(),
-                        meter.as_ref(),
-                    )?;
+                    let s =
+                        runstats::run(cmd, wattio_energy::ModelParams::default(), meter.as_ref())?;
                     std::fs::write(&path, serde_json::to_string_pretty(&s)?)
                         .with_context(|| format!("cannot write {}", path.display()))?;
                     s.exit_code

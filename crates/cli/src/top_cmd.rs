@@ -58,7 +58,7 @@ pub fn top(a: TopArgs) -> Result<ExitCode> {
     }
     let meter = a.source.open_meter()?;
     let root = SysRoot::from_env();
-    let n_cpus = wattio_energy::cpu::online_cpu_count(&root)?;
+    let n_cpus = wattio_energy::online_cpu_count(&root)?;
     let mut live = LiveAttribution::start(&meter, root, a.by, a.idle, n_cpus)
         .context("starting attribution")?;
     let stop = Arc::new(AtomicBool::new(false));

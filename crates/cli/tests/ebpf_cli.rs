@@ -32,7 +32,7 @@ fn run_ebpf(root: &Path, args: &[&str]) -> Option<String> {
     if out.status.success() {
         return Some(String::from_utf8(out.stdout).unwrap());
     }
-    if !wattio_energy::ebpf::BUILT_IN {
+    if !wattio_energy::EBPF_BUILT_IN {
         assert!(
             stderr.contains("built without the eBPF mechanism")
                 && stderr.contains("--features ebpf"),

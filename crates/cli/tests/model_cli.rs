@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 use wattio_energy::fixture::{self, FixtureTree};
-use wattio_energy::model_file::{ModelFile, FORMAT};
+use wattio_energy::{ModelFile, MODEL_FILE_FORMAT};
 
 const BIN: &str = env!("CARGO_BIN_EXE_wattio");
 
@@ -146,7 +146,7 @@ fn an_unknown_cpu_falls_back_to_the_ccf_average_and_probe_says_why() {
 fn a_model_file_is_used_and_bad_ones_are_refused_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let file = ModelFile {
-        format: FORMAT.into(),
+        format: MODEL_FILE_FORMAT.into(),
         cpu: "AMD EPYC 7713 64-Core Processor".into(),
         vcpus: 4,
         measured_with: "powercap".into(),

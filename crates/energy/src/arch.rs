@@ -1,36 +1,5 @@
 //! The CPU's microarchitecture, and the Cloud Carbon Footprint (CCF) coefficients for it: the
 //! `ccf-linear(arch=…)` model, the default on VMs whose CPU name hides the part.
-//!
-//! Cloud VMs mask the processor's name (`AMD EPYC`, `Intel(R) Xeon(R) CPU @ 2.20GHz`), but the
-//! hypervisor passes CPUID's vendor, family, model and stepping through and `/proc/cpuinfo` shows
-//! them. They are mapped to a microarchitecture, which is looked up in CCF's table of watts per
-//! vCPU at idle and at full load per microarchitecture:
-//!
-//! * **Intel**, family 6: model → microarchitecture as Linux names them in
-//!   `arch/x86/include/asm/intel-family.h` (the same DisplayFamily_DisplayModel values as the
-//!   Intel SDM vol. 4, table 2-1). Model 0x55 is Skylake-SP, Cascade Lake or Cooper Lake by
-//!   stepping, as Intel's microcode release notes list them (`SKX-SP 06-55-03/04`,
-//!   `CLX-SP 06-55-06/07`, `CPX-SP 06-55-0b`,
-//!   <https://github.com/intel/Intel-Linux-Processor-Microcode-Data-Files/blob/main/releasenote.md>);
-//!   models 0x8E and 0x9E are Kaby, Coffee or Whiskey Lake by stepping (intel-family.h's comments).
-//! * **AMD**: family 17h, 19h and 1Ah model ranges → Zen generation, as `bsp_init_amd` in Linux
-//!   `arch/x86/kernel/cpu/amd.c` sets `X86_FEATURE_ZEN…`. Zen 1 to 4 are the cores of the EPYC
-//!   7001, 7002, 7003 and 9004/8004 series, which CCF's table calls EPYC 1st to 4th Gen.
-//! * **The name**, where family and model do not settle it: a hypervisor CPU model named after
-//!   its microarchitecture (QEMU's `Intel Xeon Processor (Icelake)`, `AMD EPYC-Milan Processor`;
-//!   QEMU's `Icelake-Server` reports model 134, Linux's Tremont-D, so its name is the better
-//!   signal), an EPYC model number (its last digit is the generation: 7763 → 3rd, AMD's series
-//!   naming 7003/9004), or a Xeon Scalable one (its second digit is the generation: Gold 6130 →
-//!   1st, Skylake; Platinum 8259CL → 2nd, Cascade Lake;
-//!   <https://www.intel.com/content/www/us/en/processors/processor-numbers.html>). Family and
-//!   model win where both give coefficients.
-//!
-//! The table is `data/ccf_coefficients_aws_use.csv` (its source, licence and a check of every
-//! row against SPECpower are in `data/README.md`). Each row is the mean, over the SPECpower
-//! results of that microarchitecture, of the whole server's wall power at active idle and at
-//! 100 % load divided by its hardware threads — so it is a server's share per vCPU, not a CPU
-//! package's power as RAPL measures it. The EPYC 5th Gen row is not used (see
-//! [`UNUSABLE_ROWS`]).
 
 use crate::cpu::{self, CpuId, Vendor};
 use crate::model::ModelParams;
@@ -38,7 +7,7 @@ use crate::root::SysRoot;
 use std::sync::OnceLock;
 
 /// Where the coefficients come from, for notes and docs.
-pub const CCF_TABLE: &str = "ccf-coefficients output/coefficients-aws-use.csv, Apache-2.0, in crates/energy/data/ of the wattio repository";
+pub(crate) const CCF_TABLE: &str = "ccf-coefficients output/coefficients-aws-use.csv, Apache-2.0, in crates/energy/data/ of the wattio repository";
 
 /// Rows of the table that are not used, and why.
 ///
@@ -46,7 +15,7 @@ pub const CCF_TABLE: &str = "ccf-coefficients output/coefficients-aws-use.csv, A
 /// Zen 5 figure: ccf-coefficients' `data/amd-epyc-gen5.csv` ends in 49 blank lines, each of
 /// which becomes a pattern matching every SPECpower result, so the row averages 1039 of the
 /// 1088 results of every CPU since 2007.
-pub const UNUSABLE_ROWS: &[(&str, &str)] = &[(
+pub(crate) const UNUSABLE_ROWS: &[(&str, &str)] = &[(
     "EPYC 5th Gen",
     "CCF's EPYC 5th Gen row averages 1039 of the 1088 SPECpower results of every CPU, not Zen 5 servers (blank lines in its CPU list match everything)",
 )];
@@ -55,7 +24,7 @@ static CSV: &str = include_str!("../data/ccf_coefficients_aws_use.csv");
 
 /// A microarchitecture and how it was recognised.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Microarch {
+pub(crate) struct Microarch {
     /// As CCF's table names it where the table has it (`EPYC 4th Gen`, `Ice Lake`), else the
     /// vendor's code name (`Tiger Lake`).
     pub name: &'static str,
@@ -64,7 +33,7 @@ pub struct Microarch {
 }
 
 /// `(architecture, min W, max W per vCPU)` rows of the vendored table, as written there.
-pub fn ccf_table() -> &'static [(String, f64, f64)] {
+pub(crate) fn ccf_table() -> &'static [(String, f64, f64)] {
     static TABLE: OnceLock<Vec<(String, f64, f64)>> = OnceLock::new();
     TABLE.get_or_init(|| {
         CSV.lines()
@@ -82,7 +51,7 @@ pub fn ccf_table() -> &'static [(String, f64, f64)] {
 }
 
 /// CCF's `(min, max)` watts per vCPU for `arch`, or one line saying why there are none.
-pub fn ccf_coefficients(arch: &str) -> Result<(f64, f64), String> {
+pub(crate) fn ccf_coefficients(arch: &str) -> Result<(f64, f64), String> {
     if let Some((_, why)) = UNUSABLE_ROWS.iter().find(|(a, _)| *a == arch) {
         return Err(format!("{why}, so it is not used"));
     }
@@ -185,7 +154,7 @@ const AMD_ZEN: &[ZenGeneration] = &[
 ];
 
 /// The microarchitecture CPUID's family, model and stepping name, or one line saying why not.
-pub fn from_cpuid(id: &CpuId, stepping: Option<u32>) -> Result<Microarch, String> {
+pub(crate) fn from_cpuid(id: &CpuId, stepping: Option<u32>) -> Result<Microarch, String> {
     let (family, model) = (id.family, id.model);
     match id.vendor {
         Vendor::Intel if family == 6 => {
@@ -300,7 +269,7 @@ fn generation_digit(number: &str, i: usize) -> Option<usize> {
 }
 
 /// The microarchitecture a `model name` states, if it states one.
-pub fn from_name(model_name: &str) -> Option<Microarch> {
+pub(crate) fn from_name(model_name: &str) -> Option<Microarch> {
     let squashed: String = model_name
         .chars()
         .filter(char::is_ascii_alphanumeric)
@@ -350,7 +319,7 @@ pub fn from_name(model_name: &str) -> Option<Microarch> {
 
 /// This CPU's microarchitecture with CCF coefficients, `(microarchitecture, min W, max W)`, or
 /// one line saying why there is none.
-pub fn identify(id: &CpuId, stepping: Option<u32>) -> Result<(Microarch, f64, f64), String> {
+pub(crate) fn identify(id: &CpuId, stepping: Option<u32>) -> Result<(Microarch, f64, f64), String> {
     let by_cpuid = from_cpuid(id, stepping);
     let by_name = from_name(&id.model_name);
     let cpuid_says = match &by_cpuid {
@@ -382,7 +351,7 @@ pub fn identify(id: &CpuId, stepping: Option<u32>) -> Result<(Microarch, f64, f6
 }
 
 /// The ccf-linear model with `arch`'s coefficients (named with them, to 3 decimals).
-pub fn ccf_arch_model(arch: &str, min_w: f64, max_w: f64) -> ModelParams {
+pub(crate) fn ccf_arch_model(arch: &str, min_w: f64, max_w: f64) -> ModelParams {
     ModelParams {
         name: format!("ccf-linear(arch={arch},min={min_w:.3}W,max={max_w:.3}W per vCPU)"),
         points: vec![(0.0, min_w), (1.0, max_w)],
@@ -392,7 +361,7 @@ pub fn ccf_arch_model(arch: &str, min_w: f64, max_w: f64) -> ModelParams {
 
 /// The ccf-linear model with this machine's microarchitecture coefficients, or one line saying
 /// why there is none.
-pub fn ccf_arch_for_machine(root: &SysRoot) -> Result<ModelParams, String> {
+pub(crate) fn ccf_arch_for_machine(root: &SysRoot) -> Result<ModelParams, String> {
     let id = cpu::cpu_id(root).map_err(|e| {
         format!("the CPU cannot be identified ({e}), so its microarchitecture is unknown")
     })?;

@@ -9,16 +9,19 @@ use crate::Source;
 use std::ffi::OsStr;
 
 /// The counters of a CPU source followed by those of a GPU source.
-pub struct Combined {
+pub struct CombinedSource {
     cpu: Option<Box<dyn Source>>,
     gpu: Option<Box<dyn Source>>,
     n_cpu: usize,
     specs: Vec<CounterSpec>,
 }
 
-impl Combined {
+impl CombinedSource {
     /// Both sources, or either; `None` when both are `None`.
-    pub fn new(cpu: Option<Box<dyn Source>>, gpu: Option<Box<dyn Source>>) -> Option<Combined> {
+    pub fn new(
+        cpu: Option<Box<dyn Source>>,
+        gpu: Option<Box<dyn Source>>,
+    ) -> Option<CombinedSource> {
         if cpu.is_none() && gpu.is_none() {
             return None;
         }
@@ -28,7 +31,7 @@ impl Combined {
             .chain(gpu.iter())
             .flat_map(|s| s.counters().iter().cloned())
             .collect();
-        Some(Combined {
+        Some(CombinedSource {
             cpu,
             gpu,
             n_cpu,
@@ -37,13 +40,13 @@ impl Combined {
     }
 }
 
-impl Source for Combined {
+impl Source for CombinedSource {
     /// The CPU source's provenance (the one `total_j` carries), or the GPU's without a CPU.
     fn provenance(&self) -> &Provenance {
         match (&self.cpu, &self.gpu) {
             (Some(c), _) => c.provenance(),
             (None, Some(g)) => g.provenance(),
-            (None, None) => unreachable!("Combined::new refuses two missing sources"),
+            (None, None) => unreachable!("CombinedSource::new refuses two missing sources"),
         }
     }
 
@@ -126,7 +129,7 @@ pub fn open_with_gpus(
     match (cpu, gpu) {
         (Some(c), None) => Ok((c, passed_over)),
         (cpu, gpu) => {
-            let src = Combined::new(cpu, gpu).ok_or_else(|| {
+            let src = CombinedSource::new(cpu, gpu).ok_or_else(|| {
                 EnergyError::Invalid(
                     "no domain selected: give --domains a CPU domain or gpu".into(),
                 )

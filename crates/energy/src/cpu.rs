@@ -82,7 +82,7 @@ fn parse_cpuinfo(text: &str) -> Option<CpuId> {
 ///
 /// It tells apart processors that share a model number (Intel family 6 model 0x55 is Skylake-SP,
 /// Cascade Lake or Cooper Lake by stepping).
-pub fn stepping(root: &SysRoot) -> Option<u32> {
+pub(crate) fn stepping(root: &SysRoot) -> Option<u32> {
     let text = fs::read_to_string(root.path("/proc/cpuinfo")).ok()?;
     parse_stepping(&text)
 }
@@ -94,7 +94,7 @@ fn parse_stepping(text: &str) -> Option<u32> {
 }
 
 /// Parses a kernel CPU list such as `0-3,8,10-11`.
-pub fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
+pub(crate) fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
     let mut cpus = Vec::new();
     for part in s.trim().split(',').filter(|p| !p.is_empty()) {
         match part.split_once('-') {
@@ -112,7 +112,7 @@ pub fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
 }
 
 /// Online CPUs grouped by physical package: package id → CPUs, in ascending order.
-pub fn packages(root: &SysRoot) -> Result<BTreeMap<u32, Vec<u32>>, EnergyError> {
+pub(crate) fn packages(root: &SysRoot) -> Result<BTreeMap<u32, Vec<u32>>, EnergyError> {
     let online_path = root.path("/sys/devices/system/cpu/online");
     let online = fs::read_to_string(&online_path)
         .map_err(|e| EnergyError::from_io(&online_path, e, "is /sys mounted?"))?;
@@ -159,7 +159,7 @@ pub fn online_cpu_count(root: &SysRoot) -> Result<usize, EnergyError> {
 /// and `drivers/powercap/intel_rapl_common.c` (`rapl_defaults_hsw_server`), Intel Xeon E5 v3
 /// datasheet vol. 2 (330784-001); Sapphire and Emerald Rapids use the standard unit since kernel
 /// commit 4c081324df56 ("powercap: intel_rapl: Use standard Energy Unit for SPR Dram RAPL domain").
-pub const INTEL_DRAM_FIXED_UNIT_MODELS: &[(u32, &str)] = &[
+pub(crate) const INTEL_DRAM_FIXED_UNIT_MODELS: &[(u32, &str)] = &[
     (0x3F, "Haswell-X (Xeon E5/E7 v3)"),
     (0x4F, "Broadwell-X (Xeon E5/E7 v4)"),
     (0x56, "Broadwell-D (Xeon D-1500)"),
@@ -171,10 +171,10 @@ pub const INTEL_DRAM_FIXED_UNIT_MODELS: &[(u32, &str)] = &[
 ];
 
 /// The fixed DRAM unit exponent (2^-16 J) of [`INTEL_DRAM_FIXED_UNIT_MODELS`].
-pub const INTEL_DRAM_FIXED_ESU: u32 = 16;
+pub(crate) const INTEL_DRAM_FIXED_ESU: u32 = 16;
 
 /// Whether `id` is a processor whose DRAM counter uses the fixed 2^-16 J unit.
-pub fn has_intel_dram_unit_quirk(id: &CpuId) -> bool {
+pub(crate) fn has_intel_dram_unit_quirk(id: &CpuId) -> bool {
     id.vendor == Vendor::Intel
         && id.family == 6
         && INTEL_DRAM_FIXED_UNIT_MODELS

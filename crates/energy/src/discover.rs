@@ -168,7 +168,7 @@ fn open_mechanism(
             }),
             vec![],
         ),
-        Mechanism::Perf => match perf::discover(root) {
+        Mechanism::Perf => match perf::discover_power_pmu(root) {
             Ok(pmu) => {
                 let notes = pmu.notes.clone();
                 if pmu.events.is_empty() {
@@ -191,7 +191,7 @@ fn open_mechanism(
             Err(e) => (Err(e), vec![]),
         },
         Mechanism::Ebpf => open_ebpf(root, domains),
-        Mechanism::Powercap => match powercap::discover(root) {
+        Mechanism::Powercap => match powercap::discover_powercap(root) {
             Ok(d) => {
                 let mut notes = d.notes.clone();
                 for z in &d.zones {
@@ -231,7 +231,7 @@ fn open_ebpf(
     root: &SysRoot,
     domains: Option<&[Domain]>,
 ) -> (Result<Box<dyn Source>, EnergyError>, Vec<String>) {
-    if !crate::ebpf::BUILT_IN {
+    if !crate::ebpf::EBPF_BUILT_IN {
         return (Err(crate::ebpf::not_built()), vec![]);
     }
     let bpf_note = || {
@@ -247,7 +247,7 @@ fn open_ebpf(
         fix: "eBPF reads RAPL through the perf `power` PMU, which this kernel does not expose (VM, or `sudo modprobe rapl`); use --source powercap or msr".into(),
     }
     };
-    match perf::discover(root) {
+    match perf::discover_power_pmu(root) {
         Ok(pmu) if pmu.events.is_empty() => (
             Err(unusable(
                 "the power PMU advertises no usable energy event".into(),
@@ -308,7 +308,7 @@ pub fn discover(root: &SysRoot, params: ModelParams) -> ProbeReport {
         chosen,
         provenance,
         warnings,
-        gpu: crate::nvml::probe(&crate::nvml::lib_from_env()),
+        gpu: crate::nvml::probe_nvml(&crate::nvml::nvml_lib_from_env()),
     }
 }
 
@@ -316,7 +316,10 @@ pub fn discover(root: &SysRoot, params: ModelParams) -> ProbeReport {
 ///
 /// Raffin & Trystram (2024, §IV-A) found the two disagreeing on an AMD EPYC server, with both
 /// partly wrong; the safe subset is what both list.
-pub fn domain_disagreement(perf: &[CounterSpec], powercap: &[CounterSpec]) -> Option<String> {
+pub(crate) fn domain_disagreement(
+    perf: &[CounterSpec],
+    powercap: &[CounterSpec],
+) -> Option<String> {
     let set = |cs: &[CounterSpec]| -> BTreeSet<(u32, Domain)> {
         cs.iter().map(|c| (c.socket, c.domain)).collect()
     };

@@ -30,19 +30,19 @@ pub use bpf::EbpfSource;
 
 /// Events one CPU's record carries; `MAX_EVENTS_PER_CPU` in `bpf/rapl.bpf.c` (RAPL has at most
 /// five domains per package).
-pub const MAX_EVENTS_PER_CPU: usize = 8;
+pub(crate) const MAX_EVENTS_PER_CPU: usize = 8;
 
 /// The timer rate before a reader sets one: a read is then at most 10 ms behind the counters.
-pub const DEFAULT_HZ: f64 = 100.0;
+pub(crate) const DEFAULT_HZ: f64 = 100.0;
 
 /// Whether this build has the eBPF mechanism (Cargo feature `ebpf`).
-pub const BUILT_IN: bool = cfg!(feature = "ebpf");
+pub const EBPF_BUILT_IN: bool = cfg!(feature = "ebpf");
 
 /// What to do about a build without the feature.
-pub const NOT_BUILT_FIX: &str = "rebuild with it: `make deps build` (installs clang, libelf-dev, zlib1g-dev and pkg-config, then builds with the feature when they are there) or `cargo build --release -p wattio --features ebpf`";
+pub(crate) const NOT_BUILT_FIX: &str = "rebuild with it: `make deps build` (installs clang, libelf-dev, zlib1g-dev and pkg-config, then builds with the feature when they are there) or `cargo build --release -p wattio --features ebpf`";
 
 /// What to do when the kernel refuses BPF.
-pub fn permission_fix(root: &SysRoot) -> String {
+pub(crate) fn permission_fix(root: &SysRoot) -> String {
     let unpriv = std::fs::read_to_string(root.path("/proc/sys/kernel/unprivileged_bpf_disabled"))
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into());
@@ -58,7 +58,7 @@ pub fn permission_fix(root: &SysRoot) -> String {
 }
 
 /// What to do when the kernel lacks something the program needs.
-pub const KERNEL_FIX: &str = "the eBPF mechanism needs Linux >= 5.8 built with CONFIG_BPF_SYSCALL=y and CONFIG_BPF_EVENTS=y (ring buffers, perf_event programs); on older or trimmed kernels use --source perf";
+pub(crate) const KERNEL_FIX: &str = "the eBPF mechanism needs Linux >= 5.8 built with CONFIG_BPF_SYSCALL=y and CONFIG_BPF_EVENTS=y (ring buffers, perf_event programs); on older or trimmed kernels use --source perf";
 
 /// One record of the ring buffer: the raw counts of the events opened on `cpu` (map indices
 /// `first .. first + count`), read at `mono_ns` (CLOCK_MONOTONIC, `bpf_ktime_get_ns`).
@@ -123,7 +123,7 @@ pub struct SlotPlan {
 }
 
 impl SlotPlan {
-    /// The plan for counters bound to `cpus[i]` (source order, as [`crate::perf::open_events`] gives).
+    /// The plan for counters bound to `cpus[i]` (source order, as the perf mechanism opens them).
     pub fn new(cpus: &[u32]) -> Result<SlotPlan, EnergyError> {
         let mut plan = SlotPlan {
             cpus: Vec::new(),
@@ -156,7 +156,7 @@ impl SlotPlan {
 
 /// The newest raw count of every counter, from the records of the ring buffer.
 #[derive(Debug, Clone)]
-pub struct NewestCounts {
+pub(crate) struct NewestCounts {
     plan: SlotPlan,
     /// Per counter: the newest count.
     pub counts: Vec<u64>,
@@ -236,7 +236,7 @@ pub fn mono_ns() -> u64 {
 }
 
 /// Opens the eBPF mechanism over `pmu`'s events (optionally only `domains`).
-pub fn open(
+pub(crate) fn open(
     root: &SysRoot,
     pmu: &PowerPmu,
     domains: Option<&[Domain]>,
@@ -253,7 +253,7 @@ pub fn open(
 }
 
 /// The error of a build without the feature.
-pub fn not_built() -> EnergyError {
+pub(crate) fn not_built() -> EnergyError {
     EnergyError::Unusable {
         mechanism: Mechanism::Ebpf,
         reason: "this wattio was built without the eBPF mechanism (Cargo feature `ebpf`)".into(),
@@ -263,7 +263,7 @@ pub fn not_built() -> EnergyError {
 
 /// Whether this kernel lets this process load and attach the program, whatever RAPL says: a
 /// note for `probe` on machines without RAPL (`Ok` = BPF itself would work).
-pub fn bpf_check(root: &SysRoot) -> Result<(), EnergyError> {
+pub(crate) fn bpf_check(root: &SysRoot) -> Result<(), EnergyError> {
     #[cfg(feature = "ebpf")]
     {
         bpf::check(root)
@@ -355,7 +355,7 @@ mod tests {
              domains: Option<&[Domain]>| {
                 let dir = tempfile::tempdir().unwrap();
                 build(dir.path()).unwrap();
-                let pmu = perf::discover(&SysRoot::new(dir.path())).unwrap();
+                let pmu = perf::discover_power_pmu(&SysRoot::new(dir.path())).unwrap();
                 let slots = perf::select_events(&pmu, domains);
                 let picked: Vec<(String, u32, u32)> = slots
                     .iter()

@@ -3,7 +3,7 @@
 //! Point `WATTIO_ROOT` at a tree built here and every mechanism reads it instead of the machine:
 //! powercap zones are plain files, MSR devices are sparse files holding 8-byte little-endian
 //! values (register `r` at offset `8·r`, read with `pread` like `/dev/cpu/N/msr`; see
-//! [`crate::msr::MsrFile`]), and the
+//! the MSR mechanism), and the
 //! perf PMU description is the sysfs text (its PMU type is deliberately one no kernel has, so
 //! `perf_event_open` fails and says why; perf reads are tested with pipes instead).
 //!
@@ -11,7 +11,17 @@
 //! an Intel two-socket Skylake-X server (DRAM unit quirk), an AMD EPYC (Zen 3, per-core core
 //! energy, SMT siblings) and an Intel laptop (Tiger Lake: core, uncore, psys, an
 //! `intel-rapl-mmio` duplicate).
+//!
+//! A public namespace (`wattio_energy::fixture::…`) rather than items at the crate root: these
+//! are test doubles, not part of measuring energy, and their names (`build`, `amd_epyc`,
+//! `MACHINES`) only read well under `fixture::`.
 
+/// RAPL model-specific register addresses (Intel SDM vol. 4; AMD PPR for family 19h), for
+/// [`FixtureTree::msr`].
+pub use crate::msr::{
+    AMD_CORE_ENERGY, AMD_PKG_ENERGY, AMD_POWER_UNIT, INTEL_DRAM_ENERGY, INTEL_PKG_ENERGY,
+    INTEL_PLATFORM_ENERGY, INTEL_POWER_UNIT, INTEL_PP0_ENERGY, INTEL_PP1_ENERGY,
+};
 use std::fs::{self, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;

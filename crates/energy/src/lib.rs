@@ -1,51 +1,78 @@
 //! Energy counters for wattio.
 //!
-//! Four mechanisms read RAPL: the perf-events `power` PMU ([`perf`]), the same perf events read
-//! in the kernel by a BPF program on a timer ([`ebpf`], Cargo feature `ebpf`, only on request),
-//! the powercap sysfs tree ([`powercap`]) and raw RAPL model-specific registers ([`msr`]); where
-//! no counter can be read, a utilisation [`model`] estimates, and every such figure is labelled
-//! *estimated*.
+//! Four mechanisms read RAPL: the perf-events `power` PMU ([`PerfSource`], found by
+//! [`discover_power_pmu`]), the same perf events read in the kernel by a BPF program on a timer
+//! (`EbpfSource`, Cargo feature `ebpf`, only on request; [`EBPF_BUILT_IN`] says whether this
+//! build has it), the powercap sysfs tree ([`PowercapSource`], zones from [`discover_powercap`])
+//! and raw RAPL model-specific registers ([`MsrSource`]); where no counter can be read, a
+//! utilisation model ([`ModelSource`] with [`ModelParams`], chosen by [`ModelChoice`], calibrated
+//! into a [`ModelFile`]) estimates, and every such figure is labelled *estimated*
+//! ([`HOST_ESTIMATE_SCOPE`]).
 //!
-//! Each mechanism is a [`Source`]: it lists its counters ([`CounterSpec`]: socket, domain, unit,
-//! wrap limit) and reads their raw values. The [`Accumulator`] turns successive raw readings into
-//! joules, correcting counter wrap with each mechanism's own limit ([`wrap`]). [`discover`] probes
-//! every mechanism, says why each can or cannot be used and how to fix it, and opens the best one.
+//! Each mechanism is a [`Source`]: it lists its counters ([`CounterSpec`]: socket, [`Domain`],
+//! unit, [`Wrap`] limit) and reads their raw values. The [`Accumulator`] turns successive raw
+//! readings into joules ([`CounterDelta`]), correcting counter wrap with each mechanism's own
+//! limit ([`max_safe_period`]). [`discover`] probes every mechanism ([`ProbeReport`],
+//! [`MechanismStatus`]), says why each can or cannot be used and how to fix it, and
+//! [`open_source`] opens the best one or the [`SourceChoice`] asked for. Where a figure comes from
+//! is its [`Provenance`] ([`Mechanism`], [`provenance_label`]).
 //!
-//! GPUs are read through NVML ([`nvml`], the NVIDIA management library loaded at run time) and
-//! can be read together with any CPU mechanism ([`combined`]); each counter then says its own
-//! provenance ([`Source::counter_provenance`]).
+//! GPUs are read through NVML ([`NvmlSource`], the NVIDIA management library loaded at run time;
+//! [`probe_nvml`]) and can be read together with any CPU mechanism ([`open_with_gpus`], a
+//! [`CombinedSource`]); each counter then says its own provenance
+//! ([`Source::counter_provenance`]).
 //!
 //! Every path under `/sys`, `/dev` and `/proc` is resolved through [`SysRoot`], which honours the
-//! `WATTIO_ROOT` environment variable so fixture trees can stand in for hardware.
+//! `WATTIO_ROOT` environment variable so fixture trees ([`fixture`]) can stand in for hardware.
+//! The machine itself is described by [`Machine`], [`CpuId`] and [`online_cpu_count`].
+//!
+//! Two modules stay public as namespaces: [`attribution`] (whose energy is it: CPU-time readers,
+//! cgroups and the split of a window's energy, each a family of related functions) and
+//! [`fixture`] (stand-in `/sys` and `/proc` trees of real machines, for tests and benchmarks).
 
-pub mod accumulate;
-pub mod arch;
+mod accumulate;
+mod arch;
 pub mod attribution;
-pub mod combined;
-pub mod cpu;
-pub mod discover;
-pub mod ebpf;
-pub mod error;
+mod combined;
+mod cpu;
+mod discover;
+// Without the `ebpf` feature, the record bookkeeping only the BPF loader uses is still built, for
+// its unit tests.
+#[cfg_attr(not(feature = "ebpf"), allow(dead_code))]
+mod ebpf;
+mod error;
 pub mod fixture;
-pub mod machine;
-pub mod model;
-pub mod model_file;
-pub mod msr;
-pub mod nvml;
-pub mod perf;
-pub mod powercap;
-pub mod root;
-pub mod tdp;
-pub mod types;
-pub mod wrap;
+mod machine;
+mod model;
+mod model_file;
+mod msr;
+mod nvml;
+mod perf;
+mod powercap;
+mod root;
+mod tdp;
+mod types;
+mod wrap;
 
 pub use accumulate::{Accumulator, CounterDelta};
+pub use combined::{open_with_gpus, CombinedSource};
+pub use cpu::{cpu_id, online_cpu_count, CpuId, Vendor};
 pub use discover::{discover, open_source, MechanismStatus, ProbeReport, SourceChoice};
+#[cfg(feature = "ebpf")]
+pub use ebpf::EbpfSource;
+pub use ebpf::{mono_ns, Reading, SlotPlan, EBPF_BUILT_IN};
 pub use error::EnergyError;
 pub use machine::Machine;
-pub use model::{ModelChoice, ModelParams, ModelSource, HOST_ESTIMATE_SCOPE};
+pub use model::{ModelChoice, ModelParams, ModelSource, CCF_MAX_W, CCF_MIN_W, HOST_ESTIMATE_SCOPE};
+pub use model_file::{load_model_file, FitSummary, LevelResult, ModelFile, MODEL_FILE_FORMAT};
+pub use msr::MsrSource;
+pub use nvml::{nvml_lib_from_env, probe_nvml, GpuCounter, GpuInfo, GpuProbe, NvmlSource};
+pub use perf::{discover_power_pmu, PerfEvent, PerfSource, PowerPmu};
+pub use powercap::{discover_powercap, PowercapDiscovery, PowercapSource, PowercapZone};
 pub use root::SysRoot;
+pub use tdp::model_for_machine;
 pub use types::{provenance_label, CounterSpec, Domain, Mechanism, Provenance, Wrap};
+pub use wrap::max_safe_period;
 
 /// A set of energy counters read together.
 ///
@@ -60,7 +87,7 @@ pub trait Source: Send {
     /// Reads every counter once. Must be cheap: it runs in the sampling loop.
     fn read_raw(&mut self, out: &mut [u64]) -> Result<(), EnergyError>;
     /// Where counter `i`'s figures come from. A source of one mechanism says
-    /// [`Source::provenance`] for every counter (the default); a [`combined::Combined`] source
+    /// [`Source::provenance`] for every counter (the default); a [`CombinedSource`]
     /// (CPU counters and GPU counters read together) says each counter's own, and NVML says
     /// which GPUs are read from an energy counter and which from integrated power.
     fn counter_provenance(&self, i: usize) -> &Provenance {
@@ -68,7 +95,7 @@ pub trait Source: Send {
         self.provenance()
     }
     /// The rate the caller will read at, in reads per second. A source that samples on its own
-    /// clock (the [`ebpf`] mechanism's kernel timer) ticks at this rate; others ignore it.
+    /// clock (the eBPF mechanism's kernel timer) ticks at this rate; others ignore it.
     fn set_rate_hz(&mut self, hz: f64) -> Result<(), EnergyError> {
         let _ = hz;
         Ok(())

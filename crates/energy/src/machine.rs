@@ -47,7 +47,7 @@ impl Machine {
 }
 
 /// Whether `/proc/cpuinfo` under `root` carries the `hypervisor` flag (the kernel runs in a VM).
-pub fn virtualised(root: &SysRoot) -> bool {
+pub(crate) fn virtualised(root: &SysRoot) -> bool {
     std::fs::read_to_string(root.path("/proc/cpuinfo"))
         .map(|t| {
             t.lines()

@@ -1,39 +1,4 @@
 //! A labelled CPU power model for machines without energy counters (cloud VMs, these CI hosts).
-//!
-//! **Every figure this module produces is an estimate**, and its [`Provenance`] says so and names
-//! the model with its coefficients.
-//!
-//! A model is a curve of watts per vCPU against utilisation, piecewise linear between points
-//! ([`ModelParams`]):
-//!
-//! ```text
-//! P(u) = n_cpu · W(u)          u = busy time / (n_cpu · wall time) over the window
-//! E    = n_cpu · Δt · W(u)
-//! ```
-//!
-//! with busy time the CPU-seconds spent in user, nice, system, irq and softirq from `/proc/stat`
-//! (not steal, which is time the hypervisor gave to someone else). Four curves exist:
-//!
-//! * `ccf-linear` — the linear per-vCPU model of the Cloud Carbon Footprint methodology
-//!   (<https://www.cloudcarbonfootprint.org/docs/methodology>, npm `@cloud-carbon-footprint/core`
-//!   `src/compute/ComputeEstimator.ts`): two points, `W_min = 0.74 W` and `W_max = 3.5 W` per
-//!   vCPU by default (CCF's AWS averages over all microarchitectures, `MIN_WATTS_AVG` and
-//!   `MAX_WATTS_AVG` in npm `@cloud-carbon-footprint/aws` 0.15.0), overridable. Then
-//!   `E = W_min · n_cpu · Δt + (W_max − W_min) · Δbusy`.
-//! * `ccf-linear(arch=…)` — the same line with CCF's coefficients for this CPU's
-//!   microarchitecture, recognised from CPUID family/model/stepping even where the VM masks the
-//!   name ([`crate::arch`]); the default where tdp-curve cannot be had.
-//! * `tdp-curve` — the machine's own CPU looked up in a TDP dataset and the Teads load curve
-//!   ([`crate::tdp`]); the meter's default where the CPU and its thread count are known.
-//! * `calibrated` — a curve measured against RAPL by `wattio calibrate` and read from a file
-//!   ([`crate::model_file`]).
-//!
-//! How far off such models can be: Kepler's bare-metal study (kepler #2466) found OS-metric
-//! models reach R² ≈ 0.96 on stress-ng but R² ≈ 0.30, with a +3…+15 W idle bias, on live
-//! workloads.
-//!
-//! `/proc/stat` counts 10 ms ticks (USER_HZ 100), so an estimate over a window of a few
-//! milliseconds is quantised; the cumulative total is not.
 
 use crate::cpu;
 use crate::error::EnergyError;
@@ -60,7 +25,44 @@ pub const HOST_ESTIMATE_SCOPE: &str = "estimated energy of a host running only t
 ///
 /// `points` are `(utilisation, watts per vCPU)` with utilisation strictly increasing from 0 to 1;
 /// `ccf-linear` is the two-point curve `(0, min), (1, max)`, `tdp-curve` the four Teads points
-/// ([`crate::tdp`]), a calibrated model whatever `wattio calibrate` measured.
+/// ([`crate::model_for_machine`]), a calibrated model whatever `wattio calibrate` measured.
+///
+/// A labelled CPU power model for machines without energy counters (cloud VMs, these CI hosts).
+///
+/// **Every figure this module produces is an estimate**, and its [`Provenance`] says so and names
+/// the model with its coefficients.
+///
+/// A model is a curve of watts per vCPU against utilisation, piecewise linear between points
+/// ([`ModelParams`]):
+///
+/// ```text
+/// P(u) = n_cpu · W(u)          u = busy time / (n_cpu · wall time) over the window
+/// E    = n_cpu · Δt · W(u)
+/// ```
+///
+/// with busy time the CPU-seconds spent in user, nice, system, irq and softirq from `/proc/stat`
+/// (not steal, which is time the hypervisor gave to someone else). Four curves exist:
+///
+/// * `ccf-linear` — the linear per-vCPU model of the Cloud Carbon Footprint methodology
+///   (<https://www.cloudcarbonfootprint.org/docs/methodology>, npm `@cloud-carbon-footprint/core`
+///   `src/compute/ComputeEstimator.ts`): two points, `W_min = 0.74 W` and `W_max = 3.5 W` per
+///   vCPU by default (CCF's AWS averages over all microarchitectures, `MIN_WATTS_AVG` and
+///   `MAX_WATTS_AVG` in npm `@cloud-carbon-footprint/aws` 0.15.0), overridable. Then
+///   `E = W_min · n_cpu · Δt + (W_max − W_min) · Δbusy`.
+/// * `ccf-linear(arch=…)` — the same line with CCF's coefficients for this CPU's
+///   microarchitecture, recognised from CPUID family/model/stepping even where the VM masks the
+///   name ([`ModelChoice::CcfArch`]); the default where tdp-curve cannot be had.
+/// * `tdp-curve` — the machine's own CPU looked up in a TDP dataset and the Teads load curve
+///   ([`crate::model_for_machine`]); the meter's default where the CPU and its thread count are known.
+/// * `calibrated` — a curve measured against RAPL by `wattio calibrate` and read from a file
+///   ([`crate::ModelFile`]).
+///
+/// How far off such models can be: Kepler's bare-metal study (kepler #2466) found OS-metric
+/// models reach R² ≈ 0.96 on stress-ng but R² ≈ 0.30, with a +3…+15 W idle bias, on live
+/// workloads.
+///
+/// `/proc/stat` counts 10 ms ticks (USER_HZ 100), so an estimate over a window of a few
+/// milliseconds is quantised; the cumulative total is not.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelParams {
     /// The model's name with its coefficients, printed wherever an estimate appears.
@@ -75,7 +77,7 @@ pub struct ModelParams {
 impl Default for ModelParams {
     /// Cloud Carbon Footprint's AWS averages (`MIN_WATTS_AVG 0.74`, `MAX_WATTS_AVG 3.5`): the
     /// model of callers that ask for ccf-linear explicitly. The meter's default model is chosen
-    /// per machine by [`crate::tdp::for_machine`].
+    /// per machine by [`crate::model_for_machine`].
     fn default() -> Self {
         ModelParams::ccf_linear(CCF_MIN_W, CCF_MAX_W)
     }
@@ -197,6 +199,40 @@ pub enum ModelChoice {
     CcfLinear,
     /// The CCF linear model with this CPU's microarchitecture coefficients, or an error saying
     /// why there are none.
+    ///
+    /// The CPU's microarchitecture, and the Cloud Carbon Footprint (CCF) coefficients for it: the
+    /// `ccf-linear(arch=…)` model, the default on VMs whose CPU name hides the part.
+    ///
+    /// Cloud VMs mask the processor's name (`AMD EPYC`, `Intel(R) Xeon(R) CPU @ 2.20GHz`), but the
+    /// hypervisor passes CPUID's vendor, family, model and stepping through and `/proc/cpuinfo` shows
+    /// them. They are mapped to a microarchitecture, which is looked up in CCF's table of watts per
+    /// vCPU at idle and at full load per microarchitecture:
+    ///
+    /// * **Intel**, family 6: model → microarchitecture as Linux names them in
+    ///   `arch/x86/include/asm/intel-family.h` (the same DisplayFamily_DisplayModel values as the
+    ///   Intel SDM vol. 4, table 2-1). Model 0x55 is Skylake-SP, Cascade Lake or Cooper Lake by
+    ///   stepping, as Intel's microcode release notes list them (`SKX-SP 06-55-03/04`,
+    ///   `CLX-SP 06-55-06/07`, `CPX-SP 06-55-0b`,
+    ///   <https://github.com/intel/Intel-Linux-Processor-Microcode-Data-Files/blob/main/releasenote.md>);
+    ///   models 0x8E and 0x9E are Kaby, Coffee or Whiskey Lake by stepping (intel-family.h's comments).
+    /// * **AMD**: family 17h, 19h and 1Ah model ranges → Zen generation, as `bsp_init_amd` in Linux
+    ///   `arch/x86/kernel/cpu/amd.c` sets `X86_FEATURE_ZEN…`. Zen 1 to 4 are the cores of the EPYC
+    ///   7001, 7002, 7003 and 9004/8004 series, which CCF's table calls EPYC 1st to 4th Gen.
+    /// * **The name**, where family and model do not settle it: a hypervisor CPU model named after
+    ///   its microarchitecture (QEMU's `Intel Xeon Processor (Icelake)`, `AMD EPYC-Milan Processor`;
+    ///   QEMU's `Icelake-Server` reports model 134, Linux's Tremont-D, so its name is the better
+    ///   signal), an EPYC model number (its last digit is the generation: 7763 → 3rd, AMD's series
+    ///   naming 7003/9004), or a Xeon Scalable one (its second digit is the generation: Gold 6130 →
+    ///   1st, Skylake; Platinum 8259CL → 2nd, Cascade Lake;
+    ///   <https://www.intel.com/content/www/us/en/processors/processor-numbers.html>). Family and
+    ///   model win where both give coefficients.
+    ///
+    /// The table is `data/ccf_coefficients_aws_use.csv` (its source, licence and a check of every
+    /// row against SPECpower are in `data/README.md`). Each row is the mean, over the SPECpower
+    /// results of that microarchitecture, of the whole server's wall power at active idle and at
+    /// 100 % load divided by its hardware threads — so it is a server's share per vCPU, not a CPU
+    /// package's power as RAPL measures it. The EPYC 5th Gen row is not used (see
+    /// `UNUSABLE_ROWS` in `arch.rs`).
     CcfArch,
     /// tdp-curve, or an error saying why this machine has none.
     TdpCurve,
@@ -234,7 +270,7 @@ impl ModelChoice {
                 ModelParams::ccf_linear(min, max)
             }
             (ModelChoice::CcfLinear, None) => ModelParams::default(),
-            (ModelChoice::Auto, None) => crate::tdp::for_machine(root),
+            (ModelChoice::Auto, None) => crate::tdp::model_for_machine(root),
             (ModelChoice::TdpCurve | ModelChoice::CcfArch | ModelChoice::File(_), Some(_)) => {
                 return Err(EnergyError::Invalid(
                     "--model-min-w and --model-max-w set the coefficients of ccf-linear only: drop them, or use --model ccf-linear".into(),
@@ -250,7 +286,7 @@ impl ModelChoice {
                     "--model ccf-arch is not available here: {why}; use --model ccf-linear (CCF's average) or a calibrated --model FILE"
                 ))
             })?,
-            (ModelChoice::File(p), None) => crate::model_file::load(p)?,
+            (ModelChoice::File(p), None) => crate::model_file::load_model_file(p)?,
         };
         m.validate()?;
         Ok(m)

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// The format tag of version 1.
-pub const FORMAT: &str = "wattio-model/1";
+pub const MODEL_FILE_FORMAT: &str = "wattio-model/1";
 
 /// One load level of a calibration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -96,7 +96,7 @@ impl ModelFile {
 }
 
 /// Reads and checks a model file; every failure is one line naming the problem and the fix.
-pub fn load(path: &Path) -> Result<ModelParams, EnergyError> {
+pub fn load_model_file(path: &Path) -> Result<ModelParams, EnergyError> {
     let shown = path.display();
     let bad = |problem: String| {
         EnergyError::Invalid(format!(
@@ -106,9 +106,9 @@ pub fn load(path: &Path) -> Result<ModelParams, EnergyError> {
     let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it ({e})")))?;
     let file: ModelFile =
         serde_json::from_str(&text).map_err(|e| bad(format!("not a wattio model file ({e})")))?;
-    if file.format != FORMAT {
+    if file.format != MODEL_FILE_FORMAT {
         return Err(bad(format!(
-            "format '{}' is not {FORMAT}",
+            "format '{}' is not {MODEL_FILE_FORMAT}",
             file.format.replace('\n', " ")
         )));
     }
@@ -127,7 +127,7 @@ mod tests {
 
     fn sample() -> ModelFile {
         ModelFile {
-            format: FORMAT.into(),
+            format: MODEL_FILE_FORMAT.into(),
             cpu: "AMD EPYC 7713 64-Core Processor".into(),
             vcpus: 4,
             measured_with: "powercap".into(),
@@ -153,7 +153,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("m.json");
         std::fs::write(&p, sample().to_json()).unwrap();
-        let m = load(&p).unwrap();
+        let m = load_model_file(&p).unwrap();
         assert_eq!(m.points, sample().points);
         assert_eq!(
             m.name(),
@@ -175,7 +175,7 @@ mod tests {
                     let _ = std::fs::remove_file(&p);
                 }
             }
-            let e = load(&p).unwrap_err().to_string();
+            let e = load_model_file(&p).unwrap_err().to_string();
             assert!(e.contains(needle), "{e}");
             assert!(e.contains("wattio calibrate"), "{e}");
             assert!(!e.contains('\n'), "{e}");

@@ -1,21 +1,4 @@
 //! RAPL through model-specific registers (`/dev/cpu/N/msr`).
-//!
-//! Registers are read with `pread` at the register's address on the first CPU of each package
-//! (a sparse regular file stands in for the device in tests). Energy counters are the low 32 bits
-//! of the register; the energy unit is `2^-ESU` J with ESU in bits 12:8 of the unit register, except
-//! where a quirk table below says otherwise.
-//!
-//! | Register | Intel | AMD (family 17h+, Hygon) |
-//! |---|---|---|
-//! | unit | 0x606 | 0xC0010299 |
-//! | package | 0x611 | 0xC001029B |
-//! | core | 0x639 (PP0, per package) | 0xC001029A (per core, summed here) |
-//! | uncore | 0x641 (PP1) | — |
-//! | dram | 0x619 | — |
-//! | psys | 0x64D (once per machine) | — |
-//!
-//! Source: Intel SDM vol. 4, AMD PPR for family 17h/19h, Linux `arch/x86/events/rapl.c`
-//! (`RAPL_MSR_MASK`, `rapl_check_hw_unit`) and `drivers/powercap/intel_rapl_common.c`.
 
 use crate::cpu::{self, CpuId, Vendor};
 use crate::error::EnergyError;
@@ -38,27 +21,27 @@ pub const AMD_CORE_ENERGY: u64 = 0xC001_029A;
 pub const AMD_PKG_ENERGY: u64 = 0xC001_029B;
 
 /// The fix printed when an MSR device cannot be opened.
-pub const PERMISSION_FIX: &str = "reading MSRs needs root or CAP_SYS_RAWIO: run as root, or `sudo setcap cap_sys_rawio=ep $(command -v wattio)` and make /dev/cpu/*/msr readable";
+pub(crate) const PERMISSION_FIX: &str = "reading MSRs needs root or CAP_SYS_RAWIO: run as root, or `sudo setcap cap_sys_rawio=ep $(command -v wattio)` and make /dev/cpu/*/msr readable";
 /// The fix printed when the MSR device does not exist.
-pub const MISSING_FIX: &str = "load the msr kernel module: `sudo modprobe msr`";
+pub(crate) const MISSING_FIX: &str = "load the msr kernel module: `sudo modprobe msr`";
 
 /// Intel models whose psys counter uses a fixed 1 J unit (kernel `RAPL_UNIT_QUIRK_INTEL_SPR`).
-pub const INTEL_PSYS_FIXED_1J_MODELS: &[(u32, &str)] =
+pub(crate) const INTEL_PSYS_FIXED_1J_MODELS: &[(u32, &str)] =
     &[(0x8F, "Sapphire Rapids-X"), (0xCF, "Emerald Rapids-X")];
 
 /// Intel Atom models whose energy unit is `2^ESU` µJ instead of `2^-ESU` J (turbostat, likwid).
-pub const INTEL_SILVERMONT_MODELS: &[(u32, &str)] = &[
+pub(crate) const INTEL_SILVERMONT_MODELS: &[(u32, &str)] = &[
     (0x37, "Atom Silvermont (Bay Trail)"),
     (0x4D, "Atom Silvermont-D (Avoton)"),
 ];
 
 /// Energy-status-unit exponent from a unit register value (bits 12:8).
-pub fn esu(unit_register: u64) -> u32 {
+pub(crate) fn esu(unit_register: u64) -> u32 {
     ((unit_register >> 8) & 0x1F) as u32
 }
 
 /// Joules per raw step for `domain` on processor `id`, given the unit register's value.
-pub fn energy_unit_j(id: &CpuId, domain: Domain, unit_register: u64) -> f64 {
+pub(crate) fn energy_unit_j(id: &CpuId, domain: Domain, unit_register: u64) -> f64 {
     let e = esu(unit_register);
     if id.vendor == Vendor::Intel && id.family == 6 {
         if INTEL_SILVERMONT_MODELS.iter().any(|(m, _)| *m == id.model) {
@@ -83,7 +66,7 @@ pub fn energy_unit_j(id: &CpuId, domain: Domain, unit_register: u64) -> f64 {
 /// The device returns register `r` for an 8-byte `pread` at offset `r`. Adjacent registers
 /// (AMD's 0xC0010299/9A/9B) would overlap in a flat file, so a regular-file stand-in keeps
 /// register `r` at offset `8·r` (a sparse file); the read path is otherwise the same.
-pub struct MsrFile {
+pub(crate) struct MsrFile {
     file: File,
     stride: u64,
 }
@@ -116,7 +99,7 @@ impl MsrFile {
 }
 
 /// Offset of `register` in a regular file standing in for `/dev/cpu/N/msr` (see [`MsrFile`]).
-pub fn stand_in_offset(register: u64) -> u64 {
+pub(crate) fn stand_in_offset(register: u64) -> u64 {
     register * 8
 }
 
@@ -146,6 +129,25 @@ struct MsrCounter {
 }
 
 /// Reads RAPL MSRs.
+///
+/// RAPL through model-specific registers (`/dev/cpu/N/msr`).
+///
+/// Registers are read with `pread` at the register's address on the first CPU of each package
+/// (a sparse regular file stands in for the device in tests). Energy counters are the low 32 bits
+/// of the register; the energy unit is `2^-ESU` J with ESU in bits 12:8 of the unit register, except
+/// where a quirk table below says otherwise.
+///
+/// | Register | Intel | AMD (family 17h+, Hygon) |
+/// |---|---|---|
+/// | unit | 0x606 | 0xC0010299 |
+/// | package | 0x611 | 0xC001029B |
+/// | core | 0x639 (PP0, per package) | 0xC001029A (per core, summed here) |
+/// | uncore | 0x641 (PP1) | — |
+/// | dram | 0x619 | — |
+/// | psys | 0x64D (once per machine) | — |
+///
+/// Source: Intel SDM vol. 4, AMD PPR for family 17h/19h, Linux `arch/x86/events/rapl.c`
+/// (`RAPL_MSR_MASK`, `rapl_check_hw_unit`) and `drivers/powercap/intel_rapl_common.c`.
 pub struct MsrSource {
     provenance: Provenance,
     specs: Vec<CounterSpec>,

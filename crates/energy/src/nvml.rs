@@ -1,24 +1,4 @@
 //! GPU energy through NVML, the NVIDIA management library.
-//!
-//! The library is loaded at run time with `dlopen` (through the `nvml-wrapper` crate, which
-//! resolves each symbol when it is first called), never linked: wattio starts on machines
-//! without an NVIDIA driver, and a missing library only makes this mechanism unusable. It loads
-//! `libnvidia-ml.so.1` through the normal dynamic loader search, or the file named by
-//! `WATTIO_NVML_LIB` ([`LIB_ENV`]); the tests point that at a stand-in built from
-//! `crates/nvml-stub`.
-//!
-//! One counter per GPU (domain [`Domain::Gpu`], `socket` = the GPU's NVML index), from
-//! `nvmlDeviceGetTotalEnergyConsumption`: millijoules since the driver was last loaded, on Volta
-//! and later (NVML API reference, Device Queries,
-//! <https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html>). Where a GPU answers
-//! `NVML_ERROR_NOT_SUPPORTED` (or any other error) for it, wattio reads
-//! `nvmlDeviceGetPowerUsage` (milliwatts; "for Fermi or newer fully supported devices"; on Ampere
-//! other than GA100 and later the driver returns the average over one second, on GA100 and older
-//! the instantaneous draw) at every read and integrates it with the trapezoid rule between
-//! reads: such a counter is labelled `measured (nvml power, integrated)`, never as a counter's
-//! reading, and is only as good as the read rate. Both are board-level figures: NVML documents the
-//! power reading as the GPU "and its associated circuitry (e.g. memory)", and `nvidia-smi` the
-//! same reading as "the power draw for the entire board".
 
 use crate::error::EnergyError;
 use crate::types::{CounterSpec, Domain, Mechanism, Provenance, Wrap};
@@ -30,17 +10,17 @@ use std::ffi::{OsStr, OsString};
 use std::time::Instant;
 
 /// The environment variable naming the NVML library to load instead of [`DEFAULT_LIB`].
-pub const LIB_ENV: &str = "WATTIO_NVML_LIB";
+pub(crate) const LIB_ENV: &str = "WATTIO_NVML_LIB";
 
 /// The library loaded by default, through the dynamic loader's search path (the NVIDIA driver
 /// installs it; it is not in the CUDA toolkit alone).
-pub const DEFAULT_LIB: &str = "libnvidia-ml.so.1";
+pub(crate) const DEFAULT_LIB: &str = "libnvidia-ml.so.1";
 
 /// The fix printed when the library cannot be loaded.
-pub const MISSING_FIX: &str = "install the NVIDIA driver (it ships libnvidia-ml.so.1), or set WATTIO_NVML_LIB to the library's path";
+pub(crate) const MISSING_FIX: &str = "install the NVIDIA driver (it ships libnvidia-ml.so.1), or set WATTIO_NVML_LIB to the library's path";
 
-/// The library to load: `WATTIO_NVML_LIB` when set and not empty, else [`DEFAULT_LIB`].
-pub fn lib_from_env() -> OsString {
+/// The library to load: `WATTIO_NVML_LIB` when set and not empty, else `libnvidia-ml.so.1`.
+pub fn nvml_lib_from_env() -> OsString {
     std::env::var_os(LIB_ENV)
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| DEFAULT_LIB.into())
@@ -87,7 +67,7 @@ pub struct GpuProbe {
 }
 
 /// Probes NVML through `lib`. Never fails: an unusable NVML is a report, not an error.
-pub fn probe(lib: &OsStr) -> GpuProbe {
+pub fn probe_nvml(lib: &OsStr) -> GpuProbe {
     let lib_s = lib.to_string_lossy().into_owned();
     match NvmlSource::open(lib) {
         Ok(src) => GpuProbe {
@@ -172,6 +152,28 @@ struct Gpu {
 }
 
 /// NVML's GPUs as a [`Source`]: one counter per GPU.
+///
+/// GPU energy through NVML, the NVIDIA management library.
+///
+/// The library is loaded at run time with `dlopen` (through the `nvml-wrapper` crate, which
+/// resolves each symbol when it is first called), never linked: wattio starts on machines
+/// without an NVIDIA driver, and a missing library only makes this mechanism unusable. It loads
+/// `libnvidia-ml.so.1` through the normal dynamic loader search, or the file named by
+/// `WATTIO_NVML_LIB`; the tests point that at a stand-in built from
+/// `crates/nvml-stub`.
+///
+/// One counter per GPU (domain [`Domain::Gpu`], `socket` = the GPU's NVML index), from
+/// `nvmlDeviceGetTotalEnergyConsumption`: millijoules since the driver was last loaded, on Volta
+/// and later (NVML API reference, Device Queries,
+/// <https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html>). Where a GPU answers
+/// `NVML_ERROR_NOT_SUPPORTED` (or any other error) for it, wattio reads
+/// `nvmlDeviceGetPowerUsage` (milliwatts; "for Fermi or newer fully supported devices"; on Ampere
+/// other than GA100 and later the driver returns the average over one second, on GA100 and older
+/// the instantaneous draw) at every read and integrates it with the trapezoid rule between
+/// reads: such a counter is labelled `measured (nvml power, integrated)`, never as a counter's
+/// reading, and is only as good as the read rate. Both are board-level figures: NVML documents the
+/// power reading as the GPU "and its associated circuitry (e.g. memory)", and `nvidia-smi` the
+/// same reading as "the power draw for the entire board".
 pub struct NvmlSource {
     // Declared first so the devices are forgotten before `nvmlShutdown` (Drop of `Nvml`).
     gpus_state: Vec<Gpu>,

@@ -1,11 +1,4 @@
 //! RAPL through the perf-events `power` PMU.
-//!
-//! The PMU is described under `/sys/bus/event_source/devices/power`: `type` (the dynamic PMU
-//! number for `perf_event_attr.type`), `cpumask` (one CPU per package), and
-//! `events/energy-*` with `event=0x..`, `.scale` (joules per count, 2^-32) and `.unit`. Each
-//! event is opened once per package on the CPU the cpumask names, system-wide (`pid = -1`), and
-//! read as a 64-bit count. The kernel keeps the count wrap-free (it folds the 32-bit MSR into a
-//! 64-bit sum on an hrtimer), so the only wrap is at 2^64 counts.
 
 use crate::cpu;
 use crate::error::EnergyError;
@@ -66,10 +59,10 @@ fn read_file(path: &Path, fix: &str) -> Result<String, EnergyError> {
 }
 
 /// The fix printed when the PMU is absent.
-pub const MISSING_FIX: &str = "this kernel exposes no RAPL perf PMU (VM, or the rapl module is not loaded: `sudo modprobe rapl`); use --source powercap or msr";
+pub(crate) const MISSING_FIX: &str = "this kernel exposes no RAPL perf PMU (VM, or the rapl module is not loaded: `sudo modprobe rapl`); use --source powercap or msr";
 
 /// The fix printed when `perf_event_open` is refused.
-pub fn permission_fix(root: &SysRoot) -> String {
+pub(crate) fn permission_fix(root: &SysRoot) -> String {
     let paranoid = fs::read_to_string(root.path("/proc/sys/kernel/perf_event_paranoid"))
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into());
@@ -77,7 +70,7 @@ pub fn permission_fix(root: &SysRoot) -> String {
 }
 
 /// Reads the `power` PMU description under `root`.
-pub fn discover(root: &SysRoot) -> Result<PowerPmu, EnergyError> {
+pub fn discover_power_pmu(root: &SysRoot) -> Result<PowerPmu, EnergyError> {
     let dir = root.path("/sys/bus/event_source/devices/power");
     let type_path = dir.join("type");
     let pmu_type_s = read_file(&type_path, MISSING_FIX)?;
@@ -198,7 +191,7 @@ pub(crate) fn open_event(
 
 /// One RAPL event to open: the event, the CPU to open it on and the package it measures.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct EventSlot<'a> {
+pub(crate) struct EventSlot<'a> {
     pub event: &'a PerfEvent,
     pub cpu: u32,
     pub socket: u32,
@@ -207,7 +200,10 @@ pub struct EventSlot<'a> {
 /// The events to open for `domains` (all when `None`): each event once per package, on the CPU
 /// the PMU's cpumask names for that package; psys once for the whole machine. Event by event,
 /// package by package: the counter order of both perf and eBPF.
-pub fn select_events<'a>(pmu: &'a PowerPmu, domains: Option<&[Domain]>) -> Vec<EventSlot<'a>> {
+pub(crate) fn select_events<'a>(
+    pmu: &'a PowerPmu,
+    domains: Option<&[Domain]>,
+) -> Vec<EventSlot<'a>> {
     let mut slots = Vec::new();
     for ev in &pmu.events {
         if domains.is_some_and(|d| !d.contains(&ev.domain)) {
@@ -230,7 +226,7 @@ pub fn select_events<'a>(pmu: &'a PowerPmu, domains: Option<&[Domain]>) -> Vec<E
 /// The counter an event's count is: joules per count from the PMU's `.scale`, and no wrap but
 /// at 2^64 (the kernel keeps the count in 64 bits). The perf and the eBPF mechanisms read the
 /// same counts and go through the same [`crate::Accumulator`] with this spec.
-pub fn counter_spec(slot: &EventSlot) -> CounterSpec {
+pub(crate) fn counter_spec(slot: &EventSlot) -> CounterSpec {
     CounterSpec {
         socket: slot.socket,
         domain: slot.event.domain,
@@ -241,7 +237,7 @@ pub fn counter_spec(slot: &EventSlot) -> CounterSpec {
 }
 
 /// RAPL events opened for counting, with their counters, in [`select_events`] order.
-pub struct OpenEvents {
+pub(crate) struct OpenEvents {
     pub specs: Vec<CounterSpec>,
     pub files: Vec<File>,
     /// The CPU each event is bound to.
@@ -249,7 +245,7 @@ pub struct OpenEvents {
 }
 
 /// Opens the events [`select_events`] picks, as counting events; errors name `mechanism`.
-pub fn open_events(
+pub(crate) fn open_events(
     root: &SysRoot,
     pmu: &PowerPmu,
     domains: Option<&[Domain]>,
@@ -312,6 +308,15 @@ pub(crate) fn read_counts(
 }
 
 /// Reads perf energy events.
+///
+/// RAPL through the perf-events `power` PMU.
+///
+/// The PMU is described under `/sys/bus/event_source/devices/power`: `type` (the dynamic PMU
+/// number for `perf_event_attr.type`), `cpumask` (one CPU per package), and
+/// `events/energy-*` with `event=0x..`, `.scale` (joules per count, 2^-32) and `.unit`. Each
+/// event is opened once per package on the CPU the cpumask names, system-wide (`pid = -1`), and
+/// read as a 64-bit count. The kernel keeps the count wrap-free (it folds the 32-bit MSR into a
+/// 64-bit sum on an hrtimer), so the only wrap is at 2^64 counts.
 pub struct PerfSource {
     provenance: Provenance,
     specs: Vec<CounterSpec>,

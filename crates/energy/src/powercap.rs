@@ -1,11 +1,4 @@
 //! RAPL through the powercap sysfs tree (`/sys/class/powercap/intel-rapl*`).
-//!
-//! Zones are named by their `name` file (`package-N`, `core`, `uncore`, `dram`, `psys`), never by
-//! their number: `intel-rapl:1` is `psys` on a laptop and `package-1` on a two-socket server.
-//! `energy_uj` counts microjoules up to `max_energy_range_uj` and wraps; the files stay open and
-//! are re-read with `pread` at offset 0 (no reopen per sample). AMD registers the same
-//! `intel-rapl` control type; client SoCs may add `intel-rapl-mmio` zones, which are skipped when
-//! an `intel-rapl` zone already covers the same socket and domain.
 
 use crate::error::EnergyError;
 use crate::root::SysRoot;
@@ -16,11 +9,11 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// The fix printed when `energy_uj` cannot be read.
-pub const PERMISSION_FIX: &str = "energy_uj is readable by root only since Linux 5.10 (CVE-2020-8694): run as root, or grant read access with `sudo chmod o+r /sys/class/powercap/intel-rapl:*/energy_uj` (a udev rule keeps it across reboots)";
+pub(crate) const PERMISSION_FIX: &str = "energy_uj is readable by root only since Linux 5.10 (CVE-2020-8694): run as root, or grant read access with `sudo chmod o+r /sys/class/powercap/intel-rapl:*/energy_uj` (a udev rule keeps it across reboots)";
 
 /// One zone found in the powercap tree.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Zone {
+pub struct PowercapZone {
     /// Directory of the zone, e.g. `/sys/class/powercap/intel-rapl:0:1` (under the root).
     pub dir: PathBuf,
     /// `intel-rapl:0:1`.
@@ -37,8 +30,8 @@ pub struct Zone {
 
 /// Everything found under `/sys/class/powercap`: usable zones and zones skipped, with reasons.
 #[derive(Debug, Default)]
-pub struct Discovery {
-    pub zones: Vec<Zone>,
+pub struct PowercapDiscovery {
+    pub zones: Vec<PowercapZone>,
     /// Human-readable notes: zones skipped (duplicates, unknown names) and why.
     pub notes: Vec<String>,
 }
@@ -80,8 +73,8 @@ fn read_trimmed(path: &Path) -> Result<String, std::io::Error> {
 /// Walks `/sys/class/powercap` under `root`.
 ///
 /// Fails only when the directory itself is missing or unreadable; individual zones that cannot be
-/// classified are reported in [`Discovery::notes`].
-pub fn discover(root: &SysRoot) -> Result<Discovery, EnergyError> {
+/// classified are reported in [`PowercapDiscovery::notes`].
+pub fn discover_powercap(root: &SysRoot) -> Result<PowercapDiscovery, EnergyError> {
     let base = root.path("/sys/class/powercap");
     let entries = fs::read_dir(&base).map_err(|e| {
         EnergyError::from_io(
@@ -100,7 +93,7 @@ pub fn discover(root: &SysRoot) -> Result<Discovery, EnergyError> {
     // Parents before children, intel-rapl before intel-rapl-mmio.
     ids.sort_by(|a, b| (a.1, a.2.len(), &a.2).cmp(&(b.1, b.2.len(), &b.2)));
 
-    let mut disc = Discovery::default();
+    let mut disc = PowercapDiscovery::default();
     let mut parent_sockets: Vec<((bool, u32), u32)> = Vec::new();
     for (id, mmio, nums) in ids {
         let dir = base.join(&id);
@@ -151,7 +144,7 @@ pub fn discover(root: &SysRoot) -> Result<Discovery, EnergyError> {
             }
             Err(e) => Err(format!("{}: {e}", max_path.display())),
         };
-        disc.zones.push(Zone {
+        disc.zones.push(PowercapZone {
             dir,
             id,
             name,
@@ -166,6 +159,15 @@ pub fn discover(root: &SysRoot) -> Result<Discovery, EnergyError> {
 }
 
 /// Reads the powercap zones it was opened on.
+///
+/// RAPL through the powercap sysfs tree (`/sys/class/powercap/intel-rapl*`).
+///
+/// Zones are named by their `name` file (`package-N`, `core`, `uncore`, `dram`, `psys`), never by
+/// their number: `intel-rapl:1` is `psys` on a laptop and `package-1` on a two-socket server.
+/// `energy_uj` counts microjoules up to `max_energy_range_uj` and wraps; the files stay open and
+/// are re-read with `pread` at offset 0 (no reopen per sample). AMD registers the same
+/// `intel-rapl` control type; client SoCs may add `intel-rapl-mmio` zones, which are skipped when
+/// an `intel-rapl` zone already covers the same socket and domain.
 pub struct PowercapSource {
     provenance: Provenance,
     specs: Vec<CounterSpec>,
@@ -175,7 +177,7 @@ pub struct PowercapSource {
 
 impl PowercapSource {
     /// Opens the `energy_uj` file of every zone in `zones` and reads it once to check it.
-    pub fn open(zones: &[Zone]) -> Result<Self, EnergyError> {
+    pub fn open(zones: &[PowercapZone]) -> Result<Self, EnergyError> {
         if zones.is_empty() {
             return Err(EnergyError::Unusable {
                 mechanism: Mechanism::Powercap,

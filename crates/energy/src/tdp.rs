@@ -1,26 +1,5 @@
 //! The `tdp-curve` model: the machine's CPU, its TDP from a public dataset, and a published
 //! load → power curve.
-//!
-//! * **TDP:** `/proc/cpuinfo`'s `model name` is looked up in `data/cpu_tdp.csv`, CodeCarbon's
-//!   `cpu_power.csv` (PyPI `codecarbon` 3.3.2, MIT; see `data/README.md`), after both names are
-//!   normalised the same way ([`normalise`]: `(R)`, `(TM)`, `CPU`, `Processor`, `NN-Core`,
-//!   `Nth Gen`, the clock after `@` and `with … Graphics` removed, case and spaces folded). Only an
-//!   exact match of the normalised names counts: a near match could be a different part with a
-//!   different TDP.
-//! * **Curve:** power / TDP = 0.12 at 0 % load, 0.32 at 10 %, 0.75 at 50 %, 1.02 at 100 %, the
-//!   curve Teads published for CPU power relative to TDP ("Building an AWS EC2 Carbon Emissions
-//!   Dataset", Teads Engineering, 2021) and that Boavizta uses as its default CPU consumption profile
-//!   (`boaviztapi` 2.5.0, `boaviztapi/models/consumption_profile/consumption_profile.py`,
-//!   `CPUConsumptionProfileModel._TDP_RATIOS`), interpolated linearly.
-//! * **Scale:** watts per vCPU = TDP / threads of the physical package × ratio. The threads come
-//!   from the machine: the online CPUs of each package in `/sys/devices/system/cpu`, which is
-//!   the physical count only when the machine is not virtualised. In a VM (`hypervisor` in
-//!   `/proc/cpuinfo`'s flags) the host's thread count is not visible and the dataset has none;
-//!   it is then taken from the name where the name says it (AMD EPYC names carry `NN-Core`, and
-//!   every EPYC runs two threads per core), or from `WATTIO_HOST_THREADS` (threads per package
-//!   of the host, which the cloud provider's instance documentation gives); otherwise the
-//!   default falls back to `ccf-linear` (with the CPU's microarchitecture coefficients where
-//!   [`crate::arch`] knows them, else CCF's averages) and says so rather than guess.
 
 use crate::cpu;
 use crate::model::ModelParams;
@@ -29,16 +8,17 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// The Teads curve: (load fraction, power / TDP).
-pub const TEADS_CURVE: [(f64, f64); 4] = [(0.0, 0.12), (0.10, 0.32), (0.50, 0.75), (1.0, 1.02)];
+pub(crate) const TEADS_CURVE: [(f64, f64); 4] =
+    [(0.0, 0.12), (0.10, 0.32), (0.50, 0.75), (1.0, 1.02)];
 
 /// Where the TDP figures come from, for notes and docs.
-pub const DATASET: &str =
+pub(crate) const DATASET: &str =
     "CodeCarbon 3.3.2 cpu_power.csv (MIT; crates/energy/data/cpu_tdp.csv in the wattio repository)";
 
 static CSV: &str = include_str!("../data/cpu_tdp.csv");
 
 /// A processor name reduced to its identifying tokens, lowercase, single-spaced.
-pub fn normalise(name: &str) -> String {
+pub(crate) fn normalise(name: &str) -> String {
     let mut s = name.to_string();
     for mark in ["(R)", "(r)", "(TM)", "(tm)", "®", "™"] {
         s = s.replace(mark, " ");
@@ -108,7 +88,7 @@ fn table() -> &'static HashMap<String, (String, f64)> {
 }
 
 /// The dataset's name and TDP (W) for a `model name` from `/proc/cpuinfo`, if it is listed.
-pub fn lookup_tdp(model_name: &str) -> Option<(String, f64)> {
+pub(crate) fn lookup_tdp(model_name: &str) -> Option<(String, f64)> {
     let key = normalise(model_name);
     if key.is_empty() {
         return None;
@@ -117,7 +97,7 @@ pub fn lookup_tdp(model_name: &str) -> Option<(String, f64)> {
 }
 
 /// The tdp-curve model for `tdp_w` spread over `threads` threads, on a machine with `vcpus`.
-pub fn tdp_curve(cpu_name: &str, tdp_w: f64, threads: usize, vcpus: usize) -> ModelParams {
+pub(crate) fn tdp_curve(cpu_name: &str, tdp_w: f64, threads: usize, vcpus: usize) -> ModelParams {
     let per_thread = tdp_w / threads.max(1) as f64;
     ModelParams {
         name: format!("tdp-curve(cpu={cpu_name},tdp={tdp_w}W,threads={threads},vcpus={vcpus})"),
@@ -132,7 +112,7 @@ pub fn tdp_curve(cpu_name: &str, tdp_w: f64, threads: usize, vcpus: usize) -> Mo
 /// Hardware threads per package when the processor's name says: an AMD EPYC name carries its
 /// core count (`AMD EPYC 7713 64-Core Processor`) and every EPYC part runs two threads per core
 /// (SMT; AMD's EPYC product specifications list threads = 2 × cores for all of them).
-pub fn threads_from_name(model_name: &str) -> Option<usize> {
+pub(crate) fn threads_from_name(model_name: &str) -> Option<usize> {
     if !model_name.contains("EPYC") {
         return None;
     }
@@ -144,7 +124,7 @@ pub fn threads_from_name(model_name: &str) -> Option<usize> {
 }
 
 /// `WATTIO_HOST_THREADS`: the host's hardware threads per package, for VMs.
-pub fn host_threads_from_env() -> Result<Option<usize>, String> {
+pub(crate) fn host_threads_from_env() -> Result<Option<usize>, String> {
     match std::env::var("WATTIO_HOST_THREADS") {
         Ok(v) if v.trim().is_empty() => Ok(None),
         Ok(v) => match v.trim().parse::<usize>() {
@@ -159,12 +139,12 @@ pub fn host_threads_from_env() -> Result<Option<usize>, String> {
 
 /// The tdp-curve model for this machine, or one line saying why there is none
 /// (`WATTIO_HOST_THREADS` read from the environment).
-pub fn tdp_curve_for_machine(root: &SysRoot) -> Result<ModelParams, String> {
+pub(crate) fn tdp_curve_for_machine(root: &SysRoot) -> Result<ModelParams, String> {
     tdp_curve_for_machine_with(root, host_threads_from_env()?)
 }
 
 /// As [`tdp_curve_for_machine`], with the host's threads per package given (VMs).
-pub fn tdp_curve_for_machine_with(
+pub(crate) fn tdp_curve_for_machine_with(
     root: &SysRoot,
     host_threads: Option<usize>,
 ) -> Result<ModelParams, String> {
@@ -206,23 +186,47 @@ pub fn tdp_curve_for_machine_with(
 }
 
 /// The meter's default model: tdp-curve when this machine's CPU and thread count are known,
-/// else ccf-linear with the CPU's microarchitecture coefficients ([`crate::arch`]), else
+/// else ccf-linear with the CPU's microarchitecture coefficients ([`crate::ModelChoice::CcfArch`]), else
 /// ccf-linear with CCF's averages; the notes say which and why.
 ///
 /// `WATTIO_DEFAULT_MODEL=ccf-linear` makes the default the CCF average whatever the CPU (the test
 /// suite sets it, so figures it checks do not depend on the machine it runs on).
-pub fn for_machine(root: &SysRoot) -> ModelParams {
+///
+/// The `tdp-curve` model: the machine's CPU, its TDP from a public dataset, and a published
+/// load → power curve.
+///
+/// * **TDP:** `/proc/cpuinfo`'s `model name` is looked up in `data/cpu_tdp.csv`, CodeCarbon's
+///   `cpu_power.csv` (PyPI `codecarbon` 3.3.2, MIT; see `data/README.md`), after both names are
+///   normalised the same way (`normalise`: `(R)`, `(TM)`, `CPU`, `Processor`, `NN-Core`,
+///   `Nth Gen`, the clock after `@` and `with … Graphics` removed, case and spaces folded). Only an
+///   exact match of the normalised names counts: a near match could be a different part with a
+///   different TDP.
+/// * **Curve:** power / TDP = 0.12 at 0 % load, 0.32 at 10 %, 0.75 at 50 %, 1.02 at 100 %, the
+///   curve Teads published for CPU power relative to TDP ("Building an AWS EC2 Carbon Emissions
+///   Dataset", Teads Engineering, 2021) and that Boavizta uses as its default CPU consumption profile
+///   (`boaviztapi` 2.5.0, `boaviztapi/models/consumption_profile/consumption_profile.py`,
+///   `CPUConsumptionProfileModel._TDP_RATIOS`), interpolated linearly.
+/// * **Scale:** watts per vCPU = TDP / threads of the physical package × ratio. The threads come
+///   from the machine: the online CPUs of each package in `/sys/devices/system/cpu`, which is
+///   the physical count only when the machine is not virtualised. In a VM (`hypervisor` in
+///   `/proc/cpuinfo`'s flags) the host's thread count is not visible and the dataset has none;
+///   it is then taken from the name where the name says it (AMD EPYC names carry `NN-Core`, and
+///   every EPYC runs two threads per core), or from `WATTIO_HOST_THREADS` (threads per package
+///   of the host, which the cloud provider's instance documentation gives); otherwise the
+///   default falls back to `ccf-linear` (with the CPU's microarchitecture coefficients where
+///   [`crate::ModelChoice::CcfArch`] knows them, else CCF's averages) and says so rather than guess.
+pub fn model_for_machine(root: &SysRoot) -> ModelParams {
     if std::env::var("WATTIO_DEFAULT_MODEL").as_deref() == Ok("ccf-linear") {
         let mut m = ModelParams::default();
         m.notes
             .push("the default model is ccf-linear because WATTIO_DEFAULT_MODEL=ccf-linear".into());
         return m;
     }
-    for_machine_with(root, host_threads_from_env())
+    model_for_machine_with(root, host_threads_from_env())
 }
 
 /// As [`for_machine`], with `WATTIO_HOST_THREADS` already read.
-pub fn for_machine_with(
+pub(crate) fn model_for_machine_with(
     root: &SysRoot,
     host_threads: Result<Option<usize>, String>,
 ) -> ModelParams {
@@ -320,7 +324,7 @@ mod tests {
     fn the_machine_model_scales_tdp_by_threads() {
         let dir = tempfile::tempdir().unwrap();
         fixture::intel_two_socket_server(dir.path()).unwrap();
-        let m = for_machine_with(&SysRoot::new(dir.path()), Ok(None));
+        let m = model_for_machine_with(&SysRoot::new(dir.path()), Ok(None));
         m.validate().unwrap();
         assert_eq!(
             m.name(),
@@ -345,7 +349,7 @@ mod tests {
         // A VM whose EPYC name carries its core count: 64 cores, 128 threads.
         assert!(info.contains("64-Core"), "{info}");
         t.write("/proc/cpuinfo", &as_vm(&info)).unwrap();
-        let m = for_machine_with(&root, Ok(None));
+        let m = model_for_machine_with(&root, Ok(None));
         assert!(m.name().starts_with("tdp-curve("), "{}", m.name());
         assert!(m.name().contains("threads=128"), "{}", m.name());
         assert!(m.notes[0].contains("2 threads per core"), "{:?}", m.notes);
@@ -356,7 +360,7 @@ mod tests {
             &as_vm(&info.replace(" 64-Core Processor", " Processor")),
         )
         .unwrap();
-        let m = for_machine_with(&root, Ok(None));
+        let m = model_for_machine_with(&root, Ok(None));
         assert_eq!(
             m.points,
             vec![(0.0, 0.45562453497023814), (1.0, 1.957333519345238)]
@@ -376,15 +380,15 @@ mod tests {
             m.notes
         );
         assert!(tdp_curve_for_machine_with(&root, None).is_err());
-        let m = for_machine_with(&root, Ok(Some(96)));
+        let m = model_for_machine_with(&root, Ok(Some(96)));
         assert!(m.name().contains("threads=96"), "{}", m.name());
         // A bad WATTIO_HOST_THREADS is said, not ignored.
-        let m = for_machine_with(&root, Err("WATTIO_HOST_THREADS=\"x\" is not …".into()));
+        let m = model_for_machine_with(&root, Err("WATTIO_HOST_THREADS=\"x\" is not …".into()));
         assert!(m.notes[1].contains("WATTIO_HOST_THREADS"), "{:?}", m.notes);
         // This project's VM: no name, but family 0x19 model 0x11 is Zen 4.
         t.cpuinfo("AuthenticAMD", 0x19, 0x11, "AMD EPYC", 2)
             .unwrap();
-        let m = for_machine_with(&root, Ok(None));
+        let m = model_for_machine_with(&root, Ok(None));
         assert_eq!(
             m.name(),
             "ccf-linear(arch=EPYC 4th Gen,min=0.739W,max=2.282W per vCPU)"
@@ -393,7 +397,7 @@ mod tests {
         // A CPU known to neither: CCF's averages, and both reasons.
         t.cpuinfo("GenuineIntel", 6, 6, "QEMU Virtual CPU version 2.5+", 2)
             .unwrap();
-        let m = for_machine_with(&root, Ok(None));
+        let m = model_for_machine_with(&root, Ok(None));
         assert_eq!(
             m,
             ModelParams {
@@ -420,7 +424,7 @@ mod tests {
 
     #[test]
     fn this_machine_resolves_to_some_valid_model() {
-        let m = for_machine_with(&SysRoot::new("/"), Ok(None));
+        let m = model_for_machine_with(&SysRoot::new("/"), Ok(None));
         m.validate().unwrap();
         assert!(
             m.name().starts_with("tdp-curve(") || m.name().starts_with("ccf-linear("),

@@ -102,7 +102,7 @@ pub enum Mechanism {
 
 impl Mechanism {
     /// Every CPU mechanism, in the order `probe` lists them. [`Mechanism::Nvml`] measures GPUs
-    /// and is probed apart ([`crate::nvml`]).
+    /// and is probed apart ([`crate::probe_nvml`]).
     pub const ALL: [Mechanism; 5] = [
         Mechanism::Perf,
         Mechanism::Ebpf,
@@ -229,7 +229,7 @@ pub fn provenance_label(mechanism: &str, estimated: bool, model: Option<&str>) -
 }
 
 /// The `model` of a measurement made by integrating power readings ([`Provenance::integrated_power`]).
-pub const INTEGRATED_POWER: &str = "power, integrated";
+pub(crate) const INTEGRATED_POWER: &str = "power, integrated";
 
 /// How a raw counter wraps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

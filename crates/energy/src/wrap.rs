@@ -1,27 +1,11 @@
 //! Counter wrap correction.
-//!
-//! RAPL counters are monotonic up to a limit and then restart at zero. Between two readings
-//! `prev` and `new` of a counter that counts `0..=max`:
-//!
-//! ```text
-//! Δ = new − prev                     if new ≥ prev
-//! Δ = (max − prev) + new + 1         if new < prev   (exactly one wrap)
-//! ```
-//!
-//! (Raffin & Trystram 2024, §IV-B, Table II; the `+ 1` is the step from `max` back to `0`, which
-//! the paper's reference tool omits; Alumet's `CounterDiff` in `core/alumet/src/plugin/util.rs`,
-//! <https://github.com/alumet-dev/alumet>, counts it.)
-//!
-//! Only one wrap between two readings can be detected. The sampler therefore reads each counter
-//! at least every [`max_safe_period`] seconds, a quarter of the time the counter takes to wrap at
-//! the highest power the domain can draw.
 
 use crate::types::{CounterSpec, Wrap};
 
 /// The wrap-corrected difference `new − prev` of a counter that counts `0..=max`.
 ///
 /// Returns `None` when `new` or `prev` exceed `max` (the reading cannot belong to this counter).
-pub fn wrapping_delta(prev: u64, new: u64, max: u64) -> Option<u64> {
+pub(crate) fn wrapping_delta(prev: u64, new: u64, max: u64) -> Option<u64> {
     if prev > max || new > max {
         return None;
     }
@@ -37,7 +21,7 @@ pub fn wrapping_delta(prev: u64, new: u64, max: u64) -> Option<u64> {
 /// The difference `new − prev` for a counter whose wrap limit is described by `wrap`.
 ///
 /// With [`Wrap::Unknown`] a decrease is an error (`None`), never a made-up correction.
-pub fn delta(prev: u64, new: u64, wrap: Wrap) -> Option<u64> {
+pub(crate) fn delta(prev: u64, new: u64, wrap: Wrap) -> Option<u64> {
     match wrap {
         Wrap::AtMax(max) => wrapping_delta(prev, new, max),
         Wrap::Unknown => new.checked_sub(prev),
@@ -48,13 +32,31 @@ pub fn delta(prev: u64, new: u64, wrap: Wrap) -> Option<u64> {
 ///
 /// 500 W per socket is above every x86 part's TDP (AMD EPYC 9965: 500 W; Xeon 6980P: 500 W); a
 /// counter read at [`max_safe_period`] will therefore never wrap twice unseen.
-pub const ASSUMED_MAX_WATTS: f64 = 500.0;
+pub(crate) const ASSUMED_MAX_WATTS: f64 = 500.0;
 
 /// The longest period, in seconds, between two reads of `spec` that keeps at most one wrap
 /// between readings with a 4× margin: `(max + 1) · unit / ASSUMED_MAX_WATTS / 4`.
 ///
 /// For an MSR counter at ESU 14 (262 144 J range) this is 131 s; for the DRAM quirk unit
 /// (2^-16 J, 65 536 J) it is 32.8 s. Counters without a known limit get 1 s.
+///
+/// Counter wrap correction.
+///
+/// RAPL counters are monotonic up to a limit and then restart at zero. Between two readings
+/// `prev` and `new` of a counter that counts `0..=max`:
+///
+/// ```text
+/// Δ = new − prev                     if new ≥ prev
+/// Δ = (max − prev) + new + 1         if new < prev   (exactly one wrap)
+/// ```
+///
+/// (Raffin & Trystram 2024, §IV-B, Table II; the `+ 1` is the step from `max` back to `0`, which
+/// the paper's reference tool omits; Alumet's `CounterDiff` in `core/alumet/src/plugin/util.rs`,
+/// <https://github.com/alumet-dev/alumet>, counts it.)
+///
+/// Only one wrap between two readings can be detected. The sampler therefore reads each counter
+/// at least every [`max_safe_period`] seconds, a quarter of the time the counter takes to wrap at
+/// the highest power the domain can draw.
 pub fn max_safe_period(spec: &CounterSpec) -> f64 {
     spec.seconds_to_wrap(ASSUMED_MAX_WATTS)
         .map(|s| s / 4.0)

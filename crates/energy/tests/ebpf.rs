@@ -11,12 +11,12 @@
 #![cfg(feature = "ebpf")]
 
 use std::time::Duration;
-use wattio_energy::ebpf::{mono_ns, EbpfSource, Reading};
 use wattio_energy::fixture::{BusyCpus, FixtureTree};
 use wattio_energy::{
-    discover, open_source, perf, Accumulator, CounterDelta, Domain, EnergyError, Mechanism,
-    MechanismStatus, ModelParams, ProbeReport, Source, SourceChoice, SysRoot,
+    discover, discover_power_pmu, open_source, Accumulator, CounterDelta, Domain, EnergyError,
+    Mechanism, MechanismStatus, ModelParams, ProbeReport, Source, SourceChoice, SysRoot,
 };
+use wattio_energy::{mono_ns, EbpfSource, Reading};
 
 /// 1 W of package and 0.5 W of DRAM per stand-in package.
 const PKG_W: f64 = 1.0;
@@ -44,7 +44,7 @@ fn standin() -> (tempfile::TempDir, SysRoot, usize) {
 /// `Some(source)`, or `None` (and a note) where this process may not use BPF and the run does
 /// not require it.
 fn open_or_skip(root: &SysRoot) -> Option<EbpfSource> {
-    let pmu = perf::discover(root).unwrap();
+    let pmu = discover_power_pmu(root).unwrap();
     match EbpfSource::open(root, &pmu, None) {
         Ok(s) => Some(s),
         Err(e) => skip_unless_required(e),

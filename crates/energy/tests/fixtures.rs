@@ -1,12 +1,12 @@
 //! Every mechanism against fixture trees of real machine layouts.
 
 use wattio_energy::fixture::{self, FixtureTree, MAX_UJ_DRAM_QUIRK, MAX_UJ_ESU14};
-use wattio_energy::msr::{self, MsrSource};
-use wattio_energy::powercap::{self, PowercapSource};
+use wattio_energy::MsrSource;
 use wattio_energy::{
     discover, open_source, Accumulator, CounterDelta, Domain, Mechanism, ModelParams, Source,
     SourceChoice, SysRoot, Wrap,
 };
+use wattio_energy::{discover_powercap, PowercapSource};
 
 fn tree(
     f: fn(&std::path::Path) -> std::io::Result<FixtureTree>,
@@ -57,7 +57,7 @@ fn pairs(src: &dyn Source) -> Vec<(u32, Domain)> {
 #[test]
 fn powercap_two_socket_server_names_zones_by_name_not_number() {
     let (_d, _t, root) = tree(fixture::intel_two_socket_server);
-    let disc = powercap::discover(&root).unwrap();
+    let disc = discover_powercap(&root).unwrap();
     let mut got: Vec<_> = disc
         .zones
         .iter()
@@ -86,7 +86,7 @@ fn powercap_two_socket_server_names_zones_by_name_not_number() {
 #[test]
 fn powercap_laptop_psys_is_not_package_1_and_mmio_duplicate_is_skipped() {
     let (_d, _t, root) = tree(fixture::intel_laptop);
-    let disc = powercap::discover(&root).unwrap();
+    let disc = discover_powercap(&root).unwrap();
     let src = PowercapSource::open(&disc.zones).unwrap();
     let mut p = pairs(&src);
     p.sort();
@@ -112,7 +112,7 @@ fn powercap_laptop_psys_is_not_package_1_and_mmio_duplicate_is_skipped() {
 #[test]
 fn powercap_wraps_are_corrected_with_max_energy_range() {
     let (_d, t, root) = tree(fixture::intel_two_socket_server);
-    let disc = powercap::discover(&root).unwrap();
+    let disc = discover_powercap(&root).unwrap();
     let src = PowercapSource::open(&disc.zones).unwrap();
     let idx = src
         .counters()
@@ -142,7 +142,7 @@ fn garbage_in_energy_uj_is_a_clear_error() {
         "not a number\n",
     )
     .unwrap();
-    let disc = powercap::discover(&root).unwrap();
+    let disc = discover_powercap(&root).unwrap();
     let err = PowercapSource::open(&disc.zones)
         .err()
         .expect("garbage must be refused")
@@ -171,7 +171,7 @@ fn missing_max_energy_range_means_unknown_wrap_and_an_error_on_decrease() {
         "{:?}",
         pc.notes
     );
-    let disc = powercap::discover(&root).unwrap();
+    let disc = discover_powercap(&root).unwrap();
     let src = PowercapSource::open(&disc.zones).unwrap();
     let idx = src
         .counters()
@@ -243,12 +243,12 @@ fn msr_intel_server_uses_the_fixed_dram_unit() {
     let mut r = Reader::new(src);
     t.msr(
         4,
-        msr::INTEL_PKG_ENERGY,
+        fixture::INTEL_PKG_ENERGY,
         0xFFFF_FFFF - 16383 + 0xAB_0000_0000,
     )
     .unwrap(); // high bits ignored
     r.read().unwrap();
-    t.msr(4, msr::INTEL_PKG_ENERGY, 16384).unwrap();
+    t.msr(4, fixture::INTEL_PKG_ENERGY, 16384).unwrap();
     r.read().unwrap();
     // 16384 steps to the wrap plus 16384 after it: 2 J.
     assert!(
@@ -295,12 +295,14 @@ fn msr_amd_sums_per_core_counters_once_per_physical_core() {
     assert_eq!(src.counters()[core].unit_j, 2f64.powi(-16));
     let mut r = Reader::new(src);
     // Core 1 starts 65536 steps (1 J at ESU 16) below the 32-bit limit.
-    t.msr(1, msr::AMD_CORE_ENERGY, 0xFFFF_FFFF - 65535).unwrap();
+    t.msr(1, fixture::AMD_CORE_ENERGY, 0xFFFF_FFFF - 65535)
+        .unwrap();
     r.read().unwrap();
     let before = r.acc.totals_j()[core];
     // Core 0 gains 1 J; core 1 takes 65536 steps to wrap to 0 and 65536 more: 2 J.
-    t.msr(0, msr::AMD_CORE_ENERGY, 0x0010_0000 + 65536).unwrap();
-    t.msr(1, msr::AMD_CORE_ENERGY, 65536).unwrap();
+    t.msr(0, fixture::AMD_CORE_ENERGY, 0x0010_0000 + 65536)
+        .unwrap();
+    t.msr(1, fixture::AMD_CORE_ENERGY, 65536).unwrap();
     r.read().unwrap();
     let gained = r.acc.totals_j()[core] - before;
     assert!((gained - 3.0).abs() < 1e-9, "{gained}");
@@ -317,7 +319,7 @@ fn msr_missing_device_says_to_load_the_module() {
 #[test]
 fn perf_fixture_events_are_parsed_and_the_open_failure_is_explained() {
     let (_d, _t, root) = tree(fixture::intel_laptop);
-    let pmu = wattio_energy::perf::discover(&root).unwrap();
+    let pmu = wattio_energy::discover_power_pmu(&root).unwrap();
     let names: Vec<_> = pmu
         .events
         .iter()

@@ -8,9 +8,9 @@
 use std::ffi::OsStr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use wattio_energy::combined::{open_with_gpus, Combined};
-use wattio_energy::nvml::{self, GpuCounter, NvmlSource};
-use wattio_energy::powercap::{self, PowercapSource};
+use wattio_energy::{open_with_gpus, CombinedSource};
+use wattio_energy::{discover_powercap, PowercapSource};
+use wattio_energy::{probe_nvml, GpuCounter, NvmlSource};
 use wattio_energy::{
     Accumulator, CounterDelta, Domain, EnergyError, Mechanism, Source, SourceChoice, SysRoot,
 };
@@ -131,7 +131,7 @@ fn a_gpu_without_the_energy_counter_falls_back_to_integrated_power_labelled_so()
 #[test]
 fn a_missing_library_makes_nvml_unusable_with_the_fix_and_never_fails_the_probe() {
     let _g = stub("name=x,energy_w=1", None);
-    let p = nvml::probe(OsStr::new("/nonexistent/libnvidia-ml.so.1"));
+    let p = probe_nvml(OsStr::new("/nonexistent/libnvidia-ml.so.1"));
     assert!(!p.usable);
     assert!(p.gpus.is_empty());
     assert!(p.reason.starts_with("library not found"), "{}", p.reason);
@@ -156,7 +156,7 @@ fn nvml_init_without_permission_is_one_line_with_the_fix() {
     assert!(!msg.contains('\n'), "{msg}");
     assert!(msg.contains("NVML_ERROR_NO_PERMISSION"), "{msg}");
     assert!(msg.contains("/dev/nvidia"), "{msg}");
-    let p = nvml::probe(lib().as_os_str());
+    let p = probe_nvml(lib().as_os_str());
     assert!(!p.usable && p.reason.contains("NO_PERMISSION"), "{p:?}");
 }
 
@@ -208,7 +208,7 @@ fn powercap_fixture() -> (tempfile::TempDir, Box<dyn Source>) {
     let dir = tempfile::tempdir().unwrap();
     wattio_energy::fixture::build("intel-server", dir.path()).unwrap();
     let root = SysRoot::new(dir.path());
-    let d = powercap::discover(&root).unwrap();
+    let d = discover_powercap(&root).unwrap();
     (dir, Box::new(PowercapSource::open(&d.zones).unwrap()))
 }
 
@@ -221,7 +221,7 @@ fn cpu_and_gpu_counters_read_together_keep_their_own_provenance() {
     let (_dir, cpu) = powercap_fixture();
     let n_cpu = cpu.counters().len();
     let gpu = Box::new(NvmlSource::open(lib().as_os_str()).unwrap());
-    let mut both = Combined::new(Some(cpu), Some(gpu)).unwrap();
+    let mut both = CombinedSource::new(Some(cpu), Some(gpu)).unwrap();
     assert_eq!(both.counters().len(), n_cpu + 2);
     assert_eq!(both.provenance().mechanism, Mechanism::Powercap);
     assert_eq!(both.counter_provenance(0).label(), "measured (powercap)");

@@ -25,7 +25,7 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
-use wattio_energy::powercap::{self, PowercapSource};
+use wattio_energy::{discover_powercap, PowercapSource};
 use wattio_energy::{fixture, Mechanism, ModelParams, ModelSource, Source, SourceChoice, SysRoot};
 use wattio_meter::sampler::{self, Pacing, RowSink, Sample, SampleSink, SamplerConfig};
 use wattio_meter::sink::Format;
@@ -55,7 +55,7 @@ impl SampleSink for TimingSink {
 
 fn powercap_source(dir: &std::path::Path) -> Box<dyn Source> {
     let root = SysRoot::new(dir);
-    let zones: Vec<_> = powercap::discover(&root)
+    let zones: Vec<_> = discover_powercap(&root)
         .unwrap()
         .zones
         .into_iter()

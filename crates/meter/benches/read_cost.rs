@@ -14,9 +14,9 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;
 use wattio_energy::fixture;
-use wattio_energy::msr::MsrSource;
-use wattio_energy::perf::{self, PerfSource};
-use wattio_energy::powercap::{self, PowercapSource};
+use wattio_energy::MsrSource;
+use wattio_energy::{discover_power_pmu, PerfSource};
+use wattio_energy::{discover_powercap, PowercapSource};
 use wattio_energy::{Mechanism, ModelParams, ModelSource, Source, SourceChoice, SysRoot};
 
 fn bench_source(c: &mut Criterion, name: &str, mut src: Box<dyn Source>) {
@@ -32,7 +32,7 @@ fn bench_source(c: &mut Criterion, name: &str, mut src: Box<dyn Source>) {
 
 fn reads(c: &mut Criterion) {
     let real = SysRoot::new("/");
-    if let Ok(pmu) = perf::discover(&real) {
+    if let Ok(pmu) = discover_power_pmu(&real) {
         match PerfSource::open(&real, &pmu, None) {
             Ok(s) => bench_source(c, "perf (real power PMU)", Box::new(s)),
             Err(e) => eprintln!("perf skipped: {e}"),
@@ -67,7 +67,7 @@ fn reads(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     fixture::intel_laptop(dir.path()).unwrap();
     let root = SysRoot::new(dir.path());
-    let zones = powercap::discover(&root).unwrap().zones;
+    let zones = discover_powercap(&root).unwrap().zones;
     let pkg_only: Vec<_> = zones
         .iter()
         .filter(|z| z.name == "package-0")

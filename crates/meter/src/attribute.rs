@@ -7,7 +7,7 @@ use crate::meter::{unix_now, Meter, Snapshot};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::io;
-use wattio_energy::attribution::tracker::Key;
+use wattio_energy::attribution::Key;
 use wattio_energy::attribution::{attributed_label, Attributor, By, Entry, IdlePolicy, Interval};
 use wattio_energy::{CounterSpec, Provenance, SysRoot};
 use wattio_progress::Sink;
@@ -528,7 +528,7 @@ impl RecordAttribution {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wattio_energy::attribution::tracker::ProcKey;
+    use wattio_energy::attribution::ProcKey;
 
     fn entry(pid: u32, j: f64) -> Entry {
         Entry {

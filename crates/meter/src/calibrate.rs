@@ -14,10 +14,11 @@ use crate::meter::Meter;
 use std::io;
 use std::time::{Duration, Instant};
 use wattio_energy::attribution::cputime;
-use wattio_energy::model_file::{FitSummary, LevelResult, ModelFile, FORMAT};
 use wattio_energy::{
-    cpu, open_source, Domain, EnergyError, Mechanism, ModelParams, SourceChoice, SysRoot,
+    cpu_id, online_cpu_count, open_source, Domain, EnergyError, Mechanism, ModelParams,
+    SourceChoice, SysRoot,
 };
+use wattio_energy::{FitSummary, LevelResult, ModelFile, MODEL_FILE_FORMAT};
 use wattio_progress::Sink;
 
 /// Something that holds every CPU at a load for a while.
@@ -216,8 +217,8 @@ pub fn calibrate(
 ) -> Result<ModelFile, CalibrateError> {
     cfg.check()?;
     let meter = open_rapl(&cfg.root, cfg.choice)?;
-    let n_cpus = cpu::online_cpu_count(&cfg.root)?;
-    let cpu_name = cpu::cpu_id(&cfg.root)
+    let n_cpus = online_cpu_count(&cfg.root)?;
+    let cpu_name = cpu_id(&cfg.root)
         .map(|id| id.model_name)
         .unwrap_or_else(|_| "unknown".into());
     let mut levels = Vec::new();
@@ -284,7 +285,7 @@ pub fn calibrate(
         driver: driver.name(),
     };
     Ok(ModelFile {
-        format: FORMAT.into(),
+        format: MODEL_FILE_FORMAT.into(),
         cpu: cpu_name,
         vcpus: n_cpus,
         measured_with: meter.provenance().mechanism.to_string(),

@@ -22,8 +22,8 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use wattio_energy::attribution::tracker::Key;
 use wattio_energy::attribution::By;
+use wattio_energy::attribution::Key;
 
 /// Labels of the energy counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -324,7 +324,7 @@ impl Executor for MeterExecutor<'_> {
 
 /// Online CPUs under `root` (the `n` of the split).
 pub fn online_cpus(root: &SysRoot) -> Result<usize, MeasureError> {
-    Ok(wattio_energy::cpu::online_cpu_count(root)?.max(1))
+    Ok(wattio_energy::online_cpu_count(root)?.max(1))
 }
 
 /// Runs `argv` once under `meter`, with the terminal passed through.

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use wattio_energy::{
-    open_source, wrap, Accumulator, CounterDelta, CounterSpec, Domain, EnergyError, ModelParams,
-    Provenance, Source, SourceChoice, SysRoot,
+    max_safe_period, open_source, Accumulator, CounterDelta, CounterSpec, Domain, EnergyError,
+    ModelParams, Provenance, Source, SourceChoice, SysRoot,
 };
 
 /// What to open.
@@ -17,14 +17,14 @@ pub struct MeterConfig {
     pub choice: SourceChoice,
     /// Only these domains (all when `None`).
     pub domains: Option<Vec<Domain>>,
-    /// The model used where no counter is (the machine's default: [`wattio_energy::tdp::for_machine`]).
+    /// The model used where no counter is (the machine's default: [`wattio_energy::model_for_machine`]).
     pub model: ModelParams,
 }
 
 impl Default for MeterConfig {
     fn default() -> Self {
         let root = SysRoot::from_env();
-        let model = wattio_energy::tdp::for_machine(&root);
+        let model = wattio_energy::model_for_machine(&root);
         MeterConfig {
             root,
             choice: SourceChoice::Auto,
@@ -36,14 +36,14 @@ impl Default for MeterConfig {
 
 impl MeterConfig {
     /// Opens the configured CPU source together with NVML's GPUs
-    /// ([`wattio_energy::combined::open_with_gpus`]: GPUs when `domains` asks for `gpu`, or, with
+    /// ([`wattio_energy::open_with_gpus`]: GPUs when `domains` asks for `gpu`, or, with
     /// no `domains`, whenever NVML is usable; the library from `WATTIO_NVML_LIB`); also returns
     /// why CPU mechanisms were passed over (auto).
     pub fn open_with_gpus(&self) -> Result<(Box<dyn Source>, Vec<String>), EnergyError> {
-        wattio_energy::combined::open_with_gpus(
+        wattio_energy::open_with_gpus(
             self.choice,
             self.domains.as_deref(),
-            &wattio_energy::nvml::lib_from_env(),
+            &wattio_energy::nvml_lib_from_env(),
             |cpu_domains| {
                 let mut cpu = self.clone();
                 cpu.domains = cpu_domains.map(<[Domain]>::to_vec);
@@ -251,7 +251,7 @@ impl State {
 /// An open energy source with a background poller.
 ///
 /// The poller reads every counter at least every `poll_period` (by default the shortest
-/// [`wrap::max_safe_period`] of the counters, capped at one second), so a long window between two
+/// [`max_safe_period`] of the counters, capped at one second), so a long window between two
 /// snapshots never hides more than one wrap.
 pub struct Meter {
     state: Arc<Mutex<State>>,
@@ -420,7 +420,7 @@ impl Drop for Meter {
 pub fn default_poll_period(specs: &[CounterSpec]) -> Duration {
     let s = specs
         .iter()
-        .map(wrap::max_safe_period)
+        .map(max_safe_period)
         .fold(1.0f64, f64::min)
         .max(0.001);
     Duration::from_secs_f64(s)

@@ -8,14 +8,14 @@
 //! next row that fits (counted as *coalesced*), so no energy is lost and the count is reported.
 //!
 //! Wrap safety: if the requested period is longer than a counter's wrap-safe period
-//! ([`wattio_energy::wrap::max_safe_period`]), the loop reads several times per row.
+//! ([`wattio_energy::max_safe_period`]), the loop reads several times per row.
 
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, TrySendError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use wattio_energy::{wrap, Accumulator, CounterDelta, EnergyError, Source};
+use wattio_energy::{max_safe_period, Accumulator, CounterDelta, EnergyError, Source};
 
 use crate::meter::unix_now;
 use crate::sink::{Format, RowFormatter};
@@ -251,7 +251,7 @@ pub fn run<S: SampleSink>(
     let row_period = 1.0 / cfg.freq_hz;
     let safe = specs
         .iter()
-        .map(wrap::max_safe_period)
+        .map(max_safe_period)
         .fold(f64::INFINITY, f64::min);
     let reads_per_row = (row_period / safe).ceil().max(1.0) as u64;
     let period_ns = ((row_period / reads_per_row as f64) * 1e9).round().max(1.0) as u64;

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 use wattio_energy::fixture::{self, FixtureTree};
-use wattio_energy::{model_file, SourceChoice, SysRoot};
+use wattio_energy::{load_model_file, SourceChoice, SysRoot};
 use wattio_meter::calibrate::{calibrate, CalibrateConfig, CalibrateError, LoadDriver};
 use wattio_progress::Sink;
 
@@ -83,7 +83,7 @@ fn calibration_recovers_the_fixture_power_function() {
     }
     let path = dir.path().join("model.json");
     std::fs::write(&path, file.to_json()).unwrap();
-    let model = model_file::load(&path).unwrap();
+    let model = load_model_file(&path).unwrap();
     for u in [0.0, 0.05, 0.1, 0.3, 0.5, 0.6, 0.9, 1.0] {
         let got = model.watts_per_cpu(u);
         assert!(

@@ -3,7 +3,7 @@
 //! Two figures, two questions:
 //!
 //! * `energy_j` — the **estimated energy of a host running only this command** (a dedicated
-//!   client host): the linear model the meter uses (`wattio_energy::model::ModelParams`) with
+//!   client host): the linear model the meter uses (`wattio_energy::ModelParams`) with
 //!   the command's own CPU time as the host's busy time,
 //!   `min W × vCPUs × wall + (max − min) W × its CPU s`. It charges every client tool by one
 //!   rule whatever else the host runs (the server, the delay line, other users), which is what
@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use std::process::Command;
 use std::time::Instant;
 use wattio_energy::attribution::{self, cputime};
-use wattio_energy::model::ModelParams;
+use wattio_energy::ModelParams;
 use wattio_energy::SysRoot;
 use wattio_meter::Meter;
 
@@ -67,7 +67,7 @@ pub struct RunStats {
 
 /// Online CPUs of the machine the meter measures (the capacity of the share's window).
 fn machine_cpus(fallback: usize) -> usize {
-    wattio_energy::cpu::online_cpu_count(&SysRoot::from_env())
+    wattio_energy::online_cpu_count(&SysRoot::from_env())
         .ok()
         .filter(|&n| n > 0)
         .unwrap_or(fallback)
