@@ -8,6 +8,30 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+/// Columns every `results.csv` has: the [`RunRecord`] fields in order, less those added later
+/// (`process_j`), which files written before them lack.
+pub const CSV_COLUMNS: &[&str] = &[
+    "method",
+    "op",
+    "size",
+    "buffer",
+    "run",
+    "energy_j",
+    "time_s",
+    "bytes",
+    "mechanism",
+    "estimated",
+    "model",
+    "energy_scope",
+    "system_energy_j",
+    "cpu_s",
+    "window_s",
+    "cache",
+    "cache_resident",
+    "libs",
+    "checked",
+];
+
 /// One measured run (one fresh JVM).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
@@ -151,6 +175,15 @@ mod tests {
             checked: true,
             process_j,
         }
+    }
+
+    #[test]
+    fn the_column_list_is_the_row_fields() {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.serialize(record(None)).unwrap();
+        let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        let header = text.lines().next().unwrap();
+        assert_eq!(header, format!("{},process_j", CSV_COLUMNS.join(",")));
     }
 
     #[test]

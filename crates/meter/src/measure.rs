@@ -184,6 +184,15 @@ pub struct RunReport {
     pub signal: Option<i32>,
 }
 
+/// The document `wattio measure --json` writes for a single run of one command: the run's
+/// report with the command beside it (as argv; `sh -c …` for a shell command).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SingleRun {
+    #[serde(flatten)]
+    pub report: RunReport,
+    pub command: Vec<String>,
+}
+
 impl RunReport {
     /// A run's report: the machine's energy over the run, how it ended, and the CPU time of the
     /// command; `command_j` is its CPU-time share on `n_cpus` CPUs.

@@ -4,10 +4,16 @@
 //! file still loads and an unknown file is skipped with a note instead of an error.
 
 use crate::overhead::{IdleRun, LoadRun};
+use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use wattio_energy::{Mechanism, Provenance};
+use wattio_iobench::results::RunRecord;
+use wattio_meter::measure::bench::Report as MeasureReport;
+use wattio_meter::measure::{RunStatus, SingleRun};
+use wattio_meter::{EnergyReport, RecordRow};
+use wattio_sim::{RunResult, SweepRow};
 
 /// Reads a provenance from a result's `mechanism`, `estimated` and `model` fields (JSON
 /// values or CSV cells). A file without `estimated` is an estimate when its mechanism is the
@@ -88,7 +94,7 @@ impl Counter {
     }
 }
 
-/// A `wattio measure --json` result (one run or `--repeat N`).
+/// One run of a `wattio measure --json` result, as the page shows it.
 #[derive(Debug, Clone)]
 pub struct MeasureRun {
     pub duration_s: f64,
@@ -97,30 +103,23 @@ pub struct MeasureRun {
     pub exit_code: i64,
 }
 
-/// One `iobench` row (Java I/O study).
-#[derive(Debug, Clone)]
-pub struct IoRow {
-    pub method: String,
-    pub op: String,
-    pub size: String,
-    pub energy_j: f64,
-    pub time_s: f64,
-    pub bytes: f64,
-    pub provenance: Option<Provenance>,
+impl MeasureRun {
+    fn of(energy: &EnergyReport, exit_code: i32) -> MeasureRun {
+        MeasureRun {
+            duration_s: energy.duration_s,
+            total_j: energy.total_j,
+            mean_power_w: energy.mean_power_w(),
+            exit_code: exit_code.into(),
+        }
+    }
 }
 
-/// One `cache sweep` / `cache replay` row.
-#[derive(Debug, Clone)]
-pub struct CacheRow {
-    /// Trace the row replays (e.g. email, web); empty when not recorded.
-    pub workload: String,
-    pub strategy: String,
-    pub knob: f64,
-    pub ghost_hints: String,
-    pub mean_response_s: f64,
-    pub energy_j: f64,
-    /// The simulator's own provenance text, e.g. "simulated (estimated from device profile …)".
-    pub energy_kind: Option<String>,
+fn provenance_of_energy(e: &EnergyReport) -> Provenance {
+    Provenance {
+        mechanism: e.mechanism,
+        estimated: e.estimated,
+        model: e.model.clone(),
+    }
 }
 
 /// One interval of a transfer.
@@ -144,11 +143,14 @@ pub enum Dataset {
         provenance: Provenance,
         runs: Vec<MeasureRun>,
     },
+    /// `wattio iobench` runs (`results.csv`, or the `runs` of `results.json`).
     IoBench {
-        rows: Vec<IoRow>,
+        rows: Vec<RunRecord>,
     },
+    /// `wattio cache sweep` rows (`sweep.csv`), or `cache replay --json` replays as rows of one
+    /// seed.
     Cache {
-        rows: Vec<CacheRow>,
+        rows: Vec<SweepRow>,
     },
     Transfer {
         summary: BTreeMap<String, String>,
@@ -235,9 +237,11 @@ pub fn scan(dir: &Path) -> std::io::Result<Scan> {
             s.ignored += 1;
             continue;
         }
-        match load_file(&f) {
-            Ok(Some(data)) => s.loaded.push(Loaded { path: f, data }),
-            Ok(None) => {}
+        match load_all(&f) {
+            Ok(data) => s.loaded.extend(data.into_iter().map(|data| Loaded {
+                path: f.clone(),
+                data,
+            })),
             Err(reason) => s.skipped.push(Skipped { path: f, reason }),
         }
     }
@@ -280,16 +284,23 @@ fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> std::io::Result<()>
     Ok(())
 }
 
-/// Loads one file. `Ok(None)`: silently ignored (our own HTML/SVG/PNG/Markdown output).
-/// `Err(reason)`: skipped with a note in the report.
+/// Loads one file: its first dataset (see [`load_all`]). `Ok(None)`: silently ignored (our
+/// own HTML/SVG/PNG/Markdown output). `Err(reason)`: skipped with a note in the report.
 pub fn load_file(path: &Path) -> Result<Option<Dataset>, String> {
+    load_all(path).map(|d| d.into_iter().next())
+}
+
+/// Loads one file: one dataset, or one per command of a `wattio measure` benchmark of several
+/// commands; none for files silently ignored (our own HTML/SVG/PNG/Markdown output).
+/// `Err(reason)`: skipped with a note in the report.
+pub fn load_all(path: &Path) -> Result<Vec<Dataset>, String> {
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
         .unwrap_or("")
         .to_ascii_lowercase();
     if matches!(ext.as_str(), "html" | "svg" | "png" | "md" | "txt" | "log") {
-        return Ok(None);
+        return Ok(vec![]);
     }
     let size = std::fs::metadata(path)
         .map_err(|e| format!("cannot stat: {e}"))?
@@ -335,7 +346,7 @@ pub fn load_file(path: &Path) -> Result<Option<Dataset>, String> {
     if ext == "csv"
         && (text.starts_with(DERIVED_TIME_HEADER) || text.starts_with(DERIVED_IDLE_HEADER))
     {
-        return Ok(None);
+        return Ok(vec![]);
     }
     match ext.as_str() {
         "csv" => parse_csv(&text),
@@ -348,7 +359,6 @@ pub fn load_file(path: &Path) -> Result<Option<Dataset>, String> {
         _ if text.lines().next().is_some_and(|l| l.contains(',')) => parse_csv(&text),
         _ => Err(format!("unrecognised file type '.{ext}'")),
     }
-    .map(Some)
 }
 
 fn truncate_note(s: &str) -> String {
@@ -359,30 +369,46 @@ fn truncate_note(s: &str) -> String {
     }
 }
 
-/// Columns a `wattio record` CSV must have for the report (`model` is read when present).
-const METER_COLUMNS: &[&str] = &[
-    "timestamp",
-    "mechanism",
-    "socket",
-    "domain",
-    "energy_j",
-    "estimated",
-];
-
-/// Whether a CSV header line belongs to a format [`parse_csv`] understands.
+/// Whether a CSV header line belongs to a format [`parse_csv`] understands: the columns every
+/// version of a producer's rows has, as the producer lists them.
 fn known_csv_header(header: &str) -> bool {
-    let cols: Vec<&str> = header
-        .split(',')
-        .map(|c| c.trim().trim_matches('"'))
-        .collect();
-    let has = |names: &[&str]| names.iter().all(|n| cols.contains(n));
-    has(METER_COLUMNS)
-        || has(crate::overhead::LOAD_COLUMNS)
-        || has(crate::overhead::IDLE_COLUMNS)
-        || has(&["method", "op", "energy_j"])
-        || has(&["strategy", "knob", "energy_j"])
+    csv_kind(
+        &header
+            .split(',')
+            .map(|c| c.trim().trim_matches('"'))
+            .collect::<Vec<_>>(),
+    )
+    .is_some()
         || header.starts_with(DERIVED_TIME_HEADER)
         || header.starts_with(DERIVED_IDLE_HEADER)
+}
+
+/// The kinds of CSV result files.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum CsvKind {
+    Record,
+    OverheadLoad,
+    OverheadIdle,
+    IoBench,
+    Cache,
+}
+
+fn csv_kind(cols: &[&str]) -> Option<CsvKind> {
+    let has = |names: &[&str]| names.iter().all(|n| cols.contains(n));
+    let record: Vec<&str> = wattio_meter::RECORD_CSV_HEADER.split(',').collect();
+    if has(&record) {
+        Some(CsvKind::Record)
+    } else if has(crate::overhead::LOAD_COLUMNS) {
+        Some(CsvKind::OverheadLoad)
+    } else if has(crate::overhead::IDLE_COLUMNS) {
+        Some(CsvKind::OverheadIdle)
+    } else if has(wattio_iobench::results::CSV_COLUMNS) {
+        Some(CsvKind::IoBench)
+    } else if has(wattio_sim::SWEEP_COLUMNS) {
+        Some(CsvKind::Cache)
+    } else {
+        None
+    }
 }
 
 fn num(v: Option<&Value>) -> Option<f64> {
@@ -393,66 +419,123 @@ fn num(v: Option<&Value>) -> Option<f64> {
     }
 }
 
-fn parse_json(text: &str) -> Result<Dataset, String> {
+/// A run as `wattio measure --json` wrote it before runs were kept apart from failed ones
+/// (single runs without `total_label`, `--repeat` as `{…, "runs": […]}`): the meter's
+/// [`EnergyReport`] and the exit code.
+#[derive(Deserialize)]
+struct EarlierMeasureRun {
+    #[serde(flatten)]
+    energy: EnergyReport,
+    #[serde(default)]
+    exit_code: i32,
+}
+
+/// `wattio measure --repeat N --json` before runs were kept apart from failed ones.
+#[derive(Deserialize)]
+struct EarlierMeasureRepeat {
+    #[serde(default)]
+    command: Vec<String>,
+    runs: Vec<EarlierMeasureRun>,
+}
+
+/// The `results.json` of `wattio iobench`: its runs are what the report reads.
+#[derive(Deserialize)]
+struct IoBenchStudy {
+    runs: Vec<RunRecord>,
+}
+
+fn typed<T: serde::de::DeserializeOwned>(v: Value, what: &str) -> Result<T, String> {
+    serde_json::from_value(v).map_err(|e| format!("{what}: {e}"))
+}
+
+fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
     let v: Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
     if let Some(arr) = v.as_array() {
         let first = arr.first().ok_or("empty JSON array")?;
         if has(first, &["method", "op", "energy_j"]) {
-            return Ok(Dataset::IoBench {
-                rows: arr.iter().map(io_row_json).collect::<Result<_, _>>()?,
-            });
+            let rows: Vec<RunRecord> = typed(v, "iobench runs")?;
+            return Ok(vec![Dataset::IoBench { rows }]);
         }
         if has(first, &["strategy", "knob", "energy_j"]) {
-            return Ok(Dataset::Cache {
-                rows: arr.iter().map(cache_row_json).collect::<Result<_, _>>()?,
-            });
+            let replays: Vec<RunResult> = typed(v, "cache replay results")?;
+            let rows = replays.iter().map(|r| SweepRow::of_replay("", r)).collect();
+            return Ok(vec![Dataset::Cache { rows }]);
         }
         if has(first, &["duration_s", "total_j"]) {
-            return measure_from(&Value::Null, arr);
+            let runs: Vec<EarlierMeasureRun> = typed(v, "measure runs")?;
+            return measure_dataset(String::new(), runs);
         }
         return Err(
             "JSON array of unknown records (expected iobench, cache or measure rows)".into(),
         );
     }
-    for key in ["results", "rows"] {
-        if let Some(arr) = v.get(key).and_then(|a| a.as_array()) {
-            if let Some(first) = arr.first() {
-                if has(first, &["method", "op", "energy_j"]) {
-                    return Ok(Dataset::IoBench {
-                        rows: arr.iter().map(io_row_json).collect::<Result<_, _>>()?,
-                    });
-                }
-                if has(first, &["strategy", "knob", "energy_j"]) {
-                    return Ok(Dataset::Cache {
-                        rows: arr.iter().map(cache_row_json).collect::<Result<_, _>>()?,
-                    });
-                }
-            }
-        }
+    // `wattio measure --json` of several runs or commands.
+    if v.get("results")
+        .and_then(|r| r.as_array())
+        .and_then(|r| r.first())
+        .is_some_and(|c| has(c, &["command", "runs"]))
+    {
+        let report: MeasureReport = typed(v, "measure result")?;
+        let provenance = Provenance {
+            mechanism: report.mechanism,
+            estimated: report.estimated,
+            model: report.model.clone(),
+        };
+        return Ok(report
+            .benchmark
+            .results
+            .iter()
+            .map(|c| Dataset::Measure {
+                command: c.command.clone(),
+                provenance: provenance.clone(),
+                runs: c
+                    .runs
+                    .iter()
+                    .filter(|r| r.status == RunStatus::Ok)
+                    .map(|r| MeasureRun::of(&r.report.energy, r.report.exit_code))
+                    .collect(),
+            })
+            .collect());
     }
-    if let Some(runs) = v.get("runs").and_then(|r| r.as_array()) {
-        if runs
-            .first()
-            .is_some_and(|r| has(r, &["duration_s", "total_j"]))
-        {
-            return measure_from(&v, runs);
+    if has(&v, &["total_label", "command"]) {
+        let single: SingleRun = typed(v, "measure result")?;
+        let energy = &single.report.energy;
+        return Ok(vec![Dataset::Measure {
+            command: single.command.join(" "),
+            provenance: provenance_of_energy(energy),
+            runs: vec![MeasureRun::of(energy, single.report.exit_code)],
+        }]);
+    }
+    if let Some(first) = v
+        .get("runs")
+        .and_then(|r| r.as_array())
+        .and_then(|r| r.first())
+    {
+        if has(first, &["method", "op", "energy_j"]) {
+            let study: IoBenchStudy = typed(v, "iobench results")?;
+            return Ok(vec![Dataset::IoBench { rows: study.runs }]);
         }
-        if runs
-            .first()
-            .is_some_and(|r| has(r, &["method", "op", "energy_j"]))
-        {
-            return Ok(Dataset::IoBench {
-                rows: runs.iter().map(io_row_json).collect::<Result<_, _>>()?,
-            });
+        if has(first, &["duration_s", "total_j"]) {
+            let repeat: EarlierMeasureRepeat = typed(v, "measure result")?;
+            return measure_dataset(repeat.command.join(" "), repeat.runs);
         }
     }
     if has(&v, &["duration_s", "total_j", "domains"]) {
-        return measure_from(&v, std::slice::from_ref(&v));
+        let command = match v.get("command") {
+            Some(Value::Array(a)) => a
+                .iter()
+                .filter_map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+            _ => String::new(),
+        };
+        let run: EarlierMeasureRun = typed(v, "measure result")?;
+        return measure_dataset(command, vec![run]);
     }
     if has(&v, &["throughput_mbps", "seconds"])
         || v.get("intervals").is_some_and(|i| i.is_array()) && v.get("bytes").is_some()
     {
-        return transfer_from(&v);
+        return transfer_from(&v).map(|d| vec![d]);
     }
     Err("JSON of unknown shape (not a measure, iobench, cache or transfer result)".into())
 }
@@ -461,96 +544,19 @@ fn has(v: &Value, keys: &[&str]) -> bool {
     keys.iter().all(|k| v.get(k).is_some())
 }
 
-fn measure_from(top: &Value, runs: &[Value]) -> Result<Dataset, String> {
-    let provenance = provenance_from_json(top)
-        .or_else(|| runs.first().and_then(provenance_from_json))
-        .ok_or("measure result without a mechanism field")?;
-    let command = top
-        .get("command")
-        .or_else(|| runs.first().and_then(|r| r.get("command")))
-        .map(|c| match c {
-            Value::Array(a) => a
-                .iter()
-                .filter_map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(" "),
-            Value::String(s) => s.clone(),
-            _ => String::new(),
-        })
-        .unwrap_or_default();
-    let runs = runs
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let need = |k: &str| {
-                num(r.get(k)).ok_or(format!("run {}: missing or non-numeric '{k}'", i + 1))
-            };
-            let duration_s = need("duration_s")?;
-            let total_j = need("total_j")?;
-            Ok(MeasureRun {
-                duration_s,
-                total_j,
-                mean_power_w: num(r.get("mean_power_w")).unwrap_or(total_j / duration_s.max(1e-12)),
-                exit_code: r.get("exit_code").and_then(|c| c.as_i64()).unwrap_or(0),
-            })
-        })
-        .collect::<Result<Vec<_>, String>>()?;
-    Ok(Dataset::Measure {
+fn measure_dataset(command: String, runs: Vec<EarlierMeasureRun>) -> Result<Vec<Dataset>, String> {
+    let provenance = runs
+        .first()
+        .map(|r| provenance_of_energy(&r.energy))
+        .ok_or("measure result without runs")?;
+    Ok(vec![Dataset::Measure {
         command,
         provenance,
-        runs,
-    })
-}
-
-fn io_row_json(v: &Value) -> Result<IoRow, String> {
-    let s = |k: &str| {
-        v.get(k)
-            .map(|x| {
-                x.as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| x.to_string())
-            })
-            .unwrap_or_default()
-    };
-    Ok(IoRow {
-        method: s("method"),
-        op: s("op"),
-        size: s("size"),
-        energy_j: num(v.get("energy_j")).ok_or("iobench row without numeric energy_j")?,
-        time_s: num(v.get("time_s")).unwrap_or(f64::NAN),
-        bytes: num(v.get("bytes")).unwrap_or(f64::NAN),
-        provenance: provenance_from_json(v),
-    })
-}
-
-fn cache_row_json(v: &Value) -> Result<CacheRow, String> {
-    Ok(CacheRow {
-        strategy: v
-            .get("strategy")
-            .and_then(|s| s.as_str())
-            .unwrap_or("?")
-            .to_string(),
-        knob: num(v.get("knob")).ok_or("cache row without numeric knob")?,
-        ghost_hints: v
-            .get("ghost_hints")
-            .map(|g| {
-                g.as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| g.to_string())
-            })
-            .unwrap_or_default(),
-        mean_response_s: num(v.get("mean_response_s")).unwrap_or(f64::NAN),
-        energy_j: num(v.get("energy_j")).ok_or("cache row without numeric energy_j")?,
-        workload: v
-            .get("workload")
-            .and_then(|w| w.as_str())
-            .unwrap_or("")
-            .to_string(),
-        energy_kind: v
-            .get("energy_kind")
-            .and_then(|w| w.as_str())
-            .map(str::to_string),
-    })
+        runs: runs
+            .iter()
+            .map(|r| MeasureRun::of(&r.energy, r.exit_code))
+            .collect(),
+    }])
 }
 
 fn transfer_from(v: &Value) -> Result<Dataset, String> {
@@ -607,48 +613,39 @@ fn transfer_from(v: &Value) -> Result<Dataset, String> {
     })
 }
 
-fn parse_jsonl(text: &str) -> Result<Dataset, String> {
-    let mut counters: BTreeMap<(u32, String, Provenance), Vec<(f64, f64)>> = BTreeMap::new();
+fn parse_jsonl(text: &str) -> Result<Vec<Dataset>, String> {
+    let mut rows = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let v: Value =
-            serde_json::from_str(line).map_err(|e| format!("line {}: invalid JSON: {e}", i + 1))?;
-        if !has(&v, &["timestamp", "domain", "energy_j"]) {
-            return Err(format!(
-                "line {}: not a `wattio record` JSON line (needs timestamp, domain, energy_j)",
-                i + 1
-            ));
-        }
-        if v.get("entity").is_some_and(|e| !e.is_null()) {
-            continue; // a `record --by` attribution row: see parse_csv
-        }
-        let p = provenance_from_json(&v).ok_or(format!(
-            "line {}: no known mechanism (perf, ebpf, powercap, msr, model or nvml)",
-            i + 1
-        ))?;
-        let t = num(v.get("timestamp")).ok_or(format!("line {}: bad timestamp", i + 1))?;
-        let e = num(v.get("energy_j")).ok_or(format!("line {}: bad energy_j", i + 1))?;
-        let socket = v.get("socket").and_then(|s| s.as_u64()).unwrap_or(0) as u32;
-        let domain = v
-            .get("domain")
-            .and_then(|d| d.as_str())
-            .unwrap_or("?")
-            .to_string();
-        counters
-            .entry((socket, domain, p))
-            .or_default()
-            .push((t, e));
+        let row: RecordRow = serde_json::from_str(line)
+            .map_err(|e| format!("line {}: not a `wattio record` JSON line: {e}", i + 1))?;
+        rows.push((i + 1, row));
     }
-    if counters.is_empty() {
-        return Err("no rows".into());
-    }
-    Ok(record_dataset(counters))
+    record_dataset(rows)
 }
 
-fn record_dataset(counters: BTreeMap<(u32, String, Provenance), Vec<(f64, f64)>>) -> Dataset {
-    Dataset::Record {
+/// Groups `wattio record` rows (with their line numbers) by counter. `record --by` attribution
+/// rows split the counters' energy: the counter rows alone are the machine's energy.
+fn record_dataset(rows: Vec<(usize, RecordRow)>) -> Result<Vec<Dataset>, String> {
+    let mut counters: BTreeMap<(u32, String, Provenance), Vec<(f64, f64)>> = BTreeMap::new();
+    for (line, row) in rows {
+        if row.is_attribution() {
+            continue;
+        }
+        let socket = row
+            .socket
+            .ok_or(format!("line {line}: a counter row without a socket"))?;
+        counters
+            .entry((socket, row.domain.clone(), row.provenance()))
+            .or_default()
+            .push((row.timestamp, row.energy_j));
+    }
+    if counters.is_empty() {
+        return Err("`wattio record` file without counter rows".into());
+    }
+    Ok(vec![Dataset::Record {
         counters: counters
             .into_iter()
             .map(|((socket, domain, provenance), mut rows)| {
@@ -661,10 +658,28 @@ fn record_dataset(counters: BTreeMap<(u32, String, Provenance), Vec<(f64, f64)>>
                 }
             })
             .collect(),
-    }
+    }])
 }
 
-fn parse_csv(text: &str) -> Result<Dataset, String> {
+/// The rows of a CSV (header split off, cells trimmed) read as `T`, each with its line number;
+/// errors read `what: line N: column C: why`.
+fn typed_rows<T: serde::de::DeserializeOwned>(
+    header: &csv::StringRecord,
+    rows: &[csv::StringRecord],
+    what: &str,
+) -> Result<Vec<(usize, T)>, String> {
+    rows.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            // Line numbers count the header as line 1.
+            wattio_runner::row_from_record(header, r, i + 2)
+                .map(|row| (i + 2, row))
+                .map_err(|e| format!("{what}: {e}"))
+        })
+        .collect()
+}
+
+fn parse_csv(text: &str) -> Result<Vec<Dataset>, String> {
     let mut rdr = csv::ReaderBuilder::new()
         .flexible(false)
         .from_reader(text.as_bytes());
@@ -674,95 +689,41 @@ fn parse_csv(text: &str) -> Result<Dataset, String> {
         .iter()
         .map(|h| h.trim().to_string())
         .collect();
-    let col = |name: &str| headers.iter().position(|h| h == name);
-    let has_all = |names: &[&str]| names.iter().all(|n| col(n).is_some());
+    let cols: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let Some(kind) = csv_kind(&cols) else {
+        return Err(format!("CSV with unknown columns ({})", headers.join(",")));
+    };
+    let header = csv::StringRecord::from(cols.clone());
     let mut rows = Vec::new();
     for (i, rec) in rdr.records().enumerate() {
         // Line numbers count the header as line 1.
-        rows.push(rec.map_err(|e| format!("line {}: {e}", i + 2))?);
+        let mut rec = rec.map_err(|e| format!("line {}: {e}", i + 2))?;
+        rec.trim();
+        rows.push(rec);
     }
-    let get = |r: &csv::StringRecord, name: &str| {
-        col(name)
-            .and_then(|c| r.get(c))
-            .unwrap_or("")
-            .trim()
-            .to_string()
-    };
-    let getf = |r: &csv::StringRecord, i: usize, name: &str| -> Result<f64, String> {
-        let s = get(r, name);
-        s.parse::<f64>()
-            .map_err(|_| format!("line {}: column {name}: '{s}' is not a number", i + 2))
-    };
-    let prov_of = |r: &csv::StringRecord| -> Option<Provenance> {
-        let estimated = col("estimated").map(|_| get(r, "estimated") == "true");
-        provenance_of(&get(r, "mechanism"), estimated, Some(&get(r, "model")))
-    };
-
-    if has_all(METER_COLUMNS) {
-        let mut counters: BTreeMap<(u32, String, Provenance), Vec<(f64, f64)>> = BTreeMap::new();
-        for (i, r) in rows.iter().enumerate() {
-            // `record --by` attribution rows (entity set) split the counters' energy: the
-            // counter rows alone are the machine's energy.
-            if !get(r, "entity").is_empty() {
-                continue;
+    match kind {
+        CsvKind::Record => {
+            let rows = typed_rows(&header, &rows, "`wattio record` CSV")?;
+            if rows.is_empty() {
+                return Err("record CSV with a header but no rows".into());
             }
-            let t = getf(r, i, "timestamp")?;
-            let e = getf(r, i, "energy_j")?;
-            let socket = get(r, "socket")
-                .parse()
-                .map_err(|_| format!("line {}: bad socket", i + 2))?;
-            let p = prov_of(r).ok_or(format!(
-                "line {}: no known mechanism (perf, ebpf, powercap, msr, model or nvml)",
-                i + 2
-            ))?;
-            counters
-                .entry((socket, get(r, "domain"), p))
-                .or_default()
-                .push((t, e));
+            record_dataset(rows)
         }
-        if counters.is_empty() {
-            return Err("record CSV with a header but no rows".into());
+        CsvKind::OverheadLoad => crate::overhead::load_runs_from_csv(&headers, &rows)
+            .map(|runs| vec![Dataset::OverheadLoad { runs }]),
+        CsvKind::OverheadIdle => crate::overhead::idle_runs_from_csv(&headers, &rows)
+            .map(|runs| vec![Dataset::OverheadIdle { runs }]),
+        CsvKind::IoBench => {
+            let rows = typed_rows(&header, &rows, "iobench results")?;
+            Ok(vec![Dataset::IoBench {
+                rows: rows.into_iter().map(|(_, r)| r).collect(),
+            }])
         }
-        return Ok(record_dataset(counters));
-    }
-    if has_all(crate::overhead::LOAD_COLUMNS) {
-        return crate::overhead::load_runs_from_csv(&headers, &rows)
-            .map(|runs| Dataset::OverheadLoad { runs });
-    }
-    if has_all(crate::overhead::IDLE_COLUMNS) {
-        return crate::overhead::idle_runs_from_csv(&headers, &rows)
-            .map(|runs| Dataset::OverheadIdle { runs });
-    }
-    if has_all(&["method", "op", "energy_j"]) {
-        let mut out = Vec::new();
-        for (i, r) in rows.iter().enumerate() {
-            out.push(IoRow {
-                method: get(r, "method"),
-                op: get(r, "op"),
-                size: get(r, "size"),
-                energy_j: getf(r, i, "energy_j")?,
-                time_s: getf(r, i, "time_s").unwrap_or(f64::NAN),
-                bytes: getf(r, i, "bytes").unwrap_or(f64::NAN),
-                provenance: prov_of(r),
-            });
+        CsvKind::Cache => {
+            let rows = typed_rows(&header, &rows, "cache sweep rows")?;
+            Ok(vec![Dataset::Cache {
+                rows: rows.into_iter().map(|(_, r)| r).collect(),
+            }])
         }
-        return Ok(Dataset::IoBench { rows: out });
     }
-    if has_all(&["strategy", "knob", "energy_j"]) {
-        let mut out = Vec::new();
-        for (i, r) in rows.iter().enumerate() {
-            let kind = get(r, "energy_kind");
-            out.push(CacheRow {
-                workload: get(r, "workload"),
-                energy_kind: if kind.is_empty() { None } else { Some(kind) },
-                strategy: get(r, "strategy"),
-                knob: getf(r, i, "knob")?,
-                ghost_hints: get(r, "ghost_hints"),
-                mean_response_s: getf(r, i, "mean_response_s").unwrap_or(f64::NAN),
-                energy_j: getf(r, i, "energy_j")?,
-            });
-        }
-        return Ok(Dataset::Cache { rows: out });
-    }
-    Err(format!("CSV with unknown columns ({})", headers.join(",")))
 }

@@ -8,10 +8,12 @@ use std::fmt::Write as _;
 use std::path::Path;
 use wattio_energy::ModelParams;
 use wattio_energy::Provenance;
+use wattio_iobench::results::RunRecord;
 use wattio_plot::{
     bar_chart, box_plot, energy_axis, esc, fmt_num, line_chart, BoxGroup, Chart, LineOpts,
     Reference, Series, XScale,
 };
+use wattio_sim::SweepRow;
 use wattio_stats::median;
 
 /// The "Files not included" list stops after this many entries.
@@ -291,12 +293,12 @@ fn section(out: &mut String, l: &Loaded) {
                 }
             }
             for w in workloads {
-                let rs: Vec<&crate::data::CacheRow> =
-                    rows.iter().filter(|r| r.workload == w).collect();
+                let rs: Vec<&SweepRow> = rows.iter().filter(|r| r.workload == w).collect();
                 // The simulator labels its own energy ("simulated (estimated from device profile …)").
                 let prov = rs
                     .iter()
-                    .find_map(|r| r.energy_kind.clone())
+                    .map(|r| r.energy_kind.clone())
+                    .find(|k| !k.is_empty())
                     .unwrap_or_else(|| {
                         Provenance::estimated("device power profiles of the cache simulator")
                             .label()
@@ -308,9 +310,11 @@ fn section(out: &mut String, l: &Loaded) {
                     } else {
                         format!("{} (hints {})", r.strategy, r.ghost_hints)
                     };
-                    by.entry(name)
-                        .or_default()
-                        .push((r.knob, r.energy_j, r.mean_response_s));
+                    by.entry(name).or_default().push((
+                        f64::from(r.knob),
+                        r.energy_j,
+                        r.mean_response_s,
+                    ));
                 }
                 // Strategies swept over the knob are lines on a categorical knob axis (the
                 // sweep's 0, 50, …, 99, 100 evenly spaced); a strategy run at one knob only
@@ -478,15 +482,11 @@ fn section(out: &mut String, l: &Loaded) {
     }
 }
 
-fn iobench(out: &mut String, rows: &[crate::data::IoRow]) {
-    let prov = {
-        let ps: Vec<Provenance> = rows.iter().filter_map(|r| r.provenance.clone()).collect();
-        label_all(ps.iter())
-    };
-    let mut ops: BTreeMap<(String, String), BTreeMap<String, Vec<&crate::data::IoRow>>> =
-        BTreeMap::new();
+fn iobench(out: &mut String, rows: &[RunRecord]) {
+    let prov = wattio_iobench::provenance_of(rows);
+    let mut ops: BTreeMap<(String, String), BTreeMap<String, Vec<&RunRecord>>> = BTreeMap::new();
     for r in rows {
-        ops.entry((r.op.clone(), r.size.clone()))
+        ops.entry((r.op.to_string(), r.size.to_string()))
             .or_default()
             .entry(r.method.clone())
             .or_default()
@@ -525,8 +525,8 @@ fn iobench(out: &mut String, rows: &[crate::data::IoRow]) {
             .filter_map(|(m, rs)| {
                 let v: Vec<f64> = rs
                     .iter()
-                    .filter(|r| r.energy_j > 0.0 && r.bytes.is_finite())
-                    .map(|r| r.bytes / 1e6 / r.energy_j)
+                    .filter(|r| r.energy_j > 0.0)
+                    .map(|r| r.bytes as f64 / 1e6 / r.energy_j)
                     .collect();
                 median(&v).ok().map(|x| (m.clone(), x))
             })

@@ -2,6 +2,7 @@
 //! Expected numbers are worked out by hand in the comments.
 
 use std::path::{Path, PathBuf};
+use wattio_iobench::results::RunRecord;
 use wattio_report::data::{load_file, scan, Dataset};
 use wattio_report::overhead::analyze_load;
 
@@ -117,10 +118,12 @@ fn other_parts_results() {
         panic!()
     };
     assert_eq!(rows.len(), 8);
-    let Dataset::Cache { rows } = load("results/misc/cache-sweep.json") else {
+    // `wattio cache sweep --workload email --seeds 1`: 7 knobs × 3 ghost-hint variants of the
+    // adaptive cache and 7 knob-independent strategies.
+    let Dataset::Cache { rows } = load("results/misc/cache-sweep.csv") else {
         panic!()
     };
-    assert_eq!(rows.len(), 6);
+    assert_eq!(rows.len(), 7 * 3 + 7);
     let Dataset::Transfer {
         intervals,
         energy_j,
@@ -164,9 +167,11 @@ fn bad_files_are_skipped_with_reasons() {
             .map(|k| k.reason.clone())
             .unwrap()
     };
-    assert_eq!(
-        reason("record-broken.csv"),
-        "line 4: column energy_j: 'oops' is not a number"
+    let broken = reason("record-broken.csv");
+    assert!(
+        broken.starts_with("`wattio record` CSV: line 4: column energy_j: ")
+            && broken.ends_with("('oops')"),
+        "{broken}"
     );
     assert!(reason("unknown.json").contains("unknown shape"));
     // Binary data is generated here rather than committed.
@@ -226,37 +231,67 @@ fn write_report_is_atomic_and_errors_name_the_problem() {
     );
 }
 
+/// Eight runs of two read methods and one write method, as the iobench study records them.
+fn iobench_runs() -> Vec<RunRecord> {
+    use wattio_iobench::catalog::{Op, Size};
+    let run = |method: &str, op: Op, run: u32, energy_j: f64| RunRecord {
+        method: method.into(),
+        op,
+        size: Size::Small,
+        buffer: 8192,
+        run,
+        energy_j,
+        time_s: 0.1,
+        bytes: 10_000_000,
+        mechanism: "model".into(),
+        estimated: true,
+        model: "ccf-linear(min=0.74W,max=3.5W per vCPU)".into(),
+        energy_scope: "process".into(),
+        system_energy_j: 3.0,
+        cpu_s: 0.1,
+        window_s: 0.2,
+        cache: "warm".into(),
+        cache_resident: Some(1.0),
+        libs: wattio_iobench::maven::Libs::Paper,
+        checked: true,
+        process_j: Some(0.25),
+    };
+    vec![
+        run("FileChannel", Op::Read, 1, 0.50),
+        run("FileChannel", Op::Read, 2, 0.52),
+        run("FileChannel", Op::Read, 3, 0.48),
+        run("Scanner", Op::Read, 1, 2.00),
+        run("Scanner", Op::Read, 2, 2.10),
+        run("Scanner", Op::Read, 3, 1.90),
+        run("FileWriter", Op::Write, 1, 1.00),
+        run("FileWriter", Op::Write, 2, 1.05),
+    ]
+}
+
 #[test]
 fn iobench_csv_and_json_twins_load_once_and_other_files_are_not_read() {
     let d = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        fixtures().join("results/misc/iobench.csv"),
-        d.path().join("results.csv"),
-    )
-    .unwrap();
-    // The same 8 runs as JSON under "runs", as the iobench study writes them.
-    let rows: Vec<String> = std::fs::read_to_string(fixtures().join("results/misc/iobench.csv"))
-        .unwrap()
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            format!(
-                r#"{{"method":"{}","op":"{}","size":"{}","energy_j":{},"time_s":{},"bytes":{},"mechanism":"model","estimated":true}}"#,
-                f[0], f[1], f[2], f[5], f[6], f[7]
-            )
-        })
-        .collect();
-    std::fs::write(
-        d.path().join("results.json"),
-        format!(r#"{{"meta":{{}},"runs":[{}]}}"#, rows.join(",")),
-    )
-    .unwrap();
-    let Dataset::IoBench { rows } = load_file(&d.path().join("results.json")).unwrap().unwrap()
-    else {
-        panic!()
+    // results.csv, results.json, summary.md and the plots, by the study's own writer.
+    let meta = wattio_iobench::Meta {
+        command: "wattio iobench".into(),
+        machine: "test".into(),
+        java: "21".into(),
+        energy: "estimated (model: ccf-linear(min=0.74W,max=3.5W per vCPU))".into(),
+        cache: "warm".into(),
+        libs: "paper".into(),
+        jvm_args: String::new(),
+        runs: 3,
+        started_unix_s: 0.0,
+        notes: vec![],
     };
-    assert_eq!(rows.len(), 8);
+    let study = wattio_iobench::analyse(meta, iobench_runs());
+    let written = wattio_iobench::write_outputs(&study, d.path()).unwrap();
+    for path in [&written.csv, &written.json] {
+        let Dataset::IoBench { rows } = load_file(path).unwrap().unwrap() else {
+            panic!("{} is not iobench", path.display())
+        };
+        assert_eq!(rows, iobench_runs());
+    }
     std::fs::write(d.path().join("dataset.bin"), vec![0u8; 4096]).unwrap();
     std::fs::write(d.path().join("other.csv"), "a,b\n1,2\n").unwrap();
     let s = scan(d.path()).unwrap();
@@ -266,7 +301,37 @@ fn iobench_csv_and_json_twins_load_once_and_other_files_are_not_read() {
         "json twin of results.csv must be dropped"
     );
     assert!(s.loaded[0].path.ends_with("results.csv"));
-    assert_eq!(s.ignored, 1);
+    // dataset.bin and the study's own summary.md and SVG plots are not read.
+    assert_eq!(s.ignored, 2 + written.plots.len());
     assert_eq!(s.skipped.len(), 1);
     assert_eq!(s.skipped[0].reason, "CSV with unknown columns (a,b)");
+}
+
+#[test]
+fn iobench_results_without_later_columns_read_and_others_name_the_missing_column() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("results.csv");
+    wattio_iobench::results::write_csv(&path, &iobench_runs()).unwrap();
+    // Written before the process_j column existed: the column dropped from every line.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let old: String = text
+        .lines()
+        .map(|l| format!("{}\n", l.rsplit_once(',').unwrap().0))
+        .collect();
+    std::fs::write(&path, old).unwrap();
+    let Dataset::IoBench { rows } = load_file(&path).unwrap().unwrap() else {
+        panic!("not iobench")
+    };
+    assert_eq!(rows.len(), 8);
+    assert!(rows.iter().all(|r| r.process_j.is_none()));
+    // A bad cell names its line and column.
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replacen("0.52", "x", 1);
+    std::fs::write(&path, text).unwrap();
+    let e = load_file(&path).unwrap_err();
+    assert!(
+        e.starts_with("iobench results: line 3: column energy_j: "),
+        "{e}"
+    );
 }
