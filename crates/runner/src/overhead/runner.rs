@@ -426,6 +426,16 @@ mod tests {
         r.run(exec, resume, &warm, progress, cancel)
     }
 
+    /// [`go`] with no one listening to the progress.
+    fn go_unheard(
+        r: &OverheadRunner<'_>,
+        exec: &mut Fake<'_>,
+        resume: bool,
+        cancel: &Cancel,
+    ) -> Result<StudyEnd<OverheadRuns>, OverheadError> {
+        go(r, exec, resume, &Sink::none(), cancel)
+    }
+
     fn runner<'a>(p: &'a OverheadPlan, dir: &std::path::Path) -> OverheadRunner<'a> {
         OverheadRunner {
             plan: p,
@@ -509,14 +519,7 @@ mod tests {
         let cancel = Cancel::new().unwrap();
         // 2 warm-ups + 11 runs.
         let mut fake = Fake::new(Some((13, &cancel)));
-        let end = go(
-            &runner(&p, d.path()),
-            &mut fake,
-            false,
-            &Sink::default(),
-            &cancel,
-        )
-        .unwrap();
+        let end = go_unheard(&runner(&p, d.path()), &mut fake, false, &cancel).unwrap();
         assert_eq!(end, StudyEnd::Interrupted { kept: 11, total });
         let load: Vec<LoadRun> =
             crate::read_rows(&std::fs::read(d.path().join("runs.csv")).unwrap()).unwrap();
@@ -528,27 +531,15 @@ mod tests {
         // A fresh start in that directory is refused; so is a resume with another plan.
         let fresh = Cancel::new().unwrap();
         let mut fake = Fake::new(None);
-        let e = go(
-            &runner(&p, d.path()),
-            &mut fake,
-            false,
-            &Sink::default(),
-            &fresh,
-        )
-        .unwrap_err()
-        .to_string();
+        let e = go_unheard(&runner(&p, d.path()), &mut fake, false, &fresh)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unfinished wattio overhead study"), "{e}");
         let mut other = plan();
         other.rounds = 3;
-        let e = go(
-            &runner(&other, d.path()),
-            &mut fake,
-            true,
-            &Sink::default(),
-            &fresh,
-        )
-        .unwrap_err()
-        .to_string();
+        let e = go_unheard(&runner(&other, d.path()), &mut fake, true, &fresh)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("rounds: 2 there, 3 now"), "{e}");
         assert_eq!(fake.calls.len(), 4, "nothing but warm-ups ran");
         fake.calls.clear();
@@ -594,29 +585,16 @@ mod tests {
         let p = plan();
         let cancel = Cancel::new().unwrap();
         let mut fake = Fake::new(Some((5, &cancel)));
-        go(
-            &runner(&p, d.path()),
-            &mut fake,
-            false,
-            &Sink::default(),
-            &cancel,
-        )
-        .unwrap();
+        go_unheard(&runner(&p, d.path()), &mut fake, false, &cancel).unwrap();
         // Edit the first row's workload.
         let text = std::fs::read_to_string(d.path().join("runs.csv")).unwrap();
         let (head, rest) = text.split_once('\n').unwrap();
         let edited = format!("{head}\n{}", rest.replacen(",a,", ",zz,", 1));
         std::fs::write(d.path().join("runs.csv"), edited).unwrap();
         let fresh = Cancel::new().unwrap();
-        let e = go(
-            &runner(&p, d.path()),
-            &mut fake,
-            true,
-            &Sink::default(),
-            &fresh,
-        )
-        .unwrap_err()
-        .to_string();
+        let e = go_unheard(&runner(&p, d.path()), &mut fake, true, &fresh)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("runs.csv row with seq") && e.contains("zz"),
             "{e}"
