@@ -10,7 +10,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use wattio_meter::measure::bench::{run_benchmark, BenchProgress, MeasurePlan, Report};
-use wattio_meter::measure::{online_cpus, render, CommandSpec, MeasureError, MeterExecutor};
+use wattio_meter::measure::{
+    online_cpus, render, CommandSpec, MeasureError, MeterExecutor, SingleRun,
+};
 use wattio_progress::Sink;
 
 #[derive(Args)]
@@ -181,14 +183,18 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
             return Ok(ExitCode::from(130)); // stopped before it started
         };
         if a.json {
-            let mut v = serde_json::to_value(&run.report)?;
-            v["command"] = serde_json::json!(match &plan.commands[0] {
-                CommandSpec::Argv(argv) => argv
-                    .iter()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .collect::<Vec<_>>(),
-                CommandSpec::Shell(s) => vec!["sh".into(), "-c".into(), s.clone()],
-            });
+            let single = SingleRun {
+                report: run.report.clone(),
+                command: match &plan.commands[0] {
+                    CommandSpec::Argv(argv) => argv
+                        .iter()
+                        .map(|s| s.to_string_lossy().into_owned())
+                        .collect(),
+                    CommandSpec::Shell(s) => vec!["sh".into(), "-c".into(), s.clone()],
+                },
+            };
+            // Through a `Value`, whose keys are sorted, as every version wrote them.
+            let v = serde_json::to_value(&single)?;
             println!("{}", serde_json::to_string_pretty(&v)?);
         } else {
             print!("{}", render::single_run(&b.results[0].command, &run.report));
