@@ -65,12 +65,15 @@ pub struct TransferArgs {
     /// (…/.wattio/listing.json) or a file URL. DEST: the destination directory.
     #[arg(required = true, num_args = 1..=2, value_names = ["SOURCE", "DEST"])]
     pub paths: Vec<String>,
-    /// Fetch the URLs listed in FILE (`-`: standard input), one a line, in aria2's input-file
-    /// format (indented `out=NAME`, `dir=DIR`, `checksum=sha-256=HEX` lines; `#` comments).
+    /// Fetch the URLs listed in FILE (`-`: standard input), one file a line, in aria2's
+    /// input-file format (indented `out=NAME`, `dir=DIR`, `checksum=sha-256=HEX` lines; `#`
+    /// comments). Several URLs on a line separated by TABs are mirrors of one file: it starts
+    /// on the first that answers, and moves to the next when one fails.
     #[arg(long, short = 'i', value_name = "FILE")]
     pub input_file: Option<PathBuf>,
     /// Verify files against a checksum file the publisher provides (URL or path):
-    /// sha256sum/sha512sum/md5sum/sha1sum/xxhsum output, GNU or BSD (--tag) style.
+    /// sha256sum/sha512sum/md5sum/sha1sum/b2sum/xxhsum output, GNU or BSD (--tag) style
+    /// (bare b2sum lines only in a file named B2SUMS, *.b2 or *blake2*).
     #[arg(long, value_name = "URL|PATH")]
     pub checksum_file: Option<String>,
     /// min-energy | max-throughput | target:RATE (e.g. target:400mbit).
@@ -269,6 +272,21 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
         );
         for w in &s.whole_file_streams {
             println!("note: {w}");
+        }
+        if !s.mirrors.is_empty() {
+            let fell_back: Vec<_> = s
+                .mirrors
+                .iter()
+                .filter(|m| !m.fallbacks.is_empty())
+                .collect();
+            println!(
+                "mirrors: {} files with mirrors, {} served after a fallback",
+                s.mirrors.len(),
+                fell_back.len()
+            );
+            for m in fell_back.iter().take(5) {
+                println!("  {}", m.describe());
+            }
         }
         let v = &s.verification;
         let mut by = Vec::new();

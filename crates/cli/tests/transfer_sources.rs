@@ -218,19 +218,23 @@ fn assert_identical(src: &Path, dst: &Path) {
     );
 }
 
-/// `wattio transfer ARGS --json` without CPU actuation or meter; stdin from `stdin`.
-fn transfer(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut c = Command::new(BIN);
-    c.arg("transfer")
+/// `wattio transfer ARGS` started without CPU actuation or meter, its output piped (and its
+/// standard input, with `stdin`).
+fn start_transfer(args: &[&str], stdin: bool) -> Child {
+    Command::new(BIN)
+        .arg("transfer")
         .args(args)
         .args(["--cpu-actuator", "none", "--no-meter", "--rtt", "1ms"])
+        .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    match stdin {
-        Some(_) => c.stdin(Stdio::piped()),
-        None => c.stdin(Stdio::null()),
-    };
-    let mut child = c.spawn().unwrap();
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// `wattio transfer ARGS --json` without CPU actuation or meter; stdin from `stdin`.
+fn transfer(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = start_transfer(args, stdin.is_some());
     if let Some(b) = stdin {
         use std::io::Write;
         child.stdin.take().unwrap().write_all(b).unwrap();
@@ -741,14 +745,7 @@ fn a_checksum_mismatch_is_fetched_again_once_then_refused() {
 /// Starts `wattio transfer ARGS` in the background, waits until it has written part of a file
 /// and SIGKILLs it.
 fn kill_mid_transfer(args: &[&str], dst: &Path) {
-    let child = Command::new(BIN)
-        .arg("transfer")
-        .args(args)
-        .args(["--cpu-actuator", "none", "--no-meter", "--rtt", "1ms"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = start_transfer(args, false);
     // SIGKILL on drop (Child::kill), also when the wait below fails
     let _reaper = common::Reaper(vec![child]);
     wait_for_part_file(dst);
@@ -944,4 +941,376 @@ fn errors_name_their_cause_and_fix() {
         Some(b""),
     ));
     assert!(err.contains("only DEST"), "{err}");
+}
+
+/// Checksum files written by GNU coreutils `b2sum` over the served files: its default
+/// BLAKE2b-512 (a file named `B2SUMS`, fetched by URL), `-l 256` and `-l 160 -b` (named by
+/// their extension: bare lines do not say their algorithm), and both `--tag` forms (whatever
+/// the name: the tag says). Every file is verified by the publisher's digest.
+#[test]
+fn b2sum_checksum_files_of_every_length_and_form_verify_the_copy() {
+    if !require("/usr/bin/b2sum", "coreutils") {
+        return;
+    }
+    let src = tempfile::tempdir().unwrap();
+    let data = src.path().join("data");
+    let files: &[(&str, usize)] = &[
+        ("large.bin", 3_000_001),
+        ("sp ace/with spaces.bin", 70_000),
+        ("ünïcödé/ファイル ✓.bin", 33_333),
+        ("empty.bin", 0),
+    ];
+    make_tree(&data, files);
+    let names: Vec<&str> = files.iter().map(|f| f.0).collect();
+    std::fs::write(
+        src.path().join("B2SUMS"),
+        reference_sums(&data, &["b2sum"], &names),
+    )
+    .unwrap();
+    let Some(ng) = nginx_autoindex(src.path(), "") else {
+        return;
+    };
+    let sums_dir = tempfile::tempdir().unwrap();
+    for (tool, file, algo) in [
+        (&["b2sum"][..], "", "blake2b"),
+        (&["b2sum", "-l", "256"][..], "data.b2", "blake2b-256"),
+        (
+            &["b2sum", "-l", "160", "-b"][..],
+            "sums.blake2b",
+            "blake2b-160",
+        ),
+        (&["b2sum", "--tag"][..], "CHECKSUMS", "blake2b"),
+        (
+            &["b2sum", "--tag", "-l", "256"][..],
+            "CHECKSUMS",
+            "blake2b-256",
+        ),
+    ] {
+        let spec = if file.is_empty() {
+            at(&ng, "/B2SUMS")
+        } else {
+            let p = sums_dir.path().join(file);
+            std::fs::write(&p, reference_sums(&data, tool, &names)).unwrap();
+            path_str(&p).to_string()
+        };
+        let dst = tempfile::tempdir().unwrap();
+        let v = copy(
+            &at(&ng, "/json/data/"),
+            dst.path(),
+            "max-throughput",
+            &["--checksum-file", &spec],
+        );
+        let ver = &v["verification"];
+        assert_eq!(ver["checksum_file"]["algorithms"][0], algo, "{tool:?}");
+        assert_eq!(ver["by_publisher"], names.len(), "{tool:?}: {ver}");
+        assert_eq!(ver["unverified"], 0, "{tool:?}: {ver}");
+        assert_identical(&data, dst.path());
+    }
+
+    // a BLAKE2b-256 digest that is not the served file's: fetched again once, then refused
+    let mut text =
+        String::from_utf8(reference_sums(&data, &["b2sum", "-l", "256"], &names)).unwrap();
+    let line = text.lines().next().unwrap().to_string();
+    text = text.replace(&line, &format!("{}{}", "0".repeat(64), &line[64..]));
+    let bad = sums_dir.path().join("bad.b2");
+    std::fs::write(&bad, text).unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let err = error_line(&transfer(
+        &[
+            &at(&ng, "/json/data/"),
+            path_str(dst.path()),
+            "--sla",
+            "max-throughput",
+            "--checksum-file",
+            path_str(&bad),
+        ],
+        None,
+    ));
+    assert!(
+        err.contains("large.bin")
+            && err.contains("blake2b-256")
+            && err.contains("even after fetching it again")
+            && err.contains("line 1"),
+        "{err}"
+    );
+    assert!(!dst.path().join("large.bin").exists(), "never put in place");
+}
+
+/// `wattio serve ROOT` on a free loopback port.
+fn wattio_serve(root: &Path) -> Server {
+    let port = free_port();
+    let child = Command::new(BIN)
+        .arg("serve")
+        .arg(root)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    started(child, port, tempfile::tempdir().unwrap(), "wattio serve")
+}
+
+/// A URL list whose lines name each file on two servers, TAB-separated (aria2's mirrors).
+fn mirror_list(lines: &[(String, String)]) -> String {
+    lines.iter().map(|(a, b)| format!("{a}\t{b}\n")).collect()
+}
+
+/// The summary's mirror report of `file`: (served_by, [(during, reason)]).
+fn mirror_of(v: &serde_json::Value, file: &str) -> (String, Vec<(String, String)>) {
+    let m = v["mirrors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["file"] == file)
+        .unwrap_or_else(|| panic!("no mirror report for {file}: {}", v["mirrors"]));
+    let fallbacks = m["fallbacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["during"].as_str().unwrap().to_string(),
+                f["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    (m["served_by"].as_str().unwrap().to_string(), fallbacks)
+}
+
+/// Mirrors in a URL list stand in for a server that cannot be reached, and for one that
+/// answers 404 or 500 when the files are sized (`HEAD`) or only when they are fetched (`GET`);
+/// a mirror whose copy has another size is refused, named.
+#[test]
+fn url_list_mirrors_stand_in_for_a_dead_server_a_404_and_a_5xx() {
+    let src = tempfile::tempdir().unwrap();
+    let files: &[(&str, usize)] = &[
+        ("a.bin", 400_000),
+        ("b.bin", 300_000),
+        ("c.bin", 200_000),
+        ("d.bin", 1_000_000),
+        ("e.bin", 100_000),
+        ("f.bin", 50_000),
+    ];
+    make_tree(src.path(), files);
+    let r = src.path().display();
+    // b: 404 and c: 500 to everything; d: 503 and e: 404 to GET only (HEAD gives the size)
+    let Some(ng) = Nginx::start_servers(|port| {
+        format!(
+            "server {{ listen 127.0.0.1:{port}; root {r};\n location = /b.bin {{ return 404; }}\n location = /c.bin {{ return 500; }}\n location = /d.bin {{ if ($request_method = GET) {{ return 503; }} }}\n location = /e.bin {{ if ($request_method = GET) {{ return 404; }} }}\n}}\n"
+        )
+    }) else {
+        return;
+    };
+    let mirror = wattio_serve(src.path());
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    let mut lines: Vec<(String, String)> = files
+        .iter()
+        .map(|(n, _)| (at(&ng, &format!("/{n}")), mirror.url(&format!("/{n}"))))
+        .collect();
+    lines[0] = (format!("{dead}/a.bin"), at(&ng, "/a.bin"));
+    let dst = tempfile::tempdir().unwrap();
+    let v = ok_json(&transfer(
+        &[
+            "-i",
+            "-",
+            path_str(dst.path()),
+            "--sla",
+            "max-throughput",
+            "--json",
+        ],
+        Some(mirror_list(&lines).as_bytes()),
+    ));
+    assert_identical(src.path(), dst.path());
+    assert_eq!(v["mirrors"].as_array().unwrap().len(), files.len());
+    let (by, fb) = mirror_of(&v, "a.bin");
+    assert_eq!(by, at(&ng, "/a.bin"));
+    assert_eq!(fb.len(), 1);
+    assert_eq!(fb[0].0, "start");
+    assert!(fb[0].1.starts_with("cannot be reached"), "{fb:?}");
+    for (file, during, reason) in [
+        ("b.bin", "start", "HTTP 404"),
+        ("c.bin", "start", "HTTP 500"),
+        ("d.bin", "transfer", "HTTP 503"),
+        ("e.bin", "transfer", "HTTP 404"),
+    ] {
+        let (by, fb) = mirror_of(&v, file);
+        assert_eq!(by, mirror.url(&format!("/{file}")), "{file}");
+        assert_eq!(fb, [(during.to_string(), reason.to_string())], "{file}");
+    }
+    let (by, fb) = mirror_of(&v, "f.bin");
+    assert_eq!((by, fb.len()), (at(&ng, "/f.bin"), 0));
+
+    // the text summary says it too
+    let dst = tempfile::tempdir().unwrap();
+    let out = transfer(
+        &["-i", "-", path_str(dst.path()), "--sla", "max-throughput"],
+        Some(mirror_list(&lines).as_bytes()),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("mirrors: 6 files with mirrors, 5 served after a fallback"),
+        "{text}"
+    );
+
+    // a mirror with another size is not the same file
+    let other = tempfile::tempdir().unwrap();
+    make_tree(other.path(), &[("f.bin", 50_001)]);
+    let other_server = wattio_serve(other.path());
+    let list = format!("{}\t{}\n", at(&ng, "/f.bin"), other_server.url("/f.bin"));
+    let err = error_line(&transfer(
+        &["-i", "-", path_str(dst.path()), "--sla", "min-energy"],
+        Some(list.as_bytes()),
+    ));
+    assert!(
+        err.contains("standard input:1")
+            && err.contains(&format!(
+                "mirror {} has 50001 bytes",
+                other_server.url("/f.bin")
+            ))
+            && err.contains("not the same file"),
+        "{err}"
+    );
+}
+
+/// Starts `wattio transfer ARGS` and SIGKILLs it once a range has been fetched whole (a file
+/// is in place, or a `.wattio-part.done` log has a record): a rerun then has bytes to resume,
+/// however the plan cut the files.
+fn kill_after_first_range(args: &[&str], dst: &Path) {
+    let child = start_transfer(args, false);
+    let _reaper = common::Reaper(vec![child]);
+    let t = Instant::now();
+    loop {
+        let progress = std::fs::read_dir(dst).unwrap().flatten().any(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            let len = e.metadata().map_or(0, |m| m.len());
+            (name.ends_with(".wattio-part.done") && len > 0) || !name.contains(".wattio-part")
+        });
+        if progress {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "no range ever finished"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A server that dies mid-transfer hands its files' remaining bytes to their mirrors; a
+/// transfer killed and rerun after its first server died resumes from the mirror, fetching
+/// only the missing bytes.
+#[test]
+fn a_mirror_takes_over_from_a_server_that_dies_and_a_rerun_resumes_from_it() {
+    let src = tempfile::tempdir().unwrap();
+    let files: &[(&str, usize)] = &[
+        ("one.bin", 1_200_000),
+        ("two.bin", 900_000),
+        ("three.bin", 700_000),
+    ];
+    make_tree(src.path(), files);
+    let total: u64 = files.iter().map(|f| f.1 as u64).sum();
+    let mirror = wattio_serve(src.path());
+    // 300 kB/s per connection: seconds for the set from the first server, the files finishing
+    // one by one
+    let slow_nginx = || nginx_autoindex(src.path(), "limit_rate 300k;");
+    let list_of = |ng: &Nginx| {
+        let lines: Vec<(String, String)> = files
+            .iter()
+            .map(|(n, _)| (at(ng, &format!("/{n}")), mirror.url(&format!("/{n}"))))
+            .collect();
+        mirror_list(&lines)
+    };
+    let list_dir = tempfile::tempdir().unwrap();
+    let list = list_dir.path().join("urls.txt");
+
+    // killed, then rerun after the first server is gone
+    let Some(ng) = slow_nginx() else {
+        return;
+    };
+    std::fs::write(&list, list_of(&ng)).unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "-i",
+        path_str(&list),
+        path_str(dst.path()),
+        "--sla",
+        "max-throughput",
+        "--max-channels",
+        "2",
+    ];
+    kill_after_first_range(&args, dst.path());
+    drop(ng);
+    args.push("--json");
+    let v = ok_json(&transfer(&args, None));
+    let (got, resumed) = (
+        v["bytes"].as_u64().unwrap(),
+        v["resumed_bytes"].as_u64().unwrap(),
+    );
+    assert!(resumed > 0, "the rerun resumed nothing");
+    assert!(got > 0, "the first run was not interrupted");
+    assert_eq!(got + resumed, total, "only the missing bytes are fetched");
+    assert_identical(src.path(), dst.path());
+    // every file the rerun fetched (one finished before the kill is only checked) came from
+    // the mirror, the first server passed over at the start
+    let fetched: Vec<&str> = v["mirrors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["file"].as_str().unwrap())
+        .collect();
+    assert!(!fetched.is_empty(), "{}", v["mirrors"]);
+    for n in fetched {
+        let (by, fb) = mirror_of(&v, n);
+        assert_eq!(by, mirror.url(&format!("/{n}")), "{n}");
+        assert_eq!(fb.len(), 1, "{n}: {fb:?}");
+        assert_eq!(fb[0].0, "start", "{n}");
+        assert!(fb[0].1.starts_with("cannot be reached"), "{n}: {fb:?}");
+    }
+
+    // the first server dies while the transfer runs
+    let Some(ng) = slow_nginx() else {
+        return;
+    };
+    std::fs::write(&list, list_of(&ng)).unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let args = [
+        "-i",
+        path_str(&list),
+        path_str(dst.path()),
+        "--sla",
+        "max-throughput",
+        "--max-channels",
+        "2",
+        "--json",
+    ];
+    let child = start_transfer(&args, false);
+    wait_for_part_file(dst.path());
+    std::thread::sleep(Duration::from_millis(300));
+    drop(ng);
+    let v = ok_json(&child.wait_with_output().unwrap());
+    assert_eq!(v["bytes"], total);
+    assert_identical(src.path(), dst.path());
+    let moved: Vec<String> = v["mirrors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| {
+            m["served_by"]
+                .as_str()
+                .unwrap()
+                .starts_with(&mirror.url("/"))
+        })
+        .map(|m| m["file"].as_str().unwrap().to_string())
+        .collect();
+    assert!(!moved.is_empty(), "{}", v["mirrors"]);
+    for n in &moved {
+        let (_, fb) = mirror_of(&v, n);
+        assert_eq!(fb.len(), 1, "{n}: {fb:?}");
+        assert_eq!(fb[0].0, "transfer", "{n}: {fb:?}");
+    }
 }

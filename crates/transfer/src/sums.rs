@@ -308,6 +308,13 @@ mod tests {
     use super::*;
     use crate::checksum::to_hex;
 
+    fn names_and_algorithms(s: &SumsFile) -> Vec<(&str, Algorithm)> {
+        s.entries
+            .iter()
+            .map(|e| (e.name.as_str(), e.algo))
+            .collect()
+    }
+
     const ABC256: &str = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
 
     #[test]
@@ -336,13 +343,8 @@ mod tests {
                     XXH3_78af5f94892f3950  gnu3\n\
                     \\SHA256 (n\\nl) = ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\n";
         let s = SumsFile::parse(text, "CHECKSUM").unwrap();
-        let got: Vec<(&str, Algorithm)> = s
-            .entries
-            .iter()
-            .map(|e| (e.name.as_str(), e.algo))
-            .collect();
         assert_eq!(
-            got,
+            names_and_algorithms(&s),
             [
                 ("x", Algorithm::Sha512),
                 ("odd) = name", Algorithm::Md5),
@@ -419,13 +421,8 @@ mod tests {
             "b2sums.txt",
         ] {
             let s = SumsFile::parse(&gnu, name).unwrap();
-            let got: Vec<(&str, Algorithm)> = s
-                .entries
-                .iter()
-                .map(|e| (e.name.as_str(), e.algo))
-                .collect();
             assert_eq!(
-                got,
+                names_and_algorithms(&s),
                 [
                     ("a", Algorithm::Blake2b(64)),
                     ("b", Algorithm::Blake2b(32)),

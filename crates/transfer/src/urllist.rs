@@ -3,8 +3,8 @@
 //! line; lines starting with `#` are comments. Of aria2's options, `out=` (the file's path
 //! under the destination), `dir=` (a directory under the destination) and
 //! `checksum=TYPE=DIGEST` (`sha-256`, `sha-1`, `md5`, …) are used; other options are reported
-//! and ignored. Several URLs on one line separated by TABs name mirrors of one file: the first
-//! is used (reported).
+//! and ignored. Several URLs on one line separated by TABs are mirrors: sources of the same
+//! file, tried in the order written (the file's name comes from the first).
 //!
 //! Reference: aria2c(1), section "Input File" (<https://aria2.github.io/manual/en/html/aria2c.html#input-file>).
 
@@ -16,8 +16,10 @@ use std::collections::HashMap;
 /// One download of a URL list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UrlEntry {
-    /// The URL, as written.
+    /// The URL, as written (the first of its line).
     pub url: String,
+    /// The other URLs of its line (TAB-separated), in order: mirrors of the same file.
+    pub mirrors: Vec<String>,
     /// Where it goes, relative to the destination, `/`-separated.
     pub rel: String,
     /// A digest from a `checksum=` option.
@@ -30,7 +32,7 @@ pub struct UrlEntry {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UrlList {
     pub entries: Vec<UrlEntry>,
-    /// One line each: options not used, mirrors not used.
+    /// One line each: options not used.
     pub notes: Vec<String>,
 }
 
@@ -47,6 +49,7 @@ pub fn url_file_name(url: &str) -> Option<String> {
 
 struct Pending {
     url: String,
+    mirrors: Vec<String>,
     line: usize,
     out: Option<String>,
     dir: Option<String>,
@@ -116,21 +119,24 @@ impl UrlList {
             if let Some(p) = cur.take() {
                 pending.push(p);
             }
-            let mut urls = line.split('\t').map(str::trim).filter(|u| !u.is_empty());
-            let url = urls.next().unwrap_or_default().to_string();
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
+            let mut urls = line
+                .split('\t')
+                .map(str::trim)
+                .filter(|u| !u.is_empty())
+                .map(str::to_string);
+            let url = urls.next().unwrap_or_default();
+            let mirrors: Vec<String> = urls.collect();
+            if let Some(bad) = std::iter::once(&url)
+                .chain(&mirrors)
+                .find(|u| !(u.starts_with("http://") || u.starts_with("https://")))
+            {
                 return Err(format!(
-                    "{source}:{lineno}: `{url}` is not an http:// or https:// URL"
-                ));
-            }
-            let mirrors = urls.count();
-            if mirrors > 0 {
-                list.notes.push(format!(
-                    "{source}:{lineno}: {mirrors} mirror URL(s) after the first ignored; the first is used"
+                    "{source}:{lineno}: `{bad}` is not an http:// or https:// URL (mirrors of one file are separated by TABs)"
                 ));
             }
             cur = Some(Pending {
                 url,
+                mirrors,
                 line: lineno,
                 out: None,
                 dir: None,
@@ -167,6 +173,7 @@ impl UrlList {
             }
             list.entries.push(UrlEntry {
                 url: p.url,
+                mirrors: p.mirrors,
                 rel,
                 checksum: p.checksum,
                 line: p.line,
@@ -189,7 +196,7 @@ mod tests {
         let text = "# a list\n\
                     http://h:8/a/b%20c.bin\n\
                     \n\
-                    https://h/x.iso\thttps://mirror/x.iso\n  out=isos/x.iso\n\tchecksum=sha-256=BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD\n   split=5\n\
+                    https://h/x.iso\thttps://mirror/x.iso\t\thttp://m2:81/pub/x.iso \n  out=isos/x.iso\n\tchecksum=sha-256=BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD\n   split=5\n\
                     http://h/q?name=1#frag\r\n  dir=sub/\n";
         let l = UrlList::parse(text, "urls.txt").unwrap();
         let got: Vec<(&str, &str, usize)> = l
@@ -211,12 +218,11 @@ mod tests {
             to_hex(d),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
+        assert_eq!(l.notes, ["urls.txt:7: aria2 option split ignored"]);
+        assert!(l.entries[0].mirrors.is_empty());
         assert_eq!(
-            l.notes,
-            [
-                "urls.txt:4: 1 mirror URL(s) after the first ignored; the first is used",
-                "urls.txt:7: aria2 option split ignored"
-            ]
+            l.entries[1].mirrors,
+            ["https://mirror/x.iso", "http://m2:81/pub/x.iso"]
         );
     }
 
@@ -225,6 +231,7 @@ mod tests {
         let e = |t: &str| UrlList::parse(t, "l").unwrap_err();
         assert!(e("  out=x\nhttp://h/a\n").contains("before any URL"));
         assert!(e("ftp://h/a\n").contains("l:1: `ftp://h/a` is not an http"));
+        assert!(e("http://h/a\tftp://m/a\n").contains("l:1: `ftp://m/a` is not an http"));
         assert!(e("http://h/dir/\n").contains("add an indented out=NAME"));
         assert!(e("http://h/a\n out=../../etc/passwd\n").contains("leaves the destination"));
         assert!(e("http://h/a\n out=/abs\n").contains("leaves the destination"));

@@ -2,6 +2,7 @@
 //! from its partition's queue while the partition's budget allows, streaming bodies into the
 //! part files, reconnecting with backoff.
 
+use super::mirrors::MirrorVerdict;
 use super::pace::pace;
 use super::response::ReadBuf;
 use super::state::{Chunk, Shared};
@@ -132,7 +133,7 @@ pub(super) async fn run_connection(
     let mut inflight: VecDeque<Chunk> = VecDeque::new();
     inflight.push_back(first);
     // this connection serves the server of its first chunk's file (a URL list may name several)
-    let origin = sh.files[first.file].origin;
+    let origin = sh.files[first.file].origin();
     // a spare left idle for long (a slow resume check) may have been closed by the server;
     // spares are connected to the first server only
     let spare = (origin == 0)
@@ -147,6 +148,9 @@ pub(super) async fn run_connection(
         Ok(s) => s,
         Err(e) => {
             requeue(sh, pi, first);
+            if sh.mirror_after_connect_error(origin, &e) {
+                return Ok(ChannelEnd::Reconnect);
+            }
             return Err(e);
         }
     };
@@ -164,7 +168,7 @@ pub(super) async fn run_connection(
                     break;
                 }
                 match next_chunk(sh, pi, &mut leaving, released) {
-                    Some(c) if sh.files[c.file].origin != origin => {
+                    Some(c) if sh.files[c.file].origin() != origin => {
                         // another server's: it waits for a connection to that server
                         sh.parts[pi].chunks.lock().unwrap().push_front(c);
                         other_server_next = true;
@@ -189,7 +193,7 @@ pub(super) async fn run_connection(
                     };
                     out.push_str(&format!(
                         "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: wattio\r\n{range}\r\n",
-                        j.url_path,
+                        j.url_path(),
                         sh.origins[origin].authority(),
                     ));
                 }
@@ -206,6 +210,19 @@ pub(super) async fn run_connection(
             let head = tokio::time::timeout(Duration::from_secs(60), rb.read_head(&mut s))
                 .await
                 .map_err(|_| anyhow!("server silent for 60 s"))??;
+            match sh.mirror_verdict(c.file, origin, &head, c.offset, c.len) {
+                MirrorVerdict::Serve => {}
+                MirrorVerdict::Moved => {
+                    for c in inflight.drain(..).rev() {
+                        requeue(sh, pi, c);
+                    }
+                    return Ok(ChannelEnd::Reconnect);
+                }
+                MirrorVerdict::Refused(msg) => {
+                    sh.fail_advised(msg);
+                    return Ok(ChannelEnd::Done);
+                }
+            }
             let j = &sh.files[c.file];
             match head.status {
                 206 => {
@@ -330,9 +347,13 @@ pub(super) async fn run_connection(
         }
     }
     .await;
-    if res.is_err() {
+    if let Err(e) = &res {
+        let failed_file = inflight.front().map(|c| c.file);
         for c in inflight.drain(..).rev() {
             requeue(sh, pi, c);
+        }
+        if failed_file.is_some_and(|f| sh.mirror_after_error(f, origin, e)) {
+            return Ok(ChannelEnd::Reconnect);
         }
     }
     res

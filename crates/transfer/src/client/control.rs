@@ -29,7 +29,7 @@ pub(super) async fn transfer_async(
     opts: &TransferOptions,
     act: &mut CpuActuator,
 ) -> anyhow::Result<TransferSummary> {
-    let url = first_url(opts)?;
+    let url = first_url(opts).await?;
     // The meter's discovery takes a while (it watches each counter for a moment to refuse dead
     // ones): it runs while the listing is fetched.
     let meter_open = opts.meter.then(|| {
@@ -479,6 +479,7 @@ pub(super) async fn transfer_async(
         },
         whole_file_streams,
         notes: src.notes.clone(),
+        mirrors: shared.mirror_reports(),
         dest: opts.dest.display().to_string(),
         sla: opts.sla.name(),
         tuner: ctl.name().to_string(),

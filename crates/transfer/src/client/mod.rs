@@ -23,6 +23,7 @@ mod channel;
 mod conn;
 mod control;
 mod fetch;
+mod mirrors;
 pub mod options;
 mod pace;
 pub mod published;
@@ -38,6 +39,7 @@ mod verify;
 mod walk;
 
 pub use crate::tuner::TunerChoice;
+pub use mirrors::{MirrorFallback, MirrorReport};
 pub use options::{
     default_window, EnergyFeedback, Notice, TransferOptions, TransferProgress, DEFAULT_INTERVAL,
     DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,

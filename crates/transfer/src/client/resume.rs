@@ -1,6 +1,7 @@
 //! Resume: what an earlier run left in the destination (finished files, `.wattio-part` files
 //! and their `.done` logs of finished byte ranges) and what is still missing.
 
+use super::mirrors::FileSource;
 use super::source::SourceFile;
 use super::state::FileJob;
 use crate::checksum::{self, InOrderHasher};
@@ -141,9 +142,8 @@ pub(super) fn prepare(
             .map(|e| InOrderHasher::new(e.algo, s.size, &done));
         jobs.push(FileJob {
             rel: s.rel,
-            origin: s.origin,
+            source: FileSource::new(s.origin, s.url_path, s.mirrors),
             whole: is_whole,
-            url_path: s.url_path,
             size: s.size,
             xxh3: s.xxh3,
             block_sums: Mutex::new(vec![None; s.blocks.as_ref().map_or(0, |b| b.xxh3.len())]),

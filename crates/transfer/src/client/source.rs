@@ -4,6 +4,7 @@
 
 use super::conn::Connector;
 use super::fetch::{fetch, head_many, Fetched};
+use super::mirrors::MirrorPlan;
 use super::options::TransferOptions;
 use super::url::HttpUrl;
 use super::walk::walk_index;
@@ -20,8 +21,8 @@ use std::sync::Arc;
 /// dataset URL that needs more is misconfigured).
 const MAX_REDIRECTS: usize = 10;
 /// Connections and pipelining depth of the `HEAD` requests that size files.
-const HEAD_CONNECTIONS: usize = 8;
-const HEAD_DEPTH: usize = 16;
+pub(super) const HEAD_CONNECTIONS: usize = 8;
+pub(super) const HEAD_DEPTH: usize = 16;
 
 /// One file of the source.
 pub(super) struct SourceFile {
@@ -37,11 +38,13 @@ pub(super) struct SourceFile {
     pub(super) blocks: Option<BlockDigests>,
     /// A digest the publisher gives (checksum file, URL list `checksum=`).
     pub(super) expect: Option<Expected>,
+    /// The other URLs of its URL-list line (see `mirrors`).
+    pub(super) mirrors: Option<Box<MirrorPlan>>,
 }
 
 impl SourceFile {
     /// A file known by its place only (size and checksums set later).
-    fn at(rel: String, origin: usize, url_path: String) -> SourceFile {
+    pub(super) fn at(rel: String, origin: usize, url_path: String) -> SourceFile {
         SourceFile {
             rel,
             origin,
@@ -50,6 +53,7 @@ impl SourceFile {
             xxh3: None,
             blocks: None,
             expect: None,
+            mirrors: None,
         }
     }
 }
@@ -162,7 +166,7 @@ fn accept_ranges(h: &ResponseHead) -> Option<bool> {
 }
 
 impl Source {
-    fn new(kind: SourceKind, origin: &HttpUrl) -> Source {
+    pub(super) fn new(kind: SourceKind, origin: &HttpUrl) -> Source {
         Source {
             kind,
             origins: vec![origin.clone()],
@@ -173,7 +177,7 @@ impl Source {
         }
     }
 
-    fn origin_index(&mut self, u: &HttpUrl) -> usize {
+    pub(super) fn origin_index(&mut self, u: &HttpUrl) -> usize {
         match self.origins.iter().position(|o| same_origin(o, u)) {
             Some(i) => i,
             None => {
@@ -185,14 +189,14 @@ impl Source {
     }
 
     /// Adds a file of known or unknown size.
-    fn add(&mut self, f: SourceFile, size: Option<u64>) {
+    pub(super) fn add(&mut self, f: SourceFile, size: Option<u64>) {
         match size {
             Some(n) => self.files.push(SourceFile { size: n, ..f }),
             None => self.unsized_files.push(f),
         }
     }
 
-    fn note_ranges(&mut self, origin: usize, h: &ResponseHead) {
+    pub(super) fn note_ranges(&mut self, origin: usize, h: &ResponseHead) {
         if let Some(r) = accept_ranges(h) {
             // one answer that says `bytes` is enough: the origin serves ranges
             let cur = &mut self.ranges[origin];
@@ -208,22 +212,31 @@ pub(super) async fn resolve(
     first: &HttpUrl,
 ) -> anyhow::Result<Source> {
     let mut src = match &opts.input_file {
-        Some(p) => resolve_url_list(connector, p, first).await?,
+        Some(p) => {
+            let list = read_url_list(p)?;
+            super::mirrors::resolve_url_list(connector, list, &url_list_name(p), first).await?
+        }
         None => resolve_url(connector, first).await?,
     };
     probe_ranges(connector, &mut src).await?;
     Ok(src)
 }
 
-/// The first URL of a transfer: the source URL, or the first of the URL list (read here, and
-/// again by [`resolve`]: standard input is read once and kept).
-pub(super) fn first_url(opts: &TransferOptions) -> anyhow::Result<HttpUrl> {
+/// The first URL of a transfer: the source URL, or the first reachable URL of the URL list's
+/// first line (read here, and again by [`resolve`]: standard input is read once and kept).
+pub(super) async fn first_url(opts: &TransferOptions) -> anyhow::Result<HttpUrl> {
     match &opts.input_file {
-        Some(p) => {
-            let list = read_url_list(p)?;
-            HttpUrl::parse(&list.entries[0].url)
-        }
+        Some(p) => super::mirrors::first_reachable(&read_url_list(p)?).await,
         None => HttpUrl::parse(&opts.source),
+    }
+}
+
+/// How messages name a URL list.
+fn url_list_name(p: &std::path::Path) -> String {
+    if p.as_os_str() == "-" {
+        "standard input".to_string()
+    } else {
+        p.display().to_string()
     }
 }
 
@@ -377,6 +390,7 @@ async fn from_listing(
             xxh3: e.xxh3,
             blocks: e.blocks.map(BlockDigests::from_listing),
             expect: None,
+            mirrors: None,
         })
         .collect();
     Ok(Some(src))
@@ -440,7 +454,7 @@ async fn resolve_directory(
 /// one-byte range request, or the `Content-Length` of the whole response a server that
 /// ignores `Range` sends instead; `None` when neither says (a chunked body, or one that ends
 /// with the connection).
-async fn size_by_range_probe(
+pub(super) async fn size_by_range_probe(
     connector: &Connector,
     url: &HttpUrl,
     path: &str,
@@ -480,88 +494,6 @@ async fn single_file(connector: &Connector, url: &HttpUrl) -> anyhow::Result<Sou
     let mut src = Source::new(SourceKind::FileUrl, &final_url);
     src.note_ranges(0, &f.head);
     src.add(SourceFile::at(name, 0, path), size);
-    Ok(src)
-}
-
-/// A URL list: every URL sized by `HEAD` (pipelined per server; redirects followed one by
-/// one).
-async fn resolve_url_list(
-    connector: &Arc<Connector>,
-    p: &std::path::Path,
-    first: &HttpUrl,
-) -> anyhow::Result<Source> {
-    let list = read_url_list(p)?;
-    let mut src = Source::new(SourceKind::UrlList, first);
-    src.notes = list.notes.clone();
-    let list_name = if p.as_os_str() == "-" {
-        "standard input".to_string()
-    } else {
-        p.display().to_string()
-    };
-    let mut urls = Vec::with_capacity(list.entries.len());
-    for e in &list.entries {
-        let u = HttpUrl::parse(&e.url).map_err(|err| anyhow!("{list_name}:{}: {err:#}", e.line))?;
-        let o = src.origin_index(&u);
-        urls.push((o, u.path.split('#').next().unwrap_or("/").to_string()));
-    }
-    let mut heads: Vec<Option<ResponseHead>> = vec![None; urls.len()];
-    for o in 0..src.origins.len() {
-        let idx: Vec<usize> = (0..urls.len()).filter(|&i| urls[i].0 == o).collect();
-        let paths: Vec<String> = idx.iter().map(|&i| urls[i].1.clone()).collect();
-        let hs = head_many(
-            connector,
-            &src.origins[o],
-            &paths,
-            HEAD_CONNECTIONS,
-            HEAD_DEPTH,
-        )
-        .await?;
-        for (i, h) in idx.into_iter().zip(hs) {
-            heads[i] = Some(h);
-        }
-    }
-    let mut bad = Vec::new();
-    for (k, e) in list.entries.into_iter().enumerate() {
-        let mut h = heads[k].take().expect("every URL has a HEAD");
-        let (mut o, mut path) = urls[k].clone();
-        if matches!(h.status, 301 | 302 | 303 | 307 | 308) {
-            let u = HttpUrl::parse(&e.url)?;
-            let (fu, f) = get_following(connector, &u, "HEAD").await?;
-            o = src.origin_index(&fu);
-            path = fu.path.split('#').next().unwrap_or("/").to_string();
-            h = f.head;
-        }
-        if h.status != 200 {
-            bad.push(format!(
-                "{list_name}:{}: {} answers HTTP {}",
-                e.line, e.url, h.status
-            ));
-            continue;
-        }
-        src.note_ranges(o, &h);
-        let size = match h.content_length {
-            Some(n) => Some(n),
-            None => size_by_range_probe(connector, &src.origins[o], &path).await?,
-        };
-        let mut f = SourceFile::at(e.rel, o, path);
-        f.expect = e.checksum.map(|(algo, digest)| Expected {
-            algo,
-            digest,
-            from: format!("{list_name}:{}", e.line),
-        });
-        src.add(f, size);
-    }
-    if !bad.is_empty() {
-        let more = if bad.len() > 5 {
-            format!(" (and {} more)", bad.len() - 5)
-        } else {
-            String::new()
-        };
-        bail!(
-            "{}{more}; fix or remove those lines",
-            bad[..bad.len().min(5)].join("; ")
-        );
-    }
     Ok(src)
 }
 

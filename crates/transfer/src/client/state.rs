@@ -2,6 +2,7 @@
 //! logs, the partitions' chunk queues and budgets, and the counters.
 
 use super::conn::{Connector, Stream};
+use super::mirrors::FileSource;
 use super::source::{BlockDigests, Expected, SourceKind};
 use super::url::HttpUrl;
 use crate::checksum::InOrderHasher;
@@ -16,11 +17,10 @@ use std::time::Instant;
 /// One file to fetch.
 pub(super) struct FileJob {
     pub(super) rel: String,
-    /// Index into [`Shared::origins`].
-    pub(super) origin: usize,
+    /// Its URL (or URLs, with mirrors) and the one serving it now: `origin()`, `url_path()`.
+    pub(super) source: FileSource,
     /// Its server ignores `Range`: fetched as one whole-file stream, never resumed midway.
     pub(super) whole: bool,
-    pub(super) url_path: String,
     pub(super) size: u64,
     pub(super) xxh3: Option<String>,
     /// The listing's per-block checksums, verified instead of `xxh3` when present.

@@ -1,5 +1,6 @@
 //! The `--json` summary, the per-interval log and the energy figures of a transfer.
 
+use super::mirrors::MirrorReport;
 use super::published::ChecksumFileReport;
 use crate::actuator::ApplyReport;
 use crate::tuner::{NetParams, TransferPlan};
@@ -139,6 +140,9 @@ pub struct TransferSummary {
     pub whole_file_streams: Vec<String>,
     /// What the user should know about the source (ignored options, skipped entries).
     pub notes: Vec<String>,
+    /// Files of a URL list whose line names mirrors: the URL that served each, and every
+    /// fallback to the next mirror (empty without mirrors).
+    pub mirrors: Vec<MirrorReport>,
     pub dest: String,
     pub sla: String,
     pub tuner: String,

@@ -1,0 +1,508 @@
+//! URL lists and their mirrors. In aria2's input-file format several URLs on one line,
+//! separated by TABs, are sources of the same file (aria2c(1), "Input File",
+//! <https://aria2.github.io/manual/en/html/aria2c.html#input-file>). All that wattio does with
+//! them is here:
+//!
+//! - **Start**: every URL of every line is sized with `HEAD` (pipelined per server); a file
+//!   starts on the first of its URLs that answers `200`. A mirror that answers with another
+//!   size than that one is not the same file: the transfer is refused, naming it.
+//! - **During the transfer**: when the mirror serving a file fails — the connection is refused
+//!   or cut, or it answers 5xx, 404/403/410, 416, or a whole file to a range request — the
+//!   file's remaining bytes come from the next mirror of its line (the bytes already on disk
+//!   stay). Past the last mirror, the usual retries apply. A mirror met only then must have
+//!   the size the file was planned with; another size refuses the transfer, naming it.
+//! - **Summary**: for every file with mirrors, which URL served it and each fallback.
+//!
+//! Files of unknown size (streamed whole, see `stream`) and files whose server ignores `Range`
+//! stay on the URL they started on: nothing but a fresh start could move them.
+
+use super::conn::Connector;
+use super::fetch::head_many;
+use super::source::{
+    get_following, size_by_range_probe, url_string, Expected, Source, SourceFile, SourceKind,
+    HEAD_CONNECTIONS, HEAD_DEPTH,
+};
+use super::state::{FileJob, Shared};
+use super::url::HttpUrl;
+use crate::http::ResponseHead;
+use crate::urllist::UrlList;
+use anyhow::{anyhow, bail};
+use serde::Serialize;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// One URL a file can come from.
+#[derive(Debug, Clone)]
+pub(super) struct Place {
+    /// Index into the transfer's origins.
+    pub(super) origin: usize,
+    /// Origin-form request target.
+    pub(super) url_path: String,
+    /// The whole URL, for messages and the summary.
+    pub(super) url: String,
+}
+
+/// A file's mirrors as the start found them (for files whose line has more than one URL).
+#[derive(Debug, Clone)]
+pub(super) struct MirrorPlan {
+    /// Every URL of the line (redirects followed), in the order written.
+    pub(super) places: Vec<Place>,
+    /// The one the file starts on (it gave the file's size).
+    pub(super) current: usize,
+    /// URLs passed over at the start, with why.
+    pub(super) fallbacks: Vec<MirrorFallback>,
+    /// `urls.txt:4`, for messages.
+    pub(super) line: String,
+}
+
+/// One move of a file to its next mirror.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MirrorFallback {
+    /// The URL that failed.
+    pub from: String,
+    /// The URL the file's remaining bytes came from next.
+    pub to: String,
+    /// What failed (`HTTP 500`, `cannot be reached: …`).
+    pub reason: String,
+    /// `start` (found while sizing the files) or `transfer` (while fetching them).
+    pub during: &'static str,
+}
+
+/// What the summary says about a file that has mirrors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MirrorReport {
+    /// The file, relative to the destination.
+    pub file: String,
+    /// The URL its last bytes came from.
+    pub served_by: String,
+    /// URLs on its line, the first included.
+    pub mirrors: usize,
+    /// Each move to the next mirror, in order.
+    pub fallbacks: Vec<MirrorFallback>,
+}
+
+impl MirrorReport {
+    /// One line for a person: `f.bin from http://b/f.bin (after http://a/f.bin: HTTP 500)`.
+    pub fn describe(&self) -> String {
+        let after: Vec<String> = self
+            .fallbacks
+            .iter()
+            .map(|f| format!("{}: {}", f.from, f.reason))
+            .collect();
+        if after.is_empty() {
+            format!("{} from {}", self.file, self.served_by)
+        } else {
+            format!(
+                "{} from {} (after {})",
+                self.file,
+                self.served_by,
+                after.join("; ")
+            )
+        }
+    }
+}
+
+/// Where a file being fetched comes from: its URLs and the one serving it now.
+pub(super) struct FileSource {
+    places: Vec<Place>,
+    current: AtomicUsize,
+    /// The place whose size the file was planned with.
+    sized_at: usize,
+    fallbacks: Mutex<Vec<MirrorFallback>>,
+    line: String,
+}
+
+impl FileSource {
+    /// A file at `origin`/`url_path`, with the mirrors the start found for it.
+    pub(super) fn new(origin: usize, url_path: String, mirrors: Option<Box<MirrorPlan>>) -> Self {
+        match mirrors {
+            Some(m) => FileSource {
+                current: AtomicUsize::new(m.current),
+                sized_at: m.current,
+                places: m.places,
+                fallbacks: Mutex::new(m.fallbacks),
+                line: m.line,
+            },
+            None => FileSource {
+                places: vec![Place {
+                    origin,
+                    url_path,
+                    url: String::new(),
+                }],
+                current: AtomicUsize::new(0),
+                sized_at: 0,
+                fallbacks: Mutex::new(Vec::new()),
+                line: String::new(),
+            },
+        }
+    }
+
+    fn place(&self) -> &Place {
+        &self.places[self.current.load(Ordering::SeqCst)]
+    }
+}
+
+impl FileJob {
+    /// Index of the origin serving this file now.
+    pub(super) fn origin(&self) -> usize {
+        self.source.place().origin
+    }
+
+    /// The request target on that origin.
+    pub(super) fn url_path(&self) -> &str {
+        &self.source.place().url_path
+    }
+
+    /// Moves the file off `origin` to its next mirror because of `why`. True when the file is
+    /// now elsewhere (moved by this call, or already by another channel), so the caller
+    /// reconnects rather than counts a failure; false when it has nowhere else to go.
+    fn move_off(&self, origin: usize, why: &str) -> bool {
+        let s = &self.source;
+        if s.places.len() < 2 || self.whole {
+            return false;
+        }
+        let cur = s.current.load(Ordering::SeqCst);
+        if s.places[cur].origin != origin {
+            return true;
+        }
+        if cur + 1 >= s.places.len() {
+            return false;
+        }
+        if s.current
+            .compare_exchange(cur, cur + 1, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            s.fallbacks.lock().unwrap().push(MirrorFallback {
+                from: s.places[cur].url.clone(),
+                to: s.places[cur + 1].url.clone(),
+                reason: why.to_string(),
+                during: "transfer",
+            });
+        }
+        true
+    }
+}
+
+/// What a channel does with an answer, given the file's mirrors.
+pub(super) enum MirrorVerdict {
+    /// Use it (or handle it as without mirrors: the file has no other mirror to go to).
+    Serve,
+    /// The file moved to its next mirror: requeue and reconnect.
+    Moved,
+    /// A mirror that is not the same file: end the transfer with this message.
+    Refused(String),
+}
+
+/// Why an answer to a request for `len` bytes at `offset` of a `size`-byte file shows that the
+/// server cannot serve the file; `None` when it can (or when that is for the caller to judge).
+fn unusable(head: &ResponseHead, offset: u64, len: u64, size: u64) -> Option<String> {
+    match head.status {
+        200 if offset == 0 && len == size => None,
+        200 => Some("ignores Range requests (HTTP 200 to a range request)".to_string()),
+        404 | 403 | 410 | 416 => Some(format!("HTTP {}", head.status)),
+        st if st >= 500 => Some(format!("HTTP {st}")),
+        _ => None,
+    }
+}
+
+impl Shared {
+    /// Judges the answer `head` to a request for `len` bytes at `offset` of file `file` on
+    /// `origin` (see [`MirrorVerdict`]).
+    pub(super) fn mirror_verdict(
+        &self,
+        file: usize,
+        origin: usize,
+        head: &ResponseHead,
+        offset: u64,
+        len: u64,
+    ) -> MirrorVerdict {
+        let j = &self.files[file];
+        let s = &j.source;
+        if s.places.len() < 2 {
+            return MirrorVerdict::Serve;
+        }
+        if head.status == 206 {
+            let cur = s.current.load(Ordering::SeqCst);
+            match head.content_range {
+                Some(cr) if cr.size != j.size && cur != s.sized_at => {
+                    return MirrorVerdict::Refused(format!(
+                        "{}: mirror {} has {} bytes but {} has {}: not the same file; remove that mirror from the line",
+                        s.line, s.places[cur].url, cr.size, s.places[s.sized_at].url, j.size
+                    ))
+                }
+                _ => return MirrorVerdict::Serve,
+            }
+        }
+        match unusable(head, offset, len, j.size) {
+            Some(why) if j.move_off(origin, &why) => MirrorVerdict::Moved,
+            _ => MirrorVerdict::Serve,
+        }
+    }
+
+    /// A request for file `file` on `origin` failed (`why`: the connection was cut, stalled,
+    /// …): moves the file to its next mirror. True when the caller should reconnect rather
+    /// than count a failure.
+    pub(super) fn mirror_after_error(
+        &self,
+        file: usize,
+        origin: usize,
+        why: &anyhow::Error,
+    ) -> bool {
+        self.files[file].move_off(origin, &one_line(why))
+    }
+
+    /// `origin` cannot be reached: every file it serves that has another mirror moves to it.
+    /// True when at least one did (the caller reconnects rather than counts a failure).
+    pub(super) fn mirror_after_connect_error(&self, origin: usize, why: &anyhow::Error) -> bool {
+        let why = format!("cannot be reached: {}", one_line(why));
+        let mut moved = false;
+        for j in &self.files {
+            if j.origin() == origin {
+                moved |= j.move_off(origin, &why);
+            }
+        }
+        moved
+    }
+
+    /// The summary's report: every file whose line named mirrors.
+    pub(super) fn mirror_reports(&self) -> Vec<MirrorReport> {
+        self.files
+            .iter()
+            .filter(|j| j.source.places.len() > 1)
+            .map(|j| MirrorReport {
+                file: j.rel.clone(),
+                served_by: j.source.place().url.clone(),
+                mirrors: j.source.places.len(),
+                fallbacks: j.source.fallbacks.lock().unwrap().clone(),
+            })
+            .collect()
+    }
+}
+
+fn one_line(e: &anyhow::Error) -> String {
+    format!("{e:#}").replace('\n', " ")
+}
+
+/// How long the start waits for a TCP connection to the first line's first URL before it
+/// tries that line's next one.
+const REACH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The URL a URL-list transfer measures its round-trip time to and connects ahead to: the
+/// first URL of the first line that accepts a TCP connection (the first when none does, so
+/// that the error names it).
+pub(super) async fn first_reachable(list: &UrlList) -> anyhow::Result<HttpUrl> {
+    let e = &list.entries[0];
+    let first = HttpUrl::parse(&e.url)?;
+    for raw in std::iter::once(&e.url).chain(&e.mirrors) {
+        let Ok(u) = HttpUrl::parse(raw) else { continue };
+        let connect = tokio::net::TcpStream::connect(u.connect_addr());
+        if let Ok(Ok(_)) = tokio::time::timeout(REACH_TIMEOUT, connect).await {
+            return Ok(u);
+        }
+    }
+    Ok(first)
+}
+
+fn without_fragment(path: &str) -> String {
+    path.split('#').next().unwrap_or("/").to_string()
+}
+
+/// A URL list: every URL of every line sized by `HEAD` (pipelined per server; redirects
+/// followed one by one); each file starts on the first of its line's URLs that answers.
+pub(super) async fn resolve_url_list(
+    connector: &Arc<Connector>,
+    list: UrlList,
+    list_name: &str,
+    first: &HttpUrl,
+) -> anyhow::Result<Source> {
+    let mut src = Source::new(SourceKind::UrlList, first);
+    src.notes = list.notes.clone();
+    // every URL of every line: (origin, request target, as written)
+    let mut urls: Vec<(usize, String, String)> = Vec::new();
+    for e in &list.entries {
+        for raw in std::iter::once(&e.url).chain(&e.mirrors) {
+            let u =
+                HttpUrl::parse(raw).map_err(|err| anyhow!("{list_name}:{}: {err:#}", e.line))?;
+            let o = src.origin_index(&u);
+            urls.push((o, without_fragment(&u.path), raw.clone()));
+        }
+    }
+    // a server that cannot be reached fails only the lines with no other URL that answers
+    let mut answers: Vec<Option<Result<ResponseHead, String>>> = vec![None; urls.len()];
+    for o in 0..src.origins.len() {
+        let idx: Vec<usize> = (0..urls.len()).filter(|&i| urls[i].0 == o).collect();
+        let paths: Vec<String> = idx.iter().map(|&i| urls[i].1.clone()).collect();
+        let heads = head_many(
+            connector,
+            &src.origins[o],
+            &paths,
+            HEAD_CONNECTIONS,
+            HEAD_DEPTH,
+        )
+        .await;
+        match heads {
+            Ok(hs) => {
+                for (i, h) in idx.into_iter().zip(hs) {
+                    answers[i] = Some(Ok(h));
+                }
+            }
+            Err(e) => {
+                let why = format!("cannot be reached: {}", one_line(&e));
+                for i in idx {
+                    answers[i] = Some(Err(why.clone()));
+                }
+            }
+        }
+    }
+    let mut bad = Vec::new();
+    let mut next_url = 0;
+    for e in list.entries {
+        let line = format!("{list_name}:{}", e.line);
+        let n = 1 + e.mirrors.len();
+        let mut places: Vec<Place> = Vec::with_capacity(n);
+        // the place the file starts on, and its size
+        let mut chosen: Option<(usize, Option<u64>)> = None;
+        let mut failed: Vec<(usize, String)> = Vec::new();
+        for i in next_url..next_url + n {
+            let (mut o, mut path, raw) = urls[i].clone();
+            let mut answer = answers[i].take().expect("every URL has an answer");
+            if let Ok(h) = &answer {
+                if matches!(h.status, 301 | 302 | 303 | 307 | 308) {
+                    let u = HttpUrl::parse(&raw)?;
+                    answer = match get_following(connector, &u, "HEAD").await {
+                        Ok((fu, f)) => {
+                            o = src.origin_index(&fu);
+                            path = without_fragment(&fu.path);
+                            Ok(f.head)
+                        }
+                        Err(err) => Err(format!("cannot be reached: {}", one_line(&err))),
+                    };
+                }
+            }
+            let url = url_string(&src.origins[o], &path);
+            let p = places.len();
+            match answer {
+                Ok(h) if h.status == 200 => {
+                    src.note_ranges(o, &h);
+                    match chosen {
+                        None => {
+                            let size = match h.content_length {
+                                Some(n) => Some(n),
+                                None => {
+                                    size_by_range_probe(connector, &src.origins[o], &path).await?
+                                }
+                            };
+                            chosen = Some((p, size));
+                        }
+                        Some((c, Some(size))) => {
+                            if let Some(other) = h.content_length.filter(|&m| m != size) {
+                                bail!(
+                                    "{line}: mirror {url} has {other} bytes but {} has {size}: not the same file; remove that mirror from the line",
+                                    places[c].url
+                                );
+                            }
+                        }
+                        Some((_, None)) => {}
+                    }
+                }
+                Ok(h) => failed.push((p, format!("HTTP {}", h.status))),
+                Err(why) => failed.push((p, why)),
+            }
+            places.push(Place {
+                origin: o,
+                url_path: path,
+                url,
+            });
+        }
+        next_url += n;
+        let Some((cur, size)) = chosen else {
+            let whys: Vec<String> = failed
+                .iter()
+                .map(|(p, why)| match why.strip_prefix("HTTP ") {
+                    Some(_) => format!("{} answers {why}", places[*p].url),
+                    None => format!("{} {why}", places[*p].url),
+                })
+                .collect();
+            bad.push(format!("{line}: {}", whys.join(", ")));
+            continue;
+        };
+        let fallbacks: Vec<MirrorFallback> = failed
+            .iter()
+            .filter(|(p, _)| *p < cur)
+            .map(|(p, why)| MirrorFallback {
+                from: places[*p].url.clone(),
+                to: places[cur].url.clone(),
+                reason: why.clone(),
+                during: "start",
+            })
+            .collect();
+        if !fallbacks.is_empty() {
+            src.notes.push(format!(
+                "{line}: {} from its mirror {} ({} failed: {})",
+                e.rel,
+                places[cur].url,
+                fallbacks[0].from,
+                fallbacks
+                    .iter()
+                    .map(|f| f.reason.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
+        let mut f = SourceFile::at(e.rel, places[cur].origin, places[cur].url_path.clone());
+        f.expect = e.checksum.map(|(algo, digest)| Expected {
+            algo,
+            digest,
+            from: line.clone(),
+        });
+        if places.len() > 1 {
+            f.mirrors = Some(Box::new(MirrorPlan {
+                places,
+                current: cur,
+                fallbacks,
+                line,
+            }));
+        }
+        src.add(f, size);
+    }
+    if !bad.is_empty() {
+        let more = if bad.len() > 5 {
+            format!(" (and {} more)", bad.len() - 5)
+        } else {
+            String::new()
+        };
+        bail!(
+            "{}{more}; fix or remove those lines",
+            bad[..bad.len().min(5)].join("; ")
+        );
+    }
+    Ok(src)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(status: u16) -> ResponseHead {
+        let raw = format!("HTTP/1.1 {status} X\r\nContent-Length: 0\r\n\r\n");
+        crate::http::parse_response_head(raw.as_bytes())
+            .unwrap()
+            .unwrap()
+            .0
+    }
+
+    #[test]
+    fn answers_that_send_a_file_to_its_next_mirror() {
+        assert_eq!(unusable(&head(200), 0, 10, 10), None);
+        assert_eq!(
+            unusable(&head(200), 5, 5, 10).as_deref(),
+            Some("ignores Range requests (HTTP 200 to a range request)")
+        );
+        for st in [404, 403, 410, 416, 500, 502, 503] {
+            assert_eq!(unusable(&head(st), 0, 10, 10), Some(format!("HTTP {st}")));
+        }
+        assert_eq!(unusable(&head(206), 0, 10, 10), None);
+        assert_eq!(unusable(&head(401), 0, 10, 10), None);
+    }
+}
