@@ -60,7 +60,7 @@ fn bar_attrs(i: usize) -> String {
 }
 
 fn band_attrs() -> String {
-    format!(r#"fill="{BAND_COLOUR}" fill-opacity="0.18""#)
+    format!(r#"fill="{BAND_COLOUR}" fill-opacity="0.2" stroke="{BAND_COLOUR}" stroke-width="1""#)
 }
 
 /// An error bar from `lo` to `hi` (pixel y) at `x`, with caps `cap` wide.
@@ -130,7 +130,12 @@ pub fn grouped_bar_chart(
     let yt = ticks(lo, hi + span * frac / (1.0 - frac), 5);
 
     let ns = series.len().max(1) as f64;
-    let group_w = ns * BAR_PITCH + BAR_PITCH * 1.4;
+    // Wide enough for its bars, and for its label to stay horizontal when there is room.
+    let widest_label = groups
+        .iter()
+        .map(|g| text_width(g, TICK_FONT))
+        .fold(0.0, f64::max);
+    let group_w = (ns * BAR_PITCH + BAR_PITCH * 1.4).max((widest_label + 12.0).min(160.0));
     let pw = (groups.len() as f64 * group_w).max(360.0);
     let group_w = pw / groups.len().max(1) as f64;
     let pitch = (group_w - BAR_PITCH * 1.4) / ns;
@@ -213,27 +218,6 @@ pub fn grouped_bar_chart(
     canvas.open(&mut out, c);
     canvas.y_axis(&mut out, &yt, &c.y_label);
 
-    if has_bands {
-        let e = &entries[entries.len() - 1];
-        let _ = write!(out, r#"<g class="series" data-series="{}">"#, e.index);
-        for (g, group) in groups.iter().enumerate() {
-            if let Some((a, b)) = band_at(g) {
-                let (top, bottom) = (canvas.py(a.max(b)), canvas.py(a.min(b)));
-                let _ = write!(
-                    out,
-                    r#"<rect x="{x:.1}" y="{top:.1}" width="{w:.1}" height="{h:.1}" {attrs}><title>{n}: {lo}–{hi}</title></rect>"#,
-                    x = canvas.left + group_w * g as f64 + BAR_PITCH * 0.35,
-                    w = group_w - BAR_PITCH * 0.7,
-                    h = (bottom - top).max(0.5),
-                    attrs = band_attrs(),
-                    n = esc(group),
-                    lo = value_text(a.min(b)),
-                    hi = value_text(a.max(b)),
-                );
-            }
-        }
-        out.push_str("</g>");
-    }
     let zero = canvas.py(0f64.clamp(canvas.y0, canvas.y1));
     for (i, s) in series.iter().enumerate() {
         let _ = write!(out, r#"<g class="series" data-series="{i}">"#);
@@ -254,6 +238,28 @@ pub fn grouped_bar_chart(
                 sn = esc(&s.name),
                 val = value_text(v),
             );
+        }
+        out.push_str("</g>");
+    }
+    if has_bands {
+        // Over the bars, translucent, so the band shows across the bars it judges.
+        let e = &entries[entries.len() - 1];
+        let _ = write!(out, r#"<g class="series" data-series="{}">"#, e.index);
+        for (g, group) in groups.iter().enumerate() {
+            if let Some((a, b)) = band_at(g) {
+                let (top, bottom) = (canvas.py(a.max(b)), canvas.py(a.min(b)));
+                let _ = write!(
+                    out,
+                    r#"<rect x="{x:.1}" y="{top:.1}" width="{w:.1}" height="{h:.1}" {attrs}><title>{n}: {lo}–{hi}</title></rect>"#,
+                    x = canvas.left + group_w * g as f64 + BAR_PITCH * 0.35,
+                    w = group_w - BAR_PITCH * 0.7,
+                    h = (bottom - top).max(0.5),
+                    attrs = band_attrs(),
+                    n = esc(group),
+                    lo = value_text(a.min(b)),
+                    hi = value_text(a.max(b)),
+                );
+            }
         }
         out.push_str("</g>");
     }

@@ -401,13 +401,24 @@ mod tests {
 
     #[test]
     fn grouped_bar_group_labels_rotate_when_long_and_empty_charts_say_so() {
+        // Labels wider than a group may grow (160 px) rotate; shorter ones widen their group.
         let groups: Vec<String> = (0..8)
-            .map(|i| format!("{} % nginx HTTPS", 80 - 10 * i))
+            .map(|i| {
+                format!(
+                    "{} % nginx HTTPS, a server described at length",
+                    80 - 10 * i
+                )
+            })
             .collect();
         let s = bar_series(2, 8);
         let svg = grouped_bar_chart(&chart("t"), &groups, &s, &GroupedBarOpts::default());
         assert_well_formed(&svg);
         assert!(svg.contains("rotate(-40"), "long group labels rotate");
+        let short: Vec<String> = (0..8)
+            .map(|i| format!("{} % nginx HTTPS", 80 - 10 * i))
+            .collect();
+        let flat = grouped_bar_chart(&chart("t"), &short, &s, &GroupedBarOpts::default());
+        assert!(!flat.contains("rotate(-40"), "short group labels stay flat");
         let empty = grouped_bar_chart(&chart("t"), &groups, &[], &GroupedBarOpts::default());
         assert!(empty.contains("no data"));
     }
