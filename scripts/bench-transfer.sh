@@ -5,7 +5,8 @@
 # so every tool gets the same system-wide meter (`measure`) and the same client-only estimate
 # (`--stats`: the tool's own CPU time through the meter's linear model); nginx's CPU time over
 # each run is recorded too. Results go to results/transfer/RUN/ (git-ignored);
-# scripts/transfer_report.py turns them into tables and SVG.
+# `wattio report bench-transfer RUN` turns them into tables (report.md), results.csv and SVG
+# charts; rerun it on a finished RUN to redraw (`--charts-only --prefix NAME -o DIR` for docs).
 #
 # HTTPS rows (tools ending in -tls): the same nginx over TLS 1.3 on :8443 (HTTP/1.1, a P-256
 # certificate from a CA the script makes with openssl), curl/wget2/aria2 and wattio's three SLAs
@@ -257,5 +258,5 @@ scale: $SCALE   profile: $PROFILE   repeats: $REPEATS   command: SCALE=$SCALE PR
 https: nginx :8443, $(openssl version); negotiated with curl: $("$W" testbed --name $NAME exec client -- curl -sv -o /dev/null --cacert "$CA" "https://$SERVER:8443/" 2>&1 | grep -m1 'SSL connection using' | sed 's/^\* //')
 tools: $(curl --version | head -1 | cut -d' ' -f1-2); $(wget --version | head -1 | cut -d' ' -f1-3); $(wget2 --version | head -1 | cut -d' ' -f1-3); $(aria2c --version | head -1); $(nghttp --version); $(nginx -v 2>&1)
 EOF
-python3 scripts/transfer_report.py "$OUT"
+"$W" report bench-transfer "$OUT"
 echo "== report: $OUT/report.md"
