@@ -356,8 +356,11 @@ fn progress_bar() -> Sink<TransferProgress> {
         }
         pb.set_length(p.planned_bytes);
         pb.set_position(p.done_bytes);
-        if let Some(s) = &p.status {
-            pb.set_message(s.clone());
-        }
+        let listing = if p.total_known {
+            ""
+        } else {
+            " (still listing the index: total not known yet)"
+        };
+        pb.set_message(format!("{}{listing}", p.status.as_deref().unwrap_or("")));
     })
 }

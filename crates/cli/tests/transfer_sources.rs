@@ -1314,3 +1314,182 @@ fn a_mirror_takes_over_from_a_server_that_dies_and_a_rerun_resumes_from_it() {
         assert_eq!(fb[0].0, "transfer", "{n}: {fb:?}");
     }
 }
+
+/// nginx with `autoindex on` over `root` (its stock HTML index, exact sizes in bytes) that logs
+/// every request (`METHOD URI STATUS RANGE`, in the order requests end) to the returned file;
+/// `locations` come before the catch-all `location /`.
+fn logged_nginx(root: &Path, locations: &str) -> Option<(Nginx, tempfile::TempDir)> {
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    let (r, l) = (root.display(), log.display());
+    let ng = Nginx::start_servers(|port| {
+        format!(
+            "log_format events '$request_method $uri $status $http_range';\n\
+             server {{ listen 127.0.0.1:{port}; access_log {l} events;\n {locations}\n location / {{ root {r}; autoindex on; }}\n}}\n"
+        )
+    })?;
+    Some((ng, logs))
+}
+
+/// The requests nginx logged so far, in the order they ended.
+fn access_log(logs: &tempfile::TempDir) -> Vec<String> {
+    std::fs::read_to_string(logs.path().join("access.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// nginx's stock index states every size in bytes: nothing needs a `HEAD`.
+fn assert_no_head(log: &[String]) {
+    assert!(
+        !log.iter().any(|l| l.starts_with("HEAD ")),
+        "HEAD sent though the index gives exact sizes: {log:#?}"
+    );
+}
+
+/// Transfers start while the index is still walked: a file at the top is fetched (its GET
+/// ends in nginx's log) before the page of a deeper directory, sent slowly, has been read. No
+/// HEAD is sent: nginx's stock HTML index gives exact sizes.
+#[test]
+fn an_index_walk_streams_files_to_the_transfer_and_sends_no_head_for_exact_sizes() {
+    let src = tempfile::tempdir().unwrap();
+    let files: &[(&str, usize)] = &[
+        ("top.bin", 300_000),
+        ("small.txt", 17),
+        ("deep/one.bin", 150_000),
+        ("deep/er/two.bin", 70_000),
+        ("deep/er/empty", 0),
+    ];
+    make_tree(src.path(), files);
+    let r = src.path().display();
+    // the pages under /deep/ (a few hundred bytes) trickle out at 150 bytes/s: seconds each
+    let slow_pages =
+        format!("location ~ ^/deep(/.*)?/$ {{ root {r}; autoindex on; limit_rate 150; }}");
+    let Some((ng, logs)) = logged_nginx(src.path(), &slow_pages) else {
+        return;
+    };
+    let dst = tempfile::tempdir().unwrap();
+    let v = copy(&at(&ng, "/"), dst.path(), "max-throughput", &[]);
+    assert_identical(src.path(), dst.path());
+    assert_eq!(v["source_kind"], "directory-index");
+    assert_eq!(v["source_detail"], "nginx autoindex (html)");
+    assert_eq!(v["files"], files.len());
+    assert_eq!(
+        v["total_bytes"],
+        files.iter().map(|f| f.1 as u64).sum::<u64>()
+    );
+    let log = access_log(&logs);
+    let pos = |prefix: &str| {
+        log.iter()
+            .position(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` in nginx's log: {log:#?}"))
+    };
+    let top_fetched = log
+        .iter()
+        .position(|l| l.starts_with("GET /top.bin 206 bytes=") && !l.ends_with("bytes=0-0"))
+        .unwrap_or_else(|| panic!("top.bin never fetched by range: {log:#?}"));
+    assert!(
+        top_fetched < pos("GET /deep/ 200"),
+        "the first file waited for the walk: {log:#?}"
+    );
+    assert!(pos("GET /deep/ 200") < pos("GET /deep/one.bin 206"));
+    assert_no_head(&log);
+}
+
+/// A size taken from the index is checked against every answer: a file whose size differs
+/// (here the index is generated from one tree and the files served from another, so the
+/// difference is there on every run) stops the transfer with a message that names the file
+/// and the fix, and leaves no file under the final name.
+#[test]
+fn a_size_from_the_index_that_the_server_contradicts_is_a_changed_file() {
+    let listed = tempfile::tempdir().unwrap();
+    let served = tempfile::tempdir().unwrap();
+    make_tree(
+        listed.path(),
+        &[("g/grew.bin", 40_000), ("s/shrank.bin", 90_000)],
+    );
+    make_tree(
+        served.path(),
+        &[("g/grew.bin", 65_000), ("s/shrank.bin", 30_000)],
+    );
+    let (l, s) = (listed.path().display(), served.path().display());
+    let Some(ng) = Nginx::start_servers(|port| {
+        format!(
+            "server {{ listen 127.0.0.1:{port}; location ~ /$ {{ root {l}; autoindex on; }} location / {{ root {s}; }} }}"
+        )
+    }) else {
+        return;
+    };
+    for name in ["g/grew.bin", "s/shrank.bin"] {
+        let dst = tempfile::tempdir().unwrap();
+        let dir = &name[..2];
+        let err = error_line(&transfer(
+            &[
+                &at(&ng, &format!("/{dir}")),
+                path_str(dst.path()),
+                "--sla",
+                "max-throughput",
+            ],
+            None,
+        ));
+        let file = &name[2..];
+        assert!(
+            err.contains(file) && err.contains("changed") && err.contains("rerun the same command"),
+            "{name}: {err}"
+        );
+        assert!(
+            !dst.path().join(file).exists(),
+            "{name} written under its final name though its size was wrong"
+        );
+    }
+}
+
+/// A transfer from nginx's stock index killed mid-way, then rerun: the rerun walks the index
+/// again (no HEAD: the sizes are exact), keeps what the first run wrote and fetches only the
+/// missing bytes.
+#[test]
+fn a_killed_index_transfer_without_checksums_resumes_with_only_the_missing_bytes() {
+    let src = tempfile::tempdir().unwrap();
+    let files: &[(&str, usize)] = &[
+        ("a.bin", 1_100_000),
+        ("b/c.bin", 800_000),
+        ("b/d/e.bin", 600_000),
+        ("b/d/f g.bin", 50_000),
+    ];
+    make_tree(src.path(), files);
+    let total: u64 = files.iter().map(|f| f.1 as u64).sum();
+    let r = src.path().display();
+    // files at 1 MB/s per connection, two connections: about 1.3 s for the set
+    let Some((ng, logs)) = logged_nginx(
+        src.path(),
+        &format!("location ~ [^/]$ {{ root {r}; limit_rate 1m; }}"),
+    ) else {
+        return;
+    };
+    let dst = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        at(&ng, "/"),
+        path_str(dst.path()).to_string(),
+        "--sla".into(),
+        "max-throughput".into(),
+        "--max-channels".into(),
+        "2".into(),
+    ];
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    kill_mid_transfer(&argv, dst.path());
+    let first_run = access_log(&logs).len();
+    args.push("--json".into());
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let v = ok_json(&transfer(&argv, None));
+    assert_identical(src.path(), dst.path());
+    let (got, resumed) = (
+        v["bytes"].as_u64().unwrap(),
+        v["resumed_bytes"].as_u64().unwrap(),
+    );
+    assert_eq!(v["total_bytes"], total);
+    assert!(resumed > 0 && got > 0, "got {got}, resumed {resumed}");
+    assert_eq!(got + resumed, total, "only the missing bytes are fetched");
+    let rerun = &access_log(&logs)[first_run..];
+    assert_no_head(rerun);
+}

@@ -8,8 +8,10 @@
 //! Apache's "Parent Directory" → `/`), absolute links elsewhere, other hosts and sort links
 //! with a query (`?C=N;O=D`) are dropped. Paths are returned in one canonical
 //! percent-encoding, so two spellings of one name are one entry. Sizes are kept only where the
-//! index states them exactly (nginx JSON); HTML indexes round them (`1.2K`, `12M`), cut names
-//! (nginx's `..>`) or give none, so the client asks the server (`HEAD`) instead.
+//! index states them exactly: nginx JSON, and nginx HTML where the size column is plain digits
+//! (`autoindex_exact_size on`, the default, prints every size in bytes; with it off, sizes
+//! under 10000 bytes are still printed exact and larger ones rounded as `12K`, `2M`). Apache
+//! rounds (`1.2K`), Python's `http.server` gives none: the client asks the server (`HEAD`).
 
 use crate::http::percent_encode_path;
 
@@ -43,7 +45,7 @@ pub struct IndexEntry {
     /// directory.
     pub path: String,
     pub is_dir: bool,
-    /// The exact size, where the index states it (nginx JSON).
+    /// The exact size, where the index states it (nginx JSON, nginx HTML in bytes).
     pub size: Option<u64>,
 }
 
@@ -436,6 +438,11 @@ pub fn parse_index(
             format!("not a directory index (a page titled \"{title}\")")
         });
     };
+    let exact = if kind == IndexKind::NginxHtml {
+        nginx_html_sizes(&text)
+    } else {
+        std::collections::HashMap::new()
+    };
     let mut entries: Vec<IndexEntry> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for href in html_links(&text) {
@@ -443,14 +450,48 @@ pub fn parse_index(
             continue;
         };
         if under_root(&path) && seen.insert(path.clone()) {
+            let is_dir = path.ends_with('/');
             entries.push(IndexEntry {
-                is_dir: path.ends_with('/'),
+                size: if is_dir {
+                    None
+                } else {
+                    exact.get(&href).copied()
+                },
+                is_dir,
                 path,
-                size: None,
             });
         }
     }
     Ok(IndexPage { kind, entries })
+}
+
+/// The sizes an nginx HTML index states in bytes, by unescaped `href`. nginx writes one entry
+/// a line: `<a href="H">NAME</a>`, padding, `DD-Mon-YYYY HH:MM`, padding, then the size: `-`
+/// for a directory, plain digits for an exact size, digits with `K`/`M`/`G` when rounded
+/// (`autoindex_exact_size off`, for sizes of 10000 bytes and more). Only plain digits count.
+fn nginx_html_sizes(html: &str) -> std::collections::HashMap<String, u64> {
+    let mut out = std::collections::HashMap::new();
+    for line in html.lines() {
+        let Some(a) = line.rfind("<a ") else { continue };
+        let Some(close) = line[a..].find("</a>").map(|i| a + i) else {
+            continue;
+        };
+        let Some(href) = line[a + 3..close]
+            .find('>')
+            .and_then(|gt| attribute(&line[a + 3..a + 3 + gt], "href"))
+        else {
+            continue;
+        };
+        let cols: Vec<&str> = line[close + 4..].split_whitespace().collect();
+        if let [_date, _time, size] = cols[..] {
+            if !size.is_empty() && size.len() <= 19 && size.bytes().all(|c| c.is_ascii_digit()) {
+                if let Ok(n) = size.parse() {
+                    out.insert(html_unescape(&href), n);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The path of `path` relative to `root_path`, decoded (`/`-separated, UTF-8); `None` when
@@ -589,10 +630,9 @@ mod tests {
             ]
         );
         assert!(p.entries[0].is_dir && !p.entries[1].is_dir);
-        assert!(
-            p.entries.iter().all(|e| e.size.is_none()),
-            "HTML sizes are not trusted"
-        );
+        // sizes in plain digits are exact (autoindex_exact_size on, the default)
+        let sizes: Vec<Option<u64>> = p.entries.iter().map(|e| e.size).collect();
+        assert_eq!(sizes, [None, Some(0), Some(1234), Some(2), Some(1)]);
         assert_eq!(
             relative_name(ROOT, &p.entries[0].path).as_deref(),
             Some("sub/d \u{e9}")
@@ -601,6 +641,24 @@ mod tests {
             relative_name(ROOT, &p.entries[1].path).as_deref(),
             Some("sub/#hash?q")
         );
+    }
+
+    #[test]
+    fn nginx_html_rounded_sizes_are_not_taken() {
+        // autoindex_exact_size off: sizes of 10000 bytes and more are rounded, smaller ones
+        // are still exact; other generators' numbers are never read
+        let body = "<html>\r\n<head><title>Index of /data/sub/</title></head>\r\n<body>\r\n<h1>Index of /data/sub/</h1><hr><pre><a href=\"../\">../</a>\r\n\
+            <a href=\"a.bin\">a.bin</a>                                              25-Nov-2026 12:40     12K\r\n\
+            <a href=\"big.bin\">big.bin</a>                                            25-Nov-2026 12:40      2M\r\n\
+            <a href=\"s.bin\">s.bin</a>                                              25-Nov-2026 12:40       5\r\n\
+            </pre><hr></body>\r\n</html>\r\n";
+        let p = parse_index(body.as_bytes(), Some("text/html"), PAGE, ROOT).unwrap();
+        let sizes: Vec<Option<u64>> = p.entries.iter().map(|e| e.size).collect();
+        assert_eq!(sizes, [None, None, Some(5)]);
+        let other = body.replace("<pre><a href=\"../\">../</a>", "<pre>");
+        let p = parse_index(other.as_bytes(), Some("text/html"), PAGE, ROOT).unwrap();
+        assert_eq!(p.kind, IndexKind::OtherHtml);
+        assert!(p.entries.iter().all(|e| e.size.is_none()));
     }
 
     #[test]

@@ -3,11 +3,12 @@
 
 use super::channel::channel_task;
 use super::conn::{measure_rtt, spawn_preconnect, Connector};
+use super::jobs::Jobs;
 use super::options::{default_window, EnergyFeedback, TransferOptions};
 use super::published;
-use super::queue::build_queues;
-use super::resume::prepare;
-use super::source::{first_url, resolve, SourceKind};
+use super::queue::{build_queues, enqueue_found};
+use super::resume::{prepare, Prepared};
+use super::source::{first_url, probe_ranges, resolve, SourceFile, SourceKind};
 use super::state::Shared;
 use super::stream::{stream_file, Streamed};
 use super::summary::{
@@ -15,13 +16,17 @@ use super::summary::{
 };
 use super::verify::finish_file;
 use crate::actuator::{ApplyReport, CpuActuator};
-use crate::tuner::{initial_plan, Decision, NetParams, Observation, StartRules, Timeouts};
+use crate::tuner::{
+    initial_plan, Decision, NetParams, Observation, StartRules, Timeouts, TransferPlan,
+};
 use anyhow::{bail, Context};
 use std::fs::File;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::sync::mpsc::error::TryRecvError;
+use tokio::sync::mpsc::unbounded_channel;
 use wattio_energy::attribution::cputime;
 use wattio_meter::{Meter, MeterConfig};
 
@@ -62,6 +67,20 @@ pub(super) async fn transfer_async(
     let opened = rules.preconnect(&net);
     let preconnect = (opened > 0).then(|| spawn_preconnect(&connector, &url, opened));
     let mut src = resolve(&connector, opts, &url).await?;
+    let mut spare = match preconnect {
+        Some(task) => task.await.unwrap_or_default(),
+        None => Vec::new(),
+    };
+    if src.origins[0].origin() != url.origin() {
+        // the URL redirected elsewhere: the connections opened ahead go to the wrong server
+        spare.clear();
+    }
+    probe_ranges(&connector, &mut src, &mut spare).await?;
+    if opts.checksum_file.is_some() {
+        // a checksum file names files anywhere in the tree: match it against all of them
+        src.absorb_all().await?;
+    }
+    let mut discovery = src.more.take();
     let checksum_report = match &opts.checksum_file {
         Some(spec) => Some(published::attach(&connector, spec, &mut src).await?),
         None => None,
@@ -81,20 +100,17 @@ pub(super) async fn transfer_async(
         })
         .collect();
     let mut whole_file_streams = whole_file_streams;
-    let unsized_files = std::mem::take(&mut src.unsized_files);
-    if !unsized_files.is_empty() {
-        whole_file_streams.push(format!(
-            "{} files of unknown size (no Content-Length, no Range) came as single streams, one at a time beside the planned transfer; an interrupted one is fetched again whole",
-            unsized_files.len()
-        ));
+    // files of unknown size go to the streaming task, now and as the walk finds them
+    let (unsized_tx, unsized_rx) = unbounded_channel();
+    for f in std::mem::take(&mut src.unsized_files) {
+        let _ = unsized_tx.send(f);
     }
+    let mut unsized_tx = discovery.is_some().then_some(unsized_tx);
     let files = std::mem::take(&mut src.files);
-    let planned_bytes: u64 = files.iter().map(|s| s.size).sum();
-    let n_files = files.len() + unsized_files.len();
-    let dest = opts.dest.clone();
-    let whole_for_prepare = whole.clone();
-    let prep =
-        tokio::task::spawn_blocking(move || prepare(&dest, files, &whole_for_prepare)).await??;
+    let mut planned_bytes: u64 = files.iter().map(|s| s.size).sum();
+    let mut n_files = files.len() + unsized_rx.len();
+    let mut prep = prepare_files(opts, files, &whole).await?;
+    let mut found = FoundTotals::of(&prep);
     let sizes: Vec<u64> = prep.jobs.iter().map(|j| j.size).collect();
     let base_plan = initial_plan(&sizes, &net, opts.sla, act.n_cores());
     let n_freqs = act.ladder_khz().len().max(1);
@@ -102,13 +118,9 @@ pub(super) async fn transfer_async(
     let timeouts = Timeouts::new(net.rtt_s, opts.interval);
 
     let parts = build_queues(&plan, &prep);
-    let mut spare = match preconnect {
-        Some(task) => task.await.unwrap_or_default(),
-        None => Vec::new(),
-    };
-    if src.origins[0].origin() != url.origin() {
-        // the URL redirected elsewhere: the connections opened ahead go to the wrong server
-        spare.clear();
+    let jobs = Jobs::new();
+    for j in std::mem::take(&mut prep.jobs) {
+        jobs.push(j);
     }
     let shared = Arc::new(Shared {
         spare: Mutex::new(spare),
@@ -116,7 +128,7 @@ pub(super) async fn transfer_async(
         url: src.origins[0].clone(),
         origins: src.origins.clone(),
         kind: src.kind,
-        files: prep.jobs,
+        files: jobs,
         parts,
         received: AtomicU64::new(0),
         files_done: AtomicUsize::new(0),
@@ -131,12 +143,16 @@ pub(super) async fn transfer_async(
         started: Instant::now(),
     });
     // files of unknown size: one stream at a time beside the planned transfer
-    let streaming = (!unsized_files.is_empty()).then(|| {
+    let streaming = {
         let sh = shared.clone();
         let dest = opts.dest.clone();
+        let mut todo = unsized_rx;
         tokio::spawn(async move {
             let mut done = Vec::new();
-            for f in unsized_files {
+            while let Some(f) = todo.recv().await {
+                if sh.failed() {
+                    break;
+                }
                 let origin = sh.origins[f.origin].clone();
                 match stream_file(&sh.connector, &origin, &f, &dest, sh.retries, &sh.received).await
                 {
@@ -151,16 +167,13 @@ pub(super) async fn transfer_async(
                         break;
                     }
                 }
-                if sh.failed() {
-                    break;
-                }
             }
             // the publisher's digests of the streamed files that matched
             let verified = done.iter().filter(|f| f.1).count();
             sh.verified.fetch_add(verified, Ordering::SeqCst);
             done
         })
-    });
+    };
     // files with nothing missing (complete .wattio-part from an interrupted rename)
     for i in 0..shared.files.len() {
         if shared.files[i].remaining.load(Ordering::SeqCst) == 0 {
@@ -202,7 +215,8 @@ pub(super) async fn transfer_async(
 
     let mut progress = super::TransferProgress {
         planned_bytes,
-        done_bytes: prep.resumed_bytes,
+        total_known: discovery.is_none(),
+        done_bytes: found.resumed_bytes,
         status: None,
         finished: false,
     };
@@ -253,7 +267,6 @@ pub(super) async fn transfer_async(
     let mut last_bytes = 0u64;
     let mut last_cpu = cputime::self_cpu_s();
     let mut tick = tokio::time::interval(Duration::from_millis(20));
-    let n_jobs = shared.files.len();
     // SIGINT/SIGTERM end the transfer through the normal error path, so the actuator puts
     // frequencies, governors and CPUs back before the process exits
     {
@@ -273,8 +286,42 @@ pub(super) async fn transfer_async(
         if shared.failed() {
             break;
         }
-        if shared.files_done.load(Ordering::SeqCst) >= n_jobs
-            && streaming.as_ref().is_none_or(|t| t.is_finished())
+        // files the index walk found since the last tick
+        while let Some(rx) = discovery.as_mut() {
+            let batch = match rx.try_recv() {
+                Ok(Ok(b)) => b,
+                Ok(Err(e)) => {
+                    shared.fail_advised(format!("{e:#}"));
+                    break;
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    discovery = None;
+                    unsized_tx = None;
+                    break;
+                }
+            };
+            for note in &batch.notes {
+                opts.notices.tell(&super::Notice::Note(note.to_string()));
+            }
+            src.notes.extend(batch.notes);
+            n_files += batch.files.len() + batch.unsized_files.len();
+            planned_bytes += batch.files.iter().map(|f| f.size).sum::<u64>();
+            if let Some(tx) = &unsized_tx {
+                for f in batch.unsized_files {
+                    let _ = tx.send(f);
+                }
+            }
+            let p = prepare_files(opts, batch.files, &whole).await?;
+            found.add(&p);
+            add_found(&shared, &plan, p).await?;
+        }
+        if shared.failed() {
+            break;
+        }
+        if discovery.is_none()
+            && shared.files_done.load(Ordering::SeqCst) >= shared.files.len()
+            && streaming.is_finished()
         {
             break;
         }
@@ -289,7 +336,9 @@ pub(super) async fn transfer_async(
             }
         }
         let rec = shared.received.load(Ordering::Relaxed);
-        progress.done_bytes = prep.resumed_bytes + rec;
+        progress.planned_bytes = planned_bytes;
+        progress.total_known = discovery.is_none();
+        progress.done_bytes = found.resumed_bytes + rec;
         opts.progress.tell(&progress);
         let el = last_tick.elapsed();
         let timeout = timeouts.for_state(decision.state);
@@ -382,7 +431,7 @@ pub(super) async fn transfer_async(
             intervals.push(log);
         }
     }
-    progress.done_bytes = prep.resumed_bytes + shared.received.load(Ordering::Relaxed);
+    progress.done_bytes = found.resumed_bytes + shared.received.load(Ordering::Relaxed);
     progress.finished = true;
     opts.progress.tell(&progress);
     let seconds = shared.started.elapsed().as_secs_f64();
@@ -401,16 +450,19 @@ pub(super) async fn transfer_async(
         }
         bail!("{msg} (partial data kept; rerun the same command to resume)");
     }
-    let streamed = match streaming {
-        Some(t) => t.await?,
-        None => Vec::new(),
-    };
+    let streamed = streaming.await?;
+    if !streamed.is_empty() {
+        whole_file_streams.push(format!(
+            "{} files of unknown size (no Content-Length, no Range) came as single streams, one at a time beside the planned transfer; an interrupted one is fetched again whole",
+            streamed.len()
+        ));
+    }
     let total_bytes = planned_bytes + streamed.iter().map(|f| f.2).sum::<u64>();
     let resumed_bytes =
-        prep.resumed_bytes + streamed.iter().filter(|f| f.3).map(|f| f.2).sum::<u64>();
+        found.resumed_bytes + streamed.iter().filter(|f| f.3).map(|f| f.2).sum::<u64>();
     let verification = {
         let jobs = &shared.files;
-        let mut unverified: Vec<String> = prep.skipped_unverified.clone();
+        let mut unverified: Vec<String> = found.skipped_unverified.clone();
         unverified.extend(streamed.iter().filter(|f| !f.1).map(|f| f.0.clone()));
         unverified.extend(
             jobs.iter()
@@ -419,12 +471,12 @@ pub(super) async fn transfer_async(
         );
         unverified.sort();
         Verification {
-            by_listing: prep.verified_by_listing
+            by_listing: found.verified_by_listing
                 + jobs
                     .iter()
                     .filter(|j| j.xxh3.is_some() || j.blocks.is_some())
                     .count(),
-            by_publisher: prep.verified_by_publisher
+            by_publisher: found.verified_by_publisher
                 + jobs.iter().filter(|j| j.expect.is_some()).count()
                 + streamed.iter().filter(|f| f.1).count(),
             unverified: unverified.len(),
@@ -484,7 +536,7 @@ pub(super) async fn transfer_async(
         sla: opts.sla.name(),
         tuner: ctl.name().to_string(),
         files: n_files,
-        files_skipped: prep.skipped,
+        files_skipped: found.skipped,
         files_verified_checksum: shared.verified.load(Ordering::SeqCst),
         verification,
         total_bytes,
@@ -514,4 +566,64 @@ pub(super) async fn transfer_async(
         cpu_actuator: reports,
         intervals,
     })
+}
+
+/// What earlier runs left for the files of one batch (see [`prepare`]), read off the runtime's
+/// threads.
+async fn prepare_files(
+    opts: &TransferOptions,
+    files: Vec<SourceFile>,
+    whole: &[bool],
+) -> anyhow::Result<Prepared> {
+    let dest = opts.dest.clone();
+    let whole = whole.to_vec();
+    tokio::task::spawn_blocking(move || prepare(&dest, files, &whole)).await?
+}
+
+/// The summary's counts over every batch of files prepared.
+struct FoundTotals {
+    skipped: usize,
+    resumed_bytes: u64,
+    verified_by_listing: usize,
+    verified_by_publisher: usize,
+    skipped_unverified: Vec<String>,
+}
+
+impl FoundTotals {
+    fn of(p: &Prepared) -> FoundTotals {
+        FoundTotals {
+            skipped: p.skipped,
+            resumed_bytes: p.resumed_bytes,
+            verified_by_listing: p.verified_by_listing,
+            verified_by_publisher: p.verified_by_publisher,
+            skipped_unverified: p.skipped_unverified.clone(),
+        }
+    }
+
+    fn add(&mut self, p: &Prepared) {
+        self.skipped += p.skipped;
+        self.resumed_bytes += p.resumed_bytes;
+        self.verified_by_listing += p.verified_by_listing;
+        self.verified_by_publisher += p.verified_by_publisher;
+        self.skipped_unverified
+            .extend(p.skipped_unverified.iter().cloned());
+    }
+}
+
+/// Adds files found while the transfer runs: each joins the file list, then its missing
+/// ranges join a queue (so a channel never sees a chunk of a file it cannot look up); a file
+/// with nothing missing is finished at once.
+async fn add_found(sh: &Arc<Shared>, plan: &TransferPlan, p: Prepared) -> anyhow::Result<()> {
+    sh.verified.fetch_add(p.verified, Ordering::SeqCst);
+    for (job, missing) in p.jobs.into_iter().zip(p.missing) {
+        let complete = job.remaining.load(Ordering::SeqCst) == 0;
+        let i = sh.files.push(job);
+        if complete {
+            let sh = sh.clone();
+            tokio::task::spawn_blocking(move || finish_file(&sh, i)).await?;
+        } else {
+            enqueue_found(&sh.parts, plan, i, &sh.files[i], &missing);
+        }
+    }
+    Ok(())
 }

@@ -222,6 +222,36 @@ pub(super) async fn fetch(
     Ok(Fetched { head, body })
 }
 
+/// The one-byte `Range` probe on an open keep-alive connection (one opened ahead for the
+/// channels): the answer's head, and the connection back when the answer left it ready for
+/// another request (a `206` whose one-byte body was read).
+pub(super) async fn probe_on(
+    mut s: Stream,
+    url: &HttpUrl,
+    path: &str,
+) -> anyhow::Result<(ResponseHead, Option<Stream>)> {
+    s.write_all(request(url, "GET", path, "Range: bytes=0-0\r\n", false).as_bytes())
+        .await?;
+    let mut buf = Vec::new();
+    let head = read_head(&mut s, &mut buf).await?;
+    let body = match head.content_length {
+        Some(n) if head.status == 206 && n <= 64 && !head.close => n as usize,
+        _ => return Ok((head, None)),
+    };
+    while buf.len() < body {
+        let mut tmp = [0u8; 64];
+        let n = tokio::time::timeout(SILENCE, s.read(&mut tmp))
+            .await
+            .map_err(|_| anyhow!("the server sent no body within 60 s"))??;
+        if n == 0 {
+            return Ok((head, None));
+        }
+        buf.extend_from_slice(&tmp[..n]);
+    }
+    let clean = buf.len() == body;
+    Ok((head, clean.then_some(s)))
+}
+
 /// `HEAD` of every path, pipelined `depth` deep on up to `conns` keep-alive connections; a
 /// connection the server closes (HTTP/1.0, `keepalive_requests`) is reopened for the requests
 /// still unanswered. Results are in the order of `paths`.

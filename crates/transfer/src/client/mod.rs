@@ -14,7 +14,7 @@
 //! responses), `source` (what to fetch: a listing, a directory index, a URL list or a file),
 //! `walk` (directory indexes), `fetch` (the requests that find files and sizes), [`published`]
 //! (publisher checksums), `stream` (files of unknown size), `resume` (part files and `.done`
-//! logs), `queue` (chunk queues), `state` (what the loop and channels share), `control` (the
+//! logs), `jobs` (the file list, which grows while an index is walked), `queue` (chunk queues), `state` (what the loop and channels share), `control` (the
 //! control loop), `channel` (the channels), `pace` (EETT's rate cap), `verify` (checksums and
 //! rename), [`options`] and [`summary`]. Tuner construction and timeouts are
 //! [`crate::tuner::StartRules`] and [`crate::tuner::Timeouts`].
@@ -23,6 +23,7 @@ mod channel;
 mod conn;
 mod control;
 mod fetch;
+mod jobs;
 mod mirrors;
 pub mod options;
 mod pace;

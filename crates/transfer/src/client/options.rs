@@ -40,8 +40,12 @@ impl std::fmt::Display for Notice {
 /// Where a transfer stands, for a progress display the caller draws.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TransferProgress {
-    /// Bytes the transfer will have when done (resumed bytes included).
+    /// Bytes the transfer will have when done (resumed bytes included); while `total_known`
+    /// is false, only of the files found so far.
     pub planned_bytes: u64,
+    /// False while a directory index is still being walked: more files may come, the total
+    /// is not known yet.
+    pub total_known: bool,
     /// Bytes on disk so far (resumed bytes included).
     pub done_bytes: u64,
     /// The tuner, its state and its open channels, once a tuning interval has passed.

@@ -1,10 +1,11 @@
-//! The partitions' chunk queues: each file's missing ranges cut into the plan's pieces.
+//! The partitions' chunk queues: each file's missing ranges cut into the plan's pieces, at
+//! start-up and for files found while the transfer runs.
 
 use super::resume::Prepared;
-use super::state::{Chunk, PartQueue};
-use crate::tuner::{RequestSplit, TransferPlan};
+use super::state::{Chunk, FileJob, PartQueue};
+use crate::tuner::{classify, RequestSplit, TransferPlan};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Cuts a file's missing ranges into the plan's pieces. With `block` (the listing's checksum
@@ -37,6 +38,34 @@ fn split_ranges(
     out
 }
 
+/// Appends a file's missing ranges, cut into `split`'s pieces, to a partition's queue; returns
+/// the bytes added.
+fn push_file(
+    q: &mut VecDeque<Chunk>,
+    file: usize,
+    job: &FileJob,
+    missing: &[(u64, u64)],
+    split: RequestSplit,
+) -> u64 {
+    let block = job.blocks.as_ref().map(|b| b.size);
+    // a server that ignores Range sends a file in one piece
+    let split = if job.whole {
+        RequestSplit::Whole
+    } else {
+        split
+    };
+    let mut added = 0;
+    for (o, l) in split_ranges(missing, split, job.size, block) {
+        q.push_back(Chunk {
+            file,
+            offset: o,
+            len: l,
+        });
+        added += l;
+    }
+    added
+}
+
 /// One queue per partition of `plan`, holding the missing ranges of its files cut into the
 /// partition's pieces; budgets start at zero (the control loop sets them).
 pub(super) fn build_queues(plan: &TransferPlan, prep: &Prepared) -> Vec<PartQueue> {
@@ -45,22 +74,7 @@ pub(super) fn build_queues(plan: &TransferPlan, prep: &Prepared) -> Vec<PartQueu
         let mut q = VecDeque::new();
         let mut rem = 0;
         for &fi in &part.files {
-            let job = &prep.jobs[fi];
-            let block = job.blocks.as_ref().map(|b| b.size);
-            // a server that ignores Range sends a file in one piece
-            let split = if job.whole {
-                RequestSplit::Whole
-            } else {
-                part.split
-            };
-            for (o, l) in split_ranges(&prep.missing[fi], split, job.size, block) {
-                q.push_back(Chunk {
-                    file: fi,
-                    offset: o,
-                    len: l,
-                });
-                rem += l;
-            }
+            rem += push_file(&mut q, fi, &prep.jobs[fi], &prep.missing[fi], part.split);
         }
         parts.push(PartQueue {
             chunks: Mutex::new(q),
@@ -71,6 +85,32 @@ pub(super) fn build_queues(plan: &TransferPlan, prep: &Prepared) -> Vec<PartQueu
         });
     }
     parts
+}
+
+/// Queues a file found after the plan was made (a directory index still being walked): in the
+/// partition of its size class, or the nearest class the plan has (the partitions, and so the
+/// tuner's state, stay as the start-up made them). A file larger than the path's BDP is cut
+/// into BDP pieces even in a partition of whole-file requests, as Algorithm 1 cuts large ones.
+pub(super) fn enqueue_found(
+    parts: &[PartQueue],
+    plan: &TransferPlan,
+    file: usize,
+    job: &FileJob,
+    missing: &[(u64, u64)],
+) {
+    let class = classify(job.size, plan.bdp_bytes) as i64;
+    let Some(pi) =
+        (0..plan.partitions.len()).min_by_key(|&i| (plan.partitions[i].class as i64 - class).abs())
+    else {
+        unreachable!("a plan made from a file with bytes has a partition");
+    };
+    let split = match plan.partitions[pi].split {
+        RequestSplit::Whole if job.size > plan.bdp_bytes => RequestSplit::Chunk(plan.bdp_bytes),
+        s => s,
+    };
+    let p = &parts[pi];
+    let added = push_file(&mut p.chunks.lock().unwrap(), file, job, missing, split);
+    p.remaining.fetch_add(added, Ordering::SeqCst);
 }
 
 #[cfg(test)]

@@ -2,12 +2,12 @@
 //! `http.server`), a URL list (`-i FILE`), or the single file a URL names; with each file's
 //! size, its origin, whether that origin honours `Range`, and the checksums the source gives.
 
-use super::conn::Connector;
-use super::fetch::{fetch, head_many, Fetched};
+use super::conn::{Connector, Stream};
+use super::fetch::{fetch, head_many, probe_on, Fetched};
 use super::mirrors::MirrorPlan;
 use super::options::TransferOptions;
 use super::url::HttpUrl;
-use super::walk::walk_index;
+use super::walk::{walk_index, WalkedPage};
 use crate::checksum::{self, Algorithm};
 use crate::dirindex::{join_url, IndexKind};
 use crate::http::{percent_encode_path, ResponseHead};
@@ -16,6 +16,8 @@ use crate::urllist::UrlList;
 use anyhow::{anyhow, bail};
 use std::io::Read;
 use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 /// Most redirects followed for one URL (curl's `--max-redirs` default is 50, wget's 20; a
 /// dataset URL that needs more is misconfigured).
@@ -142,6 +144,25 @@ pub(super) struct Source {
     pub(super) unsized_files: Vec<SourceFile>,
     /// Things the user should know (ignored options, skipped entries).
     pub(super) notes: Vec<String>,
+    /// Files still being found (a directory index whose walk goes on while the first files
+    /// are fetched); `None` once everything is known.
+    pub(super) more: Option<Discovery>,
+}
+
+/// Files found while the transfer runs, one index page at a time; the channel closes when the
+/// walk has ended, and an error ends it.
+pub(super) type Discovery = UnboundedReceiver<anyhow::Result<Batch>>;
+
+/// The files of one index page, sized.
+#[derive(Default)]
+pub(super) struct Batch {
+    /// The generator of the page.
+    pub(super) kind: Option<IndexKind>,
+    pub(super) files: Vec<SourceFile>,
+    pub(super) unsized_files: Vec<SourceFile>,
+    pub(super) notes: Vec<String>,
+    /// What the `HEAD` answers said of `Range` (see [`merge_accept_ranges`]).
+    pub(super) accept_ranges: Option<bool>,
 }
 
 /// The absolute URL of `path` (origin form) on `u`'s server.
@@ -151,6 +172,18 @@ pub(super) fn url_string(u: &HttpUrl, path: &str) -> String {
 
 fn same_origin(a: &HttpUrl, b: &HttpUrl) -> bool {
     a.tls == b.tls && a.port == b.port && a.host.eq_ignore_ascii_case(&b.host)
+}
+
+/// Folds a response's `Accept-Ranges` into what is known of its origin: one answer that says
+/// `bytes` is enough (the origin serves ranges).
+fn merge_accept_ranges(known: &mut Option<bool>, h: &ResponseHead) {
+    if let Some(r) = accept_ranges(h) {
+        fold_ranges(known, r);
+    }
+}
+
+fn fold_ranges(known: &mut Option<bool>, ranges: bool) {
+    *known = Some(known.unwrap_or(false) || ranges);
 }
 
 /// `Accept-Ranges` of a response: `Some(true)` for `bytes`, `Some(false)` for `none`.
@@ -174,7 +207,38 @@ impl Source {
             files: Vec::new(),
             unsized_files: Vec::new(),
             notes: Vec::new(),
+            more: None,
         }
+    }
+
+    /// Adds a batch found by the walk (files of origin 0).
+    fn absorb(&mut self, b: Batch) {
+        if let Some(r) = b.accept_ranges {
+            fold_ranges(&mut self.ranges[0], r);
+        }
+        self.files.extend(b.files);
+        self.unsized_files.extend(b.unsized_files);
+        self.notes.extend(b.notes);
+    }
+
+    /// Waits for the walk's next batch and adds it; `more` becomes `None` when the walk ended.
+    async fn absorb_next(&mut self) -> anyhow::Result<()> {
+        let Some(rx) = self.more.as_mut() else {
+            return Ok(());
+        };
+        match rx.recv().await {
+            Some(b) => self.absorb(b?),
+            None => self.more = None,
+        }
+        Ok(())
+    }
+
+    /// Waits for the rest of the walk (a checksum file is matched against every file).
+    pub(super) async fn absorb_all(&mut self) -> anyhow::Result<()> {
+        while self.more.is_some() {
+            self.absorb_next().await?;
+        }
+        Ok(())
     }
 
     pub(super) fn origin_index(&mut self, u: &HttpUrl) -> usize {
@@ -197,29 +261,24 @@ impl Source {
     }
 
     pub(super) fn note_ranges(&mut self, origin: usize, h: &ResponseHead) {
-        if let Some(r) = accept_ranges(h) {
-            // one answer that says `bytes` is enough: the origin serves ranges
-            let cur = &mut self.ranges[origin];
-            *cur = Some(cur.unwrap_or(false) || r);
-        }
+        merge_accept_ranges(&mut self.ranges[origin], h);
     }
 }
 
-/// Finds what `opts` asks to fetch.
+/// Finds what `opts` asks to fetch (whether its servers honour `Range` is [`probe_ranges`]'s
+/// to find out).
 pub(super) async fn resolve(
     connector: &Arc<Connector>,
     opts: &TransferOptions,
     first: &HttpUrl,
 ) -> anyhow::Result<Source> {
-    let mut src = match &opts.input_file {
+    match &opts.input_file {
         Some(p) => {
             let list = read_url_list(p)?;
-            super::mirrors::resolve_url_list(connector, list, &url_list_name(p), first).await?
+            super::mirrors::resolve_url_list(connector, list, &url_list_name(p), first).await
         }
-        None => resolve_url(connector, first).await?,
-    };
-    probe_ranges(connector, &mut src).await?;
-    Ok(src)
+        None => resolve_url(connector, first).await,
+    }
 }
 
 /// The first URL of a transfer: the source URL, or the first reachable URL of the URL list's
@@ -396,58 +455,138 @@ async fn from_listing(
     Ok(Some(src))
 }
 
-/// A directory URL (ending with `/`): its wattio listing, else its index.
+/// A directory URL (ending with `/`): its wattio listing, else its index. The index is walked
+/// in the background: this returns once the root page is read and a file with bytes is known
+/// (or the walk has ended), with the rest of the walk in [`Source::more`].
 async fn resolve_directory(
     connector: &Arc<Connector>,
     url: &HttpUrl,
     dir: &str,
 ) -> anyhow::Result<Source> {
+    let here = url_string(url, dir);
+    let root = crate::dirindex::canonical_path(dir);
+    // The index walk starts at once, beside the request for a listing: on a server without
+    // one (the usual case) that saves a connection's round trips. With a listing, the walk's
+    // receiver is dropped and its tasks stop at their next page.
+    let walk = root.clone().map(|root| {
+        let (page_tx, page_rx) = unbounded_channel();
+        let (batch_tx, batch_rx) = unbounded_channel();
+        tokio::spawn(walk_index(
+            connector.clone(),
+            url.clone(),
+            root.clone(),
+            page_tx,
+        ));
+        tokio::spawn(size_pages(
+            connector.clone(),
+            url.clone(),
+            root,
+            page_rx,
+            batch_tx,
+        ));
+        batch_rx
+    });
     let lp = format!("{dir}{LISTING_PATH}");
     if let Some(s) = from_listing(connector, url, &lp, false).await? {
         return Ok(s);
     }
-    let here = url_string(url, dir);
-    let root = crate::dirindex::canonical_path(dir)
-        .ok_or_else(|| anyhow!("{here}: the path is not valid percent-encoded UTF-8"))?;
-    let walked = walk_index(connector, url, &root).await.map_err(|e| {
-        anyhow!(
-            "{here} has no wattio listing ({}) and {e:#}; serve the tree with `wattio serve`, turn on the server's directory index (nginx: autoindex on), or list the files in a URL list (-i FILE)",
-            LISTING_PATH
-        )
-    })?;
-    let mut src = Source::new(SourceKind::Index(walked.kind), url);
-    src.notes = walked.notes;
-    let without_size: Vec<usize> = (0..walked.files.len())
-        .filter(|&i| walked.files[i].1.is_none())
-        .collect();
-    let paths: Vec<String> = without_size
-        .iter()
-        .map(|&i| walked.files[i].0.clone())
-        .collect();
-    let heads = head_many(connector, url, &paths, HEAD_CONNECTIONS, HEAD_DEPTH).await?;
-    let mut sizes: Vec<Option<u64>> = walked.files.iter().map(|f| f.1).collect();
-    for (k, h) in without_size.into_iter().zip(heads) {
-        let path = &walked.files[k].0;
-        if h.status != 200 {
-            bail!(
-                "{}: HTTP {} to HEAD, though the index lists it; {}",
-                url_string(url, path),
-                h.status,
-                SourceKind::Index(walked.kind).changed_file_fix().0
-            );
-        }
-        src.note_ranges(0, &h);
-        sizes[k] = h.content_length;
-    }
-    for ((path, _), size) in walked.files.into_iter().zip(sizes) {
-        let size = match size {
-            Some(s) => Some(s),
-            None => size_by_range_probe(connector, url, &path).await?,
-        };
-        let rel = crate::dirindex::relative_name(&root, &path).expect("walk keeps named entries");
-        src.add(SourceFile::at(rel, 0, path), size);
+    let mut more =
+        walk.ok_or_else(|| anyhow!("{here}: the path is not valid percent-encoded UTF-8"))?;
+    let first = more
+        .recv()
+        .await
+        .ok_or_else(|| anyhow!("{here}: the index walk ended without reading the page"))??;
+    let kind = first
+        .kind
+        .expect("every batch of an index walk names its page's kind");
+    let mut src = Source::new(SourceKind::Index(kind), url);
+    src.absorb(first);
+    src.more = Some(more);
+    // the plan needs a size and the Range probe a file with bytes
+    while src.more.is_some() && !src.files.iter().any(|f| f.size > 0) {
+        src.absorb_next().await?;
     }
     Ok(src)
+}
+
+/// Sizes the files of each page the walk sends (`HEAD` where the index gives no exact size)
+/// and passes them on; stops at the first error, which it passes on.
+async fn size_pages(
+    connector: Arc<Connector>,
+    url: HttpUrl,
+    root: String,
+    mut pages: UnboundedReceiver<anyhow::Result<WalkedPage>>,
+    out: UnboundedSender<anyhow::Result<Batch>>,
+) {
+    while let Some(page) = pages.recv().await {
+        let r = match page {
+            Ok(p) => size_page(&connector, &url, &root, p).await,
+            Err(e) => Err(anyhow!(
+                "{} has no wattio listing ({}) and {e:#}; serve the tree with `wattio serve`, turn on the server's directory index (nginx: autoindex on), or list the files in a URL list (-i FILE)",
+                url_string(&url, &root),
+                LISTING_PATH
+            )),
+        };
+        let failed = r.is_err();
+        if out.send(r).is_err() || failed {
+            return;
+        }
+    }
+}
+
+/// One index page's files with their sizes: the index's where exact, else `HEAD`'s
+/// `Content-Length`, else a one-byte range probe; files none of those sizes are unsized.
+async fn size_page(
+    connector: &Arc<Connector>,
+    url: &HttpUrl,
+    root: &str,
+    page: WalkedPage,
+) -> anyhow::Result<Batch> {
+    let without_size: Vec<String> = page
+        .files
+        .iter()
+        .filter(|f| f.1.is_none())
+        .map(|f| f.0.clone())
+        .collect();
+    let heads = if without_size.is_empty() {
+        Vec::new()
+    } else {
+        head_many(connector, url, &without_size, HEAD_CONNECTIONS, HEAD_DEPTH).await?
+    };
+    let mut heads = heads.into_iter();
+    let mut b = Batch {
+        kind: Some(page.kind),
+        notes: page.notes,
+        ..Batch::default()
+    };
+    for (path, size) in page.files {
+        let size = match size {
+            Some(s) => Some(s),
+            None => {
+                let h = heads.next().expect("one HEAD per file without a size");
+                if h.status != 200 {
+                    bail!(
+                        "{}: HTTP {} to HEAD, though the index lists it; {}",
+                        url_string(url, &path),
+                        h.status,
+                        SourceKind::Index(page.kind).changed_file_fix().0
+                    );
+                }
+                merge_accept_ranges(&mut b.accept_ranges, &h);
+                match h.content_length {
+                    Some(n) => Some(n),
+                    None => size_by_range_probe(connector, url, &path).await?,
+                }
+            }
+        };
+        let rel = crate::dirindex::relative_name(root, &path).expect("walk keeps named entries");
+        let f = SourceFile::at(rel, 0, path);
+        match size {
+            Some(n) => b.files.push(SourceFile { size: n, ..f }),
+            None => b.unsized_files.push(f),
+        }
+    }
+    Ok(b)
 }
 
 /// The size of a file whose `HEAD` gave no `Content-Length`: from the `Content-Range` of a
@@ -499,8 +638,14 @@ async fn single_file(connector: &Connector, url: &HttpUrl) -> anyhow::Result<Sou
 
 /// Finds out, for every origin that did not say, whether it honours `Range`: one request for
 /// the first byte of its first non-empty file (`206`: yes; `200`: the server sends whole files
-/// only, and the transfer falls back to one stream per file).
-async fn probe_ranges(connector: &Connector, src: &mut Source) -> anyhow::Result<()> {
+/// only, and the transfer falls back to one stream per file). The first origin's request goes
+/// on a connection from `spare` (opened ahead, handshakes done) when there is one, and the
+/// connection goes back there for a channel.
+pub(super) async fn probe_ranges(
+    connector: &Connector,
+    src: &mut Source,
+    spare: &mut Vec<(Instant, Stream)>,
+) -> anyhow::Result<()> {
     for o in 0..src.origins.len() {
         if src.ranges[o].is_some() {
             continue;
@@ -509,16 +654,33 @@ async fn probe_ranges(connector: &Connector, src: &mut Source) -> anyhow::Result
             src.ranges[o] = Some(true); // nothing to split
             continue;
         };
-        let r = fetch(
-            connector,
-            &src.origins[o],
-            "GET",
-            &f.url_path,
-            "Range: bytes=0-0\r\n",
-            false,
-        )
-        .await?;
-        src.ranges[o] = Some(r.head.status != 200);
+        let on_spare = match spare.pop().filter(|_| o == 0) {
+            Some((at, s)) => match probe_on(s, &src.origins[o], &f.url_path).await {
+                Ok((head, back)) => {
+                    spare.extend(back.map(|s| (at, s)));
+                    Some(head)
+                }
+                // closed meanwhile: a fresh connection asks instead
+                Err(_) => None,
+            },
+            None => None,
+        };
+        let head = match on_spare {
+            Some(h) => h,
+            None => {
+                fetch(
+                    connector,
+                    &src.origins[o],
+                    "GET",
+                    &f.url_path,
+                    "Range: bytes=0-0\r\n",
+                    false,
+                )
+                .await?
+                .head
+            }
+        };
+        src.ranges[o] = Some(head.status != 200);
     }
     Ok(())
 }

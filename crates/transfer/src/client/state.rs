@@ -2,6 +2,7 @@
 //! logs, the partitions' chunk queues and budgets, and the counters.
 
 use super::conn::{Connector, Stream};
+use super::jobs::Jobs;
 use super::mirrors::FileSource;
 use super::source::{BlockDigests, Expected, SourceKind};
 use super::url::HttpUrl;
@@ -121,7 +122,8 @@ pub(super) struct Shared {
     pub(super) origins: Vec<HttpUrl>,
     /// How the files were found (it decides what a changed file's error advises).
     pub(super) kind: SourceKind,
-    pub(super) files: Vec<FileJob>,
+    /// Grows while a directory index is still walked (see `Jobs`).
+    pub(super) files: Jobs,
     pub(super) parts: Vec<PartQueue>,
     pub(super) received: AtomicU64,
     pub(super) files_done: AtomicUsize,

@@ -9,6 +9,7 @@ use crate::dirindex::{join_url, parse_index, relative_name, IndexKind};
 use anyhow::{anyhow, bail};
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
+use tokio::sync::mpsc::UnboundedSender;
 
 /// Index pages fetched at once.
 const PAGES_AT_ONCE: usize = 4;
@@ -16,11 +17,10 @@ const PAGES_AT_ONCE: usize = 4;
 /// loops back on the server (nginx and Apache follow them).
 pub(super) const MAX_DEPTH: usize = 64;
 
-/// What a walk found.
-pub(super) struct Walked {
-    /// The kind of the root's index page.
+/// One index page's findings, sent as soon as the page is read.
+pub(super) struct WalkedPage {
     pub(super) kind: IndexKind,
-    /// Files: canonical origin-form path, and the size where the index states it exactly.
+    /// New files: canonical origin-form path, and the size where the index states it exactly.
     pub(super) files: Vec<(String, Option<u64>)>,
     pub(super) notes: Vec<String>,
 }
@@ -64,18 +64,29 @@ async fn page(
     bail!("{} redirects in a loop", url_string(url, path))
 }
 
-/// Walks the index pages under `root` (a canonical path ending with `/`) on `url`'s server.
+/// Walks the index pages under `root` (a canonical path ending with `/`) on `url`'s server,
+/// sending each page's findings to `found` as soon as it is read (the root page first), so
+/// files can be fetched while the walk goes on. Ends at the first error, which it sends.
 pub(super) async fn walk_index(
+    connector: Arc<Connector>,
+    url: HttpUrl,
+    root: String,
+    found: UnboundedSender<anyhow::Result<WalkedPage>>,
+) {
+    if let Err(e) = walk(&connector, &url, &root, &found).await {
+        let _ = found.send(Err(e));
+    }
+}
+
+async fn walk(
     connector: &Arc<Connector>,
     url: &HttpUrl,
     root: &str,
-) -> anyhow::Result<Walked> {
+    found: &UnboundedSender<anyhow::Result<WalkedPage>>,
+) -> anyhow::Result<()> {
     let mut seen_dirs: HashSet<String> = HashSet::from([root.to_string()]);
     let mut seen_files: HashSet<String> = HashSet::new();
     let mut todo: VecDeque<String> = VecDeque::from([root.to_string()]);
-    let mut kind = None;
-    let mut files = Vec::new();
-    let mut notes = Vec::new();
     let mut running = tokio::task::JoinSet::new();
     loop {
         while running.len() < PAGES_AT_ONCE {
@@ -84,10 +95,11 @@ pub(super) async fn walk_index(
             running.spawn(async move { page(&c, &u, &dir, &r).await });
         }
         let Some(done) = running.join_next().await else {
-            break;
+            return Ok(());
         };
-        let (dir, page) = done.map_err(|e| anyhow!("index task failed: {e}"))??;
-        kind.get_or_insert(page.kind);
+        let (_, page) = done.map_err(|e| anyhow!("index task failed: {e}"))??;
+        let mut files = Vec::new();
+        let mut notes = Vec::new();
         for e in page.entries {
             let Some(rel) = relative_name(root, &e.path) else {
                 notes.push(format!(
@@ -110,12 +122,15 @@ pub(super) async fn walk_index(
                 files.push((e.path, e.size));
             }
         }
-        let _ = dir;
+        files.sort();
+        let page = WalkedPage {
+            kind: page.kind,
+            files,
+            notes,
+        };
+        if found.send(Ok(page)).is_err() {
+            // nobody listens any more: the transfer ended
+            return Ok(());
+        }
     }
-    files.sort();
-    Ok(Walked {
-        kind: kind.expect("the root page was parsed"),
-        files,
-        notes,
-    })
 }

@@ -172,7 +172,8 @@ pub fn channel_count(net: &NetParams) -> usize {
     .clamp(1, net.max_ch.max(1))
 }
 
-fn classify(size: u64, bdp: u64) -> PartitionClass {
+/// The size class of a file of `size` bytes on a path of `bdp` bytes (partitionFiles()).
+pub fn classify(size: u64, bdp: u64) -> PartitionClass {
     if size < bdp / 8 {
         PartitionClass::Small
     } else if size < bdp {

@@ -12,8 +12,8 @@ mod scaler;
 mod start;
 
 pub use alg1::{
-    channel_count, channel_split, initial_plan, NetParams, Partition, PartitionClass, RequestSplit,
-    TransferPlan, MIN_CHUNK,
+    channel_count, channel_split, classify, initial_plan, NetParams, Partition, PartitionClass,
+    RequestSplit, TransferPlan, MIN_CHUNK,
 };
 pub use baseline::{AlanHeuristic, FixedParams, SlaeeTuner, StaticTuner};
 pub use fsm::{EemtTuner, EettTuner, MeTuner, SlowStart, State, Thresholds};
