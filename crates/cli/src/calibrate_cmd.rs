@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use wattio_energy::{SourceChoice, SysRoot};
-use wattio_meter::calibrate::{
+use wattio_meter::{
     calibrate as run_calibration, CalibrateConfig, LoadDriver, SpinDriver, StressNgDriver,
 };
 use wattio_units::{format_duration, parse_duration_or_seconds};
@@ -62,7 +62,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<ExitCode> {
     };
     // Refuse before announcing anything: bad levels, or no RAPL counter to calibrate against.
     cfg.check()?;
-    drop(wattio_meter::calibrate::open_rapl(&cfg.root, a.source)?);
+    drop(wattio_meter::open_rapl(&cfg.root, a.source)?);
     eprintln!(
         "wattio calibrate: {} levels × {} (+{} settle) with {} on {n_cpus} CPUs",
         a.levels.len(),

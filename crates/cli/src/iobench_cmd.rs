@@ -111,7 +111,7 @@ fn reanalyse(a: &IobenchArgs, files: &[PathBuf]) -> Result<ExitCode> {
         },
         jvm_args: "see the original runs".into(),
         runs,
-        started_unix_s: wattio_meter::meter::unix_now(),
+        started_unix_s: wattio_meter::unix_now(),
         notes: vec![format!(
             "re-analysed from {}",
             files
@@ -164,7 +164,7 @@ pub fn iobench(a: IobenchArgs) -> Result<ExitCode> {
         command: command.clone(),
     };
     let cancel = study_ui::cancel_on_signals()?;
-    let started = wattio_meter::meter::unix_now();
+    let started = wattio_meter::unix_now();
     let bar = StudyBar::new();
     let end = study::run(
         &cfg,

@@ -10,9 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use wattio_energy::attribution::{By, IdlePolicy};
 use wattio_energy::{Domain, ModelChoice, ModelParams, ProbeReport, SourceChoice, SysRoot, Wrap};
-use wattio_meter::sampler::{self, SamplerConfig};
-use wattio_meter::sink::Format;
-use wattio_meter::{Meter, MeterConfig};
+use wattio_meter::{record_rows, Meter, MeterConfig, RecordFormat, SamplerConfig};
 use wattio_units::{format_duration, parse_duration_bare, parse_duration_or_seconds, BareUnit};
 
 /// Options that choose and configure the energy source; shared by every command that meters.
@@ -268,7 +266,7 @@ pub struct RecordArgs {
     output: Option<PathBuf>,
     /// csv or jsonl.
     #[arg(long, default_value = "csv", value_parser = parse_format)]
-    format: Format,
+    format: RecordFormat,
     #[command(flatten)]
     attribution: AttributionArgs,
     /// Time between attribution rows (with --by), e.g. 500ms or 1s (a plain number is seconds).
@@ -292,7 +290,7 @@ pub struct AttributionArgs {
     pub idle: IdlePolicy,
 }
 
-fn parse_format(s: &str) -> Result<Format, String> {
+fn parse_format(s: &str) -> Result<RecordFormat, String> {
     s.parse()
 }
 
@@ -340,7 +338,7 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
             let root = SysRoot::from_env();
             let n_cpus = wattio_energy::online_cpu_count(&root)?;
             Some(
-                wattio_meter::attribute::RecordAttribution::new(
+                wattio_meter::RecordAttribution::new(
                     root,
                     by,
                     a.attribution.idle,
@@ -371,10 +369,10 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
                     p.display()
                 )
             })?;
-            sampler::record_by(source, &scfg, stop, a.format, f, attribution)?
+            record_rows(source, &scfg, stop, a.format, f, attribution)?
         }
         // A closed pipe (`| head`) comes back as an error that `main` ends quietly.
-        None => sampler::record_by(
+        None => record_rows(
             source,
             &scfg,
             stop,
@@ -466,26 +464,20 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
             let root = SysRoot::from_env();
             let n_cpus = wattio_energy::online_cpu_count(&root)?;
             Some((
-                wattio_meter::attribute::LiveAttribution::start(
-                    &meter,
-                    root,
-                    by,
-                    a.attribution.idle,
-                    n_cpus,
-                )
-                .context("starting attribution")?,
+                wattio_meter::LiveAttribution::start(&meter, root, by, a.attribution.idle, n_cpus)
+                    .context("starting attribution")?,
                 by,
             ))
         }
         None => None,
     };
-    let mut exporter = wattio_meter::export::Exporter::new(meter);
+    let mut exporter = wattio_meter::Exporter::new(meter);
     if let Some((live, by)) = live {
         exporter = exporter.with_attribution(live, by, a.max_series);
     }
     let exporter = Arc::new(exporter);
     let stop = stop_on_signals()?;
-    wattio_meter::export::serve(listener, exporter, stop)?;
+    wattio_meter::serve_openmetrics(listener, exporter, stop)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -522,7 +514,7 @@ pub fn workload(a: WorkloadArgs) -> Result<ExitCode> {
     match a.kind {
         WorkloadKind::FileIo { mib, dir } => {
             let dir = dir.unwrap_or_else(std::env::temp_dir);
-            let r = wattio_meter::workload::file_io(&dir, mib * 1024 * 1024)
+            let r = wattio_meter::file_io_workload(&dir, mib * 1024 * 1024)
                 .with_context(|| format!("file-io workload in {}", dir.display()))?;
             let mb = r.bytes as f64 / 1e6;
             eprintln!(
@@ -542,7 +534,7 @@ pub fn workload(a: WorkloadArgs) -> Result<ExitCode> {
             if duration.is_zero() {
                 bail!("--duration must be more than 0, e.g. 500ms or 5s");
             }
-            let cpu = wattio_meter::workload::spin(load, Duration::from_millis(10), duration);
+            let cpu = wattio_meter::spin_cpu(load, Duration::from_millis(10), duration);
             eprintln!(
                 "workload spin: {cpu:.3} CPU-s in {} (load {load})",
                 format_duration(duration)

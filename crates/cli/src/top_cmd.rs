@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wattio_energy::attribution::{By, IdlePolicy};
 use wattio_energy::SysRoot;
-use wattio_meter::attribute::{render_top, LiveAttribution};
+use wattio_meter::{render_top, LiveAttribution};
 use wattio_units::{format_duration, parse_duration_or_seconds};
 
 #[derive(Args)]

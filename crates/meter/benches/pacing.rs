@@ -27,8 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use wattio_energy::{discover_powercap, PowercapSource};
 use wattio_energy::{fixture, Mechanism, ModelParams, ModelSource, Source, SourceChoice, SysRoot};
-use wattio_meter::sampler::{self, Pacing, RowSink, Sample, SampleSink, SamplerConfig};
-use wattio_meter::sink::Format;
+use wattio_meter::{run_sampler, Pacing, RecordFormat, RowSink, Sample, SampleSink, SamplerConfig};
 
 fn env_secs(name: &str, default: f64) -> f64 {
     std::env::var(name)
@@ -82,7 +81,7 @@ fn run(
 ) -> (Vec<u64>, f64, f64) {
     let rows = RowSink::new(
         source.as_ref(),
-        Format::Csv,
+        RecordFormat::Csv,
         std::fs::File::create(out).unwrap(),
     )
     .unwrap();
@@ -97,7 +96,7 @@ fn run(
         ..SamplerConfig::default()
     };
     let cpu0 = cpu_seconds();
-    let (stats, sink) = sampler::run(source, &cfg, Arc::new(AtomicBool::new(false)), sink).unwrap();
+    let (stats, sink) = run_sampler(source, &cfg, Arc::new(AtomicBool::new(false)), sink).unwrap();
     let cpu = cpu_seconds() - cpu0;
     (sink.times, stats.wall_s, cpu)
 }

@@ -29,7 +29,7 @@ pub trait LoadDriver {
     fn run(&mut self, load: f64, duration: Duration) -> io::Result<()>;
 }
 
-/// wattio's own spinner ([`crate::workload::spin`]) on one thread per CPU.
+/// wattio's own spinner ([`crate::spin_cpu`]) on one thread per CPU.
 pub struct SpinDriver {
     pub n_cpus: usize,
 }
@@ -47,7 +47,7 @@ impl LoadDriver for SpinDriver {
         let threads: Vec<_> = (0..self.n_cpus.max(1))
             .map(|_| {
                 std::thread::spawn(move || {
-                    crate::workload::spin(load, Duration::from_millis(10), duration)
+                    crate::workload::spin_cpu(load, Duration::from_millis(10), duration)
                 })
             })
             .collect();
@@ -301,7 +301,7 @@ const MERGE: f64 = 0.02;
 /// than 0.02 in utilisation averaged, watts made non-decreasing (a later point below an earlier
 /// one is raised to it: measurement noise, not physics), and extended to utilisation 0 and 1
 /// along the end segments (never below 0 W). `None` with fewer than two distinct utilisations.
-pub fn fit_curve(measured: &[(f64, f64)]) -> Option<Vec<(f64, f64)>> {
+pub(crate) fn fit_curve(measured: &[(f64, f64)]) -> Option<Vec<(f64, f64)>> {
     let mut pts: Vec<(f64, f64)> = measured
         .iter()
         .filter(|(u, w)| u.is_finite() && w.is_finite())
@@ -348,7 +348,7 @@ pub fn fit_curve(measured: &[(f64, f64)]) -> Option<Vec<(f64, f64)>> {
 
 /// For each measured point: what the curve fitted on the others predicts for it, for interior
 /// points only (the lowest and highest utilisation are the curve's ends, not interpolations).
-pub fn holdout(measured: &[(f64, f64)]) -> Vec<Option<f64>> {
+pub(crate) fn holdout(measured: &[(f64, f64)]) -> Vec<Option<f64>> {
     let lo = measured.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
     let hi = measured
         .iter()

@@ -27,7 +27,7 @@ use wattio_energy::attribution::Key;
 
 /// Labels of the energy counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct EnergyLabels {
+pub(crate) struct EnergyLabels {
     pub socket: String,
     pub domain: String,
     pub mechanism: String,
@@ -40,7 +40,7 @@ pub struct EnergyLabels {
 /// Labels of the per-process and per-cgroup series. `comm="other"` / `cgroup="other"` holds the
 /// entities past the cardinality limit.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct EntityLabels {
+pub(crate) struct EntityLabels {
     pub comm: String,
     pub pid: String,
     pub cgroup: String,
@@ -240,7 +240,7 @@ impl Exporter {
 }
 
 /// The content type of OpenMetrics text.
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 const MAX_CONNECTIONS: usize = 64;
 const MAX_REQUEST: usize = 8192;
 
@@ -304,7 +304,7 @@ fn handle(mut stream: TcpStream, exporter: &Exporter) -> io::Result<()> {
 }
 
 /// Serves `exporter` on `listener` until `stop` is raised.
-pub fn serve(
+pub fn serve_openmetrics(
     listener: TcpListener,
     exporter: Arc<Exporter>,
     stop: Arc<AtomicBool>,

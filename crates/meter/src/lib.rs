@@ -1,27 +1,53 @@
 //! The wattio meter: sampling energy counters, writing them out, and measuring commands.
 //!
-//! * [`Meter`] — an open energy source with a background poller that keeps counters wrap-safe;
-//!   take [`Snapshot`]s and get an [`EnergyReport`] between any two. This is the in-process API
-//!   the other parts of wattio (iobench, transfer tuners, overhead study) take their energy from.
-//! * [`sampler`] — the high-rate loop: `timerfd` with absolute deadlines on one thread, formatting
-//!   and writing on another, a bounded queue whose overflow is counted, flushed once a second.
-//! * [`sink`] — CSV and JSON-lines row writers of [`RecordRow`]s ([`rows`]: the layout of a
-//!   `wattio record` file, which `wattio report` reads back).
-//! * [`measure`] — run a command between two readings (and polls in between).
-//! * [`export`] — an OpenMetrics endpoint.
-//! * [`calibrate`] — `wattio calibrate`: a model's curve measured against RAPL at load levels.
-//! * [`attribute`] — live per-process / per-cgroup attribution over a meter (`top`, `record --by`,
-//!   `export`), on [`wattio_energy::attribution`].
+//! * [`Meter`] — an open energy source ([`MeterConfig`]) with a background poller that keeps
+//!   counters wrap-safe; take [`Snapshot`]s and get an [`EnergyReport`] (per [`DomainEnergy`])
+//!   between any two. This is the in-process API the other parts of wattio (iobench, transfer
+//!   tuners, overhead study) take their energy from.
+//! * [`run_sampler`] — the high-rate loop ([`SamplerConfig`], [`Pacing`], [`Sample`]s into a
+//!   [`SampleSink`], [`SamplerStats`]): `timerfd` with absolute deadlines on one thread,
+//!   formatting and writing on another, a bounded queue whose overflow is counted, flushed once a
+//!   second.
+//! * [`record_rows`] — `wattio record`: the sampler writing [`RecordRow`]s as CSV or JSON lines
+//!   ([`RecordFormat`], [`RowSink`]; the header is [`RECORD_CSV_HEADER`]), the layout `wattio
+//!   report` reads back.
+//! * [`measure`] — run a command between two readings (and polls in between), once or as a
+//!   repeated benchmark. A public namespace rather than items at the crate root: the `wattio
+//!   measure` subsystem is a family of its own (one run, [`measure::bench`]'s repeated benchmark,
+//!   [`measure::render`]'s outputs) whose names (`bench::Report`, `render::csv`, `render::text`)
+//!   only read well under it.
+//! * [`Exporter`] and [`serve_openmetrics`] — an OpenMetrics endpoint.
+//! * [`calibrate()`](calibrate()) — `wattio calibrate`: a model's curve measured against RAPL at
+//!   load levels ([`CalibrateConfig`], a [`LoadDriver`] such as [`SpinDriver`] or
+//!   [`StressNgDriver`]).
+//! * [`LiveAttribution`] and [`RecordAttribution`] — live per-process / per-cgroup attribution
+//!   over a meter (`top`, `record --by`, `export`), on [`wattio_energy::attribution`].
+//! * [`file_io_workload`] and [`spin_cpu`] — the built-in workloads of `wattio workload`, the
+//!   overhead study and calibration.
 
-pub mod attribute;
-pub mod calibrate;
-pub mod export;
+mod attribute;
+mod calibrate;
+mod export;
 pub mod measure;
-pub mod meter;
-pub mod rows;
-pub mod sampler;
-pub mod sink;
-pub mod workload;
+mod meter;
+mod rows;
+mod sampler;
+mod sink;
+mod workload;
 
-pub use meter::{DomainEnergy, EnergyReport, Meter, MeterConfig, Snapshot};
-pub use rows::RecordRow;
+pub use attribute::{
+    render_top, AttributedInterval, EntityRow, EntitySeries, LiveAttribution, RecordAttribution,
+    SeriesGuard, SeriesUpdate,
+};
+pub use calibrate::{
+    calibrate, open_rapl, CalibrateConfig, CalibrateError, LoadDriver, SpinDriver, StressNgDriver,
+};
+pub use export::{serve_openmetrics, Exporter};
+pub use meter::{unix_now, DomainEnergy, EnergyReport, Meter, MeterConfig, Snapshot};
+pub use rows::{RecordRow, RECORD_CSV_ENTITY_COLUMNS, RECORD_CSV_HEADER};
+pub use sampler::{
+    record_rows, run_sampler, Pacing, RowSink, Sample, SampleSink, SamplerConfig, SamplerError,
+    SamplerStats,
+};
+pub use sink::RecordFormat;
+pub use workload::{file_io_workload, spin_cpu, FileIoReport};

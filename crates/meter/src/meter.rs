@@ -417,7 +417,7 @@ impl Drop for Meter {
 }
 
 /// The background poll period for `specs`: the shortest safe period, at most one second.
-pub fn default_poll_period(specs: &[CounterSpec]) -> Duration {
+pub(crate) fn default_poll_period(specs: &[CounterSpec]) -> Duration {
     let s = specs
         .iter()
         .map(max_safe_period)

@@ -2,25 +2,25 @@
 //! [`crate::sink::RowFormatter`] and read back by `wattio report`.
 //!
 //! One row per counter per sample: `timestamp,mechanism,socket,domain,energy_j,estimated,model`
-//! ([`CSV_HEADER`]) where `timestamp` is seconds since the Unix epoch with microsecond
+//! ([`RECORD_CSV_HEADER`]) where `timestamp` is seconds since the Unix epoch with microsecond
 //! precision, `energy_j` the joules since the previous row of the same counter, `estimated`
 //! `true` for model figures, and `model` the model's name and coefficients (empty for
 //! measurements, except GPUs read from integrated power: `power, integrated`). Each row carries
 //! its own counter's provenance: GPU rows read through NVML say `nvml` and `false` beside CPU
-//! rows of any mechanism. `record --by` adds [`CSV_ENTITY_COLUMNS`] and attribution rows.
+//! rows of any mechanism. `record --by` adds [`RECORD_CSV_ENTITY_COLUMNS`] and attribution rows.
 
-use crate::sink::Format;
+use crate::sink::RecordFormat;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use wattio_energy::{Mechanism, Provenance};
 
 /// The CSV header line (without newline): the counter columns of [`RecordRow`].
-pub const CSV_HEADER: &str = "timestamp,mechanism,socket,domain,energy_j,estimated,model";
+pub const RECORD_CSV_HEADER: &str = "timestamp,mechanism,socket,domain,energy_j,estimated,model";
 
-/// The columns `record --by` adds after [`CSV_HEADER`]: empty on counter rows; on attribution
+/// The columns `record --by` adds after [`RECORD_CSV_HEADER`]: empty on counter rows; on attribution
 /// rows `entity` is `process`, `cgroup`, `other` or `idle`, `domain` is `total` (packages +
 /// DRAM, the energy that was split) and `socket` is empty.
-pub const CSV_ENTITY_COLUMNS: &str = "entity,pid,comm,cgroup,cpu_s";
+pub const RECORD_CSV_ENTITY_COLUMNS: &str = "entity,pid,comm,cgroup,cpu_s";
 
 /// One row of a `wattio record` file (CSV or JSON lines): a counter's energy since its previous
 /// row, or (`record --by`) an entity's attributed share of the packages' and DRAM's energy.
@@ -105,12 +105,12 @@ impl RecordRow {
 
     /// The row's text on either side of its energy: a row is `{timestamp:.6}`, the first part,
     /// `energy_j`, the second part. The sampler formats the parts once per counter and only
-    /// the two numbers per sample. `entity_columns`: the CSV has [`CSV_ENTITY_COLUMNS`].
-    pub fn parts(&self, format: Format, entity_columns: bool) -> (String, String) {
+    /// the two numbers per sample. `entity_columns`: the CSV has [`RECORD_CSV_ENTITY_COLUMNS`].
+    pub fn parts(&self, format: RecordFormat, entity_columns: bool) -> (String, String) {
         let model = self.model.as_deref().unwrap_or("");
         let cpu_s = self.cpu_s.map(|c| c.to_string());
         match format {
-            Format::Csv => {
+            RecordFormat::Csv => {
                 let socket = self.socket.map(|s| s.to_string()).unwrap_or_default();
                 let pre = format!(",{},{socket},{},", self.mechanism, csv_field(&self.domain));
                 let mut post = format!(",{},{}", self.estimated, csv_field(model));
@@ -129,7 +129,7 @@ impl RecordRow {
                 post.push('\n');
                 (pre, post)
             }
-            Format::JsonLines => {
+            RecordFormat::JsonLines => {
                 let mut pre = format!(",\"mechanism\":\"{}\"", self.mechanism);
                 if let Some(s) = self.socket {
                     let _ = write!(pre, ",\"socket\":{s}");
@@ -162,7 +162,7 @@ impl RecordRow {
     }
 
     /// Appends the whole row, newline included, to `out`.
-    pub fn write(&self, format: Format, entity_columns: bool, out: &mut String) {
+    pub fn write(&self, format: RecordFormat, entity_columns: bool, out: &mut String) {
         let (pre, post) = self.parts(format, entity_columns);
         write_with_parts(out, format, self.timestamp, &pre, self.energy_j, &post);
     }
@@ -171,15 +171,15 @@ impl RecordRow {
 /// Appends a row from its [`RecordRow::parts`], its timestamp and its energy.
 pub(crate) fn write_with_parts(
     out: &mut String,
-    format: Format,
+    format: RecordFormat,
     unix_s: f64,
     pre: &str,
     energy_j: f64,
     post: &str,
 ) {
     let _ = match format {
-        Format::Csv => write!(out, "{unix_s:.6}{pre}{energy_j}{post}"),
-        Format::JsonLines => write!(out, "{{\"timestamp\":{unix_s:.6}{pre}{energy_j}{post}"),
+        RecordFormat::Csv => write!(out, "{unix_s:.6}{pre}{energy_j}{post}"),
+        RecordFormat::JsonLines => write!(out, "{{\"timestamp\":{unix_s:.6}{pre}{energy_j}{post}"),
     };
 }
 
@@ -224,9 +224,9 @@ mod tests {
     }
 
     fn csv_text(rows: &[RecordRow]) -> String {
-        let mut text = format!("{CSV_HEADER},{CSV_ENTITY_COLUMNS}\n");
+        let mut text = format!("{RECORD_CSV_HEADER},{RECORD_CSV_ENTITY_COLUMNS}\n");
         for r in rows {
-            r.write(Format::Csv, true, &mut text);
+            r.write(RecordFormat::Csv, true, &mut text);
         }
         text
     }
@@ -250,7 +250,7 @@ mod tests {
     fn json_lines_read_back_as_written() {
         let mut text = String::new();
         for r in rows() {
-            r.write(Format::JsonLines, false, &mut text);
+            r.write(RecordFormat::JsonLines, false, &mut text);
         }
         let back: Vec<RecordRow> = text
             .lines()
@@ -271,13 +271,13 @@ mod tests {
         let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
         assert_eq!(
             text.lines().next().unwrap(),
-            format!("{CSV_HEADER},{CSV_ENTITY_COLUMNS}")
+            format!("{RECORD_CSV_HEADER},{RECORD_CSV_ENTITY_COLUMNS}")
         );
     }
 
     #[test]
     fn files_without_the_entity_columns_read() {
-        let text = format!("{CSV_HEADER}\n12.000000,powercap,0,package,2.5,false,\n");
+        let text = format!("{RECORD_CSV_HEADER}\n12.000000,powercap,0,package,2.5,false,\n");
         let back: Vec<RecordRow> = csv::Reader::from_reader(text.as_bytes())
             .deserialize()
             .collect::<Result<_, _>>()

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use wattio_energy::{max_safe_period, Accumulator, CounterDelta, EnergyError, Source};
 
 use crate::meter::unix_now;
-use crate::sink::{Format, RowFormatter};
+use crate::sink::{RecordFormat, RowFormatter};
 
 /// How the loop waits between readings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -237,7 +237,7 @@ pub trait SampleSink: Send + 'static {
 /// Runs the sampling loop on the current thread and hands each [`Sample`] to `sink` on a second
 /// thread. Returns when `cfg.duration` has elapsed or `stop` is raised; a final reading is
 /// always taken and delivered so the energy up to the stop is accounted for.
-pub fn run<S: SampleSink>(
+pub fn run_sampler<S: SampleSink>(
     mut source: Box<dyn Source>,
     cfg: &SamplerConfig,
     stop: Arc<AtomicBool>,
@@ -442,14 +442,14 @@ pub struct RowSink<W: Write + Send + 'static> {
 
 impl<W: Write + Send + 'static> RowSink<W> {
     /// A sink writing `format` rows for `source`'s counters into `out`; writes the header now.
-    pub fn new(source: &dyn Source, format: Format, out: W) -> io::Result<Self> {
+    pub fn new(source: &dyn Source, format: RecordFormat, out: W) -> io::Result<Self> {
         Self::with_attribution(source, format, out, None)
     }
 
     /// As [`RowSink::new`], adding the per-entry rows of `attribution` (`record --by`).
     pub fn with_attribution(
         source: &dyn Source,
-        format: Format,
+        format: RecordFormat,
         out: W,
         attribution: Option<crate::attribute::RecordAttribution>,
     ) -> io::Result<Self> {
@@ -506,27 +506,17 @@ impl<W: Write + Send + 'static> SampleSink for RowSink<W> {
     }
 }
 
-/// Samples `source` into `out` as CSV or JSON lines.
-pub fn record<W: Write + Send + 'static>(
+/// Samples `source` into `out` as CSV or JSON lines, with the per-entry rows of `attribution`
+/// when given (`record --by`).
+pub fn record_rows<W: Write + Send + 'static>(
     source: Box<dyn Source>,
     cfg: &SamplerConfig,
     stop: Arc<AtomicBool>,
-    format: Format,
-    out: W,
-) -> Result<SamplerStats, SamplerError> {
-    record_by(source, cfg, stop, format, out, None)
-}
-
-/// As [`record`], with the per-entry rows of `attribution` (`record --by`).
-pub fn record_by<W: Write + Send + 'static>(
-    source: Box<dyn Source>,
-    cfg: &SamplerConfig,
-    stop: Arc<AtomicBool>,
-    format: Format,
+    format: RecordFormat,
     out: W,
     attribution: Option<crate::attribute::RecordAttribution>,
 ) -> Result<SamplerStats, SamplerError> {
     let sink = RowSink::with_attribution(source.as_ref(), format, out, attribution)
         .map_err(SamplerError::Write)?;
-    run(source, cfg, stop, sink).map(|(stats, _)| stats)
+    run_sampler(source, cfg, stop, sink).map(|(stats, _)| stats)
 }

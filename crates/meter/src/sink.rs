@@ -2,31 +2,31 @@
 //! [`crate::rows`]).
 
 use crate::rows::{write_with_parts, RecordRow};
-pub use crate::rows::{CSV_ENTITY_COLUMNS, CSV_HEADER};
+pub(crate) use crate::rows::{RECORD_CSV_ENTITY_COLUMNS, RECORD_CSV_HEADER};
 use std::io::{self, Write};
 use wattio_energy::{CounterSpec, Provenance};
 
 /// Output formats of `wattio record`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub enum RecordFormat {
     Csv,
     JsonLines,
 }
 
-impl std::str::FromStr for Format {
+impl std::str::FromStr for RecordFormat {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
-            "csv" => Ok(Format::Csv),
-            "jsonl" | "json-lines" | "ndjson" => Ok(Format::JsonLines),
+            "csv" => Ok(RecordFormat::Csv),
+            "jsonl" | "json-lines" | "ndjson" => Ok(RecordFormat::JsonLines),
             other => Err(format!("unknown format '{other}': use csv or jsonl")),
         }
     }
 }
 
 /// Formats samples of one source as rows.
-pub struct RowFormatter {
-    format: Format,
+pub(crate) struct RowFormatter {
+    format: RecordFormat,
     /// Per counter: the constant columns of its rows.
     counters: Vec<RecordRow>,
     /// Per counter: its rows' text around the energy ([`RecordRow::parts`]), formatted once.
@@ -37,14 +37,16 @@ pub struct RowFormatter {
 }
 
 impl RowFormatter {
-    /// A formatter for `specs` read by a source of `provenance`.
-    pub fn new(format: Format, specs: &[CounterSpec], provenance: &Provenance) -> Self {
+    /// A formatter for `specs` read by a source of `provenance` (the tests' shorthand; the
+    /// sampler formats per counter, [`RowFormatter::for_source`]).
+    #[cfg(test)]
+    pub fn new(format: RecordFormat, specs: &[CounterSpec], provenance: &Provenance) -> Self {
         Self::labelled(format, specs, &vec![provenance.clone(); specs.len()])
     }
 
     /// A formatter for `source`'s counters, each row with its counter's own provenance
     /// ([`wattio_energy::Source::counter_provenance`]).
-    pub fn for_source(format: Format, source: &dyn wattio_energy::Source) -> Self {
+    pub fn for_source(format: RecordFormat, source: &dyn wattio_energy::Source) -> Self {
         let n = source.counters().len();
         let provs: Vec<Provenance> = (0..n)
             .map(|i| source.counter_provenance(i).clone())
@@ -53,7 +55,11 @@ impl RowFormatter {
     }
 
     /// A formatter for `specs`, counter `i` of provenance `provenances[i]`.
-    pub fn labelled(format: Format, specs: &[CounterSpec], provenances: &[Provenance]) -> Self {
+    pub fn labelled(
+        format: RecordFormat,
+        specs: &[CounterSpec],
+        provenances: &[Provenance],
+    ) -> Self {
         let counters: Vec<RecordRow> = specs
             .iter()
             .zip(provenances)
@@ -69,7 +75,7 @@ impl RowFormatter {
         }
     }
 
-    /// Adds the [`CSV_ENTITY_COLUMNS`] (CSV) so attribution rows can follow counter rows, with
+    /// Adds the [`RECORD_CSV_ENTITY_COLUMNS`] (CSV) so attribution rows can follow counter rows, with
     /// the attribution label on those rows' `model` field (`…, attributed (cpu-time share)`).
     pub fn with_entity_columns(mut self, provenance: &Provenance) -> Self {
         let label = wattio_energy::attribution::attributed_label(&provenance.label());
@@ -114,11 +120,11 @@ impl RowFormatter {
     /// Writes the header (CSV only).
     pub fn write_header(&self, w: &mut impl Write) -> io::Result<()> {
         match self.format {
-            Format::Csv if self.entity.is_some() => {
-                writeln!(w, "{CSV_HEADER},{CSV_ENTITY_COLUMNS}")
+            RecordFormat::Csv if self.entity.is_some() => {
+                writeln!(w, "{RECORD_CSV_HEADER},{RECORD_CSV_ENTITY_COLUMNS}")
             }
-            Format::Csv => writeln!(w, "{CSV_HEADER}"),
-            Format::JsonLines => Ok(()),
+            RecordFormat::Csv => writeln!(w, "{RECORD_CSV_HEADER}"),
+            RecordFormat::JsonLines => Ok(()),
         }
     }
 
@@ -157,7 +163,7 @@ mod tests {
     #[test]
     fn csv_rows_carry_provenance() {
         let p = ModelParams::default().provenance();
-        let mut f = RowFormatter::new(Format::Csv, &specs(), &p);
+        let mut f = RowFormatter::new(RecordFormat::Csv, &specs(), &p);
         let mut out = Vec::new();
         f.write_header(&mut out).unwrap();
         f.write_sample(&mut out, 1700000000.1234567, &[0.25])
@@ -177,7 +183,7 @@ mod tests {
     #[test]
     fn entity_rows_share_the_csv_with_counter_rows() {
         let p = ModelParams::default().provenance();
-        let mut f = RowFormatter::new(Format::Csv, &specs(), &p).with_entity_columns(&p);
+        let mut f = RowFormatter::new(RecordFormat::Csv, &specs(), &p).with_entity_columns(&p);
         let mut out = Vec::new();
         f.write_header(&mut out).unwrap();
         f.write_sample(&mut out, 1.0, &[0.25]).unwrap();
@@ -206,7 +212,8 @@ mod tests {
         assert_eq!(&recs[1][9], "a,b");
         assert_eq!(&recs[1][11], "0.5");
         // JSON lines too.
-        let mut f = RowFormatter::new(Format::JsonLines, &specs(), &p).with_entity_columns(&p);
+        let mut f =
+            RowFormatter::new(RecordFormat::JsonLines, &specs(), &p).with_entity_columns(&p);
         let mut out = Vec::new();
         f.write_entity_row(&mut out, 2.0, &row).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
@@ -230,7 +237,7 @@ mod tests {
             ModelParams::default().provenance(),
             Provenance::integrated_power(Mechanism::Nvml),
         ];
-        let mut f = RowFormatter::labelled(Format::Csv, &specs, &provs);
+        let mut f = RowFormatter::labelled(RecordFormat::Csv, &specs, &provs);
         let mut out = Vec::new();
         f.write_header(&mut out).unwrap();
         f.write_sample(&mut out, 1.0, &[0.5, 2.0]).unwrap();
@@ -247,7 +254,7 @@ mod tests {
     #[test]
     fn json_lines_parse_back() {
         let p = Provenance::measured(Mechanism::Perf);
-        let mut f = RowFormatter::new(Format::JsonLines, &specs(), &p);
+        let mut f = RowFormatter::new(RecordFormat::JsonLines, &specs(), &p);
         let mut out = Vec::new();
         f.write_sample(&mut out, 12.5, &[1.5e-7]).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();

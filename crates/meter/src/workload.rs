@@ -41,7 +41,7 @@ fn fill(buf: &mut [u8], block: u64) {
 
 /// Writes `bytes` of deterministic data to a new file in `dir`, `fsync`s it, reads it back
 /// verifying every byte's checksum, and removes it (also on error).
-pub fn file_io(dir: &Path, bytes: u64) -> io::Result<FileIoReport> {
+pub fn file_io_workload(dir: &Path, bytes: u64) -> io::Result<FileIoReport> {
     const BLOCK: usize = 1 << 20;
     let path: PathBuf = dir.join(format!("wattio-workload-{}.bin", std::process::id()));
     struct Cleanup<'a>(&'a Path);
@@ -102,7 +102,7 @@ pub fn file_io(dir: &Path, bytes: u64) -> io::Result<FileIoReport> {
 /// Each period burns `load × period` of this thread's own CPU time (`CLOCK_THREAD_CPUTIME_ID`,
 /// so time the scheduler gives to others does not count) and sleeps until the period ends.
 /// Returns the CPU seconds burnt.
-pub fn spin(load: f64, period: std::time::Duration, duration: std::time::Duration) -> f64 {
+pub fn spin_cpu(load: f64, period: std::time::Duration, duration: std::time::Duration) -> f64 {
     let load = if load.is_finite() {
         load.clamp(0.0, 1.0)
     } else {
@@ -136,12 +136,14 @@ mod tests {
     #[test]
     fn writes_reads_back_and_cleans_up() {
         let dir = tempfile::tempdir().unwrap();
-        let r = file_io(dir.path(), 3 * 1024 * 1024 + 5).unwrap();
+        let r = file_io_workload(dir.path(), 3 * 1024 * 1024 + 5).unwrap();
         assert_eq!(r.bytes, 3 * 1024 * 1024 + 5);
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
         // Same data, same checksum.
         assert_eq!(
-            file_io(dir.path(), 3 * 1024 * 1024 + 5).unwrap().checksum,
+            file_io_workload(dir.path(), 3 * 1024 * 1024 + 5)
+                .unwrap()
+                .checksum,
             r.checksum
         );
     }

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 use wattio_energy::fixture::{self, FixtureTree};
 use wattio_energy::{load_model_file, SourceChoice, SysRoot};
-use wattio_meter::calibrate::{calibrate, CalibrateConfig, CalibrateError, LoadDriver};
+use wattio_meter::{calibrate, CalibrateConfig, CalibrateError, LoadDriver};
 use wattio_progress::Sink;
 
 /// Watts per vCPU at utilisation `u`: concave and rising, like real curves.

@@ -4,8 +4,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use wattio_energy::{CounterSpec, Domain, EnergyError, Mechanism, Provenance, Source, Wrap};
-use wattio_meter::sampler::{self, Sample, SampleSink, SamplerConfig};
-use wattio_meter::Meter;
+use wattio_meter::{run_sampler, Meter, Sample, SampleSink, SamplerConfig};
 
 /// A counter that gains `watts` joules per second of real time, in raw steps of `unit` joules,
 /// wrapping at `max`. It also tallies the wrap-free truth at each read.
@@ -111,7 +110,7 @@ fn a_slow_writer_coalesces_rows_but_loses_no_energy() {
         ..Collect::default()
     };
     let (stats, sink) =
-        sampler::run(Box::new(src), &cfg, Arc::new(AtomicBool::new(false)), sink).unwrap();
+        run_sampler(Box::new(src), &cfg, Arc::new(AtomicBool::new(false)), sink).unwrap();
     assert!(
         stats.coalesced > 0,
         "the writer was slow enough to fill the queue: {}",
@@ -135,7 +134,7 @@ fn rows_slower_than_the_wrap_period_are_read_several_times() {
         duration: Some(Duration::from_secs(2)),
         ..SamplerConfig::default()
     };
-    let (stats, sink) = sampler::run(
+    let (stats, sink) = run_sampler(
         Box::new(src),
         &cfg,
         Arc::new(AtomicBool::new(false)),
@@ -168,7 +167,7 @@ fn the_stop_flag_ends_the_run_with_a_final_row() {
         ..SamplerConfig::default()
     };
     let t0 = Instant::now();
-    let (_, sink) = sampler::run(Box::new(src), &cfg, stop, Collect::default()).unwrap();
+    let (_, sink) = run_sampler(Box::new(src), &cfg, stop, Collect::default()).unwrap();
     assert!(
         t0.elapsed() < Duration::from_secs(2),
         "stopped promptly despite 5 s ticks"
@@ -186,7 +185,7 @@ fn bad_frequencies_are_refused() {
             freq_hz: f,
             ..SamplerConfig::default()
         };
-        let err = sampler::run(
+        let err = run_sampler(
             Box::new(src),
             &cfg,
             Arc::new(AtomicBool::new(false)),
