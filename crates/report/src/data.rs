@@ -444,8 +444,23 @@ struct IoBenchStudy {
     runs: Vec<RunRecord>,
 }
 
-fn typed<T: serde::de::DeserializeOwned>(v: Value, what: &str) -> Result<T, String> {
-    serde_json::from_value(v).map_err(|e| format!("{what}: {e}"))
+/// Why a file of `what` did not read as its producer's rows: `error`, and for a column the rows
+/// need but the file lacks, the fix (the file predates the column: `producer` rewrites it).
+fn row_error(what: &str, producer: &str, error: impl std::fmt::Display) -> String {
+    let error = error.to_string();
+    if error.contains("missing field") {
+        format!("{what}: {error}; written by an older wattio? run `{producer}` again to rewrite it")
+    } else {
+        format!("{what}: {error}")
+    }
+}
+
+fn typed<T: serde::de::DeserializeOwned>(
+    v: Value,
+    what: &str,
+    producer: &str,
+) -> Result<T, String> {
+    serde_json::from_value(v).map_err(|e| row_error(what, producer, e))
 }
 
 fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
@@ -453,16 +468,17 @@ fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
     if let Some(arr) = v.as_array() {
         let first = arr.first().ok_or("empty JSON array")?;
         if has(first, &["method", "op", "energy_j"]) {
-            let rows: Vec<RunRecord> = typed(v, "iobench runs")?;
+            let rows: Vec<RunRecord> = typed(v, "iobench runs", "wattio iobench")?;
             return Ok(vec![Dataset::IoBench { rows }]);
         }
         if has(first, &["strategy", "knob", "energy_j"]) {
-            let replays: Vec<RunResult> = typed(v, "cache replay results")?;
+            let replays: Vec<RunResult> =
+                typed(v, "cache replay results", "wattio cache replay --json")?;
             let rows = replays.iter().map(|r| SweepRow::of_replay("", r)).collect();
             return Ok(vec![Dataset::Cache { rows }]);
         }
         if has(first, &["duration_s", "total_j"]) {
-            let runs: Vec<EarlierMeasureRun> = typed(v, "measure runs")?;
+            let runs: Vec<EarlierMeasureRun> = typed(v, "measure runs", "wattio measure --json")?;
             return measure_dataset(String::new(), runs);
         }
         return Err(
@@ -475,7 +491,7 @@ fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
         .and_then(|r| r.first())
         .is_some_and(|c| has(c, &["command", "runs"]))
     {
-        let report: MeasureReport = typed(v, "measure result")?;
+        let report: MeasureReport = typed(v, "measure result", "wattio measure --json")?;
         let provenance = Provenance {
             mechanism: report.mechanism,
             estimated: report.estimated,
@@ -498,7 +514,7 @@ fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
             .collect());
     }
     if has(&v, &["total_label", "command"]) {
-        let single: SingleRun = typed(v, "measure result")?;
+        let single: SingleRun = typed(v, "measure result", "wattio measure --json")?;
         let energy = &single.report.energy;
         return Ok(vec![Dataset::Measure {
             command: single.command.join(" "),
@@ -512,11 +528,11 @@ fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
         .and_then(|r| r.first())
     {
         if has(first, &["method", "op", "energy_j"]) {
-            let study: IoBenchStudy = typed(v, "iobench results")?;
+            let study: IoBenchStudy = typed(v, "iobench results", "wattio iobench")?;
             return Ok(vec![Dataset::IoBench { rows: study.runs }]);
         }
         if has(first, &["duration_s", "total_j"]) {
-            let repeat: EarlierMeasureRepeat = typed(v, "measure result")?;
+            let repeat: EarlierMeasureRepeat = typed(v, "measure result", "wattio measure --json")?;
             return measure_dataset(repeat.command.join(" "), repeat.runs);
         }
     }
@@ -529,7 +545,7 @@ fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
                 .join(" "),
             _ => String::new(),
         };
-        let run: EarlierMeasureRun = typed(v, "measure result")?;
+        let run: EarlierMeasureRun = typed(v, "measure result", "wattio measure --json")?;
         return measure_dataset(command, vec![run]);
     }
     if has(&v, &["throughput_mbps", "seconds"])
@@ -662,11 +678,12 @@ fn record_dataset(rows: Vec<(usize, RecordRow)>) -> Result<Vec<Dataset>, String>
 }
 
 /// The rows of a CSV (header split off, cells trimmed) read as `T`, each with its line number;
-/// errors read `what: line N: column C: why`.
+/// errors read `what: line N: column C: why` ([`row_error`]).
 fn typed_rows<T: serde::de::DeserializeOwned>(
     header: &csv::StringRecord,
     rows: &[csv::StringRecord],
     what: &str,
+    producer: &str,
 ) -> Result<Vec<(usize, T)>, String> {
     rows.iter()
         .enumerate()
@@ -674,7 +691,7 @@ fn typed_rows<T: serde::de::DeserializeOwned>(
             // Line numbers count the header as line 1.
             wattio_runner::row_from_record(header, r, i + 2)
                 .map(|row| (i + 2, row))
-                .map_err(|e| format!("{what}: {e}"))
+                .map_err(|e| row_error(what, producer, e))
         })
         .collect()
 }
@@ -703,7 +720,7 @@ fn parse_csv(text: &str) -> Result<Vec<Dataset>, String> {
     }
     match kind {
         CsvKind::Record => {
-            let rows = typed_rows(&header, &rows, "`wattio record` CSV")?;
+            let rows = typed_rows(&header, &rows, "`wattio record` CSV", "wattio record")?;
             if rows.is_empty() {
                 return Err("record CSV with a header but no rows".into());
             }
@@ -714,13 +731,13 @@ fn parse_csv(text: &str) -> Result<Vec<Dataset>, String> {
         CsvKind::OverheadIdle => crate::overhead::idle_runs_from_csv(&headers, &rows)
             .map(|runs| vec![Dataset::OverheadIdle { runs }]),
         CsvKind::IoBench => {
-            let rows = typed_rows(&header, &rows, "iobench results")?;
+            let rows = typed_rows(&header, &rows, "iobench results", "wattio iobench")?;
             Ok(vec![Dataset::IoBench {
                 rows: rows.into_iter().map(|(_, r)| r).collect(),
             }])
         }
         CsvKind::Cache => {
-            let rows = typed_rows(&header, &rows, "cache sweep rows")?;
+            let rows = typed_rows(&header, &rows, "cache sweep rows", "wattio cache sweep")?;
             Ok(vec![Dataset::Cache {
                 rows: rows.into_iter().map(|(_, r)| r).collect(),
             }])

@@ -334,4 +334,15 @@ fn iobench_results_without_later_columns_read_and_others_name_the_missing_column
         e.starts_with("iobench results: line 3: column energy_j: "),
         "{e}"
     );
+    // A results.json whose runs lack a column every version wrote: the error says how to fix it.
+    let runs = serde_json::to_value(iobench_runs()).unwrap();
+    let mut runs = runs.as_array().unwrap().clone();
+    runs[0].as_object_mut().unwrap().remove("model");
+    let json = d.path().join("results.json");
+    std::fs::write(&json, serde_json::json!({ "runs": runs }).to_string()).unwrap();
+    assert_eq!(
+        load_file(&json).unwrap_err(),
+        "iobench results: missing field `model`; written by an older wattio? run `wattio \
+         iobench` again to rewrite it"
+    );
 }
