@@ -15,7 +15,7 @@ const NOTE_FONT: f64 = 11.0;
 /// Space between the x axis line and its tick labels.
 const X_LABEL_GAP: f64 = 3.0;
 /// Legend names wrap at this width instead of being cut.
-pub(crate) const LEGEND_TEXT_MAX: f64 = 200.0;
+const LEGEND_TEXT_MAX: f64 = 200.0;
 
 /// What every chart says about itself.
 #[derive(Debug, Clone, Default)]
@@ -115,6 +115,8 @@ pub(crate) struct Entry {
     pub(crate) marker: bool,
     /// Attributes of a filled swatch (bars, shaded bands); `None` for none.
     pub(crate) swatch: Option<String>,
+    /// Draw an error bar (the whiskers of a grouped bar chart).
+    pub(crate) whisker: bool,
     pub(crate) index: usize,
 }
 
@@ -180,6 +182,36 @@ impl Canvas {
 
     pub(crate) fn bottom(&self) -> f64 {
         self.top + self.ph
+    }
+
+    /// Makes the plot taller when a legend `legend_h` high would run off the chart, spans the
+    /// y axis over the ticks `yt` (outer ticks at the plot's edges), and starts the SVG: title,
+    /// note, gridlines and y axis.
+    pub(crate) fn start(&mut self, c: &Chart, legend_h: f64, yt: &[f64]) -> String {
+        if legend_h > self.ph + self.height - self.bottom() - 10.0 {
+            let extra = legend_h - self.ph;
+            self.ph += extra;
+            self.height += extra;
+        }
+        self.y0 = yt[0];
+        self.y1 = *yt.last().unwrap_or(&1.0);
+        let mut out = String::new();
+        self.open(&mut out, c);
+        self.y_axis(&mut out, yt, &c.y_label);
+        out
+    }
+
+    /// A horizontal reference line across the plot at `y`, in the style of its legend entry.
+    pub(crate) fn reference_line(&self, out: &mut String, e: &Entry, y: f64) {
+        let _ = write!(
+            out,
+            r#"<g class="series" data-series="{i}"><line x1="{l}" x2="{r}" y1="{y:.1}" y2="{y:.1}" {a}/></g>"#,
+            i = e.index,
+            l = self.left,
+            r = self.left + self.pw,
+            y = self.py(y),
+            a = e.style.line_attrs()
+        );
     }
 
     pub(crate) fn open(&self, out: &mut String, c: &Chart) {
@@ -309,6 +341,11 @@ pub(crate) fn legend_layout(entries: &[Entry]) -> (Vec<Vec<String>>, f64) {
     (lines, w)
 }
 
+/// Height of a legend laid out by [`legend_layout`].
+pub(crate) fn legend_height(lines: &[Vec<String>]) -> f64 {
+    lines.iter().map(|l| 8.0 + l.len() as f64 * 13.0).sum()
+}
+
 pub(crate) fn legend_svg(
     out: &mut String,
     canvas: &Canvas,
@@ -337,6 +374,9 @@ pub(crate) fn legend_svg(
                 sx = x + 4.0,
                 sy = y - 5.0
             );
+        }
+        if e.whisker {
+            out.push_str(&crate::grouped::whisker(x + 12.0, y + 6.0, y - 6.0, 8.0));
         }
         for (k, l) in ls.iter().enumerate() {
             let _ = write!(
@@ -418,6 +458,7 @@ pub fn line_chart(c: &Chart, series: &[Series], references: &[Reference], o: &Li
             line: n > 1,
             marker: o.markers || n == 1,
             swatch: None,
+            whisker: false,
             index: i,
         });
     }
@@ -432,6 +473,7 @@ pub fn line_chart(c: &Chart, series: &[Series], references: &[Reference], o: &Li
             line: true,
             marker: false,
             swatch: None,
+            whisker: false,
             index: i,
         });
     }
@@ -439,22 +481,8 @@ pub fn line_chart(c: &Chart, series: &[Series], references: &[Reference], o: &Li
     let labels: Vec<(f64, String)> = x_ticks.iter().map(|t| (px(*t), (o.x_format)(*t))).collect();
     let row = layout_labels(&labels, TICK_FONT);
     let mut canvas = Canvas::new(c, pw, 270.0, tick_width(&yt), legend_w, row.height);
-    let legend_h: f64 = legend_lines
-        .iter()
-        .map(|l| 8.0 + l.len() as f64 * 13.0)
-        .sum();
-    if legend_h > canvas.ph + canvas.height - canvas.bottom() - 10.0 {
-        // A long legend makes the chart taller rather than running off it.
-        let extra = legend_h - canvas.ph;
-        canvas.ph += extra;
-        canvas.height += extra;
-    }
-    canvas.y0 = yt[0];
-    canvas.y1 = *yt.last().unwrap_or(&1.0);
+    let mut out = canvas.start(c, legend_height(&legend_lines), &yt);
     let row = row.shifted(canvas.left);
-    let mut out = String::new();
-    canvas.open(&mut out, c);
-    canvas.y_axis(&mut out, &yt, &c.y_label);
     if o.x_scale != XScale::Linear {
         for t in &x_ticks {
             let x = canvas.left + px(*t);
@@ -467,16 +495,7 @@ pub fn line_chart(c: &Chart, series: &[Series], references: &[Reference], o: &Li
         }
     }
     for (k, r) in references.iter().enumerate() {
-        let e = &entries[series.len() + k];
-        let y = canvas.py(r.y);
-        let _ = write!(
-            out,
-            r#"<g class="series" data-series="{i}"><line x1="{l}" x2="{rr}" y1="{y:.1}" y2="{y:.1}" {a}/></g>"#,
-            i = e.index,
-            l = canvas.left,
-            rr = canvas.left + canvas.pw,
-            a = e.style.line_attrs()
-        );
+        canvas.reference_line(&mut out, &entries[series.len() + k], r.y);
     }
     for (s, e) in series.iter().zip(&entries) {
         let pts: Vec<(f64, f64)> = s
@@ -523,11 +542,7 @@ pub fn box_plot(c: &Chart, groups: &[BoxGroup]) -> String {
         .collect();
     let row = layout_labels(&labels, TICK_FONT);
     let mut canvas = Canvas::new(c, pw, 270.0, tick_width(&yt), 0.0, row.height);
-    canvas.y0 = yt[0];
-    canvas.y1 = *yt.last().unwrap_or(&1.0);
-    let mut out = String::new();
-    canvas.open(&mut out, c);
-    canvas.y_axis(&mut out, &yt, &c.y_label);
+    let mut out = canvas.start(c, 0.0, &yt);
     for (i, g) in groups.iter().enumerate() {
         let cx = canvas.left + slot * (i as f64 + 0.5);
         let colour = if g.baseline { BASELINE } else { PALETTE[0] };

@@ -4,11 +4,11 @@
 
 use crate::axis::{layout_labels, ticks};
 use crate::chart::{
-    extent, legend_layout, legend_svg, no_data, round_significant, tick_width, Canvas, Chart,
-    Entry, Reference, LEGEND_TEXT_MAX, TICK_FONT,
+    extent, legend_height, legend_layout, legend_svg, no_data, round_significant, tick_width,
+    Canvas, Chart, Entry, Reference, TICK_FONT,
 };
 use crate::style::{series_style, Style, PALETTE, REFERENCE_DASHES};
-use crate::text::{esc, fmt_num, text_width, wrap};
+use crate::text::{esc, fmt_num, text_width};
 use std::fmt::Write;
 
 /// Font size of the values written above the bars.
@@ -64,7 +64,7 @@ fn band_attrs() -> String {
 }
 
 /// An error bar from `lo` to `hi` (pixel y) at `x`, with caps `cap` wide.
-fn whisker(x: f64, lo: f64, hi: f64, cap: f64) -> String {
+pub(crate) fn whisker(x: f64, lo: f64, hi: f64, cap: f64) -> String {
     format!(
         r#"<path d="M{x:.1} {lo:.1}V{hi:.1}M{a:.1} {lo:.1}H{b:.1}M{a:.1} {hi:.1}H{b:.1}" stroke="{RANGE_COLOUR}" stroke-width="1.2" fill="none"/>"#,
         a = x - cap / 2.0,
@@ -151,6 +151,7 @@ pub fn grouped_bar_chart(
             line: false,
             marker: false,
             swatch: Some(bar_attrs(i)),
+            whisker: false,
             index: i,
         });
     }
@@ -165,10 +166,12 @@ pub fn grouped_bar_chart(
             line: true,
             marker: false,
             swatch: None,
+            whisker: false,
             index: series.len() + k,
         });
     }
     let has_bands = (0..groups.len()).any(|g| band_at(g).is_some());
+    let band_entry = entries.len();
     if has_bands {
         entries.push(Entry {
             name: o.band_name.clone(),
@@ -176,23 +179,26 @@ pub fn grouped_bar_chart(
             line: false,
             marker: false,
             swatch: Some(band_attrs()),
-            index: entries.len(),
+            whisker: false,
+            index: band_entry,
         });
     }
     let has_ranges = series
         .iter()
         .any(|s| (0..groups.len()).any(|g| range_at(s, g).is_some()));
     let range_entry = entries.len();
-    let (legend_lines, mut legend_w) = legend_layout(&entries);
     if has_ranges {
-        // Drawn by hand below (a whisker, not a style's mark); its text wraps like the others.
-        let lines = wrap(&o.range_name, LEGEND_TEXT_MAX, TICK_FONT);
-        let w = lines
-            .iter()
-            .map(|l| text_width(l, TICK_FONT))
-            .fold(0.0, f64::max);
-        legend_w = legend_w.max(w + 44.0);
+        entries.push(Entry {
+            name: o.range_name.clone(),
+            style: series_style(0),
+            line: false,
+            marker: false,
+            swatch: None,
+            whisker: true,
+            index: range_entry,
+        });
     }
+    let (legend_lines, legend_w) = legend_layout(&entries);
     let labels: Vec<(f64, String)> = groups
         .iter()
         .enumerate()
@@ -200,23 +206,8 @@ pub fn grouped_bar_chart(
         .collect();
     let row = layout_labels(&labels, TICK_FONT);
     let mut canvas = Canvas::new(c, pw, ph, tick_width(&yt), legend_w, row.height);
-    let legend_h: f64 = legend_lines
-        .iter()
-        .map(|l| 8.0 + l.len() as f64 * 13.0)
-        .sum::<f64>()
-        + if has_ranges { 30.0 } else { 0.0 };
-    if legend_h > canvas.ph {
-        // A long legend makes the chart taller rather than running off it.
-        let extra = legend_h - canvas.ph;
-        canvas.ph += extra;
-        canvas.height += extra;
-    }
-    canvas.y0 = yt[0];
-    canvas.y1 = *yt.last().unwrap_or(&1.0);
+    let mut out = canvas.start(c, legend_height(&legend_lines), &yt);
     let row = row.shifted(canvas.left);
-    let mut out = String::new();
-    canvas.open(&mut out, c);
-    canvas.y_axis(&mut out, &yt, &c.y_label);
 
     let zero = canvas.py(0f64.clamp(canvas.y0, canvas.y1));
     for (i, s) in series.iter().enumerate() {
@@ -243,8 +234,7 @@ pub fn grouped_bar_chart(
     }
     if has_bands {
         // Over the bars, translucent, so the band shows across the bars it judges.
-        let e = &entries[entries.len() - 1];
-        let _ = write!(out, r#"<g class="series" data-series="{}">"#, e.index);
+        let _ = write!(out, r#"<g class="series" data-series="{band_entry}">"#);
         for (g, group) in groups.iter().enumerate() {
             if let Some((a, b)) = band_at(g) {
                 let (top, bottom) = (canvas.py(a.max(b)), canvas.py(a.min(b)));
@@ -277,16 +267,7 @@ pub fn grouped_bar_chart(
         out.push_str("</g>");
     }
     for (k, r) in o.references.iter().enumerate() {
-        let e = &entries[series.len() + k];
-        let y = canvas.py(r.y);
-        let _ = write!(
-            out,
-            r#"<g class="series" data-series="{i}"><line x1="{l}" x2="{rr}" y1="{y:.1}" y2="{y:.1}" {a}/></g>"#,
-            i = e.index,
-            l = canvas.left,
-            rr = canvas.left + canvas.pw,
-            a = e.style.line_attrs()
-        );
+        canvas.reference_line(&mut out, &entries[series.len() + k], r.y);
     }
     if o.value_labels {
         // Inside the bar, reading up from its base, where the bar (below its error bar) is
@@ -317,28 +298,7 @@ pub fn grouped_bar_chart(
         }
         out.push_str("</g>");
     }
-    let y = legend_svg(&mut out, &canvas, &entries, &legend_lines);
-    if has_ranges {
-        let x = canvas.left + canvas.pw + 14.0;
-        let _ = write!(
-            out,
-            r#"<g class="legend-entry" data-series="{range_entry}">{w}"#,
-            w = whisker(x + 12.0, y + 6.0, y - 6.0, 8.0)
-        );
-        for (k, l) in wrap(&o.range_name, LEGEND_TEXT_MAX, TICK_FONT)
-            .iter()
-            .enumerate()
-        {
-            let _ = write!(
-                out,
-                r#"<text x="{tx}" y="{ty:.1}" font-size="{TICK_FONT}">{l}</text>"#,
-                tx = x + 30.0,
-                ty = y + 4.0 + k as f64 * 13.0,
-                l = esc(l)
-            );
-        }
-        out.push_str("</g>");
-    }
+    legend_svg(&mut out, &canvas, &entries, &legend_lines);
     canvas.close(&mut out, &row, c);
     out
 }
