@@ -8,11 +8,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use wattio_energy::{Machine, SysRoot};
-use wattio_iobench::cache::CacheMode;
-use wattio_iobench::catalog::{Op, Size};
-use wattio_iobench::maven::Libs;
 use wattio_iobench::study::{self, StudyConfig};
-use wattio_iobench::{analyse, console_report, write_outputs, Meta};
+use wattio_iobench::{analyse, console_report, write_outputs, CacheMode, Libs, Meta, Op, Size};
 use wattio_runner::{read_manifest, StudyEnd};
 
 /// Where results go without -o.
@@ -80,7 +77,7 @@ fn reanalyse(a: &IobenchArgs, files: &[PathBuf]) -> Result<ExitCode> {
         .unwrap_or_else(|| PathBuf::from(DEFAULT_OUT));
     let mut rows = vec![];
     for f in files {
-        rows.extend(wattio_iobench::results::read_csv(f)?);
+        rows.extend(wattio_iobench::read_results_csv(f)?);
     }
     anyhow::ensure!(
         !rows.is_empty(),

@@ -67,7 +67,7 @@ fn tiny_study_end_to_end() {
             .unwrap_or_else(|| panic!("no column {name}"))
     };
     // Every column the report recognises results.csv by.
-    for c in wattio_iobench::results::CSV_COLUMNS {
+    for c in wattio_iobench::RESULTS_CSV_COLUMNS {
         col(c);
     }
     let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use wattio_stats::{holm, rank_sum, Alternative, Summary};
 
 /// Significance level of the recommendation tests.
-pub const ALPHA: f64 = 0.05;
+pub(crate) const ALPHA: f64 = 0.05;
 
 /// Statistics of one cell.
 #[derive(Debug, Clone, Serialize)]
@@ -57,7 +57,7 @@ fn group(rows: &[RunRecord]) -> BTreeMap<Key, Vec<&RunRecord>> {
 }
 
 /// One [`CellStats`] per (use case, size, buffer, method), sorted by those keys.
-pub fn cell_stats(rows: &[RunRecord]) -> Vec<CellStats> {
+pub(crate) fn cell_stats(rows: &[RunRecord]) -> Vec<CellStats> {
     group(rows)
         .into_iter()
         .map(|((op, size, buffer, method), rs)| {
@@ -112,7 +112,7 @@ pub struct Recommendation {
 }
 
 /// The largest size of `op` with runs at the default buffer.
-pub fn largest_size(rows: &[RunRecord], op: Op) -> Option<Size> {
+pub(crate) fn largest_size(rows: &[RunRecord], op: Op) -> Option<Size> {
     rows.iter()
         .filter(|r| r.op == op && is_main(r.op, r.buffer))
         .map(|r| r.size)
@@ -121,7 +121,7 @@ pub fn largest_size(rows: &[RunRecord], op: Op) -> Option<Size> {
 
 /// Recommends the method of `op` with the lowest median energy on the largest size measured,
 /// testing it against every other method (one-sided Wilcoxon rank-sum, Holm-adjusted).
-pub fn recommend(rows: &[RunRecord], op: Op, provenance: &str) -> Option<Recommendation> {
+pub(crate) fn recommend(rows: &[RunRecord], op: Op, provenance: &str) -> Option<Recommendation> {
     let size = largest_size(rows, op)?;
     let mut by_method: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for r in rows
@@ -226,7 +226,7 @@ pub fn recommend(rows: &[RunRecord], op: Op, provenance: &str) -> Option<Recomme
 }
 
 /// "1 run", "5 runs".
-pub fn runs_label(n: usize) -> String {
+pub(crate) fn runs_label(n: usize) -> String {
     if n == 1 {
         "1 run".into()
     } else {
@@ -235,7 +235,7 @@ pub fn runs_label(n: usize) -> String {
 }
 
 /// Three significant digits, plain notation for everyday magnitudes.
-pub fn sig(x: f64) -> String {
+pub(crate) fn sig(x: f64) -> String {
     if !x.is_finite() {
         return "NA".into();
     }

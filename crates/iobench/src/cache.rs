@@ -41,7 +41,7 @@ impl std::str::FromStr for CacheMode {
 }
 
 /// Drops the file's pages from the page cache (dirty pages are written back first).
-pub fn evict(path: &Path) -> io::Result<()> {
+pub(crate) fn evict(path: &Path) -> io::Result<()> {
     let f = File::open(path)?;
     f.sync_data()?;
     // SAFETY: a valid open fd; offset 0 and length 0 mean "the whole file".
@@ -53,7 +53,7 @@ pub fn evict(path: &Path) -> io::Result<()> {
 }
 
 /// Reads the whole file so its pages are cached.
-pub fn warm(path: &Path) -> io::Result<()> {
+pub(crate) fn warm(path: &Path) -> io::Result<()> {
     let mut f = File::open(path)?;
     let mut buf = vec![0u8; 1 << 20];
     while f.read(&mut buf)? > 0 {}
@@ -61,7 +61,7 @@ pub fn warm(path: &Path) -> io::Result<()> {
 }
 
 /// Applies `mode` to `path`.
-pub fn prepare(path: &Path, mode: CacheMode) -> io::Result<()> {
+pub(crate) fn prepare(path: &Path, mode: CacheMode) -> io::Result<()> {
     match mode {
         CacheMode::Cold => evict(path),
         CacheMode::Warm => warm(path),
@@ -69,7 +69,7 @@ pub fn prepare(path: &Path, mode: CacheMode) -> io::Result<()> {
 }
 
 /// Fraction of the file's pages in the page cache (1.0 for an empty file).
-pub fn resident_fraction(path: &Path) -> io::Result<f64> {
+pub(crate) fn resident_fraction(path: &Path) -> io::Result<f64> {
     let f = File::open(path)?;
     let len = f.metadata()?.len() as usize;
     if len == 0 {

@@ -128,7 +128,7 @@ const fn m(op: Op, name: &'static str, acronym: &'static str, buffered: bool) ->
 }
 
 /// Every method of every use case, in the order of the Java catalog.
-pub const METHODS: &[MethodInfo] = &[
+pub const CATALOG_METHODS: &[MethodInfo] = &[
     m(Op::Read, "apache", "APACHE", false),
     m(Op::Read, "bfilereader", "BFILEREADER", true),
     m(Op::Read, "biostream", "BIOSTREAM", true),
@@ -181,18 +181,20 @@ pub const METHODS: &[MethodInfo] = &[
 
 /// Whether a run belongs to the main comparison (not the buffer sweep). The programs read with
 /// their own fixed chunk size, reported in the buffer column.
-pub fn is_main(op: Op, buffer: u32) -> bool {
+pub(crate) fn is_main(op: Op, buffer: u32) -> bool {
     op.is_app() || buffer == DEFAULT_BUFFER
 }
 
 /// The methods of `op`.
-pub fn methods_of(op: Op) -> impl Iterator<Item = &'static MethodInfo> {
-    METHODS.iter().filter(move |m| m.op == op)
+pub(crate) fn methods_of(op: Op) -> impl Iterator<Item = &'static MethodInfo> {
+    CATALOG_METHODS.iter().filter(move |m| m.op == op)
 }
 
 /// The method `name` of `op`, if the study has it.
-pub fn find(op: Op, name: &str) -> Option<&'static MethodInfo> {
-    METHODS.iter().find(|m| m.op == op && m.name == name)
+pub(crate) fn find(op: Op, name: &str) -> Option<&'static MethodInfo> {
+    CATALOG_METHODS
+        .iter()
+        .find(|m| m.op == op && m.name == name)
 }
 
 /// Table I of the paper.
@@ -268,10 +270,10 @@ impl FromStr for Size {
 }
 
 /// The default buffer (the JDK's `BufferedReader` default, used by the paper).
-pub const DEFAULT_BUFFER: u32 = 8192;
+pub(crate) const DEFAULT_BUFFER: u32 = 8192;
 
 /// Buffer sizes of the sweep (Figure 5 of the paper: 1 KiB to 1 MiB).
-pub const SWEEP_BUFFERS: [u32; 7] = [1024, 2048, 4096, 8192, 16384, 131_072, 1_048_576];
+pub(crate) const SWEEP_BUFFERS: [u32; 7] = [1024, 2048, 4096, 8192, 16384, 131_072, 1_048_576];
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,7 @@
 //! runs from the energy socket as they finish.
 
 use crate::maven;
-use crate::server::{EnergyServer, Event};
+use crate::server::{EnergyServer, EnergyServerEvent};
 use crate::study::Invocation;
 use anyhow::Result;
 use std::fs::File;
@@ -39,7 +39,7 @@ pub trait JmhExecutor {
         round: u32,
         inv: &Invocation,
         cancel: &Cancel,
-        on_event: &mut dyn FnMut(Event) -> Result<()>,
+        on_event: &mut dyn FnMut(EnergyServerEvent) -> Result<()>,
     ) -> Result<InvocationEnd>;
 
     /// Where JMH's output goes (named in error messages).
@@ -103,7 +103,7 @@ impl JmhExecutor for ProcessJmhExecutor {
         round: u32,
         inv: &Invocation,
         cancel: &Cancel,
-        on_event: &mut dyn FnMut(Event) -> Result<()>,
+        on_event: &mut dyn FnMut(EnergyServerEvent) -> Result<()>,
     ) -> Result<InvocationEnd> {
         writeln!(self.jmh_log, "=== round {round} {:?}", inv.includes())?;
         self.jmh_log.flush()?;
@@ -145,7 +145,7 @@ impl JmhExecutor for ProcessJmhExecutor {
 }
 
 /// The first exception line JMH printed, or its last line.
-pub fn jmh_failure(stdout: &str) -> String {
+pub(crate) fn jmh_failure(stdout: &str) -> String {
     if stdout.contains("Unable to acquire the JMH lock") {
         return "another JMH run holds /tmp/jmh.lock (concurrent benchmarks disturb each other): wait for it to finish".into();
     }

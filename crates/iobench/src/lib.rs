@@ -3,35 +3,52 @@
 //! The Java I/O energy study of Ournani et al. (ICSME 2021) as a tool: the JMH benchmarks live in
 //! the Maven module `iobench/`; this crate builds it when needed, generates the files of Table I,
 //! runs one fresh JVM per measured run with the methods interleaved over rounds, serves energy to
-//! the JVMs over a Unix socket ([`server`]) from the wattio meter, and turns the runs into tidy
-//! CSV/JSON, paper-shaped tables, MB/J rankings, plots and recommendations backed by statistics.
+//! the JVMs over a Unix socket ([`EnergyServer`]) from the wattio meter, and turns the runs into
+//! tidy CSV/JSON, paper-shaped tables, MB/J rankings, plots and recommendations backed by
+//! statistics.
 //!
-//! * [`catalog`] — use cases, methods, sizes, buffer sizes (mirror of the Java catalog).
+//! * The catalog — use cases ([`Op`]), methods ([`CATALOG_METHODS`], [`MethodInfo`]), sizes
+//!   ([`Size`]) and buffer sizes, a mirror of the Java catalog.
 //! * [`study`] — planning (cells, JMH invocations per round), then prepare / run a round /
-//!   collect, each run appended to `results.csv` as it finishes, resumable.
-//! * [`jmh`] — the [`jmh::JmhExecutor`] the rounds run JMH through, and the real one.
-//! * [`server`] — the documented local energy interface (line protocol).
-//! * [`cache`] — cold/warm page cache without root (`posix_fadvise`, `mincore`).
-//! * [`procstat`] — notes on the JVM's CPU time (read by `wattio_energy::attribution::cputime`)
-//!   and a test helper.
-//! * [`results`], [`analysis`], [`report`] — rows, statistics, tables and SVG plots.
-//! * [`maven`] — locating and building the Maven module, running its generator.
+//!   collect, each run appended to `results.csv` as it finishes, resumable. A public namespace
+//!   rather than items at the crate root: its stages (`study::plan`, `study::prepare`,
+//!   `study::run_round`, `study::collect`, `study::run`) read as one sequence under it, and would
+//!   each need a `_study` suffix at the root.
+//! * [`JmhExecutor`] — what the rounds run JMH through ([`InvocationEnd`]), and the real one,
+//!   [`ProcessJmhExecutor`].
+//! * [`EnergyServer`] — the documented local energy interface (line protocol;
+//!   [`EnergyServerConfig`], [`EnergyServerEvent`]s carrying [`RunSample`]s, [`WindowEnergy`]).
+//! * [`CacheMode`] — cold/warm page cache without root (`posix_fadvise`, `mincore`).
+//! * [`spin_cpu_ms`] — a test helper for the JVM's CPU time (read by
+//!   `wattio_energy::attribution::cputime`).
+//! * Results and analysis — [`RunRecord`] rows ([`write_results_csv`], [`read_results_csv`],
+//!   [`RESULTS_CSV_COLUMNS`]); [`analyse`] into [`CellStats`] and [`Recommendation`]s
+//!   ([`Comparison`]); [`write_outputs`] the tables and SVG plots, described by [`Meta`].
+//! * [`Libs`], [`find_maven_module`], [`ensure_jar`], [`java_catalog`] — locating and building
+//!   the Maven module, reading its catalog.
 
-pub mod analysis;
-pub mod cache;
-pub mod catalog;
-pub mod jmh;
-pub mod maven;
-pub mod procstat;
-pub mod report;
-pub mod results;
-pub mod server;
+mod analysis;
+mod cache;
+mod catalog;
+mod jmh;
+mod maven;
+mod procstat;
+mod report;
+mod results;
+mod server;
 pub mod study;
 
-use analysis::{cell_stats, recommend, CellStats, Recommendation};
+pub use analysis::{CellStats, Comparison, Recommendation};
+pub use cache::CacheMode;
+pub use catalog::{MethodInfo, Op, Size, CATALOG_METHODS};
+pub use jmh::{InvocationEnd, JmhExecutor, ProcessJmhExecutor};
+pub use maven::{ensure_jar, find_maven_module, java_catalog, Libs};
+pub use procstat::spin_cpu_ms;
+pub use results::{read_results_csv, write_results_csv, RunRecord, RESULTS_CSV_COLUMNS};
+pub use server::{EnergyServer, EnergyServerConfig, EnergyServerEvent, RunSample, WindowEnergy};
+
+use analysis::{cell_stats, recommend};
 use anyhow::{Context, Result};
-use catalog::Op;
-use results::RunRecord;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -102,7 +119,7 @@ pub struct Written {
 pub fn write_outputs(out: &StudyOutput, dir: &Path) -> Result<Written> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let csv = dir.join("results.csv");
-    results::write_csv(&csv, &out.runs)?;
+    results::write_results_csv(&csv, &out.runs)?;
     let json = dir.join("results.json");
     std::fs::write(&json, serde_json::to_string_pretty(out)?)
         .with_context(|| format!("writing {}", json.display()))?;

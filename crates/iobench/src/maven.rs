@@ -41,7 +41,7 @@ impl std::str::FromStr for Libs {
 /// Finds the `iobench/` Maven module: `explicit`, else `WATTIO_IOBENCH_DIR`, else an
 /// `iobench/pom.xml` in the current directory or one of its parents, else the source checkout
 /// this binary was built from.
-pub fn find_module(explicit: Option<&Path>) -> Result<PathBuf> {
+pub fn find_maven_module(explicit: Option<&Path>) -> Result<PathBuf> {
     let ok = |p: &Path| p.join("pom.xml").is_file();
     if let Some(p) = explicit {
         if ok(p) {
@@ -80,7 +80,7 @@ pub fn find_module(explicit: Option<&Path>) -> Result<PathBuf> {
 }
 
 /// The benchmark jar for `libs`.
-pub fn jar_path(module: &Path, libs: Libs) -> PathBuf {
+pub(crate) fn jar_path(module: &Path, libs: Libs) -> PathBuf {
     // One Maven build tree per library set (pom.xml: build.directory = target/${libs}).
     module
         .join("target")
@@ -107,7 +107,7 @@ fn newest_source(module: &Path) -> Result<SystemTime> {
 }
 
 /// Whether the jar is missing or older than the module's sources.
-pub fn needs_build(module: &Path, libs: Libs) -> Result<bool> {
+pub(crate) fn needs_build(module: &Path, libs: Libs) -> Result<bool> {
     let jar = jar_path(module, libs);
     let Ok(md) = std::fs::metadata(&jar) else {
         return Ok(true);
@@ -158,7 +158,7 @@ pub fn ensure_jar(module: &Path, libs: Libs, log: &Sink<str>) -> Result<PathBuf>
 }
 
 /// The last few non-empty lines of two outputs, joined on one line (for one-line errors).
-pub fn tail(stdout: &str, stderr: &str) -> String {
+pub(crate) fn tail(stdout: &str, stderr: &str) -> String {
     let lines: Vec<&str> = stdout
         .lines()
         .chain(stderr.lines())
@@ -169,7 +169,7 @@ pub fn tail(stdout: &str, stderr: &str) -> String {
 }
 
 /// Generates (or keeps) the study's files for `sizes` in `dir` with the Java generator.
-pub fn generate(java: &str, jar: &Path, dir: &Path, sizes: &[&str]) -> Result<()> {
+pub(crate) fn generate(java: &str, jar: &Path, dir: &Path, sizes: &[&str]) -> Result<()> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("creating the data directory {}", dir.display()))?;
     let out = Command::new(java)
@@ -210,7 +210,7 @@ pub fn java_catalog(java: &str, jar: &Path) -> Result<Vec<(String, String, bool)
         .collect())
 }
 
-pub fn java_error(java: &str, e: std::io::Error) -> anyhow::Error {
+pub(crate) fn java_error(java: &str, e: std::io::Error) -> anyhow::Error {
     if e.kind() == std::io::ErrorKind::NotFound {
         anyhow::anyhow!("'{java}' not found: install a JDK 17 (Debian: apt-get install openjdk-17-jdk-headless) or pass --java")
     } else {

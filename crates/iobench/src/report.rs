@@ -10,7 +10,7 @@ use wattio_plot::{
 };
 
 /// Table III/IV/V shape for `op`: one row per method, energy (median [IQR]) and time per size.
-pub fn paper_table(stats: &[CellStats], op: Op, provenance: &str) -> Option<String> {
+pub(crate) fn paper_table(stats: &[CellStats], op: Op, provenance: &str) -> Option<String> {
     let cells: Vec<&CellStats> = stats
         .iter()
         .filter(|c| c.op == op && is_main(c.op, c.buffer))
@@ -70,7 +70,7 @@ pub fn paper_table(stats: &[CellStats], op: Op, provenance: &str) -> Option<Stri
 }
 
 /// The cells of `op` at its largest size (default buffer), best MB/J first.
-pub fn ranking_cells(stats: &[CellStats], op: Op) -> Vec<&CellStats> {
+pub(crate) fn ranking_cells(stats: &[CellStats], op: Op) -> Vec<&CellStats> {
     let cells: Vec<&CellStats> = stats
         .iter()
         .filter(|c| c.op == op && is_main(c.op, c.buffer))
@@ -84,7 +84,7 @@ pub fn ranking_cells(stats: &[CellStats], op: Op) -> Vec<&CellStats> {
 }
 
 /// MB/J ranking (Figures 4 and 9) for `op` as a markdown table.
-pub fn ranking_table(stats: &[CellStats], op: Op, provenance: &str) -> Option<String> {
+pub(crate) fn ranking_table(stats: &[CellStats], op: Op, provenance: &str) -> Option<String> {
     let v = ranking_cells(stats, op);
     let first = v.first()?;
     let mut s = String::new();
@@ -110,7 +110,7 @@ pub fn ranking_table(stats: &[CellStats], op: Op, provenance: &str) -> Option<St
 }
 
 /// Buffer curve (Figure 5): median energy per buffer size for each swept method, largest size.
-pub fn buffer_table(stats: &[CellStats], provenance: &str) -> Option<String> {
+pub(crate) fn buffer_table(stats: &[CellStats], provenance: &str) -> Option<String> {
     let swept: BTreeSet<(Op, String)> = stats
         .iter()
         .filter(|c| !is_main(c.op, c.buffer))
@@ -165,7 +165,7 @@ pub fn buffer_table(stats: &[CellStats], provenance: &str) -> Option<String> {
     Some(s)
 }
 
-pub fn human_buffer(b: u32) -> String {
+pub(crate) fn human_buffer(b: u32) -> String {
     if b >= 1 << 20 && b % (1 << 20) == 0 {
         format!("{} MiB", b >> 20)
     } else if b >= 1024 && b % 1024 == 0 {
@@ -188,7 +188,7 @@ fn chart(title: String, provenance: &str, x_label: &str, y_label: String) -> Cha
 }
 
 /// Horizontal bar chart of MB/J for `op` (SVG).
-pub fn ranking_svg(stats: &[CellStats], op: Op, provenance: &str) -> Option<String> {
+pub(crate) fn ranking_svg(stats: &[CellStats], op: Op, provenance: &str) -> Option<String> {
     let v = ranking_cells(stats, op);
     let first = v.first()?;
     let bars: Vec<(String, f64)> = v.iter().map(|c| (c.method.clone(), c.mb_per_j)).collect();
@@ -212,7 +212,7 @@ fn buffer_label(log2_bytes: f64) -> String {
 
 /// Line chart of median energy against buffer size (one slot per swept size, labelled in
 /// bytes) for each swept method (SVG).
-pub fn buffer_svg(stats: &[CellStats], provenance: &str) -> Option<String> {
+pub(crate) fn buffer_svg(stats: &[CellStats], provenance: &str) -> Option<String> {
     let swept: Vec<&CellStats> = stats
         .iter()
         .filter(|c| matches!(c.op, Op::Read | Op::Write))
@@ -261,7 +261,7 @@ pub fn buffer_svg(stats: &[CellStats], provenance: &str) -> Option<String> {
 }
 
 /// The recommendation lines, one per use case.
-pub fn recommendations_text(recs: &[Recommendation]) -> String {
+pub(crate) fn recommendations_text(recs: &[Recommendation]) -> String {
     let mut s = String::new();
     for r in recs {
         let _ = writeln!(s, "- {}", r.line);
@@ -272,7 +272,11 @@ pub fn recommendations_text(recs: &[Recommendation]) -> String {
 /// Box plot of per-run energy for each method of `op` on its largest size (Figures 3, 8 and 10
 /// of the paper), methods ordered by median: box = quartiles, line = median, whiskers to the
 /// furthest run within 1.5·IQR, dots = runs.
-pub fn box_svg(rows: &[crate::results::RunRecord], op: Op, provenance: &str) -> Option<String> {
+pub(crate) fn box_svg(
+    rows: &[crate::results::RunRecord],
+    op: Op,
+    provenance: &str,
+) -> Option<String> {
     let rs: Vec<&crate::results::RunRecord> = rows
         .iter()
         .filter(|r| r.op == op && is_main(r.op, r.buffer))

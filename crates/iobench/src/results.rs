@@ -10,7 +10,7 @@ use std::path::Path;
 
 /// Columns every `results.csv` has: the [`RunRecord`] fields in order, less those added later
 /// (`process_j`), which files written before them lack.
-pub const CSV_COLUMNS: &[&str] = &[
+pub const RESULTS_CSV_COLUMNS: &[&str] = &[
     "method",
     "op",
     "size",
@@ -114,7 +114,7 @@ impl RunRecord {
 /// Writes the rows as CSV (header = field names), through a temporary file renamed over
 /// `path`, so a failure never leaves half a file where a complete one was (a study's
 /// `results.csv` is rewritten with the same rows when it ends).
-pub fn write_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
+pub fn write_results_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
     let tmp = path.with_extension("csv.tmp");
     let write = || -> Result<()> {
         let mut w =
@@ -131,8 +131,8 @@ pub fn write_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
     })
 }
 
-/// Reads rows written by [`write_csv`].
-pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>> {
+/// Reads rows written by [`write_results_csv`].
+pub fn read_results_csv(path: &Path) -> Result<Vec<RunRecord>> {
     let mut r =
         csv::Reader::from_path(path).with_context(|| format!("opening {}", path.display()))?;
     let mut out = vec![];
@@ -183,7 +183,10 @@ mod tests {
         w.serialize(record(None)).unwrap();
         let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
         let header = text.lines().next().unwrap();
-        assert_eq!(header, format!("{},process_j", CSV_COLUMNS.join(",")));
+        assert_eq!(
+            header,
+            format!("{},process_j", RESULTS_CSV_COLUMNS.join(","))
+        );
     }
 
     #[test]
@@ -193,8 +196,8 @@ mod tests {
         // 3 J over a 0.2 s window of 2 vCPUs, the JVM 0.05 CPU-s: 3 × 0.05 / 0.4 = 0.375 J.
         let share = wattio_energy::attribution::share_j(3.0, 2, 0.2, 0.05);
         assert!((share - 0.375).abs() < 1e-12 && share <= 3.0);
-        write_csv(&p, &[record(Some(share)), record(None)]).unwrap();
-        let back = read_csv(&p).unwrap();
+        write_results_csv(&p, &[record(Some(share)), record(None)]).unwrap();
+        let back = read_results_csv(&p).unwrap();
         assert_eq!(back[0].process_j, Some(share));
         assert_eq!(back[1].process_j, None);
         // A results.csv written before the column existed.
@@ -205,7 +208,7 @@ mod tests {
             .collect();
         assert!(old.lines().next().unwrap().ends_with(",checked"));
         std::fs::write(&p, old).unwrap();
-        let back = read_csv(&p).unwrap();
+        let back = read_results_csv(&p).unwrap();
         assert_eq!(back.len(), 2);
         assert!(back.iter().all(|r| r.process_j.is_none() && r.checked));
     }

@@ -84,7 +84,7 @@ pub struct RunSample {
 
 /// What the server reports to the orchestrator.
 #[derive(Debug)]
-pub enum Event {
+pub enum EnergyServerEvent {
     Sample(Box<RunSample>),
     /// A connection broke the protocol or failed to measure.
     Error(String),
@@ -108,7 +108,7 @@ pub struct EnergyServer {
     path: PathBuf,
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
-    rx: Receiver<Event>,
+    rx: Receiver<EnergyServerEvent>,
 }
 
 impl EnergyServer {
@@ -145,12 +145,12 @@ impl EnergyServer {
     }
 
     /// Events received so far (non-blocking).
-    pub fn drain(&self) -> Vec<Event> {
+    pub fn drain(&self) -> Vec<EnergyServerEvent> {
         self.rx.try_iter().collect()
     }
 
     /// The next event, waiting at most `timeout` for it.
-    pub fn recv_timeout(&self, timeout: std::time::Duration) -> Option<Event> {
+    pub fn recv_timeout(&self, timeout: std::time::Duration) -> Option<EnergyServerEvent> {
         self.rx.recv_timeout(timeout).ok()
     }
 }
@@ -173,7 +173,7 @@ fn serve(
     meter: Arc<Meter>,
     cfg: EnergyServerConfig,
     stop: Arc<AtomicBool>,
-    tx: Sender<Event>,
+    tx: Sender<EnergyServerEvent>,
 ) {
     for conn in listener.incoming() {
         if stop.load(Ordering::SeqCst) {
@@ -182,11 +182,13 @@ fn serve(
         match conn {
             Ok(stream) => {
                 if let Err(e) = handle(stream, &meter, &cfg, &tx) {
-                    let _ = tx.send(Event::Error(format!("{e:#}")));
+                    let _ = tx.send(EnergyServerEvent::Error(format!("{e:#}")));
                 }
             }
             Err(e) => {
-                let _ = tx.send(Event::Error(format!("accepting on the energy socket: {e}")));
+                let _ = tx.send(EnergyServerEvent::Error(format!(
+                    "accepting on the energy socket: {e}"
+                )));
             }
         }
     }
@@ -205,7 +207,7 @@ fn handle(
     stream: UnixStream,
     meter: &Meter,
     cfg: &EnergyServerConfig,
-    tx: &Sender<Event>,
+    tx: &Sender<EnergyServerEvent>,
 ) -> Result<()> {
     let mut out = stream.try_clone().context("cloning the socket")?;
     let reader = BufReader::new(stream);
@@ -216,7 +218,7 @@ fn handle(
             Ok(r) => r,
             Err(e) => {
                 let msg = format!("{e:#}").replace('\n', " ");
-                let _ = tx.send(Event::Error(msg.clone()));
+                let _ = tx.send(EnergyServerEvent::Error(msg.clone()));
                 format!("ERR {msg}")
             }
         };
@@ -237,7 +239,7 @@ fn step(
     line: &str,
     meter: &Meter,
     cfg: &EnergyServerConfig,
-    tx: &Sender<Event>,
+    tx: &Sender<EnergyServerEvent>,
 ) -> Result<String> {
     let (cmd, rest) = line.split_once(' ').unwrap_or((line, ""));
     match cmd {
@@ -314,7 +316,7 @@ fn step(
                 cache: c.cache,
                 resident: c.resident,
             };
-            let _ = tx.send(Event::Sample(Box::new(s)));
+            let _ = tx.send(EnergyServerEvent::Sample(Box::new(s)));
             Ok("OK".into())
         }
         other => {
@@ -328,7 +330,7 @@ fn step(
 /// the JVM (the model with the JVM's schedstat CPU time as busy time — system-wide tick counts
 /// are too coarse for millisecond windows and include other processes). `process_j`: the JVM's
 /// CPU-time share of the meter's whole-machine figure (`attribution::share_j`).
-pub fn window_energy(
+pub(crate) fn window_energy(
     meter: &Meter,
     a: &Snapshot,
     b: &Snapshot,
@@ -370,7 +372,7 @@ pub fn window_energy(
 
 /// The model string of the `process`-scope `energy_j`: the estimated energy of a host running
 /// only the JVM (idle power of every vCPU + the JVM's CPU time at busy power).
-pub fn process_model_name(m: &ModelParams, n_cpus: usize) -> String {
+pub(crate) fn process_model_name(m: &ModelParams, n_cpus: usize) -> String {
     format!(
         "{} x {n_cpus} vCPU idle + JVM CPU time (schedstat)",
         m.name()

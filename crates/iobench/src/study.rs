@@ -8,7 +8,7 @@ use crate::catalog::{self, MethodInfo, Op, Size, DEFAULT_BUFFER, SWEEP_BUFFERS};
 use crate::jmh::{InvocationEnd, JmhExecutor, ProcessJmhExecutor};
 use crate::maven::{self, Libs};
 use crate::results::RunRecord;
-use crate::server::{EnergyServer, EnergyServerConfig, Event, RunSample};
+use crate::server::{EnergyServer, EnergyServerConfig, EnergyServerEvent, RunSample};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
@@ -576,8 +576,8 @@ pub fn run_round(
             let mut last = Instant::now();
             let end = exec.run_invocation(round + 1, &inv, cancel, &mut |ev| {
                 let s = match ev {
-                    Event::Sample(s) => s,
-                    Event::Error(e) => {
+                    EnergyServerEvent::Sample(s) => s,
+                    EnergyServerEvent::Error(e) => {
                         errors.push(e);
                         return Ok(());
                     }
@@ -659,7 +659,7 @@ pub fn prepare(
     // Run a private copy: a rebuild of the module during a long study must not change its
     // code, nor may one between an interruption and the resume.
     if !(cfg.resume && private_jar.is_file()) {
-        let module = maven::find_module(cfg.module_dir.as_deref())?;
+        let module = maven::find_maven_module(cfg.module_dir.as_deref())?;
         let jar = maven::ensure_jar(&module, cfg.libs, log)?;
         std::fs::copy(&jar, &private_jar)
             .with_context(|| format!("copying {} to {}", jar.display(), private_jar.display()))?;
@@ -956,7 +956,7 @@ mod round_tests {
             _round: u32,
             inv: &Invocation,
             cancel: &Cancel,
-            on_event: &mut dyn FnMut(Event) -> Result<()>,
+            on_event: &mut dyn FnMut(EnergyServerEvent) -> Result<()>,
         ) -> Result<InvocationEnd> {
             let cells = inv.cells();
             self.asked.push(cells.clone());
@@ -971,7 +971,7 @@ mod round_tests {
                     return Ok(InvocationEnd::Cancelled);
                 }
                 let ok = self.bad.as_ref() != Some(c);
-                on_event(Event::Sample(Box::new(sample(c, ok))))?;
+                on_event(EnergyServerEvent::Sample(Box::new(sample(c, ok))))?;
                 self.runs += 1;
             }
             Ok(InvocationEnd::Exited {
@@ -1022,7 +1022,7 @@ mod round_tests {
     }
 
     fn rows(path: &Path) -> Vec<RunRecord> {
-        crate::results::read_csv(path).unwrap()
+        crate::results::read_results_csv(path).unwrap()
     }
 
     #[test]

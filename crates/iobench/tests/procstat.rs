@@ -4,7 +4,7 @@
 
 use wattio_energy::attribution::cputime::process_cpu_ns;
 use wattio_energy::SysRoot;
-use wattio_iobench::procstat::spin_cpu_ms;
+use wattio_iobench::spin_cpu_ms;
 
 #[test]
 fn process_total_grows_by_the_cpu_this_thread_spent() {

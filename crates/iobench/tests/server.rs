@@ -5,8 +5,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use wattio_energy::{Mechanism, ModelParams, SourceChoice, SysRoot};
-use wattio_iobench::cache::CacheMode;
-use wattio_iobench::server::{EnergyServer, EnergyServerConfig, Event, WindowEnergy};
+use wattio_iobench::{
+    CacheMode, EnergyServer, EnergyServerConfig, EnergyServerEvent, WindowEnergy,
+};
 use wattio_meter::{Meter, MeterConfig};
 
 fn model_meter() -> Arc<Meter> {
@@ -131,8 +132,8 @@ fn a_run_through_the_protocol() {
     let samples: Vec<_> = ev
         .iter()
         .map(|e| match e {
-            Event::Sample(s) => s,
-            Event::Error(e) => panic!("server error: {e}"),
+            EnergyServerEvent::Sample(s) => s,
+            EnergyServerEvent::Error(e) => panic!("server error: {e}"),
         })
         .collect();
     assert_eq!(samples.len(), 1);
@@ -166,7 +167,10 @@ fn out_of_order_and_unknown_requests_get_err() {
         .starts_with("ERR"));
     drop(c);
     std::thread::sleep(std::time::Duration::from_millis(100));
-    assert!(server.drain().iter().all(|e| matches!(e, Event::Error(_))));
+    assert!(server
+        .drain()
+        .iter()
+        .all(|e| matches!(e, EnergyServerEvent::Error(_))));
 }
 
 #[test]

@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use wattio_energy::{Mechanism, Provenance};
-use wattio_iobench::results::RunRecord;
+use wattio_iobench::RunRecord;
 use wattio_meter::measure::bench::Report as MeasureReport;
 use wattio_meter::measure::{RunStatus, SingleRun};
 use wattio_meter::{EnergyReport, RecordRow};
@@ -402,7 +402,7 @@ fn csv_kind(cols: &[&str]) -> Option<CsvKind> {
         Some(CsvKind::OverheadLoad)
     } else if has(crate::overhead::IDLE_COLUMNS) {
         Some(CsvKind::OverheadIdle)
-    } else if has(wattio_iobench::results::CSV_COLUMNS) {
+    } else if has(wattio_iobench::RESULTS_CSV_COLUMNS) {
         Some(CsvKind::IoBench)
     } else if has(wattio_sim::SWEEP_COLUMNS) {
         Some(CsvKind::Cache)

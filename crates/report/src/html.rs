@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use wattio_energy::ModelParams;
 use wattio_energy::Provenance;
-use wattio_iobench::results::RunRecord;
+use wattio_iobench::RunRecord;
 use wattio_plot::{
     bar_chart, box_plot, energy_axis, esc, fmt_num, line_chart, BoxGroup, Chart, LineOpts,
     Reference, Series, XScale,

@@ -2,7 +2,7 @@
 //! Expected numbers are worked out by hand in the comments.
 
 use std::path::{Path, PathBuf};
-use wattio_iobench::results::RunRecord;
+use wattio_iobench::RunRecord;
 use wattio_report::data::{load_file, scan, Dataset};
 use wattio_report::overhead::analyze_load;
 
@@ -233,7 +233,7 @@ fn write_report_is_atomic_and_errors_name_the_problem() {
 
 /// Eight runs of two read methods and one write method, as the iobench study records them.
 fn iobench_runs() -> Vec<RunRecord> {
-    use wattio_iobench::catalog::{Op, Size};
+    use wattio_iobench::{Op, Size};
     let run = |method: &str, op: Op, run: u32, energy_j: f64| RunRecord {
         method: method.into(),
         op,
@@ -252,7 +252,7 @@ fn iobench_runs() -> Vec<RunRecord> {
         window_s: 0.2,
         cache: "warm".into(),
         cache_resident: Some(1.0),
-        libs: wattio_iobench::maven::Libs::Paper,
+        libs: wattio_iobench::Libs::Paper,
         checked: true,
         process_j: Some(0.25),
     };
@@ -311,7 +311,7 @@ fn iobench_csv_and_json_twins_load_once_and_other_files_are_not_read() {
 fn iobench_results_without_later_columns_read_and_others_name_the_missing_column() {
     let d = tempfile::tempdir().unwrap();
     let path = d.path().join("results.csv");
-    wattio_iobench::results::write_csv(&path, &iobench_runs()).unwrap();
+    wattio_iobench::write_results_csv(&path, &iobench_runs()).unwrap();
     // Written before the process_j column existed: the column dropped from every line.
     let text = std::fs::read_to_string(&path).unwrap();
     let old: String = text
