@@ -9,6 +9,12 @@
 //! cut; x tick labels are rotated or thinned, from text-width estimates, so none overlaps;
 //! the energy provenance (*measured* / *estimated*) travels in the SVG's title and
 //! `data-provenance` attribute, and callers put it on energy axes.
+//!
+//! Every chart takes a [`Chart`] (title, provenance, axis labels, notes; [`energy_axis`] names an
+//! energy axis) and returns the SVG text: [`line_chart`] of [`Series`] with [`Reference`] lines
+//! ([`LineOpts`], [`XScale`]), [`box_plot`] of [`BoxGroup`]s, [`bar_chart`], and
+//! [`grouped_bar_chart`] of [`BarSeries`] ([`GroupedBarOpts`]). Series look apart through
+//! [`series_style`] ([`Style`], [`Marker`], [`PALETTE`]).
 
 mod axis;
 mod chart;
