@@ -11,7 +11,7 @@
 //! Sysfs paths resolve under `WATTIO_ROOT` (fixture trees in tests); affinity always acts on
 //! the real process. Everything changed is put back by [`CpuActuator::restore`].
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use wattio_energy::SysRoot;
 
@@ -29,7 +29,7 @@ pub enum CoreBackend {
 }
 
 /// Outcome of one knob.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "result", content = "detail", rename_all = "snake_case")]
 pub enum KnobOutcome {
     Applied(String),
@@ -38,7 +38,7 @@ pub enum KnobOutcome {
 }
 
 /// What one `apply` did, knob by knob.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApplyReport {
     pub cores: KnobOutcome,
     pub frequency: KnobOutcome,

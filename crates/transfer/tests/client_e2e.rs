@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 use wattio_transfer::actuator::CoreBackend;
-use wattio_transfer::client::{run_transfer, TransferOptions, TunerChoice};
+use wattio_transfer::client::{run_transfer, TransferOptions, TransferSummary, TunerChoice};
 use wattio_transfer::server::{ServerConfig, ServerHandle};
 use wattio_transfer::tuner::{FixedParams, Sla};
 
@@ -54,6 +54,15 @@ fn every_sla_and_tuner_against_wattio_serve() {
         if e.estimated {
             assert!(e.provenance.starts_with("estimated"), "{}", e.provenance);
         }
+        // The --json summary reads back as the type that wrote it, field for field.
+        let json = serde_json::to_value(&s).unwrap();
+        let back: TransferSummary = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(
+            serde_json::to_value(&back).unwrap(),
+            json,
+            "{sla:?} {tuner:?}"
+        );
+        assert_eq!((back.files, back.bytes), (rels.len(), s.total_bytes));
     }
 }
 

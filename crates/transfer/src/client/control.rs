@@ -393,7 +393,7 @@ pub(super) async fn transfer_async(
                 t_s: shared.started.elapsed().as_secs_f64(),
                 bytes,
                 throughput_mbps: obs.tput_bps() / 1e6,
-                tuner: ctl.name(),
+                tuner: ctl.name().into(),
                 state: format!("{:?}", decision.state),
                 num_ch: decision.num_ch,
                 channels: decision.channels.clone(),
@@ -501,7 +501,7 @@ pub(super) async fn transfer_async(
                 estimated: r.estimated,
                 model: r.model.clone(),
                 provenance: r.provenance_label(),
-                scope: "whole machine (all processes), not this transfer alone",
+                scope: "whole machine (all processes), not this transfer alone".into(),
             }),
             None,
         ),
@@ -524,7 +524,7 @@ pub(super) async fn transfer_async(
             Some(p) => format!("URL list {}", p.display()),
             None => opts.source.clone(),
         },
-        source_kind: src.kind.name(),
+        source_kind: src.kind.name().into(),
         source_detail: match src.kind {
             SourceKind::Index(k) => Some(k.name().to_string()),
             _ => None,
@@ -560,7 +560,8 @@ pub(super) async fn transfer_async(
             "process-estimate"
         } else {
             "meter"
-        },
+        }
+        .into(),
         net,
         params_initial: plan,
         cpu_actuator: reports,

@@ -27,7 +27,7 @@ use super::url::HttpUrl;
 use crate::http::ResponseHead;
 use crate::urllist::UrlList;
 use anyhow::{anyhow, bail};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -57,7 +57,7 @@ pub(super) struct MirrorPlan {
 }
 
 /// One move of a file to its next mirror.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MirrorFallback {
     /// The URL that failed.
     pub from: String,
@@ -66,11 +66,11 @@ pub struct MirrorFallback {
     /// What failed (`HTTP 500`, `cannot be reached: …`).
     pub reason: String,
     /// `start` (found while sizing the files) or `transfer` (while fetching them).
-    pub during: &'static str,
+    pub during: String,
 }
 
 /// What the summary says about a file that has mirrors.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MirrorReport {
     /// The file, relative to the destination.
     pub file: String,
@@ -177,7 +177,7 @@ impl FileJob {
                 from: s.places[cur].url.clone(),
                 to: s.places[cur + 1].url.clone(),
                 reason: why.to_string(),
-                during: "transfer",
+                during: "transfer".into(),
             });
         }
         true
@@ -434,7 +434,7 @@ pub(super) async fn resolve_url_list(
                 from: places[*p].url.clone(),
                 to: places[cur].url.clone(),
                 reason: why.clone(),
-                during: "start",
+                during: "start".into(),
             })
             .collect();
         if !fallbacks.is_empty() {

@@ -10,12 +10,12 @@ use crate::dirindex::percent_decode_bytes;
 use crate::sums::SumsFile;
 use crate::urllist::url_file_name;
 use anyhow::{anyhow, bail};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
 /// What the summary says about the checksum file.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ChecksumFileReport {
     /// The URL or path given.
     pub source: String,

@@ -4,7 +4,7 @@ use super::mirrors::MirrorReport;
 use super::published::ChecksumFileReport;
 use crate::actuator::ApplyReport;
 use crate::tuner::{NetParams, TransferPlan};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What `ProcessEnergy::total_j` is.
 pub use wattio_energy::HOST_ESTIMATE_SCOPE;
@@ -17,7 +17,7 @@ pub use wattio_energy::HOST_ESTIMATE_SCOPE;
 /// `process-estimate` feedback sees and what `docs/results/transfer.md` reports; it is not this
 /// process's share of the machine's energy. That is `attributed_j`: the CPU-time share
 /// (`wattio_energy::attribution::share_j`) of the meter's whole-machine energy over the transfer.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProcessEnergy {
     /// Estimated energy of a host running only this process, J.
     pub total_j: f64,
@@ -30,7 +30,7 @@ pub struct ProcessEnergy {
     /// Provenance of `total_j`: `estimated (model: ...)`.
     pub provenance: String,
     /// What `total_j` is ([`HOST_ESTIMATE_SCOPE`]).
-    pub scope: &'static str,
+    pub scope: String,
     /// This process's CPU-time share of the meter's whole-machine energy over the transfer:
     /// `share_j(energy.total_j, online CPUs, meter window s, cpu_s)`; `None` without a meter.
     pub attributed_j: Option<f64>,
@@ -61,7 +61,7 @@ impl ProcessEnergy {
             cpu_s,
             estimated: true,
             provenance: wattio_energy::Provenance::estimated(model.name()).label(),
-            scope: HOST_ESTIMATE_SCOPE,
+            scope: HOST_ESTIMATE_SCOPE.into(),
             attributed_j,
             attributed_joules_per_gb: attributed_j.and_then(per_gb),
             attributed_label: system
@@ -71,7 +71,7 @@ impl ProcessEnergy {
 }
 
 /// Energy over the transfer, with its provenance.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EnergySummary {
     pub total_j: f64,
     pub mean_power_w: f64,
@@ -81,16 +81,16 @@ pub struct EnergySummary {
     pub model: Option<String>,
     /// E.g. "estimated (model: ccf-linear(...))" — system-wide, not this process alone.
     pub provenance: String,
-    pub scope: &'static str,
+    pub scope: String,
 }
 
 /// Parameters and measurements of one interval.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct IntervalLog {
     pub t_s: f64,
     pub bytes: u64,
     pub throughput_mbps: f64,
-    pub tuner: &'static str,
+    pub tuner: String,
     pub state: String,
     pub num_ch: usize,
     /// Channels per partition (concurrency budget).
@@ -110,7 +110,7 @@ pub struct IntervalLog {
 }
 
 /// How the files of a transfer were checked beyond their size.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Verification {
     /// Files checked against a wattio listing's XXH3-64.
     pub by_listing: usize,
@@ -128,11 +128,11 @@ pub struct Verification {
 pub const UNVERIFIED_LISTED: usize = 1000;
 
 /// The `--json` summary.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TransferSummary {
     pub source: String,
     /// How the files were found: `wattio-listing`, `directory-index`, `url-list`, `file-url`.
-    pub source_kind: &'static str,
+    pub source_kind: String,
     /// The index's generator for `directory-index` (`nginx autoindex (json)`, …).
     pub source_detail: Option<String>,
     /// Servers that ignore `Range` (each of their files came as one whole-file stream), with
@@ -167,7 +167,7 @@ pub struct TransferSummary {
     /// meter, this process's attributed share of the machine's energy.
     pub energy_process: ProcessEnergy,
     /// What fed the tuner: "meter" or "process-estimate".
-    pub energy_feedback: &'static str,
+    pub energy_feedback: String,
     pub net: NetParams,
     pub params_initial: TransferPlan,
     pub cpu_actuator: Vec<ApplyReport>,

@@ -2,7 +2,7 @@
 //! channel count and its split, initial cores and frequency).
 
 use super::Sla;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Smallest chunk we cut (ours): on a short path the BDP is a few KiB, and requests that
 /// small cost more CPU per byte than they save.
@@ -11,7 +11,7 @@ pub const MIN_CHUNK: u64 = 256 * 1024;
 pub const MAX_PIPELINING: usize = 100;
 
 /// What is known of the path.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct NetParams {
     /// Round-trip time, seconds.
     pub rtt_s: f64,
@@ -39,7 +39,7 @@ impl NetParams {
 }
 
 /// Size classes of partitionFiles() (thresholds are ours; the paper does not give them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum PartitionClass {
     /// size < BDP/8
     Small,
@@ -50,7 +50,7 @@ pub enum PartitionClass {
 }
 
 /// How files of a partition are cut into requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RequestSplit {
     /// One request per file.
     Whole,
@@ -61,7 +61,7 @@ pub enum RequestSplit {
 }
 
 /// One partition of the dataset.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Partition {
     pub class: PartitionClass,
     /// Indices into the dataset's file list (not serialized: can be long).
@@ -75,7 +75,7 @@ pub struct Partition {
 }
 
 /// The initial transfer parameters Algorithm 1 chooses: partitions, channels, cores, frequency.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TransferPlan {
     pub bdp_bytes: u64,
     pub partitions: Vec<Partition>,
