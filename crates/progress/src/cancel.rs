@@ -4,12 +4,12 @@
 //! A flag alone would leave a runner asleep in an idle window or blocked on a workload until
 //! it ends; polling it would add wake-ups to the very runs being timed. So the flag comes with
 //! a pipe: [`Cancel::set`] also writes one byte, and the waits here block in `poll(2)` on that
-//! pipe (and, for a child, on its pidfd), waking only when the wait is over or the study is
-//! cancelled. The binary owns the signal handling and calls [`Cancel::set`]; libraries never
+//! pipe (and, for a child, on its pidfd; for a timer or a socket, on its descriptor), waking
+//! only when the wait is over or the study is cancelled. The binary owns the signal handling and calls [`Cancel::set`]; libraries never
 //! install handlers.
 
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
-use rustix::fd::OwnedFd;
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::pipe::{pipe_with, PipeFlags};
 use rustix::process::{pidfd_open, Pid, PidfdFlags};
 use std::io;
@@ -68,9 +68,9 @@ impl Cancel {
 
     /// Blocks on the wake pipe (and `extra`) for at most `timeout` (`None`: no limit);
     /// returns whether `extra` became readable.
-    fn block(&self, extra: Option<&OwnedFd>, timeout: Option<Duration>) -> io::Result<bool> {
+    fn block(&self, extra: Option<BorrowedFd<'_>>, timeout: Option<Duration>) -> io::Result<bool> {
         let mut fds = vec![PollFd::new(&self.wake_read, PollFlags::IN)];
-        if let Some(fd) = extra {
+        if let Some(fd) = &extra {
             fds.push(PollFd::new(fd, PollFlags::IN));
         }
         let ts = timeout.map(timespec);
@@ -99,6 +99,26 @@ impl Cancel {
         }
     }
 
+    /// Waits until `fd` is readable (a timerfd expired, a listener has a connection) or the
+    /// flag is set, for at most `timeout` (`None`: no limit). Returns whether `fd` is readable:
+    /// `false` means cancelled or timed out ([`Cancel::is_set`] tells which). One `poll(2)` on
+    /// both, so a loop that waits on its own descriptor needs no timeout to notice a cancel.
+    pub fn wait_readable(&self, fd: impl AsFd, timeout: Option<Duration>) -> io::Result<bool> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            if self.is_set() {
+                return Ok(false);
+            }
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if self.block(Some(fd.as_fd()), left)? {
+                return Ok(true);
+            }
+            if left.is_some_and(|l| l.is_zero()) {
+                return Ok(false);
+            }
+        }
+    }
+
     /// Waits until our un-reaped child `pid` exits or the study is cancelled, without
     /// reaping it. Blocks on the child's pidfd (Linux 5.3+); where there is none, checks with
     /// `waitid(WNOWAIT)` every 10 ms.
@@ -111,7 +131,7 @@ impl Cancel {
             }
             match &pidfd {
                 Some(fd) => {
-                    if self.block(Some(fd), None)? {
+                    if self.block(Some(fd.as_fd()), None)? {
                         return Ok(Waited::Exited);
                     }
                 }
@@ -186,6 +206,34 @@ mod tests {
         setter.join().unwrap();
         long.kill().unwrap();
         long.wait().unwrap();
+    }
+
+    #[test]
+    fn wait_readable_wakes_on_data_on_timeout_and_on_cancel() {
+        use std::io::Write;
+        use std::os::unix::net::UnixStream;
+        let c = Arc::new(Cancel::new().unwrap());
+        let (mut tx, rx) = UnixStream::pair().unwrap();
+        let t0 = Instant::now();
+        assert!(!c
+            .wait_readable(&rx, Some(Duration::from_millis(30)))
+            .unwrap());
+        assert!(t0.elapsed() >= Duration::from_millis(30), "ran its course");
+        assert!(!c.is_set(), "a timeout is not a cancel");
+        tx.write_all(b"x").unwrap();
+        assert!(c.wait_readable(&rx, None).unwrap(), "data is there");
+
+        let (_tx, idle) = UnixStream::pair().unwrap();
+        let c2 = Arc::clone(&c);
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            c2.set();
+        });
+        let t0 = Instant::now();
+        assert!(!c.wait_readable(&idle, None).unwrap(), "woken by set()");
+        assert!(t0.elapsed() < Duration::from_secs(10));
+        setter.join().unwrap();
+        assert!(c.is_set());
     }
 
     #[test]
