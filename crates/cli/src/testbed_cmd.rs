@@ -7,9 +7,10 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::Duration;
 use wattio_progress::Sink;
-use wattio_testbed::bed::{self, Bed, Side, UpOutcome};
-use wattio_testbed::dataset::{self, DatasetProgress};
-use wattio_testbed::{link, runstats};
+use wattio_testbed::{
+    check_bed, generate_dataset, link_profile, run_delay_line, run_with_stats, Bed, CheckConfig,
+    DatasetProgress, LinkConfig, Side, UpOutcome, LINK_PROFILES,
+};
 use wattio_units::{format_duration, parse_duration, parse_duration_or_seconds, BitRate, ByteSize};
 
 #[derive(Args)]
@@ -112,8 +113,8 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
     match a.cmd {
         TestbedCmd::Up(u) => {
             let mut cfg = match (&u.profile, &u.rate, &u.rtt) {
-                (_, Some(r), Some(t)) => link::LinkConfig::new(r.bits_per_second(), *t),
-                (p, _, _) => link::profile(p.as_deref().unwrap_or("cloudlab"))?,
+                (_, Some(r), Some(t)) => LinkConfig::new(r.bits_per_second(), *t),
+                (p, _, _) => link_profile(p.as_deref().unwrap_or("cloudlab"))?,
             };
             if let Some(m) = u.mtu {
                 cfg.mtu = m;
@@ -172,7 +173,7 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
                         }
                     };
                     let s =
-                        runstats::run(cmd, wattio_energy::ModelParams::default(), meter.as_ref())?;
+                        run_with_stats(cmd, wattio_energy::ModelParams::default(), meter.as_ref())?;
                     std::fs::write(&path, serde_json::to_string_pretty(&s)?)
                         .with_context(|| format!("cannot write {}", path.display()))?;
                     s.exit_code
@@ -200,14 +201,14 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
                     format_duration(c.duration)
                 );
             }
-            let cfg = wattio_testbed::check::CheckConfig {
+            let cfg = CheckConfig {
                 window_bytes: c.window.bytes(),
                 streams: c.streams.max(1),
                 measure: c.duration,
                 rtt_only: c.rtt_only,
                 ..Default::default()
             };
-            let r = wattio_testbed::check::check(&bed, &st, &cfg)?;
+            let r = check_bed(&bed, &st, &cfg)?;
             if c.json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {
@@ -222,13 +223,13 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
             })
         }
         TestbedCmd::Profiles => {
-            for p in link::PROFILES {
+            for p in LINK_PROFILES {
                 println!("{:<18} {}", p.name, p.about);
             }
             Ok(ExitCode::SUCCESS)
         }
         TestbedCmd::DelayLine(d) => {
-            bed::run_delay_line(
+            run_delay_line(
                 &bed,
                 Duration::from_micros(d.one_way_us),
                 d.mtu,
@@ -295,7 +296,7 @@ pub fn dataset(a: DatasetArgs) -> Result<ExitCode> {
             *bar = None;
         }
     });
-    let sums = dataset::generate(&g.dir, &g.only, g.scale, g.seed, &progress)?;
+    let sums = generate_dataset(&g.dir, &g.only, g.scale, g.seed, &progress)?;
     println!(
         "{:<8} {:>7} {:>12} {:>12} {:>12}  dir",
         "dataset", "files", "total MiB", "mean KiB", "sd KiB"

@@ -4,7 +4,7 @@
 //! The script leaves, per run `ID` (`DATASET.TOOL.rREP`), under `RUN_DIR/runs/`:
 //! `ID.meta.json` ([`BenchRunMeta`], what the script knows: tool, dataset, exit code, bytes
 //! that arrived, the link, nginx's CPU time), `ID.stats.json` (`wattio testbed exec --stats`:
-//! [`wattio_testbed::runstats::RunStats`], the tool's wall and CPU time and the client's
+//! [`wattio_testbed::RunStats`], the tool's wall and CPU time and the client's
 //! *estimated* energy), `ID.measure.json` (`wattio measure --json`:
 //! [`wattio_meter::measure::RunReport`], the whole host's energy) and, for wattio's rows, `ID.stdout`
 //! (the `wattio transfer --json` summary).
@@ -178,7 +178,7 @@ pub fn read_runs(run_dir: &Path) -> Result<Vec<BenchRow>, BenchTransferError> {
             continue;
         }
         let m: BenchRunMeta = read_json(&meta_path)?;
-        let s: wattio_testbed::runstats::RunStats = read_json(&stats_path)?;
+        let s: wattio_testbed::RunStats = read_json(&stats_path)?;
         let measure: Option<wattio_meter::measure::RunReport> =
             read_json(Path::new(&format!("{base}.measure.json"))).ok();
         let reported: Option<ReportedThroughput> = if m.tool.starts_with("wattio-") {
@@ -196,7 +196,7 @@ pub fn read_runs(run_dir: &Path) -> Result<Vec<BenchRow>, BenchTransferError> {
 
 fn row(
     m: BenchRunMeta,
-    s: wattio_testbed::runstats::RunStats,
+    s: wattio_testbed::RunStats,
     measure: Option<wattio_meter::measure::RunReport>,
     reported: Option<ReportedThroughput>,
 ) -> BenchRow {

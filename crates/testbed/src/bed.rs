@@ -28,11 +28,11 @@ use std::time::{Duration, Instant};
 use wattio_progress::Sink;
 
 /// Client address inside `NAME-client`.
-pub const CLIENT_ADDR: &str = "10.77.0.1";
+pub(crate) const CLIENT_ADDR: &str = "10.77.0.1";
 /// Server address inside `NAME-server`.
-pub const SERVER_ADDR: &str = "10.77.0.2";
+pub(crate) const SERVER_ADDR: &str = "10.77.0.2";
 /// TUN device name in both namespaces.
-pub const DEV: &str = "wt0";
+pub(crate) const DEV: &str = "wt0";
 const RUN_DIR: &str = "/run/wattio-testbed";
 
 /// Which end of the path (`wattio testbed exec SIDE`).
@@ -579,7 +579,7 @@ mod tests {
     fn describe_prints_both_addresses() {
         let st = BedState {
             name: "wb".into(),
-            link: crate::link::profile("didclab").unwrap(),
+            link: crate::link::link_profile("didclab").unwrap(),
             pid: 1,
             client_ns: "wb-client".into(),
             server_ns: "wb-server".into(),

@@ -55,7 +55,7 @@ impl Default for CheckConfig {
 
 /// One throughput run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Run {
+pub struct ThroughputRun {
     pub streams: usize,
     /// Advertised-window clamp per stream, if any.
     pub window_clamp_bytes: Option<u64>,
@@ -74,7 +74,7 @@ pub struct CheckReport {
     pub rtt_min_ms: f64,
     pub rtt_median_ms: f64,
     pub rtt_ok: bool,
-    pub runs: Vec<Run>,
+    pub runs: Vec<ThroughputRun>,
 }
 
 fn netns_path(bed: &Bed, side: Side) -> PathBuf {
@@ -306,7 +306,7 @@ fn throughput(bed: &Bed, cfg: &CheckConfig, streams: usize, clamp: Option<u64>) 
 
 /// Checks a running testbed. Fails only when the testbed cannot be used; whether the numbers
 /// meet the expectations is in the report (`rtt_ok`, expected vs measured).
-pub fn check(bed: &Bed, st: &BedState, cfg: &CheckConfig) -> Result<CheckReport> {
+pub fn check_bed(bed: &Bed, st: &BedState, cfg: &CheckConfig) -> Result<CheckReport> {
     let link = &st.link;
     let rtt_set_ms = link.rtt_us as f64 / 1000.0;
     let sink = start_sink(bed, None)?;
@@ -330,19 +330,19 @@ pub fn check(bed: &Bed, st: &BedState, cfg: &CheckConfig) -> Result<CheckReport>
     let goodput = link.rate_bps as f64 * (link.mtu as f64 - 52.0) / link.mtu as f64;
     let rtt_s = rtt_set_ms / 1e3;
     let w = cfg.window_bytes;
-    report.runs.push(Run {
+    report.runs.push(ThroughputRun {
         streams: 1,
         window_clamp_bytes: Some(w),
         expected_bps: Some(goodput.min(w as f64 * 8.0 / rtt_s)),
         measured_bps: throughput(bed, cfg, 1, Some(w))?,
     });
-    report.runs.push(Run {
+    report.runs.push(ThroughputRun {
         streams: 1,
         window_clamp_bytes: None,
         expected_bps: None,
         measured_bps: throughput(bed, cfg, 1, None)?,
     });
-    report.runs.push(Run {
+    report.runs.push(ThroughputRun {
         streams: cfg.streams,
         window_clamp_bytes: None,
         expected_bps: Some(goodput),

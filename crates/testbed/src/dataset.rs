@@ -37,7 +37,7 @@ const MIB: f64 = 1024.0 * 1024.0;
 
 /// One row of Table II.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Shape {
+pub(crate) struct Shape {
     pub name: &'static str,
     /// File-name prefix, unique per dataset.
     pub prefix: char,
@@ -47,7 +47,7 @@ pub struct Shape {
 }
 
 /// Table II of the paper.
-pub const TABLE_II: [Shape; 3] = [
+pub(crate) const TABLE_II: [Shape; 3] = [
     Shape {
         name: "small",
         prefix: 's',
@@ -72,7 +72,7 @@ pub const TABLE_II: [Shape; 3] = [
 ];
 
 /// All dataset names, in the order they are generated.
-pub const NAMES: [&str; 4] = ["small", "medium", "large", "mixed"];
+pub const DATASET_NAMES: [&str; 4] = ["small", "medium", "large", "mixed"];
 
 /// One file of a dataset.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,7 +85,7 @@ pub struct DatasetFile {
 /// Dataset draws over the workspace's one seeded generator ([`wattio_stats::SplitMix64`]):
 /// sizes and filler bytes (not cryptographic).
 #[derive(Debug, Clone)]
-pub struct SplitMix(SplitMix64);
+pub(crate) struct SplitMix(SplitMix64);
 
 impl SplitMix {
     pub fn new(seed: u64) -> Self {
@@ -106,12 +106,12 @@ impl SplitMix {
 }
 
 /// Number of files of `shape` at `scale` (at least one).
-pub fn scaled_count(shape: &Shape, scale: f64) -> usize {
+pub(crate) fn scaled_count(shape: &Shape, scale: f64) -> usize {
     ((shape.files as f64 * scale).round() as usize).max(1)
 }
 
 /// The file list of one base dataset at `scale` with `seed`: deterministic.
-pub fn plan(shape: &Shape, scale: f64, seed: u64) -> Vec<DatasetFile> {
+pub(crate) fn plan(shape: &Shape, scale: f64, seed: u64) -> Vec<DatasetFile> {
     let mut rng = SplitMix::new(seed ^ (shape.prefix as u64).wrapping_mul(0x1000_0000_01B3));
     (1..=scaled_count(shape, scale))
         .map(|i| {
@@ -126,7 +126,7 @@ pub fn plan(shape: &Shape, scale: f64, seed: u64) -> Vec<DatasetFile> {
 }
 
 /// Mean and (population) standard deviation of the sizes, for reporting a generated dataset.
-pub fn size_stats(entries: &[DatasetFile]) -> (f64, f64) {
+pub(crate) fn size_stats(entries: &[DatasetFile]) -> (f64, f64) {
     let n = entries.len().max(1) as f64;
     let mean = entries.iter().map(|e| e.size as f64).sum::<f64>() / n;
     let var = entries
@@ -138,7 +138,7 @@ pub fn size_stats(entries: &[DatasetFile]) -> (f64, f64) {
 }
 
 /// Reads a manifest (`path<TAB>size` lines).
-pub fn read_manifest(path: &Path) -> Result<Vec<DatasetFile>> {
+pub(crate) fn read_manifest(path: &Path) -> Result<Vec<DatasetFile>> {
     let text = fs::read_to_string(path)
         .with_context(|| format!("cannot read manifest {}", path.display()))?;
     text.lines()
@@ -227,10 +227,10 @@ pub struct DatasetSummary {
     pub written: bool,
 }
 
-/// Generates the datasets in `names` (any of [`NAMES`]) under `out` at `scale`. A dataset whose
+/// Generates the datasets in `names` (any of [`DATASET_NAMES`]) under `out` at `scale`. A dataset whose
 /// manifest already matches is left alone; "mixed" generates the three base datasets it links to.
 /// `progress` is told how far each dataset being written is (every MiB).
-pub fn generate(
+pub fn generate_dataset(
     out: &Path,
     names: &[String],
     scale: f64,
@@ -241,7 +241,7 @@ pub fn generate(
         bail!("scale {scale} is out of range: use a factor in (0, 1], e.g. --scale 0.05");
     }
     for n in names {
-        if !NAMES.contains(&n.as_str()) {
+        if !DATASET_NAMES.contains(&n.as_str()) {
             bail!("unknown dataset {n:?}: use small, medium, large or mixed");
         }
     }
@@ -388,7 +388,7 @@ mod tests {
                 "progress moves forward"
             );
         });
-        let s = generate(dir.path(), &names, 0.0005, 1, &progress).unwrap();
+        let s = generate_dataset(dir.path(), &names, 0.0005, 1, &progress).unwrap();
         let last = heard.lock().unwrap();
         assert_eq!(
             s.iter().map(|x| x.name.as_str()).collect::<Vec<_>>(),
@@ -423,11 +423,12 @@ mod tests {
         assert!(a.iter().filter(|&&x| x == 0).count() < a.len() / 100);
         assert_ne!(a[..64], b[..64]);
         // Second run: nothing rewritten.
-        let s2 = generate(dir.path(), &names, 0.0005, 1, &Sink::none()).unwrap();
+        let s2 = generate_dataset(dir.path(), &names, 0.0005, 1, &Sink::none()).unwrap();
         assert!(s2.iter().all(|x| !x.written));
         // A truncated file is noticed and the dataset regenerated.
         fs::write(dir.path().join("small/s000003.bin"), b"short").unwrap();
-        let s3 = generate(dir.path(), &["small".to_string()], 0.0005, 1, &Sink::none()).unwrap();
+        let s3 =
+            generate_dataset(dir.path(), &["small".to_string()], 0.0005, 1, &Sink::none()).unwrap();
         assert!(s3[0].written);
         assert_eq!(fs::read(dir.path().join("small/s000001.bin")).unwrap(), a);
     }
@@ -436,18 +437,18 @@ mod tests {
     fn bad_arguments_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         assert!(
-            generate(dir.path(), &["huge".into()], 0.1, 1, &Sink::none())
+            generate_dataset(dir.path(), &["huge".into()], 0.1, 1, &Sink::none())
                 .unwrap_err()
                 .to_string()
                 .contains("unknown")
         );
         assert!(
-            generate(dir.path(), &["small".into()], 0.0, 1, &Sink::none())
+            generate_dataset(dir.path(), &["small".into()], 0.0, 1, &Sink::none())
                 .unwrap_err()
                 .to_string()
                 .contains("scale")
         );
-        assert!(generate(dir.path(), &["small".into()], 2.0, 1, &Sink::none()).is_err());
+        assert!(generate_dataset(dir.path(), &["small".into()], 2.0, 1, &Sink::none()).is_err());
     }
 
     #[test]

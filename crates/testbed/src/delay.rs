@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 /// Counters of one direction, readable while it runs.
 #[derive(Debug, Default)]
-pub struct Counters {
+pub(crate) struct Counters {
     /// Packets forwarded.
     pub packets: AtomicU64,
     /// Bytes forwarded.
@@ -24,7 +24,7 @@ pub struct Counters {
 
 /// Settings of one direction.
 #[derive(Debug, Clone, Copy)]
-pub struct Direction {
+pub(crate) struct Direction {
     /// One-way delay added to every packet.
     pub delay: Duration,
     /// Bytes the FIFO may hold before it drops (guards memory if the output stalls; sized well
@@ -43,7 +43,7 @@ const BATCH: usize = 64;
 ///
 /// Both fds must be packet-oriented (TUN devices, or `SOCK_SEQPACKET` sockets in tests) and
 /// `input` must be non-blocking.
-pub fn run(
+pub(crate) fn run(
     input: BorrowedFd<'_>,
     output: BorrowedFd<'_>,
     dir: Direction,

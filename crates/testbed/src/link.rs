@@ -124,12 +124,12 @@ pub struct LinkProfile {
 /// streams reached 2 Gbit/s with other builds running; see docs/testbed.md and
 /// `scripts/testbed-validate.sh`), but the transfer tools, nginx and the delay line share those
 /// two cores, so the profiles keep the paper's 1 Gbit/s, which leaves them headroom.
-pub const MAX_RATE_BPS: u64 = 1_000_000_000;
+pub(crate) const MAX_RATE_BPS: u64 = 1_000_000_000;
 
 /// The paper's CloudLab (1 Gbps, 36 ms) and DIDCLab (1 Gbps, 44 ms) testbeds. Their 1 Gbps holds
 /// on 2 vCPUs, so only the 10 Gbps Chameleon testbed is out of reach (it is offered scaled to
 /// the same 1 Gbps, keeping its 32 ms RTT).
-pub const PROFILES: &[LinkProfile] = &[
+pub const LINK_PROFILES: &[LinkProfile] = &[
     LinkProfile {
         name: "cloudlab",
         rate_bps: MAX_RATE_BPS,
@@ -151,17 +151,20 @@ pub const PROFILES: &[LinkProfile] = &[
 ];
 
 /// Looks up a profile by name.
-pub fn profile(name: &str) -> Result<LinkConfig> {
-    let p = PROFILES.iter().find(|p| p.name == name).with_context(|| {
-        let names: Vec<_> = PROFILES.iter().map(|p| p.name).collect();
-        format!("unknown profile {name:?}: use one of {}", names.join(", "))
-    })?;
+pub fn link_profile(name: &str) -> Result<LinkConfig> {
+    let p = LINK_PROFILES
+        .iter()
+        .find(|p| p.name == name)
+        .with_context(|| {
+            let names: Vec<_> = LINK_PROFILES.iter().map(|p| p.name).collect();
+            format!("unknown profile {name:?}: use one of {}", names.join(", "))
+        })?;
     Ok(LinkConfig::new(p.rate_bps, Duration::from_millis(p.rtt_ms)))
 }
 
 /// Bits per second as tc reads them back (`1gbit`, `500mbit`; `0bit` for none), in
 /// `wattio_units`' grammar.
-pub fn fmt_rate(bps: u64) -> String {
+pub(crate) fn fmt_rate(bps: u64) -> String {
     BitRate::from_bits_per_second(bps).map_or_else(|| "0bit".to_string(), |r| r.to_string())
 }
 
@@ -172,9 +175,9 @@ mod tests {
     #[test]
     fn bdp_matches_the_papers_table() {
         // Table I: CloudLab 1 Gbps × 36 ms = 4.5 MB, DIDCLab 1 Gbps × 44 ms = 5.5 MB.
-        assert_eq!(profile("cloudlab").unwrap().bdp_bytes(), 4_500_000);
-        assert_eq!(profile("didclab").unwrap().bdp_bytes(), 5_500_000);
-        assert!(profile("nowhere")
+        assert_eq!(link_profile("cloudlab").unwrap().bdp_bytes(), 4_500_000);
+        assert_eq!(link_profile("didclab").unwrap().bdp_bytes(), 5_500_000);
+        assert!(link_profile("nowhere")
             .unwrap_err()
             .to_string()
             .contains("cloudlab"));

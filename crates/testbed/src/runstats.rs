@@ -76,7 +76,11 @@ fn machine_cpus(fallback: usize) -> usize {
 /// Runs `cmd` to completion and returns its statistics. The dedicated-host estimate uses
 /// `params`; with a `meter`, the command's attributed share of the machine's energy over the run
 /// is added.
-pub fn run(mut cmd: Command, params: ModelParams, meter: Option<&Meter>) -> Result<RunStats> {
+pub fn run_with_stats(
+    mut cmd: Command,
+    params: ModelParams,
+    meter: Option<&Meter>,
+) -> Result<RunStats> {
     let prog = format!("{:?}", cmd.get_program());
     let snap0 = meter.and_then(|m| m.snapshot().ok());
     let t0 = Instant::now();
@@ -130,7 +134,7 @@ mod tests {
 
     #[test]
     fn counts_the_childs_cpu_and_exit_code() {
-        let s = run(busy_child(), ModelParams::default(), None).unwrap();
+        let s = run_with_stats(busy_child(), ModelParams::default(), None).unwrap();
         assert_eq!(s.exit_code, 3);
         assert!(s.wall_s >= 0.3, "wall {}", s.wall_s);
         assert!(s.user_s + s.sys_s > 0.05, "cpu {} + {}", s.user_s, s.sys_s);
@@ -158,7 +162,7 @@ mod tests {
             model: ModelParams::default(),
         })
         .expect("the model source needs only /proc/stat");
-        let s = run(busy_child(), ModelParams::default(), Some(&meter)).unwrap();
+        let s = run_with_stats(busy_child(), ModelParams::default(), Some(&meter)).unwrap();
         let total = s.system_energy_j.expect("a meter was given");
         let got = s.attributed_j.expect("a meter was given");
         let n = machine_cpus(s.n_cpus);
@@ -191,7 +195,7 @@ mod tests {
 
     #[test]
     fn a_missing_program_is_a_clear_error() {
-        let e = run(
+        let e = run_with_stats(
             Command::new("/nonexistent/wattio-tool"),
             ModelParams::default(),
             None,

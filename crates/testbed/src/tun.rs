@@ -21,7 +21,7 @@ struct IfReq {
 ///
 /// The namespace switch happens on a short-lived thread, so the caller's namespace never changes;
 /// the fd stays bound to the device wherever it is used afterwards.
-pub fn open_in_netns(netns_path: &str, dev: &str) -> Result<OwnedFd> {
+pub(crate) fn open_in_netns(netns_path: &str, dev: &str) -> Result<OwnedFd> {
     let (netns_path, dev) = (netns_path.to_owned(), dev.to_owned());
     std::thread::spawn(move || -> Result<OwnedFd> {
         let ns = File::open(&netns_path).with_context(|| {
@@ -41,7 +41,7 @@ pub fn open_in_netns(netns_path: &str, dev: &str) -> Result<OwnedFd> {
 }
 
 /// Attaches to TUN device `dev` in the current thread's network namespace.
-pub fn open(dev: &str) -> Result<OwnedFd> {
+pub(crate) fn open(dev: &str) -> Result<OwnedFd> {
     if dev.is_empty() || dev.len() >= libc::IFNAMSIZ {
         bail!(
             "TUN device name {dev:?} must have 1 to {} bytes",
