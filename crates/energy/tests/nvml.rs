@@ -8,8 +8,8 @@
 use std::ffi::OsStr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use wattio_energy::{open_with_gpus, CombinedSource};
 use wattio_energy::{discover_powercap, PowercapSource};
+use wattio_energy::{open_with_gpus, CombinedSource};
 use wattio_energy::{probe_nvml, GpuCounter, NvmlSource};
 use wattio_energy::{
     Accumulator, CounterDelta, Domain, EnergyError, Mechanism, Source, SourceChoice, SysRoot,
