@@ -16,7 +16,7 @@
 //!
 //! * [`Executor`] runs a [`CommandSpec`] once and reports a [`RunReport`]; [`MeterExecutor`] is
 //!   the real one (spawn, `wait4`, two meter snapshots). Tests substitute fakes.
-//! * [`bench`] — the run loop: warmups, `--prepare`, round-robin interleaving, failed and
+//! * [`bench`](mod@bench) — the run loop: warmups, `--prepare`, round-robin interleaving, failed and
 //!   interrupted runs left out, per-command statistics, the comparison with the best command.
 //! * [`render`] — the human summary, CSV and Markdown exports.
 
