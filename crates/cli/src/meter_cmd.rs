@@ -669,8 +669,8 @@ fn fixture_tick(a: TickArgs) -> Result<ExitCode> {
     for c in ticker.counters() {
         eprintln!("wattio fixture tick: {} at {} W", c.name, a.watts);
     }
-    let stop = stop_on_signals()?;
-    let summary = ticker.run(&stop, log.as_mut().map(|w| w as &mut dyn std::io::Write))?;
+    let cancel = crate::study_ui::cancel_on_signals()?;
+    let summary = ticker.run(&cancel, log.as_mut().map(|w| w as &mut dyn std::io::Write))?;
     if let Some(mut w) = log {
         std::io::Write::flush(&mut w)?;
     }

@@ -452,7 +452,7 @@ pub struct TickConfig {
     /// When set, written as the energy status unit (bits 12:8) of every RAPL unit MSR stand-in:
     /// the energy unit becomes 2^-N J and the 32-bit counter wraps after 2^(32-N) J.
     pub msr_esu: Option<u32>,
-    /// Stop after this long (else when `stop` is set).
+    /// Stop after this long (else when [`Ticker::run`]'s cancel flag is set).
     pub duration: Option<std::time::Duration>,
 }
 
@@ -773,16 +773,15 @@ impl Ticker {
         &self.counters
     }
 
-    /// Rewrites the counters every interval until `stop` is set or the configured duration has
-    /// passed. When `log` is given, writes CSV rows `unix_ns,elapsed_s,counter,energy_j,raw,wraps`
+    /// Rewrites the counters every interval until `cancel` is set or the configured duration
+    /// has passed (a cancel wakes the wait for the next tick, so it ends at once). When `log` is given, writes CSV rows `unix_ns,elapsed_s,counter,energy_j,raw,wraps`
     /// (`energy_j`: the energy the written raw value stands for since the start) at the start,
     /// at every wrap of a counter, once a second and at the end: the known true energy.
     pub fn run(
         mut self,
-        stop: &std::sync::atomic::AtomicBool,
+        cancel: &wattio_progress::Cancel,
         mut log: Option<&mut dyn io::Write>,
     ) -> io::Result<TickSummary> {
-        use std::sync::atomic::Ordering;
         use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
         let interval = self.cfg.interval;
         let start = Instant::now();
@@ -798,8 +797,7 @@ impl Ticker {
         let mut k: u32 = 0;
         let mut elapsed = Duration::ZERO;
         loop {
-            let last =
-                stop.load(Ordering::Relaxed) || self.cfg.duration.is_some_and(|d| elapsed >= d);
+            let last = cancel.is_set() || self.cfg.duration.is_some_and(|d| elapsed >= d);
             let mut logged = false;
             let log_due = last || elapsed >= next_log;
             for (c, f) in self.counters.iter_mut().zip(&self.files) {
@@ -843,7 +841,7 @@ impl Ticker {
                 deadline = deadline.min(d);
             }
             if deadline > now {
-                std::thread::sleep(deadline - now);
+                cancel.sleep(deadline - now);
             }
             elapsed = start.elapsed();
             max_late = max_late.max(elapsed.saturating_sub(deadline));
@@ -865,6 +863,7 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    use wattio_progress::Cancel;
 
     fn unix_ns() -> u128 {
         SystemTime::now()
@@ -971,7 +970,7 @@ mod tests {
         let mut log = Vec::new();
         let summary = ticker
             .run(
-                &AtomicBool::new(false),
+                &Cancel::new().unwrap(),
                 Some(&mut log as &mut dyn io::Write),
             )
             .unwrap();
@@ -1051,7 +1050,7 @@ mod tests {
         let reader = sample(Arc::clone(&running), Duration::from_millis(2), move || {
             file.read(crate::msr::AMD_PKG_ENERGY).unwrap()
         });
-        let summary = ticker.run(&AtomicBool::new(false), None).unwrap();
+        let summary = ticker.run(&Cancel::new().unwrap(), None).unwrap();
         running.store(false, Ordering::Relaxed);
         let samples = reader.join().unwrap();
         assert!(samples.iter().all(|s| s.1 <= u64::from(u32::MAX)));
@@ -1122,13 +1121,47 @@ mod tests {
             }
             (reads, checked)
         });
-        ticker.run(&AtomicBool::new(false), None).unwrap();
+        ticker.run(&Cancel::new().unwrap(), None).unwrap();
         running.store(false, Ordering::Relaxed);
         let (reads, checked) = reader.join().unwrap();
         assert!(
             reads > 1000 && checked > reads / 2,
             "{reads} reads, {checked} checked"
         );
+    }
+
+    #[test]
+    fn a_cancel_ends_a_ticker_without_a_duration_mid_interval_with_a_final_log_row() {
+        let d = tempfile::tempdir().unwrap();
+        let t = amd_epyc(d.path()).unwrap();
+        // A 10 s interval: only a cancel that wakes the sleep ends the run within it.
+        let cfg = TickConfig {
+            watts: 0.5,
+            interval: Duration::from_secs(10),
+            ..TickConfig::default()
+        };
+        let ticker = Ticker::prepare(&t, &cfg).unwrap();
+        let n = ticker.counters().len();
+        let cancel = Arc::new(Cancel::new().unwrap());
+        let c = Arc::clone(&cancel);
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            c.set();
+        });
+        let t0 = std::time::Instant::now();
+        let mut log = Vec::new();
+        let summary = ticker
+            .run(&cancel, Some(&mut log as &mut dyn io::Write))
+            .unwrap();
+        setter.join().unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+        assert_eq!(summary.ticks, 2, "the first rewrite and the last");
+        // Header, the start rows and the end rows, one per counter each.
+        let log = String::from_utf8(log).unwrap();
+        assert_eq!(log.lines().count(), 1 + 2 * n, "{log}");
+        let last = log.lines().last().unwrap();
+        let elapsed_s: f64 = last.split(',').nth(1).unwrap().parse().unwrap();
+        assert!((0.25..5.0).contains(&elapsed_s), "{last}");
     }
 
     #[test]
