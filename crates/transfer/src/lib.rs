@@ -15,14 +15,24 @@
 //! is ours.
 
 pub mod actuator;
+#[cfg(feature = "engine")]
 pub mod checksum;
+#[cfg(feature = "engine")]
 pub mod client;
+#[cfg(feature = "engine")]
 pub mod dirindex;
+#[cfg(feature = "engine")]
 pub mod http;
+#[cfg(feature = "engine")]
 pub mod listing;
+#[cfg(feature = "engine")]
 pub mod server;
 pub mod sim;
+pub mod summary;
+#[cfg(feature = "engine")]
 pub mod sums;
+#[cfg(feature = "engine")]
 pub mod tls;
 pub mod tuner;
+#[cfg(feature = "engine")]
 pub mod urllist;

@@ -11,7 +11,7 @@ use super::resume::{prepare, Prepared};
 use super::source::{first_url, probe_ranges, resolve, SourceFile, SourceKind};
 use super::state::Shared;
 use super::stream::{stream_file, Streamed};
-use super::summary::{
+use crate::summary::{
     EnergySummary, IntervalLog, ProcessEnergy, TransferSummary, Verification, UNVERIFIED_LISTED,
 };
 use super::verify::finish_file;

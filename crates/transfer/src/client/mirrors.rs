@@ -27,7 +27,7 @@ use super::url::HttpUrl;
 use crate::http::ResponseHead;
 use crate::urllist::UrlList;
 use anyhow::{anyhow, bail};
-use serde::{Deserialize, Serialize};
+use crate::summary::{MirrorFallback, MirrorReport};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -54,53 +54,6 @@ pub(super) struct MirrorPlan {
     pub(super) fallbacks: Vec<MirrorFallback>,
     /// `urls.txt:4`, for messages.
     pub(super) line: String,
-}
-
-/// One move of a file to its next mirror.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MirrorFallback {
-    /// The URL that failed.
-    pub from: String,
-    /// The URL the file's remaining bytes came from next.
-    pub to: String,
-    /// What failed (`HTTP 500`, `cannot be reached: …`).
-    pub reason: String,
-    /// `start` (found while sizing the files) or `transfer` (while fetching them).
-    pub during: String,
-}
-
-/// What the summary says about a file that has mirrors.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MirrorReport {
-    /// The file, relative to the destination.
-    pub file: String,
-    /// The URL its last bytes came from.
-    pub served_by: String,
-    /// URLs on its line, the first included.
-    pub mirrors: usize,
-    /// Each move to the next mirror, in order.
-    pub fallbacks: Vec<MirrorFallback>,
-}
-
-impl MirrorReport {
-    /// One line for a person: `f.bin from http://b/f.bin (after http://a/f.bin: HTTP 500)`.
-    pub fn describe(&self) -> String {
-        let after: Vec<String> = self
-            .fallbacks
-            .iter()
-            .map(|f| format!("{}: {}", f.from, f.reason))
-            .collect();
-        if after.is_empty() {
-            format!("{} from {}", self.file, self.served_by)
-        } else {
-            format!(
-                "{} from {} (after {})",
-                self.file,
-                self.served_by,
-                after.join("; ")
-            )
-        }
-    }
 }
 
 /// Where a file being fetched comes from: its URLs and the one serving it now.

@@ -16,7 +16,7 @@
 //! (publisher checksums), `stream` (files of unknown size), `resume` (part files and `.done`
 //! logs), `jobs` (the file list, which grows while an index is walked), `queue` (chunk queues), `state` (what the loop and channels share), `control` (the
 //! control loop), `channel` (the channels), `pace` (EETT's rate cap), `verify` (checksums and
-//! rename), [`options`] and [`summary`]. Tuner construction and timeouts are
+//! rename) and [`options`]; the `--json` summary's types are [`crate::summary`]. Tuner construction and timeouts are
 //! [`crate::tuner::StartRules`] and [`crate::tuner::Timeouts`].
 
 mod channel;
@@ -34,20 +34,19 @@ mod resume;
 mod source;
 mod state;
 mod stream;
-pub mod summary;
 pub mod url;
 mod verify;
 mod walk;
 
 pub use crate::tuner::TunerChoice;
-pub use mirrors::{MirrorFallback, MirrorReport};
 pub use options::{
     default_window, EnergyFeedback, Notice, TransferOptions, TransferProgress, DEFAULT_INTERVAL,
     DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
 };
 pub use resume::missing_ranges;
-pub use summary::{
-    EnergySummary, IntervalLog, ProcessEnergy, TransferSummary, Verification, HOST_ESTIMATE_SCOPE,
+pub use crate::summary::{
+    ChecksumFileReport, EnergySummary, IntervalLog, MirrorFallback, MirrorReport, ProcessEnergy,
+    TransferSummary, Verification, HOST_ESTIMATE_SCOPE,
 };
 pub use url::HttpUrl;
 

@@ -10,24 +10,9 @@ use crate::dirindex::percent_decode_bytes;
 use crate::sums::SumsFile;
 use crate::urllist::url_file_name;
 use anyhow::{anyhow, bail};
-use serde::{Deserialize, Serialize};
+use crate::summary::ChecksumFileReport;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-
-/// What the summary says about the checksum file.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ChecksumFileReport {
-    /// The URL or path given.
-    pub source: String,
-    /// Algorithms its lines use (`sha256`, `md5`, `xxh3-64`, …).
-    pub algorithms: Vec<String>,
-    /// Checksum lines in it.
-    pub entries: usize,
-    /// Files of this transfer that one of its lines is for.
-    pub matched: usize,
-    /// 1-based numbers of lines that were not checksum lines (ignored).
-    pub malformed_lines: Vec<usize>,
-}
 
 /// Reads the checksum file `spec` (a URL, or a local path) and gives every file of `src` the
 /// digest a line names it with. A line is for a file when its name is the file's URL relative

@@ -1,7 +1,7 @@
-//! The `--json` summary, the per-interval log and the energy figures of a transfer.
+//! The `--json` summary of a transfer and everything in it: the per-interval log, the energy
+//! figures, verification, mirrors and the checksum file. Built without the `engine` feature,
+//! so a reader of summaries (`wattio report`) gets these types without the transfer engine.
 
-use super::mirrors::MirrorReport;
-use super::published::ChecksumFileReport;
 use crate::actuator::ApplyReport;
 use crate::tuner::{NetParams, TransferPlan};
 use serde::{Deserialize, Serialize};
@@ -122,6 +122,68 @@ pub struct Verification {
     pub unverified_files: Vec<String>,
     /// The checksum file, when one was given.
     pub checksum_file: Option<ChecksumFileReport>,
+}
+
+/// What the summary says about the checksum file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChecksumFileReport {
+    /// The URL or path given.
+    pub source: String,
+    /// Algorithms its lines use (`sha256`, `md5`, `xxh3-64`, …).
+    pub algorithms: Vec<String>,
+    /// Checksum lines in it.
+    pub entries: usize,
+    /// Files of this transfer that one of its lines is for.
+    pub matched: usize,
+    /// 1-based numbers of lines that were not checksum lines (ignored).
+    pub malformed_lines: Vec<usize>,
+}
+
+/// One move of a file to its next mirror.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MirrorFallback {
+    /// The URL that failed.
+    pub from: String,
+    /// The URL the file's remaining bytes came from next.
+    pub to: String,
+    /// What failed (`HTTP 500`, `cannot be reached: …`).
+    pub reason: String,
+    /// `start` (found while sizing the files) or `transfer` (while fetching them).
+    pub during: String,
+}
+
+/// What the summary says about a file that has mirrors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MirrorReport {
+    /// The file, relative to the destination.
+    pub file: String,
+    /// The URL its last bytes came from.
+    pub served_by: String,
+    /// URLs on its line, the first included.
+    pub mirrors: usize,
+    /// Each move to the next mirror, in order.
+    pub fallbacks: Vec<MirrorFallback>,
+}
+
+impl MirrorReport {
+    /// One line for a person: `f.bin from http://b/f.bin (after http://a/f.bin: HTTP 500)`.
+    pub fn describe(&self) -> String {
+        let after: Vec<String> = self
+            .fallbacks
+            .iter()
+            .map(|f| format!("{}: {}", f.from, f.reason))
+            .collect();
+        if after.is_empty() {
+            format!("{} from {}", self.file, self.served_by)
+        } else {
+            format!(
+                "{} from {} (after {})",
+                self.file,
+                self.served_by,
+                after.join("; ")
+            )
+        }
+    }
 }
 
 /// Most unverified paths the summary lists.
