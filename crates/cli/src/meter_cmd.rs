@@ -294,15 +294,6 @@ fn parse_format(s: &str) -> Result<RecordFormat, String> {
     s.parse()
 }
 
-fn stop_on_signals() -> Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))
-            .context("installing signal handlers")?;
-    }
-    Ok(stop)
-}
-
 pub fn record(a: RecordArgs) -> Result<ExitCode> {
     if a.duration == Some(Duration::ZERO) {
         bail!("--duration must be more than 0, e.g. 500ms or 60s");
@@ -355,7 +346,8 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
         }
         None => None,
     };
-    let stop = stop_on_signals()?;
+    // Ctrl-C or SIGTERM ends the recording: the last row is written and the file flushed.
+    let cancel = crate::study_ui::cancel_on_signals()?;
     // Rows going to a file: show progress on a terminal (indicatif hides itself otherwise).
     let _bar = a
         .output
@@ -369,13 +361,13 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
                     p.display()
                 )
             })?;
-            record_rows(source, &scfg, stop, a.format, f, attribution)?
+            record_rows(source, &scfg, &cancel, a.format, f, attribution)?
         }
         // A closed pipe (`| head`) comes back as an error that `main` ends quietly.
         None => record_rows(
             source,
             &scfg,
-            stop,
+            &cancel,
             a.format,
             std::io::stdout(),
             attribution,
@@ -476,8 +468,8 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
         exporter = exporter.with_attribution(live, by, a.max_series);
     }
     let exporter = Arc::new(exporter);
-    let stop = stop_on_signals()?;
-    wattio_meter::serve_openmetrics(listener, exporter, stop)?;
+    let cancel = crate::study_ui::cancel_on_signals()?;
+    wattio_meter::serve_openmetrics(listener, exporter, &cancel)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -5,8 +5,6 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wattio_energy::attribution::{By, IdlePolicy};
 use wattio_energy::SysRoot;
@@ -61,11 +59,8 @@ pub fn top(a: TopArgs) -> Result<ExitCode> {
     let n_cpus = wattio_energy::online_cpu_count(&root)?;
     let mut live = LiveAttribution::start(&meter, root, a.by, a.idle, n_cpus)
         .context("starting attribution")?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))
-            .context("installing signal handlers")?;
-    }
+    // Ctrl-C or SIGTERM wakes the wait for the next refresh and ends `top` there.
+    let cancel = crate::study_ui::cancel_on_signals()?;
     let iterations = if a.once { Some(1) } else { a.iterations };
     let live_screen = !a.json && std::io::stdout().is_terminal();
     let mut out = std::io::stdout().lock();
@@ -74,15 +69,11 @@ pub fn top(a: TopArgs) -> Result<ExitCode> {
     let period = a.interval;
     let mut next = Instant::now() + period;
     loop {
-        while Instant::now() < next {
-            if stop.load(Ordering::Relaxed) {
-                if live_screen {
-                    let _ = writeln!(out);
-                }
-                return Ok(ExitCode::SUCCESS);
+        if cancel.sleep(next.saturating_duration_since(Instant::now())) {
+            if live_screen {
+                let _ = writeln!(out);
             }
-            // Short enough for a prompt Ctrl-C, long enough not to wake the CPU needlessly.
-            std::thread::sleep((next - Instant::now()).min(Duration::from_millis(200)));
+            return Ok(ExitCode::SUCCESS);
         }
         // After a slow refresh (or a suspended machine), go on from now rather than catch up
         // in a burst.

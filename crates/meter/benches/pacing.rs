@@ -22,12 +22,11 @@
 //!
 //! Prints Markdown tables; `docs/benchmarks/meter.md` holds a run.
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 use wattio_energy::{discover_powercap, PowercapSource};
 use wattio_energy::{fixture, Mechanism, ModelParams, ModelSource, Source, SourceChoice, SysRoot};
 use wattio_meter::{run_sampler, Pacing, RecordFormat, RowSink, Sample, SampleSink, SamplerConfig};
+use wattio_progress::Cancel;
 
 fn env_secs(name: &str, default: f64) -> f64 {
     std::env::var(name)
@@ -96,7 +95,7 @@ fn run(
         ..SamplerConfig::default()
     };
     let cpu0 = cpu_seconds();
-    let (stats, sink) = run_sampler(source, &cfg, Arc::new(AtomicBool::new(false)), sink).unwrap();
+    let (stats, sink) = run_sampler(source, &cfg, &Cancel::new().unwrap(), sink).unwrap();
     let cpu = cpu_seconds() - cpu0;
     (sink.times, stats.wall_s, cpu)
 }

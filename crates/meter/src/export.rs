@@ -19,11 +19,12 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wattio_energy::attribution::By;
 use wattio_energy::attribution::Key;
+use wattio_progress::Cancel;
 
 /// Labels of the energy counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -303,15 +304,17 @@ fn handle(mut stream: TcpStream, exporter: &Exporter) -> io::Result<()> {
     }
 }
 
-/// Serves `exporter` on `listener` until `stop` is raised.
+/// Serves `exporter` on `listener` until `cancel` is set. Between connections it sleeps in one
+/// `poll(2)` on the listener and the cancel flag.
 pub fn serve_openmetrics(
     listener: TcpListener,
     exporter: Arc<Exporter>,
-    stop: Arc<AtomicBool>,
+    cancel: &Cancel,
 ) -> io::Result<()> {
+    // Non-blocking, so a connection gone between the wake-up and `accept` cannot block it.
     listener.set_nonblocking(true)?;
     let active = Arc::new(AtomicUsize::new(0));
-    while !stop.load(Ordering::Relaxed) {
+    while !cancel.is_set() {
         match listener.accept() {
             Ok((stream, _)) => {
                 stream.set_nonblocking(false)?;
@@ -329,7 +332,7 @@ pub fn serve_openmetrics(
                 });
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(20));
+                cancel.wait_readable(&listener, None)?;
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),

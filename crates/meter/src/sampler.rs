@@ -11,11 +11,12 @@
 //! ([`wattio_energy::max_safe_period`]), the loop reads several times per row.
 
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{sync_channel, TrySendError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wattio_energy::{max_safe_period, Accumulator, CounterDelta, EnergyError, Source};
+use wattio_progress::Cancel;
 
 use crate::meter::unix_now;
 use crate::sink::{RecordFormat, RowFormatter};
@@ -36,7 +37,7 @@ pub struct SamplerConfig {
     /// Rows per second (per counter). Up to 1000 is supported; RAPL itself updates about every
     /// millisecond, so faster polling returns repeated values.
     pub freq_hz: f64,
-    /// Stop after this long (None: until the stop flag is raised).
+    /// Stop after this long (None: until the cancel flag is set).
     pub duration: Option<Duration>,
     /// Capacity of the queue between the reading and the writing thread, in samples.
     pub queue_capacity: usize,
@@ -180,27 +181,13 @@ impl Ticker {
     }
 
     /// Waits for the next expiration and returns how many expirations passed (0 when
-    /// `timeout_ms` elapsed first). With `timeout_ms = None` it blocks in `read` alone: one
-    /// syscall per tick, used when ticks come often enough to check the stop flag between them.
-    fn wait(&self, timeout_ms: Option<i32>) -> io::Result<u64> {
+    /// cancelled first). With `cancel` it blocks in one `poll(2)` on the timer and the cancel
+    /// flag; with `None` in `read` alone: one syscall per tick, used when ticks come often
+    /// enough ([`CANCEL_CHECK_NS`]) that checking the flag after each is prompt.
+    fn wait(&self, cancel: Option<&Cancel>) -> io::Result<u64> {
         use std::os::fd::AsRawFd;
-        if let Some(timeout_ms) = timeout_ms {
-            let mut pfd = libc::pollfd {
-                fd: self.fd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd.
-            let r = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
-            if r < 0 {
-                let e = io::Error::last_os_error();
-                return if e.kind() == io::ErrorKind::Interrupted {
-                    Ok(0)
-                } else {
-                    Err(e)
-                };
-            }
-            if r == 0 {
+        if let Some(cancel) = cancel {
+            if !cancel.wait_readable(&self.fd, None)? {
                 return Ok(0);
             }
         }
@@ -221,6 +208,10 @@ impl Ticker {
     }
 }
 
+/// Waits between readings up to this long check the cancel flag after each reading only; longer
+/// ones also wake on it, so a cancel is seen within this time at any rate.
+const CANCEL_CHECK_NS: u64 = 100_000_000;
+
 const MAX_CONSECUTIVE_ERRORS: u32 = 50;
 const MAX_ERRORS_KEPT: usize = 5;
 
@@ -235,12 +226,12 @@ pub trait SampleSink: Send + 'static {
 }
 
 /// Runs the sampling loop on the current thread and hands each [`Sample`] to `sink` on a second
-/// thread. Returns when `cfg.duration` has elapsed or `stop` is raised; a final reading is
+/// thread. Returns when `cfg.duration` has elapsed or `cancel` is set; a final reading is
 /// always taken and delivered so the energy up to the stop is accounted for.
 pub fn run_sampler<S: SampleSink>(
     mut source: Box<dyn Source>,
     cfg: &SamplerConfig,
-    stop: Arc<AtomicBool>,
+    cancel: &Cancel,
     mut sink: S,
 ) -> Result<(SamplerStats, S), SamplerError> {
     if !(cfg.freq_hz.is_finite() && (0.001..=1000.0).contains(&cfg.freq_hz)) {
@@ -300,12 +291,8 @@ pub fn run_sampler<S: SampleSink>(
         Pacing::Sleep => None,
     };
 
-    // Ticks at least every 100 ms: block in read() alone and check the stop flag after each.
-    let wait_timeout = if period_ns <= 100_000_000 {
-        None
-    } else {
-        Some(100)
-    };
+    // Ticks at least every 100 ms: block in read() alone and check the cancel flag after each.
+    let wake_on_cancel = (period_ns > CANCEL_CHECK_NS).then_some(cancel);
     let mut stats = SamplerStats::default();
     let mut carry = vec![0f64; n];
     let mut carry_wrapped = false;
@@ -315,17 +302,24 @@ pub fn run_sampler<S: SampleSink>(
     let mut consecutive_errors = 0u32;
     let mut writer_failed = false;
     loop {
-        let stopping = stop.load(Ordering::Relaxed) || total_reads.is_some_and(|t| read_index >= t);
+        let stopping = cancel.is_set() || total_reads.is_some_and(|t| read_index >= t);
         if !stopping {
             match &ticker {
                 Some(t) => {
-                    let exp = t.wait(wait_timeout).map_err(SamplerError::Timer)?;
+                    let exp = t.wait(wake_on_cancel).map_err(SamplerError::Timer)?;
                     if exp == 0 {
-                        continue; // timeout: re-check the stop flag
+                        continue; // cancelled (or interrupted): re-check the flag
                     }
                     stats.late_ticks += exp - 1;
                     prev_index = read_index;
                     read_index += exp;
+                }
+                None if wake_on_cancel.is_some() => {
+                    if cancel.sleep(Duration::from_nanos(period_ns)) {
+                        continue; // cancelled: the final reading follows
+                    }
+                    prev_index = read_index;
+                    read_index += 1;
                 }
                 None => {
                     std::thread::sleep(Duration::from_nanos(period_ns));
@@ -511,12 +505,12 @@ impl<W: Write + Send + 'static> SampleSink for RowSink<W> {
 pub fn record_rows<W: Write + Send + 'static>(
     source: Box<dyn Source>,
     cfg: &SamplerConfig,
-    stop: Arc<AtomicBool>,
+    cancel: &Cancel,
     format: RecordFormat,
     out: W,
     attribution: Option<crate::attribute::RecordAttribution>,
 ) -> Result<SamplerStats, SamplerError> {
     let sink = RowSink::with_attribution(source.as_ref(), format, out, attribution)
         .map_err(SamplerError::Write)?;
-    run_sampler(source, cfg, stop, sink).map(|(stats, _)| stats)
+    run_sampler(source, cfg, cancel, sink).map(|(stats, _)| stats)
 }

@@ -1,10 +1,10 @@
 //! The sampling loop and the meter against in-memory counters whose truth is known.
 
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use wattio_energy::{CounterSpec, Domain, EnergyError, Mechanism, Provenance, Source, Wrap};
 use wattio_meter::{run_sampler, Meter, Sample, SampleSink, SamplerConfig};
+use wattio_progress::Cancel;
 
 /// A counter that gains `watts` joules per second of real time, in raw steps of `unit` joules,
 /// wrapping at `max`. It also tallies the wrap-free truth at each read.
@@ -109,8 +109,7 @@ fn a_slow_writer_coalesces_rows_but_loses_no_energy() {
         stall: Duration::from_millis(1200),
         ..Collect::default()
     };
-    let (stats, sink) =
-        run_sampler(Box::new(src), &cfg, Arc::new(AtomicBool::new(false)), sink).unwrap();
+    let (stats, sink) = run_sampler(Box::new(src), &cfg, &Cancel::new().unwrap(), sink).unwrap();
     assert!(
         stats.coalesced > 0,
         "the writer was slow enough to fill the queue: {}",
@@ -137,7 +136,7 @@ fn rows_slower_than_the_wrap_period_are_read_several_times() {
     let (stats, sink) = run_sampler(
         Box::new(src),
         &cfg,
-        Arc::new(AtomicBool::new(false)),
+        &Cancel::new().unwrap(),
         Collect::default(),
     )
     .unwrap();
@@ -153,13 +152,13 @@ fn rows_slower_than_the_wrap_period_are_read_several_times() {
 }
 
 #[test]
-fn the_stop_flag_ends_the_run_with_a_final_row() {
+fn the_cancel_flag_ends_the_run_with_a_final_row() {
     let (src, truth) = TimedSource::new(&[(Domain::Package, 1000.0, u64::MAX)]);
-    let stop = Arc::new(AtomicBool::new(false));
-    let s2 = Arc::clone(&stop);
+    let cancel = Arc::new(Cancel::new().unwrap());
+    let c2 = Arc::clone(&cancel);
     std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(250));
-        s2.store(true, std::sync::atomic::Ordering::Relaxed);
+        c2.set();
     });
     let cfg = SamplerConfig {
         freq_hz: 0.2,
@@ -167,7 +166,7 @@ fn the_stop_flag_ends_the_run_with_a_final_row() {
         ..SamplerConfig::default()
     };
     let t0 = Instant::now();
-    let (_, sink) = run_sampler(Box::new(src), &cfg, stop, Collect::default()).unwrap();
+    let (_, sink) = run_sampler(Box::new(src), &cfg, &cancel, Collect::default()).unwrap();
     assert!(
         t0.elapsed() < Duration::from_secs(2),
         "stopped promptly despite 5 s ticks"
@@ -188,7 +187,7 @@ fn bad_frequencies_are_refused() {
         let err = run_sampler(
             Box::new(src),
             &cfg,
-            Arc::new(AtomicBool::new(false)),
+            &Cancel::new().unwrap(),
             Collect::default(),
         )
         .err()
