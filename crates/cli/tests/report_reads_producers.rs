@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::wattio;
+use common::{wattio, Reaper};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -241,4 +241,126 @@ fn cache_sweep_csv_and_replay_json_read_as_the_simulator_wrote_them() {
     let s = scan(d.path()).unwrap();
     assert!(s.skipped.is_empty(), "{:?}", s.skipped);
     assert_eq!(s.loaded.len(), 2);
+}
+
+/// A `wattio serve` on a loopback port, killed and reaped on drop.
+fn serve(dir: &Path) -> (Reaper, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new(common::BIN)
+        .arg("serve")
+        .arg(dir)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--rate-limit", "40mbit"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let reaper = Reaper(vec![child]);
+    common::wait_until(10, "wattio serve to listen", || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    (reaper, port)
+}
+
+#[test]
+fn transfer_json_summaries_read_as_the_transfer_wrote_them() {
+    // Files of three sizes, so Algorithm 1 makes several partitions (pipelining is a list).
+    let src = tempfile::tempdir().unwrap();
+    std::fs::create_dir(src.path().join("d")).unwrap();
+    for (name, n) in [
+        ("a.bin", 2_500_000),
+        ("d/b.bin", 1_800_000),
+        ("c.bin", 70_000),
+    ] {
+        let bytes: Vec<u8> = (0..n).map(|i: usize| (i * 7 % 251) as u8).collect();
+        std::fs::write(src.path().join(name), bytes).unwrap();
+    }
+    let (_server, port) = serve(src.path());
+    let results = tempfile::tempdir().unwrap();
+    for sla in ["max-throughput", "min-energy"] {
+        let dest = tempfile::tempdir().unwrap();
+        let text = ok(&wattio(
+            None,
+            &[
+                "transfer",
+                &format!("http://127.0.0.1:{port}/"),
+                dest.path().to_str().unwrap(),
+                "--cpu-actuator",
+                "none",
+                "--cpufreq",
+                "off",
+                "--sla",
+                sla,
+                "--json",
+                "--interval",
+                "100ms",
+                "--rtt",
+                "1ms",
+            ],
+        ));
+        let file = results.path().join(format!("{sla}.json"));
+        std::fs::write(&file, &text).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let Dataset::Transfer { summary } = load_all(&file).unwrap().remove(0) else {
+            panic!("not a transfer summary")
+        };
+        assert_eq!(summary.sla, v["sla"].as_str().unwrap());
+        assert_eq!(summary.tuner, v["tuner"].as_str().unwrap());
+        assert_eq!(summary.bytes, v["bytes"].as_u64().unwrap());
+        assert_eq!(summary.files, v["files"].as_u64().unwrap() as usize);
+        assert_eq!(
+            summary.throughput_mbps,
+            v["throughput_mbps"].as_f64().unwrap()
+        );
+        assert_eq!(
+            summary.energy_process.total_j,
+            v["energy_process"]["total_j"].as_f64().unwrap()
+        );
+        let intervals = v["intervals"].as_array().unwrap();
+        assert!(!intervals.is_empty(), "{sla}: no intervals");
+        assert_eq!(summary.intervals.len(), intervals.len());
+        for (got, want) in summary.intervals.iter().zip(intervals) {
+            assert_eq!(got.t_s, want["t_s"].as_f64().unwrap());
+            assert_eq!(
+                got.throughput_mbps,
+                want["throughput_mbps"].as_f64().unwrap()
+            );
+            // What the parameter chart plots: every partition's pipelining and the files in
+            // flight (the concurrency), as written.
+            let params = wattio_report::data::transfer_parameters(got);
+            let charted = |name: &str| params.iter().find(|(n, _)| n == name).map(|p| p.1);
+            let pipelining = want["pipelining"].as_array().unwrap();
+            for (i, p) in pipelining.iter().enumerate() {
+                let name = match pipelining.len() {
+                    1 => "pipelining".to_string(),
+                    _ => format!("pipelining (partition {})", i + 1),
+                };
+                assert_eq!(charted(&name), p.as_f64(), "{sla}: {name}");
+            }
+            assert_eq!(
+                charted("files in flight (concurrency)"),
+                want["files_in_flight"].as_f64()
+            );
+        }
+    }
+    // The whole directory, as `wattio report` reads it: both summaries, nothing skipped, and
+    // the page charts their tuning parameters.
+    let s = scan(results.path()).unwrap();
+    assert!(s.skipped.is_empty(), "{:?}", s.skipped);
+    assert_eq!(s.loaded.len(), 2);
+    let page = results.path().join("report.html");
+    ok(&wattio(
+        None,
+        &[
+            "report",
+            results.path().to_str().unwrap(),
+            "-o",
+            page.to_str().unwrap(),
+        ],
+    ));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("Tuning parameters over time").count(), 2);
 }

@@ -14,6 +14,7 @@ use wattio_meter::measure::bench::Report as MeasureReport;
 use wattio_meter::measure::{RunStatus, SingleRun};
 use wattio_meter::{EnergyReport, RecordRow};
 use wattio_sim::{RunResult, SweepRow};
+use wattio_transfer::{IntervalLog, TransferSummary};
 
 /// Reads a provenance from a result's `mechanism`, `estimated` and `model` fields (JSON
 /// values or CSV cells). A file without `estimated` is an estimate when its mechanism is the
@@ -29,19 +30,6 @@ fn provenance_of(
         estimated: estimated.unwrap_or(mechanism == Mechanism::Model),
         model: model.filter(|m| !m.is_empty()).map(str::to_string),
     })
-}
-
-fn provenance_from_json(v: &Value) -> Option<Provenance> {
-    let estimated = match v.get("estimated") {
-        Some(Value::Bool(b)) => Some(*b),
-        Some(Value::String(s)) => Some(s == "true"),
-        _ => None,
-    };
-    provenance_of(
-        v.get("mechanism")?.as_str()?,
-        estimated,
-        v.get("model").and_then(|m| m.as_str()),
-    )
 }
 
 /// Joins the labels of several provenances ("measured (perf); estimated (…)").
@@ -122,14 +110,40 @@ fn provenance_of_energy(e: &EnergyReport) -> Provenance {
     }
 }
 
-/// One interval of a transfer.
-#[derive(Debug, Clone, Default)]
-pub struct TransferInterval {
-    pub t_s: f64,
-    pub throughput_mbps: f64,
-    pub power_w: Option<f64>,
-    /// Tuning parameters present in the interval (num_ch, pipelining, cores, freq_khz, …).
-    pub params: BTreeMap<String, f64>,
+/// The provenance of a transfer summary's `energy` (the meter's, or the model's when no meter
+/// ran); `None` when the transfer recorded none or names a mechanism this build does not know.
+pub fn transfer_energy_provenance(summary: &TransferSummary) -> Option<Provenance> {
+    let e = summary.energy.as_ref()?;
+    provenance_of(&e.mechanism, Some(e.estimated), e.model.as_deref())
+}
+
+/// The tuning parameters of one interval of a transfer, as (name, value) for a chart of them
+/// over time: the channel budget, open connections, files in flight (concurrency), chunks in
+/// flight per file (parallelism), requests in flight per channel (pipelining, one per
+/// partition) and active cores. The frequency is left out: kHz would flatten the others.
+pub fn transfer_parameters(interval: &IntervalLog) -> Vec<(String, f64)> {
+    let mut params = vec![
+        ("channels (budget)".to_string(), interval.num_ch as f64),
+        ("open channels".to_string(), interval.open_channels as f64),
+        (
+            "files in flight (concurrency)".to_string(),
+            interval.files_in_flight as f64,
+        ),
+        ("parallelism".to_string(), interval.parallelism),
+    ];
+    let partitions = interval.pipelining.len();
+    for (i, &p) in interval.pipelining.iter().enumerate() {
+        let name = if partitions == 1 {
+            "pipelining".to_string()
+        } else {
+            format!("pipelining (partition {})", i + 1)
+        };
+        params.push((name, p as f64));
+    }
+    if let Some(c) = interval.cores {
+        params.push(("cores".to_string(), c as f64));
+    }
+    params
 }
 
 /// A loaded result file.
@@ -152,11 +166,9 @@ pub enum Dataset {
     Cache {
         rows: Vec<SweepRow>,
     },
+    /// A `wattio transfer --json` summary, read as the type that writes it.
     Transfer {
-        summary: BTreeMap<String, String>,
-        provenance: Option<Provenance>,
-        energy_j: Option<f64>,
-        intervals: Vec<TransferInterval>,
+        summary: Box<TransferSummary>,
     },
     OverheadLoad {
         runs: Vec<LoadRun>,
@@ -411,14 +423,6 @@ fn csv_kind(cols: &[&str]) -> Option<CsvKind> {
     }
 }
 
-fn num(v: Option<&Value>) -> Option<f64> {
-    match v? {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
 /// A run as `wattio measure --json` wrote it before runs were kept apart from failed ones
 /// (single runs without `total_label`, `--repeat` as `{…, "runs": […]}`): the meter's
 /// [`EnergyReport`] and the exit code.
@@ -548,10 +552,11 @@ fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
         let run: EarlierMeasureRun = typed(v, "measure result", "wattio measure --json")?;
         return measure_dataset(command, vec![run]);
     }
-    if has(&v, &["throughput_mbps", "seconds"])
-        || v.get("intervals").is_some_and(|i| i.is_array()) && v.get("bytes").is_some()
-    {
-        return transfer_from(&v).map(|d| vec![d]);
+    if has(&v, &["throughput_mbps", "seconds", "intervals"]) {
+        let summary: TransferSummary = typed(v, "transfer summary", "wattio transfer --json")?;
+        return Ok(vec![Dataset::Transfer {
+            summary: Box::new(summary),
+        }]);
     }
     Err("JSON of unknown shape (not a measure, iobench, cache or transfer result)".into())
 }
@@ -573,60 +578,6 @@ fn measure_dataset(command: String, runs: Vec<EarlierMeasureRun>) -> Result<Vec<
             .map(|r| MeasureRun::of(&r.energy, r.exit_code))
             .collect(),
     }])
-}
-
-fn transfer_from(v: &Value) -> Result<Dataset, String> {
-    let mut summary = BTreeMap::new();
-    for k in [
-        "bytes",
-        "files",
-        "seconds",
-        "throughput_mbps",
-        "sla",
-        "tuner",
-    ] {
-        if let Some(x) = v.get(k) {
-            summary.insert(
-                k.to_string(),
-                x.as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| x.to_string()),
-            );
-        }
-    }
-    let energy = v.get("energy").filter(|e| !e.is_null());
-    let provenance = energy.and_then(provenance_from_json);
-    let energy_j = energy.and_then(|e| num(e.get("total_j")));
-    let mut intervals = Vec::new();
-    if let Some(arr) = v.get("intervals").and_then(|i| i.as_array()) {
-        for it in arr {
-            let mut params = BTreeMap::new();
-            for k in [
-                "num_ch",
-                "pipelining",
-                "cores",
-                "freq_khz",
-                "parallelism",
-                "concurrency",
-            ] {
-                if let Some(x) = num(it.get(k)) {
-                    params.insert(k.to_string(), x);
-                }
-            }
-            intervals.push(TransferInterval {
-                t_s: num(it.get("t_s")).unwrap_or(f64::NAN),
-                throughput_mbps: num(it.get("throughput_mbps")).unwrap_or(f64::NAN),
-                power_w: num(it.get("power_w")),
-                params,
-            });
-        }
-    }
-    Ok(Dataset::Transfer {
-        summary,
-        provenance,
-        energy_j,
-        intervals,
-    })
 }
 
 fn parse_jsonl(text: &str) -> Result<Vec<Dataset>, String> {

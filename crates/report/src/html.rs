@@ -1,7 +1,9 @@
 //! The HTML page: one file, inline CSS and SVG, and a small inline self-check script that
 //! reports to the browser console (used by the headless-Chromium test).
 
-use crate::data::{label_all, Dataset, Loaded, Scan};
+use crate::data::{
+    label_all, transfer_energy_provenance, transfer_parameters, Dataset, Loaded, Scan,
+};
 use crate::overhead::{analyze_idle, analyze_load, fmt_p, IdleRun, LoadRun, OFF};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -391,23 +393,36 @@ fn section(out: &mut String, l: &Loaded) {
                 );
             }
         }
-        Dataset::Transfer {
-            summary,
-            provenance,
-            energy_j,
-            intervals,
-        } => {
+        Dataset::Transfer { summary } => {
+            let provenance = transfer_energy_provenance(summary);
+            let intervals = &summary.intervals;
             let prov = provenance
                 .as_ref()
                 .map(|p| p.label())
                 .unwrap_or_else(|| "no energy recorded".into());
-            let mut rows: Vec<Vec<String>> = summary
-                .iter()
-                .map(|(k, v)| vec![k.clone(), v.clone()])
-                .collect();
-            if let Some(e) = energy_j {
-                rows.push(vec!["energy (J)".into(), format!("{e:.3} — {prov}")]);
+            let mut rows: Vec<Vec<String>> = vec![
+                vec!["source".into(), summary.source.clone()],
+                vec!["bytes".into(), summary.bytes.to_string()],
+                vec!["files".into(), summary.files.to_string()],
+                vec!["seconds".into(), format!("{:.3}", summary.seconds)],
+                vec![
+                    "throughput (Mbit/s)".into(),
+                    format!("{:.1}", summary.throughput_mbps),
+                ],
+                vec!["SLA".into(), summary.sla.clone()],
+                vec!["tuner".into(), summary.tuner.clone()],
+            ];
+            if let Some(e) = &summary.energy {
+                rows.push(vec![
+                    "energy (J)".into(),
+                    format!("{:.3} — {prov}", e.total_j),
+                ]);
             }
+            let process = &summary.energy_process;
+            rows.push(vec![
+                "energy of a host running only this transfer (J)".into(),
+                format!("{:.3} — {}", process.total_j, process.provenance),
+            ]);
             table(out, &["field", "value"], &rows);
             if !intervals.is_empty() {
                 let tp = Series {
@@ -453,19 +468,15 @@ fn section(out: &mut String, l: &Loaded) {
                         &prov,
                     );
                 }
-                let mut params: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
+                let mut params: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
                 for i in intervals {
-                    for (k, v) in &i.params {
-                        params.entry(k.as_str()).or_default().push((i.t_s, *v));
+                    for (k, v) in transfer_parameters(i) {
+                        params.entry(k).or_default().push((i.t_s, v));
                     }
                 }
                 let series: Vec<Series> = params
                     .into_iter()
-                    .filter(|(k, _)| *k != "freq_khz")
-                    .map(|(k, p)| Series {
-                        name: k.to_string(),
-                        points: p,
-                    })
+                    .map(|(name, points)| Series { name, points })
                     .collect();
                 if !series.is_empty() {
                     figure(

@@ -124,18 +124,37 @@ fn other_parts_results() {
         panic!()
     };
     assert_eq!(rows.len(), 7 * 3 + 7);
-    let Dataset::Transfer {
-        intervals,
-        energy_j,
-        provenance,
-        ..
-    } = load("results/misc/transfer.json")
-    else {
+    // A real `wattio transfer --json` summary (three files over loopback at 40 Mbit/s, 250 ms
+    // intervals); expected figures are read from the file with serde_json.
+    let Dataset::Transfer { summary } = load("results/misc/transfer.json") else {
         panic!()
     };
-    assert_eq!(intervals.len(), 3);
-    assert_eq!(energy_j, Some(52.5));
-    assert!(provenance.unwrap().estimated);
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join("results/misc/transfer.json")).unwrap(),
+    )
+    .unwrap();
+    let intervals = json["intervals"].as_array().unwrap();
+    assert_eq!(summary.intervals.len(), intervals.len());
+    assert_eq!(
+        summary.energy.as_ref().map(|e| e.total_j),
+        json["energy"]["total_j"].as_f64()
+    );
+    let provenance = wattio_report::data::transfer_energy_provenance(&summary).unwrap();
+    assert_eq!(provenance.estimated, json["energy"]["estimated"] == true);
+    // Pipelining is a list, one per partition: each partition's value is charted.
+    let pipelining = intervals[0]["pipelining"].as_array().unwrap();
+    assert!(pipelining.len() > 1, "the fixture has several partitions");
+    let params = wattio_report::data::transfer_parameters(&summary.intervals[0]);
+    for (i, p) in pipelining.iter().enumerate() {
+        let name = format!("pipelining (partition {})", i + 1);
+        let charted = params.iter().find(|(n, _)| *n == name).map(|(_, v)| *v);
+        assert_eq!(charted, p.as_f64(), "{name}");
+    }
+    let in_flight = params.iter().find(|(n, _)| n.contains("concurrency"));
+    assert_eq!(
+        in_flight.map(|(_, v)| *v),
+        intervals[0]["files_in_flight"].as_f64()
+    );
 }
 
 #[test]
@@ -174,6 +193,15 @@ fn bad_files_are_skipped_with_reasons() {
         "{broken}"
     );
     assert!(reason("unknown.json").contains("unknown shape"));
+    // A summary from before the source kind and verification were recorded (a real one, from
+    // the bench fixtures): one line naming the field and the fix.
+    let older = reason("transfer-older.json");
+    assert!(
+        older.starts_with("transfer summary: missing field `")
+            && older.ends_with("run `wattio transfer --json` again to rewrite it")
+            && !older.contains('\n'),
+        "{older}"
+    );
     // Binary data is generated here rather than committed.
     let d = tempfile::tempdir().unwrap();
     let blob = d.path().join("blob.bin");
@@ -196,9 +224,12 @@ fn page_labels_every_figure_and_needs_no_network() {
     );
     assert!(html.contains("measured (perf)"));
     assert!(html.contains("estimated (model: ccf-linear(min=0.74W,max=3.5W per vCPU))"));
-    // No external resources: the only URL is the SVG namespace.
+    // No external resources: the only URLs are the SVG namespace and the transfer's source,
+    // shown as text in its summary table.
     let urls = html.matches("http").count();
-    assert_eq!(urls, html.matches("http://www.w3.org/2000/svg").count());
+    let source = "<td>http://127.0.0.1:18931/</td>";
+    assert_eq!(html.matches(source).count(), 1);
+    assert_eq!(urls, html.matches("http://www.w3.org/2000/svg").count() + 1);
     assert!(!html.contains(" src="));
     // C-state residency from the idle fixture: mean of 0.10 and 0.12 = 11.0 %.
     assert!(

@@ -36,3 +36,8 @@ pub mod tls;
 pub mod tuner;
 #[cfg(feature = "engine")]
 pub mod urllist;
+
+pub use summary::{
+    ChecksumFileReport, EnergySummary, IntervalLog, MirrorFallback, MirrorReport, ProcessEnergy,
+    TransferSummary, Verification, HOST_ESTIMATE_SCOPE,
+};

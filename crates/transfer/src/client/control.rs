@@ -11,11 +11,11 @@ use super::resume::{prepare, Prepared};
 use super::source::{first_url, probe_ranges, resolve, SourceFile, SourceKind};
 use super::state::Shared;
 use super::stream::{stream_file, Streamed};
+use super::verify::finish_file;
+use crate::actuator::{ApplyReport, CpuActuator};
 use crate::summary::{
     EnergySummary, IntervalLog, ProcessEnergy, TransferSummary, Verification, UNVERIFIED_LISTED,
 };
-use super::verify::finish_file;
-use crate::actuator::{ApplyReport, CpuActuator};
 use crate::tuner::{
     initial_plan, Decision, NetParams, Observation, StartRules, Timeouts, TransferPlan,
 };

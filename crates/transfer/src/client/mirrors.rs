@@ -25,9 +25,9 @@ use super::source::{
 use super::state::{FileJob, Shared};
 use super::url::HttpUrl;
 use crate::http::ResponseHead;
+use crate::summary::{MirrorFallback, MirrorReport};
 use crate::urllist::UrlList;
 use anyhow::{anyhow, bail};
-use crate::summary::{MirrorFallback, MirrorReport};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -38,16 +38,16 @@ pub mod url;
 mod verify;
 mod walk;
 
+pub use crate::summary::{
+    ChecksumFileReport, EnergySummary, IntervalLog, MirrorFallback, MirrorReport, ProcessEnergy,
+    TransferSummary, Verification, HOST_ESTIMATE_SCOPE,
+};
 pub use crate::tuner::TunerChoice;
 pub use options::{
     default_window, EnergyFeedback, Notice, TransferOptions, TransferProgress, DEFAULT_INTERVAL,
     DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
 };
 pub use resume::missing_ranges;
-pub use crate::summary::{
-    ChecksumFileReport, EnergySummary, IntervalLog, MirrorFallback, MirrorReport, ProcessEnergy,
-    TransferSummary, Verification, HOST_ESTIMATE_SCOPE,
-};
 pub use url::HttpUrl;
 
 use crate::actuator::CpuActuator;

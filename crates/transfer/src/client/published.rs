@@ -7,10 +7,10 @@ use super::state::FileJob;
 use super::url::HttpUrl;
 use crate::checksum::InOrderHasher;
 use crate::dirindex::percent_decode_bytes;
+use crate::summary::ChecksumFileReport;
 use crate::sums::SumsFile;
 use crate::urllist::url_file_name;
 use anyhow::{anyhow, bail};
-use crate::summary::ChecksumFileReport;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
