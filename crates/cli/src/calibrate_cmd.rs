@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 use wattio_energy::{SourceChoice, SysRoot};
 use wattio_meter::{
-    calibrate as run_calibration, CalibrateConfig, LoadDriver, SpinDriver, StressNgDriver,
+    calibrate as run_calibration, CalibrateConfig, CalibrateError, LoadDriver, SpinDriver,
+    StressNgDriver,
 };
 use wattio_units::{format_duration, parse_duration_or_seconds};
 
@@ -57,12 +58,16 @@ pub fn calibrate(a: CalibrateArgs) -> Result<ExitCode> {
         root,
         choice: a.source,
         levels: a.levels.clone(),
-        seconds: a.duration.as_secs_f64(),
-        settle: a.settle.as_secs_f64(),
+        duration: a.duration,
+        settle: a.settle,
     };
     // Refuse before announcing anything: bad levels, or no RAPL counter to calibrate against.
     cfg.check()?;
     drop(wattio_meter::open_rapl(&cfg.root, a.source)?);
+    // Ctrl-C or SIGTERM stops the level under way (a stress-ng driver is stopped too); no
+    // model file is written, since a curve needs every level. Installed before the first line
+    // is printed, so a signal after it is always handled.
+    let cancel = crate::study_ui::cancel_on_signals()?;
     eprintln!(
         "wattio calibrate: {} levels × {} (+{} settle) with {} on {n_cpus} CPUs",
         a.levels.len(),
@@ -78,7 +83,16 @@ pub fn calibrate(a: CalibrateArgs) -> Result<ExitCode> {
             l.watts_per_vcpu
         );
     });
-    let file = run_calibration(&cfg, driver.as_mut(), &levels_measured)?;
+    let file = match run_calibration(&cfg, driver.as_mut(), &levels_measured, &cancel) {
+        Err(e @ CalibrateError::Cancelled { .. }) => {
+            eprintln!(
+                "wattio calibrate: {e}; {} was not written: run the command again",
+                a.output.display()
+            );
+            return Ok(crate::study_ui::interrupted_exit_code());
+        }
+        r => r?,
+    };
     std::fs::write(&a.output, file.to_json()).with_context(|| {
         format!(
             "cannot write {}: check the directory exists and is writable",

@@ -1,7 +1,8 @@
 //! The terminal side of the long studies (`wattio iobench`, `wattio overhead`): the
-//! Ctrl-C/SIGTERM handler that cancels them (`wattio measure` uses it too), their progress
-//! bar, and what is said when one is interrupted. The studies themselves (`wattio-runner`,
-//! `wattio-iobench`) only take a cancel flag and a progress callback (`wattio-progress`).
+//! Ctrl-C/SIGTERM handler that cancels them, their progress bar, and what is said when one is
+//! interrupted. The handler is the binary's only one: `measure`, `record`, `export`, `top`,
+//! `calibrate` and `fixture tick` stop through it too. The libraries themselves only take a
+//! cancel flag and a progress callback (`wattio-progress`).
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};

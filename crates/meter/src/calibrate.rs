@@ -19,15 +19,19 @@ use wattio_energy::{
     SourceChoice, SysRoot,
 };
 use wattio_energy::{FitSummary, LevelResult, ModelFile, MODEL_FILE_FORMAT};
-use wattio_progress::Sink;
+use wattio_progress::{Cancel, Sink, Waited};
 
 /// Something that holds every CPU at a load for a while.
 pub trait LoadDriver {
     /// Its name, recorded in the model file.
     fn name(&self) -> String;
-    /// Keeps every CPU busy for the fraction `load` (0…1) of `duration`, then returns.
-    fn run(&mut self, load: f64, duration: Duration) -> io::Result<()>;
+    /// Keeps every CPU busy for the fraction `load` (0…1) of `duration`, then returns; returns
+    /// early, with the CPUs released, once `cancel` is set.
+    fn run(&mut self, load: f64, duration: Duration, cancel: &Cancel) -> io::Result<()>;
 }
+
+/// How long a spinner runs between two looks at the cancel flag.
+const SPIN_SLICE: Duration = Duration::from_millis(100);
 
 /// wattio's own spinner ([`crate::spin_cpu`]) on one thread per CPU.
 pub struct SpinDriver {
@@ -39,23 +43,28 @@ impl LoadDriver for SpinDriver {
         format!("spin ({} threads, 10 ms duty cycle)", self.n_cpus)
     }
 
-    fn run(&mut self, load: f64, duration: Duration) -> io::Result<()> {
+    fn run(&mut self, load: f64, duration: Duration, cancel: &Cancel) -> io::Result<()> {
         if load <= 0.0 {
-            std::thread::sleep(duration);
+            cancel.sleep(duration);
             return Ok(());
         }
-        let threads: Vec<_> = (0..self.n_cpus.max(1))
-            .map(|_| {
-                std::thread::spawn(move || {
-                    crate::workload::spin_cpu(load, Duration::from_millis(10), duration)
-                })
-            })
-            .collect();
-        for t in threads {
-            t.join()
-                .map_err(|_| io::Error::other("a spinner thread panicked"))?;
-        }
-        Ok(())
+        let end = Instant::now() + duration;
+        // Spins in slices of whole 10 ms duty cycles, so a cancel releases the CPUs within one.
+        let spin = || loop {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() || cancel.is_set() {
+                break;
+            }
+            crate::workload::spin_cpu(load, Duration::from_millis(10), left.min(SPIN_SLICE));
+        };
+        std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..self.n_cpus.max(1)).map(|_| scope.spawn(spin)).collect();
+            for t in threads {
+                t.join()
+                    .map_err(|_| io::Error::other("a spinner thread panicked"))?;
+            }
+            Ok(())
+        })
     }
 }
 
@@ -78,14 +87,14 @@ impl LoadDriver for StressNgDriver {
         format!("stress-ng --cpu {} --cpu-load", self.n_cpus)
     }
 
-    fn run(&mut self, load: f64, duration: Duration) -> io::Result<()> {
+    fn run(&mut self, load: f64, duration: Duration, cancel: &Cancel) -> io::Result<()> {
         if load <= 0.0 {
-            std::thread::sleep(duration);
+            cancel.sleep(duration);
             return Ok(());
         }
         // stress-ng takes whole seconds; the level's wall time is measured, not assumed.
         let secs = duration.as_secs_f64().ceil().max(1.0) as u64;
-        let status = std::process::Command::new("stress-ng")
+        let mut child = std::process::Command::new("stress-ng")
             .args([
                 "--cpu",
                 &self.n_cpus.to_string(),
@@ -97,8 +106,16 @@ impl LoadDriver for StressNgDriver {
             ])
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
-            .status()?;
-        if status.success() {
+            .spawn()?;
+        if cancel.wait_exit(child.id())? == Waited::Cancelled {
+            // SIGTERM, which stress-ng handles by stopping its workers (SIGKILL would leave
+            // them spinning).
+            // SAFETY: kill(2) on our own un-reaped child.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        }
+        let status = child.wait()?;
+        // Ended by the cancel (or by the same Ctrl-C, which reaches its process group too).
+        if status.success() || cancel.is_set() {
             Ok(())
         } else {
             Err(io::Error::other(format!("stress-ng ended with {status}")))
@@ -114,10 +131,10 @@ pub struct CalibrateConfig {
     pub choice: SourceChoice,
     /// Load levels, each 0…1; at least three distinct ones (two to fit, one to hold out).
     pub levels: Vec<f64>,
-    /// Seconds measured per level.
-    pub seconds: f64,
-    /// Seconds each level runs before it is measured (power settles).
-    pub settle: f64,
+    /// How long each level is measured.
+    pub duration: Duration,
+    /// How long each level runs before it is measured (power settles).
+    pub settle: Duration,
 }
 
 /// Why a calibration could not be made; each is one line naming the fix.
@@ -139,6 +156,9 @@ pub enum CalibrateError {
     },
     #[error("reading /proc/stat: {0}; check WATTIO_ROOT")]
     Stat(io::Error),
+    /// The cancel flag was set: no curve, since one needs every level.
+    #[error("interrupted after {measured} of {total} levels; no curve was fitted (it needs every level)")]
+    Cancelled { measured: usize, total: usize },
 }
 
 impl CalibrateConfig {
@@ -167,13 +187,10 @@ impl CalibrateConfig {
                 "--levels needs at least three distinct loads (two to fit a curve, one to check it on); e.g. --levels 0,0.1,0.25,0.5,0.75,1".into(),
             ));
         }
-        let positive = self.seconds.is_finite() && self.seconds > 0.0;
-        let non_negative = self.settle.is_finite() && self.settle >= 0.0;
-        if !(positive && non_negative) {
-            return Err(CalibrateError::Config(format!(
-                "--duration must be > 0 and --settle ≥ 0 (got {} s and {} s)",
-                self.seconds, self.settle
-            )));
+        if self.duration.is_zero() {
+            return Err(CalibrateError::Config(
+                "--duration must be more than 0, e.g. 10s".into(),
+            ));
         }
         Ok(())
     }
@@ -209,11 +226,13 @@ pub fn open_rapl(root: &SysRoot, choice: SourceChoice) -> Result<Meter, Calibrat
 }
 
 /// Runs the calibration: every level through `driver`, measured by RAPL, fitted and checked.
-/// Each level measured is told to `progress`.
+/// Each level measured is told to `progress`. Once `cancel` is set the level under way stops
+/// and [`CalibrateError::Cancelled`] says how many were measured.
 pub fn calibrate(
     cfg: &CalibrateConfig,
     driver: &mut dyn LoadDriver,
     progress: &Sink<LevelResult>,
+    cancel: &Cancel,
 ) -> Result<ModelFile, CalibrateError> {
     cfg.check()?;
     let meter = open_rapl(&cfg.root, cfg.choice)?;
@@ -222,22 +241,32 @@ pub fn calibrate(
         .map(|id| id.model_name)
         .unwrap_or_else(|_| "unknown".into());
     let mut levels = Vec::new();
+    let cancelled = |measured: usize| CalibrateError::Cancelled {
+        measured,
+        total: cfg.levels.len(),
+    };
     for &load in &cfg.levels {
-        let run = |driver: &mut dyn LoadDriver, secs: f64| {
+        let run = |driver: &mut dyn LoadDriver, duration: Duration| {
             driver
-                .run(load, Duration::from_secs_f64(secs))
+                .run(load, duration, cancel)
                 .map_err(|source| CalibrateError::Driver {
                     driver: driver.name(),
                     source,
                 })
         };
-        if cfg.settle > 0.0 {
+        if !cfg.settle.is_zero() {
             run(driver, cfg.settle)?;
+        }
+        if cancel.is_set() {
+            return Err(cancelled(levels.len()));
         }
         let busy0 = cputime::machine_busy_cpu_s(&cfg.root).map_err(CalibrateError::Stat)?;
         let a = meter.snapshot()?;
         let t0 = Instant::now();
-        run(driver, cfg.seconds)?;
+        run(driver, cfg.duration)?;
+        if cancel.is_set() {
+            return Err(cancelled(levels.len()));
+        }
         let b = meter.snapshot()?;
         let wall = t0.elapsed().as_secs_f64();
         let busy1 = cputime::machine_busy_cpu_s(&cfg.root).map_err(CalibrateError::Stat)?;
@@ -281,7 +310,7 @@ pub fn calibrate(
             .then(|| abs.iter().sum::<f64>() / abs.len() as f64),
         holdout_max_abs_error_pct: abs.iter().cloned().reduce(f64::max),
         levels,
-        seconds_per_level: cfg.seconds,
+        seconds_per_level: cfg.duration.as_secs_f64(),
         driver: driver.name(),
     };
     Ok(ModelFile {
@@ -420,13 +449,32 @@ mod tests {
     }
 
     #[test]
+    fn the_spin_driver_releases_the_cpus_soon_after_a_cancel() {
+        let cancel = std::sync::Arc::new(Cancel::new().unwrap());
+        let c = std::sync::Arc::clone(&cancel);
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            c.set();
+        });
+        let t0 = Instant::now();
+        let mut spin = SpinDriver { n_cpus: 1 };
+        spin.run(0.5, Duration::from_secs(30), &cancel).unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+        // An idle level (load 0) sleeps on the flag: set already, it returns at once.
+        let t0 = Instant::now();
+        spin.run(0.0, Duration::from_secs(30), &cancel).unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+        setter.join().unwrap();
+    }
+
+    #[test]
     fn bad_configs_are_refused_in_one_line() {
         let cfg = |levels: Vec<f64>, choice| CalibrateConfig {
             root: SysRoot::new("/nonexistent"),
             choice,
             levels,
-            seconds: 1.0,
-            settle: 0.0,
+            duration: Duration::from_secs(1),
+            settle: Duration::ZERO,
         };
         let e = cfg(vec![0.0, 1.0], SourceChoice::Auto).check().unwrap_err();
         assert!(e.to_string().contains("three distinct"), "{e}");
@@ -439,5 +487,14 @@ mod tests {
             .unwrap_err();
         assert!(e.to_string().contains("needs a RAPL"), "{e}");
         assert!(!e.to_string().contains('\n'));
+        let zero = CalibrateConfig {
+            duration: Duration::ZERO,
+            ..cfg(vec![0.0, 0.5, 1.0], SourceChoice::Auto)
+        };
+        let e = zero.check().unwrap_err();
+        assert!(
+            e.to_string().contains("--duration must be more than 0"),
+            "{e}"
+        );
     }
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use wattio_energy::fixture::{self, FixtureTree};
 use wattio_energy::{load_model_file, SourceChoice, SysRoot};
 use wattio_meter::{calibrate, CalibrateConfig, CalibrateError, LoadDriver};
-use wattio_progress::Sink;
+use wattio_progress::{Cancel, Sink};
 
 /// Watts per vCPU at utilisation `u`: concave and rising, like real curves.
 fn truth(u: f64) -> f64 {
@@ -27,9 +27,9 @@ impl LoadDriver for FixtureDriver {
         "fixture".into()
     }
 
-    fn run(&mut self, load: f64, duration: Duration) -> std::io::Result<()> {
+    fn run(&mut self, load: f64, duration: Duration, cancel: &Cancel) -> std::io::Result<()> {
         let start = Instant::now();
-        std::thread::sleep(duration);
+        cancel.sleep(duration);
         let wall = start.elapsed().as_secs_f64();
         let ticks = (load * wall * 100.0).round() as u64;
         self.ticks += ticks;
@@ -58,15 +58,21 @@ fn calibration_recovers_the_fixture_power_function() {
         root,
         choice: SourceChoice::Auto,
         levels: vec![0.0, 0.1, 0.25, 0.5, 0.75, 1.0],
-        seconds: 0.4,
-        settle: 0.0,
+        duration: Duration::from_millis(400),
+        settle: Duration::ZERO,
     };
     let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let s = std::sync::Arc::clone(&seen);
     let progress = move |_: &_| {
         s.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     };
-    let file = calibrate(&cfg, &mut driver, &Sink::new(progress)).unwrap();
+    let file = calibrate(
+        &cfg,
+        &mut driver,
+        &Sink::new(progress),
+        &Cancel::new().unwrap(),
+    )
+    .unwrap();
     assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 6);
     assert_eq!(file.measured_with, "powercap");
     assert_eq!(file.vcpus, 4);
@@ -113,7 +119,7 @@ fn calibration_refuses_without_rapl() {
         fn name(&self) -> String {
             "never".into()
         }
-        fn run(&mut self, _: f64, _: Duration) -> std::io::Result<()> {
+        fn run(&mut self, _: f64, _: Duration, _: &Cancel) -> std::io::Result<()> {
             panic!("no level may run without RAPL")
         }
     }
@@ -121,10 +127,10 @@ fn calibration_refuses_without_rapl() {
         root: SysRoot::new(dir.path()),
         choice: SourceChoice::Auto,
         levels: vec![0.0, 0.5, 1.0],
-        seconds: 0.1,
-        settle: 0.0,
+        duration: Duration::from_millis(100),
+        settle: Duration::ZERO,
     };
-    let e = calibrate(&cfg, &mut Never, &Sink::none()).unwrap_err();
+    let e = calibrate(&cfg, &mut Never, &Sink::none(), &Cancel::new().unwrap()).unwrap_err();
     assert!(matches!(e, CalibrateError::NoRapl(_)), "{e}");
     let msg = e.to_string();
     assert!(
@@ -132,4 +138,49 @@ fn calibration_refuses_without_rapl() {
         "{msg}"
     );
     assert!(!msg.contains('\n'), "{msg}");
+}
+
+/// A cancel during a level ends that level at once (the driver's wait wakes) and the
+/// calibration says how many levels were measured; no curve comes out of a part of the levels.
+#[test]
+fn a_cancel_stops_the_level_under_way_and_says_how_many_were_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = fixture::amd_epyc(dir.path()).unwrap();
+    let mut driver = FixtureDriver {
+        tree,
+        n_cpus: 4,
+        ticks: 0,
+        energy_uj: 50_000_000.0,
+    };
+    // Levels of 200 ms and a cancel 500 ms in: during the third level (later on a loaded
+    // machine, but before the fourth ends).
+    let cfg = CalibrateConfig {
+        root: SysRoot::new(dir.path()),
+        choice: SourceChoice::Auto,
+        levels: vec![0.0, 0.5, 1.0, 0.25],
+        duration: Duration::from_millis(200),
+        settle: Duration::ZERO,
+    };
+    let cancel = std::sync::Arc::new(Cancel::new().unwrap());
+    let c = std::sync::Arc::clone(&cancel);
+    let setter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        c.set();
+    });
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let s = std::sync::Arc::clone(&seen);
+    let progress = Sink::new(move |_: &_| {
+        s.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    });
+    let e = calibrate(&cfg, &mut driver, &progress, &cancel).unwrap_err();
+    setter.join().unwrap();
+    let told = seen.load(std::sync::atomic::Ordering::SeqCst);
+    match e {
+        CalibrateError::Cancelled { measured, total } => {
+            assert_eq!(total, 4);
+            assert_eq!(measured, told, "every measured level was told");
+            assert!((1..4).contains(&measured), "{measured} levels measured");
+        }
+        other => panic!("{other}"),
+    }
 }
