@@ -183,7 +183,7 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
     }
     let ucb = UcbSelect {
         client: a.ucb_client.map(u32::from),
-        minutes: span.as_secs_f64() / 60.0,
+        span,
     };
     let trace = load_workload_with(&a.workload, a.seed, ucb)?;
     let policy: GhostPolicy = a.ghost_policy.parse().map_err(anyhow::Error::msg)?;
@@ -192,7 +192,7 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
         Some(OnOff::On) => GhostSelection::On(policy),
         Some(OnOff::Off) => GhostSelection::Off,
     };
-    let rows = replay_all(&profile, &trace, a.knob, sel, a.fixed_timeout.as_secs_f64());
+    let rows = replay_all(&profile, &trace, a.knob, sel, a.fixed_timeout);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
@@ -239,14 +239,7 @@ fn sweep(a: SweepArgs) -> Result<ExitCode> {
         bar.set_message(w.clone());
         let make = |seed: u64| load_workload(w, seed).expect("checked above");
         let name = make(1).name;
-        let mut rows = wattio_sim::sweep(
-            &profile,
-            &name,
-            &make,
-            &seeds,
-            a.fixed_timeout.as_secs_f64(),
-            &steps,
-        );
+        let mut rows = wattio_sim::sweep(&profile, &name, &make, &seeds, a.fixed_timeout, &steps);
         all.append(&mut rows);
         let (rt, en) = wattio_sim::sweep_charts(&all, &name, &profile.name);
         let stem = sanitize(&name);

@@ -28,7 +28,7 @@ pub use trace::{
 };
 pub use wattio_power::NetPolicy;
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use wattio_power::{DiskPolicy, GhostPolicy, Profile};
 use wattio_progress::{Eta, Sink, StudyProgress};
 
@@ -76,7 +76,8 @@ pub fn adaptive(profile: &Profile, knob: u8, ghost: Option<GhostPolicy>) -> Stra
 }
 
 /// Spin-down baselines on the static cache (fixed timeout, break-even, Douglis adaptive timeout), network as the device's default.
-pub fn baselines(profile: &Profile, fixed_timeout_s: f64) -> Vec<Strategy> {
+pub fn baselines(profile: &Profile, fixed_timeout: Duration) -> Vec<Strategy> {
+    let fixed_timeout_s = fixed_timeout.as_secs_f64();
     let s = &profile.storage;
     let net = default_net(profile);
     let mk = |name: String, disk| Strategy {
@@ -121,10 +122,10 @@ pub fn replay_all(
     trace: &Trace,
     knob: u8,
     ghosts: GhostSelection,
-    fixed_timeout_s: f64,
+    fixed_timeout: Duration,
 ) -> Vec<RunResult> {
     let mut out = vec![replay(profile, &static_default(profile), knob, trace)];
-    for b in baselines(profile, fixed_timeout_s) {
+    for b in baselines(profile, fixed_timeout) {
         out.push(replay(profile, &b, knob, trace));
     }
     out.push(replay_oracle(profile, default_net(profile), trace));
@@ -182,7 +183,7 @@ pub fn sweep(
     workload: &str,
     make: &dyn Fn(u64) -> Trace,
     seeds: &[u64],
-    fixed_timeout_s: f64,
+    fixed_timeout: Duration,
     progress: &Sink<StudyProgress>,
 ) -> Vec<SweepRow> {
     // (strategy, knob, ghost, Σ response, Σ energy, Σ spin-ups, Σ hints, energy kind)
@@ -217,7 +218,7 @@ pub fn sweep(
         let trace = make(seed);
         // Knob-independent strategies once per seed (reported at knob 50, the paper's default).
         let mut fixed = vec![replay(profile, &static_default(profile), 50, &trace)];
-        for b in baselines(profile, fixed_timeout_s) {
+        for b in baselines(profile, fixed_timeout) {
             fixed.push(replay(profile, &b, 50, &trace));
         }
         fixed.push(replay_oracle(profile, default_net(profile), &trace));

@@ -8,6 +8,7 @@ use crate::rng::Rng;
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::Path;
+use std::time::Duration;
 
 /// Read or write, from the application's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -297,12 +298,12 @@ pub fn encode_ucb(t: f64, client: u32, rhl: u32, rdl: u32, request_line: &str) -
 }
 
 /// Turn UCB records into a replayable trace: GETs with a non-zero size, of one client (the
-/// busiest if `client` is `None`), starting at its first request, for `minutes`; half of the
+/// busiest if `client` is `None`), starting at its first request, for `span`; half of the
 /// unique objects (chosen with `seed`) are cached at the start, as in the paper (§5.1).
 pub(crate) fn ucb_to_requests(
     recs: &[UcbRecord],
     client: Option<u32>,
-    minutes: f64,
+    span: Duration,
     seed: u64,
 ) -> Vec<TraceRequest> {
     let client = client.or_else(|| {
@@ -325,7 +326,7 @@ pub(crate) fn ucb_to_requests(
     };
     let sel: Vec<&UcbRecord> = sel
         .into_iter()
-        .filter(|r| r.t - t0 <= minutes * 60.0)
+        .filter(|r| r.t - t0 <= span.as_secs_f64())
         .collect();
     let reqs: Vec<TraceRequest> = sel
         .iter()
@@ -366,15 +367,16 @@ fn mark_half_cached(mut reqs: Vec<TraceRequest>, seed: u64) -> Vec<TraceRequest>
 pub struct UcbSelect {
     /// Client IPv4 address; `None` = the client with the most requests.
     pub client: Option<u32>,
-    /// Minutes from the client's first request.
-    pub minutes: f64,
+    /// How much of the client's requests, from its first.
+    pub span: Duration,
 }
 
 impl Default for UcbSelect {
+    /// The busiest client's first 20 minutes, the length of the paper's Web workload (§5.1).
     fn default() -> Self {
         Self {
             client: None,
-            minutes: 20.0,
+            span: Duration::from_secs(20 * 60),
         }
     }
 }
@@ -406,7 +408,7 @@ pub fn load_trace_file(path: &Path, seed: u64, ucb: UcbSelect) -> Result<Trace, 
     let recs = parse_ucb(&bytes, &file)?;
     Ok(Trace {
         name,
-        requests: ucb_to_requests(&recs, ucb.client, ucb.minutes, seed),
+        requests: ucb_to_requests(&recs, ucb.client, ucb.span, seed),
         memory_cache_bytes: WEB_MEMORY_CACHE_BYTES,
     })
 }
@@ -629,7 +631,7 @@ mod tests {
         assert_eq!(recs[0].method, "GET");
         assert_eq!(recs[0].url, "9168504434183313441..gif");
         assert_eq!(recs[1].size, 100, "missing data length counts as 0");
-        let reqs = ucb_to_requests(&recs, None, 20.0, 1);
+        let reqs = ucb_to_requests(&recs, None, Duration::from_secs(20 * 60), 1);
         assert_eq!(reqs.len(), 2);
         assert_eq!(reqs[0].t, 0.0);
         assert_eq!(reqs.iter().filter(|r| r.cached).count(), 1);
@@ -672,7 +674,7 @@ mod tests {
             1,
             UcbSelect {
                 client: None,
-                minutes: 5.0,
+                span: Duration::from_secs(5 * 60),
             },
         )
         .unwrap();
@@ -683,7 +685,7 @@ mod tests {
             1,
             UcbSelect {
                 client: Some(1),
-                minutes: 60.0,
+                span: Duration::from_secs(60 * 60),
             },
         )
         .unwrap();

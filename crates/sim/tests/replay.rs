@@ -6,6 +6,9 @@ use wattio_power::Profile;
 use wattio_sim::{email_trace, web_trace};
 use wattio_sim::{replay_all, GhostSelection, RunResult};
 
+/// The fixed spin-down timeout of the baseline (`wattio cache`'s default).
+const THIRTY_S: std::time::Duration = std::time::Duration::from_secs(30);
+
 fn get<'a>(rs: &'a [RunResult], name: &str) -> &'a RunResult {
     rs.iter()
         .find(|r| r.strategy == name)
@@ -16,12 +19,24 @@ fn get<'a>(rs: &'a [RunResult], name: &str) -> &'a RunResult {
 fn same_seed_same_result() {
     let p = Profile::builtin("paper-2004").unwrap();
     for seed in [1, 2] {
-        let a = replay_all(&p, &web_trace(seed, false), 50, GhostSelection::All, 30.0);
-        let b = replay_all(&p, &web_trace(seed, false), 50, GhostSelection::All, 30.0);
+        let a = replay_all(
+            &p,
+            &web_trace(seed, false),
+            50,
+            GhostSelection::All,
+            THIRTY_S,
+        );
+        let b = replay_all(
+            &p,
+            &web_trace(seed, false),
+            50,
+            GhostSelection::All,
+            THIRTY_S,
+        );
         assert_eq!(a, b);
     }
-    let a = replay_all(&p, &email_trace(1), 95, GhostSelection::All, 30.0);
-    let c = replay_all(&p, &email_trace(2), 95, GhostSelection::All, 30.0);
+    let a = replay_all(&p, &email_trace(1), 95, GhostSelection::All, THIRTY_S);
+    let c = replay_all(&p, &email_trace(2), 95, GhostSelection::All, THIRTY_S);
     assert_ne!(a, c, "different seeds give different traces");
 }
 
@@ -29,7 +44,7 @@ fn same_seed_same_result() {
 fn baselines_order_as_theory_says() {
     let p = Profile::builtin("paper-2004").unwrap();
     for tr in [email_trace(1), web_trace(1, false), web_trace(1, true)] {
-        let rs = replay_all(&p, &tr, 50, GhostSelection::All, 30.0);
+        let rs = replay_all(&p, &tr, 50, GhostSelection::All, THIRTY_S);
         let lb = get(&rs, "lower-bound");
         let nopm = get(&rs, "static+no-pm");
         let oracle = get(&rs, "static+oracle");
@@ -57,7 +72,7 @@ fn baselines_order_as_theory_says() {
 fn knob_100_is_no_power_management() {
     let p = Profile::builtin("paper-2004").unwrap();
     let tr = email_trace(3);
-    let rs = replay_all(&p, &tr, 100, GhostSelection::Off, 30.0);
+    let rs = replay_all(&p, &tr, 100, GhostSelection::Off, THIRTY_S);
     let a = get(&rs, "adaptive");
     assert_eq!(a.disk_spinups, 0, "disk never left its high mode");
     assert_eq!(a.net_ups, 0, "network stayed in CAM");
@@ -72,7 +87,7 @@ proptest! {
         let p = Profile::builtin(Profile::builtin_names()[prof]).unwrap();
         let tr = match wl { 0 => email_trace(seed), 1 => web_trace(seed, false), _ => web_trace(seed, true) };
         let span = tr.requests.last().unwrap().t - tr.requests[0].t;
-        for r in replay_all(&p, &tr, knob, GhostSelection::All, 30.0) {
+        for r in replay_all(&p, &tr, knob, GhostSelection::All, THIRTY_S) {
             prop_assert!(r.energy_j > 0.0 && r.energy_j.is_finite(), "{}: {}", r.strategy, r.energy_j);
             prop_assert!(r.disk_energy_j >= 0.0 && r.net_energy_j >= 0.0);
             prop_assert!(r.duration_s >= span - 1e-9);
