@@ -84,10 +84,9 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
     let model = ModelParams::default();
     let reps = a.reps.unwrap_or(3);
     let rounds = a.rounds.unwrap_or(if a.quick { 1 } else { 2 });
-    let idle_s = a
+    let idle = a
         .idle
-        .unwrap_or(Duration::from_secs(if a.quick { 1 } else { 3 }))
-        .as_secs_f64();
+        .unwrap_or(Duration::from_secs(if a.quick { 1 } else { 3 }));
     let scale = a.scale.unwrap_or(if a.quick { 1.0 / 3.0 } else { 1.0 });
     if reps == 0 || rounds == 0 {
         bail!("--reps and --rounds must be at least 1");
@@ -150,8 +149,8 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
         freqs: a.freqs.clone(),
         reps_per_visit: reps,
         rounds,
-        idle_s,
-        settle_s: a.settle.as_secs_f64(),
+        idle,
+        settle: a.settle,
         shuffle_seed: (a.order == "shuffled").then_some(a.seed),
     };
     let (out_dir, resume) = study_ui::output_dir(a.output.as_deref(), a.resume.as_deref(), || {
@@ -205,7 +204,7 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
         plan.workloads.len(),
         plan.mechanisms.len(),
         plan.freqs.len(),
-        if idle_s > 0.0 { "+ idle" } else { "" },
+        if idle.is_zero() { "" } else { "+ idle" },
         rounds,
         reps,
         plan.runs().len(),

@@ -18,7 +18,7 @@ pub enum RunBody<'a> {
     /// Time the workload, spawn to exit.
     Workload(&'a Workload),
     /// Sleep this long, reading the machine's busy time and C-states around it.
-    Idle { seconds: f64 },
+    Idle { window: Duration },
 }
 
 /// One run: an optional recorder, a settle pause, the body.
@@ -27,8 +27,8 @@ pub struct RunSpec<'a> {
     pub body: RunBody<'a>,
     /// `(mechanism, frequency)` of the recorder; `None` = off.
     pub recorder: Option<(&'a str, f64)>,
-    /// Seconds between the recorder sampling (or nothing, when off) and the body.
-    pub settle_s: f64,
+    /// Pause between the recorder sampling (or nothing, when off) and the body.
+    pub settle: Duration,
 }
 
 /// Idle-run readings.
@@ -161,13 +161,13 @@ impl ProcessOverheadExecutor {
 
     fn idle_window(
         &self,
-        seconds: f64,
+        window: Duration,
         cancel: &Cancel,
     ) -> Result<(f64, IdleReadings), OverheadError> {
         let c0 = cstate_times(&self.root);
         let b0 = cputime::machine_busy_cpu_s(&self.root)?;
         let t0 = Instant::now();
-        if cancel.sleep(Duration::from_secs_f64(seconds)) {
+        if cancel.sleep(window) {
             return Err(OverheadError::Cancelled);
         }
         let wall = t0.elapsed().as_secs_f64();
@@ -206,14 +206,14 @@ impl OverheadExecutor for ProcessOverheadExecutor {
             Some((m, f)) => Some(self.start_recorder(m, f, cancel)?),
             None => None,
         };
-        if cancel.sleep(Duration::from_secs_f64(run.settle_s)) {
+        if cancel.sleep(run.settle) {
             return Err(OverheadError::Cancelled);
         }
         let start_unix = unix_now();
         let body = match run.body {
             RunBody::Workload(w) => self.time_workload(w, cancel).map(|e| (e, None)),
-            RunBody::Idle { seconds } => self
-                .idle_window(seconds, cancel)
+            RunBody::Idle { window } => self
+                .idle_window(window, cancel)
                 .map(|(wall, readings)| (wall, Some(readings))),
         };
         // A failed or cancelled body drops the recorder, which kills it; otherwise stop it
@@ -336,7 +336,7 @@ mod tests {
         let spec = RunSpec {
             body: RunBody::Workload(&w),
             recorder: None,
-            settle_s: 0.0,
+            settle: Duration::ZERO,
         };
         let m = ex.run(&spec, &cancel).unwrap();
         assert!(m.elapsed_s >= 0.2 && m.elapsed_s < 10.0, "{m:?}");

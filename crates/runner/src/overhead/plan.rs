@@ -1,6 +1,7 @@
 //! What the overhead study runs and in which order.
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
+use std::time::Duration;
 use wattio_stats::SplitMix64;
 
 /// A workload: a name and the command that does a fixed amount of work.
@@ -85,15 +86,24 @@ pub struct OverheadPlan {
     pub freqs: Vec<f64>,
     pub reps_per_visit: usize,
     pub rounds: usize,
-    /// Seconds of each idle run; 0 skips the idle study.
-    pub idle_s: f64,
+    /// How long each idle run is; zero skips the idle study. (`idle_s` in `study.json`.)
+    #[serde(rename = "idle_s", serialize_with = "as_seconds")]
+    pub idle: Duration,
     /// Pause after starting the recorder (and in "off" runs) before the workload starts.
-    pub settle_s: f64,
+    /// (`settle_s` in `study.json`.)
+    #[serde(rename = "settle_s", serialize_with = "as_seconds")]
+    pub settle: Duration,
     /// Shuffle the order of combinations in every round with this seed; `None` keeps the
     /// paper's fixed order. A fixed order ties each combination to one position in the
     /// cycle, so anything that drifts with that position (other tenants' load, the
     /// transition between workloads) looks like an effect of the combination.
     pub shuffle_seed: Option<u64>,
+}
+
+/// A duration as a number of seconds, the unit `study.json` has always had (a resume compares
+/// the plan it holds with the new one).
+fn as_seconds<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
 }
 
 /// One visit of the round-robin schedule: `reps` consecutive runs of one combination.
@@ -128,7 +138,7 @@ impl OverheadPlan {
     /// then each mechanism × frequency.
     pub fn combinations(&self) -> Vec<(Option<usize>, Option<String>, f64)> {
         let mut targets: Vec<Option<usize>> = (0..self.workloads.len()).map(Some).collect();
-        if self.idle_s > 0.0 {
+        if !self.idle.is_zero() {
             targets.push(None);
         }
         let mut out = Vec::new();
@@ -209,10 +219,19 @@ mod tests {
             freqs: vec![0.1, 1.0, 10.0, 100.0, 1000.0],
             reps_per_visit: 3,
             rounds: 2,
-            idle_s: 2.0,
-            settle_s: 0.2,
+            idle: Duration::from_secs(2),
+            settle: Duration::from_millis(200),
             shuffle_seed: None,
         }
+    }
+
+    #[test]
+    fn study_json_keeps_the_durations_as_seconds() {
+        // A resume compares this with the plan in an existing study.json: same keys, numbers.
+        let v = serde_json::to_value(plan()).unwrap();
+        assert_eq!(v["idle_s"], serde_json::json!(2.0));
+        assert_eq!(v["settle_s"], serde_json::json!(0.2));
+        assert!(v.get("idle").is_none() && v.get("settle").is_none(), "{v}");
     }
 
     #[test]

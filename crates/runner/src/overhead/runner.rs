@@ -9,7 +9,7 @@ use crate::log::CsvLog;
 use crate::study::{check_study_dir, mark_complete, open_study_dir, StudyEnd, StudyManifest};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use wattio_energy::ModelParams;
 use wattio_progress::Cancel;
 use wattio_progress::{Eta, Sink, StudyProgress};
@@ -126,7 +126,7 @@ impl OverheadRunner<'_> {
             let spec = RunSpec {
                 body: RunBody::Workload(w),
                 recorder: None,
-                settle_s: 0.0,
+                settle: Duration::ZERO,
             };
             match exec.run(&spec, cancel) {
                 Ok(m) => seconds.push(m.elapsed_s),
@@ -141,11 +141,12 @@ impl OverheadRunner<'_> {
     /// an idle run its window plus the pause, until runs are measured.
     fn eta(&self, warm: &WarmUp) -> Eta<Option<usize>> {
         let mut eta = Eta::new();
-        if self.plan.idle_s > 0.0 {
-            eta.record(None, self.plan.idle_s + self.plan.settle_s);
+        let settle_s = self.plan.settle.as_secs_f64();
+        if !self.plan.idle.is_zero() {
+            eta.record(None, self.plan.idle.as_secs_f64() + settle_s);
         }
         for (i, s) in warm.seconds.iter().enumerate() {
-            eta.record(Some(i), s + self.plan.settle_s);
+            eta.record(Some(i), s + settle_s);
         }
         eta
     }
@@ -180,7 +181,7 @@ impl OverheadRunner<'_> {
         } else {
             (CsvLog::create(&load_path)?, vec![])
         };
-        let (mut idle_log, idle) = match (self.plan.idle_s > 0.0, resume) {
+        let (mut idle_log, idle) = match (!self.plan.idle.is_zero(), resume) {
             (false, _) => (None, vec![]),
             (true, true) => {
                 let (log, rows) = CsvLog::<IdleRun>::resume(&idle_path)?;
@@ -243,11 +244,11 @@ impl OverheadRunner<'_> {
                 body: match r.workload {
                     Some(i) => RunBody::Workload(&self.plan.workloads[i]),
                     None => RunBody::Idle {
-                        seconds: self.plan.idle_s,
+                        window: self.plan.idle,
                     },
                 },
                 recorder: r.mechanism.as_deref().map(|m| (m, r.freq_hz)),
-                settle_s: self.plan.settle_s,
+                settle: self.plan.settle,
             };
             let t0 = Instant::now();
             let m = match exec.run(&spec, cancel) {
@@ -345,8 +346,8 @@ mod tests {
             freqs: vec![1.0, 1000.0],
             reps_per_visit: 2,
             rounds: 2,
-            idle_s: 3.0,
-            settle_s: 0.5,
+            idle: Duration::from_secs(3),
+            settle: Duration::from_millis(500),
             shuffle_seed: Some(7),
         }
     }
@@ -375,8 +376,8 @@ mod tests {
             let (elapsed_s, idle) = match run.body {
                 RunBody::Workload(w) if w.name == "a" => (2.0, None),
                 RunBody::Workload(_) => (4.0, None),
-                RunBody::Idle { seconds } => (
-                    seconds,
+                RunBody::Idle { window } => (
+                    window.as_secs_f64(),
                     Some(IdleReadings {
                         busy_cpu_s: 0.3,
                         cstates: "unavailable: fake".into(),
