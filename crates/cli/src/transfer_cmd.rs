@@ -8,14 +8,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use wattio_progress::Sink;
-use wattio_transfer::actuator::CoreBackend;
-use wattio_transfer::client::{
-    run_transfer, EnergyFeedback, Notice, TransferOptions, TransferProgress, TunerChoice,
-    DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
+use wattio_transfer::{
+    run_transfer, ClientTlsOptions, CoreBackend, EnergyFeedback, FixedParams, Notice, Server,
+    ServerConfig, Sla, TransferOptions, TransferProgress, TunerChoice, DEFAULT_MAX_CHANNELS,
+    DEFAULT_RETRIES,
 };
-use wattio_transfer::server::{Server, ServerConfig};
-use wattio_transfer::tls::ClientTlsOptions;
-use wattio_transfer::tuner::{FixedParams, Sla};
 use wattio_units::{parse_duration, BitRate, ByteSize};
 
 /// `wattio serve DIR [--listen ADDR]`
@@ -145,7 +142,7 @@ pub struct TransferArgs {
 
 pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     if a.write_listing {
-        let p = wattio_transfer::listing::write_listing(&a.dir)
+        let p = wattio_transfer::write_listing(&a.dir)
             .with_context(|| format!("cannot list {}", a.dir.display()))?;
         eprintln!("wattio serve: wrote {}", p.display());
         return Ok(ExitCode::SUCCESS);
@@ -155,7 +152,7 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     cfg.idle_timeout = a.idle_timeout;
     cfg.rate_limit = a.rate_limit.map(BitRate::bytes_per_second);
     if let (Some(cert), Some(key)) = (&a.tls_cert, &a.tls_key) {
-        cfg.tls = Some(wattio_transfer::tls::server_config(cert, key)?);
+        cfg.tls = Some(wattio_transfer::tls_server_config(cert, key)?);
     }
     let scheme = if cfg.tls.is_some() { "https" } else { "http" };
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -168,7 +165,7 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "wattio serve: listening on {scheme}://{addr}/ (root {}); listing at {scheme}://{addr}/{}",
             a.dir.display(),
-            wattio_transfer::listing::LISTING_PATH
+            wattio_transfer::LISTING_PATH
         );
         server.run().await?;
         Ok::<_, anyhow::Error>(())
@@ -324,7 +321,7 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
             );
         }
         if let Some(r) = s.cpu_actuator.last() {
-            use wattio_transfer::actuator::KnobOutcome;
+            use wattio_transfer::KnobOutcome;
             let show = |o: &KnobOutcome| match o {
                 KnobOutcome::Applied(d) => format!("applied ({d})"),
                 KnobOutcome::Unavailable(d) => format!("not available ({d})"),

@@ -52,7 +52,7 @@ struct Policy {
 }
 
 /// The CPU actuator.
-pub struct CpuActuator {
+pub(crate) struct CpuActuator {
     root: SysRoot,
     backend: CoreBackend,
     use_cpufreq: bool,
@@ -70,7 +70,7 @@ fn read_trim(p: &std::path::Path) -> Option<String> {
 }
 
 /// Parses a CPU list such as `0-3,6`.
-pub fn parse_cpu_list(s: &str) -> Vec<usize> {
+pub(crate) fn parse_cpu_list(s: &str) -> Vec<usize> {
     let mut out = Vec::new();
     for part in s.trim().split(',').filter(|p| !p.is_empty()) {
         match part.split_once('-') {
@@ -90,7 +90,7 @@ pub fn parse_cpu_list(s: &str) -> Vec<usize> {
 }
 
 /// CPUs this process may run on (sched_getaffinity).
-pub fn allowed_cpus() -> Vec<usize> {
+pub(crate) fn allowed_cpus() -> Vec<usize> {
     // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it for pid 0 (this thread).
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -104,7 +104,7 @@ pub fn allowed_cpus() -> Vec<usize> {
 }
 
 /// Restricts every thread of this process to `cpus`.
-pub fn set_process_affinity(cpus: &[usize]) -> std::io::Result<usize> {
+pub(crate) fn set_process_affinity(cpus: &[usize]) -> std::io::Result<usize> {
     // SAFETY: as above; each call targets one thread id of this process.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for &c in cpus {

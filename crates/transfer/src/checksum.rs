@@ -10,10 +10,10 @@ use std::path::Path;
 use twox_hash::XxHash3_64;
 
 /// Name of the checksum algorithm in listings.
-pub const ALGORITHM: &str = "xxh3-64";
+pub(crate) const ALGORITHM: &str = "xxh3-64";
 
 /// The longest BLAKE2b digest, in bytes (`b2sum`'s default, 512 bits).
-pub const BLAKE2B_MAX_BYTES: u8 = 64;
+pub(crate) const BLAKE2B_MAX_BYTES: u8 = 64;
 
 /// Streaming XXH3-64 (seed 0). twox-hash picks its AVX2 code at run time where the CPU has it;
 /// a portable build of xxhash-rust gets SSE2 only.
@@ -39,20 +39,20 @@ fn xxh3_64(data: &[u8]) -> u64 {
 /// Size of the blocks a listing also hashes one by one (see [`FileDigests`]): small enough that
 /// a corrupt block costs little to fetch again, large enough that a listing stays small
 /// (16 hex digits per MiB).
-pub const BLOCK_SIZE: u64 = 1 << 20;
+pub(crate) const BLOCK_SIZE: u64 = 1 << 20;
 
 /// Checksums of one file: XXH3-64 of the whole file (what `xxhsum -H3` prints) and, for files
 /// larger than one block, of each `block_size` block in order. Block digests let a client hash
 /// the data while it is still in its receive buffer, in any order the ranges arrive, instead of
 /// reading the whole file back from memory after it is written.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileDigests {
+pub(crate) struct FileDigests {
     pub whole: String,
     pub blocks: Option<Vec<String>>,
 }
 
 /// XXH3-64 of a file, as 16 lowercase hex digits.
-pub fn file_xxh3(path: &Path) -> std::io::Result<String> {
+pub(crate) fn file_xxh3(path: &Path) -> std::io::Result<String> {
     let f = File::open(path)?;
     let len = f.metadata()?.len();
     if let Some(d) = with_mapping(&f, len, bytes_xxh3) {
@@ -62,7 +62,7 @@ pub fn file_xxh3(path: &Path) -> std::io::Result<String> {
 }
 
 /// The whole-file and per-block digests of a file, in one pass over it.
-pub fn file_digests(path: &Path, block_size: u64) -> std::io::Result<FileDigests> {
+pub(crate) fn file_digests(path: &Path, block_size: u64) -> std::io::Result<FileDigests> {
     let f = File::open(path)?;
     let len = f.metadata()?.len();
     let bs = block_size.max(1);
@@ -111,7 +111,11 @@ impl DigestsBuilder {
 }
 
 /// XXH3-64 of the given blocks (indexes) of an open file whose blocks are `block_size` long.
-pub fn file_blocks_xxh3(f: &File, block_size: u64, which: &[u64]) -> std::io::Result<Vec<u64>> {
+pub(crate) fn file_blocks_xxh3(
+    f: &File,
+    block_size: u64,
+    which: &[u64],
+) -> std::io::Result<Vec<u64>> {
     use std::os::unix::fs::FileExt;
     let len = f.metadata()?.len();
     let bs = block_size.max(1);
@@ -143,7 +147,7 @@ pub fn file_blocks_xxh3(f: &File, block_size: u64, which: &[u64]) -> std::io::Re
 /// Hashes a file's blocks from its bytes as they stream past in order, starting at some offset:
 /// each block that the stream covers from its first to its last byte gets its digest; a block
 /// the stream enters midway (a resumed range) is skipped, to be hashed from the file later.
-pub struct BlockHasher {
+pub(crate) struct BlockHasher {
     block_size: u64,
     file_size: u64,
     pos: u64,
@@ -241,7 +245,7 @@ fn read_xxh3(mut f: File) -> std::io::Result<String> {
 /// the coreutils tools (`md5sum`, `sha1sum`, `sha224sum` … `sha512sum`, `b2sum`) and
 /// `xxhsum`'s four (`-H0` XXH32, `-H1` XXH64, `-H2` XXH128, `-H3` XXH3-64).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Algorithm {
+pub(crate) enum Algorithm {
     Md5,
     Sha1,
     Sha224,
@@ -402,7 +406,7 @@ impl std::fmt::Display for Algorithm {
 }
 
 /// Streaming state of one [`Algorithm`].
-pub struct StreamHasher(Inner);
+pub(crate) struct StreamHasher(Inner);
 
 enum Inner {
     Md5(md5::Md5),
@@ -463,14 +467,14 @@ impl StreamHasher {
 }
 
 /// The digest of a byte slice.
-pub fn bytes_digest(algo: Algorithm, data: &[u8]) -> Vec<u8> {
+pub(crate) fn bytes_digest(algo: Algorithm, data: &[u8]) -> Vec<u8> {
     let mut h = algo.hasher();
     h.update(data);
     h.finish()
 }
 
 /// The digest of a whole file (through a mapping where possible, as [`file_xxh3`]).
-pub fn file_digest(algo: Algorithm, path: &Path) -> std::io::Result<Vec<u8>> {
+pub(crate) fn file_digest(algo: Algorithm, path: &Path) -> std::io::Result<Vec<u8>> {
     let f = File::open(path)?;
     let len = f.metadata()?.len();
     if let Some(d) = with_mapping(&f, len, |data| bytes_digest(algo, data)) {
@@ -489,8 +493,9 @@ pub fn file_digest(algo: Algorithm, path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(h.finish())
 }
 
-/// Lower-case hex of a digest.
-pub fn to_hex(digest: &[u8]) -> String {
+/// Lower-case hex of a digest (the tests compare digests with published hex).
+#[cfg(test)]
+pub(crate) fn to_hex(digest: &[u8]) -> String {
     use std::fmt::Write as _;
     digest.iter().fold(String::new(), |mut s, b| {
         let _ = write!(s, "{b:02x}");
@@ -499,7 +504,7 @@ pub fn to_hex(digest: &[u8]) -> String {
 }
 
 /// Decodes hex digits (either case); `None` for an odd length or a non-hex character.
-pub fn from_hex(hex: &str) -> Option<Vec<u8>> {
+pub(crate) fn from_hex(hex: &str) -> Option<Vec<u8>> {
     let b = hex.as_bytes();
     if b.len() % 2 != 0 {
         return None;
@@ -515,9 +520,8 @@ pub fn from_hex(hex: &str) -> Option<Vec<u8>> {
 /// that arrive ahead of it are only noted, and read back from the file (still in the page
 /// cache) when the position reaches them. A file that arrives in order, as one stream (a
 /// server without Range, or a file small enough for one request), is never read back.
-pub struct InOrderHasher {
+pub(crate) struct InOrderHasher {
     hasher: StreamHasher,
-    algo: Algorithm,
     size: u64,
     /// Bytes `[0, at)` are hashed.
     at: u64,
@@ -531,7 +535,6 @@ impl InOrderHasher {
     pub fn new(algo: Algorithm, size: u64, present: &[(u64, u64)]) -> InOrderHasher {
         let mut h = InOrderHasher {
             hasher: algo.hasher(),
-            algo,
             size,
             at: 0,
             ahead: Default::default(),
@@ -540,16 +543,6 @@ impl InOrderHasher {
             h.note(o, l);
         }
         h
-    }
-
-    /// Starts over (the file is fetched again).
-    pub fn reset(&mut self) {
-        *self = InOrderHasher::new(self.algo, self.size, &[]);
-    }
-
-    /// Bytes hashed so far.
-    pub fn position(&self) -> u64 {
-        self.at
     }
 
     fn note(&mut self, offset: u64, len: u64) {
@@ -645,14 +638,14 @@ impl InOrderHasher {
 }
 
 /// Parses a digest written by [`bytes_xxh3`] (16 hex digits).
-pub fn parse_digest(hex: &str) -> Option<u64> {
+pub(crate) fn parse_digest(hex: &str) -> Option<u64> {
     (hex.len() == 16)
         .then(|| u64::from_str_radix(hex, 16).ok())
         .flatten()
 }
 
 /// XXH3-64 of a byte slice, as 16 lowercase hex digits.
-pub fn bytes_xxh3(data: &[u8]) -> String {
+pub(crate) fn bytes_xxh3(data: &[u8]) -> String {
     format!("{:016x}", xxh3_64(data))
 }
 
@@ -857,7 +850,7 @@ mod tests {
         h.on_data(30_000, &data[30_000..60_000]);
         h.on_data(10_000, &data[10_000..20_000]);
         h.catch_up(&mut read_at).unwrap();
-        assert_eq!(h.position(), 60_000);
+        assert_eq!(h.at, 60_000);
         h.on_data(60_000, &data[60_000..]);
         assert_eq!(
             h.finish(&mut read_at).unwrap(),

@@ -17,7 +17,7 @@ use crate::http::percent_encode_path;
 
 /// Which generator wrote an index page (reported in the transfer summary).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IndexKind {
+pub(crate) enum IndexKind {
     NginxJson,
     NginxHtml,
     ApacheHtml,
@@ -40,7 +40,7 @@ impl IndexKind {
 
 /// One link of an index under the walk's root.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IndexEntry {
+pub(crate) struct IndexEntry {
     /// Absolute path on the page's origin, canonically percent-encoded; ends with `/` for a
     /// directory.
     pub path: String,
@@ -51,13 +51,13 @@ pub struct IndexEntry {
 
 /// The entries of one index page.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IndexPage {
+pub(crate) struct IndexPage {
     pub kind: IndexKind,
     pub entries: Vec<IndexEntry>,
 }
 
 /// `scheme`, `host[:port]` (host lower-case, default port dropped) and the rest of a URL.
-pub fn split_url(url: &str) -> Option<(String, String, String)> {
+pub(crate) fn split_url(url: &str) -> Option<(String, String, String)> {
     let (scheme, rest) = url.split_once("://")?;
     let scheme = scheme.to_ascii_lowercase();
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
@@ -113,7 +113,7 @@ fn is_dot(seg: &str, n: usize) -> bool {
 
 /// Decodes `%XX` escapes to bytes; a `%` not followed by two hex digits stays literal (some
 /// generators write it unescaped).
-pub fn percent_decode_bytes(s: &str) -> Vec<u8> {
+pub(crate) fn percent_decode_bytes(s: &str) -> Vec<u8> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -136,7 +136,7 @@ pub fn percent_decode_bytes(s: &str) -> Vec<u8> {
 /// Re-encodes every segment of an absolute path in one spelling (decoded, then encoded as
 /// [`percent_encode_path`] does); `None` when a segment decodes to a name with `/` or NUL, or
 /// to bytes that are not UTF-8.
-pub fn canonical_path(path: &str) -> Option<String> {
+pub(crate) fn canonical_path(path: &str) -> Option<String> {
     let mut out = String::with_capacity(path.len());
     for (i, seg) in path.split('/').enumerate() {
         if i > 0 {
@@ -153,7 +153,7 @@ pub fn canonical_path(path: &str) -> Option<String> {
 
 /// Resolves a link of the page at `page_url` to a canonical absolute path on the same origin;
 /// `None` for other origins and schemes, links with a query, and names that cannot be files.
-pub fn resolve_link(page_url: &str, href: &str) -> Option<String> {
+pub(crate) fn resolve_link(page_url: &str, href: &str) -> Option<String> {
     let (scheme, auth, page_tail) = split_url(page_url)?;
     let href = href.trim();
     let href = href.split('#').next().unwrap_or("");
@@ -190,7 +190,7 @@ pub fn resolve_link(page_url: &str, href: &str) -> Option<String> {
 
 /// Resolves a reference (a `Location` header) against the absolute URL `base`, to an
 /// absolute `http(s)` URL without fragment; the query is kept. `None` for other schemes.
-pub fn join_url(base: &str, reference: &str) -> Option<String> {
+pub(crate) fn join_url(base: &str, reference: &str) -> Option<String> {
     let (scheme, auth, tail) = split_url(base)?;
     let r = reference.trim();
     let r = r.split('#').next().unwrap_or("");
@@ -225,7 +225,7 @@ pub fn join_url(base: &str, reference: &str) -> Option<String> {
 }
 
 /// Decodes the HTML character references an attribute value or text may hold.
-pub fn html_unescape(s: &str) -> String {
+pub(crate) fn html_unescape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(i) = rest.find('&') {
@@ -268,7 +268,7 @@ pub fn html_unescape(s: &str) -> String {
 }
 
 /// The `href` values of the `<a>` elements of an HTML document, unescaped, in order.
-pub fn html_links(html: &str) -> Vec<String> {
+pub(crate) fn html_links(html: &str) -> Vec<String> {
     let mut out = Vec::new();
     let lower = html.to_ascii_lowercase();
     let b = lower.as_bytes();
@@ -374,7 +374,7 @@ struct NginxJsonEntry {
 /// Parses an index page fetched from `page_url` (which ends with `/`), keeping the entries
 /// under `root_path` (an absolute, canonical path ending with `/`). `Err` when the body is not
 /// a directory index.
-pub fn parse_index(
+pub(crate) fn parse_index(
     body: &[u8],
     content_type: Option<&str>,
     page_url: &str,
@@ -496,7 +496,7 @@ fn nginx_html_sizes(html: &str) -> std::collections::HashMap<String, u64> {
 
 /// The path of `path` relative to `root_path`, decoded (`/`-separated, UTF-8); `None` when
 /// it is not under the root or a name is not UTF-8.
-pub fn relative_name(root_path: &str, path: &str) -> Option<String> {
+pub(crate) fn relative_name(root_path: &str, path: &str) -> Option<String> {
     let rest = path.strip_prefix(root_path)?;
     let rest = rest.strip_suffix('/').unwrap_or(rest);
     let parts: Option<Vec<String>> = rest

@@ -3,13 +3,13 @@
 //! `Content-Range`. Pure functions, fuzzed by proptest.
 
 /// Largest request head accepted; bigger heads get 431-style rejection (we answer 400).
-pub const MAX_HEAD: usize = 16 * 1024;
+pub(crate) const MAX_HEAD: usize = 16 * 1024;
 /// Most headers accepted in one request.
-pub const MAX_HEADERS: usize = 64;
+pub(crate) const MAX_HEADERS: usize = 64;
 
 /// A parsed request head.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Request {
+pub(crate) struct Request {
     pub method: Method,
     /// Decoded, confined path components (no `.`/`..`), empty for `/`.
     pub path: Vec<String>,
@@ -24,7 +24,7 @@ pub struct Request {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
+pub(crate) enum Method {
     Get,
     Head,
     Other,
@@ -32,7 +32,7 @@ pub enum Method {
 
 /// Why a request is refused before touching the file system.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reject {
+pub(crate) enum Reject {
     /// Malformed syntax: answer 400 and close.
     BadRequest(&'static str),
     /// The target tries to leave the served tree: answer 403 and close.
@@ -41,7 +41,7 @@ pub enum Reject {
 
 /// Result of feeding the buffered bytes to the parser.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Parsed {
+pub(crate) enum Parsed {
     /// A complete head of `len` bytes.
     Complete(Request, usize),
     /// More bytes are needed.
@@ -49,7 +49,7 @@ pub enum Parsed {
 }
 
 /// Parses one request head at the start of `buf`.
-pub fn parse_request(buf: &[u8]) -> Result<Parsed, (Reject, Option<u8>)> {
+pub(crate) fn parse_request(buf: &[u8]) -> Result<Parsed, (Reject, Option<u8>)> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
     let n = match req.parse(buf) {
@@ -140,7 +140,7 @@ pub fn parse_request(buf: &[u8]) -> Result<Parsed, (Reject, Option<u8>)> {
 /// The query is dropped; `%XX` escapes are decoded once; any component that is `..` after
 /// decoding, or that contains `/`, `\` or NUL after decoding, is refused (so `%2e%2e`,
 /// `%2f..`, `..%5c` all fail); `.` and empty components are skipped.
-pub fn decode_target(target: &str) -> Result<(Vec<String>, bool), Reject> {
+pub(crate) fn decode_target(target: &str) -> Result<(Vec<String>, bool), Reject> {
     if !target.starts_with('/') {
         return Err(Reject::BadRequest("request target must start with /"));
     }
@@ -161,7 +161,7 @@ pub fn decode_target(target: &str) -> Result<(Vec<String>, bool), Reject> {
 }
 
 /// Decodes `%XX` escapes; `None` on a malformed escape or non-UTF-8 result.
-pub fn percent_decode(s: &str) -> Option<String> {
+pub(crate) fn percent_decode(s: &str) -> Option<String> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -189,7 +189,7 @@ fn hex(c: u8) -> Option<u8> {
 }
 
 /// Percent-encodes a relative path for a request target (keeps `/` and unreserved bytes).
-pub fn percent_encode_path(p: &str) -> String {
+pub(crate) fn percent_encode_path(p: &str) -> String {
     let mut s = String::with_capacity(p.len());
     for &c in p.as_bytes() {
         if c.is_ascii_alphanumeric() || b"-._~/".contains(&c) {
@@ -203,7 +203,7 @@ pub fn percent_encode_path(p: &str) -> String {
 
 /// What a `Range` header asks of a representation of `size` bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RangeAnswer {
+pub(crate) enum RangeAnswer {
     /// Serve the whole file with 200 (no header, an unparsable one, or several ranges).
     Full,
     /// Serve `[start, end]` inclusive with 206.
@@ -213,7 +213,7 @@ pub enum RangeAnswer {
 }
 
 /// Resolves a `Range` header value against a file size (RFC 9110 §14; one range only).
-pub fn resolve_range(value: Option<&str>, size: u64) -> RangeAnswer {
+pub(crate) fn resolve_range(value: Option<&str>, size: u64) -> RangeAnswer {
     let Some(v) = value else {
         return RangeAnswer::Full;
     };
@@ -263,13 +263,13 @@ pub fn resolve_range(value: Option<&str>, size: u64) -> RangeAnswer {
 }
 
 /// Largest response head the client accepts.
-pub const MAX_RESPONSE_HEAD: usize = 64 * 1024;
+pub(crate) const MAX_RESPONSE_HEAD: usize = 64 * 1024;
 /// Most headers accepted in one response.
-pub const MAX_RESPONSE_HEADERS: usize = 64;
+pub(crate) const MAX_RESPONSE_HEADERS: usize = 64;
 
 /// A `Content-Range: bytes FIRST-LAST/SIZE` value (RFC 9110 §14.4), bounds inclusive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ContentRange {
+pub(crate) struct ContentRange {
     pub first: u64,
     pub last: u64,
     /// The complete representation's length.
@@ -285,7 +285,7 @@ impl std::fmt::Display for ContentRange {
 /// Parses a satisfied `Content-Range` value, `bytes FIRST-LAST/SIZE`; `None` for the
 /// unsatisfied form (`bytes */SIZE`), an unknown size (`/*`), other units, non-digits, or a
 /// range that is not inside the representation (`FIRST <= LAST < SIZE`).
-pub fn parse_content_range(v: &str) -> Option<ContentRange> {
+pub(crate) fn parse_content_range(v: &str) -> Option<ContentRange> {
     let r = v.trim().strip_prefix("bytes ")?;
     let (ab, size) = r.split_once('/')?;
     let (a, b) = ab.split_once('-')?;
@@ -307,7 +307,7 @@ fn parse_digits(s: &str) -> Option<u64> {
 
 /// The fields of a response head the client uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResponseHead {
+pub(crate) struct ResponseHead {
     pub status: u16,
     /// `Content-Length`, when present and a valid number.
     pub content_length: Option<u64>,
@@ -334,7 +334,7 @@ impl ResponseHead {
 
 /// Why bytes are not a response head.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ResponseError {
+pub(crate) enum ResponseError {
     /// Not HTTP/1.x response syntax (httparse's reason).
     Malformed(String),
     /// No end of head within [`MAX_RESPONSE_HEAD`] bytes.
@@ -358,7 +358,9 @@ impl std::error::Error for ResponseError {}
 
 /// Parses one response head at the start of `buf`: `Ok(Some((head, len)))` when complete,
 /// `Ok(None)` when more bytes are needed.
-pub fn parse_response_head(buf: &[u8]) -> Result<Option<(ResponseHead, usize)>, ResponseError> {
+pub(crate) fn parse_response_head(
+    buf: &[u8],
+) -> Result<Option<(ResponseHead, usize)>, ResponseError> {
     let mut hs = [httparse::EMPTY_HEADER; MAX_RESPONSE_HEADERS];
     let mut r = httparse::Response::new(&mut hs);
     let n = match r.parse(buf) {

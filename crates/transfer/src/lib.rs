@@ -1,43 +1,73 @@
 //! wattio-transfer: energy-aware bulk data transfer over HTTP/1.1.
 //!
-//! - [`server`]: `wattio serve`, a static-file server (Range, keep-alive, pipelining, sendfile,
-//!   a JSON dataset listing with XXH3-64 checksums, path confinement, connection limits).
-//! - [`client`]: `wattio transfer`, a tokio + httparse engine with concurrency, parallelism and
-//!   pipelining, BDP-sized chunks, verification, temporary names, resume and retries.
-//! - [`tls`]: HTTPS for both (rustls, system trust store, `--cacert`, `--insecure`).
-//! - [`tuner`]: Algorithm 1 (partitioning and initial parameters), slow start (Alg. 2),
-//!   ME (Alg. 4), EEMT (Alg. 5, reconstructed), EETT (Alg. 6) on the Figure 1 state machine,
-//!   the threshold CPU scaler (Alg. 3, reconstructed) and baselines, with a simulated channel.
-//! - [`actuator`]: CPU frequency (cpufreq), hotplug and affinity backends under `WATTIO_ROOT`.
+//! The API is re-exported here:
+//! - `wattio serve`: [`Server`] / [`ServerHandle`] with a [`ServerConfig`], a static-file server
+//!   (Range, keep-alive, pipelining, sendfile, a JSON dataset listing with XXH3-64 checksums
+//!   written by [`write_listing`] and read by [`Listing`], path confinement, connection limits).
+//! - `wattio transfer`: [`run_transfer`] with [`TransferOptions`], a tokio + httparse engine
+//!   with concurrency, parallelism and pipelining, BDP-sized chunks, verification, temporary
+//!   names, resume and retries; it returns the `--json` summary, [`TransferSummary`], and tells
+//!   [`Notice`]s and [`TransferProgress`] to the callbacks the options hold.
+//! - HTTPS for both (rustls, system trust store, `--cacert`, `--insecure`): [`ClientTlsOptions`],
+//!   [`tls_server_config`].
+//! - The CPU actuator's choices and reports: [`CoreBackend`], [`ApplyReport`], [`KnobOutcome`].
+//!
+//! Two namespaces stay public, because their names are the paper's and read as such under them
+//! (`tuner::State`, `tuner::Controller`, `sim::run`): [`tuner`], Algorithm 1 (partitioning and
+//! initial parameters), slow start (Alg. 2), ME (Alg. 4), EEMT (Alg. 5, reconstructed), EETT
+//! (Alg. 6) on the Figure 1 state machine, the threshold CPU scaler (Alg. 3, reconstructed) and
+//! baselines; and [`sim`], the simulated channel they are tested on. The tuner types a caller
+//! of the engine needs ([`Sla`], [`TunerChoice`], [`FixedParams`], and [`TransferPlan`] and
+//! [`NetParams`] in the summary) are also here.
+//!
+//! Without the default `engine` feature the crate is the tuners, the simulated channel, the
+//! actuator's report types and the summary's types, without tokio, rustls or the hash crates:
+//! what a reader of summaries (`wattio report`) needs.
 //!
 //! The specification is Di Tacchio et al., "Energy-Efficient High-Throughput Data Transfers via
 //! Dynamic CPU Frequency and Core Scaling"; docs/transfer.md says what is the paper's and what
 //! is ours.
 
-pub mod actuator;
+// Without the engine nothing applies CPU settings: only the actuator's report types are used.
+#[cfg_attr(not(feature = "engine"), allow(dead_code))]
+mod actuator;
 #[cfg(feature = "engine")]
-pub mod checksum;
+mod checksum;
 #[cfg(feature = "engine")]
-pub mod client;
+mod client;
 #[cfg(feature = "engine")]
-pub mod dirindex;
+mod dirindex;
 #[cfg(feature = "engine")]
-pub mod http;
+mod http;
 #[cfg(feature = "engine")]
-pub mod listing;
+mod listing;
 #[cfg(feature = "engine")]
-pub mod server;
+mod server;
 pub mod sim;
-pub mod summary;
+mod summary;
 #[cfg(feature = "engine")]
-pub mod sums;
+mod sums;
 #[cfg(feature = "engine")]
-pub mod tls;
+mod tls;
 pub mod tuner;
 #[cfg(feature = "engine")]
-pub mod urllist;
+mod urllist;
 
+pub use actuator::{ApplyReport, CoreBackend, KnobOutcome};
 pub use summary::{
     ChecksumFileReport, EnergySummary, IntervalLog, MirrorFallback, MirrorReport, ProcessEnergy,
-    TransferSummary, Verification, HOST_ESTIMATE_SCOPE,
+    TransferSummary, Verification, HOST_ESTIMATE_SCOPE, UNVERIFIED_LISTED,
 };
+pub use tuner::{FixedParams, NetParams, Sla, TransferPlan, TunerChoice};
+
+#[cfg(feature = "engine")]
+pub use client::{
+    default_window, run_transfer, EnergyFeedback, Notice, TransferOptions, TransferProgress,
+    DEFAULT_INTERVAL, DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
+};
+#[cfg(feature = "engine")]
+pub use listing::{write_listing, Listing, LISTING_PATH};
+#[cfg(feature = "engine")]
+pub use server::{Server, ServerConfig, ServerHandle};
+#[cfg(feature = "engine")]
+pub use tls::{tls_server_config, ClientTlsOptions};

@@ -10,7 +10,7 @@ use std::time::SystemTime;
 /// URL path (relative to the served root) of the listing of the whole tree.
 pub const LISTING_PATH: &str = ".wattio/listing.json";
 /// Value of the `format` field.
-pub const FORMAT: &str = "wattio-listing/1";
+pub(crate) const LISTING_FORMAT: &str = "wattio-listing/1";
 
 /// One file of a dataset.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,12 +23,12 @@ pub struct ListedFile {
     pub xxh3: Option<String>,
     /// XXH3-64 of each block, for files larger than one block.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub blocks: Option<Blocks>,
+    pub blocks: Option<ListedBlocks>,
 }
 
 /// Per-block checksums of a file: `xxh3[i]` covers bytes `[i*size, (i+1)*size)`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Blocks {
+pub struct ListedBlocks {
     pub size: u64,
     pub xxh3: Vec<String>,
 }
@@ -46,10 +46,10 @@ impl Listing {
     /// Parses and checks a listing document.
     pub fn parse(body: &[u8]) -> Result<Listing, String> {
         let l: Listing = serde_json::from_slice(body)
-            .map_err(|e| format!("not a wattio listing ({e}); expected format {FORMAT}"))?;
-        if l.format != FORMAT {
+            .map_err(|e| format!("not a wattio listing ({e}); expected format {LISTING_FORMAT}"))?;
+        if l.format != LISTING_FORMAT {
             return Err(format!(
-                "unsupported listing format `{}`; expected {FORMAT}",
+                "unsupported listing format `{}`; expected {LISTING_FORMAT}",
                 l.format.escape_debug()
             ));
         }
@@ -75,7 +75,7 @@ impl Listing {
 }
 
 /// Whether a listing path is relative and stays inside its base (no `..`, no absolute, no NUL).
-pub fn is_safe_relative(p: &str) -> bool {
+pub(crate) fn is_safe_relative(p: &str) -> bool {
     !p.is_empty()
         && !p.starts_with('/')
         && !p.contains('\0')
@@ -85,7 +85,7 @@ pub fn is_safe_relative(p: &str) -> bool {
 
 /// Walks `root` and returns the regular files inside it (symlinks are followed only when they
 /// resolve inside the root), sorted by path, skipping the `.wattio` directory.
-pub fn scan(root: &Path) -> std::io::Result<Vec<(String, PathBuf, u64, SystemTime)>> {
+pub(crate) fn scan(root: &Path) -> std::io::Result<Vec<(String, PathBuf, u64, SystemTime)>> {
     let canon = root.canonicalize()?;
     let mut out = Vec::new();
     let mut stack = vec![(canon.clone(), String::new())];
@@ -130,7 +130,7 @@ pub fn scan(root: &Path) -> std::io::Result<Vec<(String, PathBuf, u64, SystemTim
 /// Builds listings and caches checksums by (path, size, mtime), so a repeated listing request
 /// hashes only files that changed.
 #[derive(Default)]
-pub struct ListingCache {
+pub(crate) struct ListingCache {
     sums: Mutex<HashMap<PathBuf, (u64, SystemTime, checksum::FileDigests)>>,
 }
 
@@ -163,14 +163,14 @@ impl ListingCache {
                 path: rel,
                 size,
                 xxh3: Some(sum.whole),
-                blocks: sum.blocks.map(|xxh3| Blocks {
+                blocks: sum.blocks.map(|xxh3| ListedBlocks {
                     size: checksum::BLOCK_SIZE,
                     xxh3,
                 }),
             });
         }
         Ok(Listing {
-            format: FORMAT.into(),
+            format: LISTING_FORMAT.into(),
             checksum: checksum::ALGORITHM.into(),
             total_bytes: total,
             files: entries,

@@ -32,7 +32,7 @@ pub struct ServerConfig {
     /// Per-connection pacing of response bodies in bytes/s (tests and demos: makes a loopback
     /// transfer last long enough to interrupt it). `None` = unpaced.
     pub rate_limit: Option<f64>,
-    /// Serve HTTPS with this configuration ([`crate::tls::server_config`]); `None` = HTTP.
+    /// Serve HTTPS with this configuration ([`crate::tls_server_config`]); `None` = HTTP.
     pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 
 /// One checksum line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SumEntry {
+pub(crate) struct SumEntry {
     /// The file name as written (unescaped, a leading `./` removed).
     pub name: String,
     pub algo: Algorithm,
@@ -33,7 +33,7 @@ pub struct SumEntry {
 
 /// A parsed checksum file.
 #[derive(Debug, Clone, Default)]
-pub struct SumsFile {
+pub(crate) struct SumsFile {
     pub entries: Vec<SumEntry>,
     /// 1-based numbers of lines that are neither checksums, comments nor PGP armour.
     pub malformed: Vec<usize>,
@@ -43,7 +43,7 @@ pub struct SumsFile {
 /// The algorithm a checksum file's name announces (`SHA256SUMS`, `files.md5`, `x.xxh128`,
 /// `B2SUMS`); for BLAKE2b the length is `b2sum`'s default, and each line's digest gives its
 /// own (see [`algorithm_for_length`]). `Err` for a BLAKE2 variant `b2sum` does not write.
-pub fn algorithm_hint(file_name: &str) -> Result<Option<Algorithm>, String> {
+pub(crate) fn algorithm_hint(file_name: &str) -> Result<Option<Algorithm>, String> {
     let n = file_name
         .rsplit('/')
         .next()

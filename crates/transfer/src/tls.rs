@@ -6,7 +6,7 @@
 //!   server name goes out as SNI (not for IP addresses, which RFC 6066 §3 excludes); ALPN
 //!   offers `http/1.1` only. Handshake failures become one-line messages naming the cause and
 //!   the fix ([`handshake_error`]).
-//! - Server: one certificate chain and key from PEM files ([`server_config`]).
+//! - Server: one certificate chain and key from PEM files ([`tls_server_config`]).
 //! - [`Conn`]: a TCP connection, with or without TLS, for the engine and the server.
 //!
 //! The CPU TLS costs is spent on the process's own threads (rustls encrypts and decrypts in
@@ -44,7 +44,7 @@ fn provider() -> Arc<CryptoProvider> {
 
 /// The client configuration for `opts` (trust roots read now; built once per transfer, so
 /// every connection shares its TLS session cache and resumes sessions when it reconnects).
-pub fn client_config(opts: &ClientTlsOptions) -> anyhow::Result<Arc<rustls::ClientConfig>> {
+pub(crate) fn client_config(opts: &ClientTlsOptions) -> anyhow::Result<Arc<rustls::ClientConfig>> {
     let provider = provider();
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -283,7 +283,7 @@ fn read_certs(p: &Path, flag: &str) -> anyhow::Result<Vec<CertificateDer<'static
 
 /// The server configuration for a PEM certificate chain (leaf first) and its PEM private key
 /// (PKCS#8, PKCS#1 or SEC1).
-pub fn server_config(cert: &Path, key: &Path) -> anyhow::Result<Arc<rustls::ServerConfig>> {
+pub fn tls_server_config(cert: &Path, key: &Path) -> anyhow::Result<Arc<rustls::ServerConfig>> {
     let chain = read_certs(cert, "--tls-cert")?;
     let key_der = PrivateKeyDer::from_pem_file(key).map_err(|e| {
         anyhow!(
@@ -308,7 +308,7 @@ pub fn server_config(cert: &Path, key: &Path) -> anyhow::Result<Arc<rustls::Serv
 }
 
 /// The name the client checks the certificate against and sends as SNI.
-pub fn server_name(host: &str) -> anyhow::Result<ServerName<'static>> {
+pub(crate) fn server_name(host: &str) -> anyhow::Result<ServerName<'static>> {
     ServerName::try_from(host.to_string()).map_err(|_| {
         anyhow!("{host:?} is not a valid TLS server name; use a DNS name or an IP address")
     })
@@ -316,7 +316,7 @@ pub fn server_name(host: &str) -> anyhow::Result<ServerName<'static>> {
 
 /// A one-line message for a failed TLS handshake with `host`: what is wrong with the
 /// certificate and what to do about it.
-pub fn handshake_error(host: &str, e: &io::Error) -> anyhow::Error {
+pub(crate) fn handshake_error(host: &str, e: &io::Error) -> anyhow::Error {
     let Some(tls) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) else {
         return anyhow!("TLS handshake with {host} failed: {e}; is it an HTTPS server?");
     };
@@ -490,19 +490,9 @@ impl ServerCertVerifier for NoVerification {
 }
 
 /// A connection with or without TLS.
-pub enum Conn {
+pub(crate) enum Conn {
     Plain(TcpStream),
     Tls(Box<tokio_rustls::TlsStream<TcpStream>>),
-}
-
-impl Conn {
-    /// The TCP connection underneath.
-    pub fn tcp(&self) -> &TcpStream {
-        match self {
-            Conn::Plain(s) => s,
-            Conn::Tls(s) => s.get_ref().0,
-        }
-    }
 }
 
 impl AsyncRead for Conn {
@@ -670,7 +660,7 @@ mod tests {
         })
         .unwrap_err();
         assert!(format!("{e:#}").contains("cannot read it"), "{e:#}");
-        let e = server_config(&empty, &empty).unwrap_err().to_string();
+        let e = tls_server_config(&empty, &empty).unwrap_err().to_string();
         assert!(e.starts_with("--tls-cert "), "{e}");
         assert!(client_config(&ClientTlsOptions {
             cacert: None,

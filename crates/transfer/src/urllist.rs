@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 /// One download of a URL list.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UrlEntry {
+pub(crate) struct UrlEntry {
     /// The URL, as written (the first of its line).
     pub url: String,
     /// The other URLs of its line (TAB-separated), in order: mirrors of the same file.
@@ -30,14 +30,14 @@ pub struct UrlEntry {
 
 /// A parsed URL list, with what was ignored.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct UrlList {
+pub(crate) struct UrlList {
     pub entries: Vec<UrlEntry>,
     /// One line each: options not used.
     pub notes: Vec<String>,
 }
 
 /// The file name a URL's path ends in, percent-decoded.
-pub fn url_file_name(url: &str) -> Option<String> {
+pub(crate) fn url_file_name(url: &str) -> Option<String> {
     let no_frag = url.split('#').next().unwrap_or(url);
     let path = no_frag.split('?').next().unwrap_or(no_frag);
     let after_scheme = path.split_once("://").map_or(path, |(_, r)| r);

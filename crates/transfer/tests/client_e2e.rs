@@ -4,10 +4,10 @@
 mod common;
 
 use std::time::Duration;
-use wattio_transfer::actuator::CoreBackend;
-use wattio_transfer::client::{run_transfer, TransferOptions, TransferSummary, TunerChoice};
-use wattio_transfer::server::{ServerConfig, ServerHandle};
-use wattio_transfer::tuner::{FixedParams, Sla};
+use wattio_transfer::{
+    run_transfer, CoreBackend, FixedParams, ServerConfig, ServerHandle, Sla, TransferOptions,
+    TransferSummary, TunerChoice,
+};
 
 fn opts(src: String, dest: &std::path::Path, sla: Sla) -> TransferOptions {
     let mut o = TransferOptions::new(src, dest, sla);
@@ -70,7 +70,7 @@ fn every_sla_and_tuner_against_wattio_serve() {
 fn progress_and_notices_go_to_the_callers_sinks() {
     use std::sync::{Arc, Mutex};
     use wattio_progress::Sink;
-    use wattio_transfer::client::{Notice, TransferProgress};
+    use wattio_transfer::{Notice, TransferProgress};
     let src = tempfile::tempdir().unwrap();
     let rels = common::default_dataset(src.path());
     let h = ServerHandle::start(ServerConfig::new(src.path()), "127.0.0.1:0").unwrap();
@@ -148,7 +148,7 @@ fn single_file_url_and_listing_url() {
 fn against_nginx() {
     let src = tempfile::tempdir().unwrap();
     let rels = common::default_dataset(src.path());
-    wattio_transfer::listing::write_listing(src.path()).unwrap();
+    wattio_transfer::write_listing(src.path()).unwrap();
     let Some(ng) = common::Nginx::start(src.path()) else {
         return;
     };

@@ -7,11 +7,10 @@ mod common;
 use common::certs::{TestPki, Validity};
 use std::path::Path;
 use std::time::Duration;
-use wattio_transfer::actuator::CoreBackend;
-use wattio_transfer::client::{run_transfer, TransferOptions};
-use wattio_transfer::server::{ServerConfig, ServerHandle};
-use wattio_transfer::tls::{self, ClientTlsOptions};
-use wattio_transfer::tuner::Sla;
+use wattio_transfer::{
+    run_transfer, tls_server_config, ClientTlsOptions, CoreBackend, ServerConfig, ServerHandle,
+    Sla, TransferOptions,
+};
 
 fn opts(src: String, dest: &Path, cacert: Option<&Path>) -> TransferOptions {
     let mut o = TransferOptions::new(src, dest, Sla::MaxThroughput);
@@ -29,7 +28,7 @@ fn opts(src: String, dest: &Path, cacert: Option<&Path>) -> TransferOptions {
 
 fn tls_server(root: &Path, cert: &common::certs::ServerCert) -> ServerHandle {
     let mut cfg = ServerConfig::new(root);
-    cfg.tls = Some(tls::server_config(&cert.cert, &cert.key).unwrap());
+    cfg.tls = Some(tls_server_config(&cert.cert, &cert.key).unwrap());
     ServerHandle::start(cfg, "127.0.0.1:0").unwrap()
 }
 
@@ -154,7 +153,7 @@ fn nginx_over_tls_with_sni() {
     let cert = pki.server("nginx", &["localhost"], Validity::Current);
     let src = tempfile::tempdir().unwrap();
     let rels = common::default_dataset(src.path());
-    wattio_transfer::listing::write_listing(src.path()).unwrap();
+    wattio_transfer::write_listing(src.path()).unwrap();
     let Some(ng) = common::Nginx::start_servers(|port| {
         format!(
             "server {{ listen 127.0.0.1:{port} ssl default_server; ssl_reject_handshake on; }}\n\

@@ -25,32 +25,26 @@ mod control;
 mod fetch;
 mod jobs;
 mod mirrors;
-pub mod options;
+mod options;
 mod pace;
-pub mod published;
+mod published;
 mod queue;
 mod response;
 mod resume;
 mod source;
 mod state;
 mod stream;
-pub mod url;
+mod url;
 mod verify;
 mod walk;
 
-pub use crate::summary::{
-    ChecksumFileReport, EnergySummary, IntervalLog, MirrorFallback, MirrorReport, ProcessEnergy,
-    TransferSummary, Verification, HOST_ESTIMATE_SCOPE,
-};
-pub use crate::tuner::TunerChoice;
 pub use options::{
     default_window, EnergyFeedback, Notice, TransferOptions, TransferProgress, DEFAULT_INTERVAL,
     DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
 };
-pub use resume::missing_ranges;
-pub use url::HttpUrl;
 
 use crate::actuator::CpuActuator;
+use crate::summary::TransferSummary;
 use anyhow::Context;
 use control::transfer_async;
 use std::time::Duration;

@@ -68,7 +68,7 @@ pub(super) struct BlockDigests {
 }
 
 impl BlockDigests {
-    pub(super) fn from_listing(b: crate::listing::Blocks) -> BlockDigests {
+    pub(super) fn from_listing(b: crate::listing::ListedBlocks) -> BlockDigests {
         BlockDigests {
             size: b.size,
             // Listing::parse checked every digest
