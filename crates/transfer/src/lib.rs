@@ -66,7 +66,7 @@ pub use client::{
     DEFAULT_INTERVAL, DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
 };
 #[cfg(feature = "engine")]
-pub use listing::{write_listing, Listing, LISTING_PATH};
+pub use listing::{write_listing, ListedBlocks, ListedFile, Listing, LISTING_PATH};
 #[cfg(feature = "engine")]
 pub use server::{Server, ServerConfig, ServerHandle};
 #[cfg(feature = "engine")]

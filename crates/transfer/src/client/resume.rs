@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Mutex;
 
 /// Byte ranges of `[0, size)` not covered by `done` (a list of (offset, len)).
-pub fn missing_ranges(size: u64, done: &[(u64, u64)]) -> Vec<(u64, u64)> {
+pub(crate) fn missing_ranges(size: u64, done: &[(u64, u64)]) -> Vec<(u64, u64)> {
     let mut d: Vec<(u64, u64)> = done
         .iter()
         .filter(|(_, l)| *l > 0)

@@ -4,7 +4,7 @@ use anyhow::{anyhow, bail};
 
 /// An `http://host:port/path` or `https://host:port/path` URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HttpUrl {
+pub(crate) struct HttpUrl {
     /// `https`: the connection runs TLS.
     pub tls: bool,
     pub host: String,
