@@ -335,7 +335,7 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
                     a.attribution.idle,
                     n_cpus,
                     source.counters(),
-                    a.by_interval.as_secs_f64(),
+                    a.by_interval,
                     a.top,
                 )
                 .context("starting attribution")?

@@ -401,20 +401,20 @@ pub struct EntityRow {
 }
 
 impl RecordAttribution {
-    /// Attribution rows every `interval_s` over the counters `specs` (packages + DRAM count).
+    /// Attribution rows every `interval` over the counters `specs` (packages + DRAM count).
     pub fn new(
         root: SysRoot,
         by: By,
         policy: IdlePolicy,
         n_cpus: usize,
         specs: &[CounterSpec],
-        interval_s: f64,
+        interval: std::time::Duration,
         top: usize,
     ) -> io::Result<Self> {
         Ok(RecordAttribution {
             attributor: Attributor::new(root, by, policy, n_cpus)?,
             in_total: specs.iter().map(|s| s.domain.counts_in_total()).collect(),
-            interval_ns: (interval_s * 1e9) as u64,
+            interval_ns: u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX),
             top,
             acc_j: 0.0,
             start_ns: None,
