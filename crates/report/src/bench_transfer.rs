@@ -94,8 +94,9 @@ fn first_round() -> u32 {
 }
 
 /// The one field of a `wattio transfer --json` summary the bench keeps (its own throughput
-/// figure, beside the wall-time throughput every tool gets). Read alone so that reading a
-/// bench does not need the transfer engine.
+/// figure, beside the wall-time throughput every tool gets). Read alone rather than as
+/// `wattio_transfer::TransferSummary`, so that benchmark runs saved before the summary gained
+/// its source kind and verification still read (the published plots come from such runs).
 #[derive(Deserialize)]
 struct ReportedThroughput {
     throughput_mbps: f64,
