@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use wattio_energy::{discover, ModelParams, SysRoot};
-use wattio_report::overhead::{
+use wattio_report::{
     analyze_idle, analyze_load, idle_table_markdown, idle_tests_csv, time_table_markdown,
     time_tests_csv,
 };

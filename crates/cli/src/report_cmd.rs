@@ -79,7 +79,7 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
             input.with_extension("html")
         }
     });
-    let scan = wattio_report::data::scan(&input)
+    let scan = wattio_report::scan_results(&input)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", input.display()))?;
     if scan.loaded.is_empty() {
         for s in &scan.skipped {

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 use wattio_energy::fixture;
-use wattio_report::data::{load_all, scan, Dataset};
+use wattio_report::{load_result_files, scan_results, Dataset};
 
 fn ok(o: &std::process::Output) -> String {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -57,7 +57,7 @@ fn record(format: &str, out: &Path) {
 
 /// (socket, domain) → (rows, joules) of a record's counters as the report loaded them.
 fn report_counters(path: &Path) -> BTreeMap<(u32, String), (usize, f64)> {
-    let Dataset::Record { counters } = load_all(path).unwrap().remove(0) else {
+    let Dataset::Record { counters } = load_result_files(path).unwrap().remove(0) else {
         panic!("{} is not a record", path.display())
     };
     counters
@@ -127,7 +127,7 @@ fn measure_json_of_one_run_and_of_a_comparison_read_per_command() {
         command,
         runs,
         provenance,
-    } = load_all(&one).unwrap().remove(0)
+    } = load_result_files(&one).unwrap().remove(0)
     else {
         panic!("not a measure result")
     };
@@ -153,7 +153,7 @@ fn measure_json_of_one_run_and_of_a_comparison_read_per_command() {
     ));
     std::fs::write(&two, &text).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let datasets = load_all(&two).unwrap();
+    let datasets = load_result_files(&two).unwrap();
     assert_eq!(datasets.len(), 2, "one dataset per command");
     for (i, data) in datasets.iter().enumerate() {
         let Dataset::Measure { command, runs, .. } = data else {
@@ -200,7 +200,8 @@ fn cache_sweep_csv_and_replay_json_read_as_the_simulator_wrote_them() {
             r["energy_j"].parse::<f64>().unwrap(),
         ));
     }
-    let Dataset::Cache { rows } = load_all(&out.join("sweep.csv")).unwrap().remove(0) else {
+    let Dataset::Cache { rows } = load_result_files(&out.join("sweep.csv")).unwrap().remove(0)
+    else {
         panic!("not cache rows")
     };
     let got: Vec<(String, u8, f64)> = rows
@@ -217,7 +218,7 @@ fn cache_sweep_csv_and_replay_json_read_as_the_simulator_wrote_them() {
     ));
     std::fs::write(&replay, &text).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let Dataset::Cache { rows } = load_all(&replay).unwrap().remove(0) else {
+    let Dataset::Cache { rows } = load_result_files(&replay).unwrap().remove(0) else {
         panic!("not cache rows")
     };
     let want: Vec<(String, f64)> = v
@@ -238,7 +239,7 @@ fn cache_sweep_csv_and_replay_json_read_as_the_simulator_wrote_them() {
     assert_eq!(got, want);
 
     // The whole directory, as `wattio report` reads it: nothing skipped.
-    let s = scan(d.path()).unwrap();
+    let s = scan_results(d.path()).unwrap();
     assert!(s.skipped.is_empty(), "{:?}", s.skipped);
     assert_eq!(s.loaded.len(), 2);
 }
@@ -304,7 +305,7 @@ fn transfer_json_summaries_read_as_the_transfer_wrote_them() {
         let file = results.path().join(format!("{sla}.json"));
         std::fs::write(&file, &text).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let Dataset::Transfer { summary } = load_all(&file).unwrap().remove(0) else {
+        let Dataset::Transfer { summary } = load_result_files(&file).unwrap().remove(0) else {
             panic!("not a transfer summary")
         };
         assert_eq!(summary.sla, v["sla"].as_str().unwrap());
@@ -330,7 +331,7 @@ fn transfer_json_summaries_read_as_the_transfer_wrote_them() {
             );
             // What the parameter chart plots: every partition's pipelining and the files in
             // flight (the concurrency), as written.
-            let params = wattio_report::data::transfer_parameters(got);
+            let params = wattio_report::transfer_parameters(got);
             let charted = |name: &str| params.iter().find(|(n, _)| n == name).map(|p| p.1);
             let pipelining = want["pipelining"].as_array().unwrap();
             for (i, p) in pipelining.iter().enumerate() {
@@ -348,7 +349,7 @@ fn transfer_json_summaries_read_as_the_transfer_wrote_them() {
     }
     // The whole directory, as `wattio report` reads it: both summaries, nothing skipped, and
     // the page charts their tuning parameters.
-    let s = scan(results.path()).unwrap();
+    let s = scan_results(results.path()).unwrap();
     assert!(s.skipped.is_empty(), "{:?}", s.skipped);
     assert_eq!(s.loaded.len(), 2);
     let page = results.path().join("report.html");

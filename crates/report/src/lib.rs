@@ -2,24 +2,38 @@
 //!
 //! Turns a directory of wattio result files into one self-contained HTML page (inline CSS
 //! and SVG, no network), and analyses the measurement-overhead study's runs into the
-//! paper-shaped tables of `wattio overhead` ([`overhead`]; the study itself runs in
+//! paper-shaped tables of `wattio overhead` (the study itself runs in
 //! `wattio-runner`).
 //!
 //! * [`BenchTransfer`] reads a `make bench-transfer` run directory and writes its markdown
 //!   tables and grouped bar charts (`wattio report bench-transfer`).
-//! * [`data`] recognises result files by their CSV header or JSON fields: `wattio record`
-//!   CSV/JSONL, `wattio measure --json` (single or `--repeat`), iobench rows, cache
-//!   sweep rows, transfer summaries, overhead runs. Unknown files are skipped with a note.
-//! * [`svg`] draws line, box and bar charts as SVG strings.
-//! * [`html`] lays out the page; every figure carries its energy provenance
-//!   ("measured (perf)" / "estimated (model: …)") in its caption and SVG metadata.
+//! * [`scan_results`] / [`load_result_file`] recognise result files by their CSV header or
+//!   JSON fields and read them through their producers' row types: `wattio record` CSV/JSONL,
+//!   `wattio measure --json`, iobench rows, cache sweep rows, transfer summaries, overhead
+//!   runs, each a [`Dataset`]. Unknown files are skipped with a note.
+//! * [`render_html`] lays out the page (charts from `wattio-plot`); every figure carries its
+//!   energy provenance ("measured (perf)" / "estimated (model: …)") in its caption and SVG
+//!   metadata. [`write_report`] scans and writes it.
+//! * [`analyze_load`] / [`analyze_idle`] and the table writers turn overhead-study runs into
+//!   the paper-shaped tables of `wattio overhead`.
 
 mod bench_transfer;
-pub mod data;
-pub mod html;
-pub mod overhead;
+mod data;
+mod html;
+mod overhead;
 
 use std::path::Path;
+
+pub use data::{
+    load_all as load_result_files, load_file as load_result_file, scan as scan_results,
+    transfer_energy_provenance, transfer_parameters, Counter, Dataset, Loaded, MeasureRun, Scan,
+    Skipped, MAX_FILE_BYTES, RESULT_EXTENSIONS,
+};
+pub use html::render as render_html;
+pub use overhead::{
+    analyze_idle, analyze_load, idle_table_markdown, idle_tests_csv, time_table_markdown,
+    time_tests_csv, IdleTest, TimeTest,
+};
 
 pub use bench_transfer::{
     read_runs, summarise, write_bench_transfer, BenchCell, BenchRow, BenchRunMeta, BenchTransfer,

@@ -20,9 +20,8 @@ use wattio_stats::{
 };
 
 /// The rows the report reads, owned by their producer.
-pub use wattio_runner::{
-    idle_runs_from_csv, load_runs_from_csv, IdleRun, LoadRun, IDLE_COLUMNS, IDLE_OPTIONAL_COLUMNS,
-    LOAD_COLUMNS, OFF,
+pub(crate) use wattio_runner::{
+    idle_runs_from_csv, load_runs_from_csv, IdleRun, LoadRun, IDLE_COLUMNS, LOAD_COLUMNS, OFF,
 };
 
 fn csv_quote(s: &str) -> String {

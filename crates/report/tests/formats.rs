@@ -3,15 +3,15 @@
 
 use std::path::{Path, PathBuf};
 use wattio_iobench::RunRecord;
-use wattio_report::data::{load_file, scan, Dataset};
-use wattio_report::overhead::analyze_load;
+use wattio_report::analyze_load;
+use wattio_report::{load_result_file, scan_results, Dataset};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
 fn load(rel: &str) -> Dataset {
-    load_file(&fixtures().join(rel)).unwrap().unwrap()
+    load_result_file(&fixtures().join(rel)).unwrap().unwrap()
 }
 
 #[test]
@@ -37,7 +37,8 @@ fn record_by_process_keeps_the_counters_apart_from_attribution_rows() {
         1.0,perf,,total,0.5,false,\"measured (perf), attributed (cpu-time share)\",idle,,,,0\n\
         2.0,perf,0,package,4,false,,,,,,\n";
     std::fs::write(d.path().join("e.csv"), csv).unwrap();
-    let Dataset::Record { counters } = load_file(&d.path().join("e.csv")).unwrap().unwrap() else {
+    let Dataset::Record { counters } = load_result_file(&d.path().join("e.csv")).unwrap().unwrap()
+    else {
         panic!("not a record")
     };
     assert_eq!(counters.len(), 1, "attribution rows are not counters");
@@ -45,7 +46,9 @@ fn record_by_process_keeps_the_counters_apart_from_attribution_rows() {
     let jsonl = "{\"timestamp\":1.0,\"mechanism\":\"perf\",\"socket\":0,\"domain\":\"package\",\"energy_j\":2,\"estimated\":false,\"model\":null}\n\
         {\"timestamp\":1.0,\"mechanism\":\"perf\",\"domain\":\"total\",\"energy_j\":2,\"estimated\":false,\"model\":\"x\",\"entity\":\"idle\",\"pid\":null,\"comm\":null,\"cgroup\":null,\"cpu_s\":0}\n";
     std::fs::write(d.path().join("e.jsonl"), jsonl).unwrap();
-    let Dataset::Record { counters } = load_file(&d.path().join("e.jsonl")).unwrap().unwrap()
+    let Dataset::Record { counters } = load_result_file(&d.path().join("e.jsonl"))
+        .unwrap()
+        .unwrap()
     else {
         panic!("not a record")
     };
@@ -63,7 +66,8 @@ fn record_with_gpu_rows_keeps_each_counters_provenance() {
         2.0,nvml,0,gpu,30,false,\n\
         2.0,nvml,1,gpu,12,false,\"power, integrated\"\n";
     std::fs::write(d.path().join("g.csv"), csv).unwrap();
-    let Dataset::Record { counters } = load_file(&d.path().join("g.csv")).unwrap().unwrap() else {
+    let Dataset::Record { counters } = load_result_file(&d.path().join("g.csv")).unwrap().unwrap()
+    else {
         panic!("not a record")
     };
     let label = |socket: u32, domain: &str| {
@@ -139,12 +143,12 @@ fn other_parts_results() {
         summary.energy.as_ref().map(|e| e.total_j),
         json["energy"]["total_j"].as_f64()
     );
-    let provenance = wattio_report::data::transfer_energy_provenance(&summary).unwrap();
+    let provenance = wattio_report::transfer_energy_provenance(&summary).unwrap();
     assert_eq!(provenance.estimated, json["energy"]["estimated"] == true);
     // Pipelining is a list, one per partition: each partition's value is charted.
     let pipelining = intervals[0]["pipelining"].as_array().unwrap();
     assert!(pipelining.len() > 1, "the fixture has several partitions");
-    let params = wattio_report::data::transfer_parameters(&summary.intervals[0]);
+    let params = wattio_report::transfer_parameters(&summary.intervals[0]);
     for (i, p) in pipelining.iter().enumerate() {
         let name = format!("pipelining (partition {})", i + 1);
         let charted = params.iter().find(|(n, _)| *n == name).map(|(_, v)| *v);
@@ -177,7 +181,7 @@ fn overhead_runs_analysed_like_appendix_a() {
 
 #[test]
 fn bad_files_are_skipped_with_reasons() {
-    let s = scan(&fixtures().join("bad")).unwrap();
+    let s = scan_results(&fixtures().join("bad")).unwrap();
     assert!(s.loaded.is_empty());
     let reason = |name: &str| {
         s.skipped
@@ -206,14 +210,16 @@ fn bad_files_are_skipped_with_reasons() {
     let d = tempfile::tempdir().unwrap();
     let blob = d.path().join("blob.bin");
     std::fs::write(&blob, b"\x00\x01\x02binary").unwrap();
-    assert!(load_file(&blob).unwrap_err().starts_with("binary file"));
+    assert!(load_result_file(&blob)
+        .unwrap_err()
+        .starts_with("binary file"));
 }
 
 #[test]
 fn page_labels_every_figure_and_needs_no_network() {
-    let s = scan(&fixtures().join("results")).unwrap();
+    let s = scan_results(&fixtures().join("results")).unwrap();
     assert_eq!(s.loaded.len(), 9, "{:?}", s.skipped);
-    let html = wattio_report::html::render(&s, &fixtures().join("results"), "t");
+    let html = wattio_report::render_html(&s, &fixtures().join("results"), "t");
     let figures = html.matches("<figure>").count();
     let labelled = html.matches(": <span class=\"prov").count();
     assert!(figures >= 12, "{figures}");
@@ -318,14 +324,14 @@ fn iobench_csv_and_json_twins_load_once_and_other_files_are_not_read() {
     let study = wattio_iobench::analyse(meta, iobench_runs());
     let written = wattio_iobench::write_outputs(&study, d.path()).unwrap();
     for path in [&written.csv, &written.json] {
-        let Dataset::IoBench { rows } = load_file(path).unwrap().unwrap() else {
+        let Dataset::IoBench { rows } = load_result_file(path).unwrap().unwrap() else {
             panic!("{} is not iobench", path.display())
         };
         assert_eq!(rows, iobench_runs());
     }
     std::fs::write(d.path().join("dataset.bin"), vec![0u8; 4096]).unwrap();
     std::fs::write(d.path().join("other.csv"), "a,b\n1,2\n").unwrap();
-    let s = scan(d.path()).unwrap();
+    let s = scan_results(d.path()).unwrap();
     assert_eq!(
         s.loaded.len(),
         1,
@@ -350,7 +356,7 @@ fn iobench_results_without_later_columns_read_and_others_name_the_missing_column
         .map(|l| format!("{}\n", l.rsplit_once(',').unwrap().0))
         .collect();
     std::fs::write(&path, old).unwrap();
-    let Dataset::IoBench { rows } = load_file(&path).unwrap().unwrap() else {
+    let Dataset::IoBench { rows } = load_result_file(&path).unwrap().unwrap() else {
         panic!("not iobench")
     };
     assert_eq!(rows.len(), 8);
@@ -360,7 +366,7 @@ fn iobench_results_without_later_columns_read_and_others_name_the_missing_column
         .unwrap()
         .replacen("0.52", "x", 1);
     std::fs::write(&path, text).unwrap();
-    let e = load_file(&path).unwrap_err();
+    let e = load_result_file(&path).unwrap_err();
     assert!(
         e.starts_with("iobench results: line 3: column energy_j: "),
         "{e}"
@@ -372,7 +378,7 @@ fn iobench_results_without_later_columns_read_and_others_name_the_missing_column
     let json = d.path().join("results.json");
     std::fs::write(&json, serde_json::json!({ "runs": runs }).to_string()).unwrap();
     assert_eq!(
-        load_file(&json).unwrap_err(),
+        load_result_file(&json).unwrap_err(),
         "iobench results: missing field `model`; written by an older wattio? run `wattio \
          iobench` again to rewrite it"
     );
