@@ -2,9 +2,12 @@
 //! is asked for and advances the powercap `energy_uj` by a known function of that load; the
 //! calibrated curve must give that function back.
 
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wattio_energy::fixture::{self, FixtureTree};
-use wattio_energy::{load_model_file, SourceChoice, SysRoot};
+use wattio_energy::{load_model_file, LevelResult, SourceChoice, SysRoot};
 use wattio_meter::{calibrate, CalibrateConfig, CalibrateError, LoadDriver};
 use wattio_progress::{Cancel, Sink};
 
@@ -43,37 +46,42 @@ impl LoadDriver for FixtureDriver {
     }
 }
 
+impl FixtureDriver {
+    /// The amd-epyc fixture (4 vCPUs) under `dir`, its package counter at 50 J.
+    fn on_amd_epyc(dir: &Path) -> FixtureDriver {
+        FixtureDriver {
+            tree: fixture::amd_epyc(dir).unwrap(),
+            n_cpus: 4,
+            ticks: 0,
+            energy_uj: 50_000_000.0,
+        }
+    }
+}
+
+/// A progress callback that counts the levels told to it.
+fn counting_sink() -> (Sink<LevelResult>, Arc<AtomicUsize>) {
+    let seen = Arc::new(AtomicUsize::new(0));
+    let s = Arc::clone(&seen);
+    let sink = Sink::new(move |_: &LevelResult| {
+        s.fetch_add(1, Ordering::SeqCst);
+    });
+    (sink, seen)
+}
+
 #[test]
 fn calibration_recovers_the_fixture_power_function() {
     let dir = tempfile::tempdir().unwrap();
-    let tree = fixture::amd_epyc(dir.path()).unwrap();
-    let root = SysRoot::new(dir.path());
-    let mut driver = FixtureDriver {
-        tree,
-        n_cpus: 4,
-        ticks: 0,
-        energy_uj: 50_000_000.0,
-    };
+    let mut driver = FixtureDriver::on_amd_epyc(dir.path());
     let cfg = CalibrateConfig {
-        root,
+        root: SysRoot::new(dir.path()),
         choice: SourceChoice::Auto,
         levels: vec![0.0, 0.1, 0.25, 0.5, 0.75, 1.0],
         duration: Duration::from_millis(400),
         settle: Duration::ZERO,
     };
-    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let s = std::sync::Arc::clone(&seen);
-    let progress = move |_: &_| {
-        s.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    };
-    let file = calibrate(
-        &cfg,
-        &mut driver,
-        &Sink::new(progress),
-        &Cancel::new().unwrap(),
-    )
-    .unwrap();
-    assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 6);
+    let (progress, seen) = counting_sink();
+    let file = calibrate(&cfg, &mut driver, &progress, &Cancel::new().unwrap()).unwrap();
+    assert_eq!(seen.load(Ordering::SeqCst), 6);
     assert_eq!(file.measured_with, "powercap");
     assert_eq!(file.vcpus, 4);
     assert_eq!(file.cpu, "AMD EPYC 7713 64-Core Processor");
@@ -145,13 +153,7 @@ fn calibration_refuses_without_rapl() {
 #[test]
 fn a_cancel_stops_the_level_under_way_and_says_how_many_were_measured() {
     let dir = tempfile::tempdir().unwrap();
-    let tree = fixture::amd_epyc(dir.path()).unwrap();
-    let mut driver = FixtureDriver {
-        tree,
-        n_cpus: 4,
-        ticks: 0,
-        energy_uj: 50_000_000.0,
-    };
+    let mut driver = FixtureDriver::on_amd_epyc(dir.path());
     // Levels of 200 ms and a cancel 500 ms in: during the third level (later on a loaded
     // machine, but before the fourth ends).
     let cfg = CalibrateConfig {
@@ -161,20 +163,16 @@ fn a_cancel_stops_the_level_under_way_and_says_how_many_were_measured() {
         duration: Duration::from_millis(200),
         settle: Duration::ZERO,
     };
-    let cancel = std::sync::Arc::new(Cancel::new().unwrap());
-    let c = std::sync::Arc::clone(&cancel);
+    let cancel = Arc::new(Cancel::new().unwrap());
+    let c = Arc::clone(&cancel);
     let setter = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(500));
         c.set();
     });
-    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let s = std::sync::Arc::clone(&seen);
-    let progress = Sink::new(move |_: &_| {
-        s.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    });
+    let (progress, seen) = counting_sink();
     let e = calibrate(&cfg, &mut driver, &progress, &cancel).unwrap_err();
     setter.join().unwrap();
-    let told = seen.load(std::sync::atomic::Ordering::SeqCst);
+    let told = seen.load(Ordering::SeqCst);
     match e {
         CalibrateError::Cancelled { measured, total } => {
             assert_eq!(total, 4);
