@@ -5,8 +5,8 @@
 //! it ends; polling it would add wake-ups to the very runs being timed. So the flag comes with
 //! a pipe: [`Cancel::set`] also writes one byte, and the waits here block in `poll(2)` on that
 //! pipe (and, for a child, on its pidfd; for a timer or a socket, on its descriptor), waking
-//! only when the wait is over or the study is cancelled. The binary owns the signal handling and calls [`Cancel::set`]; libraries never
-//! install handlers.
+//! only when the wait is over or the study is cancelled. The binary owns the signal handling
+//! and calls [`Cancel::set`]; libraries never install handlers.
 
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
