@@ -13,10 +13,13 @@
 # with --cacert. No wattio server is involved: wattio walks nginx's `autoindex` pages (sizes by
 # HEAD), or with NGINX_LISTING=1 reads a listing written beforehand with `wattio serve DIR
 # --write-listing` and served by nginx as a file. wattio-me-ng and wattio-eemt-ng are the same
-# over plain HTTP from nginx, for the TLS cost.
+# over plain HTTP from nginx, for the TLS cost. wattio-me-tls-list and wattio-eemt-tls-list (not
+# in the default TOOLS) are the same SLAs handed the URL list the other HTTPS tools get
+# (`-i $OUT/$ds.tlsurls`), so they discover nothing: the like-for-like comparison.
 #
 # Knobs (environment): SCALE (dataset factor, default 0.02), PROFILE (testbed profile, default
-# cloudlab), DATASETS, TOOLS (space-separated subsets), TARGETS (EETT targets in % of the link),
+# cloudlab), DATASETS, TOOLS (space-separated subsets), TARGETS (EETT targets in % of the link;
+# TARGETS="" runs no EETT rows),
 # DATA (dataset dir), OUT (result dir), DEST (download dir; tmpfs: the paper moved memory to memory),
 # WATTIO_BIN (use this wattio binary instead of building one), NGINX_LISTING (1: wattio's rows
 # against nginx read a wattio listing instead of the autoindex pages), REPEATS (runs per cell, default 3:
@@ -31,7 +34,7 @@ DATASETS=${DATASETS:-"small medium large mixed"}
 ALL_TOOLS="curl-seq curl-par wget wget2 aria2-default aria2-tuned nghttp-h2 wattio-me wattio-eemt
   wattio-me-ng wattio-eemt-ng curl-par-tls wget2-tls aria2-tuned-tls wattio-me-tls wattio-eemt-tls"
 TOOLS=$(echo ${TOOLS:-$ALL_TOOLS})
-TARGETS=${TARGETS:-"80 60 40 20"}
+TARGETS=${TARGETS-"80 60 40 20"}
 REPEATS=${REPEATS:-3}
 DATA=${DATA:-results/transfer/data-$SCALE}
 OUT=${OUT:-results/transfer/run-$(date -u +%Y%m%dT%H%M%SZ)}
@@ -161,10 +164,11 @@ tool_cmd() { # tool dataset -> the shell command the client runs
     curl-par-tls) echo "curl -sS --fail -Z --cacert '$CA' -K '$OUT/$ds.tlscurlcfg'" ;;
     wget2-tls) echo "wget2 -q -nd -P '$DEST' --ca-certificate='$CA' -i '$OUT/$ds.tlsurls'" ;;
     aria2-tuned-tls) echo "aria2c -q -d '$DEST' -i '$OUT/$ds.tlsurls' -j 16 -x 8 -s 8 -k 1M --file-allocation=none --ca-certificate='$CA'" ;;
-    wattio-*) # wattio-{me,eemt}[-ng|-tls], wattio-eett[-tls]-PCT
+    wattio-*) # wattio-{me,eemt}[-ng|-tls|-tls-list], wattio-eett[-tls]-PCT
       local src="http://$SERVER:${WPORT[$ds]}/" sla
       case $tool in
         *-ng) src="http://$SERVER:8080/$ds/" ;;
+        *-tls-list) src="-i '$OUT/$ds.tlsurls' --cacert '$CA'" ;;
         *-tls|wattio-eett-tls-*) src="https://$SERVER:8443/$ds/ --cacert '$CA'" ;;
       esac
       case $tool in
