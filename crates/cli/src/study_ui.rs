@@ -37,6 +37,14 @@ pub fn cancel_on_signals() -> Result<Arc<Cancel>> {
     Ok(cancel)
 }
 
+/// The name of the signal that set the cancel flag ("SIGINT" before any).
+pub fn interrupting_signal() -> &'static str {
+    match SIGNAL.load(Ordering::SeqCst) {
+        signal_hook::consts::SIGTERM => "SIGTERM",
+        _ => "SIGINT",
+    }
+}
+
 /// The shell's convention for a command ended by a signal: 128 + its number (130 for
 /// Ctrl-C, 143 for SIGTERM).
 pub fn interrupted_exit_code() -> ExitCode {

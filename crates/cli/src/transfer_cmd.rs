@@ -1,11 +1,12 @@
 //! `wattio serve` and `wattio transfer`: argument parsing and printing; the work is in
 //! `wattio_transfer`.
 
-use crate::OnOff;
+use crate::{study_ui, OnOff};
 use anyhow::{anyhow, bail, Context};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 use wattio_progress::Sink;
 use wattio_transfer::{
@@ -220,7 +221,19 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
         cacert: a.cacert.clone(),
         insecure: a.insecure,
     };
-    let s = run_transfer(&o)?;
+    // Ctrl-C or SIGTERM ends the transfer through its error path (CPU settings restored,
+    // partial data kept), with status 2 and a line saying how to resume.
+    let cancel = study_ui::cancel_on_signals()?;
+    o.cancel = Some(Arc::clone(&cancel));
+    let s = match run_transfer(&o) {
+        Err(e) if cancel.is_set() => {
+            return Err(e.context(format!(
+                "interrupted by {}",
+                study_ui::interrupting_signal()
+            )))
+        }
+        r => r?,
+    };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&s)?);
     } else {

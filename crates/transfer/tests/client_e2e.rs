@@ -228,6 +228,44 @@ fn server_killed_mid_transfer_then_restarted() {
     assert_eq!(s.files_verified_checksum, 3);
 }
 
+/// A cancel mid-transfer ends it through the error path: partial data kept, the error says
+/// how to resume, and nothing is renamed before it is complete.
+#[test]
+fn a_cancel_ends_the_transfer_with_its_partial_data_kept() {
+    let src = tempfile::tempdir().unwrap();
+    common::make_dataset(src.path(), &[("big.bin", 4_000_000)]);
+    let mut cfg = ServerConfig::new(src.path());
+    cfg.rate_limit = Some(1_000_000.0);
+    let h = ServerHandle::start(cfg, "127.0.0.1:0").unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let mut o = opts(
+        format!("http://{}/", h.addr),
+        dst.path(),
+        Sla::MaxThroughput,
+    );
+    o.tuner = TunerChoice::Fixed(FixedParams { cc: 1, p: 1, pp: 1 });
+    let cancel = std::sync::Arc::new(wattio_progress::Cancel::new().unwrap());
+    o.cancel = Some(std::sync::Arc::clone(&cancel));
+    let t = std::thread::spawn(move || run_transfer(&o));
+    common::wait_for_part_file(dst.path());
+    std::thread::sleep(Duration::from_millis(300));
+    cancel.set();
+    let err = t.join().unwrap().expect_err("cancelled");
+    let msg = format!("{err:#}");
+    assert!(
+        msg.contains("cancelled") && msg.contains("rerun the same command to resume"),
+        "{msg}"
+    );
+    assert!(
+        dst.path().join("big.bin.wattio-part").exists(),
+        "partial data kept"
+    );
+    assert!(
+        !dst.path().join("big.bin").exists(),
+        "not renamed before complete"
+    );
+}
+
 /// A transfer that gives up keeps its partial data; the next run resumes from it, fetches
 /// only what is missing, and a corrupted finished range is caught by its block checksum and
 /// fetched again.

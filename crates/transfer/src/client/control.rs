@@ -271,22 +271,13 @@ pub(super) async fn transfer_async(
     let mut last_bytes = 0u64;
     let mut last_cpu = cputime::self_cpu_s();
     let mut tick = tokio::time::interval(Duration::from_millis(20));
-    // SIGINT/SIGTERM end the transfer through the normal error path, so the actuator puts
-    // frequencies, governors and CPUs back before the process exits
-    {
-        let sh = shared.clone();
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("cannot install a SIGTERM handler")?;
-        tokio::spawn(async move {
-            let which = tokio::select! {
-                _ = tokio::signal::ctrl_c() => "SIGINT",
-                _ = term.recv() => "SIGTERM",
-            };
-            sh.fail(format!("interrupted by {which}"));
-        });
-    }
     loop {
         tick.tick().await;
+        // A cancel ends the transfer through the normal error path, so the actuator puts
+        // frequencies, governors and CPUs back before the caller goes on.
+        if opts.cancel.as_ref().is_some_and(|c| c.is_set()) {
+            shared.fail("the transfer was cancelled".into());
+        }
         if shared.failed() {
             break;
         }

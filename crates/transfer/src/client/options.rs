@@ -6,9 +6,10 @@ use crate::tls::ClientTlsOptions;
 use crate::tuner::{Sla, TunerChoice};
 use serde::Serialize;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 use wattio_energy::SysRoot;
-use wattio_progress::Sink;
+use wattio_progress::{Cancel, Sink};
 
 /// Most connections the tuners may open unless told otherwise.
 pub const DEFAULT_MAX_CHANNELS: usize = 32;
@@ -93,6 +94,10 @@ pub struct TransferOptions {
     pub tls: ClientTlsOptions,
     /// Where notes and warnings go (dropped by default).
     pub notices: Sink<Notice>,
+    /// Once set (the binary sets it on SIGINT/SIGTERM), the transfer ends through its normal
+    /// error path: the actuator puts frequencies, governors and CPUs back and partial data is
+    /// kept for a resume. `None` (default): it runs to the end.
+    pub cancel: Option<Arc<Cancel>>,
 }
 
 impl TransferOptions {
@@ -121,6 +126,7 @@ impl TransferOptions {
             root: SysRoot::from_env(),
             tls: ClientTlsOptions::default(),
             notices: Sink::none(),
+            cancel: None,
         }
     }
 }
