@@ -160,3 +160,32 @@ fn an_incomplete_cell_says_what_arrived_and_draws_no_bar() {
         "no bar for an incomplete cell"
     );
 }
+
+#[test]
+fn wattio_given_the_url_list_gets_its_own_goal_table_beside_the_index_walk() {
+    // A real run with the -tls-list rows (fixtures/bench-transfer-list/README.md).
+    let list_fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bench-transfer-list");
+    let md = BenchTransfer::read(&list_fixture).unwrap().markdown();
+    let header = "| dataset | least J/GB (est.): tool | ME J/GB | ME least? | best other Mbit/s: tool | EEMT Mbit/s | EEMT ≥ best? |\n\
+                  |---|---|---:|---|---|---:|---|\n";
+    // The index walk's table: the list rows take no part in it.
+    let index = format!(
+        "### Goals on the HTTPS rows (nginx over TLS, no wattio server)\n\n{header}\
+         | small | 27.5: wattio-me-tls | 27.5 | yes | 719: curl-par-tls | 662 | NO |\n\
+         | large | 16.7: wattio-me-tls | 16.7 | yes | 961: aria2-tuned-tls | 958 | NO |\n\n"
+    );
+    assert!(md.contains(&index), "{md}");
+    // wattio with the URL list against the same other tools: on small curl-par-tls has the
+    // least J/GB (31.3 against ME's 32.1).
+    let list = format!(
+        "### Goals on the HTTPS rows, wattio given the same URL list as the other tools (-i)\n\n{header}\
+         | small | 31.3: curl-par-tls | 32.1 | NO | 719: curl-par-tls | 531 | NO |\n\
+         | large | 16.5: wattio-me-tls-list | 16.5 | yes | 961: aria2-tuned-tls | 958 | NO |\n\n"
+    );
+    assert!(md.ends_with(&list), "{md}");
+    // The per-dataset tables list the list rows after the index walk's.
+    let at = |row: &str| md.find(&format!("| {row} | 3/3 |")).unwrap();
+    assert!(at("wattio-eemt-tls") < at("wattio-me-tls-list"));
+    assert!(at("wattio-me-tls-list") < at("wattio-eemt-tls-list"));
+}
