@@ -260,6 +260,20 @@ fn copy(source: &str, dst: &Path, sla: &str, extra: &[&str]) -> serde_json::Valu
     ok_json(&transfer(&args, None))
 }
 
+/// Copies the files of the URL list `list` (given on standard input) into `dst`
+/// (`--sla max-throughput --json`): the summary of a run that must succeed.
+fn copy_list(list: &str, dst: &Path) -> serde_json::Value {
+    let args = [
+        "-i",
+        "-",
+        path_str(dst),
+        "--sla",
+        "max-throughput",
+        "--json",
+    ];
+    ok_json(&transfer(&args, Some(list.as_bytes())))
+}
+
 /// The one-line error of a run that must have failed with exit code 2.
 fn error_line(out: &Output) -> String {
     let err = String::from_utf8_lossy(&out.stderr).to_string();
@@ -673,17 +687,7 @@ fn a_url_list_across_two_servers() {
         list.push_str(&format!("{url}\n  out={n}\n"));
     }
     let dst = tempfile::tempdir().unwrap();
-    let v = ok_json(&transfer(
-        &[
-            "-i",
-            "-",
-            path_str(dst.path()),
-            "--sla",
-            "max-throughput",
-            "--json",
-        ],
-        Some(list.as_bytes()),
-    ));
+    let v = copy_list(&list, dst.path());
     let whole = v["whole_file_streams"].as_array().unwrap();
     assert_eq!(whole.len(), 1, "{whole:?}");
     assert!(
@@ -1395,6 +1399,62 @@ fn an_index_walk_streams_files_to_the_transfer_and_sends_no_head_for_exact_sizes
     );
     assert!(pos("GET /deep/ 200") < pos("GET /deep/one.bin 206"));
     assert_no_head(&log);
+}
+
+/// A URL list streams into the transfer as its lines are sized, as an index walk does: the
+/// first file is fetched (its GET ends in nginx's log) before the last URL's HEAD, which
+/// nginx holds back (the last lines' URLs are rate-limited with `limit_req`, so sizing them
+/// takes about a second).
+#[test]
+fn a_url_list_streams_files_to_the_transfer_as_its_lines_are_sized() {
+    let src = tempfile::tempdir().unwrap();
+    let names: Vec<String> = (0..300)
+        .map(|i| match i {
+            0..=279 => format!("f{i:03}.bin"),
+            _ => format!("late{i:03}.bin"),
+        })
+        .collect();
+    let files: Vec<(&str, usize)> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), 1_000 + 37 * i))
+        .collect();
+    make_tree(src.path(), &files);
+    let logs = tempfile::tempdir().unwrap();
+    let (r, l) = (src.path().display(), logs.path().join("access.log"));
+    let l = l.display();
+    let Some(ng) = Nginx::start_servers(|port| {
+        format!(
+            "log_format events '$request_method $uri $status $http_range';\n\
+             limit_req_zone $binary_remote_addr zone=late:1m rate=20r/s;\n\
+             server {{ listen 127.0.0.1:{port}; access_log {l} events; root {r};\n\
+              location ~ ^/late {{ limit_req zone=late burst=100; }}\n}}\n"
+        )
+    }) else {
+        return;
+    };
+    let list: String = names
+        .iter()
+        .map(|n| format!("{}\n", at(&ng, &format!("/{n}"))))
+        .collect();
+    let dst = tempfile::tempdir().unwrap();
+    let v = copy_list(&list, dst.path());
+    assert_identical(src.path(), dst.path());
+    assert_eq!(v["source_kind"], "url-list");
+    assert_eq!(v["files"], names.len());
+    let log = access_log(&logs);
+    let first_fetched = log
+        .iter()
+        .position(|l| l.starts_with("GET /f000.bin 20") && !l.ends_with("bytes=0-0"))
+        .unwrap_or_else(|| panic!("f000.bin never fetched: {log:#?}"));
+    let last_sized = log
+        .iter()
+        .position(|l| l.starts_with("HEAD /late299.bin 200"))
+        .unwrap_or_else(|| panic!("late299.bin never sized: {log:#?}"));
+    assert!(
+        first_fetched < last_sized,
+        "the first file waited for the whole list to be sized: {log:#?}"
+    );
 }
 
 /// A size taken from the index is checked against every answer: a file whose size differs

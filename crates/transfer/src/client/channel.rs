@@ -134,6 +134,7 @@ pub(super) async fn run_connection(
     inflight.push_back(first);
     // this connection serves the server of its first chunk's file (a URL list may name several)
     let origin = sh.files[first.file].origin();
+    let server = sh.origin(origin);
     // a spare left idle for long (a slow resume check) may have been closed by the server;
     // spares are connected to the first server only
     let spare = (origin == 0)
@@ -142,7 +143,7 @@ pub(super) async fn run_connection(
         .filter(|(t, _)| t.elapsed() < Duration::from_secs(2));
     let connected = match spare {
         Some((_, s)) => Ok(s),
-        None => sh.connector.connect(&sh.origins[origin]).await,
+        None => sh.connector.connect(&server).await,
     };
     let mut s = match connected {
         Ok(s) => s,
@@ -194,7 +195,7 @@ pub(super) async fn run_connection(
                     out.push_str(&format!(
                         "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: wattio\r\n{range}\r\n",
                         j.url_path(),
-                        sh.origins[origin].authority(),
+                        server.authority(),
                     ));
                 }
                 s.write_all(out.as_bytes()).await?;

@@ -89,17 +89,13 @@ pub(super) async fn transfer_async(
         opts.notices.tell(&super::Notice::Note(note.to_string()));
     }
     // servers that ignore Range: one whole-file stream per file
-    let whole: Vec<bool> = src.ranges.iter().map(|r| *r == Some(false)).collect();
-    let whole_file_streams: Vec<String> = (0..src.origins.len())
+    let mut whole: Vec<bool> = src.ranges.iter().map(|r| *r == Some(false)).collect();
+    // origins no answer has spoken for yet: their first file found later brings one
+    let mut undecided: Vec<bool> = src.ranges.iter().map(Option::is_none).collect();
+    let mut whole_file_streams: Vec<String> = (0..src.origins.len())
         .filter(|&o| whole[o])
-        .map(|o| {
-            format!(
-                "{} ignores Range requests: each of its files came as one whole-file stream (no parallel ranges within a file; a file cut short restarts)",
-                src.origins[o].origin()
-            )
-        })
+        .map(|o| ignores_ranges(&src.origins[o]))
         .collect();
-    let mut whole_file_streams = whole_file_streams;
     // files of unknown size go to the streaming task, now and as the walk finds them
     let (unsized_tx, unsized_rx) = unbounded_channel();
     for f in std::mem::take(&mut src.unsized_files) {
@@ -126,7 +122,7 @@ pub(super) async fn transfer_async(
         spare: Mutex::new(spare),
         connector,
         url: src.origins[0].clone(),
-        origins: src.origins.clone(),
+        origins: Mutex::new(src.origins.clone()),
         kind: src.kind,
         files: jobs,
         parts,
@@ -153,7 +149,7 @@ pub(super) async fn transfer_async(
                 if sh.failed() {
                     break;
                 }
-                let origin = sh.origins[f.origin].clone();
+                let origin = sh.origin(f.origin);
                 match stream_file(&sh.connector, &origin, &f, &dest, sh.retries, &sh.received).await
                 {
                     Ok(Streamed::Refused(msg)) => {
@@ -300,6 +296,18 @@ pub(super) async fn transfer_async(
                 opts.notices.tell(&super::Notice::Note(note.to_string()));
             }
             src.notes.extend(batch.notes);
+            for u in batch.new_origins {
+                shared.origins.lock().unwrap().push(u.clone());
+                src.origins.push(u);
+                whole.push(false);
+                undecided.push(true);
+            }
+            for (o, ranges) in batch.ranges {
+                if std::mem::take(&mut undecided[o]) && !ranges {
+                    whole[o] = true;
+                    whole_file_streams.push(ignores_ranges(&src.origins[o]));
+                }
+            }
             n_files += batch.files.len() + batch.unsized_files.len();
             planned_bytes += batch.files.iter().map(|f| f.size).sum::<u64>();
             if let Some(tx) = &unsized_tx {
@@ -622,4 +630,12 @@ async fn add_found(sh: &Arc<Shared>, plan: &TransferPlan, p: Prepared) -> anyhow
         }
     }
     Ok(())
+}
+
+/// The summary's line for a server that ignores `Range`.
+fn ignores_ranges(origin: &super::url::HttpUrl) -> String {
+    format!(
+        "{} ignores Range requests: each of its files came as one whole-file stream (no parallel ranges within a file; a file cut short restarts)",
+        origin.origin()
+    )
 }

@@ -3,7 +3,8 @@
 //! <https://aria2.github.io/manual/en/html/aria2c.html#input-file>). All that wattio does with
 //! them is here:
 //!
-//! - **Start**: every URL of every line is sized with `HEAD` (pipelined per server); a file
+//! - **Start**: every URL of every line is sized with `HEAD` (pipelined per server, a few
+//!   lines at a time in the background, each file joining the transfer once sized); a file
 //!   starts on the first of its URLs that answers `200`. A mirror that answers with another
 //!   size than that one is not the same file: the transfer is refused, naming it.
 //! - **During the transfer**: when the mirror serving a file fails — the connection is refused
@@ -17,20 +18,21 @@
 //! stay on the URL they started on: nothing but a fresh start could move them.
 
 use super::conn::Connector;
-use super::fetch::head_many;
+use super::fetch::{fetch, head_many};
 use super::source::{
-    get_following, size_by_range_probe, url_string, Expected, Source, SourceFile, SourceKind,
-    HEAD_CONNECTIONS, HEAD_DEPTH,
+    get_following, merge_accept_ranges, origin_index, size_by_range_probe, url_string, Batch,
+    Expected, Source, SourceFile, SourceKind, HEAD_CONNECTIONS, HEAD_DEPTH,
 };
 use super::state::{FileJob, Shared};
 use super::url::HttpUrl;
 use crate::http::ResponseHead;
 use crate::summary::{MirrorFallback, MirrorReport};
-use crate::urllist::UrlList;
+use crate::urllist::{UrlEntry, UrlList};
 use anyhow::{anyhow, bail};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
 /// One URL a file can come from.
 #[derive(Debug, Clone)]
@@ -261,8 +263,19 @@ fn without_fragment(path: &str) -> String {
     path.split('#').next().unwrap_or("/").to_string()
 }
 
-/// A URL list: every URL of every line sized by `HEAD` (pipelined per server; redirects
-/// followed one by one); each file starts on the first of its line's URLs that answers.
+/// Lines sized by the first `HEAD` round of a URL list: enough for the transfer to start
+/// after one pipelined round trip; later rounds double, up to [`MOST_LINES_AT_ONCE`].
+const FIRST_LINES_AT_ONCE: usize = HEAD_DEPTH;
+const MOST_LINES_AT_ONCE: usize = HEAD_CONNECTIONS * HEAD_DEPTH * 4;
+
+/// Every URL of a URL list: (origin, request target, as written).
+type ListedUrl = (usize, String, String);
+
+/// A URL list: every URL of every line is parsed (a malformed one refuses the list before
+/// anything is fetched), then sized by `HEAD` in the background, a few lines at a time
+/// (pipelined per server; redirects followed one by one), each round's files joining the
+/// transfer as a [`Batch`] as soon as they are sized; each file starts on the first of its
+/// line's URLs that answers. Returns once a file with bytes is known.
 pub(super) async fn resolve_url_list(
     connector: &Arc<Connector>,
     list: UrlList,
@@ -271,8 +284,7 @@ pub(super) async fn resolve_url_list(
 ) -> anyhow::Result<Source> {
     let mut src = Source::new(SourceKind::UrlList, first);
     src.notes = list.notes.clone();
-    // every URL of every line: (origin, request target, as written)
-    let mut urls: Vec<(usize, String, String)> = Vec::new();
+    let mut urls: Vec<ListedUrl> = Vec::new();
     for e in &list.entries {
         for raw in std::iter::once(&e.url).chain(&e.mirrors) {
             let u =
@@ -281,156 +293,273 @@ pub(super) async fn resolve_url_list(
             urls.push((o, without_fragment(&u.path), raw.clone()));
         }
     }
-    // a server that cannot be reached fails only the lines with no other URL that answers
-    let mut answers: Vec<Option<Result<ResponseHead, String>>> = vec![None; urls.len()];
-    for o in 0..src.origins.len() {
-        let idx: Vec<usize> = (0..urls.len()).filter(|&i| urls[i].0 == o).collect();
-        let paths: Vec<String> = idx.iter().map(|&i| urls[i].1.clone()).collect();
-        let heads = head_many(
-            connector,
-            &src.origins[o],
-            &paths,
-            HEAD_CONNECTIONS,
-            HEAD_DEPTH,
-        )
-        .await;
-        match heads {
-            Ok(hs) => {
-                for (i, h) in idx.into_iter().zip(hs) {
-                    answers[i] = Some(Ok(h));
-                }
-            }
-            Err(e) => {
-                let why = format!("cannot be reached: {}", one_line(&e));
-                for i in idx {
-                    answers[i] = Some(Err(why.clone()));
-                }
-            }
+    let (tx, rx) = unbounded_channel();
+    let sizing = ListSizing {
+        connector: connector.clone(),
+        known_ranges: vec![None; src.origins.len()],
+        announced: src.origins.len(),
+        origins: src.origins.clone(),
+        list_name: list_name.to_string(),
+        bad: Vec::new(),
+    };
+    tokio::spawn(sizing.run(list.entries, urls, tx));
+    src.until_first_bytes(rx).await?;
+    Ok(src)
+}
+
+/// The background sizing of a URL list's lines.
+struct ListSizing {
+    connector: Arc<Connector>,
+    /// The transfer's origins as this task knows them (redirects add to them).
+    origins: Vec<HttpUrl>,
+    /// Per origin: whether it honours `Range`, once an answer said so.
+    known_ranges: Vec<Option<bool>>,
+    /// Origins already sent in a batch (or known to the transfer from the start).
+    announced: usize,
+    list_name: String,
+    /// Lines none of whose URLs answered, reported together at the end.
+    bad: Vec<String>,
+}
+
+impl ListSizing {
+    /// Sizes the lines round by round, sending each round's files; ends with the lines that
+    /// failed, or the first error, sent as an error.
+    async fn run(
+        mut self,
+        entries: Vec<UrlEntry>,
+        urls: Vec<ListedUrl>,
+        out: UnboundedSender<anyhow::Result<Batch>>,
+    ) {
+        if let Err(e) = self.size_all(entries, urls, &out).await {
+            let _ = out.send(Err(e));
         }
     }
-    let mut bad = Vec::new();
-    let mut next_url = 0;
-    for e in list.entries {
-        let line = format!("{list_name}:{}", e.line);
-        let n = 1 + e.mirrors.len();
-        let mut places: Vec<Place> = Vec::with_capacity(n);
-        // the place the file starts on, and its size
-        let mut chosen: Option<(usize, Option<u64>)> = None;
-        let mut failed: Vec<(usize, String)> = Vec::new();
-        for i in next_url..next_url + n {
-            let (mut o, mut path, raw) = urls[i].clone();
-            let mut answer = answers[i].take().expect("every URL has an answer");
-            if let Ok(h) = &answer {
-                if matches!(h.status, 301 | 302 | 303 | 307 | 308) {
-                    let u = HttpUrl::parse(&raw)?;
-                    answer = match get_following(connector, &u, "HEAD").await {
-                        Ok((fu, f)) => {
-                            o = src.origin_index(&fu);
-                            path = without_fragment(&fu.path);
-                            Ok(f.head)
-                        }
-                        Err(err) => Err(format!("cannot be reached: {}", one_line(&err))),
-                    };
-                }
+
+    async fn size_all(
+        &mut self,
+        entries: Vec<UrlEntry>,
+        urls: Vec<ListedUrl>,
+        out: &UnboundedSender<anyhow::Result<Batch>>,
+    ) -> anyhow::Result<()> {
+        let mut lines = entries.into_iter().peekable();
+        let mut urls = urls.into_iter();
+        let mut at_once = FIRST_LINES_AT_ONCE;
+        while lines.peek().is_some() {
+            let round: Vec<UrlEntry> = lines.by_ref().take(at_once).collect();
+            at_once = (at_once * 2).min(MOST_LINES_AT_ONCE);
+            let n: usize = round.iter().map(|e| 1 + e.mirrors.len()).sum();
+            let round_urls: Vec<ListedUrl> = urls.by_ref().take(n).collect();
+            let batch = self.size_round(round, round_urls).await?;
+            if out.send(Ok(batch)).is_err() {
+                // nobody listens any more: the transfer ended
+                return Ok(());
             }
-            let url = url_string(&src.origins[o], &path);
-            let p = places.len();
-            match answer {
-                Ok(h) if h.status == 200 => {
-                    src.note_ranges(o, &h);
-                    match chosen {
-                        None => {
-                            let size = match h.content_length {
-                                Some(n) => Some(n),
-                                None => {
-                                    size_by_range_probe(connector, &src.origins[o], &path).await?
-                                }
-                            };
-                            chosen = Some((p, size));
-                        }
-                        Some((c, Some(size))) => {
-                            if let Some(other) = h.content_length.filter(|&m| m != size) {
-                                bail!(
-                                    "{line}: mirror {url} has {other} bytes but {} has {size}: not the same file; remove that mirror from the line",
-                                    places[c].url
-                                );
-                            }
-                        }
-                        Some((_, None)) => {}
+        }
+        if !self.bad.is_empty() {
+            let bad = &self.bad;
+            let more = if bad.len() > 5 {
+                format!(" (and {} more)", bad.len() - 5)
+            } else {
+                String::new()
+            };
+            bail!(
+                "{}{more}; fix or remove those lines",
+                bad[..bad.len().min(5)].join("; ")
+            );
+        }
+        Ok(())
+    }
+
+    /// `HEAD` of every URL of a round, pipelined per server: a server that cannot be reached
+    /// fails only the lines with no other URL that answers.
+    async fn heads(&self, urls: &[ListedUrl]) -> Vec<Option<Result<ResponseHead, String>>> {
+        let mut answers: Vec<Option<Result<ResponseHead, String>>> = vec![None; urls.len()];
+        for o in 0..self.origins.len() {
+            let idx: Vec<usize> = (0..urls.len()).filter(|&i| urls[i].0 == o).collect();
+            if idx.is_empty() {
+                continue;
+            }
+            let paths: Vec<String> = idx.iter().map(|&i| urls[i].1.clone()).collect();
+            let heads = head_many(
+                &self.connector,
+                &self.origins[o],
+                &paths,
+                HEAD_CONNECTIONS,
+                HEAD_DEPTH,
+            )
+            .await;
+            match heads {
+                Ok(hs) => {
+                    for (i, h) in idx.into_iter().zip(hs) {
+                        answers[i] = Some(Ok(h));
                     }
                 }
-                Ok(h) => failed.push((p, format!("HTTP {}", h.status))),
-                Err(why) => failed.push((p, why)),
+                Err(e) => {
+                    let why = format!("cannot be reached: {}", one_line(&e));
+                    for i in idx {
+                        answers[i] = Some(Err(why.clone()));
+                    }
+                }
             }
-            places.push(Place {
-                origin: o,
-                url_path: path,
-                url,
-            });
         }
-        next_url += n;
-        let Some((cur, size)) = chosen else {
-            let whys: Vec<String> = failed
+        answers
+    }
+
+    /// Sizes one round of lines (`urls`: their URLs, in order) into a batch.
+    async fn size_round(
+        &mut self,
+        entries: Vec<UrlEntry>,
+        urls: Vec<ListedUrl>,
+    ) -> anyhow::Result<Batch> {
+        let mut answers = self.heads(&urls).await;
+        let mut b = Batch::default();
+        let mut next_url = 0;
+        for e in entries {
+            let line = format!("{}:{}", self.list_name, e.line);
+            let n = 1 + e.mirrors.len();
+            let mut places: Vec<Place> = Vec::with_capacity(n);
+            // the place the file starts on, and its size
+            let mut chosen: Option<(usize, Option<u64>)> = None;
+            let mut failed: Vec<(usize, String)> = Vec::new();
+            for i in next_url..next_url + n {
+                let (mut o, mut path, raw) = urls[i].clone();
+                let mut answer = answers[i].take().expect("every URL has an answer");
+                if let Ok(h) = &answer {
+                    if matches!(h.status, 301 | 302 | 303 | 307 | 308) {
+                        let u = HttpUrl::parse(&raw)?;
+                        answer = match get_following(&self.connector, &u, "HEAD").await {
+                            Ok((fu, f)) => {
+                                o = origin_index(&mut self.origins, &mut self.known_ranges, &fu);
+                                path = without_fragment(&fu.path);
+                                Ok(f.head)
+                            }
+                            Err(err) => Err(format!("cannot be reached: {}", one_line(&err))),
+                        };
+                    }
+                }
+                let url = url_string(&self.origins[o], &path);
+                let p = places.len();
+                match answer {
+                    Ok(h) if h.status == 200 => {
+                        merge_accept_ranges(&mut self.known_ranges[o], &h);
+                        match chosen {
+                            None => {
+                                let size = match h.content_length {
+                                    Some(n) => Some(n),
+                                    None => {
+                                        size_by_range_probe(
+                                            &self.connector,
+                                            &self.origins[o],
+                                            &path,
+                                        )
+                                        .await?
+                                    }
+                                };
+                                if size.is_some_and(|n| n > 0) && self.known_ranges[o].is_none() {
+                                    self.probe_ranges(o, &path).await?;
+                                }
+                                chosen = Some((p, size));
+                            }
+                            Some((c, Some(size))) => {
+                                if let Some(other) = h.content_length.filter(|&m| m != size) {
+                                    bail!(
+                                        "{line}: mirror {url} has {other} bytes but {} has {size}: not the same file; remove that mirror from the line",
+                                        places[c].url
+                                    );
+                                }
+                            }
+                            Some((_, None)) => {}
+                        }
+                    }
+                    Ok(h) => failed.push((p, format!("HTTP {}", h.status))),
+                    Err(why) => failed.push((p, why)),
+                }
+                places.push(Place {
+                    origin: o,
+                    url_path: path,
+                    url,
+                });
+            }
+            next_url += n;
+            let Some((cur, size)) = chosen else {
+                let whys: Vec<String> = failed
+                    .iter()
+                    .map(|(p, why)| match why.strip_prefix("HTTP ") {
+                        Some(_) => format!("{} answers {why}", places[*p].url),
+                        None => format!("{} {why}", places[*p].url),
+                    })
+                    .collect();
+                self.bad.push(format!("{line}: {}", whys.join(", ")));
+                continue;
+            };
+            let fallbacks: Vec<MirrorFallback> = failed
                 .iter()
-                .map(|(p, why)| match why.strip_prefix("HTTP ") {
-                    Some(_) => format!("{} answers {why}", places[*p].url),
-                    None => format!("{} {why}", places[*p].url),
+                .filter(|(p, _)| *p < cur)
+                .map(|(p, why)| MirrorFallback {
+                    from: places[*p].url.clone(),
+                    to: places[cur].url.clone(),
+                    reason: why.clone(),
+                    during: "start".into(),
                 })
                 .collect();
-            bad.push(format!("{line}: {}", whys.join(", ")));
-            continue;
-        };
-        let fallbacks: Vec<MirrorFallback> = failed
+            if !fallbacks.is_empty() {
+                b.notes.push(format!(
+                    "{line}: {} from its mirror {} ({} failed: {})",
+                    e.rel,
+                    places[cur].url,
+                    fallbacks[0].from,
+                    fallbacks
+                        .iter()
+                        .map(|f| f.reason.as_str())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ));
+            }
+            let mut f = SourceFile::at(e.rel, places[cur].origin, places[cur].url_path.clone());
+            f.expect = e.checksum.map(|(algo, digest)| Expected {
+                algo,
+                digest,
+                from: line.clone(),
+            });
+            if places.len() > 1 {
+                f.mirrors = Some(Box::new(MirrorPlan {
+                    places,
+                    current: cur,
+                    fallbacks,
+                    line,
+                }));
+            }
+            match size {
+                Some(n) => b.files.push(SourceFile { size: n, ..f }),
+                None => b.unsized_files.push(f),
+            }
+        }
+        b.new_origins = self.origins[self.announced..].to_vec();
+        self.announced = self.origins.len();
+        b.ranges = self
+            .known_ranges
             .iter()
-            .filter(|(p, _)| *p < cur)
-            .map(|(p, why)| MirrorFallback {
-                from: places[*p].url.clone(),
-                to: places[cur].url.clone(),
-                reason: why.clone(),
-                during: "start".into(),
-            })
+            .enumerate()
+            .filter_map(|(o, r)| r.map(|r| (o, r)))
             .collect();
-        if !fallbacks.is_empty() {
-            src.notes.push(format!(
-                "{line}: {} from its mirror {} ({} failed: {})",
-                e.rel,
-                places[cur].url,
-                fallbacks[0].from,
-                fallbacks
-                    .iter()
-                    .map(|f| f.reason.as_str())
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ));
-        }
-        let mut f = SourceFile::at(e.rel, places[cur].origin, places[cur].url_path.clone());
-        f.expect = e.checksum.map(|(algo, digest)| Expected {
-            algo,
-            digest,
-            from: line.clone(),
-        });
-        if places.len() > 1 {
-            f.mirrors = Some(Box::new(MirrorPlan {
-                places,
-                current: cur,
-                fallbacks,
-                line,
-            }));
-        }
-        src.add(f, size);
+        Ok(b)
     }
-    if !bad.is_empty() {
-        let more = if bad.len() > 5 {
-            format!(" (and {} more)", bad.len() - 5)
-        } else {
-            String::new()
-        };
-        bail!(
-            "{}{more}; fix or remove those lines",
-            bad[..bad.len().min(5)].join("; ")
-        );
+
+    /// Whether origin `o`, whose answers did not say, honours `Range`: a request for the first
+    /// byte of its file at `path` (`206`: yes; `200`: it sends whole files only).
+    async fn probe_ranges(&mut self, o: usize, path: &str) -> anyhow::Result<()> {
+        let f = fetch(
+            &self.connector,
+            &self.origins[o],
+            "GET",
+            path,
+            "Range: bytes=0-0\r\n",
+            false,
+        )
+        .await?;
+        self.known_ranges[o] = Some(f.head.status != 200);
+        Ok(())
     }
-    Ok(src)
 }
 
 #[cfg(test)]

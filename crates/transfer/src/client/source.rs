@@ -149,20 +149,23 @@ pub(super) struct Source {
     pub(super) more: Option<Discovery>,
 }
 
-/// Files found while the transfer runs, one index page at a time; the channel closes when the
-/// walk has ended, and an error ends it.
+/// Files found while the transfer runs, one index page or a few URL-list lines at a time; the
+/// channel closes when discovery has ended, and an error ends it.
 pub(super) type Discovery = UnboundedReceiver<anyhow::Result<Batch>>;
 
-/// The files of one index page, sized.
+/// Files found together (an index page, or URL-list lines), sized.
 #[derive(Default)]
 pub(super) struct Batch {
-    /// The generator of the page.
+    /// The generator of the page (index walks).
     pub(super) kind: Option<IndexKind>,
     pub(super) files: Vec<SourceFile>,
     pub(super) unsized_files: Vec<SourceFile>,
     pub(super) notes: Vec<String>,
-    /// What the `HEAD` answers said of `Range` (see [`merge_accept_ranges`]).
-    pub(super) accept_ranges: Option<bool>,
+    /// Servers met since the last batch (redirects of a URL list), appended to the
+    /// transfer's origins in order.
+    pub(super) new_origins: Vec<HttpUrl>,
+    /// What the answers said of `Range`, per origin index (see [`merge_accept_ranges`]).
+    pub(super) ranges: Vec<(usize, bool)>,
 }
 
 /// The absolute URL of `path` (origin form) on `u`'s server.
@@ -170,13 +173,30 @@ pub(super) fn url_string(u: &HttpUrl, path: &str) -> String {
     format!("{}{path}", u.origin())
 }
 
-fn same_origin(a: &HttpUrl, b: &HttpUrl) -> bool {
+pub(super) fn same_origin(a: &HttpUrl, b: &HttpUrl) -> bool {
     a.tls == b.tls && a.port == b.port && a.host.eq_ignore_ascii_case(&b.host)
+}
+
+/// Index of `u`'s server in `origins`, added (with nothing known of its `Range` support in
+/// `ranges`) when new.
+pub(super) fn origin_index(
+    origins: &mut Vec<HttpUrl>,
+    ranges: &mut Vec<Option<bool>>,
+    u: &HttpUrl,
+) -> usize {
+    match origins.iter().position(|o| same_origin(o, u)) {
+        Some(i) => i,
+        None => {
+            origins.push(u.clone());
+            ranges.push(None);
+            origins.len() - 1
+        }
+    }
 }
 
 /// Folds a response's `Accept-Ranges` into what is known of its origin: one answer that says
 /// `bytes` is enough (the origin serves ranges).
-fn merge_accept_ranges(known: &mut Option<bool>, h: &ResponseHead) {
+pub(super) fn merge_accept_ranges(known: &mut Option<bool>, h: &ResponseHead) {
     if let Some(r) = accept_ranges(h) {
         fold_ranges(known, r);
     }
@@ -211,10 +231,14 @@ impl Source {
         }
     }
 
-    /// Adds a batch found by the walk (files of origin 0).
-    fn absorb(&mut self, b: Batch) {
-        if let Some(r) = b.accept_ranges {
-            fold_ranges(&mut self.ranges[0], r);
+    /// Adds a batch found by discovery.
+    pub(super) fn absorb(&mut self, b: Batch) {
+        for u in b.new_origins {
+            self.origins.push(u);
+            self.ranges.push(None);
+        }
+        for (o, r) in b.ranges {
+            fold_ranges(&mut self.ranges[o], r);
         }
         self.files.extend(b.files);
         self.unsized_files.extend(b.unsized_files);
@@ -233,6 +257,17 @@ impl Source {
         Ok(())
     }
 
+    /// Starts discovery with `more`: returns once a file with bytes is known (the plan needs a
+    /// size and the Range probe a file with bytes) or discovery has ended; the rest of it stays
+    /// in [`Source::more`] and comes while the transfer runs.
+    pub(super) async fn until_first_bytes(&mut self, more: Discovery) -> anyhow::Result<()> {
+        self.more = Some(more);
+        while self.more.is_some() && !self.files.iter().any(|f| f.size > 0) {
+            self.absorb_next().await?;
+        }
+        Ok(())
+    }
+
     /// Waits for the rest of the walk (a checksum file is matched against every file).
     pub(super) async fn absorb_all(&mut self) -> anyhow::Result<()> {
         while self.more.is_some() {
@@ -242,14 +277,7 @@ impl Source {
     }
 
     pub(super) fn origin_index(&mut self, u: &HttpUrl) -> usize {
-        match self.origins.iter().position(|o| same_origin(o, u)) {
-            Some(i) => i,
-            None => {
-                self.origins.push(u.clone());
-                self.ranges.push(None);
-                self.origins.len() - 1
-            }
-        }
+        origin_index(&mut self.origins, &mut self.ranges, u)
     }
 
     /// Adds a file of known or unknown size.
@@ -501,11 +529,7 @@ async fn resolve_directory(
         .expect("every batch of an index walk names its page's kind");
     let mut src = Source::new(SourceKind::Index(kind), url);
     src.absorb(first);
-    src.more = Some(more);
-    // the plan needs a size and the Range probe a file with bytes
-    while src.more.is_some() && !src.files.iter().any(|f| f.size > 0) {
-        src.absorb_next().await?;
-    }
+    src.until_first_bytes(more).await?;
     Ok(src)
 }
 
@@ -559,6 +583,7 @@ async fn size_page(
         notes: page.notes,
         ..Batch::default()
     };
+    let mut accept = None;
     for (path, size) in page.files {
         let size = match size {
             Some(s) => Some(s),
@@ -572,7 +597,7 @@ async fn size_page(
                         SourceKind::Index(page.kind).changed_file_fix().0
                     );
                 }
-                merge_accept_ranges(&mut b.accept_ranges, &h);
+                merge_accept_ranges(&mut accept, &h);
                 match h.content_length {
                     Some(n) => Some(n),
                     None => size_by_range_probe(connector, url, &path).await?,
@@ -586,6 +611,7 @@ async fn size_page(
             None => b.unsized_files.push(f),
         }
     }
+    b.ranges.extend(accept.map(|r| (0, r)));
     Ok(b)
 }
 
@@ -651,7 +677,7 @@ pub(super) async fn probe_ranges(
             continue;
         }
         let Some(f) = src.files.iter().find(|f| f.origin == o && f.size > 0) else {
-            src.ranges[o] = Some(true); // nothing to split
+            // nothing to split yet; a file found later brings its origin's answer
             continue;
         };
         let on_spare = match spare.pop().filter(|_| o == 0) {

@@ -119,10 +119,11 @@ pub(super) struct Shared {
     pub(super) connector: Arc<Connector>,
     pub(super) url: HttpUrl,
     /// The servers the files are on (`url`'s first); a channel's connection serves one.
-    pub(super) origins: Vec<HttpUrl>,
+    /// Grows while a URL list is still sized (a redirect to another server).
+    pub(super) origins: Mutex<Vec<HttpUrl>>,
     /// How the files were found (it decides what a changed file's error advises).
     pub(super) kind: SourceKind,
-    /// Grows while a directory index is still walked (see `Jobs`).
+    /// Grows while a directory index is walked or a URL list sized (see `Jobs`).
     pub(super) files: Jobs,
     pub(super) parts: Vec<PartQueue>,
     pub(super) received: AtomicU64,
@@ -142,6 +143,11 @@ pub(super) struct Shared {
 }
 
 impl Shared {
+    /// Origin `o` (an index a file names).
+    pub(super) fn origin(&self, o: usize) -> HttpUrl {
+        self.origins.lock().unwrap()[o].clone()
+    }
+
     /// Ends the transfer; rerunning the same command resumes it (interruptions, a server
     /// that stopped answering).
     pub(super) fn fail(&self, msg: String) {
