@@ -746,14 +746,45 @@ fn a_checksum_mismatch_is_fetched_again_once_then_refused() {
     assert!(!dst.path().join("bad.bin").exists(), "never put in place");
 }
 
-/// Starts `wattio transfer ARGS` in the background, waits until it has written part of a file
-/// and SIGKILLs it.
+/// Starts `wattio transfer ARGS` in the background, waits until it has kept some bytes a rerun
+/// can resume from (a range in a `.wattio-part.done` log, or a finished file) and SIGKILLs it.
+/// Waiting for that, not for a fixed time after the first part file, keeps the test from
+/// killing a run that has not yet finished its first range (it did once on a loaded host).
 fn kill_mid_transfer(args: &[&str], dst: &Path) {
     let child = start_transfer(args, false);
     // SIGKILL on drop (Child::kill), also when the wait below fails
     let _reaper = common::Reaper(vec![child]);
     wait_for_part_file(dst);
-    std::thread::sleep(Duration::from_millis(600));
+    let t = std::time::Instant::now();
+    while !kept_bytes(dst) {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the transfer never finished a range"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Whether `dir` holds a finished file or a `.done` log with at least one 16-byte range record.
+fn kept_bytes(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let p = e.path();
+        let name = p
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        if p.is_dir() {
+            kept_bytes(&p)
+        } else if name.ends_with(".wattio-part.done") {
+            e.metadata().map(|m| m.len() >= 16).unwrap_or(false)
+        } else {
+            !name.contains(".wattio") && !name.starts_with('.')
+        }
+    })
 }
 
 #[test]
