@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use common::BIN;
 use transfer_common::certs::{TestPki, Validity};
-use transfer_common::{bytes, free_port, make_dataset, wait_for_part_file, Nginx};
+use transfer_common::{bytes, free_port, make_dataset, Nginx};
 
 /// A server child process with its configuration directory, killed on drop (also when the
 /// test fails).
@@ -748,20 +748,68 @@ fn a_checksum_mismatch_is_fetched_again_once_then_refused() {
 
 /// Starts `wattio transfer ARGS` in the background, waits until it has kept some bytes a rerun
 /// can resume from (a range in a `.wattio-part.done` log, or a finished file) and SIGKILLs it.
-/// Waiting for that, not for a fixed time after the first part file, keeps the test from
-/// killing a run that has not yet finished its first range (it did once on a loaded host).
+/// Pair it with a [`Stall`] on one file, the last the run comes to (in the deepest directory
+/// or at the end of a list, so the channels cannot all be held by it before another file
+/// finishes): the run then cannot finish before the kill, however fast the host, so the rerun
+/// always has bytes to fetch.
 fn kill_mid_transfer(args: &[&str], dst: &Path) {
     let child = start_transfer(args, false);
     // SIGKILL on drop (Child::kill), also when the wait below fails
     let _reaper = common::Reaper(vec![child]);
-    wait_for_part_file(dst);
-    let t = std::time::Instant::now();
+    let t = Instant::now();
     while !kept_bytes(dst) {
         assert!(
             t.elapsed() < Duration::from_secs(20),
             "the transfer never finished a range"
         );
         std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Holds chosen files of an nginx server to 4 kB/s while they are marked, so that a run
+/// cannot finish them before the test kills it, and releases them for the rerun.
+///
+/// nginx's `limit_rate` alone cannot do this: it lets each request send one second's worth
+/// at once (`ngx_http_write_filter_module.c` allows `rate * (elapsed + 1)` bytes), so a
+/// `limit_rate 1m` server sends a 1 MB range unthrottled, and a run meant to take seconds
+/// once finished before the kill on a fast host. A mark is an empty file at the URI's path
+/// under a private directory, tested by nginx on every request.
+struct Stall {
+    marks: tempfile::TempDir,
+}
+
+impl Stall {
+    fn new() -> Self {
+        Stall {
+            marks: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// The nginx directive (for a `server` or `location` block) that slows marked files.
+    fn directive(&self) -> String {
+        format!(
+            "if (-f {}$uri) {{ set $limit_rate 4k; }}",
+            self.marks.path().display()
+        )
+    }
+
+    /// Marks `name` (a path below the served root): its next requests crawl.
+    fn hold(&self, name: &str) {
+        let mark = self.marks.path().join(name);
+        std::fs::create_dir_all(mark.parent().unwrap()).unwrap();
+        std::fs::write(mark, b"").unwrap();
+    }
+
+    /// Unmarks every file: requests from now on go at full speed.
+    fn release(&self) {
+        for e in std::fs::read_dir(self.marks.path()).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                std::fs::remove_dir_all(p).unwrap();
+            } else {
+                std::fs::remove_file(p).unwrap();
+            }
+        }
     }
 }
 
@@ -787,6 +835,42 @@ fn kept_bytes(dir: &Path) -> bool {
     })
 }
 
+/// A rerun whose first files found are all complete already (a first run got them before it
+/// was stopped) plans its transfer from the files discovery finds next, for an index walk and
+/// a URL list alike. It once panicked: the plan made from no file to fetch had no partition
+/// for the files found later.
+#[test]
+fn a_rerun_whose_first_files_are_complete_fetches_the_rest() {
+    let src = tempfile::tempdir().unwrap();
+    let files: &[(&str, usize)] = &[
+        ("a.bin", 100_000),
+        ("b/c.bin", 200_000),
+        ("b/d/e.bin", 300_000),
+    ];
+    make_tree(src.path(), files);
+    let Some(ng) = nginx_autoindex(src.path(), "") else {
+        return;
+    };
+    let list: String = files
+        .iter()
+        .map(|(n, _)| format!("{}\n  out={n}\n", at(&ng, &format!("/{n}"))))
+        .collect();
+    for name in ["directory index", "URL list"] {
+        let dst = tempfile::tempdir().unwrap();
+        std::fs::copy(src.path().join("a.bin"), dst.path().join("a.bin")).unwrap();
+        let v = match name {
+            "URL list" => copy_list(&list, dst.path()),
+            _ => copy(&at(&ng, "/"), dst.path(), "max-throughput", &[]),
+        };
+        assert_eq!(
+            (&v["files_skipped"], &v["resumed_bytes"], &v["bytes"]),
+            (&1.into(), &100_000.into(), &500_000.into()),
+            "{name}"
+        );
+        assert_identical(src.path(), dst.path());
+    }
+}
+
 #[test]
 fn killed_index_and_url_list_transfers_resume_with_only_the_missing_bytes() {
     let src = tempfile::tempdir().unwrap();
@@ -798,8 +882,8 @@ fn killed_index_and_url_list_transfers_resume_with_only_the_missing_bytes() {
     ];
     make_tree(src.path(), files);
     let total: u64 = files.iter().map(|f| f.1 as u64).sum();
-    // 1 MB/s per connection, two connections: about 1.5 s for the set
-    let Some(ng) = nginx_autoindex(src.path(), "limit_rate 1m;") else {
+    let stall = Stall::new();
+    let Some(ng) = nginx_autoindex(src.path(), &stall.directive()) else {
         return;
     };
     let names: Vec<&str> = files.iter().map(|f| f.0).collect();
@@ -832,7 +916,9 @@ fn killed_index_and_url_list_transfers_resume_with_only_the_missing_bytes() {
         args.push(path_str(dst.path()));
         args.extend(slow);
         args.extend(["--checksum-file", &sums_url]);
+        stall.hold("x/y/four.bin");
         kill_mid_transfer(&args, dst.path());
+        stall.release();
         args.push("--json");
         let v = ok_json(&transfer(&args, None));
         let want_total = if name == "URL list" {
@@ -1212,30 +1298,6 @@ fn url_list_mirrors_stand_in_for_a_dead_server_a_404_and_a_5xx() {
     );
 }
 
-/// Starts `wattio transfer ARGS` and SIGKILLs it once a range has been fetched whole (a file
-/// is in place, or a `.wattio-part.done` log has a record): a rerun then has bytes to resume,
-/// however the plan cut the files.
-fn kill_after_first_range(args: &[&str], dst: &Path) {
-    let child = start_transfer(args, false);
-    let _reaper = common::Reaper(vec![child]);
-    let t = Instant::now();
-    loop {
-        let progress = std::fs::read_dir(dst).unwrap().flatten().any(|e| {
-            let name = e.file_name().to_string_lossy().to_string();
-            let len = e.metadata().map_or(0, |m| m.len());
-            (name.ends_with(".wattio-part.done") && len > 0) || !name.contains(".wattio-part")
-        });
-        if progress {
-            return;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "no range ever finished"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 /// A server that dies mid-transfer hands its files' remaining bytes to their mirrors; a
 /// transfer killed and rerun after its first server died resumes from the mirror, fetching
 /// only the missing bytes.
@@ -1250,9 +1312,7 @@ fn a_mirror_takes_over_from_a_server_that_dies_and_a_rerun_resumes_from_it() {
     make_tree(src.path(), files);
     let total: u64 = files.iter().map(|f| f.1 as u64).sum();
     let mirror = wattio_serve(src.path());
-    // 300 kB/s per connection: seconds for the set from the first server, the files finishing
-    // one by one
-    let slow_nginx = || nginx_autoindex(src.path(), "limit_rate 300k;");
+    let stall = Stall::new();
     let list_of = |ng: &Nginx| {
         let lines: Vec<(String, String)> = files
             .iter()
@@ -1263,8 +1323,10 @@ fn a_mirror_takes_over_from_a_server_that_dies_and_a_rerun_resumes_from_it() {
     let list_dir = tempfile::tempdir().unwrap();
     let list = list_dir.path().join("urls.txt");
 
-    // killed, then rerun after the first server is gone
-    let Some(ng) = slow_nginx() else {
+    // killed, then rerun after the first server is gone; three.bin crawls, so the first run
+    // cannot finish it
+    stall.hold("three.bin");
+    let Some(ng) = nginx_autoindex(src.path(), &stall.directive()) else {
         return;
     };
     std::fs::write(&list, list_of(&ng)).unwrap();
@@ -1278,7 +1340,7 @@ fn a_mirror_takes_over_from_a_server_that_dies_and_a_rerun_resumes_from_it() {
         "--max-channels",
         "2",
     ];
-    kill_after_first_range(&args, dst.path());
+    kill_mid_transfer(&args, dst.path());
     drop(ng);
     args.push("--json");
     let v = ok_json(&transfer(&args, None));
@@ -1307,8 +1369,11 @@ fn a_mirror_takes_over_from_a_server_that_dies_and_a_rerun_resumes_from_it() {
         assert!(fb[0].1.starts_with("cannot be reached"), "{n}: {fb:?}");
     }
 
-    // the first server dies while the transfer runs
-    let Some(ng) = slow_nginx() else {
+    // the first server dies while the transfer runs: once a file is in place and one.bin,
+    // crawling, has begun, so one.bin (and any file not begun yet) moves mid-transfer
+    stall.release();
+    stall.hold("one.bin");
+    let Some(ng) = nginx_autoindex(src.path(), &stall.directive()) else {
         return;
     };
     std::fs::write(&list, list_of(&ng)).unwrap();
@@ -1323,10 +1388,18 @@ fn a_mirror_takes_over_from_a_server_that_dies_and_a_rerun_resumes_from_it() {
         "2",
         "--json",
     ];
-    let child = start_transfer(&args, false);
-    wait_for_part_file(dst.path());
-    std::thread::sleep(Duration::from_millis(300));
+    // SIGKILL on drop while it is waited for below
+    let mut running = common::Reaper(vec![start_transfer(&args, false)]);
+    let t = Instant::now();
+    while !(kept_bytes(dst.path()) && dst.path().join("one.bin.wattio-part").exists()) {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "no file finished beside the crawling one.bin"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
     drop(ng);
+    let child = std::mem::take(&mut running.0).pop().unwrap();
     let v = ok_json(&child.wait_with_output().unwrap());
     assert_eq!(v["bytes"], total);
     assert_identical(src.path(), dst.path());
@@ -1342,7 +1415,7 @@ fn a_mirror_takes_over_from_a_server_that_dies_and_a_rerun_resumes_from_it() {
         })
         .map(|m| m["file"].as_str().unwrap().to_string())
         .collect();
-    assert!(!moved.is_empty(), "{}", v["mirrors"]);
+    assert!(moved.iter().any(|n| n == "one.bin"), "{}", v["mirrors"]);
     for n in &moved {
         let (_, fb) = mirror_of(&v, n);
         assert_eq!(fb.len(), 1, "{n}: {fb:?}");
@@ -1551,10 +1624,10 @@ fn a_killed_index_transfer_without_checksums_resumes_with_only_the_missing_bytes
     make_tree(src.path(), files);
     let total: u64 = files.iter().map(|f| f.1 as u64).sum();
     let r = src.path().display();
-    // files at 1 MB/s per connection, two connections: about 1.3 s for the set
+    let stall = Stall::new();
     let Some((ng, logs)) = logged_nginx(
         src.path(),
-        &format!("location ~ [^/]$ {{ root {r}; limit_rate 1m; }}"),
+        &format!("location ~ [^/]$ {{ root {r}; {} }}", stall.directive()),
     ) else {
         return;
     };
@@ -1568,7 +1641,9 @@ fn a_killed_index_transfer_without_checksums_resumes_with_only_the_missing_bytes
         "2".into(),
     ];
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    stall.hold("b/d/e.bin");
     kill_mid_transfer(&argv, dst.path());
+    stall.release();
     let first_run = access_log(&logs).len();
     args.push("--json".into());
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();

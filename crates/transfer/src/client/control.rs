@@ -8,9 +8,10 @@ use super::options::{default_window, EnergyFeedback, TransferOptions};
 use super::published;
 use super::queue::{build_queues, enqueue_found};
 use super::resume::{prepare, Prepared};
-use super::source::{first_url, probe_ranges, resolve, SourceFile, SourceKind};
+use super::source::{first_url, probe_ranges, resolve, Batch, Source, SourceFile, SourceKind};
 use super::state::Shared;
 use super::stream::{stream_file, Streamed};
+use super::url::HttpUrl;
 use super::verify::finish_file;
 use crate::actuator::{ApplyReport, CpuActuator};
 use crate::summary::{
@@ -26,9 +27,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::error::TryRecvError;
-use tokio::sync::mpsc::unbounded_channel;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use wattio_energy::attribution::cputime;
 use wattio_meter::{Meter, MeterConfig};
+use wattio_progress::Sink;
 
 pub(super) async fn transfer_async(
     opts: &TransferOptions,
@@ -88,24 +90,29 @@ pub(super) async fn transfer_async(
     for note in &src.notes {
         opts.notices.tell(&super::Notice::Note(note.to_string()));
     }
-    // servers that ignore Range: one whole-file stream per file
-    let mut whole: Vec<bool> = src.ranges.iter().map(|r| *r == Some(false)).collect();
-    // origins no answer has spoken for yet: their first file found later brings one
-    let mut undecided: Vec<bool> = src.ranges.iter().map(Option::is_none).collect();
-    let mut whole_file_streams: Vec<String> = (0..src.origins.len())
-        .filter(|&o| whole[o])
-        .map(|o| ignores_ranges(&src.origins[o]))
-        .collect();
-    // files of unknown size go to the streaming task, now and as the walk finds them
     let (unsized_tx, unsized_rx) = unbounded_channel();
-    for f in std::mem::take(&mut src.unsized_files) {
-        let _ = unsized_tx.send(f);
-    }
-    let mut unsized_tx = discovery.is_some().then_some(unsized_tx);
+    let mut intake = Intake::start(&mut src, unsized_tx, discovery.is_some());
     let files = std::mem::take(&mut src.files);
-    let mut planned_bytes: u64 = files.iter().map(|s| s.size).sum();
-    let mut n_files = files.len() + unsized_rx.len();
-    let mut prep = prepare_files(opts, files, &whole).await?;
+    let mut prep = prepare_files(opts, files, &intake.whole).await?;
+    // A rerun can find every file known so far complete, which leaves Algorithm 1 no size to
+    // plan partitions by and a file found later no partition to join: the walk's next files
+    // are taken in until one has bytes to fetch (or the walk has ended).
+    while prep.jobs.is_empty() {
+        let Some(rx) = discovery.as_mut() else {
+            break;
+        };
+        match rx.recv().await {
+            Some(batch) => {
+                let files = intake.take(batch?, &mut src, None, &opts.notices);
+                let p = prepare_files(opts, files, &intake.whole).await?;
+                prep.append(p);
+            }
+            None => {
+                discovery = None;
+                intake.unsized_tx = None;
+            }
+        }
+    }
     let mut found = FoundTotals::of(&prep);
     let sizes: Vec<u64> = prep.jobs.iter().map(|j| j.size).collect();
     let base_plan = initial_plan(&sizes, &net, opts.sla, act.n_cores());
@@ -214,7 +221,7 @@ pub(super) async fn transfer_async(
     let mut prev_snap = snap0.clone();
 
     let mut progress = super::TransferProgress {
-        planned_bytes,
+        planned_bytes: intake.planned_bytes,
         total_known: discovery.is_none(),
         done_bytes: found.resumed_bytes,
         status: None,
@@ -288,34 +295,12 @@ pub(super) async fn transfer_async(
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
                     discovery = None;
-                    unsized_tx = None;
+                    intake.unsized_tx = None;
                     break;
                 }
             };
-            for note in &batch.notes {
-                opts.notices.tell(&super::Notice::Note(note.to_string()));
-            }
-            src.notes.extend(batch.notes);
-            for u in batch.new_origins {
-                shared.origins.lock().unwrap().push(u.clone());
-                src.origins.push(u);
-                whole.push(false);
-                undecided.push(true);
-            }
-            for (o, ranges) in batch.ranges {
-                if std::mem::take(&mut undecided[o]) && !ranges {
-                    whole[o] = true;
-                    whole_file_streams.push(ignores_ranges(&src.origins[o]));
-                }
-            }
-            n_files += batch.files.len() + batch.unsized_files.len();
-            planned_bytes += batch.files.iter().map(|f| f.size).sum::<u64>();
-            if let Some(tx) = &unsized_tx {
-                for f in batch.unsized_files {
-                    let _ = tx.send(f);
-                }
-            }
-            let p = prepare_files(opts, batch.files, &whole).await?;
+            let files = intake.take(batch, &mut src, Some(&shared.origins), &opts.notices);
+            let p = prepare_files(opts, files, &intake.whole).await?;
             found.add(&p);
             add_found(&shared, &plan, p).await?;
         }
@@ -339,7 +324,7 @@ pub(super) async fn transfer_async(
             }
         }
         let rec = shared.received.load(Ordering::Relaxed);
-        progress.planned_bytes = planned_bytes;
+        progress.planned_bytes = intake.planned_bytes;
         progress.total_known = discovery.is_none();
         progress.done_bytes = found.resumed_bytes + rec;
         opts.progress.tell(&progress);
@@ -454,13 +439,14 @@ pub(super) async fn transfer_async(
         bail!("{msg} (partial data kept; rerun the same command to resume)");
     }
     let streamed = streaming.await?;
+    let mut whole_file_streams = intake.whole_file_streams;
     if !streamed.is_empty() {
         whole_file_streams.push(format!(
             "{} files of unknown size (no Content-Length, no Range) came as single streams, one at a time beside the planned transfer; an interrupted one is fetched again whole",
             streamed.len()
         ));
     }
-    let total_bytes = planned_bytes + streamed.iter().map(|f| f.2).sum::<u64>();
+    let total_bytes = intake.planned_bytes + streamed.iter().map(|f| f.2).sum::<u64>();
     let resumed_bytes =
         found.resumed_bytes + streamed.iter().filter(|f| f.3).map(|f| f.2).sum::<u64>();
     let verification = {
@@ -538,7 +524,7 @@ pub(super) async fn transfer_async(
         dest: opts.dest.display().to_string(),
         sla: opts.sla.name(),
         tuner: ctl.name().to_string(),
-        files: n_files,
+        files: intake.n_files,
         files_skipped: found.skipped,
         files_verified_checksum: shared.verified.load(Ordering::SeqCst),
         verification,
@@ -582,6 +568,88 @@ async fn prepare_files(
     let dest = opts.dest.clone();
     let whole = whole.to_vec();
     tokio::task::spawn_blocking(move || prepare(&dest, files, &whole)).await?
+}
+
+/// What the transfer learns from its sources besides the sized files it plans: which servers
+/// ignore `Range`, how many files and planned bytes there are, and where files of unknown size
+/// go (the streaming task, while discovery may still find some).
+struct Intake {
+    /// Per origin: it ignores Range, so each of its files comes as one whole-file stream.
+    whole: Vec<bool>,
+    /// Per origin: no answer has spoken for Range yet; its first file found later decides.
+    undecided: Vec<bool>,
+    /// The summary's lines on whole-file streams.
+    whole_file_streams: Vec<String>,
+    n_files: usize,
+    planned_bytes: u64,
+    unsized_tx: Option<UnboundedSender<SourceFile>>,
+}
+
+impl Intake {
+    /// What `src` knows before the transfer starts; its files of unknown size go to
+    /// `unsized_tx` now, and later ones too while `more_to_come`.
+    fn start(
+        src: &mut Source,
+        unsized_tx: UnboundedSender<SourceFile>,
+        more_to_come: bool,
+    ) -> Intake {
+        let whole: Vec<bool> = src.ranges.iter().map(|r| *r == Some(false)).collect();
+        let whole_file_streams = (0..src.origins.len())
+            .filter(|&o| whole[o])
+            .map(|o| ignores_ranges(&src.origins[o]))
+            .collect();
+        let n_unsized = src.unsized_files.len();
+        for f in std::mem::take(&mut src.unsized_files) {
+            let _ = unsized_tx.send(f);
+        }
+        Intake {
+            undecided: src.ranges.iter().map(Option::is_none).collect(),
+            whole,
+            whole_file_streams,
+            n_files: src.files.len() + n_unsized,
+            planned_bytes: src.files.iter().map(|f| f.size).sum(),
+            unsized_tx: more_to_come.then_some(unsized_tx),
+        }
+    }
+
+    /// Takes in a batch discovery found: tells its notes, adds its servers (to `origins` too,
+    /// the channels' list, once the transfer runs), records what they said of Range and
+    /// passes its files of unknown size on; returns its sized files, still to prepare.
+    fn take(
+        &mut self,
+        batch: Batch,
+        src: &mut Source,
+        origins: Option<&Mutex<Vec<HttpUrl>>>,
+        notices: &Sink<super::Notice>,
+    ) -> Vec<SourceFile> {
+        for note in &batch.notes {
+            notices.tell(&super::Notice::Note(note.to_string()));
+        }
+        src.notes.extend(batch.notes);
+        for u in batch.new_origins {
+            if let Some(o) = origins {
+                o.lock().unwrap().push(u.clone());
+            }
+            src.origins.push(u);
+            self.whole.push(false);
+            self.undecided.push(true);
+        }
+        for (o, ranges) in batch.ranges {
+            if std::mem::take(&mut self.undecided[o]) && !ranges {
+                self.whole[o] = true;
+                self.whole_file_streams
+                    .push(ignores_ranges(&src.origins[o]));
+            }
+        }
+        self.n_files += batch.files.len() + batch.unsized_files.len();
+        self.planned_bytes += batch.files.iter().map(|f| f.size).sum::<u64>();
+        if let Some(tx) = &self.unsized_tx {
+            for f in batch.unsized_files {
+                let _ = tx.send(f);
+            }
+        }
+        batch.files
+    }
 }
 
 /// The summary's counts over every batch of files prepared.

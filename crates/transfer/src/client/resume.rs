@@ -67,6 +67,20 @@ pub(super) struct Prepared {
     pub(super) skipped_unverified: Vec<String>,
 }
 
+impl Prepared {
+    /// Adds the files of a later batch, prepared on their own.
+    pub(super) fn append(&mut self, other: Prepared) {
+        self.jobs.extend(other.jobs);
+        self.missing.extend(other.missing);
+        self.skipped += other.skipped;
+        self.resumed_bytes += other.resumed_bytes;
+        self.verified += other.verified;
+        self.verified_by_listing += other.verified_by_listing;
+        self.verified_by_publisher += other.verified_by_publisher;
+        self.skipped_unverified.extend(other.skipped_unverified);
+    }
+}
+
 /// Whether a complete file in the destination matches every checksum the source gives.
 fn complete_file_matches(s: &SourceFile, path: &Path) -> bool {
     let listing_ok = match &s.xxh3 {
@@ -77,6 +91,15 @@ fn complete_file_matches(s: &SourceFile, path: &Path) -> bool {
         && s.expect.as_ref().is_none_or(|e| {
             checksum::file_digest(e.algo, path).ok().as_deref() == Some(&e.digest[..])
         })
+}
+
+/// Deletes the `.wattio-part` file and `.done` log of a file that is complete under its final
+/// name. A run stopped between the rename into place and the deletion of the log (the two
+/// cannot be one atomic step) leaves them behind; nothing reads them again.
+fn remove_leftovers(final_path: &Path) {
+    for suffix in [".wattio-part", ".wattio-part.done"] {
+        let _ = std::fs::remove_file(part_name(final_path, suffix));
+    }
 }
 
 /// What is already in `dest` for each file of `src` and what is still missing. `whole[o]`:
@@ -110,6 +133,7 @@ pub(super) fn prepare(
                 } else {
                     skipped_unverified.push(s.rel);
                 }
+                remove_leftovers(&final_path);
                 continue;
             }
         }
@@ -187,5 +211,25 @@ mod tests {
         );
         assert_eq!(missing_ranges(10, &[(8, 100)]), vec![(0, 8)]);
         assert_eq!(missing_ranges(0, &[]), Vec::<(u64, u64)>::new());
+    }
+
+    /// A run killed after renaming a file into place but before deleting its `.done` log: the
+    /// rerun counts the file as complete and deletes the log, so the destination ends up
+    /// holding the source tree and nothing else.
+    #[test]
+    fn a_complete_file_left_with_its_done_log_is_kept_and_the_log_deleted() {
+        let dest = tempfile::tempdir().unwrap();
+        let final_path = dest.path().join("f.bin");
+        std::fs::write(&final_path, b"0123456789").unwrap();
+        let done = part_name(&final_path, ".wattio-part.done");
+        std::fs::write(&done, [0u8; 16]).unwrap();
+        let src = vec![SourceFile {
+            size: 10,
+            ..SourceFile::at("f.bin".into(), 0, "/f.bin".into())
+        }];
+        let p = prepare(dest.path(), src, &[false]).unwrap();
+        assert_eq!((p.skipped, p.resumed_bytes, p.jobs.len()), (1, 10, 0));
+        assert!(!done.exists(), "the stale .done log is left behind");
+        assert_eq!(std::fs::read(&final_path).unwrap(), b"0123456789");
     }
 }
