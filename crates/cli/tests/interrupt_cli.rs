@@ -82,8 +82,18 @@ fn fixture_tick_ends_on_sigterm_with_its_log_complete() {
         let elapsed: f64 = last[1].parse().unwrap();
         let energy: f64 = last[3].parse().unwrap();
         assert!((0.3..4.0).contains(&elapsed), "{last:?}");
-        // 1 W: the energy written is the elapsed time in joules (to the log's 6 decimals).
-        assert!((energy - elapsed).abs() < 1e-5, "{last:?}");
+        // 1 W: the energy written is the elapsed time in joules, floored to the counter's unit
+        // (powercap: 1 uJ; the MSR stand-ins: 2^-16 J, ESU 16 of the fixture's unit register
+        // 0xA1003) and printed to 6 decimals. A 1e-5 J bound failed once: 15.3 uJ > 10 uJ.
+        let unit = if last[2].starts_with("msr ") {
+            2f64.powi(-16)
+        } else {
+            1e-6
+        };
+        assert!(
+            energy <= elapsed + 5e-7 && elapsed - energy < unit + 5e-7,
+            "{last:?}"
+        );
     }
     assert!(stderr(&o).contains("J in"), "the summary: {}", stderr(&o));
 }
