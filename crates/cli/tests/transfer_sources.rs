@@ -1171,6 +1171,48 @@ fn wattio_serve(root: &Path) -> Server {
     started(child, port, tempfile::tempdir().unwrap(), "wattio serve")
 }
 
+/// `wattio serve` honours `Range` on every file, so a transfer from its listing sends no
+/// `Range` probe: nginx, proxying to it and passing its `Server: wattio` on, logs every
+/// request the client makes. Behind a proxy that puts its own `Server` there the client
+/// cannot know, and probes (the control: the log shows the probe when one is sent).
+#[test]
+fn a_listing_from_wattio_serve_needs_no_range_probe() {
+    let src = tempfile::tempdir().unwrap();
+    make_tree(src.path(), &[("a.bin", 300_000), ("d/b.bin", 70_000)]);
+    let ws = wattio_serve(src.path());
+    for (pass_server, probes) in [(true, false), (false, true)] {
+        let logs = tempfile::tempdir().unwrap();
+        let log = logs.path().join("access.log");
+        let pass = if pass_server {
+            "proxy_pass_header Server;"
+        } else {
+            ""
+        };
+        let Some(ng) = Nginx::start_servers(|port| {
+            format!(
+                "log_format events '$request_method $uri $status $http_range';\n\
+                 server {{ listen 127.0.0.1:{port}; access_log {} events;\n\
+                 location / {{ proxy_pass http://127.0.0.1:{}; {pass} }} }}\n",
+                log.display(),
+                ws.port
+            )
+        }) else {
+            return;
+        };
+        let dst = tempfile::tempdir().unwrap();
+        let v = copy(&at(&ng, "/"), dst.path(), "max-throughput", &[]);
+        assert_eq!(v["source_kind"], "wattio-listing");
+        assert_identical(src.path(), dst.path());
+        drop(ng);
+        let requests = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(
+            requests.lines().any(|l| l.ends_with(" bytes=0-0")),
+            probes,
+            "Server: wattio passed on: {pass_server}\n{requests}"
+        );
+    }
+}
+
 /// A URL list whose lines name each file on two servers, TAB-separated (aria2's mirrors).
 fn mirror_list(lines: &[(String, String)]) -> String {
     lines.iter().map(|(a, b)| format!("{a}\t{b}\n")).collect()

@@ -117,7 +117,13 @@ pub(super) async fn transfer_async(
     let sizes: Vec<u64> = prep.jobs.iter().map(|j| j.size).collect();
     let base_plan = initial_plan(&sizes, &net, opts.sla, act.n_cores());
     let n_freqs = act.ladder_khz().len().max(1);
-    let (mut ctl, plan) = rules.controller(&base_plan, &net, act.n_cores(), n_freqs);
+    let (mut ctl, plan) = rules.controller(
+        &base_plan,
+        &net,
+        act.n_cores(),
+        n_freqs,
+        discovery.is_none(),
+    );
     let timeouts = Timeouts::new(net.rtt_s, opts.interval);
 
     let parts = build_queues(&plan, &prep);

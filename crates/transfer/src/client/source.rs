@@ -466,6 +466,14 @@ async fn from_listing(
     let base = &lp[..lp.len() - LISTING_PATH.len()];
     let mut src = Source::new(SourceKind::Listing, url);
     src.note_ranges(0, &f.head);
+    if f.head
+        .header("server")
+        .is_some_and(|s| s.trim().eq_ignore_ascii_case("wattio"))
+    {
+        // `wattio serve` answers every file request with `Accept-Ranges: bytes` (its listing
+        // is not a file and says nothing of ranges): no probe, one round trip saved
+        src.ranges[0] = Some(true);
+    }
     src.files = listing
         .files
         .into_iter()
