@@ -152,7 +152,11 @@ fn record_corrects_wraps_while_it_runs() {
         .spawn()
         .unwrap();
     let mut child = Reaper(vec![child]);
-    std::thread::sleep(Duration::from_millis(300));
+    // The steps begin once the recorder has taken its first readings (a row is written):
+    // a fixed wait once ran out on a loaded host, and the first step went unseen.
+    common::wait_until(20, "the recorder's first row", || {
+        common::csv_rows(&out) >= 1
+    });
     let mut v = start;
     let mut truth_uj: u64 = 0;
     for _ in 0..60 {

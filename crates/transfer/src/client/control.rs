@@ -94,14 +94,22 @@ pub(super) async fn transfer_async(
     let mut intake = Intake::start(&mut src, unsized_tx, discovery.is_some());
     let files = std::mem::take(&mut src.files);
     let mut prep = prepare_files(opts, files, &intake.whole).await?;
-    // A rerun can find every file known so far complete, which leaves Algorithm 1 no size to
-    // plan partitions by and a file found later no partition to join: the walk's next files
-    // are taken in until one has bytes to fetch (or the walk has ended).
-    while prep.jobs.is_empty() {
-        let Some(rx) = discovery.as_mut() else {
-            break;
+    // Before the plan, the files discovery has found already join it. A rerun can find every
+    // file known so far complete, which leaves Algorithm 1 no size to plan partitions by and a
+    // file found later no partition to join: then the walk's next files are waited for until
+    // one has bytes to fetch. A walk that has ended (a one-page index, often) leaves a plan of
+    // every file, whose size tells whether the transfer is short (see `StartRules`).
+    while let Some(rx) = discovery.as_mut() {
+        let next = if prep.jobs.is_empty() {
+            rx.recv().await
+        } else {
+            match rx.try_recv() {
+                Ok(batch) => Some(batch),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => None,
+            }
         };
-        match rx.recv().await {
+        match next {
             Some(batch) => {
                 let files = intake.take(batch?, &mut src, None, &opts.notices);
                 let p = prepare_files(opts, files, &intake.whole).await?;
