@@ -129,10 +129,12 @@ fn wattio_reads_a_ticking_fixture_mounted_over_the_real_paths_across_wraps() {
         let (joules, t0, t1, corrected) = record_in_namespace(&fx, dir.path(), source);
         let known = WATTS * (t1 - t0);
         // The fixture is rewritten every millisecond: each end of the window may trail the clock
-        // by about that much (0.02 J at 20 W) plus the ticker's lateness. A missed wrap would
-        // cost 1 J (powercap) or 8 J (MSR).
+        // by about that much (0.02 J at 20 W) plus the ticker's lateness. A missed or doubled
+        // wrap would cost 1 J (powercap) or 8 J (MSR): half a powercap wrap, 0.5 J, still
+        // catches one while allowing the ticker 25 ms of lateness at the ends (0.2 J, 10 ms,
+        // is within reach of a loaded 2-vCPU host).
         assert!(
-            (joules - known).abs() < 0.2,
+            (joules - known).abs() < 0.5,
             "{source}: read {joules} J, known {known} J"
         );
         let wraps = logged_wraps(&log, counter, t0, t1);
