@@ -1104,10 +1104,12 @@ mod tests {
                 assert_eq!(b[7], b'\n');
                 let v: u64 = std::str::from_utf8(&b[..7]).unwrap().parse().unwrap();
                 if let Some((l, at)) = last {
-                    // Forward distance modulo the range, against the time between the reads
-                    // plus 20 ms of staleness of the earlier value: a value half old, half new
-                    // would jump by up to the whole range, or back. Reads far apart (this thread
-                    // descheduled) cannot tell a wrap from a jump, so they are not judged.
+                    // Forward distance modulo the range, against the time since the earlier
+                    // value was first seen plus 20 ms of its staleness: a value half old, half
+                    // new would jump by up to the whole range, or back. Timing from the first
+                    // sight of the earlier value, not the last read of it, covers a ticker that
+                    // was descheduled (its next value makes up the time it lost). Reads far
+                    // apart cannot tell a wrap from a jump, so they are not judged.
                     let dt = (now - at).as_secs_f64();
                     if dt < 0.02 {
                         let range = TICK_MAX_ENERGY_RANGE_UJ + 1;
@@ -1116,7 +1118,10 @@ mod tests {
                         checked += 1;
                     }
                 }
-                last = Some((v, now));
+                last = match last {
+                    Some((l, first_seen)) if l == v => Some((l, first_seen)),
+                    _ => Some((v, now)),
+                };
                 reads += 1;
             }
             (reads, checked)
