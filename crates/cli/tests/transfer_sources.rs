@@ -384,33 +384,49 @@ fn python_http_server_without_range_streams_whole_files() {
     let Some(py) = python_http(src.path()) else {
         return;
     };
+    // a 100 Mbit/s path (the helper gives a 1 ms RTT): the plan's piece is 256 KiB, so the
+    // 3 MB large.bin would be cut into ranges and the server is asked whether it honours them
+    let small_bdp = ["--bandwidth", "100mbit"];
     let dst = tempfile::tempdir().unwrap();
-    let v = copy(&py.url("/"), dst.path(), "max-throughput", &[]);
+    let v = copy(&py.url("/"), dst.path(), "max-throughput", &small_bdp);
     assert_eq!(v["source_detail"], "python http.server");
     let whole = v["whole_file_streams"].as_array().unwrap();
     assert_eq!(whole.len(), 1, "{v}");
     assert!(whole[0].as_str().unwrap().contains("ignores Range"));
     assert_identical(src.path(), dst.path());
 
-    // a directory without its slash: python answers 301 with a relative Location
+    // a directory without its slash: python answers 301 with a relative Location. Its one
+    // 70 kB file is requested whole, so the server is not asked about Range (and nothing
+    // says it ignores it)
     let dst = tempfile::tempdir().unwrap();
-    let v = copy(&py.url("/sp%20ace"), dst.path(), "min-energy", &[]);
+    let v = copy(&py.url("/sp%20ace"), dst.path(), "min-energy", &small_bdp);
     assert_eq!(v["files"], 1);
+    assert_eq!(v["whole_file_streams"].as_array().unwrap().len(), 0, "{v}");
     assert_identical(&src.path().join("sp ace"), dst.path());
+
+    // the server is asked when a file that needs ranges turns up later in the walk: the root
+    // page lists small files only, the 1 MB file is one directory down; it comes whole
+    let later = tempfile::tempdir().unwrap();
+    make_tree(
+        later.path(),
+        &[("a.bin", 5_000), ("b.bin", 9_000), ("deep/big.bin", 1_000_000)],
+    );
+    let Some(py_later) = python_http(later.path()) else {
+        return;
+    };
+    let dst = tempfile::tempdir().unwrap();
+    let v = copy(&py_later.url("/"), dst.path(), "max-throughput", &small_bdp);
+    let whole = v["whole_file_streams"].as_array().unwrap();
+    assert_eq!(whole.len(), 1, "{v}");
+    assert!(whole[0].as_str().unwrap().contains("ignores Range"));
+    assert_identical(later.path(), dst.path());
 
     // one file simply downloads, as with curl or wget
     let dst = tempfile::tempdir().unwrap();
-    let out = transfer(
-        &[
-            &py.url(
-                "/%C3%BCn%C3%AFc%C3%B6d%C3%A9/%E3%83%95%E3%82%A1%E3%82%A4%E3%83%AB%20%E2%9C%93.bin",
-            ),
-            path_str(dst.path()),
-            "--sla",
-            "min-energy",
-        ],
-        None,
-    );
+    let url = py.url("/large.bin");
+    let mut args = vec![url.as_str(), path_str(dst.path()), "--sla", "min-energy"];
+    args.extend(small_bdp);
+    let out = transfer(&args, None);
     assert!(
         out.status.success(),
         "{}",
@@ -419,8 +435,8 @@ fn python_http_server_without_range_streams_whole_files() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("ignores Range requests"), "{text}");
     assert_eq!(
-        std::fs::read(dst.path().join("ファイル ✓.bin")).unwrap(),
-        std::fs::read(src.path().join("ünïcödé/ファイル ✓.bin")).unwrap()
+        std::fs::read(dst.path().join("large.bin")).unwrap(),
+        std::fs::read(src.path().join("large.bin")).unwrap()
     );
 }
 
@@ -1200,7 +1216,9 @@ fn a_listing_from_wattio_serve_needs_no_range_probe() {
             return;
         };
         let dst = tempfile::tempdir().unwrap();
-        let v = copy(&at(&ng, "/"), dst.path(), "max-throughput", &[]);
+        // a 256 KiB piece (100 Mbit/s, the helper's 1 ms): a.bin would be cut into ranges
+        let small_bdp = ["--bandwidth", "100mbit"];
+        let v = copy(&at(&ng, "/"), dst.path(), "max-throughput", &small_bdp);
         assert_eq!(v["source_kind"], "wattio-listing");
         assert_identical(src.path(), dst.path());
         drop(ng);

@@ -7,8 +7,11 @@ use super::jobs::Jobs;
 use super::options::{default_window, EnergyFeedback, TransferOptions};
 use super::published;
 use super::queue::{build_queues, enqueue_found};
+use super::resume::part_name;
 use super::resume::{prepare, Prepared};
-use super::source::{first_url, probe_ranges, resolve, Batch, Source, SourceFile, SourceKind};
+use super::source::{
+    first_url, probe_origin, probe_ranges, resolve, Batch, Source, SourceFile, SourceKind,
+};
 use super::state::Shared;
 use super::stream::{stream_file, Streamed};
 use super::url::HttpUrl;
@@ -19,6 +22,7 @@ use crate::summary::{
 };
 use crate::tuner::{
     initial_plan, Decision, NetParams, Observation, StartRules, Timeouts, TransferPlan,
+    TunerChoice, MIN_CHUNK,
 };
 use anyhow::{bail, Context};
 use std::fs::File;
@@ -77,7 +81,18 @@ pub(super) async fn transfer_async(
         // the URL redirected elsewhere: the connections opened ahead go to the wrong server
         spare.clear();
     }
-    probe_ranges(&connector, &mut src, &mut spare).await?;
+    // A file is requested in pieces, so its server must honour Range, when it is larger than
+    // the plan's piece (the BDP, at least MIN_CHUNK; one block with a listing's block sums), a
+    // baseline tuner cuts it into parts, or it resumes from a part file's finished ranges.
+    // Servers of files all requested whole are not asked (one RTT saved at the start).
+    let piece = net.bdp_bytes().max(MIN_CHUNK);
+    let parts_tuner = !matches!(opts.tuner, TunerChoice::Wattio);
+    let dest = opts.dest.clone();
+    let needs_ranges = move |f: &SourceFile| {
+        let cut = f.blocks.as_ref().map_or(piece, |b| b.size.min(piece));
+        parts_tuner || f.size > cut || part_name(&dest.join(&f.rel), ".wattio-part.done").exists()
+    };
+    probe_ranges(&connector, &mut src, &mut spare, &needs_ranges).await?;
     if opts.checksum_file.is_some() {
         // a checksum file names files anywhere in the tree: match it against all of them
         src.absorb_all().await?;
@@ -112,6 +127,9 @@ pub(super) async fn transfer_async(
         match next {
             Some(batch) => {
                 let files = intake.take(batch?, &mut src, None, &opts.notices);
+                intake
+                    .settle_ranges(&connector, &src.origins, &files, &needs_ranges)
+                    .await?;
                 let p = prepare_files(opts, files, &intake.whole).await?;
                 prep.append(p);
             }
@@ -314,6 +332,9 @@ pub(super) async fn transfer_async(
                 }
             };
             let files = intake.take(batch, &mut src, Some(&shared.origins), &opts.notices);
+            intake
+                .settle_ranges(&shared.connector, &src.origins, &files, &needs_ranges)
+                .await?;
             let p = prepare_files(opts, files, &intake.whole).await?;
             found.add(&p);
             add_found(&shared, &plan, p).await?;
@@ -663,6 +684,29 @@ impl Intake {
             }
         }
         batch.files
+    }
+
+    /// Asks each origin no answer has spoken for whether it honours `Range`, once one of
+    /// `files` needs it (see `needs_ranges` in the start-up); until then its files, all
+    /// requested whole, did not need to know.
+    async fn settle_ranges(
+        &mut self,
+        connector: &Connector,
+        origins: &[HttpUrl],
+        files: &[SourceFile],
+        needs_ranges: &dyn Fn(&SourceFile) -> bool,
+    ) -> anyhow::Result<()> {
+        for f in files {
+            let o = f.origin;
+            if self.undecided[o] && f.size > 0 && needs_ranges(f) {
+                self.undecided[o] = false;
+                if !probe_origin(connector, &origins[o], &f.url_path).await? {
+                    self.whole[o] = true;
+                    self.whole_file_streams.push(ignores_ranges(&origins[o]));
+                }
+            }
+        }
+        Ok(())
     }
 }
 

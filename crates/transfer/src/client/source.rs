@@ -670,53 +670,69 @@ async fn single_file(connector: &Connector, url: &HttpUrl) -> anyhow::Result<Sou
     Ok(src)
 }
 
-/// Finds out, for every origin that did not say, whether it honours `Range`: one request for
-/// the first byte of its first non-empty file (`206`: yes; `200`: the server sends whole files
-/// only, and the transfer falls back to one stream per file). The first origin's request goes
-/// on a connection from `spare` (opened ahead, handshakes done) when there is one, and the
-/// connection goes back there for a channel.
+/// Finds out, for every origin that did not say and has a file that `needs_ranges`, whether it
+/// honours `Range`: one request for the first byte of its first non-empty file (`206`: yes;
+/// `200`: the server sends whole files only, and the transfer falls back to one stream per
+/// file). An origin whose files are all requested whole is not asked: a whole file comes whole
+/// either way, and a file found later that needs ranges brings the question then
+/// ([`probe_origin`]). The first origin's request goes on a connection from `spare` (opened
+/// ahead, handshakes done) when there is one, and the connection goes back there for a
+/// channel.
 pub(super) async fn probe_ranges(
     connector: &Connector,
     src: &mut Source,
     spare: &mut Vec<(Instant, Stream)>,
+    needs_ranges: &dyn Fn(&SourceFile) -> bool,
 ) -> anyhow::Result<()> {
     for o in 0..src.origins.len() {
-        if src.ranges[o].is_some() {
+        if src.ranges[o].is_some()
+            || !src
+                .files
+                .iter()
+                .any(|f| f.origin == o && f.size > 0 && needs_ranges(f))
+        {
             continue;
         }
         let Some(f) = src.files.iter().find(|f| f.origin == o && f.size > 0) else {
-            // nothing to split yet; a file found later brings its origin's answer
             continue;
         };
         let on_spare = match spare.pop().filter(|_| o == 0) {
             Some((at, s)) => match probe_on(s, &src.origins[o], &f.url_path).await {
                 Ok((head, back)) => {
                     spare.extend(back.map(|s| (at, s)));
-                    Some(head)
+                    Some(head.status != 200)
                 }
                 // closed meanwhile: a fresh connection asks instead
                 Err(_) => None,
             },
             None => None,
         };
-        let head = match on_spare {
+        let honours = match on_spare {
             Some(h) => h,
-            None => {
-                fetch(
-                    connector,
-                    &src.origins[o],
-                    "GET",
-                    &f.url_path,
-                    "Range: bytes=0-0\r\n",
-                    false,
-                )
-                .await?
-                .head
-            }
+            None => probe_origin(connector, &src.origins[o], &f.url_path).await?,
         };
-        src.ranges[o] = Some(head.status != 200);
+        src.ranges[o] = Some(honours);
     }
     Ok(())
+}
+
+/// Whether `origin` honours `Range`, asked with a request for the first byte of its
+/// non-empty file at `path` on a new connection (`206`: yes; `200`: it sends whole files).
+pub(super) async fn probe_origin(
+    connector: &Connector,
+    origin: &HttpUrl,
+    path: &str,
+) -> anyhow::Result<bool> {
+    let f = fetch(
+        connector,
+        origin,
+        "GET",
+        path,
+        "Range: bytes=0-0\r\n",
+        false,
+    )
+    .await?;
+    Ok(f.head.status != 200)
 }
 
 #[cfg(test)]
