@@ -409,7 +409,11 @@ fn python_http_server_without_range_streams_whole_files() {
     let later = tempfile::tempdir().unwrap();
     make_tree(
         later.path(),
-        &[("a.bin", 5_000), ("b.bin", 9_000), ("deep/big.bin", 1_000_000)],
+        &[
+            ("a.bin", 5_000),
+            ("b.bin", 9_000),
+            ("deep/big.bin", 1_000_000),
+        ],
     );
     let Some(py_later) = python_http(later.path()) else {
         return;

@@ -34,7 +34,6 @@ use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use wattio_energy::attribution::cputime;
 use wattio_meter::{Meter, MeterConfig};
-use wattio_progress::Sink;
 
 pub(super) async fn transfer_async(
     opts: &TransferOptions,
@@ -126,11 +125,9 @@ pub(super) async fn transfer_async(
         };
         match next {
             Some(batch) => {
-                let files = intake.take(batch?, &mut src, None, &opts.notices);
-                intake
-                    .settle_ranges(&connector, &src.origins, &files, &needs_ranges)
+                let p = intake
+                    .take(batch?, &mut src, None, &connector, &needs_ranges, opts)
                     .await?;
-                let p = prepare_files(opts, files, &intake.whole).await?;
                 prep.append(p);
             }
             None => {
@@ -331,11 +328,17 @@ pub(super) async fn transfer_async(
                     break;
                 }
             };
-            let files = intake.take(batch, &mut src, Some(&shared.origins), &opts.notices);
-            intake
-                .settle_ranges(&shared.connector, &src.origins, &files, &needs_ranges)
+            let origins = Some(&shared.origins);
+            let p = intake
+                .take(
+                    batch,
+                    &mut src,
+                    origins,
+                    &shared.connector,
+                    &needs_ranges,
+                    opts,
+                )
                 .await?;
-            let p = prepare_files(opts, files, &intake.whole).await?;
             found.add(&p);
             add_found(&shared, &plan, p).await?;
         }
@@ -648,17 +651,20 @@ impl Intake {
     }
 
     /// Takes in a batch discovery found: tells its notes, adds its servers (to `origins` too,
-    /// the channels' list, once the transfer runs), records what they said of Range and
-    /// passes its files of unknown size on; returns its sized files, still to prepare.
-    fn take(
+    /// the channels' list, once the transfer runs), records what they said of Range (asking
+    /// one that has not said once a file of it needs ranges: see `needs_ranges` in the
+    /// start-up) and passes its files of unknown size on; returns its sized files prepared.
+    async fn take(
         &mut self,
         batch: Batch,
         src: &mut Source,
         origins: Option<&Mutex<Vec<HttpUrl>>>,
-        notices: &Sink<super::Notice>,
-    ) -> Vec<SourceFile> {
+        connector: &Connector,
+        needs_ranges: &dyn Fn(&SourceFile) -> bool,
+        opts: &TransferOptions,
+    ) -> anyhow::Result<Prepared> {
         for note in &batch.notes {
-            notices.tell(&super::Notice::Note(note.to_string()));
+            opts.notices.tell(&super::Notice::Note(note.to_string()));
         }
         src.notes.extend(batch.notes);
         for u in batch.new_origins {
@@ -671,9 +677,18 @@ impl Intake {
         }
         for (o, ranges) in batch.ranges {
             if std::mem::take(&mut self.undecided[o]) && !ranges {
-                self.whole[o] = true;
-                self.whole_file_streams
-                    .push(ignores_ranges(&src.origins[o]));
+                self.mark_whole(o, &src.origins[o]);
+            }
+        }
+        // until a file needs ranges its server's answer does not matter: a file requested
+        // whole comes whole either way
+        for f in &batch.files {
+            let o = f.origin;
+            if self.undecided[o] && f.size > 0 && needs_ranges(f) {
+                self.undecided[o] = false;
+                if !probe_origin(connector, &src.origins[o], &f.url_path).await? {
+                    self.mark_whole(o, &src.origins[o]);
+                }
             }
         }
         self.n_files += batch.files.len() + batch.unsized_files.len();
@@ -683,30 +698,13 @@ impl Intake {
                 let _ = tx.send(f);
             }
         }
-        batch.files
+        prepare_files(opts, batch.files, &self.whole).await
     }
 
-    /// Asks each origin no answer has spoken for whether it honours `Range`, once one of
-    /// `files` needs it (see `needs_ranges` in the start-up); until then its files, all
-    /// requested whole, did not need to know.
-    async fn settle_ranges(
-        &mut self,
-        connector: &Connector,
-        origins: &[HttpUrl],
-        files: &[SourceFile],
-        needs_ranges: &dyn Fn(&SourceFile) -> bool,
-    ) -> anyhow::Result<()> {
-        for f in files {
-            let o = f.origin;
-            if self.undecided[o] && f.size > 0 && needs_ranges(f) {
-                self.undecided[o] = false;
-                if !probe_origin(connector, &origins[o], &f.url_path).await? {
-                    self.whole[o] = true;
-                    self.whole_file_streams.push(ignores_ranges(&origins[o]));
-                }
-            }
-        }
-        Ok(())
+    /// Origin `o` ignores Range: each of its files comes as one whole-file stream.
+    fn mark_whole(&mut self, o: usize, origin: &HttpUrl) {
+        self.whole[o] = true;
+        self.whole_file_streams.push(ignores_ranges(origin));
     }
 }
 

@@ -18,10 +18,10 @@
 //! stay on the URL they started on: nothing but a fresh start could move them.
 
 use super::conn::Connector;
-use super::fetch::{fetch, head_many};
+use super::fetch::head_many;
 use super::source::{
-    get_following, merge_accept_ranges, origin_index, size_by_range_probe, url_string, Batch,
-    Expected, Source, SourceFile, SourceKind, HEAD_CONNECTIONS, HEAD_DEPTH,
+    get_following, merge_accept_ranges, origin_index, probe_origin, size_by_range_probe,
+    url_string, Batch, Expected, Source, SourceFile, SourceKind, HEAD_CONNECTIONS, HEAD_DEPTH,
 };
 use super::state::{FileJob, Shared};
 use super::url::HttpUrl;
@@ -548,16 +548,7 @@ impl ListSizing {
     /// Whether origin `o`, whose answers did not say, honours `Range`: a request for the first
     /// byte of its file at `path` (`206`: yes; `200`: it sends whole files only).
     async fn probe_ranges(&mut self, o: usize, path: &str) -> anyhow::Result<()> {
-        let f = fetch(
-            &self.connector,
-            &self.origins[o],
-            "GET",
-            path,
-            "Range: bytes=0-0\r\n",
-            false,
-        )
-        .await?;
-        self.known_ranges[o] = Some(f.head.status != 200);
+        self.known_ranges[o] = Some(probe_origin(&self.connector, &self.origins[o], path).await?);
         Ok(())
     }
 }
