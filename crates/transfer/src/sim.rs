@@ -150,7 +150,8 @@ pub fn run_shipped(
 ) -> (SimRun, TransferPlan) {
     let net = sim.net_params(rules.max_ch);
     let base = crate::tuner::initial_plan(sizes, &net, rules.sla, cores);
-    let (mut ctl, plan) = rules.controller(&base, &net, cores, sim.freqs.len(), true);
+    let bytes = base.partitions.iter().map(|p| p.bytes).sum();
+    let (mut ctl, plan) = rules.controller(&base, &net, cores, sim.freqs.len(), Some(bytes));
     let bytes: Vec<u64> = plan.partitions.iter().map(|p| p.bytes).collect();
     let timeouts = Timeouts::new(net.rtt_s, interval);
     let run = run_timed(

@@ -140,12 +140,22 @@ pub(super) async fn transfer_async(
     let sizes: Vec<u64> = prep.jobs.iter().map(|j| j.size).collect();
     let base_plan = initial_plan(&sizes, &net, opts.sla, act.n_cores());
     let n_freqs = act.ladder_khz().len().max(1);
+    // Whether the transfer is short is judged on all its bytes: those of the plan when it has
+    // every file; for a URL list still being sized, the mean size so far times its lines.
+    let sized_bytes: u64 = sizes.iter().sum();
+    let transfer_bytes = match (discovery.is_none(), src.files_expected) {
+        (true, _) => Some(sized_bytes),
+        (false, Some(n)) if !sizes.is_empty() => {
+            Some((sized_bytes as u128 * n as u128 / sizes.len() as u128) as u64)
+        }
+        _ => None,
+    };
     let (mut ctl, plan) = rules.controller(
         &base_plan,
         &net,
         act.n_cores(),
         n_freqs,
-        discovery.is_none(),
+        transfer_bytes,
     );
     let timeouts = Timeouts::new(net.rtt_s, opts.interval);
 

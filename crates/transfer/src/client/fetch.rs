@@ -262,6 +262,20 @@ pub(super) async fn head_many(
     conns: usize,
     depth: usize,
 ) -> anyhow::Result<Vec<ResponseHead>> {
+    head_many_kept(connector, url, paths, conns, depth, &mut Vec::new()).await
+}
+
+/// [`head_many`] on the connections in `idle` first (opening more up to `conns`), leaving in
+/// `idle` those still open at the end: a URL list sized round after round reuses its
+/// connections rather than paying a TCP (and TLS) handshake per round.
+pub(super) async fn head_many_kept(
+    connector: &Arc<Connector>,
+    url: &HttpUrl,
+    paths: &[String],
+    conns: usize,
+    depth: usize,
+    idle: &mut Vec<Stream>,
+) -> anyhow::Result<Vec<ResponseHead>> {
     let n = paths.len();
     let conns = conns.clamp(1, n.max(1));
     let mut set = tokio::task::JoinSet::new();
@@ -273,13 +287,16 @@ pub(super) async fn head_many(
             .collect();
         let url = url.clone();
         let connector = connector.clone();
-        set.spawn(async move { head_on_one_connection(&connector, &url, mine, depth).await });
+        let kept = idle.pop();
+        set.spawn(async move { head_on_one_connection(&connector, &url, mine, depth, kept).await });
     }
     let mut out: Vec<Option<ResponseHead>> = vec![None; n];
     while let Some(r) = set.join_next().await {
-        for (i, h) in r.map_err(|e| anyhow!("HEAD task failed: {e}"))?? {
+        let (answers, open) = r.map_err(|e| anyhow!("HEAD task failed: {e}"))??;
+        for (i, h) in answers {
             out[i] = Some(h);
         }
+        idle.extend(open);
     }
     Ok(out
         .into_iter()
@@ -287,18 +304,29 @@ pub(super) async fn head_many(
         .collect())
 }
 
+/// The answers to `todo`'s `HEAD`s on one connection (`kept`, while it works, then new ones),
+/// and that connection when it is still open.
 async fn head_on_one_connection(
     connector: &Connector,
     url: &HttpUrl,
     mut todo: Vec<(usize, String)>,
     depth: usize,
-) -> anyhow::Result<Vec<(usize, ResponseHead)>> {
+    mut kept: Option<Stream>,
+) -> anyhow::Result<(Vec<(usize, ResponseHead)>, Option<Stream>)> {
     let mut done = Vec::with_capacity(todo.len());
     todo.reverse();
     let mut failures = 0;
+    let mut open = None;
     while !todo.is_empty() {
+        // a kept connection the server closed since its last round fails at once: that is
+        // no failure of the server's, and a new connection follows without a pause
+        let reused = kept.is_some();
+        let answered_before = done.len();
         let r: anyhow::Result<()> = async {
-            let mut s = connector.connect(url).await?;
+            let mut s = match kept.take() {
+                Some(s) => s,
+                None => connector.connect(url).await?,
+            };
             let mut buf = Vec::new();
             let mut sent: VecDeque<(usize, String)> = VecDeque::new();
             loop {
@@ -312,6 +340,10 @@ async fn head_on_one_connection(
                     s.write_all(out.as_bytes()).await?;
                 }
                 let Some(front) = sent.pop_front() else {
+                    // nothing unread is left on it: it can serve the next round
+                    if buf.is_empty() {
+                        open = Some(s);
+                    }
                     return Ok(());
                 };
                 let h = match read_head(&mut s, &mut buf).await {
@@ -333,6 +365,9 @@ async fn head_on_one_connection(
         }
         .await;
         if let Err(e) = r {
+            if reused && done.len() == answered_before {
+                continue;
+            }
             failures += 1;
             if failures > 3 {
                 return Err(e.context(format!("HEAD requests to {} keep failing", url.authority())));
@@ -340,7 +375,7 @@ async fn head_on_one_connection(
             tokio::time::sleep(Duration::from_millis(100 << failures)).await;
         }
     }
-    Ok(done)
+    Ok((done, open))
 }
 
 #[cfg(test)]

@@ -3,8 +3,9 @@
 //! <https://aria2.github.io/manual/en/html/aria2c.html#input-file>). All that wattio does with
 //! them is here:
 //!
-//! - **Start**: every URL of every line is sized with `HEAD` (pipelined per server, a few
-//!   lines at a time in the background, each file joining the transfer once sized); a file
+//! - **Start**: every URL of every line is sized with `HEAD` (pipelined per server on
+//!   connections kept from round to round, a few lines at a time in the background, each file
+//!   joining the transfer once sized); a file
 //!   starts on the first of its URLs that answers `200`. A mirror that answers with another
 //!   size than that one is not the same file: the transfer is refused, naming it.
 //! - **During the transfer**: when the mirror serving a file fails — the connection is refused
@@ -17,8 +18,8 @@
 //! Files of unknown size (streamed whole, see `stream`) and files whose server ignores `Range`
 //! stay on the URL they started on: nothing but a fresh start could move them.
 
-use super::conn::Connector;
-use super::fetch::head_many;
+use super::conn::{Connector, Stream};
+use super::fetch::head_many_kept;
 use super::source::{
     get_following, merge_accept_ranges, origin_index, probe_origin, size_by_range_probe,
     url_string, Batch, Expected, Source, SourceFile, SourceKind, HEAD_CONNECTIONS, HEAD_DEPTH,
@@ -284,6 +285,7 @@ pub(super) async fn resolve_url_list(
 ) -> anyhow::Result<Source> {
     let mut src = Source::new(SourceKind::UrlList, first);
     src.notes = list.notes.clone();
+    src.files_expected = Some(list.entries.len());
     let mut urls: Vec<ListedUrl> = Vec::new();
     for e in &list.entries {
         for raw in std::iter::once(&e.url).chain(&e.mirrors) {
@@ -301,6 +303,7 @@ pub(super) async fn resolve_url_list(
         origins: src.origins.clone(),
         list_name: list_name.to_string(),
         bad: Vec::new(),
+        idle: Vec::new(),
     };
     tokio::spawn(sizing.run(list.entries, urls, tx));
     src.until_first_bytes(rx).await?;
@@ -319,6 +322,8 @@ struct ListSizing {
     list_name: String,
     /// Lines none of whose URLs answered, reported together at the end.
     bad: Vec<String>,
+    /// Per origin: the `HEAD` connections a round left open, for the next round.
+    idle: Vec<Vec<Stream>>,
 }
 
 impl ListSizing {
@@ -372,20 +377,22 @@ impl ListSizing {
 
     /// `HEAD` of every URL of a round, pipelined per server: a server that cannot be reached
     /// fails only the lines with no other URL that answers.
-    async fn heads(&self, urls: &[ListedUrl]) -> Vec<Option<Result<ResponseHead, String>>> {
+    async fn heads(&mut self, urls: &[ListedUrl]) -> Vec<Option<Result<ResponseHead, String>>> {
         let mut answers: Vec<Option<Result<ResponseHead, String>>> = vec![None; urls.len()];
+        self.idle.resize_with(self.origins.len(), Vec::new);
         for o in 0..self.origins.len() {
             let idx: Vec<usize> = (0..urls.len()).filter(|&i| urls[i].0 == o).collect();
             if idx.is_empty() {
                 continue;
             }
             let paths: Vec<String> = idx.iter().map(|&i| urls[i].1.clone()).collect();
-            let heads = head_many(
+            let heads = head_many_kept(
                 &self.connector,
                 &self.origins[o],
                 &paths,
                 HEAD_CONNECTIONS,
                 HEAD_DEPTH,
+                &mut self.idle[o],
             )
             .await;
             match heads {

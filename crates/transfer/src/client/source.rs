@@ -147,6 +147,9 @@ pub(super) struct Source {
     /// Files still being found (a directory index whose walk goes on while the first files
     /// are fetched); `None` once everything is known.
     pub(super) more: Option<Discovery>,
+    /// How many files the whole source names, when it says before they are all sized (a URL
+    /// list's lines).
+    pub(super) files_expected: Option<usize>,
 }
 
 /// Files found while the transfer runs, one index page or a few URL-list lines at a time; the
@@ -228,6 +231,7 @@ impl Source {
             unsized_files: Vec::new(),
             notes: Vec::new(),
             more: None,
+            files_expected: None,
         }
     }
 

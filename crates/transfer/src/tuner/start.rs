@@ -119,16 +119,17 @@ impl StartRules {
 
     /// The controller and the plan it starts from (Algorithm 1's `plan`, adjusted to the
     /// tuner family), for a host of `n_cores` cores and `n_freqs` frequency steps.
-    /// `plan_is_whole`: the plan covers every file of the transfer (not while a directory
-    /// index or URL list is still being read), so its bytes tell whether the transfer is
-    /// short.
+    /// `transfer_bytes`: the whole transfer's bytes, which tell whether it is short — the
+    /// plan's when it covers every file, an estimate when the source says how many files
+    /// there are but has sized only some (a URL list), `None` while a directory index is
+    /// still being walked.
     pub fn controller(
         &self,
         plan: &TransferPlan,
         net: &NetParams,
         n_cores: usize,
         n_freqs: usize,
-        plan_is_whole: bool,
+        transfer_bytes: Option<u64>,
     ) -> (Controller, TransferPlan) {
         let th = Thresholds {
             max_ch: self.max_ch,
@@ -146,8 +147,9 @@ impl StartRules {
                     // Algorithm 1 lines 10-13 again, for the channels opened at the start
                     plan.num_ch = self.opened_channels(net);
                 }
-                let bytes: u64 = plan.partitions.iter().map(|p| p.bytes).sum();
-                if self.sla == Sla::MaxThroughput && plan_is_whole && self.is_short(bytes, net) {
+                if self.sla == Sla::MaxThroughput
+                    && transfer_bytes.is_some_and(|b| self.is_short(b, net))
+                {
                     if let Some(ramp) = self.ramp_channels(net) {
                         first = first.max(ramp);
                         plan.num_ch = plan.num_ch.max(ramp);
@@ -319,19 +321,28 @@ mod tests {
         let plan_of = |bytes: u64| {
             crate::tuner::initial_plan(&[bytes / 2, bytes / 2], &net, Sla::MaxThroughput, 2)
         };
-        let opened = |sla, bytes, whole| {
-            let (_, p) = rules(sla, 32).controller(&plan_of(bytes), &net, 2, 1, whole);
+        let opened = |sla, bytes, transfer| {
+            let (_, p) = rules(sla, 32).controller(&plan_of(bytes), &net, 2, 1, transfer);
             p.num_ch
         };
-        assert_eq!(opened(Sla::MaxThroughput, 60_000_000, true), 11);
+        assert_eq!(opened(Sla::MaxThroughput, 60_000_000, Some(60_000_000)), 11);
         assert_eq!(
-            opened(Sla::MaxThroughput, 60_000_000, false),
+            opened(Sla::MaxThroughput, 60_000_000, None),
             6,
             "files still found"
         );
-        assert_eq!(opened(Sla::MaxThroughput, 600_000_000, true), 6, "long");
         assert_eq!(
-            opened(Sla::MinEnergy, 60_000_000, true),
+            opened(Sla::MaxThroughput, 6_000_000, Some(600_000_000)),
+            6,
+            "a few files sized of a long list"
+        );
+        assert_eq!(
+            opened(Sla::MaxThroughput, 600_000_000, Some(600_000_000)),
+            6,
+            "long"
+        );
+        assert_eq!(
+            opened(Sla::MinEnergy, 60_000_000, Some(60_000_000)),
             2,
             "ME keeps its start"
         );
