@@ -160,6 +160,8 @@ pub(super) async fn run_connection(
     let pp = sh.parts[pi].pipelining;
     let mut body = vec![0u8; 256 * 1024];
     let mut other_server_next = false;
+    // every answer read whole, nothing in flight: the connection can serve another channel
+    let mut idle_between_requests = false;
     let res: anyhow::Result<ChannelEnd> = async {
         loop {
             // fill the pipeline
@@ -202,6 +204,7 @@ pub(super) async fn run_connection(
                 sent = inflight.len();
             }
             let Some(c) = inflight.front_mut() else {
+                idle_between_requests = true;
                 return Ok(if other_server_next {
                     ChannelEnd::Reconnect
                 } else {
@@ -348,6 +351,15 @@ pub(super) async fn run_connection(
         }
     }
     .await;
+    if idle_between_requests
+        && origin == 0
+        && rb.avail().is_empty()
+        && sh.discovering.load(Ordering::SeqCst)
+        && !sh.failed()
+    {
+        sh.spare.lock().unwrap().push((std::time::Instant::now(), s));
+        return res;
+    }
     if let Err(e) = &res {
         let failed_file = inflight.front().map(|c| c.file);
         for c in inflight.drain(..).rev() {

@@ -166,6 +166,7 @@ pub(super) async fn transfer_async(
     }
     let shared = Arc::new(Shared {
         spare: Mutex::new(spare),
+        discovering: AtomicBool::new(discovery.is_some()),
         connector,
         url: src.origins[0].clone(),
         origins: Mutex::new(src.origins.clone()),
@@ -335,6 +336,7 @@ pub(super) async fn transfer_async(
                 Err(TryRecvError::Disconnected) => {
                     discovery = None;
                     intake.unsized_tx = None;
+                    shared.discovering.store(false, Ordering::SeqCst);
                     break;
                 }
             };
@@ -379,8 +381,14 @@ pub(super) async fn transfer_async(
         let el = last_tick.elapsed();
         let timeout = timeouts.for_state(decision.state);
         if el >= timeout {
-            // connections opened ahead that no channel took by now are not needed
-            shared.spare.lock().unwrap().clear();
+            // connections opened ahead that no channel took by now are not needed, nor those
+            // left by channels an interval ago
+            let keep = shared.discovering.load(Ordering::SeqCst);
+            shared
+                .spare
+                .lock()
+                .unwrap()
+                .retain(|(at, _)| keep && at.elapsed() < timeout);
             let dt = el.as_secs_f64();
             last_tick = Instant::now();
             let bytes = rec - last_bytes;

@@ -264,9 +264,11 @@ fn without_fragment(path: &str) -> String {
     path.split('#').next().unwrap_or("/").to_string()
 }
 
-/// Lines sized by the first `HEAD` round of a URL list: enough for the transfer to start
-/// after one pipelined round trip; later rounds double, up to [`MOST_LINES_AT_ONCE`].
-const FIRST_LINES_AT_ONCE: usize = HEAD_DEPTH;
+/// Lines sized by the first `HEAD` round of a URL list: as many as its connections answer in
+/// one pipelined round trip (their handshakes cost the same for 16 lines as for 128), so the
+/// transfer starts with files to spread over its channels and a fair sample of the list's
+/// sizes; later rounds double, up to [`MOST_LINES_AT_ONCE`].
+const FIRST_LINES_AT_ONCE: usize = HEAD_CONNECTIONS * HEAD_DEPTH;
 const MOST_LINES_AT_ONCE: usize = HEAD_CONNECTIONS * HEAD_DEPTH * 4;
 
 /// Every URL of a URL list: (origin, request target, as written).

@@ -114,8 +114,14 @@ pub(super) struct PartQueue {
 }
 
 pub(super) struct Shared {
-    /// Connections opened ahead (see `spawn_preconnect`), taken by the first channels.
+    /// Connections to the first server that no channel holds, taken by the next channel that
+    /// starts: those opened ahead (see `spawn_preconnect`), and while files are still being
+    /// found, those of channels that ran out of chunks (see `discovering`).
     pub(super) spare: Mutex<Vec<(Instant, Stream)>>,
+    /// Discovery may still add files: a channel that runs out of chunks leaves its connection
+    /// in `spare` for the channel the next batch starts (no new handshake, and the
+    /// connection's congestion window kept).
+    pub(super) discovering: AtomicBool,
     pub(super) connector: Arc<Connector>,
     pub(super) url: HttpUrl,
     /// The servers the files are on (`url`'s first); a channel's connection serves one.
