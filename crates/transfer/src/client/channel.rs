@@ -93,12 +93,16 @@ pub(super) fn next_chunk(
 }
 
 /// Whether a channel with `in_flight` requests should queue one more, given the chunks left in
-/// its partition's queue and the channels drawing from it. Ours: once fewer chunks are left
-/// than channels, a second request would make one channel fetch two chunks in a row while
-/// another sits idle, and the transfer's end waits for the slowest channel; the round trip a
-/// channel then spends between its last two requests costs less (docs/transfer.md, *Engine*).
-pub(super) fn pipeline_another(in_flight: usize, queued: usize, live_channels: usize) -> bool {
-    in_flight == 0 || queued >= live_channels
+/// its partition's queue and the channels drawing from it: while the queue still holds
+/// `in_flight` chunks for every channel, so that no channel takes more than its share. Ours:
+/// Algorithm 1's pipelining depth is a ceiling, and a channel that filled it from a short
+/// queue would hold the chunks other channels wait for — at the start of a transfer whose
+/// files are still being found (the first channel to run took 43 of a URL list's first 128
+/// files while 28 channels had none), and at the end, where a channel fetching two chunks in a
+/// row while another sits idle leaves the transfer waiting for the slowest channel; the round
+/// trip a channel then spends between its requests costs less (docs/transfer.md, *Engine*).
+pub(super) fn pipeline_another(in_flight: usize, queued: usize, channels: usize) -> bool {
+    in_flight == 0 || in_flight * channels <= queued
 }
 
 pub(super) fn requeue(sh: &Shared, pi: usize, c: Chunk) {
@@ -167,7 +171,10 @@ pub(super) async fn run_connection(
             // fill the pipeline
             while inflight.len() < pp {
                 let queued = sh.parts[pi].chunks.lock().unwrap().len();
-                if !pipeline_another(inflight.len(), queued, sh.parts[pi].live.load(Ordering::SeqCst)) {
+                // the budget's channels draw from the queue, even those not running yet
+                let p = &sh.parts[pi];
+                let channels = p.live.load(Ordering::SeqCst).max(p.target.load(Ordering::SeqCst));
+                if !pipeline_another(inflight.len(), queued, channels) {
                     break;
                 }
                 match next_chunk(sh, pi, &mut leaving, released) {
@@ -377,10 +384,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pipelining_stops_when_fewer_chunks_than_channels_are_left() {
+    fn a_channel_pipelines_no_more_than_its_share_of_the_queue() {
         assert!(pipeline_another(0, 0, 8), "an idle channel always asks");
         assert!(pipeline_another(1, 8, 8));
         assert!(!pipeline_another(1, 7, 8));
         assert!(!pipeline_another(2, 1, 3));
+        // a short queue is shared: 128 chunks among 32 channels, 4 each
+        assert!(pipeline_another(3, 125, 32));
+        assert!(!pipeline_another(4, 124, 32));
     }
 }
