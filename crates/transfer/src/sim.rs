@@ -400,9 +400,10 @@ mod tests {
         let rules = shipped(Sla::MaxThroughput);
         let (r, plan) = run_shipped(&sim, &rules, &[10 * GB], 2, Duration::from_secs(1), 500);
         // Algorithm 1: 5 channels fill 1 Gbit/s at 233 Mbit/s each; EEMT's tuner starts at
-        // 3 × 5 and the engine opens twice that at once, within --max-channels
-        assert_eq!(plan.num_ch, 30);
-        assert_eq!(r.steps[0].num_ch, 30);
+        // 3 × 5 and the engine opens twice that at once; its first interval has the ramp's
+        // ⌈4.5 MB / (14,600 B × 8)⌉ = 39 channels, within --max-channels 32
+        assert_eq!(plan.num_ch, 32);
+        assert_eq!(r.steps[0].num_ch, 32, "the first interval runs them all");
         // slow start's timeouts are six RTTs of 36 ms, not --interval
         assert!((r.steps[0].t_s - 0.216).abs() < 1e-9, "{}", r.steps[0].t_s);
         assert_eq!(r.steps[0].state, State::SlowStart);

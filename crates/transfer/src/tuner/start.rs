@@ -46,7 +46,8 @@ pub const RAMP_RTTS: u32 = 3;
 
 /// A transfer is short when all its bytes take at most this many RTTs at the link's rate
 /// (ours): then the RTTs that new connections spend in TCP's slow start are a large share of
-/// the whole run, and EEMT opens [`StartRules::ramp_channels`] at once.
+/// the whole run, and EEMT's tuner keeps the [`StartRules::ramp_channels`] it opened (a longer
+/// transfer has them for its first interval only).
 pub const SHORT_TRANSFER_RTTS: u64 = 50;
 
 /// How a transfer is tuned: the tuner family, the SLA and the limits the user set.
@@ -84,9 +85,9 @@ impl StartRules {
     }
 
     /// Connections worth opening ahead of the first budget: the wattio tuners' opened
-    /// channels, for EEMT at least [`ramp_channels`](Self::ramp_channels) (the listing, not
-    /// known yet, may show a short transfer; connections no channel takes are closed at the
-    /// first timeout); none for the baselines, which start as their papers do.
+    /// channels, for EEMT at least [`ramp_channels`](Self::ramp_channels) (its first
+    /// interval's channels; connections no channel takes are closed at the first timeout);
+    /// none for the baselines, which start as their papers do.
     pub fn preconnect(&self, net: &NetParams) -> usize {
         match (self.tuner, self.sla) {
             (TunerChoice::Wattio, Sla::MaxThroughput) => self
@@ -147,12 +148,10 @@ impl StartRules {
                     // Algorithm 1 lines 10-13 again, for the channels opened at the start
                     plan.num_ch = self.opened_channels(net);
                 }
-                if self.sla == Sla::MaxThroughput
-                    && transfer_bytes.is_some_and(|b| self.is_short(b, net))
-                {
-                    if let Some(ramp) = self.ramp_channels(net) {
+                if let (Sla::MaxThroughput, Some(ramp)) = (self.sla, self.ramp_channels(net)) {
+                    plan.num_ch = plan.num_ch.max(ramp);
+                    if transfer_bytes.is_some_and(|b| self.is_short(b, net)) {
                         first = first.max(ramp);
-                        plan.num_ch = plan.num_ch.max(ramp);
                     }
                 }
                 if matches!(self.sla, Sla::MinEnergy | Sla::MaxThroughput) {
@@ -284,9 +283,10 @@ mod tests {
         );
     }
 
-    /// A short transfer under EEMT opens the channels whose initial windows fill the BDP in
-    /// three RTTs of slow start; a long one, or one whose files are still being found, keeps
-    /// Algorithm 1's start. Expected counts worked by hand from the formula's inputs.
+    /// EEMT opens the channels whose initial windows fill the BDP in three RTTs of slow start;
+    /// its tuner starts from that count on a short transfer, and from Algorithm 1's × 3 on a
+    /// long one or one whose files are still being found. Expected counts worked by hand from
+    /// the formula's inputs.
     #[test]
     fn eemt_opens_ramp_channels_for_a_short_transfer_only() {
         let rules = |sla, max_ch| StartRules {
@@ -321,29 +321,34 @@ mod tests {
         let plan_of = |bytes: u64| {
             crate::tuner::initial_plan(&[bytes / 2, bytes / 2], &net, Sla::MaxThroughput, 2)
         };
+        // (channels open in the first interval, the tuner's own count)
         let opened = |sla, bytes, transfer| {
-            let (_, p) = rules(sla, 32).controller(&plan_of(bytes), &net, 2, 1, transfer);
-            p.num_ch
+            let (ctl, p) = rules(sla, 32).controller(&plan_of(bytes), &net, 2, 1, transfer);
+            (p.num_ch, ctl.initial(&[bytes]).num_ch)
         };
-        assert_eq!(opened(Sla::MaxThroughput, 60_000_000, Some(60_000_000)), 11);
+        assert_eq!(
+            opened(Sla::MaxThroughput, 60_000_000, Some(60_000_000)),
+            (11, 11),
+            "short: the tuner starts from the ramp"
+        );
         assert_eq!(
             opened(Sla::MaxThroughput, 60_000_000, None),
-            6,
-            "files still found"
+            (11, 3),
+            "files still found: the ramp for the first interval only"
         );
         assert_eq!(
             opened(Sla::MaxThroughput, 6_000_000, Some(600_000_000)),
-            6,
+            (11, 3),
             "a few files sized of a long list"
         );
         assert_eq!(
             opened(Sla::MaxThroughput, 600_000_000, Some(600_000_000)),
-            6,
+            (11, 3),
             "long"
         );
         assert_eq!(
             opened(Sla::MinEnergy, 60_000_000, Some(60_000_000)),
-            2,
+            (2, 1),
             "ME keeps its start"
         );
     }
