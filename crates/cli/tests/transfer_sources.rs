@@ -1563,7 +1563,10 @@ fn an_index_walk_streams_files_to_the_transfer_and_sends_no_head_for_exact_sizes
 /// A URL list streams into the transfer as its lines are sized, as an index walk does: the
 /// first file is fetched (its GET ends in nginx's log) before the last URL's HEAD, which
 /// nginx holds back (HEADs of the last 20 lines are rate-limited to 5 a second with
-/// `limit_req`, so sizing them takes about four seconds; their GETs are not held).
+/// `limit_req`, so sizing them takes about four seconds; their GETs are not held). The
+/// sizing's rounds (128 lines, then the other 172) share their 8 keep-alive connections:
+/// nginx's `$connection` serials of the HEADs number 8, not 16 (this server keeps a
+/// connection for 1000 requests, not the 7 of the other tests).
 #[test]
 fn a_url_list_streams_files_to_the_transfer_as_its_lines_are_sized() {
     let src = tempfile::tempdir().unwrap();
@@ -1584,10 +1587,11 @@ fn a_url_list_streams_files_to_the_transfer_as_its_lines_are_sized() {
     let l = l.display();
     let Some(ng) = Nginx::start_servers(|port| {
         format!(
-            "log_format events '$request_method $uri $status $http_range';\n\
+            "log_format events '$request_method $uri $status c$connection $http_range';\n\
              map $request_method $late_head {{ HEAD $binary_remote_addr; default \"\"; }}\n\
              limit_req_zone $late_head zone=late:1m rate=5r/s;\n\
              server {{ listen 127.0.0.1:{port}; access_log {l} events; root {r};\n\
+              keepalive_requests 1000;\n\
               location ~ ^/late {{ limit_req zone=late burst=100; }}\n}}\n"
         )
     }) else {
@@ -1614,6 +1618,16 @@ fn a_url_list_streams_files_to_the_transfer_as_its_lines_are_sized() {
     assert!(
         first_fetched < last_sized,
         "the first file waited for the whole list to be sized: {log:#?}"
+    );
+    let head_connections: std::collections::BTreeSet<&str> = log
+        .iter()
+        .filter(|l| l.starts_with("HEAD "))
+        .filter_map(|l| l.split(' ').find(|w| w.starts_with('c')))
+        .collect();
+    assert_eq!(
+        head_connections.len(),
+        8,
+        "each HEAD round opened its own connections: {head_connections:?}"
     );
 }
 
