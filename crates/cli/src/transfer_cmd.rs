@@ -347,6 +347,16 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
+    if !s.failed_lines.is_empty() {
+        // as wget and aria2 do: the rest of the list is copied, and the exit status says not all
+        let n = s.failed_lines.len();
+        bail!(
+            "{n} line{} of the URL list could not be fetched (every other file was copied): {}; fix or remove {} and rerun",
+            if n == 1 { "" } else { "s" },
+            wattio_transfer::failed_lines_message(&s.failed_lines),
+            if n == 1 { "that line" } else { "those lines" }
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1084,6 +1084,77 @@ fn errors_name_their_cause_and_fix() {
     assert!(err.contains("only DEST"), "{err}");
 }
 
+/// A URL list with dead lines copies every other file, as wget and aria2 do, then fails
+/// naming the lines: two 404s told as one cause, and 40 lines on a server that refuses
+/// connections told once (it is tried in one round, not once a line). The JSON summary lists
+/// every failed line. A list none of whose lines answers fails before anything is fetched.
+#[test]
+fn a_url_list_copies_what_it_can_and_names_the_lines_that_failed() {
+    let src = tempfile::tempdir().unwrap();
+    let files: &[(&str, usize)] = &[("a.bin", 200_000), ("b.bin", 30_000), ("c.bin", 5_000)];
+    make_tree(src.path(), files);
+    let Some(ng) = Nginx::start(src.path()) else {
+        return;
+    };
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    let mut list = format!(
+        "{}\n{}\n{}\n{}\n",
+        at(&ng, "/a.bin"),
+        at(&ng, "/gone1.bin"),
+        at(&ng, "/b.bin"),
+        at(&ng, "/gone2.bin")
+    );
+    for i in 0..40 {
+        list.push_str(&format!("{dead}/d{i}.bin\n"));
+    }
+    list.push_str(&format!("{}\n", at(&ng, "/c.bin")));
+    let dst = tempfile::tempdir().unwrap();
+    let args = [
+        "-i",
+        "-",
+        path_str(dst.path()),
+        "--sla",
+        "min-energy",
+        "--json",
+    ];
+    let out = transfer(&args, Some(list.as_bytes()));
+    let err = error_line(&out);
+    assert_identical(src.path(), dst.path());
+    assert!(
+        err.contains("42 lines of the URL list could not be fetched (every other file was copied)"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "standard input:2 {} and 1 more line (standard input:4) answers HTTP 404",
+            at(&ng, "/gone1.bin")
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "standard input:5 {dead}/d0.bin and 39 more lines (standard input:6, standard input:7, …) cannot be reached"
+        )),
+        "{err}"
+    );
+    assert_eq!(err.matches("cannot be reached").count(), 1, "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the JSON summary");
+    assert_eq!(v["failed_lines"].as_array().unwrap().len(), 42);
+    assert_eq!(v["failed_lines"][0]["line"], "standard input:2");
+    assert_eq!(v["failed_lines"][0]["why"], "answers HTTP 404");
+    assert_eq!(v["files"], 3);
+
+    let dst = tempfile::tempdir().unwrap();
+    let args = ["-i", "-", path_str(dst.path()), "--sla", "min-energy"];
+    let only_dead = format!("{}\n{dead}/x.bin\n", at(&ng, "/gone1.bin"));
+    let err = error_line(&transfer(&args, Some(only_dead.as_bytes())));
+    assert!(
+        err.contains("no line of standard input could be fetched: standard input:1"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(dst.path()).unwrap().count(), 0);
+}
+
 /// Checksum files written by GNU coreutils `b2sum` over the served files: its default
 /// BLAKE2b-512 (a file named `B2SUMS`, fetched by URL), `-l 256` and `-l 160 -b` (named by
 /// their extension: bare lines do not say their algorithm), and both `--tag` forms (whatever

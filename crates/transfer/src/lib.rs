@@ -55,8 +55,9 @@ mod urllist;
 
 pub use actuator::{ApplyReport, CoreBackend, KnobOutcome};
 pub use summary::{
-    ChecksumFileReport, EnergySummary, IntervalLog, MirrorFallback, MirrorReport, ProcessEnergy,
-    TransferSummary, Verification, HOST_ESTIMATE_SCOPE, UNVERIFIED_LISTED,
+    failed_lines_message, ChecksumFileReport, EnergySummary, FailedLine, IntervalLog,
+    MirrorFallback, MirrorReport, ProcessEnergy, TransferSummary, Verification,
+    HOST_ESTIMATE_SCOPE, UNVERIFIED_LISTED,
 };
 pub use tuner::{FixedParams, NetParams, Sla, TransferPlan, TunerChoice};
 

@@ -205,6 +205,10 @@ pub struct TransferSummary {
     /// Files of a URL list whose line names mirrors: the URL that served each, and every
     /// fallback to the next mirror (empty without mirrors).
     pub mirrors: Vec<MirrorReport>,
+    /// URL-list lines none of whose URLs answered: every other file was copied, and the
+    /// command ends with an error naming them (see [`failed_lines_message`]).
+    #[serde(default)]
+    pub failed_lines: Vec<FailedLine>,
     pub dest: String,
     pub sla: String,
     pub tuner: String,
@@ -274,5 +278,104 @@ mod tests {
         let none = ProcessEnergy::new(host_j, 2.5, 0, &model, None, 4);
         assert!(none.attributed_j.is_none() && none.attributed_label.is_none());
         assert!(none.joules_per_gb.is_none());
+    }
+}
+
+/// A URL-list line none of whose URLs answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailedLine {
+    /// `urls.txt:7`.
+    pub line: String,
+    /// The line's first URL.
+    pub url: String,
+    /// Why: `answers HTTP 404`, `cannot be reached: …`, or for a line with mirrors each URL
+    /// with its answer.
+    pub why: String,
+}
+
+/// Lines listed in full in [`failed_lines_message`] for each cause; the rest are counted.
+const LINES_NAMED_PER_CAUSE: usize = 3;
+/// Causes told in [`failed_lines_message`]; the rest are counted.
+const CAUSES_TOLD: usize = 3;
+
+/// One line on `failed`: the lines grouped by cause (a server that cannot be reached fails
+/// every line it serves for one reason, told once), a few named per cause.
+pub fn failed_lines_message(failed: &[FailedLine]) -> String {
+    let mut causes: Vec<(&str, Vec<&FailedLine>)> = Vec::new();
+    for f in failed {
+        match causes.iter_mut().find(|(why, _)| *why == f.why) {
+            Some((_, lines)) => lines.push(f),
+            None => causes.push((&f.why, vec![f])),
+        }
+    }
+    let told: Vec<String> = causes
+        .iter()
+        .take(CAUSES_TOLD)
+        .map(|(why, lines)| {
+            let first = lines[0];
+            let others: Vec<&str> = lines[1..]
+                .iter()
+                .take(LINES_NAMED_PER_CAUSE - 1)
+                .map(|l| l.line.as_str())
+                .collect();
+            let more = match lines.len() - 1 {
+                0 => String::new(),
+                n if n > others.len() => {
+                    format!(" and {n} more lines ({}, …)", others.join(", "))
+                }
+                n => format!(
+                    " and {n} more line{} ({})",
+                    if n == 1 { "" } else { "s" },
+                    others.join(", ")
+                ),
+            };
+            format!("{} {}{more} {why}", first.line, first.url)
+        })
+        .collect();
+    let rest = match causes.len().saturating_sub(CAUSES_TOLD) {
+        0 => String::new(),
+        n => format!(" (and {n} more causes: see failed_lines in --json)"),
+    };
+    format!("{}{rest}", told.join("; "))
+}
+
+#[cfg(test)]
+mod failed_lines_tests {
+    use super::*;
+
+    fn line(n: usize, why: &str) -> FailedLine {
+        FailedLine {
+            line: format!("urls.txt:{n}"),
+            url: format!("https://h/f{n}"),
+            why: why.to_string(),
+        }
+    }
+
+    #[test]
+    fn failed_lines_are_told_once_per_cause() {
+        assert_eq!(
+            failed_lines_message(&[line(3, "answers HTTP 404")]),
+            "urls.txt:3 https://h/f3 answers HTTP 404"
+        );
+        let unreachable = "cannot be reached: connection refused";
+        let many: Vec<FailedLine> = (1..=1000).map(|n| line(n, unreachable)).collect();
+        assert_eq!(
+            failed_lines_message(&many),
+            "urls.txt:1 https://h/f1 and 999 more lines (urls.txt:2, urls.txt:3, …) cannot be reached: connection refused"
+        );
+        assert_eq!(
+            failed_lines_message(&[
+                line(2, "answers HTTP 404"),
+                line(4, unreachable),
+                line(7, "answers HTTP 404"),
+            ]),
+            "urls.txt:2 https://h/f2 and 1 more line (urls.txt:7) answers HTTP 404; urls.txt:4 https://h/f4 cannot be reached: connection refused"
+        );
+        let causes: Vec<FailedLine> = (1..=5)
+            .map(|n| line(n, &format!("answers HTTP 50{n}")))
+            .collect();
+        assert!(failed_lines_message(&causes).ends_with(
+            "urls.txt:3 https://h/f3 answers HTTP 503 (and 2 more causes: see failed_lines in --json)"
+        ));
     }
 }

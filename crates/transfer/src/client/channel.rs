@@ -364,7 +364,10 @@ pub(super) async fn run_connection(
         && sh.discovering.load(Ordering::SeqCst)
         && !sh.failed()
     {
-        sh.spare.lock().unwrap().push((std::time::Instant::now(), s));
+        sh.spare
+            .lock()
+            .unwrap()
+            .push((std::time::Instant::now(), s));
         return res;
     }
     if let Err(e) = &res {

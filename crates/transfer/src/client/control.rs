@@ -150,13 +150,8 @@ pub(super) async fn transfer_async(
         }
         _ => None,
     };
-    let (mut ctl, plan) = rules.controller(
-        &base_plan,
-        &net,
-        act.n_cores(),
-        n_freqs,
-        transfer_bytes,
-    );
+    let (mut ctl, plan) =
+        rules.controller(&base_plan, &net, act.n_cores(), n_freqs, transfer_bytes);
     let timeouts = Timeouts::new(net.rtt_s, opts.interval);
 
     let parts = build_queues(&plan, &prep);
@@ -577,6 +572,7 @@ pub(super) async fn transfer_async(
         whole_file_streams,
         notes: src.notes.clone(),
         mirrors: shared.mirror_reports(),
+        failed_lines: src.failed.clone(),
         dest: opts.dest.display().to_string(),
         sla: opts.sla.name(),
         tuner: ctl.name().to_string(),
@@ -685,6 +681,7 @@ impl Intake {
             opts.notices.tell(&super::Notice::Note(note.to_string()));
         }
         src.notes.extend(batch.notes);
+        src.failed.extend(batch.failed);
         for u in batch.new_origins {
             if let Some(o) = origins {
                 o.lock().unwrap().push(u.clone());

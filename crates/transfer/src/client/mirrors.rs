@@ -27,7 +27,7 @@ use super::source::{
 use super::state::{FileJob, Shared};
 use super::url::HttpUrl;
 use crate::http::ResponseHead;
-use crate::summary::{MirrorFallback, MirrorReport};
+use crate::summary::{failed_lines_message, FailedLine, MirrorFallback, MirrorReport};
 use crate::urllist::{UrlEntry, UrlList};
 use anyhow::{anyhow, bail};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -245,11 +245,16 @@ fn one_line(e: &anyhow::Error) -> String {
 const REACH_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The URL a URL-list transfer measures its round-trip time to and connects ahead to: the
-/// first URL of the first line that accepts a TCP connection (the first when none does, so
-/// that the error names it).
+/// first line's URL, or when that line names mirrors, the first of them that accepts a TCP
+/// connection (the first when none does, so that the error names it). A line without mirrors
+/// is not tried here: that would cost the start a round trip, and a server that cannot be
+/// reached fails its lines when they are sized.
 pub(super) async fn first_reachable(list: &UrlList) -> anyhow::Result<HttpUrl> {
     let e = &list.entries[0];
     let first = HttpUrl::parse(&e.url)?;
+    if e.mirrors.is_empty() {
+        return Ok(first);
+    }
     for raw in std::iter::once(&e.url).chain(&e.mirrors) {
         let Ok(u) = HttpUrl::parse(raw) else { continue };
         let connect = tokio::net::TcpStream::connect(u.connect_addr());
@@ -304,11 +309,18 @@ pub(super) async fn resolve_url_list(
         announced: src.origins.len(),
         origins: src.origins.clone(),
         list_name: list_name.to_string(),
-        bad: Vec::new(),
+        unreachable: Vec::new(),
         idle: Vec::new(),
     };
     tokio::spawn(sizing.run(list.entries, urls, tx));
     src.until_first_bytes(rx).await?;
+    let nothing_to_fetch = src.files.is_empty() && src.unsized_files.is_empty();
+    if nothing_to_fetch && src.more.is_none() && !src.failed.is_empty() {
+        bail!(
+            "no line of {list_name} could be fetched: {}; fix or remove those lines",
+            failed_lines_message(&src.failed)
+        );
+    }
     Ok(src)
 }
 
@@ -322,15 +334,16 @@ struct ListSizing {
     /// Origins already sent in a batch (or known to the transfer from the start).
     announced: usize,
     list_name: String,
-    /// Lines none of whose URLs answered, reported together at the end.
-    bad: Vec<String>,
+    /// Per origin: why it could not be reached, once a round found that out (after the
+    /// retries of `head_many_kept`); later rounds do not try it again.
+    unreachable: Vec<Option<String>>,
     /// Per origin: the `HEAD` connections a round left open, for the next round.
     idle: Vec<Vec<Stream>>,
 }
 
 impl ListSizing {
-    /// Sizes the lines round by round, sending each round's files; ends with the lines that
-    /// failed, or the first error, sent as an error.
+    /// Sizes the lines round by round, sending each round's files and the lines that failed;
+    /// ends with the first error, sent as an error.
     async fn run(
         mut self,
         entries: Vec<UrlEntry>,
@@ -362,18 +375,6 @@ impl ListSizing {
                 return Ok(());
             }
         }
-        if !self.bad.is_empty() {
-            let bad = &self.bad;
-            let more = if bad.len() > 5 {
-                format!(" (and {} more)", bad.len() - 5)
-            } else {
-                String::new()
-            };
-            bail!(
-                "{}{more}; fix or remove those lines",
-                bad[..bad.len().min(5)].join("; ")
-            );
-        }
         Ok(())
     }
 
@@ -382,9 +383,16 @@ impl ListSizing {
     async fn heads(&mut self, urls: &[ListedUrl]) -> Vec<Option<Result<ResponseHead, String>>> {
         let mut answers: Vec<Option<Result<ResponseHead, String>>> = vec![None; urls.len()];
         self.idle.resize_with(self.origins.len(), Vec::new);
+        self.unreachable.resize(self.origins.len(), None);
         for o in 0..self.origins.len() {
             let idx: Vec<usize> = (0..urls.len()).filter(|&i| urls[i].0 == o).collect();
             if idx.is_empty() {
+                continue;
+            }
+            if let Some(why) = &self.unreachable[o] {
+                for i in idx {
+                    answers[i] = Some(Err(why.clone()));
+                }
                 continue;
             }
             let paths: Vec<String> = idx.iter().map(|&i| urls[i].1.clone()).collect();
@@ -408,6 +416,7 @@ impl ListSizing {
                     for i in idx {
                         answers[i] = Some(Err(why.clone()));
                     }
+                    self.unreachable[o] = Some(why);
                 }
             }
         }
@@ -491,14 +500,25 @@ impl ListSizing {
             }
             next_url += n;
             let Some((cur, size)) = chosen else {
-                let whys: Vec<String> = failed
+                let answered = |why: &str| match why.strip_prefix("HTTP ") {
+                    Some(_) => format!("answers {why}"),
+                    None => why.to_string(),
+                };
+                // every URL of the line failed, in the order written
+                let mut why = answered(&failed[0].1);
+                let mirrors: Vec<String> = failed[1..]
                     .iter()
-                    .map(|(p, why)| match why.strip_prefix("HTTP ") {
-                        Some(_) => format!("{} answers {why}", places[*p].url),
-                        None => format!("{} {why}", places[*p].url),
-                    })
+                    .map(|(p, w)| format!("{} {}", places[*p].url, answered(w)))
                     .collect();
-                self.bad.push(format!("{line}: {}", whys.join(", ")));
+                if !mirrors.is_empty() {
+                    let s = if mirrors.len() == 1 { "" } else { "s" };
+                    why = format!("{why}, and its mirror{s} {}", mirrors.join(", "));
+                }
+                b.failed.push(FailedLine {
+                    line,
+                    url: places[0].url.clone(),
+                    why,
+                });
                 continue;
             };
             let fallbacks: Vec<MirrorFallback> = failed

@@ -12,6 +12,7 @@ use crate::checksum::{self, Algorithm};
 use crate::dirindex::{join_url, IndexKind};
 use crate::http::{percent_encode_path, ResponseHead};
 use crate::listing::{is_safe_relative, Listing, LISTING_PATH};
+use crate::summary::FailedLine;
 use crate::urllist::UrlList;
 use anyhow::{anyhow, bail};
 use std::io::Read;
@@ -150,6 +151,9 @@ pub(super) struct Source {
     /// How many files the whole source names, when it says before they are all sized (a URL
     /// list's lines).
     pub(super) files_expected: Option<usize>,
+    /// URL-list lines none of whose URLs answered (the rest is copied; the command then ends
+    /// with an error naming them).
+    pub(super) failed: Vec<FailedLine>,
 }
 
 /// Files found while the transfer runs, one index page or a few URL-list lines at a time; the
@@ -169,6 +173,8 @@ pub(super) struct Batch {
     pub(super) new_origins: Vec<HttpUrl>,
     /// What the answers said of `Range`, per origin index (see [`merge_accept_ranges`]).
     pub(super) ranges: Vec<(usize, bool)>,
+    /// URL-list lines none of whose URLs answered.
+    pub(super) failed: Vec<FailedLine>,
 }
 
 /// The absolute URL of `path` (origin form) on `u`'s server.
@@ -232,6 +238,7 @@ impl Source {
             notes: Vec::new(),
             more: None,
             files_expected: None,
+            failed: Vec::new(),
         }
     }
 
@@ -247,6 +254,7 @@ impl Source {
         self.files.extend(b.files);
         self.unsized_files.extend(b.unsized_files);
         self.notes.extend(b.notes);
+        self.failed.extend(b.failed);
     }
 
     /// Waits for the walk's next batch and adds it; `more` becomes `None` when the walk ended.
