@@ -260,18 +260,16 @@ fn copy(source: &str, dst: &Path, sla: &str, extra: &[&str]) -> serde_json::Valu
     ok_json(&transfer(&args, None))
 }
 
+/// `wattio transfer -i - DST --sla SLA --json` with the URL list `list` on standard input.
+fn transfer_list(list: &str, dst: &Path, sla: &str) -> Output {
+    let args = ["-i", "-", path_str(dst), "--sla", sla, "--json"];
+    transfer(&args, Some(list.as_bytes()))
+}
+
 /// Copies the files of the URL list `list` (given on standard input) into `dst`
 /// (`--sla max-throughput --json`): the summary of a run that must succeed.
 fn copy_list(list: &str, dst: &Path) -> serde_json::Value {
-    let args = [
-        "-i",
-        "-",
-        path_str(dst),
-        "--sla",
-        "max-throughput",
-        "--json",
-    ];
-    ok_json(&transfer(&args, Some(list.as_bytes())))
+    ok_json(&transfer_list(list, dst, "max-throughput"))
 }
 
 /// The one-line error of a run that must have failed with exit code 2.
@@ -505,17 +503,7 @@ fn files_of_unknown_size_come_as_single_streams() {
             srv.url("/e.bin")
         );
         let dst = tempfile::tempdir().unwrap();
-        let out = transfer(
-            &[
-                "-i",
-                "-",
-                path_str(dst.path()),
-                "--sla",
-                "min-energy",
-                "--json",
-            ],
-            Some(list.as_bytes()),
-        );
+        let out = transfer_list(&list, dst.path(), "min-energy");
         let v = ok_json(&out);
         assert_eq!(v["files"], 3, "{mode}");
         assert_eq!(v["total_bytes"], 950_001, "{mode}");
@@ -1109,15 +1097,7 @@ fn a_url_list_copies_what_it_can_and_names_the_lines_that_failed() {
     }
     list.push_str(&format!("{}\n", at(&ng, "/c.bin")));
     let dst = tempfile::tempdir().unwrap();
-    let args = [
-        "-i",
-        "-",
-        path_str(dst.path()),
-        "--sla",
-        "min-energy",
-        "--json",
-    ];
-    let out = transfer(&args, Some(list.as_bytes()));
+    let out = transfer_list(&list, dst.path(), "min-energy");
     let err = error_line(&out);
     assert_identical(src.path(), dst.path());
     assert!(
@@ -1145,9 +1125,8 @@ fn a_url_list_copies_what_it_can_and_names_the_lines_that_failed() {
     assert_eq!(v["files"], 3);
 
     let dst = tempfile::tempdir().unwrap();
-    let args = ["-i", "-", path_str(dst.path()), "--sla", "min-energy"];
     let only_dead = format!("{}\n{dead}/x.bin\n", at(&ng, "/gone1.bin"));
-    let err = error_line(&transfer(&args, Some(only_dead.as_bytes())));
+    let err = error_line(&transfer_list(&only_dead, dst.path(), "min-energy"));
     assert!(
         err.contains("no line of standard input could be fetched: standard input:1"),
         "{err}"
