@@ -1075,7 +1075,9 @@ fn errors_name_their_cause_and_fix() {
 /// A URL list with dead lines copies every other file, as wget and aria2 do, then fails
 /// naming the lines: two 404s told as one cause, and 40 lines on a server that refuses
 /// connections told once (it is tried in one round, not once a line). The JSON summary lists
-/// every failed line. A list none of whose lines answers fails before anything is fetched.
+/// every failed line. A dead first server does not stop the copy either, even where the RTT is
+/// measured (to the next server). A list none of whose lines answers fails before anything is
+/// fetched.
 #[test]
 fn a_url_list_copies_what_it_can_and_names_the_lines_that_failed() {
     let src = tempfile::tempdir().unwrap();
@@ -1123,6 +1125,40 @@ fn a_url_list_copies_what_it_can_and_names_the_lines_that_failed() {
     assert_eq!(v["failed_lines"][0]["line"], "standard input:2");
     assert_eq!(v["failed_lines"][0]["why"], "answers HTTP 404");
     assert_eq!(v["files"], 3);
+
+    // a dead first server, with the RTT measured (no --rtt): measured to the next server, and
+    // only the dead server's line fails
+    let dst = tempfile::tempdir().unwrap();
+    let dead_first = format!("{dead}/x.bin\n{}\n", at(&ng, "/b.bin"));
+    let mut child = Command::new(BIN)
+        .args([
+            "transfer",
+            "-i",
+            "-",
+            path_str(dst.path()),
+            "--sla",
+            "min-energy",
+        ])
+        .args(["--cpu-actuator", "none", "--no-meter", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(dead_first.as_bytes()).unwrap();
+    }
+    let err = error_line(&child.wait_with_output().unwrap());
+    assert!(
+        err.contains(&format!("1 line of the URL list could not be fetched (every other file was copied): standard input:1 {dead}/x.bin cannot be reached")),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(dst.path().join("b.bin")).unwrap(),
+        std::fs::read(src.path().join("b.bin")).unwrap()
+    );
 
     let dst = tempfile::tempdir().unwrap();
     let only_dead = format!("{}\n{dead}/x.bin\n", at(&ng, "/gone1.bin"));

@@ -286,7 +286,7 @@ mod tests {
 pub struct FailedLine {
     /// `urls.txt:7`.
     pub line: String,
-    /// The line's first URL.
+    /// The line's first URL (where it redirected to, when it did).
     pub url: String,
     /// Why: `answers HTTP 404`, `cannot be reached: …`, or for a line with mirrors each URL
     /// with its answer.
@@ -334,7 +334,7 @@ pub fn failed_lines_message(failed: &[FailedLine]) -> String {
         .collect();
     let rest = match causes.len().saturating_sub(CAUSES_TOLD) {
         0 => String::new(),
-        n => format!(" (and {n} more causes: see failed_lines in --json)"),
+        n => format!(" (and {n} more causes)"),
     };
     format!("{}{rest}", told.join("; "))
 }
@@ -374,8 +374,7 @@ mod failed_lines_tests {
         let causes: Vec<FailedLine> = (1..=5)
             .map(|n| line(n, &format!("answers HTTP 50{n}")))
             .collect();
-        assert!(failed_lines_message(&causes).ends_with(
-            "urls.txt:3 https://h/f3 answers HTTP 503 (and 2 more causes: see failed_lines in --json)"
-        ));
+        assert!(failed_lines_message(&causes)
+            .ends_with("urls.txt:3 https://h/f3 answers HTTP 503 (and 2 more causes)"));
     }
 }

@@ -5,7 +5,7 @@
 use super::mirrors::MirrorVerdict;
 use super::pace::pace;
 use super::response::ReadBuf;
-use super::state::{Chunk, Shared};
+use super::state::{Chunk, Shared, SPARE_MAX_AGE};
 use super::verify::finish_file;
 use crate::checksum;
 use crate::http::ContentRange;
@@ -144,7 +144,8 @@ pub(super) async fn run_connection(
     let spare = (origin == 0)
         .then(|| sh.spare.lock().unwrap().pop())
         .flatten()
-        .filter(|(t, _)| t.elapsed() < Duration::from_secs(2));
+        .filter(|(t, _)| t.elapsed() < SPARE_MAX_AGE);
+    let from_spare = spare.is_some();
     let connected = match spare {
         Some((_, s)) => Ok(s),
         None => sh.connector.connect(&server).await,
@@ -166,6 +167,8 @@ pub(super) async fn run_connection(
     let mut other_server_next = false;
     // every answer read whole, nothing in flight: the connection can serve another channel
     let mut idle_between_requests = false;
+    // a response head came on this connection
+    let mut answered = false;
     let res: anyhow::Result<ChannelEnd> = async {
         loop {
             // fill the pipeline
@@ -221,6 +224,7 @@ pub(super) async fn run_connection(
             let head = tokio::time::timeout(Duration::from_secs(60), rb.read_head(&mut s))
                 .await
                 .map_err(|_| anyhow!("server silent for 60 s"))??;
+            answered = true;
             match sh.mirror_verdict(c.file, origin, &head, c.offset, c.len) {
                 MirrorVerdict::Serve => {}
                 MirrorVerdict::Moved => {
@@ -374,6 +378,11 @@ pub(super) async fn run_connection(
         let failed_file = inflight.front().map(|c| c.file);
         for c in inflight.drain(..).rev() {
             requeue(sh, pi, c);
+        }
+        if from_spare && !answered {
+            // a connection left idle that the server closed meanwhile: no fault of the
+            // server's or the file's, so a new connection follows at once
+            return Ok(ChannelEnd::Reconnect);
         }
         if failed_file.is_some_and(|f| sh.mirror_after_error(f, origin, e)) {
             return Ok(ChannelEnd::Reconnect);

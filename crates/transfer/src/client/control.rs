@@ -12,7 +12,7 @@ use super::resume::{prepare, Prepared};
 use super::source::{
     first_url, probe_origin, probe_ranges, resolve, Batch, Source, SourceFile, SourceKind,
 };
-use super::state::Shared;
+use super::state::{Shared, SPARE_MAX_AGE};
 use super::stream::{stream_file, Streamed};
 use super::url::HttpUrl;
 use super::verify::finish_file;
@@ -140,13 +140,15 @@ pub(super) async fn transfer_async(
     let sizes: Vec<u64> = prep.jobs.iter().map(|j| j.size).collect();
     let base_plan = initial_plan(&sizes, &net, opts.sla, act.n_cores());
     let n_freqs = act.ladder_khz().len().max(1);
-    // Whether the transfer is short is judged on all its bytes: those of the plan when it has
-    // every file; for a URL list still being sized, the mean size so far times its lines.
+    // Whether the transfer is short is judged on all the bytes it fetches: those of the plan
+    // when it has every file; for a URL list still being sized, those of the lines sized so
+    // far (complete files of a rerun count as lines with nothing to fetch) scaled to all its
+    // lines.
     let sized_bytes: u64 = sizes.iter().sum();
     let transfer_bytes = match (discovery.is_none(), src.files_expected) {
         (true, _) => Some(sized_bytes),
-        (false, Some(n)) if !sizes.is_empty() => {
-            Some((sized_bytes as u128 * n as u128 / sizes.len() as u128) as u64)
+        (false, Some(n)) if intake.n_files > 0 => {
+            Some((sized_bytes as u128 * n as u128 / intake.n_files as u128) as u64)
         }
         _ => None,
     };
@@ -383,7 +385,7 @@ pub(super) async fn transfer_async(
                 .spare
                 .lock()
                 .unwrap()
-                .retain(|(at, _)| keep && at.elapsed() < timeout);
+                .retain(|(at, _)| keep && at.elapsed() < timeout.min(SPARE_MAX_AGE));
             let dt = el.as_secs_f64();
             last_tick = Instant::now();
             let bytes = rec - last_bytes;

@@ -21,8 +21,9 @@
 use super::conn::{Connector, Stream};
 use super::fetch::head_many_kept;
 use super::source::{
-    get_following, merge_accept_ranges, origin_index, probe_origin, size_by_range_probe,
-    url_string, Batch, Expected, Source, SourceFile, SourceKind, HEAD_CONNECTIONS, HEAD_DEPTH,
+    get_following, merge_accept_ranges, origin_index, probe_origin, same_origin,
+    size_by_range_probe, url_string, Batch, Expected, Source, SourceFile, SourceKind,
+    HEAD_CONNECTIONS, HEAD_DEPTH,
 };
 use super::state::{FileJob, Shared};
 use super::url::HttpUrl;
@@ -244,19 +245,36 @@ fn one_line(e: &anyhow::Error) -> String {
 /// tries that line's next one.
 const REACH_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Servers tried for [`first_reachable`] before it gives up and returns the first URL.
+const REACH_TRIES: usize = 8;
+
 /// The URL a URL-list transfer measures its round-trip time to and connects ahead to: the
-/// first line's URL, or when that line names mirrors, the first of them that accepts a TCP
-/// connection (the first when none does, so that the error names it). A line without mirrors
-/// is not tried here: that would cost the start a round trip, and a server that cannot be
-/// reached fails its lines when they are sized.
-pub(super) async fn first_reachable(list: &UrlList) -> anyhow::Result<HttpUrl> {
+/// first URL, in the list's order (each line's mirrors after it), whose server accepts a TCP
+/// connection, among the first [`REACH_TRIES`] servers (the first URL when none does, so
+/// that the error names it). Without `measure` (the RTT is given) and without mirrors on the
+/// first line, the first URL is taken untried: a test connection would cost the start a round
+/// trip, and a server that cannot be reached fails its lines when they are sized. A dead
+/// first server thus leaves the RTT to the next one that answers and fails only its own lines.
+pub(super) async fn first_reachable(list: &UrlList, measure: bool) -> anyhow::Result<HttpUrl> {
     let e = &list.entries[0];
     let first = HttpUrl::parse(&e.url)?;
-    if e.mirrors.is_empty() {
+    if !measure && e.mirrors.is_empty() {
         return Ok(first);
     }
-    for raw in std::iter::once(&e.url).chain(&e.mirrors) {
+    let mut tried: Vec<HttpUrl> = Vec::new();
+    let urls = list
+        .entries
+        .iter()
+        .flat_map(|e| std::iter::once(&e.url).chain(&e.mirrors));
+    for raw in urls {
         let Ok(u) = HttpUrl::parse(raw) else { continue };
+        if tried.iter().any(|t| same_origin(t, &u)) {
+            continue;
+        }
+        if tried.len() == REACH_TRIES {
+            break;
+        }
+        tried.push(u.clone());
         let connect = tokio::net::TcpStream::connect(u.connect_addr());
         if let Ok(Ok(_)) = tokio::time::timeout(REACH_TIMEOUT, connect).await {
             return Ok(u);
@@ -310,6 +328,7 @@ pub(super) async fn resolve_url_list(
         origins: src.origins.clone(),
         list_name: list_name.to_string(),
         unreachable: Vec::new(),
+        answered: Vec::new(),
         idle: Vec::new(),
     };
     tokio::spawn(sizing.run(list.entries, urls, tx));
@@ -334,9 +353,12 @@ struct ListSizing {
     /// Origins already sent in a batch (or known to the transfer from the start).
     announced: usize,
     list_name: String,
-    /// Per origin: why it could not be reached, once a round found that out (after the
-    /// retries of `head_many_kept`); later rounds do not try it again.
+    /// Per origin: why it could not be reached, when it has not answered once in this
+    /// transfer (a dead server, a certificate it is refused for); later rounds do not try it
+    /// again. A server that answered before and then failed is tried again next round.
     unreachable: Vec<Option<String>>,
+    /// Per origin: it answered a `HEAD`.
+    answered: Vec<bool>,
     /// Per origin: the `HEAD` connections a round left open, for the next round.
     idle: Vec<Vec<Stream>>,
 }
@@ -384,6 +406,7 @@ impl ListSizing {
         let mut answers: Vec<Option<Result<ResponseHead, String>>> = vec![None; urls.len()];
         self.idle.resize_with(self.origins.len(), Vec::new);
         self.unreachable.resize(self.origins.len(), None);
+        self.answered.resize(self.origins.len(), false);
         for o in 0..self.origins.len() {
             let idx: Vec<usize> = (0..urls.len()).filter(|&i| urls[i].0 == o).collect();
             if idx.is_empty() {
@@ -407,6 +430,7 @@ impl ListSizing {
             .await;
             match heads {
                 Ok(hs) => {
+                    self.answered[o] = true;
                     for (i, h) in idx.into_iter().zip(hs) {
                         answers[i] = Some(Ok(h));
                     }
@@ -416,7 +440,9 @@ impl ListSizing {
                     for i in idx {
                         answers[i] = Some(Err(why.clone()));
                     }
-                    self.unreachable[o] = Some(why);
+                    if !self.answered[o] {
+                        self.unreachable[o] = Some(why);
+                    }
                 }
             }
         }

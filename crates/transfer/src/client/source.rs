@@ -325,7 +325,7 @@ pub(super) async fn resolve(
 /// first line (read here, and again by [`resolve`]: standard input is read once and kept).
 pub(super) async fn first_url(opts: &TransferOptions) -> anyhow::Result<HttpUrl> {
     match &opts.input_file {
-        Some(p) => super::mirrors::first_reachable(&read_url_list(p)?).await,
+        Some(p) => super::mirrors::first_reachable(&read_url_list(p)?, opts.rtt.is_none()).await,
         None => HttpUrl::parse(&opts.source),
     }
 }

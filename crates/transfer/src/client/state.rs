@@ -13,7 +13,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// One file to fetch.
 pub(super) struct FileJob {
@@ -113,10 +113,15 @@ pub(super) struct PartQueue {
     pub(super) remaining: AtomicU64,
 }
 
+/// A connection left in [`Shared::spare`] longer than this is not used (the server may have
+/// closed it) and is closed at the next timeout.
+pub(super) const SPARE_MAX_AGE: Duration = Duration::from_secs(2);
+
 pub(super) struct Shared {
     /// Connections to the first server that no channel holds, taken by the next channel that
     /// starts: those opened ahead (see `spawn_preconnect`), and while files are still being
-    /// found, those of channels that ran out of chunks (see `discovering`).
+    /// found, those of channels that ran out of chunks (see `discovering`); each with when it
+    /// was left (see [`SPARE_MAX_AGE`]).
     pub(super) spare: Mutex<Vec<(Instant, Stream)>>,
     /// Discovery may still add files: a channel that runs out of chunks leaves its connection
     /// in `spare` for the channel the next batch starts (no new handshake, and the

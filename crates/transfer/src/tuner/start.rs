@@ -288,7 +288,7 @@ mod tests {
     /// long one or one whose files are still being found. Expected counts worked by hand from
     /// the formula's inputs.
     #[test]
-    fn eemt_opens_ramp_channels_for_a_short_transfer_only() {
+    fn eemt_opens_ramp_channels_and_keeps_them_on_a_short_transfer_only() {
         let rules = |sla, max_ch| StartRules {
             tuner: TunerChoice::Wattio,
             sla,
