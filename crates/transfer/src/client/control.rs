@@ -7,8 +7,7 @@ use super::jobs::Jobs;
 use super::options::{default_window, EnergyFeedback, TransferOptions};
 use super::published;
 use super::queue::{build_queues, enqueue_found};
-use super::resume::part_name;
-use super::resume::{prepare, Prepared};
+use super::resume::{part_name, prepare, Prepared};
 use super::source::{
     first_url, probe_origin, probe_ranges, resolve, Batch, Source, SourceFile, SourceKind,
 };
@@ -136,7 +135,8 @@ pub(super) async fn transfer_async(
             }
         }
     }
-    let mut found = FoundTotals::of(&prep);
+    // what earlier runs left, over every batch of files prepared
+    let mut found = prep.earlier.clone();
     let sizes: Vec<u64> = prep.jobs.iter().map(|j| j.size).collect();
     let base_plan = initial_plan(&sizes, &net, opts.sla, act.n_cores());
     let n_freqs = act.ladder_khz().len().max(1);
@@ -172,7 +172,7 @@ pub(super) async fn transfer_async(
         parts,
         received: AtomicU64::new(0),
         files_done: AtomicUsize::new(0),
-        verified: AtomicUsize::new(prep.verified),
+        verified: AtomicUsize::new(prep.earlier.verified),
         reconnects: AtomicU64::new(0),
         rate_cap: AtomicU64::new(0),
         cap_epoch: Mutex::new((Instant::now(), 0)),
@@ -348,7 +348,7 @@ pub(super) async fn transfer_async(
                     opts,
                 )
                 .await?;
-            found.add(&p);
+            found.add(&p.earlier);
             add_found(&shared, &plan, p).await?;
         }
         if shared.failed() {
@@ -725,41 +725,11 @@ impl Intake {
     }
 }
 
-/// The summary's counts over every batch of files prepared.
-struct FoundTotals {
-    skipped: usize,
-    resumed_bytes: u64,
-    verified_by_listing: usize,
-    verified_by_publisher: usize,
-    skipped_unverified: Vec<String>,
-}
-
-impl FoundTotals {
-    fn of(p: &Prepared) -> FoundTotals {
-        FoundTotals {
-            skipped: p.skipped,
-            resumed_bytes: p.resumed_bytes,
-            verified_by_listing: p.verified_by_listing,
-            verified_by_publisher: p.verified_by_publisher,
-            skipped_unverified: p.skipped_unverified.clone(),
-        }
-    }
-
-    fn add(&mut self, p: &Prepared) {
-        self.skipped += p.skipped;
-        self.resumed_bytes += p.resumed_bytes;
-        self.verified_by_listing += p.verified_by_listing;
-        self.verified_by_publisher += p.verified_by_publisher;
-        self.skipped_unverified
-            .extend(p.skipped_unverified.iter().cloned());
-    }
-}
-
 /// Adds files found while the transfer runs: each joins the file list, then its missing
 /// ranges join a queue (so a channel never sees a chunk of a file it cannot look up); a file
 /// with nothing missing is finished at once.
 async fn add_found(sh: &Arc<Shared>, plan: &TransferPlan, p: Prepared) -> anyhow::Result<()> {
-    sh.verified.fetch_add(p.verified, Ordering::SeqCst);
+    sh.verified.fetch_add(p.earlier.verified, Ordering::SeqCst);
     for (job, missing) in p.jobs.into_iter().zip(p.missing) {
         let complete = job.remaining.load(Ordering::SeqCst) == 0;
         let i = sh.files.push(job);

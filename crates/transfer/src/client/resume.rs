@@ -53,10 +53,20 @@ pub(super) fn part_name(final_path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// A batch of files made ready to fetch: their jobs, the ranges each still misses, and what
+/// earlier runs had already done.
 pub(super) struct Prepared {
     pub(super) jobs: Vec<FileJob>,
     pub(super) missing: Vec<Vec<(u64, u64)>>,
+    pub(super) earlier: EarlierRuns,
+}
+
+/// What earlier runs had already done for a set of files, as the summary counts it.
+#[derive(Debug, Default, Clone)]
+pub(super) struct EarlierRuns {
+    /// Files complete in the destination.
     pub(super) skipped: usize,
+    /// Bytes found complete (files or ranges).
     pub(super) resumed_bytes: u64,
     /// Files skipped because they were complete and matched a checksum.
     pub(super) verified: usize,
@@ -67,17 +77,25 @@ pub(super) struct Prepared {
     pub(super) skipped_unverified: Vec<String>,
 }
 
-impl Prepared {
-    /// Adds the files of a later batch, prepared on their own.
-    pub(super) fn append(&mut self, other: Prepared) {
-        self.jobs.extend(other.jobs);
-        self.missing.extend(other.missing);
+impl EarlierRuns {
+    /// Adds the counts of another set of files.
+    pub(super) fn add(&mut self, other: &EarlierRuns) {
         self.skipped += other.skipped;
         self.resumed_bytes += other.resumed_bytes;
         self.verified += other.verified;
         self.verified_by_listing += other.verified_by_listing;
         self.verified_by_publisher += other.verified_by_publisher;
-        self.skipped_unverified.extend(other.skipped_unverified);
+        self.skipped_unverified
+            .extend(other.skipped_unverified.iter().cloned());
+    }
+}
+
+impl Prepared {
+    /// Adds the files of a later batch, prepared on their own.
+    pub(super) fn append(&mut self, other: Prepared) {
+        self.jobs.extend(other.jobs);
+        self.missing.extend(other.missing);
+        self.earlier.add(&other.earlier);
     }
 }
 
@@ -188,12 +206,14 @@ pub(super) fn prepare(
     Ok(Prepared {
         jobs,
         missing,
-        skipped,
-        resumed_bytes: resumed,
-        verified,
-        verified_by_listing: by_listing,
-        verified_by_publisher: by_publisher,
-        skipped_unverified,
+        earlier: EarlierRuns {
+            skipped,
+            resumed_bytes: resumed,
+            verified,
+            verified_by_listing: by_listing,
+            verified_by_publisher: by_publisher,
+            skipped_unverified,
+        },
     })
 }
 
@@ -228,7 +248,10 @@ mod tests {
             ..SourceFile::at("f.bin".into(), 0, "/f.bin".into())
         }];
         let p = prepare(dest.path(), src, &[false]).unwrap();
-        assert_eq!((p.skipped, p.resumed_bytes, p.jobs.len()), (1, 10, 0));
+        assert_eq!(
+            (p.earlier.skipped, p.earlier.resumed_bytes, p.jobs.len()),
+            (1, 10, 0)
+        );
         assert!(!done.exists(), "the stale .done log is left behind");
         assert_eq!(std::fs::read(&final_path).unwrap(), b"0123456789");
     }

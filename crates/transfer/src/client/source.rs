@@ -683,7 +683,7 @@ async fn single_file(connector: &Connector, url: &HttpUrl) -> anyhow::Result<Sou
 }
 
 /// Finds out, for every origin that did not say and has a file that `needs_ranges`, whether it
-/// honours `Range`: one request for the first byte of its first non-empty file (`206`: yes;
+/// honours `Range`: one request for the first byte of the first such file (`206`: yes;
 /// `200`: the server sends whole files only, and the transfer falls back to one stream per
 /// file). An origin whose files are all requested whole is not asked: a whole file comes whole
 /// either way, and a file found later that needs ranges brings the question then
@@ -697,15 +697,11 @@ pub(super) async fn probe_ranges(
     needs_ranges: &dyn Fn(&SourceFile) -> bool,
 ) -> anyhow::Result<()> {
     for o in 0..src.origins.len() {
-        if src.ranges[o].is_some()
-            || !src
-                .files
-                .iter()
-                .any(|f| f.origin == o && f.size > 0 && needs_ranges(f))
-        {
+        if src.ranges[o].is_some() {
             continue;
         }
-        let Some(f) = src.files.iter().find(|f| f.origin == o && f.size > 0) else {
+        let needing = |f: &&SourceFile| f.origin == o && f.size > 0 && needs_ranges(f);
+        let Some(f) = src.files.iter().find(needing) else {
             continue;
         };
         let on_spare = match spare.pop().filter(|_| o == 0) {
