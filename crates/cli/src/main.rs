@@ -80,7 +80,13 @@ fn main() -> ExitCode {
         Ok(Err(e)) if closed_pipe::is_closed_pipe_error(&e) => closed_pipe::exit_code(),
         Ok(Err(e)) => {
             // Not eprintln!: a closed standard error must not turn the error into a panic.
-            let _ = writeln!(std::io::stderr(), "wattio: error: {e:#}");
+            // Escaped: an error may carry a name a peer chose (a file, a URL).
+            let msg = format!("{e:#}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "wattio: error: {}",
+                wattio_transfer::terminal_safe(&msg)
+            );
             ExitCode::from(2)
         }
         Err(panic) if closed_pipe::is_closed_pipe_print(&*panic) => closed_pipe::exit_code(),

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use wattio_progress::Sink;
 use wattio_transfer::{
-    run_transfer, ClientTlsOptions, CoreBackend, EnergyFeedback, FixedParams, Notice, Server,
-    ServerConfig, Sla, TransferOptions, TransferProgress, TunerChoice, DEFAULT_MAX_CHANNELS,
-    DEFAULT_RETRIES,
+    run_transfer, terminal_safe, ClientTlsOptions, CoreBackend, EnergyFeedback, FixedParams,
+    Notice, Server, ServerConfig, Sla, TransferOptions, TransferProgress, TunerChoice,
+    DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
 };
 use wattio_units::{parse_duration, BitRate, ByteSize};
 
@@ -24,12 +24,23 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub listen: String,
-    /// Connections served at once; more get 503.
+    /// Connections served at once, TLS handshakes included; more get 503.
     #[arg(long, default_value_t = 256)]
     pub max_connections: usize,
-    /// Close connections idle (or not reading) this long, e.g. 60s.
+    /// Connections served at once to one client address; more get 503 (default: no limit of
+    /// its own).
+    #[arg(long, value_name = "N")]
+    pub max_connections_per_client: Option<usize>,
+    /// Close connections idle, or whose peer stops reading, this long, e.g. 60s.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub idle_timeout: Duration,
+    /// Drop a TLS handshake not done within this, e.g. 10s.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub handshake_timeout: Duration,
+    /// Hash the whole tree before serving, so the first listing request is answered at once
+    /// (otherwise the first request for a listing hashes what it lists).
+    #[arg(long)]
+    pub hash_at_start: bool,
     /// Pace each response body to this rate (e.g. 2MB/s or 16mbit); for demos and tests on
     /// loopback.
     #[arg(long)]
@@ -136,9 +147,19 @@ pub struct TransferArgs {
     /// (as curl --cacert).
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
-    /// https: do not verify the server's certificate (encrypted, not authenticated; as curl -k).
+    /// https: do not verify the certificates of the servers named on the command line
+    /// (SOURCE, or the URLs of the -i list): encrypted, not authenticated, as curl -k. A server
+    /// reached otherwise (a redirect elsewhere, the checksum file's host) is still verified.
     #[arg(long, short = 'k', conflicts_with = "cacert")]
     pub insecure: bool,
+    /// https: do not verify any server's certificate, redirects and checksum files included.
+    #[arg(long, conflicts_with = "cacert")]
+    pub insecure_all: bool,
+    /// Sync data to disk before recording it as fetched and around each rename into place, so
+    /// that a power cut cannot leave a file or a resume record pointing at data the disk does
+    /// not hold; off for scratch space (a crash of wattio itself is safe either way).
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    pub fsync: OnOff,
 }
 
 pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -150,7 +171,10 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     let mut cfg = ServerConfig::new(&a.dir);
     cfg.max_connections = a.max_connections;
+    cfg.max_connections_per_client = a.max_connections_per_client;
     cfg.idle_timeout = a.idle_timeout;
+    cfg.handshake_timeout = a.handshake_timeout;
+    cfg.warnings = Sink::new(|w: &str| eprintln!("wattio serve: warning: {}", terminal_safe(w)));
     cfg.rate_limit = a.rate_limit.map(BitRate::bytes_per_second);
     if let (Some(cert), Some(key)) = (&a.tls_cert, &a.tls_key) {
         cfg.tls = Some(wattio_transfer::tls_server_config(cert, key)?);
@@ -163,6 +187,17 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     rt.block_on(async {
         let server = Server::bind(cfg, &a.listen).await?;
         let addr = server.local_addr()?;
+        if a.hash_at_start {
+            eprintln!("wattio serve: hashing {} before serving…", a.dir.display());
+            let t = std::time::Instant::now();
+            let (files, bytes) = tokio::task::block_in_place(|| server.hash_tree())
+                .with_context(|| format!("cannot list {}", a.dir.display()))?;
+            eprintln!(
+                "wattio serve: hashed {files} files, {:.1} MB, in {:.1} s",
+                bytes as f64 / 1e6,
+                t.elapsed().as_secs_f64()
+            );
+        }
         eprintln!(
             "wattio serve: listening on {scheme}://{addr}/ (root {}); listing at {scheme}://{addr}/{}",
             a.dir.display(),
@@ -215,12 +250,14 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
     if !a.no_progress && !a.json {
         o.progress = progress_bar();
     }
-    o.notices = Sink::new(|n: &Notice| eprintln!("wattio: {n}"));
+    o.notices = Sink::new(|n: &Notice| eprintln!("wattio: {}", terminal_safe(&n.to_string())));
     o.log = a.log.clone();
     o.tls = ClientTlsOptions {
         cacert: a.cacert.clone(),
         insecure: a.insecure,
+        insecure_all: a.insecure_all,
     };
+    o.fsync = a.fsync == OnOff::On;
     // Ctrl-C or SIGTERM ends the transfer through its error path (CPU settings restored,
     // partial data kept), with status 2 and a line saying how to resume.
     let cancel = study_ui::cancel_on_signals()?;
@@ -281,7 +318,7 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
                 .unwrap_or_default()
         );
         for w in &s.whole_file_streams {
-            println!("note: {w}");
+            println!("note: {}", terminal_safe(w));
         }
         if !s.mirrors.is_empty() {
             let fell_back: Vec<_> = s
@@ -295,44 +332,10 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
                 fell_back.len()
             );
             for m in fell_back.iter().take(5) {
-                println!("  {}", m.describe());
+                println!("  {}", terminal_safe(&m.describe()));
             }
         }
-        let v = &s.verification;
-        let mut by = Vec::new();
-        if v.by_listing > 0 {
-            by.push(format!("{} files by XXH3-64 (listing)", v.by_listing));
-        }
-        if v.by_publisher > 0 {
-            let from = v
-                .checksum_file
-                .as_ref()
-                .map(|c| format!("{} ({})", c.algorithms.join(", "), c.source))
-                .unwrap_or_else(|| "the URL list's checksum= digests".to_string());
-            by.push(format!("{} files by {from}", v.by_publisher));
-        }
-        if by.is_empty() {
-            by.push("none by checksum".to_string());
-        }
-        println!("verified: {}; all by size", by.join(", "));
-        if v.unverified > 0 {
-            let shown: Vec<&str> = v
-                .unverified_files
-                .iter()
-                .take(5)
-                .map(String::as_str)
-                .collect();
-            println!(
-                "UNVERIFIED (size only, no checksum given): {} files: {}{}",
-                v.unverified,
-                shown.join(", "),
-                if v.unverified > shown.len() {
-                    ", …"
-                } else {
-                    ""
-                }
-            );
-        }
+        print_verification(&s.verification);
         if let Some(r) = s.cpu_actuator.last() {
             use wattio_transfer::KnobOutcome;
             let show = |o: &KnobOutcome| match o {
@@ -358,6 +361,66 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The summary's lines on how the files were checked, by how much each check is worth
+/// against a hostile server; every name a peer gave is escaped.
+fn print_verification(v: &wattio_transfer::Verification) {
+    let mut by = Vec::new();
+    if v.by_listing > 0 {
+        by.push(format!("{} files by XXH3-64 (listing)", v.by_listing));
+    }
+    if v.by_publisher > 0 {
+        let from = v
+            .checksum_file
+            .as_ref()
+            .map(|c| format!("{} ({})", c.algorithms.join(", "), terminal_safe(&c.source)))
+            .unwrap_or_else(|| "the URL list's checksum= digests".to_string());
+        by.push(format!("{} files by {from}", v.by_publisher));
+    }
+    if by.is_empty() {
+        by.push("none by checksum".to_string());
+    }
+    println!("verified: {}; all by size", by.join(", "));
+    let checked = v.by_listing + v.by_publisher;
+    if checked > 0 {
+        let weak = checked.saturating_sub(v.collision_resistant);
+        println!(
+            "  {} by a collision-resistant digest (SHA-2, BLAKE2b: safe against a hostile server); {weak} by XXH3-64, xxHash, MD5 or SHA-1 (they catch corruption, but a hostile server or mirror can forge them)",
+            v.collision_resistant
+        );
+    }
+    // the first five of `total` names
+    let list = |names: &[String], total: usize| {
+        let shown: Vec<String> = names
+            .iter()
+            .take(5)
+            .map(|n| terminal_safe(n).into_owned())
+            .collect();
+        let more = if total > shown.len() { ", …" } else { "" };
+        format!("{}{more}", shown.join(", "))
+    };
+    if v.unverified > 0 {
+        println!(
+            "UNVERIFIED (size only, no checksum given): {} files: {}",
+            v.unverified,
+            list(&v.unverified_files, v.unverified)
+        );
+    }
+    if !v.restarted.is_empty() {
+        println!(
+            "restarted: {} files changed on the server since the earlier run (ETag or Last-Modified), so their earlier copy was dropped and they were fetched whole: {}",
+            v.restarted.len(),
+            list(&v.restarted, v.restarted.len())
+        );
+    }
+    if !v.resumed_unchecked.is_empty() {
+        println!(
+            "UNCHECKED RESUME: {} files were resumed from an earlier run's partial copy with neither a validator (ETag, Last-Modified) nor a checksum to show the server's file did not change meanwhile: {}",
+            v.resumed_unchecked.len(),
+            list(&v.resumed_unchecked, v.resumed_unchecked.len())
+        );
+    }
 }
 
 /// The transfer's progress bar on stderr (indicatif draws it only on a terminal).

@@ -5,8 +5,6 @@
 
 use std::fs::File;
 use std::hash::Hasher;
-use std::io::Read;
-use std::path::Path;
 use twox_hash::XxHash3_64;
 
 /// Name of the checksum algorithm in listings.
@@ -51,41 +49,56 @@ pub(crate) struct FileDigests {
     pub blocks: Option<Vec<String>>,
 }
 
-/// XXH3-64 of a file, as 16 lowercase hex digits.
-pub(crate) fn file_xxh3(path: &Path) -> std::io::Result<String> {
-    let f = File::open(path)?;
-    let len = f.metadata()?.len();
-    if let Some(d) = with_mapping(&f, len, bytes_xxh3) {
-        return Ok(d);
-    }
-    read_xxh3(f)
-}
-
-/// The whole-file and per-block digests of a file, in one pass over it.
-pub(crate) fn file_digests(path: &Path, block_size: u64) -> std::io::Result<FileDigests> {
-    let f = File::open(path)?;
-    let len = f.metadata()?.len();
-    let bs = block_size.max(1);
-    let mut acc = DigestsBuilder::default();
-    let mapped = with_mapping(&f, len, |data| {
-        data.chunks(bs as usize).for_each(|b| acc.add(b))
-    });
-    if mapped.is_none() {
-        // not mappable (or empty): read it block by block
-        let mut buf = vec![0u8; bs as usize];
-        let mut f = f;
-        loop {
-            let n = read_full(&mut f, &mut buf)?;
-            if n == 0 {
-                break;
+/// Reads an open file from its start to its end with positioned reads, handing each piece
+/// to `f`; returns the bytes read. Reads, not a mapping: a file truncated while it is read
+/// (a served file someone rewrites) ends the reading early instead of faulting the process
+/// with `SIGBUS`.
+fn read_through(file: &File, mut f: impl FnMut(&[u8])) -> std::io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut at = 0u64;
+    loop {
+        // whole buffers (or the end), so that block-sized pieces stay block-aligned
+        let mut n = 0;
+        while n < buf.len() {
+            match file.read_at(&mut buf[n..], at + n as u64) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
             }
-            acc.add(&buf[..n]);
+        }
+        if n == 0 {
+            return Ok(at);
+        }
+        f(&buf[..n]);
+        at += n as u64;
+        if n < buf.len() {
+            return Ok(at);
         }
     }
-    Ok(FileDigests {
-        whole: format!("{:016x}", acc.whole.digest()),
-        blocks: (len > bs).then_some(acc.blocks),
-    })
+}
+
+/// XXH3-64 of an open file, as 16 lowercase hex digits.
+pub(crate) fn file_xxh3(file: &File) -> std::io::Result<String> {
+    let mut h = Xxh3::new();
+    read_through(file, |b| h.update(b))?;
+    Ok(format!("{:016x}", h.digest()))
+}
+
+/// The whole-file and per-block digests of an open file, in one pass over it, and the bytes
+/// they cover (fewer than its size when it was truncated meanwhile).
+pub(crate) fn file_digests(file: &File, block_size: u64) -> std::io::Result<(FileDigests, u64)> {
+    let bs = block_size.clamp(1, 1 << 20) as usize;
+    let mut acc = DigestsBuilder::default();
+    let len = read_through(file, |data| data.chunks(bs).for_each(|b| acc.add(b)))?;
+    Ok((
+        FileDigests {
+            whole: format!("{:016x}", acc.whole.digest()),
+            blocks: (len > bs as u64).then_some(acc.blocks),
+        },
+        len,
+    ))
 }
 
 /// Digests of a file fed to it block by block.
@@ -110,7 +123,8 @@ impl DigestsBuilder {
     }
 }
 
-/// XXH3-64 of the given blocks (indexes) of an open file whose blocks are `block_size` long.
+/// XXH3-64 of the given blocks (indexes) of an open file whose blocks are `block_size` long
+/// (a block past the end hashes as empty).
 pub(crate) fn file_blocks_xxh3(
     f: &File,
     block_size: u64,
@@ -119,27 +133,21 @@ pub(crate) fn file_blocks_xxh3(
     use std::os::unix::fs::FileExt;
     let len = f.metadata()?.len();
     let bs = block_size.max(1);
-    let range = |i: u64| (i * bs).min(len)..((i + 1) * bs).min(len);
-    let hashed = with_mapping(f, len, |data| {
-        which
-            .iter()
-            .map(|&i| {
-                let r = range(i);
-                xxh3_64(&data[r.start as usize..r.end as usize])
-            })
-            .collect::<Vec<_>>()
-    });
-    if let Some(v) = hashed {
-        return Ok(v);
-    }
-    let mut buf = vec![0u8; bs as usize];
+    let mut buf = vec![0u8; usize::try_from(bs).unwrap_or(usize::MAX).min(1 << 24)];
     which
         .iter()
         .map(|&i| {
-            let r = range(i);
-            let b = &mut buf[..(r.end - r.start) as usize];
-            f.read_exact_at(b, r.start)?;
-            Ok(xxh3_64(b))
+            let start = i.saturating_mul(bs).min(len);
+            let end = i.saturating_add(1).saturating_mul(bs).min(len);
+            let mut h = Xxh3::new();
+            let mut at = start;
+            while at < end {
+                let want = ((end - at) as usize).min(buf.len());
+                f.read_exact_at(&mut buf[..want], at)?;
+                h.update(&buf[..want]);
+                at += want as u64;
+            }
+            Ok(h.digest())
         })
         .collect()
 }
@@ -187,58 +195,6 @@ impl BlockHasher {
             }
         }
     }
-}
-
-/// Runs `f` over a private read-only mapping of the first `len` bytes of `file`; None when the
-/// file is empty or cannot be mapped.
-///
-/// Hashing a file in place saves copying every byte once more: a received file is still in the
-/// page cache (a profile of a 1 GB download put that copy at an eighth of the client's CPU time).
-fn with_mapping<T>(file: &File, len: u64, f: impl FnOnce(&[u8]) -> T) -> Option<T> {
-    use rustix::mm::{madvise, mmap, munmap, Advice, MapFlags, ProtFlags};
-    let len = usize::try_from(len).ok().filter(|&l| l > 0)?;
-    // SAFETY: a fresh read-only private mapping of an open file, unmapped below; the slice
-    // is only read while mapped. A concurrent truncation would fault (SIGBUS) — the files
-    // hashed here are our own part files or the served tree, which nothing truncates.
-    unsafe {
-        let ptr = mmap(
-            std::ptr::null_mut(),
-            len,
-            ProtFlags::READ,
-            MapFlags::PRIVATE,
-            file,
-            0,
-        )
-        .ok()?;
-        let _ = madvise(ptr, len, Advice::Sequential);
-        let out = f(std::slice::from_raw_parts(ptr as *const u8, len));
-        let _ = munmap(ptr, len);
-        Some(out)
-    }
-}
-
-fn read_full(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match f.read(&mut buf[n..])? {
-            0 => break,
-            k => n += k,
-        }
-    }
-    Ok(n)
-}
-
-fn read_xxh3(mut f: File) -> std::io::Result<String> {
-    let mut h = Xxh3::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(format!("{:016x}", h.digest()))
 }
 
 /// A digest algorithm a publisher's checksum file (or an aria2 `checksum=` option) can name:
@@ -371,6 +327,20 @@ impl Algorithm {
     }
 
     /// Whether this is one of xxHash's non-cryptographic hashes.
+    /// Whether a forger cannot make other content with this digest (SHA-2, BLAKE2b): what a
+    /// file from a server one does not trust can be checked against. xxHash detects
+    /// corruption only; MD5 and SHA-1 have practical collisions.
+    pub fn collision_resistant(self) -> bool {
+        matches!(
+            self,
+            Algorithm::Sha224
+                | Algorithm::Sha256
+                | Algorithm::Sha384
+                | Algorithm::Sha512
+                | Algorithm::Blake2b(_)
+        )
+    }
+
     pub fn is_xxhash(self) -> bool {
         matches!(
             self,
@@ -467,29 +437,17 @@ impl StreamHasher {
 }
 
 /// The digest of a byte slice.
+#[cfg(test)]
 pub(crate) fn bytes_digest(algo: Algorithm, data: &[u8]) -> Vec<u8> {
     let mut h = algo.hasher();
     h.update(data);
     h.finish()
 }
 
-/// The digest of a whole file (through a mapping where possible, as [`file_xxh3`]).
-pub(crate) fn file_digest(algo: Algorithm, path: &Path) -> std::io::Result<Vec<u8>> {
-    let f = File::open(path)?;
-    let len = f.metadata()?.len();
-    if let Some(d) = with_mapping(&f, len, |data| bytes_digest(algo, data)) {
-        return Ok(d);
-    }
+/// The digest of a whole open file.
+pub(crate) fn file_digest(algo: Algorithm, f: &File) -> std::io::Result<Vec<u8>> {
     let mut h = algo.hasher();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut f = f;
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
+    read_through(f, |b| h.update(b))?;
     Ok(h.finish())
 }
 
@@ -645,6 +603,7 @@ pub(crate) fn parse_digest(hex: &str) -> Option<u64> {
 }
 
 /// XXH3-64 of a byte slice, as 16 lowercase hex digits.
+#[cfg(test)]
 pub(crate) fn bytes_xxh3(data: &[u8]) -> String {
     format!("{:016x}", xxh3_64(data))
 }
@@ -661,14 +620,16 @@ mod tests {
         let p = dir.path().join("f");
         let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
         std::fs::write(&p, &data).unwrap();
-        assert_eq!(file_xxh3(&p).unwrap(), bytes_xxh3(&data));
         assert_eq!(
-            read_xxh3(File::open(&p).unwrap()).unwrap(),
+            file_xxh3(&File::open(&p).unwrap()).unwrap(),
             bytes_xxh3(&data)
         );
         let empty = dir.path().join("empty");
         std::fs::write(&empty, b"").unwrap();
-        assert_eq!(file_xxh3(&empty).unwrap(), "2d06800538d394c2");
+        assert_eq!(
+            file_xxh3(&File::open(&empty).unwrap()).unwrap(),
+            "2d06800538d394c2"
+        );
     }
 
     #[test]
@@ -677,7 +638,8 @@ mod tests {
         let p = dir.path().join("f");
         let data: Vec<u8> = (0..2_500_000u32).map(|i| (i * 13 % 253) as u8).collect();
         std::fs::write(&p, &data).unwrap();
-        let d = file_digests(&p, 1 << 20).unwrap();
+        let (d, len) = file_digests(&File::open(&p).unwrap(), 1 << 20).unwrap();
+        assert_eq!(len, data.len() as u64);
         assert_eq!(d.whole, bytes_xxh3(&data));
         let want: Vec<String> = data.chunks(1 << 20).map(bytes_xxh3).collect();
         assert_eq!(d.blocks.as_ref().unwrap(), &want);
@@ -691,7 +653,13 @@ mod tests {
         // a file of one block has no block list: its whole digest is that block's
         let small = dir.path().join("s");
         std::fs::write(&small, &data[..1000]).unwrap();
-        assert_eq!(file_digests(&small, 1 << 20).unwrap().blocks, None);
+        assert_eq!(
+            file_digests(&File::open(&small).unwrap(), 1 << 20)
+                .unwrap()
+                .0
+                .blocks,
+            None
+        );
         assert_eq!(parse_digest(&d.whole), Some(xxh3_64(&data)));
         assert_eq!(parse_digest("xyz"), None);
     }
@@ -864,7 +832,7 @@ mod tests {
             bytes_digest(Algorithm::Xxh128, &data)
         );
         assert_eq!(
-            file_digest(Algorithm::Sha512, &p).unwrap(),
+            file_digest(Algorithm::Sha512, &File::open(&p).unwrap()).unwrap(),
             bytes_digest(Algorithm::Sha512, &data)
         );
     }

@@ -21,6 +21,19 @@ pub(crate) struct Request {
     pub keep_alive: bool,
     /// The raw `Range` header value, if any.
     pub range: Option<String>,
+    /// The conditional headers of RFC 9110 §13.1, raw values.
+    pub conditions: Conditions,
+}
+
+/// The raw values of a request's conditional headers (RFC 9110 §13.1); a header sent twice
+/// keeps its values joined by `,` as the list syntax allows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Conditions {
+    pub if_match: Option<String>,
+    pub if_none_match: Option<String>,
+    pub if_modified_since: Option<String>,
+    pub if_unmodified_since: Option<String>,
+    pub if_range: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,9 +90,26 @@ pub(crate) fn parse_request(buf: &[u8]) -> Result<Parsed, (Reject, Option<u8>)> 
     let mut keep_alive = minor == 1;
     let mut range = None;
     let mut host = false;
+    let mut conditions = Conditions::default();
     for h in req.headers.iter() {
         let name = h.name;
-        if name.eq_ignore_ascii_case("connection") {
+        if let Some(slot) = conditions.slot(name) {
+            let v = std::str::from_utf8(h.value)
+                .map_err(|_| {
+                    (
+                        Reject::BadRequest("non-ASCII conditional header"),
+                        Some(minor),
+                    )
+                })?
+                .trim();
+            match slot {
+                Some(prev) => {
+                    prev.push(',');
+                    prev.push_str(v);
+                }
+                None => *slot = Some(v.to_string()),
+            }
+        } else if name.eq_ignore_ascii_case("connection") {
             let v = String::from_utf8_lossy(h.value).to_ascii_lowercase();
             if v.split(',').any(|t| t.trim() == "close") {
                 keep_alive = false;
@@ -130,9 +160,213 @@ pub(crate) fn parse_request(buf: &[u8]) -> Result<Parsed, (Reject, Option<u8>)> 
             minor,
             keep_alive,
             range,
+            conditions,
         },
         n,
     ))
+}
+
+impl Conditions {
+    /// Where a header of this name goes, when it is a conditional one.
+    fn slot(&mut self, name: &str) -> Option<&mut Option<String>> {
+        let n = name.to_ascii_lowercase();
+        Some(match n.as_str() {
+            "if-match" => &mut self.if_match,
+            "if-none-match" => &mut self.if_none_match,
+            "if-modified-since" => &mut self.if_modified_since,
+            "if-unmodified-since" => &mut self.if_unmodified_since,
+            "if-range" => &mut self.if_range,
+            _ => return None,
+        })
+    }
+}
+
+/// A representation's validators, as `wattio serve` sends them with every file (RFC 9110
+/// §8.8): a strong `ETag` that changes with the file's inode, modification time (to the
+/// nanosecond) and size, and `Last-Modified` in seconds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Validators {
+    /// The entity tag, quotes included.
+    pub etag: String,
+    /// Unix seconds.
+    pub last_modified: u64,
+}
+
+impl Validators {
+    /// The validators of a file from its `stat`.
+    pub fn of(ino: u64, mtime_s: i64, mtime_ns: i64, size: u64) -> Validators {
+        let ns = (mtime_s as i128) * 1_000_000_000 + mtime_ns as i128;
+        Validators {
+            etag: format!("\"{ino:x}-{:x}-{size:x}\"", ns.max(0)),
+            last_modified: mtime_s.max(0) as u64,
+        }
+    }
+}
+
+/// What a request's conditions ask of a response (RFC 9110 §13.2.2, evaluated in its order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Condition {
+    /// Answer normally; `honour_range` false when `If-Range` did not match (the whole file
+    /// then goes out with `200`).
+    Proceed { honour_range: bool },
+    /// `304 Not Modified` (`If-None-Match`, `If-Modified-Since`).
+    NotModified,
+    /// `412 Precondition Failed` (`If-Match`, `If-Unmodified-Since`).
+    PreconditionFailed,
+}
+
+/// Evaluates `c` against a GET or HEAD of a representation with validators `v`, at Unix time
+/// `now` (RFC 9110 §13.2.2).
+pub(crate) fn evaluate_conditions(c: &Conditions, v: &Validators, now: u64) -> Condition {
+    // 1–2: If-Match, else If-Unmodified-Since
+    if let Some(m) = &c.if_match {
+        if !etag_list_matches(m, &v.etag, true) {
+            return Condition::PreconditionFailed;
+        }
+    } else if let Some(t) = c.if_unmodified_since.as_deref().and_then(parse_http_date) {
+        if v.last_modified > t {
+            return Condition::PreconditionFailed;
+        }
+    }
+    // 3–4: If-None-Match, else If-Modified-Since
+    if let Some(m) = &c.if_none_match {
+        if etag_list_matches(m, &v.etag, false) {
+            return Condition::NotModified;
+        }
+    } else if let Some(t) = c.if_modified_since.as_deref().and_then(parse_http_date) {
+        if v.last_modified <= t {
+            return Condition::NotModified;
+        }
+    }
+    // 5: If-Range (meaningful only beside a Range, which the caller knows)
+    let honour_range = match c.if_range.as_deref().map(str::trim) {
+        None => true,
+        Some(r) if r.starts_with('"') || r.starts_with("W/") => {
+            parse_etags(r).is_some_and(|t| t.len() == 1 && strong_match(&t[0], &v.etag))
+        }
+        // a date validates only as a strong one: the file unchanged for a second before now
+        // (RFC 9110 §8.8.2.2), and exactly its Last-Modified
+        Some(r) => parse_http_date(r) == Some(v.last_modified) && v.last_modified < now,
+    };
+    Condition::Proceed { honour_range }
+}
+
+/// One entity tag: weak or not, and the opaque tag with its quotes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct EntityTag {
+    weak: bool,
+    tag: String,
+}
+
+/// The entity tags of a list (`"a", W/"b"`); `None` when the value is not one.
+fn parse_etags(v: &str) -> Option<Vec<EntityTag>> {
+    let mut out = Vec::new();
+    let mut rest = v.trim();
+    while !rest.is_empty() {
+        let weak = rest.starts_with("W/");
+        if weak {
+            rest = &rest[2..];
+        }
+        let body = rest.strip_prefix('"')?;
+        let end = body.find('"')?;
+        out.push(EntityTag {
+            weak,
+            tag: format!("\"{}\"", &body[..end]),
+        });
+        rest = body[end + 1..].trim_start();
+        match rest.strip_prefix(',') {
+            Some(r) => rest = r.trim_start(),
+            None if rest.is_empty() => {}
+            None => return None,
+        }
+    }
+    Some(out)
+}
+
+fn strong_match(t: &EntityTag, current: &str) -> bool {
+    !t.weak && t.tag == current
+}
+
+/// Whether an `If-Match` (`strong`) or `If-None-Match` list matches the current strong tag;
+/// `*` matches any existing representation.
+fn etag_list_matches(list: &str, current: &str, strong: bool) -> bool {
+    if list.trim() == "*" {
+        return true;
+    }
+    parse_etags(list).is_some_and(|tags| {
+        tags.iter()
+            .any(|t| t.tag == current && (!strong || strong_match(t, current)))
+    })
+}
+
+const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+
+/// The IMF-fixdate of a Unix time (RFC 9110 §5.6.7): `Sun, 06 Nov 1994 08:49:37 GMT`.
+pub(crate) fn http_date(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let (y, m, d) = crate::civil::civil_from_days(days);
+    format!(
+        "{}, {d:02} {} {y:04} {:02}:{:02}:{:02} GMT",
+        WEEKDAYS[days.rem_euclid(7) as usize],
+        MONTHS[(m - 1) as usize],
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// Unix seconds of an HTTP date in any of the three forms RFC 9110 §5.6.7 has recipients
+/// accept: IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), RFC 850 (`Sunday, 06-Nov-94
+/// 08:49:37 GMT`, a two-digit year read as the nearest such year not over 50 years ahead) and
+/// asctime (`Sun Nov  6 08:49:37 1994`); `None` for anything else.
+pub(crate) fn parse_http_date(s: &str) -> Option<u64> {
+    let w: Vec<&str> = s.split_ascii_whitespace().collect();
+    let month = |m: &str| MONTHS.iter().position(|x| *x == m).map(|i| i as i64 + 1);
+    let num = |t: &str, digits: std::ops::RangeInclusive<usize>| -> Option<i64> {
+        (digits.contains(&t.len()) && t.bytes().all(|c| c.is_ascii_digit()))
+            .then(|| t.parse().ok())
+            .flatten()
+    };
+    let (y, m, d, time) = match w.as_slice() {
+        [wd, d, m, y, t, "GMT"] if wd.ends_with(',') => {
+            (num(y, 4..=4)?, month(m)?, num(d, 2..=2)?, *t)
+        }
+        [wd, dmy, t, "GMT"] if wd.ends_with(',') => {
+            let mut p = dmy.split('-');
+            let (d, m, yy) = (p.next()?, p.next()?, p.next()?);
+            let yy = num(yy, 2..=2)?;
+            let this_year = crate::civil::civil_from_days(
+                (std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .ok()?
+                    .as_secs()
+                    / 86_400) as i64,
+            )
+            .0;
+            let mut y = this_year - this_year.rem_euclid(100) + yy;
+            if y > this_year + 50 {
+                y -= 100;
+            }
+            (y, month(m)?, num(d, 2..=2)?, *t)
+        }
+        [_, m, d, t, y] => (num(y, 4..=4)?, month(m)?, num(d, 1..=2)?, *t),
+        _ => return None,
+    };
+    let mut hms = time.split(':');
+    let (hh, mm, ss) = (
+        num(hms.next()?, 2..=2)?,
+        num(hms.next()?, 2..=2)?,
+        num(hms.next()?, 2..=2)?,
+    );
+    if hms.next().is_some() || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
+        return None;
+    }
+    let days = crate::civil::days_from_civil(y, m, d);
+    u64::try_from(days * 86_400 + hh * 3600 + mm * 60 + ss).ok()
 }
 
 /// Decodes an origin-form target into confined path components.

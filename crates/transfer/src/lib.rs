@@ -34,11 +34,15 @@ mod actuator;
 #[cfg(feature = "engine")]
 mod checksum;
 #[cfg(feature = "engine")]
+mod civil;
+#[cfg(feature = "engine")]
 mod client;
 #[cfg(feature = "engine")]
 mod dirindex;
 #[cfg(feature = "engine")]
 mod http;
+#[cfg(feature = "engine")]
+mod jail;
 #[cfg(feature = "engine")]
 mod listing;
 #[cfg(feature = "engine")]
@@ -55,8 +59,8 @@ mod urllist;
 
 pub use actuator::{ApplyReport, CoreBackend, KnobOutcome};
 pub use summary::{
-    failed_lines_message, ChecksumFileReport, EnergySummary, FailedLine, IntervalLog,
-    MirrorFallback, MirrorReport, ProcessEnergy, TransferSummary, Verification,
+    failed_lines_message, terminal_safe, ChecksumFileReport, EnergySummary, FailedLine,
+    IntervalLog, MirrorFallback, MirrorReport, ProcessEnergy, TransferSummary, Verification,
     HOST_ESTIMATE_SCOPE, UNVERIFIED_LISTED,
 };
 pub use tuner::{FixedParams, NetParams, Sla, TransferPlan, TunerChoice};

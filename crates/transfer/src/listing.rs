@@ -1,10 +1,12 @@
 //! The JSON dataset listing served at [`LISTING_PATH`] (paths, sizes, XXH3-64 checksums).
 
-use crate::checksum;
+use crate::{checksum, jail};
+use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 /// URL path (relative to the served root) of the listing of the whole tree.
@@ -107,7 +109,10 @@ pub(crate) fn scan(root: &Path) -> std::io::Result<Vec<(String, PathBuf, u64, Sy
             if !real.starts_with(&canon) {
                 continue; // symlink leading out of the served tree
             }
-            let md = std::fs::metadata(&real)?;
+            let md = match std::fs::metadata(&real) {
+                Ok(m) => m,
+                Err(_) => continue, // gone meanwhile
+            };
             let relp = if rel.is_empty() {
                 name.clone()
             } else {
@@ -127,38 +132,95 @@ pub(crate) fn scan(root: &Path) -> std::io::Result<Vec<(String, PathBuf, u64, Sy
     Ok(out)
 }
 
-/// Builds listings and caches checksums by (path, size, mtime), so a repeated listing request
-/// hashes only files that changed.
-#[derive(Default)]
+/// Most files whose checksums a [`ListingCache`] keeps (a bound on its memory whatever the
+/// tree holds: past it, the cache starts over).
+const MAX_CACHED_FILES: usize = 4 << 20;
+/// Listings hashed at once: each reads files on a blocking thread of its own.
+const BUILDERS: usize = 2;
+
+/// A file's checksums and the `(size, mtime, inode)` they were taken at.
+type CachedSums = (u64, SystemTime, u64, checksum::FileDigests);
+
+/// A listing being built, shared by every request that asks for its subtree meanwhile.
+type Building = Arc<tokio::sync::OnceCell<Result<Arc<Vec<u8>>, String>>>;
+
+/// Builds the listings of one served tree. Checksums are cached by (path, size, mtime,
+/// inode), so a repeated request hashes only files that changed, and forgotten for files no
+/// longer in the tree; concurrent requests for one subtree share one build (hashing reads
+/// the dataset once, not once per request), and at most [`BUILDERS`] builds run at once.
 pub(crate) struct ListingCache {
-    sums: Mutex<HashMap<PathBuf, (u64, SystemTime, checksum::FileDigests)>>,
+    /// The served root, canonical, and a descriptor of it: files are opened beneath it
+    /// without following links.
+    root: PathBuf,
+    root_fd: OwnedFd,
+    sums: Mutex<HashMap<PathBuf, CachedSums>>,
+    building: Mutex<HashMap<PathBuf, Building>>,
+    builders: tokio::sync::Semaphore,
 }
 
 impl ListingCache {
-    /// The listing of the tree under `root`, with checksums.
-    pub fn build(&self, root: &Path) -> std::io::Result<Listing> {
-        let files = scan(root)?;
-        let mut entries = Vec::with_capacity(files.len());
-        let mut total = 0;
-        for (rel, real, size, mtime) in files {
-            let cached = {
-                let m = self.sums.lock().unwrap();
-                m.get(&real)
-                    .filter(|(s, t, _)| *s == size && *t == mtime)
-                    .map(|(_, _, h)| h.clone())
-            };
-            let sum = match cached {
-                Some(h) => h,
-                None => {
-                    let h = checksum::file_digests(&real, checksum::BLOCK_SIZE)?;
-                    self.sums
-                        .lock()
-                        .unwrap()
-                        .insert(real.clone(), (size, mtime, h.clone()));
-                    h
+    /// A cache for the tree under `root`.
+    pub fn new(root: &Path) -> std::io::Result<ListingCache> {
+        let root = root.canonicalize()?;
+        let root_fd = std::fs::File::open(&root)?.into();
+        Ok(ListingCache {
+            root,
+            root_fd,
+            sums: Mutex::new(HashMap::new()),
+            building: Mutex::new(HashMap::new()),
+            builders: tokio::sync::Semaphore::new(BUILDERS),
+        })
+    }
+
+    /// The listing of the subtree `dir` (a canonical directory under the root), serialised,
+    /// built once for all the requests that ask for it while it is built.
+    pub async fn body(self: &Arc<Self>, dir: PathBuf) -> Result<Arc<Vec<u8>>, String> {
+        let cell = self
+            .building
+            .lock()
+            .unwrap()
+            .entry(dir.clone())
+            .or_default()
+            .clone();
+        let r = cell
+            .get_or_init(|| async {
+                let built = match self.builders.acquire().await {
+                    Ok(_permit) => {
+                        let me = self.clone();
+                        let d = dir.clone();
+                        tokio::task::spawn_blocking(move || me.build(&d))
+                            .await
+                            .map_err(|e| format!("listing task failed: {e}"))
+                            .and_then(|r| r.map_err(|e| e.to_string()))
+                            .map(|l| Arc::new(serde_json::to_vec(&l).expect("listing serializes")))
+                    }
+                    Err(_) => Err("the server is stopping".to_string()),
+                };
+                // later requests build anew, so the listing stays current
+                let mut b = self.building.lock().unwrap();
+                if b.get(&dir).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
+                    b.remove(&dir);
                 }
+                built
+            })
+            .await;
+        r.clone()
+    }
+
+    /// The listing of the tree under `dir` (the root or a directory under it), with
+    /// checksums.
+    pub fn build(&self, dir: &Path) -> std::io::Result<Listing> {
+        let files = scan(dir)?;
+        let canon_dir = dir.canonicalize()?;
+        let mut entries = Vec::with_capacity(files.len());
+        let mut total: u64 = 0;
+        let mut seen = std::collections::HashSet::with_capacity(files.len());
+        for (rel, real, size, mtime) in files {
+            let Some((size, sum)) = self.sums_of(&real, size, mtime)? else {
+                continue; // gone, or no longer a regular file
             };
-            total += size;
+            seen.insert(real);
+            total = total.saturating_add(size);
             entries.push(ListedFile {
                 path: rel,
                 size,
@@ -169,6 +231,9 @@ impl ListingCache {
                 }),
             });
         }
+        // forget the files of this subtree that are gone
+        let mut m = self.sums.lock().unwrap();
+        m.retain(|p, _| !p.starts_with(&canon_dir) || seen.contains(p));
         Ok(Listing {
             format: LISTING_FORMAT.into(),
             checksum: checksum::ALGORITHM.into(),
@@ -176,11 +241,64 @@ impl ListingCache {
             files: entries,
         })
     }
+
+    /// The size and checksums of the file at `real` (canonical, under the root), from the
+    /// cache when its size, mtime and inode are the cached ones; `None` when it is gone or no
+    /// longer a regular file. A file that changes while it is hashed is listed with the bytes
+    /// hashed and not cached.
+    fn sums_of(
+        &self,
+        real: &Path,
+        size: u64,
+        mtime: SystemTime,
+    ) -> std::io::Result<Option<(u64, checksum::FileDigests)>> {
+        let Ok(rel) = real.strip_prefix(&self.root) else {
+            return Ok(None);
+        };
+        let Some(rel) = rel.to_str() else {
+            return Ok(None);
+        };
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK;
+        let fd = match jail::open_beneath(self.root_fd.as_fd(), rel, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound || jail::is_link_error(&e) => {
+                return Ok(None)
+            }
+            Err(e) => return Err(e),
+        };
+        let file = std::fs::File::from(fd);
+        let md = file.metadata()?;
+        if !md.is_file() {
+            return Ok(None);
+        }
+        let ino = std::os::unix::fs::MetadataExt::ino(&md);
+        let key = (md.len(), md.modified()?, ino);
+        let cached = {
+            let m = self.sums.lock().unwrap();
+            m.get(real)
+                .filter(|(s, t, i, _)| (*s, *t, *i) == key)
+                .map(|(_, _, _, h)| h.clone())
+        };
+        if let Some(h) = cached {
+            return Ok(Some((key.0, h)));
+        }
+        let (h, hashed) = checksum::file_digests(&file, checksum::BLOCK_SIZE)?;
+        let after = file.metadata()?;
+        let unchanged = hashed == key.0 && (after.len(), after.modified()?) == (key.0, key.1);
+        if unchanged && (key.0, key.1) == (size, mtime) {
+            let mut m = self.sums.lock().unwrap();
+            if m.len() >= MAX_CACHED_FILES {
+                m.clear();
+            }
+            m.insert(real.to_path_buf(), (key.0, key.1, key.2, h.clone()));
+        }
+        Ok(Some((hashed, h)))
+    }
 }
 
 /// Writes `root/.wattio/listing.json` (for serving a dataset with another server, e.g. nginx).
 pub fn write_listing(root: &Path) -> std::io::Result<PathBuf> {
-    let l = ListingCache::default().build(root)?;
+    let l = ListingCache::new(root)?.build(root)?;
     let dir = root.join(".wattio");
     std::fs::create_dir_all(&dir)?;
     let p = dir.join("listing.json");
@@ -217,7 +335,10 @@ mod tests {
         std::fs::write(d.path().join("a"), b"a").unwrap();
         std::os::unix::fs::symlink(outside.path().join("secret"), d.path().join("leak")).unwrap();
         std::os::unix::fs::symlink(d.path().join("a"), d.path().join("alias")).unwrap();
-        let l = ListingCache::default().build(d.path()).unwrap();
+        let l = ListingCache::new(d.path())
+            .unwrap()
+            .build(d.path())
+            .unwrap();
         let paths: Vec<_> = l.files.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(paths, vec!["a", "alias", "sub/b"]);
         assert_eq!(l.total_bytes, 4);

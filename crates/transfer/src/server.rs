@@ -5,35 +5,66 @@
 //! the page cache (no copy through user space, which keeps the server's CPU cost low — the
 //! quantity this project measures). Over TLS (`--tls-cert`, `--tls-key`) bodies are read from
 //! the file and encrypted by rustls instead: sendfile cannot encrypt.
+//!
+//! Every quantity a client controls is bounded and every wait has a deadline: connections
+//! (in all, per client address, and those being refused), TLS handshakes (within the
+//! connection budget, with their own deadline), request heads (size and time), every write
+//! (a peer that stops reading is dropped after one idle timeout, as nginx's `send_timeout`),
+//! listing builds (one per subtree at a time, a few at once), and the descriptors all of that
+//! needs, checked against `RLIMIT_NOFILE` at start-up. Files are opened beneath the root
+//! without following links ([`crate::jail`]) and without blocking (`O_NONBLOCK`, so a FIFO in
+//! the tree cannot hold a worker), and only regular files are served.
 
-use crate::http::{self, Method, Parsed, RangeAnswer, Reject, Request};
+use crate::http::{self, Condition, Method, Parsed, RangeAnswer, Reject, Request, Validators};
+use crate::jail;
 use crate::listing::{ListingCache, LISTING_PATH};
 use crate::tls::Conn;
+use rustix::fs::{Mode, OFlags};
+use std::collections::HashMap;
+use std::fs::File;
 use std::io;
-use std::net::SocketAddr;
-use std::os::fd::AsFd;
-use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use wattio_progress::Sink;
+
+/// Connections past the limit that are still answered `503` (over TLS, after a handshake) at
+/// once; further ones are closed as soon as they are accepted, so refusing costs no more
+/// descriptors than this.
+const REFUSING_AT_ONCE: usize = 32;
+/// Descriptors the process needs besides its connections (standard streams, the runtime's
+/// epoll and wakers, the listener, the root, listing builds).
+const BASE_DESCRIPTORS: u64 = 64;
+/// Longest back-off between failed `accept`s.
+const MAX_ACCEPT_BACKOFF: Duration = Duration::from_secs(1);
 
 /// Server settings.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// The served directory.
     pub root: PathBuf,
-    /// Connections served at once; further ones get 503 and are closed.
+    /// Connections served at once (TLS handshakes included); further ones get 503 and are
+    /// closed.
     pub max_connections: usize,
-    /// A connection idle (or a peer not reading) this long is closed.
+    /// Connections served at once to one client address; `None`: no limit of its own.
+    pub max_connections_per_client: Option<usize>,
+    /// A connection idle, or a peer not reading (no progress on a write), this long is closed.
     pub idle_timeout: Duration,
+    /// A TLS handshake not done within this is dropped.
+    pub handshake_timeout: Duration,
     /// Per-connection pacing of response bodies in bytes/s (tests and demos: makes a loopback
     /// transfer last long enough to interrupt it). `None` = unpaced.
     pub rate_limit: Option<f64>,
     /// Serve HTTPS with this configuration ([`crate::tls_server_config`]); `None` = HTTP.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Where the server tells what goes wrong without stopping it (failing `accept`s).
+    pub warnings: Sink<str>,
 }
 
 impl ServerConfig {
@@ -42,17 +73,24 @@ impl ServerConfig {
         ServerConfig {
             root: root.into(),
             max_connections: 256,
+            max_connections_per_client: None,
             idle_timeout: Duration::from_secs(60),
+            handshake_timeout: Duration::from_secs(10),
             rate_limit: None,
             tls: None,
+            warnings: Sink::none(),
         }
     }
 }
 
 struct Shared {
+    /// The served root, canonical, and a descriptor of it every file is opened beneath.
     root: PathBuf,
+    root_fd: OwnedFd,
     cfg: ServerConfig,
-    listings: ListingCache,
+    listings: Arc<ListingCache>,
+    /// Open connections per client address (only with a per-client limit).
+    per_client: Mutex<HashMap<IpAddr, usize>>,
 }
 
 /// A bound server, not yet running.
@@ -62,8 +100,41 @@ pub struct Server {
     tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
+/// Descriptors `cfg` may hold at once: a socket and a file per connection, the sockets of
+/// connections being refused, and the process's own.
+fn descriptors_needed(cfg: &ServerConfig) -> u64 {
+    2 * cfg.max_connections as u64 + REFUSING_AT_ONCE as u64 + BASE_DESCRIPTORS
+}
+
+/// Raises the soft `RLIMIT_NOFILE` to what `cfg` needs (up to the hard limit), or says which
+/// limit to change.
+fn ensure_descriptors(cfg: &ServerConfig) -> anyhow::Result<()> {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let need = descriptors_needed(cfg);
+    let mut lim = getrlimit(Resource::Nofile);
+    if lim.current.is_none_or(|c| c >= need) {
+        return Ok(());
+    }
+    if lim.maximum.is_some_and(|m| m < need) {
+        let most = lim
+            .maximum
+            .unwrap_or(0)
+            .saturating_sub(REFUSING_AT_ONCE as u64 + BASE_DESCRIPTORS)
+            / 2;
+        anyhow::bail!(
+            "--max-connections {} needs {need} file descriptors (2 per connection + {}), but this process may open at most {}; lower --max-connections to {most} or raise the limit (ulimit -n)",
+            cfg.max_connections,
+            REFUSING_AT_ONCE as u64 + BASE_DESCRIPTORS,
+            lim.maximum.unwrap_or(0)
+        );
+    }
+    lim.current = Some(need);
+    setrlimit(Resource::Nofile, lim)
+        .map_err(|e| anyhow::anyhow!("cannot raise the file-descriptor limit to {need}: {e}"))
+}
+
 impl Server {
-    /// Checks the root and binds `addr`.
+    /// Checks the root and the descriptor limit, and binds `addr`.
     pub async fn bind(cfg: ServerConfig, addr: &str) -> anyhow::Result<Server> {
         let root = cfg.root.canonicalize().map_err(|e| {
             anyhow::anyhow!(
@@ -74,9 +145,17 @@ impl Server {
         if !root.is_dir() {
             anyhow::bail!("cannot serve {}: not a directory", cfg.root.display());
         }
-        if cfg.max_connections == 0 {
-            anyhow::bail!("--max-connections must be at least 1");
+        if cfg.max_connections == 0 || cfg.max_connections_per_client == Some(0) {
+            anyhow::bail!("--max-connections and --max-connections-per-client must be at least 1");
         }
+        ensure_descriptors(&cfg)?;
+        let root_fd: OwnedFd = File::open(&root)
+            .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", root.display()))?
+            .into();
+        let listings = Arc::new(
+            ListingCache::new(&root)
+                .map_err(|e| anyhow::anyhow!("cannot serve {}: {e}", root.display()))?,
+        );
         let listener = TcpListener::bind(addr).await.map_err(|e| {
             anyhow::anyhow!(
                 "cannot listen on {addr}: {e}; pick a free address, e.g. --listen 127.0.0.1:8080"
@@ -88,8 +167,10 @@ impl Server {
             tls,
             shared: Arc::new(Shared {
                 root,
+                root_fd,
                 cfg,
-                listings: ListingCache::default(),
+                listings,
+                per_client: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -99,64 +180,149 @@ impl Server {
         self.listener.local_addr()
     }
 
-    /// Serves until the process ends.
+    /// Hashes the whole tree now, so that the first listing request is answered at once
+    /// (`wattio serve --hash-at-start`); returns the files and bytes listed.
+    pub fn hash_tree(&self) -> io::Result<(usize, u64)> {
+        let l = self.shared.listings.build(&self.shared.root)?;
+        Ok((l.files.len(), l.total_bytes))
+    }
+
+    /// Serves until the process ends. `accept` errors never stop it: they are told to
+    /// [`ServerConfig::warnings`] and retried with a back-off (10 ms, doubling to 1 s), as a
+    /// descriptor shortage or a network that went down may pass.
     pub async fn run(self) -> io::Result<()> {
         let limit = Arc::new(Semaphore::new(self.shared.cfg.max_connections));
+        let refusing = Arc::new(Semaphore::new(REFUSING_AT_ONCE));
+        let mut backoff = Duration::from_millis(10);
         loop {
-            let (sock, _) = match self.listener.accept().await {
-                Ok(x) => x,
-                Err(e) if is_transient_accept_error(&e) => {
-                    // EMFILE and friends: back off instead of spinning.
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+            let (sock, peer) = match self.listener.accept().await {
+                Ok(x) => {
+                    backoff = Duration::from_millis(10);
+                    x
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => continue,
+                Err(e) => {
+                    self.shared.cfg.warnings.tell(&format!(
+                        "accepting a connection failed ({e}); retrying in {} ms",
+                        backoff.as_millis()
+                    ));
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_ACCEPT_BACKOFF);
                     continue;
                 }
-                Err(e) => return Err(e),
             };
             let _ = sock.set_nodelay(true);
             let shared = self.shared.clone();
-            // the permit is taken before the TLS handshake, so a flood of handshakes is
-            // bounded like a flood of connections
-            let permit = limit.clone().try_acquire_owned().ok();
+            // The permit is taken before the TLS handshake: a flood of handshakes is bounded
+            // like a flood of connections.
+            let admitted = ClientSlot::take(&shared, peer.ip())
+                .and_then(|slot| Some((slot, limit.clone().try_acquire_owned().ok()?)));
             let acceptor = self.tls.clone();
-            tokio::spawn(async move {
-                let mut conn = match acceptor {
-                    None => Conn::Plain(sock),
-                    Some(a) => {
-                        match tokio::time::timeout(shared.cfg.idle_timeout, a.accept(sock)).await {
-                            Ok(Ok(s)) => Conn::Tls(Box::new(s.into())),
-                            // a failed or stalled handshake: nothing to answer in HTTP
-                            _ => return,
+            match admitted {
+                Some((slot, permit)) => {
+                    tokio::spawn(async move {
+                        if let Some(mut conn) = handshake(sock, acceptor, &shared).await {
+                            let _ = serve_connection(&mut conn, &shared).await;
                         }
-                    }
-                };
-                match permit {
-                    Some(permit) => {
-                        let _ = serve_connection(&mut conn, &shared).await;
-                        drop(permit);
-                    }
-                    None => {
-                        let _ = write_simple(
-                            &mut conn,
-                            503,
-                            "Service Unavailable",
-                            "connection limit reached; retry later\n",
-                            false,
-                            false,
-                        )
-                        .await;
-                        let _ = conn.shutdown().await;
-                    }
+                        drop((slot, permit));
+                    });
                 }
-            });
+                None => {
+                    // Refused: answered 503 while few are, else closed at once (dropped).
+                    let Ok(refusal) = refusing.clone().try_acquire_owned() else {
+                        continue;
+                    };
+                    tokio::spawn(refuse(sock, acceptor, shared, refusal));
+                }
+            }
         }
     }
 }
 
-fn is_transient_accept_error(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM | libc::ECONNABORTED)
-    )
+/// One connection counted against its client address's limit while it lives.
+struct ClientSlot {
+    shared: Arc<Shared>,
+    ip: Option<IpAddr>,
+}
+
+impl ClientSlot {
+    /// A slot for a connection from `ip`, or `None` when that address has its limit.
+    fn take(shared: &Arc<Shared>, ip: IpAddr) -> Option<ClientSlot> {
+        let Some(max) = shared.cfg.max_connections_per_client else {
+            return Some(ClientSlot {
+                shared: shared.clone(),
+                ip: None,
+            });
+        };
+        let mut m = shared.per_client.lock().unwrap();
+        let n = m.entry(ip).or_insert(0);
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(ClientSlot {
+            shared: shared.clone(),
+            ip: Some(ip),
+        })
+    }
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        if let Some(ip) = self.ip {
+            let mut m = self.shared.per_client.lock().unwrap();
+            if let Some(n) = m.get_mut(&ip) {
+                *n -= 1;
+                if *n == 0 {
+                    m.remove(&ip);
+                }
+            }
+        }
+    }
+}
+
+/// The connection ready for HTTP: the TLS handshake done within its deadline, or `None`.
+async fn handshake(
+    sock: TcpStream,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+    shared: &Shared,
+) -> Option<Conn> {
+    match acceptor {
+        None => Some(Conn::Plain(sock)),
+        Some(a) => match tokio::time::timeout(shared.cfg.handshake_timeout, a.accept(sock)).await {
+            Ok(Ok(s)) => Some(Conn::Tls(Box::new(s.into()))),
+            // a failed or stalled handshake: nothing to answer in HTTP
+            _ => None,
+        },
+    }
+}
+
+/// Answers `503` to a connection past a limit and closes it, every step within the handshake
+/// deadline.
+async fn refuse(
+    sock: TcpStream,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+    shared: Arc<Shared>,
+    _refusal: OwnedSemaphorePermit,
+) {
+    let deadline = shared.cfg.handshake_timeout;
+    let _ = tokio::time::timeout(deadline, async {
+        let mut conn = handshake(sock, acceptor, &shared).await?;
+        let msg = "connection limit reached; retry later\n";
+        write_simple(
+            &mut conn,
+            &shared,
+            503,
+            "Service Unavailable",
+            msg,
+            false,
+            false,
+        )
+        .await
+        .ok()?;
+        conn.shutdown().await.ok()
+    })
+    .await;
 }
 
 /// A server running on its own thread and runtime (tests, benches). Dropping it stops the
@@ -217,10 +383,36 @@ impl Drop for ServerHandle {
     }
 }
 
+/// The error of a write that made no progress within the idle timeout.
+fn stalled() -> io::Error {
+    io::Error::new(io::ErrorKind::TimedOut, "peer stopped reading")
+}
+
+/// Writes `bytes` whole, in pieces of at most 64 KiB each of which must go out within the
+/// idle timeout (nginx's `send_timeout`: a peer that stops reading is dropped, one that
+/// reads slowly is not), then flushes (rustls may hold the end of a record) on the same terms.
+async fn send(sock: &mut Conn, sh: &Shared, bytes: &[u8]) -> io::Result<()> {
+    let idle = sh.cfg.idle_timeout;
+    for piece in bytes.chunks(64 << 10) {
+        tokio::time::timeout(idle, sock.write_all(piece))
+            .await
+            .map_err(|_| stalled())??;
+    }
+    tokio::time::timeout(idle, sock.flush())
+        .await
+        .map_err(|_| stalled())?
+}
+
+/// Closes the sending side, giving up after the idle timeout.
+async fn close(sock: &mut Conn, sh: &Shared) {
+    let _ = tokio::time::timeout(sh.cfg.idle_timeout, sock.shutdown()).await;
+}
+
 /// Answers 408 to a peer whose request head did not arrive within one idle timeout.
-async fn write_head_timeout(sock: &mut Conn) -> io::Result<()> {
+async fn write_head_timeout(sock: &mut Conn, sh: &Shared) -> io::Result<()> {
     write_simple(
         sock,
+        sh,
         408,
         "Request Timeout",
         "request head too slow\n",
@@ -243,10 +435,8 @@ async fn serve_connection(sock: &mut Conn, sh: &Shared) -> io::Result<()> {
                 buf.drain(..n);
                 head_started = None;
                 let keep = respond(sock, sh, &req).await?;
-                // rustls may hold the end of the response until the next write
-                sock.flush().await?;
                 if !keep {
-                    sock.shutdown().await.ok();
+                    close(sock, sh).await;
                     return Ok(());
                 }
             }
@@ -254,7 +444,7 @@ async fn serve_connection(sock: &mut Conn, sh: &Shared) -> io::Result<()> {
                 let budget = match head_started {
                     Some(t) => match sh.cfg.idle_timeout.checked_sub(t.elapsed()) {
                         Some(left) => left,
-                        None => return write_head_timeout(sock).await,
+                        None => return write_head_timeout(sock, sh).await,
                     },
                     None => sh.cfg.idle_timeout,
                 };
@@ -265,7 +455,7 @@ async fn serve_connection(sock: &mut Conn, sh: &Shared) -> io::Result<()> {
                 match r {
                     // The budget ran out with part of a head received: say so before closing
                     // (an idle keep-alive connection with nothing pending just closes).
-                    Err(_) if !buf.is_empty() => return write_head_timeout(sock).await,
+                    Err(_) if !buf.is_empty() => return write_head_timeout(sock, sh).await,
                     Ok(Ok(0)) | Err(_) => return Ok(()),
                     Ok(Ok(n)) => buf.extend_from_slice(&tmp[..n]),
                     Ok(Err(e)) => return Err(e),
@@ -280,8 +470,8 @@ async fn serve_connection(sock: &mut Conn, sh: &Shared) -> io::Result<()> {
                         "the path leaves the served directory\n".to_string(),
                     ),
                 };
-                write_simple(sock, code, reason, &msg, false, false).await?;
-                sock.shutdown().await.ok();
+                write_simple(sock, sh, code, reason, &msg, false, false).await?;
+                close(sock, sh).await;
                 return Ok(());
             }
         }
@@ -289,9 +479,15 @@ async fn serve_connection(sock: &mut Conn, sh: &Shared) -> io::Result<()> {
 }
 
 /// The 403 for a request path that `confine` puts outside the served directory.
-async fn write_outside(sock: &mut Conn, keep_alive: bool, head_only: bool) -> io::Result<bool> {
+async fn write_outside(
+    sock: &mut Conn,
+    sh: &Shared,
+    keep_alive: bool,
+    head_only: bool,
+) -> io::Result<bool> {
     write_simple(
         sock,
+        sh,
         403,
         "Forbidden",
         "the path leaves the served directory\n",
@@ -301,9 +497,26 @@ async fn write_outside(sock: &mut Conn, keep_alive: bool, head_only: bool) -> io
     .await
 }
 
+/// The `Date` header's value now, and the Unix time it says.
+fn now_date() -> (u64, String) {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    (now, http::http_date(now))
+}
+
+fn connection(keep_alive: bool) -> &'static str {
+    if keep_alive {
+        "keep-alive"
+    } else {
+        "close"
+    }
+}
+
 /// Writes a small text response. Returns whether the connection stays open.
 async fn write_simple(
     sock: &mut Conn,
+    sh: &Shared,
     code: u16,
     reason: &str,
     body: &str,
@@ -311,9 +524,10 @@ async fn write_simple(
     head_only: bool,
 ) -> io::Result<bool> {
     let mut out = format!(
-        "HTTP/1.1 {code} {reason}\r\nServer: wattio\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: {}\r\n",
+        "HTTP/1.1 {code} {reason}\r\nServer: wattio\r\nDate: {}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: {}\r\n",
+        now_date().1,
         body.len(),
-        if keep_alive { "keep-alive" } else { "close" }
+        connection(keep_alive)
     );
     if code == 405 {
         out.push_str("Allow: GET, HEAD\r\n");
@@ -322,8 +536,7 @@ async fn write_simple(
     if !head_only {
         out.push_str(body);
     }
-    sock.write_all(out.as_bytes()).await?;
-    sock.flush().await?;
+    send(sock, sh, out.as_bytes()).await?;
     Ok(keep_alive)
 }
 
@@ -333,6 +546,7 @@ async fn respond(sock: &mut Conn, sh: &Shared, req: &Request) -> io::Result<bool
     if req.method == Method::Other {
         return write_simple(
             sock,
+            sh,
             405,
             "Method Not Allowed",
             "only GET and HEAD\n",
@@ -343,58 +557,18 @@ async fn respond(sock: &mut Conn, sh: &Shared, req: &Request) -> io::Result<bool
     }
     let n = req.path.len();
     if n >= 2 && req.path[n - 2] == ".wattio" && req.path[n - 1] == "listing.json" {
-        // the listing of the directory the `.wattio/` sits in: the whole tree at `/`, a
-        // subtree at `/sub/dir/`
-        let root = match confine(&sh.root, &req.path[..n - 2]) {
-            Ok(d) if d.is_dir() => d,
-            Ok(_) | Err(Confine::NotFound) => {
-                return write_simple(sock, 404, "Not Found", "no such directory\n", keep, head)
-                    .await
-            }
-            Err(Confine::Outside) => return write_outside(sock, keep, head).await,
-        };
-        // Hashing reads every file: keep it off the reactor threads.
-        let built = tokio::task::block_in_place(|| sh.listings.build(&root));
-        return match built {
-            Ok(l) => {
-                let body = serde_json::to_vec(&l).expect("listing serializes");
-                let h = format!(
-                    "HTTP/1.1 200 OK\r\nServer: wattio\r\nContent-Type: application/json\r\nContent-Length: {}\r\nCache-Control: no-cache\r\nConnection: {}\r\n\r\n",
-                    body.len(),
-                    if keep { "keep-alive" } else { "close" }
-                );
-                sock.write_all(h.as_bytes()).await?;
-                if !head {
-                    sock.write_all(&body).await?;
-                }
-                Ok(keep)
-            }
-            Err(e) => {
-                write_simple(
-                    sock,
-                    500,
-                    "Internal Server Error",
-                    &format!("cannot list dataset: {e}\n"),
-                    false,
-                    head,
-                )
-                .await
-            }
-        };
+        return respond_listing(sock, sh, &req.path[..n - 2], keep, head).await;
     }
-    let path = match confine(&sh.root, &req.path) {
-        Ok(p) => p,
-        Err(Confine::NotFound) => {
-            return write_simple(sock, 404, "Not Found", "no such file\n", keep, head).await
+    let file = match confine(sh, &req.path) {
+        Ok(Some(f)) => f,
+        Ok(None) | Err(Confine::NotFound) => {
+            return write_simple(sock, sh, 404, "Not Found", "no such file\n", keep, head).await
         }
-        Err(Confine::Outside) => return write_outside(sock, keep, head).await,
-    };
-    let file = match std::fs::File::open(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-            return write_simple(sock, 403, "Forbidden", "permission denied\n", keep, head).await
+        Err(Confine::Denied) => {
+            let msg = "permission denied\n";
+            return write_simple(sock, sh, 403, "Forbidden", msg, keep, head).await;
         }
-        Err(_) => return write_simple(sock, 404, "Not Found", "no such file\n", keep, head).await,
+        Err(Confine::Outside) => return write_outside(sock, sh, keep, head).await,
     };
     let md = file.metadata()?;
     if md.is_dir() {
@@ -403,13 +577,37 @@ async fn respond(sock: &mut Conn, sh: &Shared, req: &Request) -> io::Result<bool
             dir.push('/');
         }
         let msg = format!("a directory; its dataset listing is at /{dir}{LISTING_PATH}\n");
-        return write_simple(sock, 404, "Not Found", &msg, keep, head).await;
+        return write_simple(sock, sh, 404, "Not Found", &msg, keep, head).await;
     }
     if !md.is_file() {
-        return write_simple(sock, 403, "Forbidden", "not a regular file\n", keep, head).await;
+        let msg = "not a regular file\n";
+        return write_simple(sock, sh, 403, "Forbidden", msg, keep, head).await;
     }
     let size = md.len();
-    let (code, reason, start, len, crange) = match http::resolve_range(req.range.as_deref(), size) {
+    let v = Validators::of(md.ino(), md.mtime(), md.mtime_nsec(), size);
+    let (now, date) = now_date();
+    let validators = format!(
+        "Date: {date}\r\nLast-Modified: {}\r\nETag: {}\r\n",
+        http::http_date(v.last_modified),
+        v.etag
+    );
+    let honour_range = match http::evaluate_conditions(&req.conditions, &v, now) {
+        Condition::Proceed { honour_range } => honour_range,
+        Condition::NotModified => {
+            let h = format!(
+                "HTTP/1.1 304 Not Modified\r\nServer: wattio\r\n{validators}Connection: {}\r\n\r\n",
+                connection(keep)
+            );
+            send(sock, sh, h.as_bytes()).await?;
+            return Ok(keep);
+        }
+        Condition::PreconditionFailed => {
+            let msg = "the file does not match the request's If-Match or If-Unmodified-Since\n";
+            return write_simple(sock, sh, 412, "Precondition Failed", msg, keep, head).await;
+        }
+    };
+    let range = req.range.as_deref().filter(|_| honour_range);
+    let (code, reason, start, len, crange) = match http::resolve_range(range, size) {
         RangeAnswer::Full => (200, "OK", 0, size, None),
         RangeAnswer::Partial(s, e) => (
             206,
@@ -420,42 +618,109 @@ async fn respond(sock: &mut Conn, sh: &Shared, req: &Request) -> io::Result<bool
         ),
         RangeAnswer::Unsatisfiable => {
             let h = format!(
-                "HTTP/1.1 416 Range Not Satisfiable\r\nServer: wattio\r\nContent-Range: bytes */{size}\r\nContent-Length: 0\r\nConnection: {}\r\n\r\n",
-                if keep { "keep-alive" } else { "close" }
+                "HTTP/1.1 416 Range Not Satisfiable\r\nServer: wattio\r\n{validators}Content-Range: bytes */{size}\r\nContent-Length: 0\r\nConnection: {}\r\n\r\n",
+                connection(keep)
             );
-            sock.write_all(h.as_bytes()).await?;
+            send(sock, sh, h.as_bytes()).await?;
             return Ok(keep);
         }
     };
     let h = format!(
-        "HTTP/1.1 {code} {reason}\r\nServer: wattio\r\nContent-Type: application/octet-stream\r\nAccept-Ranges: bytes\r\nContent-Length: {len}\r\n{}Connection: {}\r\n\r\n",
+        "HTTP/1.1 {code} {reason}\r\nServer: wattio\r\n{validators}Content-Type: application/octet-stream\r\nAccept-Ranges: bytes\r\nContent-Length: {len}\r\n{}Connection: {}\r\n\r\n",
         crange.unwrap_or_default(),
-        if keep { "keep-alive" } else { "close" }
+        connection(keep)
     );
-    sock.write_all(h.as_bytes()).await?;
+    send(sock, sh, h.as_bytes()).await?;
     if !head && len > 0 {
-        send_file(sock, &file, start, len, &sh.cfg).await?;
+        send_file(sock, &file, start, len, sh).await?;
     }
     Ok(keep)
 }
 
+/// The listing of the directory the `.wattio/` sits in: the whole tree at `/`, a subtree at
+/// `/sub/dir/`.
+async fn respond_listing(
+    sock: &mut Conn,
+    sh: &Shared,
+    dir: &[String],
+    keep: bool,
+    head: bool,
+) -> io::Result<bool> {
+    let root = match resolve(sh, dir) {
+        Ok(d) if d.is_dir() => d,
+        Ok(_) | Err(Confine::NotFound) | Err(Confine::Denied) => {
+            return write_simple(
+                sock,
+                sh,
+                404,
+                "Not Found",
+                "no such directory\n",
+                keep,
+                head,
+            )
+            .await
+        }
+        Err(Confine::Outside) => return write_outside(sock, sh, keep, head).await,
+    };
+    match sh.listings.body(root).await {
+        Ok(body) => {
+            let h = format!(
+                "HTTP/1.1 200 OK\r\nServer: wattio\r\nDate: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nCache-Control: no-cache\r\nConnection: {}\r\n\r\n",
+                now_date().1,
+                body.len(),
+                connection(keep)
+            );
+            send(sock, sh, h.as_bytes()).await?;
+            if !head {
+                send(sock, sh, &body).await?;
+            }
+            Ok(keep)
+        }
+        Err(e) => {
+            let msg = format!("cannot list dataset: {e}\n");
+            write_simple(sock, sh, 500, "Internal Server Error", &msg, false, head).await
+        }
+    }
+}
+
 enum Confine {
     NotFound,
+    Denied,
     Outside,
 }
 
-/// Resolves decoded components under the root, refusing anything whose real path (after
-/// symlinks) is outside it.
-fn confine(root: &Path, comps: &[String]) -> Result<PathBuf, Confine> {
-    let mut p = root.to_path_buf();
+/// The real path of decoded components under the root, refusing anything whose real path
+/// (after symlinks) is outside it.
+fn resolve(sh: &Shared, comps: &[String]) -> Result<PathBuf, Confine> {
+    let mut p = sh.root.clone();
     for c in comps {
         p.push(c);
     }
     let real = p.canonicalize().map_err(|_| Confine::NotFound)?;
-    if real.starts_with(root) {
+    if real.starts_with(&sh.root) {
         Ok(real)
     } else {
         Err(Confine::Outside)
+    }
+}
+
+/// Opens what the decoded components name beneath the root: links inside the root are
+/// resolved first ([`resolve`]), then the resolved path is opened from the root's descriptor
+/// refusing every link, so a component swapped for a link between the two steps is refused
+/// rather than followed. `O_NONBLOCK`: opening a FIFO does not wait for a writer. `None` for
+/// the root itself (a directory, never served as a file).
+fn confine(sh: &Shared, comps: &[String]) -> Result<Option<File>, Confine> {
+    let real = resolve(sh, comps)?;
+    let rel = real.strip_prefix(&sh.root).map_err(|_| Confine::Outside)?;
+    let Some(rel) = rel.to_str().filter(|r| !r.is_empty()) else {
+        return Ok(None);
+    };
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK;
+    match jail::open_beneath(sh.root_fd.as_fd(), rel, flags, Mode::empty()) {
+        Ok(fd) => Ok(Some(File::from(fd))),
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Err(Confine::Denied),
+        Err(e) if jail::is_link_error(&e) => Err(Confine::Outside),
+        Err(_) => Err(Confine::NotFound),
     }
 }
 
@@ -463,11 +728,12 @@ fn confine(root: &Path, comps: &[String]) -> Result<PathBuf, Confine> {
 /// encrypted on a TLS one; paced to `cfg.rate_limit`.
 async fn send_file(
     sock: &mut Conn,
-    file: &std::fs::File,
+    file: &File,
     mut off: u64,
     mut left: u64,
-    cfg: &ServerConfig,
+    sh: &Shared,
 ) -> io::Result<()> {
+    let cfg = &sh.cfg;
     let started = Instant::now();
     let mut sent = 0u64;
     let step: u64 = if cfg.rate_limit.is_some() {
@@ -501,11 +767,7 @@ async fn send_file(
                 // sendfile would
                 let n = file.read_at(&mut buf[..want], off)?;
                 if n > 0 {
-                    tokio::time::timeout(cfg.idle_timeout, sock.write_all(&buf[..n]))
-                        .await
-                        .map_err(|_| {
-                            io::Error::new(io::ErrorKind::TimedOut, "peer stopped reading")
-                        })??;
+                    send(sock, sh, &buf[..n]).await?;
                 }
                 n
             }
@@ -526,17 +788,32 @@ async fn send_file(
 /// One sendfile(2) of up to `want` bytes once the socket is writable.
 async fn sendfile_some(
     sock: &TcpStream,
-    file: &std::fs::File,
+    file: &File,
     off: u64,
     want: usize,
     cfg: &ServerConfig,
 ) -> io::Result<usize> {
     tokio::time::timeout(cfg.idle_timeout, sock.writable())
         .await
-        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "peer stopped reading"))??;
+        .map_err(|_| stalled())??;
     sock.try_io(Interest::WRITABLE, || {
         let mut o = off;
         rustix::fs::sendfile(sock.as_fd(), file.as_fd(), Some(&mut o), want)
             .map_err(io::Error::from)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptors_cover_two_per_connection_and_the_refusals() {
+        let mut cfg = ServerConfig::new("/");
+        cfg.max_connections = 4;
+        assert_eq!(
+            descriptors_needed(&cfg),
+            8 + REFUSING_AT_ONCE as u64 + BASE_DESCRIPTORS
+        );
+    }
 }

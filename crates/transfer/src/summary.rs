@@ -122,6 +122,19 @@ pub struct Verification {
     pub unverified_files: Vec<String>,
     /// The checksum file, when one was given.
     pub checksum_file: Option<ChecksumFileReport>,
+    /// Of the files checked by a digest, those checked by a collision-resistant one (SHA-2,
+    /// BLAKE2b): only these are safe against a hostile server or mirror. XXH3-64 (a wattio
+    /// listing), xxHash, MD5 and SHA-1 detect corruption, not forgery.
+    #[serde(default)]
+    pub collision_resistant: usize,
+    /// Files whose copy from an earlier run was dropped because the server's validators
+    /// (`ETag`, `Last-Modified`) say the file changed since: fetched again from the start.
+    #[serde(default)]
+    pub restarted: Vec<String>,
+    /// Files resumed from an earlier run's partial copy that neither a validator nor a
+    /// checksum confirms is of the server's current version.
+    #[serde(default)]
+    pub resumed_unchecked: Vec<String>,
 }
 
 /// What the summary says about the checksum file.
@@ -240,9 +253,45 @@ pub struct TransferSummary {
     pub intervals: Vec<IntervalLog>,
 }
 
+/// `s` made safe to print on a terminal: control characters (C0, DEL, C1) and Unicode
+/// bidirectional controls are written as `\u{..}` escapes, so a file name, URL or message a
+/// peer chose cannot move the cursor, recolour or clear the screen, forge a line of output or
+/// reorder what is shown. Everything else, other languages' letters included, is kept.
+pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
+    fn unsafe_char(c: char) -> bool {
+        c.is_control()
+            || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    }
+    if !s.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if unsafe_char(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peer_names_cannot_steer_the_terminal() {
+        assert_eq!(terminal_safe("données/a b.bin"), "données/a b.bin");
+        assert_eq!(
+            terminal_safe("a\x1b[2Jb\nwattio: done\r\u{202e}txt.exe\u{9b}"),
+            "a\\u{1b}[2Jb\\u{a}wattio: done\\u{d}\\u{202e}txt.exe\\u{9b}"
+        );
+        assert!(matches!(
+            terminal_safe("plain"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
 
     #[test]
     fn process_energy_keeps_the_host_estimate_and_adds_the_attributed_share() {

@@ -286,12 +286,12 @@ impl SumsFile {
         Ok(out)
     }
 
-    /// The entry for the first of `names` that the file lists.
-    pub fn lookup<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Option<&SumEntry> {
+    /// The index in `entries` of the first of `names` that the file lists.
+    pub fn lookup<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Option<usize> {
         names
             .into_iter()
             .find_map(|n| self.by_name.get(&clean_name(n)))
-            .map(|&i| &self.entries[i])
+            .copied()
     }
 
     /// The algorithms the file uses, sorted.
@@ -328,7 +328,10 @@ mod tests {
         assert_eq!(names, ["a b.bin", "dir/c.bin", "n\nl\\x", "d.bin"]);
         assert!(s.entries.iter().all(|e| e.algo == Algorithm::Sha256));
         assert_eq!(to_hex(&s.entries[0].digest), ABC256);
-        assert_eq!(s.lookup(["nope", "./dir/c.bin"]).unwrap().line, 2);
+        assert_eq!(
+            s.entries[s.lookup(["nope", "./dir/c.bin"]).unwrap()].line,
+            2
+        );
         assert!(s.malformed.is_empty());
     }
 

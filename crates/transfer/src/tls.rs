@@ -34,22 +34,30 @@ pub struct ClientTlsOptions {
     /// Trust only the CA certificates in this PEM file, instead of the system store
     /// (`--cacert`).
     pub cacert: Option<PathBuf>,
-    /// Do not verify certificates at all (`--insecure`): encryption without authentication.
+    /// Do not verify the certificates of the servers named on the command line
+    /// (`--insecure`): encryption without authentication. Servers reached otherwise (a
+    /// redirect, a mirror found elsewhere, a checksum file's host) are still verified.
     pub insecure: bool,
+    /// Do not verify any server's certificate (`--insecure-all`).
+    pub insecure_all: bool,
 }
 
 fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// The client configuration for `opts` (trust roots read now; built once per transfer, so
-/// every connection shares its TLS session cache and resumes sessions when it reconnects).
-pub(crate) fn client_config(opts: &ClientTlsOptions) -> anyhow::Result<Arc<rustls::ClientConfig>> {
+/// The client configuration for `opts`, verifying certificates unless `verify` is false
+/// (trust roots read now; built once per transfer, so every connection shares its TLS session
+/// cache and resumes sessions when it reconnects).
+pub(crate) fn client_config(
+    opts: &ClientTlsOptions,
+    verify: bool,
+) -> anyhow::Result<Arc<rustls::ClientConfig>> {
     let provider = provider();
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .context("the TLS provider offers no protocol version")?;
-    let mut cfg = if opts.insecure {
+    let mut cfg = if !verify {
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(NoVerification(provider)))
@@ -233,13 +241,7 @@ fn der_time(tag: u8, v: &[u8]) -> Option<u64> {
     };
     let n = |i: usize| rest.get(i..i + 2)?.parse::<i64>().ok();
     let (m, d, hh, mm, ss) = (n(0)?, n(2)?, n(4)?, n(6)?, n(8)?);
-    // days from civil (H. Hinnant), the inverse of `utc_date`
-    let yy = if m <= 2 { y - 1 } else { y };
-    let era = yy.div_euclid(400);
-    let yoe = yy.rem_euclid(400);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
+    let days = crate::civil::days_from_civil(y, m, d);
     u64::try_from(days * 86_400 + hh * 3600 + mm * 60 + ss).ok()
 }
 
@@ -315,12 +317,14 @@ pub(crate) fn server_name(host: &str) -> anyhow::Result<ServerName<'static>> {
 }
 
 /// A one-line message for a failed TLS handshake with `host`: what is wrong with the
-/// certificate and what to do about it.
-pub(crate) fn handshake_error(host: &str, e: &io::Error) -> anyhow::Error {
+/// certificate and what to do about it; `skip` is the flag that would skip verification for
+/// this host (`--insecure` for a server named on the command line, `--insecure-all` for
+/// others).
+pub(crate) fn handshake_error(host: &str, e: &io::Error, skip: &str) -> anyhow::Error {
     let Some(tls) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) else {
         return anyhow!("TLS handshake with {host} failed: {e}; is it an HTTPS server?");
     };
-    let fix = "or --insecure to skip verification";
+    let fix = format!("or {skip} to skip verification");
     match tls {
         rustls::Error::InvalidCertificate(c) => match c {
             CertificateError::Other(o) if o.to_string() == "CaUsedAsEndEntity" => anyhow!(
@@ -417,20 +421,11 @@ fn words(camel: &str) -> String {
     out
 }
 
-/// `YYYY-MM-DD HH:MM:SS UTC` of a Unix time (civil-from-days, H. Hinnant,
-/// <https://howardhinnant.github.io/date_algorithms.html#civil_from_days>).
+/// `YYYY-MM-DD HH:MM:SS UTC` of a Unix time.
 fn utc_date(t: UnixTime) -> String {
     let s = t.as_secs();
     let (days, rem) = ((s / 86_400) as i64, s % 86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + (m <= 2) as i64;
+    let (y, m, d) = crate::civil::civil_from_days(days);
     format!(
         "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
         rem / 3600,
@@ -559,7 +554,9 @@ mod tests {
 
     #[test]
     fn handshake_errors_name_the_cause_and_the_fix() {
-        let msg = |e: rustls::Error| handshake_error("example.org", &tls_err(e)).to_string();
+        let msg = |e: rustls::Error| {
+            handshake_error("example.org", &tls_err(e), "--insecure").to_string()
+        };
         let m = msg(rustls::Error::InvalidCertificate(
             CertificateError::UnknownIssuer,
         ));
@@ -600,7 +597,7 @@ mod tests {
             msg(rustls::Error::InvalidCertificate(
                 CertificateError::UnknownIssuer,
             )),
-            handshake_error("h", &io::Error::other("reset")).to_string(),
+            handshake_error("h", &io::Error::other("reset"), "--insecure").to_string(),
         ] {
             assert_eq!(m.lines().count(), 1, "{m}");
             assert!(!m.contains("Some("), "{m}");
@@ -621,7 +618,7 @@ mod tests {
         let at = |s| UnixTime::since_unix_epoch(std::time::Duration::from_secs(s));
         assert!(check_validity(c.der(), at(1_700_000_000)).is_ok());
         let e = check_validity(c.der(), at(4_200_000_000)).unwrap_err();
-        assert!(handshake_error("h", &tls_err(e))
+        assert!(handshake_error("h", &tls_err(e), "--insecure")
             .to_string()
             .contains("expired on 2099-12-31"),);
         assert!(
@@ -644,28 +641,30 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let empty = d.path().join("empty.pem");
         std::fs::write(&empty, "not a certificate\n").unwrap();
-        let e = client_config(&ClientTlsOptions {
-            cacert: Some(empty.clone()),
-            insecure: false,
-        })
+        let e = client_config(
+            &ClientTlsOptions {
+                cacert: Some(empty.clone()),
+                ..ClientTlsOptions::default()
+            },
+            true,
+        )
         .unwrap_err()
         .to_string();
         assert!(
             e.starts_with("--cacert ") && e.contains("no certificate"),
             "{e}"
         );
-        let e = client_config(&ClientTlsOptions {
-            cacert: Some(d.path().join("missing.pem")),
-            insecure: false,
-        })
+        let e = client_config(
+            &ClientTlsOptions {
+                cacert: Some(d.path().join("missing.pem")),
+                ..ClientTlsOptions::default()
+            },
+            true,
+        )
         .unwrap_err();
         assert!(format!("{e:#}").contains("cannot read it"), "{e:#}");
         let e = tls_server_config(&empty, &empty).unwrap_err().to_string();
         assert!(e.starts_with("--tls-cert "), "{e}");
-        assert!(client_config(&ClientTlsOptions {
-            cacert: None,
-            insecure: true
-        })
-        .is_ok());
+        assert!(client_config(&ClientTlsOptions::default(), false).is_ok());
     }
 }

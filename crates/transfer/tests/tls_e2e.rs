@@ -21,7 +21,7 @@ fn opts(src: String, dest: &Path, cacert: Option<&Path>) -> TransferOptions {
     o.retries = 2;
     o.tls = ClientTlsOptions {
         cacert: cacert.map(Path::to_path_buf),
-        insecure: false,
+        ..ClientTlsOptions::default()
     };
     o
 }

@@ -9,7 +9,7 @@ use super::state::{Chunk, Shared, SPARE_MAX_AGE};
 use super::verify::finish_file;
 use crate::checksum;
 use crate::http::ContentRange;
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, bail};
 use std::collections::VecDeque;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::Ordering;
@@ -113,10 +113,7 @@ pub(super) fn requeue(sh: &Shared, pi: usize, c: Chunk) {
 }
 
 pub(super) fn record_done(sh: &Shared, c: &Chunk, len: u64) {
-    if len == 0 {
-        return;
-    }
-    sh.files[c.file].log_done(c.offset, len);
+    sh.record_done(c.file, c.offset, len);
 }
 
 pub(super) async fn run_connection(
@@ -198,11 +195,17 @@ pub(super) async fn run_connection(
                 let mut out = String::new();
                 for c in inflight.iter().skip(sent) {
                     let j = &sh.files[c.file];
-                    // a server that ignores Range gets plain requests for whole files
+                    // a server that ignores Range gets plain requests for whole files; a range
+                    // names the version its file's other bytes are of (If-Range)
                     let range = if j.whole {
                         String::new()
                     } else {
-                        format!("Range: bytes={}-{}\r\n", c.offset, c.offset + c.len - 1)
+                        format!(
+                            "Range: bytes={}-{}\r\n{}",
+                            c.offset,
+                            c.offset + c.len - 1,
+                            j.if_range()
+                        )
                     };
                     out.push_str(&format!(
                         "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: wattio\r\n{range}\r\n",
@@ -239,6 +242,17 @@ pub(super) async fn run_connection(
                 }
             }
             let j = &sh.files[c.file];
+            // (an answer from a mirror the file has left is not compared: mirrors' validators
+            // differ)
+            if matches!(head.status, 200 | 206) && j.origin() == origin {
+                if let Err(why) = j.check_validator(&head, &server.origin()) {
+                    sh.fail_advised(format!(
+                        "{}: {why}; rerun the same command: it starts that file over",
+                        j.rel
+                    ));
+                    return Ok(ChannelEnd::Done);
+                }
+            }
             match head.status {
                 206 => {
                     let want = ContentRange {
@@ -260,6 +274,14 @@ pub(super) async fn run_connection(
                         .content_length
                         .map_or_else(|| "a body of unknown length".to_string(), |n| format!("{n} bytes"));
                     sh.fail_changed(&j.rel, &format!("the server sent {got} where it had announced {}", j.size));
+                    return Ok(ChannelEnd::Done);
+                }
+                200 if !j.if_range().is_empty() => {
+                    // If-Range did not match: the file is not the version the other bytes are of
+                    sh.fail_advised(format!(
+                        "{}: it changed on the server (a whole file came back to a range request with If-Range); rerun the same command: it starts that file over",
+                        j.rel
+                    ));
                     return Ok(ChannelEnd::Done);
                 }
                 200 => {
@@ -291,7 +313,7 @@ pub(super) async fn run_connection(
             let r: anyhow::Result<()> = async {
                 let part = j
                     .part()
-                    .with_context(|| format!("cannot write {}; check the disk", j.part_path.display()))?;
+                    .map_err(|e| anyhow!(j.dest.explain(&j.part_rel(), "write", &e)))?;
                 while written < c.len {
                     pace(sh).await;
                     // smaller reads while paced keep the bursts above the cap small
@@ -315,7 +337,8 @@ pub(super) async fn run_connection(
                         n
                     };
                     // page-cache writes are short; doing them inline keeps the engine simple
-                    part.write_all_at(&body[..n], c.offset + written)?;
+                    part.write_all_at(&body[..n], c.offset + written)
+                        .map_err(|e| anyhow!(j.dest.explain(&j.part_rel(), "write", &e)))?;
                     j.hash_arrival(c.offset + written, &body[..n], &part)?;
                     // hashed while the bytes are still in cache: reading them back later costs
                     // a pass over memory per file

@@ -14,29 +14,43 @@ pub(super) type Stream = tls::Conn;
 /// How long a TCP connect, and then a TLS handshake, may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Opens connections for one transfer. The TLS configuration is built on the first `https`
-/// connection and shared by all later ones, so they share its session cache: a channel that
-/// reconnects resumes its TLS session instead of a full handshake.
+/// Opens connections for one transfer. Each TLS configuration (verifying, and not verifying
+/// for `--insecure`) is built on its first `https` connection and shared by all later ones, so
+/// they share its session cache: a channel that reconnects resumes its TLS session instead of
+/// a full handshake.
 pub(super) struct Connector {
     tls_options: ClientTlsOptions,
-    tls: Mutex<Option<tokio_rustls::TlsConnector>>,
+    /// The servers (`host:port`, lower case) `--insecure` covers: those named on the command
+    /// line.
+    named: Vec<String>,
+    /// Indexed by whether certificates are verified.
+    tls: Mutex<[Option<tokio_rustls::TlsConnector>; 2]>,
 }
 
 impl Connector {
-    pub(super) fn new(tls_options: ClientTlsOptions) -> Connector {
+    pub(super) fn new(tls_options: ClientTlsOptions, named: Vec<String>) -> Connector {
         Connector {
             tls_options,
-            tls: Mutex::new(None),
+            named,
+            tls: Mutex::new([None, None]),
         }
     }
 
-    fn tls_connector(&self) -> anyhow::Result<tokio_rustls::TlsConnector> {
+    /// Whether `url`'s certificate is verified: unless `--insecure-all`, or `--insecure` and
+    /// the server was named on the command line.
+    fn verifies(&self, url: &HttpUrl) -> bool {
+        let o = &self.tls_options;
+        !(o.insecure_all
+            || o.insecure && self.named.contains(&url.authority().to_ascii_lowercase()))
+    }
+
+    fn tls_connector(&self, verify: bool) -> anyhow::Result<tokio_rustls::TlsConnector> {
         let mut g = self.tls.lock().unwrap();
-        if let Some(c) = g.as_ref() {
+        if let Some(c) = g[verify as usize].as_ref() {
             return Ok(c.clone());
         }
-        let c = tokio_rustls::TlsConnector::from(tls::client_config(&self.tls_options)?);
-        *g = Some(c.clone());
+        let c = tokio_rustls::TlsConnector::from(tls::client_config(&self.tls_options, verify)?);
+        g[verify as usize] = Some(c.clone());
         Ok(c)
     }
 
@@ -48,10 +62,19 @@ impl Connector {
             return Ok(Stream::Plain(tcp));
         }
         let name = tls::server_name(&url.host)?;
-        let s = tokio::time::timeout(CONNECT_TIMEOUT, self.tls_connector()?.connect(name, tcp))
-            .await
-            .map_err(|_| anyhow!("TLS handshake with {} timed out", url.authority()))?
-            .map_err(|e| tls::handshake_error(&url.host, &e))?;
+        let verify = self.verifies(url);
+        let skip = if self.named.contains(&url.authority().to_ascii_lowercase()) {
+            "--insecure"
+        } else {
+            "--insecure-all (this server was not named on the command line, so --insecure does not cover it)"
+        };
+        let s = tokio::time::timeout(
+            CONNECT_TIMEOUT,
+            self.tls_connector(verify)?.connect(name, tcp),
+        )
+        .await
+        .map_err(|_| anyhow!("TLS handshake with {} timed out", url.authority()))?
+        .map_err(|e| tls::handshake_error(&url.host, &e, skip))?;
         Ok(Stream::Tls(Box::new(s.into())))
     }
 }

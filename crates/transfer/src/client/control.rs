@@ -3,13 +3,16 @@
 
 use super::channel::channel_task;
 use super::conn::{measure_rtt, spawn_preconnect, Connector};
+use super::dest::{is_reserved, with_suffix, Dest, Entry, DONE_SUFFIX, PART_SUFFIX};
+use super::fetch::head_many;
 use super::jobs::Jobs;
 use super::options::{default_window, EnergyFeedback, TransferOptions};
 use super::published;
 use super::queue::{build_queues, enqueue_found};
-use super::resume::{part_name, prepare, Prepared};
+use super::resume::{earlier_log, prepare, Prepared};
 use super::source::{
-    first_url, probe_origin, probe_ranges, resolve, Batch, Source, SourceFile, SourceKind,
+    first_url, probe_origin, probe_ranges, resolve, url_string, Batch, Source, SourceFile,
+    SourceKind, HEAD_CONNECTIONS, HEAD_DEPTH,
 };
 use super::state::{Shared, SPARE_MAX_AGE};
 use super::stream::{stream_file, Streamed};
@@ -23,7 +26,8 @@ use crate::tuner::{
     initial_plan, Decision, NetParams, Observation, StartRules, Timeouts, TransferPlan,
     TunerChoice, MIN_CHUNK,
 };
-use anyhow::{bail, Context};
+use anyhow::{anyhow, bail, Context};
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -48,7 +52,10 @@ pub(super) async fn transfer_async(
         };
         tokio::task::spawn_blocking(move || Meter::open(&cfg))
     });
-    let connector = Arc::new(Connector::new(opts.tls.clone()));
+    let connector = Arc::new(Connector::new(opts.tls.clone(), named_origins(opts)));
+    let dest = Arc::new(tokio::task::block_in_place(|| {
+        Dest::open(&opts.dest, opts.fsync)
+    })?);
     let rtt = match opts.rtt {
         Some(r) => r,
         None => measure_rtt(&url).await?,
@@ -85,10 +92,14 @@ pub(super) async fn transfer_async(
     // Servers of files all requested whole are not asked (one RTT saved at the start).
     let piece = net.bdp_bytes().max(MIN_CHUNK);
     let parts_tuner = !matches!(opts.tuner, TunerChoice::Wattio);
-    let dest = opts.dest.clone();
+    let dest_r = dest.clone();
     let needs_ranges = move |f: &SourceFile| {
         let cut = f.blocks.as_ref().map_or(piece, |b| b.size.min(piece));
-        parts_tuner || f.size > cut || part_name(&dest.join(&f.rel), ".wattio-part.done").exists()
+        let resumes = || {
+            let log = with_suffix(&f.rel, DONE_SUFFIX);
+            matches!(dest_r.entry(&log), Ok(Some(Entry::File(_))))
+        };
+        parts_tuner || f.size > cut || resumes()
     };
     probe_ranges(&connector, &mut src, &mut spare, &needs_ranges).await?;
     if opts.checksum_file.is_some() {
@@ -97,16 +108,23 @@ pub(super) async fn transfer_async(
     }
     let mut discovery = src.more.take();
     let checksum_report = match &opts.checksum_file {
-        Some(spec) => Some(published::attach(&connector, spec, &mut src).await?),
+        Some(spec) => {
+            if spec.to_ascii_lowercase().starts_with("http://") {
+                opts.notices.tell(&super::Notice::Warning(format!(
+                    "the checksum file {spec} comes over plain http://: anyone on the way can change it, and with it what \"verified\" means; fetch it over https:// or give a local copy"
+                )));
+            }
+            Some(published::attach(&connector, spec, &mut src).await?)
+        }
         None => None,
     };
     for note in &src.notes {
         opts.notices.tell(&super::Notice::Note(note.to_string()));
     }
     let (unsized_tx, unsized_rx) = unbounded_channel();
-    let mut intake = Intake::start(&mut src, unsized_tx, discovery.is_some());
+    let mut intake = Intake::start(&mut src, unsized_tx, discovery.is_some(), &dest)?;
     let files = std::mem::take(&mut src.files);
-    let mut prep = prepare_files(opts, files, &intake.whole).await?;
+    let mut prep = intake.prepare(files, &src, &connector).await?;
     // Before the plan, the files discovery has found already join it. A rerun can find every
     // file known so far complete, which leaves Algorithm 1 no size to plan partitions by and a
     // file found later no partition to join: then the walk's next files are waited for until
@@ -181,11 +199,12 @@ pub(super) async fn transfer_async(
         fatal_advised: AtomicBool::new(false),
         retries: opts.retries,
         started: Instant::now(),
+        unsynced: Mutex::new(Vec::new()),
     });
     // files of unknown size: one stream at a time beside the planned transfer
     let streaming = {
         let sh = shared.clone();
-        let dest = opts.dest.clone();
+        let dest = dest.clone();
         let mut todo = unsized_rx;
         tokio::spawn(async move {
             let mut done = Vec::new();
@@ -200,8 +219,14 @@ pub(super) async fn transfer_async(
                         sh.fail_advised(msg);
                         break;
                     }
-                    Ok(Streamed::Fetched(n)) => done.push((f.rel, f.expect.is_some(), n, false)),
-                    Ok(Streamed::Skipped(n)) => done.push((f.rel, f.expect.is_some(), n, true)),
+                    Ok(Streamed::Fetched(n)) => {
+                        let s = strong(&f);
+                        done.push((f.rel, f.expect.is_some(), n, false, s))
+                    }
+                    Ok(Streamed::Skipped(n)) => {
+                        let s = strong(&f);
+                        done.push((f.rel, f.expect.is_some(), n, true, s))
+                    }
                     Err(e) => {
                         sh.fail(format!("{e:#}"));
                         break;
@@ -386,6 +411,11 @@ pub(super) async fn transfer_async(
                 .lock()
                 .unwrap()
                 .retain(|(at, _)| keep && at.elapsed() < timeout.min(SPARE_MAX_AGE));
+            // what arrived this interval becomes resumable: its data synced, then its records
+            if !shared.unsynced.lock().unwrap().is_empty() {
+                let sh = shared.clone();
+                tokio::task::spawn_blocking(move || sh.sync_records()).await?;
+            }
             let dt = el.as_secs_f64();
             last_tick = Instant::now();
             let bytes = rec - last_bytes;
@@ -485,6 +515,11 @@ pub(super) async fn transfer_async(
             (cpu - last_cpu).max(0.0),
         );
     }
+    // what arrived since the last interval, for a rerun (also after an error or a cancel)
+    {
+        let sh = shared.clone();
+        tokio::task::spawn_blocking(move || sh.sync_records()).await?;
+    }
     if let Some(msg) = shared.fatal.lock().unwrap().clone() {
         if shared.fatal_advised.load(Ordering::SeqCst) {
             bail!("{msg}");
@@ -512,6 +547,17 @@ pub(super) async fn transfer_async(
                 .map(|j| j.rel.clone()),
         );
         unverified.sort();
+        let strong = found.verified_strong
+            + jobs
+                .iter()
+                .filter(|j| {
+                    j.expect
+                        .as_ref()
+                        .is_some_and(|e| e.algo.collision_resistant())
+                })
+                .count()
+            + streamed.iter().filter(|f| f.4).count();
+        let resumed_unchecked = found.resumed_unchecked.clone();
         Verification {
             by_listing: found.verified_by_listing
                 + jobs
@@ -524,6 +570,9 @@ pub(super) async fn transfer_async(
             unverified: unverified.len(),
             unverified_files: unverified.into_iter().take(UNVERIFIED_LISTED).collect(),
             checksum_file: checksum_report,
+            collision_resistant: strong,
+            restarted: found.restarted.clone(),
+            resumed_unchecked,
         }
     };
     let end_snap = meter.as_ref().and_then(|m| m.snapshot().ok());
@@ -612,21 +661,31 @@ pub(super) async fn transfer_async(
     })
 }
 
-/// What earlier runs left for the files of one batch (see [`prepare`]), read off the runtime's
-/// threads.
-async fn prepare_files(
-    opts: &TransferOptions,
-    files: Vec<SourceFile>,
-    whole: &[bool],
-) -> anyhow::Result<Prepared> {
-    let dest = opts.dest.clone();
-    let whole = whole.to_vec();
-    tokio::task::spawn_blocking(move || prepare(&dest, files, &whole)).await?
+/// Whether a file's publisher digest resists a forger (SHA-2, BLAKE2b).
+fn strong(f: &SourceFile) -> bool {
+    f.expect
+        .as_ref()
+        .is_some_and(|e| e.algo.collision_resistant())
+}
+
+/// The servers named on the command line (the source URL, or every URL of the URL list):
+/// what `--insecure` covers.
+fn named_origins(opts: &TransferOptions) -> Vec<String> {
+    let urls: Vec<String> = match &opts.input_file {
+        Some(p) => super::source::list_urls(p).unwrap_or_default(),
+        None => vec![opts.source.clone()],
+    };
+    urls.iter()
+        .filter_map(|u| HttpUrl::parse(u).ok())
+        .map(|u| u.authority().to_ascii_lowercase())
+        .collect()
 }
 
 /// What the transfer learns from its sources besides the sized files it plans: which servers
 /// ignore `Range`, how many files and planned bytes there are, and where files of unknown size
-/// go (the streaming task, while discovery may still find some).
+/// go (the streaming task, while discovery may still find some). Every file passes through it
+/// once, whatever found it, so it is also where what a source may not do is refused: two files
+/// for one output path, names wattio keeps for itself, sizes that overflow or do not fit DEST.
 struct Intake {
     /// Per origin: it ignores Range, so each of its files comes as one whole-file stream.
     whole: Vec<bool>,
@@ -637,6 +696,14 @@ struct Intake {
     n_files: usize,
     planned_bytes: u64,
     unsized_tx: Option<UnboundedSender<SourceFile>>,
+    dest: Arc<Dest>,
+    /// Output paths taken so far, with the URL each comes from.
+    claimed: HashMap<String, String>,
+    /// Directories the output paths so far need.
+    dirs: HashSet<String>,
+    /// Bytes still to fetch of the files prepared so far, and DEST's free space at the start.
+    needed_bytes: u64,
+    free_bytes: Option<u64>,
 }
 
 impl Intake {
@@ -646,24 +713,180 @@ impl Intake {
         src: &mut Source,
         unsized_tx: UnboundedSender<SourceFile>,
         more_to_come: bool,
-    ) -> Intake {
+        dest: &Arc<Dest>,
+    ) -> anyhow::Result<Intake> {
         let whole: Vec<bool> = src.ranges.iter().map(|r| *r == Some(false)).collect();
         let whole_file_streams = (0..src.origins.len())
             .filter(|&o| whole[o])
             .map(|o| ignores_ranges(&src.origins[o]))
             .collect();
-        let n_unsized = src.unsized_files.len();
-        for f in std::mem::take(&mut src.unsized_files) {
-            let _ = unsized_tx.send(f);
-        }
-        Intake {
+        let mut intake = Intake {
             undecided: src.ranges.iter().map(Option::is_none).collect(),
             whole,
             whole_file_streams,
-            n_files: src.files.len() + n_unsized,
-            planned_bytes: src.files.iter().map(|f| f.size).sum(),
-            unsized_tx: more_to_come.then_some(unsized_tx),
+            n_files: 0,
+            planned_bytes: 0,
+            unsized_tx: None,
+            dest: dest.clone(),
+            claimed: HashMap::new(),
+            dirs: HashSet::new(),
+            needed_bytes: 0,
+            free_bytes: None,
+        };
+        intake.count(&src.files, &src.unsized_files, &src.origins)?;
+        for f in std::mem::take(&mut src.unsized_files) {
+            let _ = unsized_tx.send(f);
         }
+        intake.unsized_tx = more_to_come.then_some(unsized_tx);
+        Ok(intake)
+    }
+
+    /// Counts a batch's files and bytes, claiming their output paths.
+    fn count(
+        &mut self,
+        files: &[SourceFile],
+        unsized_files: &[SourceFile],
+        origins: &[HttpUrl],
+    ) -> anyhow::Result<()> {
+        for f in files.iter().chain(unsized_files) {
+            self.claim(&f.rel, &url_string(&origins[f.origin], &f.url_path))?;
+        }
+        for f in files {
+            self.planned_bytes = self.planned_bytes.checked_add(f.size).ok_or_else(|| {
+                anyhow!(
+                    "the source's sizes add up to more than 16 EiB ({} claims {} bytes): a broken or hostile server; refusing it",
+                    f.rel,
+                    f.size
+                )
+            })?;
+        }
+        self.n_files += files.len() + unsized_files.len();
+        Ok(())
+    }
+
+    /// Takes `rel` as an output path for the file at `from`: refused when another file of the
+    /// source has it, when a file and a directory of the source would share a path, and for
+    /// the names of wattio's own temporary files.
+    fn claim(&mut self, rel: &str, from: &str) -> anyhow::Result<()> {
+        if is_reserved(rel) {
+            bail!(
+                "{from}: its name {rel} ends in {PART_SUFFIX} or {DONE_SUFFIX}, which wattio keeps for its temporary files; refusing the source (rename that file on the server, or give it another out= in a URL list)"
+            );
+        }
+        if let Some(prev) = self.claimed.get(rel) {
+            bail!(
+                "two files of the source go to the same path {}: {prev} and {from}; wattio will not guess which to keep (fix the listing, or the out= of those URL-list lines)",
+                self.dest.shown(rel)
+            );
+        }
+        if self.dirs.contains(rel) {
+            bail!(
+                "{} would be both a file ({from}) and a directory of other files of the source; refusing the source",
+                self.dest.shown(rel)
+            );
+        }
+        let parents: Vec<&str> = rel.match_indices('/').map(|(i, _)| &rel[..i]).collect();
+        if let Some(p) = parents.iter().find(|p| self.claimed.contains_key(**p)) {
+            bail!(
+                "{} would be both a file ({}) and the directory of {from}; refusing the source",
+                self.dest.shown(p),
+                self.claimed[*p]
+            );
+        }
+        self.dirs.extend(parents.into_iter().map(str::to_string));
+        self.claimed.insert(rel.to_string(), from.to_string());
+        Ok(())
+    }
+
+    /// Prepares sized files (see [`prepare`]) after asking their servers, for the files a
+    /// part file of an earlier run is kept for, whether the file is still the version the part
+    /// file holds (pipelined `HEAD`s); refuses a batch whose missing bytes do not fit in
+    /// DEST's free space.
+    async fn prepare(
+        &mut self,
+        mut files: Vec<SourceFile>,
+        src: &Source,
+        connector: &Arc<Connector>,
+    ) -> anyhow::Result<Prepared> {
+        let dest = self.dest.clone();
+        let whole = self.whole.clone();
+        let candidates: Vec<(usize, u64, String, bool)> = files
+            .iter()
+            .map(|f| {
+                (
+                    f.origin,
+                    f.size,
+                    f.rel.clone(),
+                    f.validator_origin.is_some(),
+                )
+            })
+            .collect();
+        // the files whose part file has a validator an earlier run recorded
+        let ask: Vec<usize> = tokio::task::spawn_blocking(move || {
+            candidates
+                .iter()
+                .enumerate()
+                .filter(|(_, (o, size, rel, known))| {
+                    !known
+                        && !whole.get(*o).copied().unwrap_or(false)
+                        && earlier_log(&dest, rel, *size)
+                            .is_some_and(|(v, done)| v.is_some() && !done.is_empty())
+                })
+                .map(|(i, _)| i)
+                .collect()
+        })
+        .await?;
+        for o in 0..src.origins.len() {
+            let idx: Vec<usize> = ask
+                .iter()
+                .copied()
+                .filter(|&i| files[i].origin == o)
+                .collect();
+            if idx.is_empty() {
+                continue;
+            }
+            let paths: Vec<String> = idx.iter().map(|&i| files[i].url_path.clone()).collect();
+            let heads = head_many(
+                connector,
+                &src.origins[o],
+                &paths,
+                HEAD_CONNECTIONS,
+                HEAD_DEPTH,
+            )
+            .await?;
+            for (i, h) in idx.into_iter().zip(heads) {
+                if h.status == 200 {
+                    let f = std::mem::replace(
+                        &mut files[i],
+                        SourceFile::at(String::new(), 0, String::new()),
+                    );
+                    files[i] = f.with_validator(&h, &src.origins[o]);
+                }
+            }
+        }
+        let dest = self.dest.clone();
+        let whole = self.whole.clone();
+        let origins: Vec<String> = src.origins.iter().map(HttpUrl::origin).collect();
+        let p =
+            tokio::task::spawn_blocking(move || prepare(&dest, files, &whole, &origins)).await??;
+        let needed: u64 = p
+            .jobs
+            .iter()
+            .map(|j| j.remaining.load(Ordering::SeqCst))
+            .fold(0u64, u64::saturating_add);
+        self.needed_bytes = self.needed_bytes.saturating_add(needed);
+        if self.free_bytes.is_none() {
+            let dest = self.dest.clone();
+            self.free_bytes = tokio::task::spawn_blocking(move || dest.free_bytes().ok()).await?;
+        }
+        if let Some(free) = self.free_bytes.filter(|&f| self.needed_bytes > f) {
+            bail!(
+                "the files to fetch need {} bytes, but {} has {free} bytes free; free some space or give another DEST",
+                self.needed_bytes,
+                self.dest.shown("")
+            );
+        }
+        Ok(p)
     }
 
     /// Takes in a batch discovery found: tells its notes, adds its servers (to `origins` too,
@@ -675,7 +898,7 @@ impl Intake {
         batch: Batch,
         src: &mut Source,
         origins: Option<&Mutex<Vec<HttpUrl>>>,
-        connector: &Connector,
+        connector: &Arc<Connector>,
         needs_ranges: &dyn Fn(&SourceFile) -> bool,
         opts: &TransferOptions,
     ) -> anyhow::Result<Prepared> {
@@ -708,14 +931,13 @@ impl Intake {
                 }
             }
         }
-        self.n_files += batch.files.len() + batch.unsized_files.len();
-        self.planned_bytes += batch.files.iter().map(|f| f.size).sum::<u64>();
+        self.count(&batch.files, &batch.unsized_files, &src.origins)?;
         if let Some(tx) = &self.unsized_tx {
             for f in batch.unsized_files {
                 let _ = tx.send(f);
             }
         }
-        prepare_files(opts, batch.files, &self.whole).await
+        self.prepare(batch.files, src, connector).await
     }
 
     /// Origin `o` ignores Range: each of its files comes as one whole-file stream.

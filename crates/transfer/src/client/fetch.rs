@@ -9,13 +9,68 @@ use crate::http::{parse_response_head, ResponseHead};
 use anyhow::{anyhow, bail};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 /// Largest body read whole (an index page or a checksum file).
 pub(super) const MAX_BODY: usize = 256 << 20;
-/// How long a server may stay silent before a discovery request fails.
+/// How long a discovery request may take before its first bytes (see [`Deadline`]).
 const SILENCE: Duration = Duration::from_secs(60);
+/// Bytes that buy a discovery request one more second (see [`Deadline`]).
+const GRACE_BYTES: u64 = 64 << 10;
+
+/// The deadline of one request made while finding files (a page, a listing, a checksum file,
+/// a `HEAD`): [`SILENCE`] plus one second for every [`GRACE_BYTES`] received, so that a large
+/// page on a slow link gets the time it needs (anything faster than 64 KiB/s keeps ahead of
+/// it) while a server trickling bytes cannot hold the transfer: one byte every 59 s no longer
+/// resets a timeout.
+pub(super) struct Deadline {
+    start: Instant,
+    received: u64,
+}
+
+impl Deadline {
+    pub(super) fn new() -> Deadline {
+        Deadline {
+            start: Instant::now(),
+            received: 0,
+        }
+    }
+
+    /// Time left, `None` once it has passed.
+    fn left(&self) -> Option<Duration> {
+        let allowed = SILENCE + Duration::from_secs(self.received / GRACE_BYTES);
+        allowed
+            .checked_sub(self.start.elapsed())
+            .filter(|d| !d.is_zero())
+    }
+
+    /// One read within the deadline; `what` names the request in the error.
+    pub(super) async fn read<S: AsyncRead + Unpin>(
+        &mut self,
+        s: &mut S,
+        buf: &mut [u8],
+        what: &str,
+    ) -> anyhow::Result<usize> {
+        let late = || {
+            anyhow!(
+                "{what}: the server took too long (more than {} s, plus 1 s per {} KiB received)",
+                SILENCE.as_secs(),
+                GRACE_BYTES >> 10
+            )
+        };
+        let left = self.left().ok_or_else(late)?;
+        let n = match tokio::time::timeout(left, s.read(buf)).await {
+            Err(_) => return Err(late()),
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => bail!(
+                "{what}: the server ended the TLS connection without close_notify, so what came may be cut short"
+            ),
+            Ok(r) => r?,
+        };
+        self.received += n as u64;
+        Ok(n)
+    }
+}
 
 /// A response read whole.
 pub(super) struct Fetched {
@@ -48,6 +103,11 @@ impl ChunkedDecoder {
     /// Whether the last chunk and the trailers were read.
     pub(super) fn done(&self) -> bool {
         self.state == Chunked::Done
+    }
+
+    /// Whether the last (zero-size) chunk was read (its trailers may still be missing).
+    pub(super) fn after_last_chunk(&self) -> bool {
+        matches!(self.state, Chunked::Trailer | Chunked::Done)
     }
 
     /// Decodes what it can of `input`, appending body bytes to `out`; returns how many input
@@ -118,6 +178,7 @@ fn chunk_size(line: &[u8]) -> Result<u64, String> {
 /// The body of a whole `Transfer-Encoding: chunked` message; `Err` when it is malformed or
 /// cut short before its last chunk (a server that closes right after the last chunk, without
 /// the final empty line, is accepted).
+#[cfg(test)]
 pub(super) fn decode_chunked(data: &[u8]) -> Result<Vec<u8>, String> {
     let mut d = ChunkedDecoder::default();
     let mut out = Vec::new();
@@ -140,23 +201,35 @@ fn request(url: &HttpUrl, method: &str, path: &str, extra: &str, close: bool) ->
     )
 }
 
-/// Reads a head from `s` into `buf` (which may already hold bytes); returns it and the bytes
-/// after it.
-async fn read_head(s: &mut Stream, buf: &mut Vec<u8>) -> anyhow::Result<ResponseHead> {
+/// Reads a head from `s` into `buf` (which may already hold bytes) within `deadline`; returns
+/// it and leaves the bytes after it in `buf`.
+async fn read_head(
+    s: &mut Stream,
+    buf: &mut Vec<u8>,
+    deadline: &mut Deadline,
+    what: &str,
+) -> anyhow::Result<ResponseHead> {
     loop {
         if let Some((h, n)) = parse_response_head(buf)? {
             buf.drain(..n);
             return Ok(h);
         }
         let mut tmp = [0u8; 16 * 1024];
-        let n = tokio::time::timeout(SILENCE, s.read(&mut tmp))
-            .await
-            .map_err(|_| anyhow!("the server sent no answer within 60 s"))??;
+        let n = deadline.read(s, &mut tmp, what).await?;
         if n == 0 {
             bail!("the server closed the connection without an answer");
         }
         buf.extend_from_slice(&tmp[..n]);
     }
+}
+
+/// Why a body that ended with the connection is not trusted: over plain HTTP a connection
+/// cut short looks the same (over TLS the server's `close_notify` tells them apart, and rustls
+/// refuses an end without one).
+pub(super) fn unterminated(what: &str) -> anyhow::Error {
+    anyhow!(
+        "{what}: the server sent a body of unknown length (no Content-Length, not chunked) over plain HTTP and ended it by closing the connection, which a cut connection looks the same as; fetch it over https://, or from a server that sends lengths"
+    )
 }
 
 /// One request on a fresh connection (`Connection: close`), its body read whole unless
@@ -173,8 +246,9 @@ pub(super) async fn fetch(
     let mut s = connector.connect(url).await?;
     s.write_all(request(url, method, path, extra_headers, true).as_bytes())
         .await?;
+    let mut deadline = Deadline::new();
     let mut buf = Vec::new();
-    let head = read_head(&mut s, &mut buf).await?;
+    let head = read_head(&mut s, &mut buf, &mut deadline, path).await?;
     let no_body = method == "HEAD" || head.status == 204 || head.status == 304;
     if !read_body || no_body {
         return Ok(Fetched {
@@ -182,43 +256,60 @@ pub(super) async fn fetch(
             body: Vec::new(),
         });
     }
-    let chunked = head
+    let mut chunked = head
         .transfer_encoding
         .as_deref()
-        .is_some_and(|te| te.to_ascii_lowercase().contains("chunked"));
-    let want = if chunked { None } else { head.content_length };
+        .is_some_and(|te| te.to_ascii_lowercase().contains("chunked"))
+        .then(ChunkedDecoder::default);
+    let want = if chunked.is_some() {
+        None
+    } else {
+        head.content_length
+    };
     if want.is_some_and(|n| n > MAX_BODY as u64) {
         bail!("{path}: body larger than {} MiB", MAX_BODY >> 20);
     }
+    let too_large = || anyhow!("{path}: body larger than {} MiB", MAX_BODY >> 20);
+    // a chunked body is decoded as it arrives (each byte once), and ends at its last chunk
+    // even when the server keeps the connection open
+    let mut body = Vec::new();
+    let mut input = std::mem::take(&mut buf);
+    let mut tmp = vec![0u8; 64 * 1024];
     loop {
-        if want.is_some_and(|n| buf.len() as u64 >= n) {
-            break;
-        }
-        // a server that keeps the connection open after the last chunk: stop there
-        if chunked && buf.ends_with(b"\r\n\r\n") && decode_chunked(&buf).is_ok() {
-            break;
-        }
-        let mut tmp = vec![0u8; 64 * 1024];
-        let n = tokio::time::timeout(SILENCE, s.read(&mut tmp))
-            .await
-            .map_err(|_| anyhow!("{path}: the server stalled for 60 s mid-body"))??;
-        if n == 0 {
-            if want.is_some() {
-                bail!("{path}: the connection closed mid-body");
+        match chunked.as_mut() {
+            Some(d) => {
+                d.feed(&input, &mut body)
+                    .map_err(|e| anyhow!("{path}: {e}"))?;
+                if d.done() {
+                    break;
+                }
             }
+            None => body.extend_from_slice(&input),
+        }
+        if body.len() > MAX_BODY {
+            return Err(too_large());
+        }
+        if want.is_some_and(|n| body.len() as u64 >= n) {
             break;
         }
-        buf.extend_from_slice(&tmp[..n]);
-        if buf.len() > MAX_BODY + 64 * 1024 {
-            bail!("{path}: body larger than {} MiB", MAX_BODY >> 20);
+        let n = deadline.read(&mut s, &mut tmp, path).await?;
+        if n == 0 {
+            match (&chunked, want) {
+                // a server that closes right after the last chunk, without the final empty
+                // line, is accepted
+                (Some(d), _) if d.after_last_chunk() => break,
+                (Some(_), _) => bail!("{path}: chunked body cut short"),
+                (None, Some(_)) => bail!("{path}: the connection closed mid-body"),
+                (None, None) if url.tls => break,
+                (None, None) => return Err(unterminated(path)),
+            }
         }
+        input.clear();
+        input.extend_from_slice(&tmp[..n]);
     }
-    let body = if chunked {
-        decode_chunked(&buf).map_err(|e| anyhow!("{path}: {e}"))?
-    } else {
-        buf.truncate(want.unwrap_or(buf.len() as u64) as usize);
-        buf
-    };
+    if let Some(n) = want {
+        body.truncate(n as usize);
+    }
     Ok(Fetched { head, body })
 }
 
@@ -233,16 +324,15 @@ pub(super) async fn probe_on(
     s.write_all(request(url, "GET", path, "Range: bytes=0-0\r\n", false).as_bytes())
         .await?;
     let mut buf = Vec::new();
-    let head = read_head(&mut s, &mut buf).await?;
+    let mut deadline = Deadline::new();
+    let head = read_head(&mut s, &mut buf, &mut deadline, path).await?;
     let body = match head.content_length {
         Some(n) if head.status == 206 && n <= 64 && !head.close => n as usize,
         _ => return Ok((head, None)),
     };
     while buf.len() < body {
         let mut tmp = [0u8; 64];
-        let n = tokio::time::timeout(SILENCE, s.read(&mut tmp))
-            .await
-            .map_err(|_| anyhow!("the server sent no body within 60 s"))??;
+        let n = deadline.read(&mut s, &mut tmp, path).await?;
         if n == 0 {
             return Ok((head, None));
         }
@@ -346,7 +436,9 @@ async fn head_on_one_connection(
                     }
                     return Ok(());
                 };
-                let h = match read_head(&mut s, &mut buf).await {
+                // each answer has its own deadline from when the one before it came
+                let mut deadline = Deadline::new();
+                let h = match read_head(&mut s, &mut buf, &mut deadline, &front.1).await {
                     Ok(h) => h,
                     Err(e) => {
                         todo.push(front);

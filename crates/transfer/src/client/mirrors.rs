@@ -130,6 +130,8 @@ impl FileJob {
             .compare_exchange(cur, cur + 1, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
         {
+            // the next mirror's validators are its own: its first answer gives them
+            *self.validator.lock().unwrap() = None;
             s.fallbacks.lock().unwrap().push(MirrorFallback {
                 from: s.places[cur].url.clone(),
                 to: s.places[cur + 1].url.clone(),
@@ -462,8 +464,9 @@ impl ListSizing {
             let line = format!("{}:{}", self.list_name, e.line);
             let n = 1 + e.mirrors.len();
             let mut places: Vec<Place> = Vec::with_capacity(n);
-            // the place the file starts on, and its size
+            // the place the file starts on, its size, and the answer's validators
             let mut chosen: Option<(usize, Option<u64>)> = None;
+            let mut validator = None;
             let mut failed: Vec<(usize, String)> = Vec::new();
             for i in next_url..next_url + n {
                 let (mut o, mut path, raw) = urls[i].clone();
@@ -503,6 +506,7 @@ impl ListSizing {
                                     self.probe_ranges(o, &path).await?;
                                 }
                                 chosen = Some((p, size));
+                                validator = Some(h.clone());
                             }
                             Some((c, Some(size))) => {
                                 if let Some(other) = h.content_length.filter(|&m| m != size) {
@@ -571,6 +575,9 @@ impl ListSizing {
                 ));
             }
             let mut f = SourceFile::at(e.rel, places[cur].origin, places[cur].url_path.clone());
+            if let Some(h) = &validator {
+                f = f.with_validator(h, &self.origins[places[cur].origin]);
+            }
             f.expect = e.checksum.map(|(algo, digest)| Expected {
                 algo,
                 digest,

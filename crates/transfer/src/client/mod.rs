@@ -22,6 +22,7 @@
 mod channel;
 mod conn;
 mod control;
+mod dest;
 mod fetch;
 mod jobs;
 mod mirrors;
@@ -35,6 +36,7 @@ mod source;
 mod state;
 mod stream;
 mod url;
+mod validator;
 mod verify;
 mod walk;
 

@@ -66,6 +66,11 @@ pub struct TransferOptions {
     /// Publisher checksums (`SHA256SUMS`, `MD5SUMS`, …): a URL or a local path.
     pub checksum_file: Option<String>,
     pub dest: PathBuf,
+    /// Sync data to disk before recording it as fetched, and before and after renaming a file
+    /// into place (`--fsync on`, the default), so that a power cut never leaves a record or a
+    /// name pointing at data the disk does not hold. Off: a crash of the process is still
+    /// safe, a power cut may lose data that was recorded.
+    pub fsync: bool,
     pub sla: Sla,
     pub tuner: TunerChoice,
     pub rtt: Option<Duration>,
@@ -108,6 +113,7 @@ impl TransferOptions {
             input_file: None,
             checksum_file: None,
             dest: dest.into(),
+            fsync: true,
             sla,
             tuner: TunerChoice::Wattio,
             rtt: None,

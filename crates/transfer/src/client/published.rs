@@ -2,7 +2,7 @@
 //! file each line is for, and hashing a file with a sequential digest as its bytes arrive.
 
 use super::conn::Connector;
-use super::source::{get_following, url_string, Expected, Source, SourceKind};
+use super::source::{get_following, url_string, Expected, Source, SourceFile, SourceKind};
 use super::state::FileJob;
 use super::url::HttpUrl;
 use crate::checksum::InOrderHasher;
@@ -11,6 +11,7 @@ use crate::summary::ChecksumFileReport;
 use crate::sums::SumsFile;
 use crate::urllist::url_file_name;
 use anyhow::{anyhow, bail};
+use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
@@ -49,9 +50,19 @@ pub(super) async fn attach(
         .as_deref()
         .map(|u| &u[..u.rfind('/').map_or(0, |i| i + 1)]);
     let by_name = matches!(src.kind, SourceKind::UrlList | SourceKind::FileUrl);
-    let mut matched = 0;
-    for f in src.files.iter_mut().chain(src.unsized_files.iter_mut()) {
-        let file_url = url_string(&src.origins[f.origin], &f.url_path);
+    let origins = &src.origins;
+    let mut files: Vec<&mut SourceFile> = src
+        .files
+        .iter_mut()
+        .chain(src.unsized_files.iter_mut())
+        .collect();
+    // 1: a line names the file exactly: its URL relative to the checksum file's, its path
+    // under DEST, or (URL lists, single URLs) its file name
+    let mut taken = vec![false; sums.entries.len()];
+    let mut line_of: Vec<Option<usize>> = vec![None; files.len()];
+    let mut url_paths: Vec<Vec<String>> = Vec::with_capacity(files.len());
+    for (k, f) in files.iter().enumerate() {
+        let file_url = url_string(&origins[f.origin], &f.url_path);
         let mut names: Vec<String> = Vec::new();
         if let Some(rest) = checksum_dir.and_then(|d| file_url.strip_prefix(d)) {
             let rest = rest.split('?').next().unwrap_or(rest);
@@ -64,9 +75,54 @@ pub(super) async fn attach(
             names.extend(url_file_name(&file_url));
             names.push(f.rel.rsplit('/').next().unwrap_or(&f.rel).to_string());
         }
-        let Some(e) = sums.lookup(names.iter().map(String::as_str)) else {
+        if let Some(i) = sums.lookup(names.iter().map(String::as_str)) {
+            line_of[k] = Some(i);
+            taken[i] = true;
+        }
+        // the file's URL path, decoded, for the suffix match below
+        let path = f.url_path.split(['?', '#']).next().unwrap_or("");
+        let decoded = String::from_utf8(percent_decode_bytes(path)).unwrap_or_default();
+        url_paths.push(components(&decoded));
+    }
+    // 2: else the line whose name is the longest run of whole path components that ends the
+    // file's URL path (`with space/a b.dat` for `…/with%20space/a%20b.dat`); a line that
+    // ends two such paths is an error, not a guess
+    let entry_comps: Vec<Vec<String>> = sums.entries.iter().map(|e| components(&e.name)).collect();
+    let mut suffix_of: HashMap<usize, Vec<usize>> = HashMap::new();
+    for k in 0..files.len() {
+        if line_of[k].is_some() {
+            continue;
+        }
+        let best = (0..sums.entries.len())
+            .filter(|&i| {
+                !taken[i] && !entry_comps[i].is_empty() && url_paths[k].ends_with(&entry_comps[i])
+            })
+            .max_by_key(|&i| entry_comps[i].len());
+        if let Some(i) = best {
+            suffix_of.entry(i).or_default().push(k);
+        }
+    }
+    for (i, ks) in &suffix_of {
+        if let [k] = ks.as_slice() {
+            line_of[*k] = Some(*i);
+        } else {
+            let e = &sums.entries[*i];
+            let names: Vec<&str> = ks.iter().take(3).map(|&k| files[k].rel.as_str()).collect();
+            bail!(
+                "--checksum-file {spec}: line {} ({}) ends the paths of {} files ({}); it cannot tell them apart, so none is taken as verified by it: give the checksum file by its URL beside the files, or one whose names are the files' paths",
+                e.line,
+                e.name,
+                ks.len(),
+                names.join(", ")
+            );
+        }
+    }
+    let mut matched = 0;
+    for (k, f) in files.iter_mut().enumerate() {
+        let Some(i) = line_of[k] else {
             continue;
         };
+        let e = &sums.entries[i];
         matched += 1;
         // a URL list's own checksum= comes first
         if f.expect.is_none() {
@@ -124,7 +180,7 @@ impl FileJob {
 
     /// Whether the finished part file matches the publisher digest (`None`: there is none);
     /// bytes not hashed on arrival are read now.
-    pub(super) fn check_published(&self) -> std::io::Result<Option<bool>> {
+    pub(super) fn check_published(&self, f: &File) -> std::io::Result<Option<bool>> {
         let Some(e) = &self.expect else {
             return Ok(None);
         };
@@ -134,7 +190,6 @@ impl FileJob {
             .unwrap()
             .take()
             .unwrap_or_else(|| InOrderHasher::new(e.algo, self.size, &[]));
-        let f = File::open(&self.part_path)?;
         let got = h.finish(|o, b| f.read_exact_at(b, o))?;
         Ok(Some(got == e.digest))
     }
@@ -145,6 +200,14 @@ impl FileJob {
             *self.in_order.lock().unwrap() = Some(InOrderHasher::new(e.algo, self.size, &[]));
         }
     }
+}
+
+/// The non-empty `/`-separated components of a path.
+fn components(p: &str) -> Vec<String> {
+    p.split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .map(str::to_string)
+        .collect()
 }
 
 /// The message of a publisher digest that did not match twice.

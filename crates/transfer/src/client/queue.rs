@@ -8,40 +8,119 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// Cuts a file's missing ranges into the plan's pieces. With `block` (the listing's checksum
-/// block), pieces are rounded to whole blocks and cut at multiples of the piece size, so each
-/// stream covers whole blocks and can hash them as they arrive.
-fn split_ranges(
-    miss: &[(u64, u64)],
-    split: RequestSplit,
-    size: u64,
-    block: Option<u64>,
-) -> Vec<(u64, u64)> {
+/// A partition's chunks. Each file's missing ranges are kept as spans and cut into pieces
+/// only when a channel takes one, so a queue's memory grows with the number of ranges, not
+/// with the bytes they cover (a size a server makes up costs nothing until it is fetched).
+#[derive(Debug, Default)]
+pub(super) struct ChunkQueue {
+    spans: VecDeque<Span>,
+    /// Pieces the spans hold in all.
+    pieces: u64,
+}
+
+/// A range of one file, cut into `piece`-byte pieces at multiples of `piece`.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    file: usize,
+    offset: u64,
+    len: u64,
+    piece: u64,
+}
+
+impl Span {
+    /// The length of its first piece.
+    fn first(&self) -> u64 {
+        self.len.min(self.piece - self.offset % self.piece)
+    }
+
+    /// How many pieces it holds.
+    fn pieces(&self) -> u64 {
+        if self.len == 0 {
+            return 0;
+        }
+        let first = self.first();
+        1 + (self.len - first).div_ceil(self.piece)
+    }
+}
+
+impl ChunkQueue {
+    /// Pieces queued.
+    pub(super) fn len(&self) -> usize {
+        usize::try_from(self.pieces).unwrap_or(usize::MAX)
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.pieces == 0
+    }
+
+    /// Queues `[offset, offset + len)` of `file`, to be taken in `piece`-byte pieces cut at
+    /// multiples of `piece` (`u64::MAX`: in one piece).
+    pub(super) fn push_range(&mut self, file: usize, offset: u64, len: u64, piece: u64) {
+        let s = Span {
+            file,
+            offset,
+            len,
+            piece: piece.max(1),
+        };
+        self.pieces = self.pieces.saturating_add(s.pieces());
+        if len > 0 {
+            self.spans.push_back(s);
+        }
+    }
+
+    /// Puts a chunk back at the head, to be taken whole next.
+    pub(super) fn push_front(&mut self, c: Chunk) {
+        if c.len > 0 {
+            self.pieces = self.pieces.saturating_add(1);
+            self.spans.push_front(Span {
+                file: c.file,
+                offset: c.offset,
+                len: c.len,
+                piece: u64::MAX,
+            });
+        }
+    }
+
+    /// The next piece.
+    pub(super) fn pop_front(&mut self) -> Option<Chunk> {
+        let s = self.spans.front_mut()?;
+        let n = s.first();
+        let c = Chunk {
+            file: s.file,
+            offset: s.offset,
+            len: n,
+        };
+        s.offset += n;
+        s.len -= n;
+        if s.len == 0 {
+            self.spans.pop_front();
+        }
+        self.pieces -= 1;
+        Some(c)
+    }
+}
+
+/// The piece size of `split` for a file of `size` bytes; with `block` (the listing's checksum
+/// block), rounded to whole blocks, so each stream covers whole blocks and can hash them as
+/// they arrive.
+fn piece_size(split: RequestSplit, size: u64, block: Option<u64>) -> u64 {
     let piece = match split {
         RequestSplit::Whole => u64::MAX,
         RequestSplit::Chunk(c) => c.max(1),
         RequestSplit::Parts(p) => size.div_ceil(p.max(1) as u64).max(1),
     };
-    let piece = match block {
-        Some(b) if b > 0 && piece != u64::MAX => ((piece + b / 2) / b).max(1) * b,
-        _ => piece,
-    };
-    let mut out = Vec::new();
-    for &(mut o, mut l) in miss {
-        while l > 0 {
-            let n = l.min(piece - o % piece);
-            out.push((o, n));
-            o += n;
-            l -= n;
+    match block {
+        Some(b) if b > 0 && piece != u64::MAX => {
+            ((piece.saturating_add(b / 2)) / b).max(1).saturating_mul(b)
         }
+        _ => piece,
     }
-    out
 }
 
 /// Appends a file's missing ranges, cut into `split`'s pieces, to a partition's queue; returns
 /// the bytes added.
 fn push_file(
-    q: &mut VecDeque<Chunk>,
+    q: &mut ChunkQueue,
     file: usize,
     job: &FileJob,
     missing: &[(u64, u64)],
@@ -54,14 +133,11 @@ fn push_file(
     } else {
         split
     };
-    let mut added = 0;
-    for (o, l) in split_ranges(missing, split, job.size, block) {
-        q.push_back(Chunk {
-            file,
-            offset: o,
-            len: l,
-        });
-        added += l;
+    let piece = piece_size(split, job.size, block);
+    let mut added = 0u64;
+    for &(o, l) in missing {
+        q.push_range(file, o, l, piece);
+        added = added.saturating_add(l);
     }
     added
 }
@@ -71,10 +147,16 @@ fn push_file(
 pub(super) fn build_queues(plan: &TransferPlan, prep: &Prepared) -> Vec<PartQueue> {
     let mut parts = Vec::new();
     for part in &plan.partitions {
-        let mut q = VecDeque::new();
-        let mut rem = 0;
+        let mut q = ChunkQueue::default();
+        let mut rem = 0u64;
         for &fi in &part.files {
-            rem += push_file(&mut q, fi, &prep.jobs[fi], &prep.missing[fi], part.split);
+            rem = rem.saturating_add(push_file(
+                &mut q,
+                fi,
+                &prep.jobs[fi],
+                &prep.missing[fi],
+                part.split,
+            ));
         }
         parts.push(PartQueue {
             chunks: Mutex::new(q),
@@ -116,6 +198,39 @@ pub(super) fn enqueue_found(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The pieces a queue hands out for `miss` cut by `split` (the old eager cut's results).
+    fn split_ranges(
+        miss: &[(u64, u64)],
+        split: RequestSplit,
+        size: u64,
+        block: Option<u64>,
+    ) -> Vec<(u64, u64)> {
+        let mut q = ChunkQueue::default();
+        let piece = piece_size(split, size, block);
+        for &(o, l) in miss {
+            q.push_range(0, o, l, piece);
+        }
+        let n = q.len();
+        let out: Vec<(u64, u64)> = std::iter::from_fn(|| q.pop_front())
+            .map(|c| (c.offset, c.len))
+            .collect();
+        assert_eq!(out.len(), n, "len() counts the pieces");
+        assert!(q.is_empty());
+        out
+    }
+
+    #[test]
+    fn a_huge_range_costs_one_span() {
+        let mut q = ChunkQueue::default();
+        q.push_range(3, 0, u64::MAX, 1 << 20);
+        assert_eq!(q.spans.len(), 1);
+        assert_eq!(q.len() as u64, u64::MAX.div_ceil(1 << 20));
+        let c = q.pop_front().unwrap();
+        assert_eq!((c.file, c.offset, c.len), (3, 0, 1 << 20));
+        q.push_front(c);
+        assert_eq!(q.pop_front().unwrap().len, 1 << 20);
+    }
 
     #[test]
     fn split_ranges_by_plan() {

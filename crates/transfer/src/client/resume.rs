@@ -1,14 +1,28 @@
 //! Resume: what an earlier run left in the destination (finished files, `.wattio-part` files
 //! and their `.done` logs of finished byte ranges) and what is still missing.
+//!
+//! A `.done` log is a header — the server's validators of the version whose bytes the part
+//! file holds ([`Validator`]) — then 16-byte records (offset, length, little-endian) of the
+//! ranges whose data was on disk before the record was written (see `state`). A log written
+//! before validators were recorded has no header and is read as records only.
 
+use super::dest::{with_suffix, Dest, Entry, DONE_SUFFIX, PART_SUFFIX};
 use super::mirrors::FileSource;
 use super::source::SourceFile;
 use super::state::FileJob;
+use super::validator::{Compared, Validator};
 use crate::checksum::{self, InOrderHasher};
-use anyhow::Context;
-use std::path::{Path, PathBuf};
+use std::io::Read as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+/// First 8 bytes of a `.done` log with a header (`WTIODON2` in ASCII, read as little-endian):
+/// an offset no file reaches, so an older log's first record never reads as it.
+const LOG_MAGIC: u64 = u64::from_le_bytes(*b"WTIODON2");
+/// Longest header a log may announce (a damaged log is read as having none).
+const MAX_HEADER: u64 = 4096;
+/// The extended attribute a finished file keeps its server's validators in.
+pub(super) const VALIDATOR_ATTR: &str = "user.wattio.validator";
 
 /// Byte ranges of `[0, size)` not covered by `done` (a list of (offset, len)).
 pub(crate) fn missing_ranges(size: u64, done: &[(u64, u64)]) -> Vec<(u64, u64)> {
@@ -32,25 +46,67 @@ pub(crate) fn missing_ranges(size: u64, done: &[(u64, u64)]) -> Vec<(u64, u64)> 
     out
 }
 
-pub(super) fn read_done_log(p: &Path) -> Vec<(u64, u64)> {
-    let Ok(b) = std::fs::read(p) else {
-        return Vec::new();
-    };
+/// One 16-byte record.
+pub(super) fn record(offset: u64, len: u64) -> [u8; 16] {
+    let mut rec = [0u8; 16];
+    rec[..8].copy_from_slice(&offset.to_le_bytes());
+    rec[8..].copy_from_slice(&len.to_le_bytes());
+    rec
+}
+
+/// The header a new log starts with: the magic and the validator's length, then the
+/// validator padded to whole records.
+pub(super) fn log_header(v: Option<&Validator>) -> Vec<u8> {
+    let body = v.map(Validator::encode).unwrap_or_default();
+    let mut out = record(LOG_MAGIC, body.len() as u64).to_vec();
+    out.extend_from_slice(&body);
+    out.resize(out.len().div_ceil(16) * 16, 0);
+    out
+}
+
+/// What a `.done` log holds: the validators of the version the part file is of, and the
+/// finished ranges (offset, length).
+pub(super) type DoneLog = (Option<Validator>, Vec<(u64, u64)>);
+
+/// A log's validator and finished ranges.
+pub(super) fn parse_log(b: &[u8]) -> DoneLog {
+    let mut validator = None;
+    let mut recs = b;
+    if b.len() >= 16 && b[..8] == LOG_MAGIC.to_le_bytes() {
+        let n = u64::from_le_bytes(b[8..16].try_into().unwrap());
+        let padded = n.div_ceil(16) * 16;
+        if n > MAX_HEADER || (b.len() as u64) < 16 + padded {
+            return (None, Vec::new());
+        }
+        validator = Validator::decode(&b[16..16 + n as usize]);
+        recs = &b[16 + padded as usize..];
+    }
     // records are 16 bytes; a torn last record (crash mid-append) is ignored
-    b.chunks_exact(16)
+    let ranges = recs
+        .chunks_exact(16)
         .map(|r| {
             (
                 u64::from_le_bytes(r[..8].try_into().unwrap()),
                 u64::from_le_bytes(r[8..].try_into().unwrap()),
             )
         })
-        .collect()
+        .collect();
+    (validator, ranges)
 }
 
-pub(super) fn part_name(final_path: &Path, suffix: &str) -> PathBuf {
-    let mut s = final_path.as_os_str().to_owned();
-    s.push(suffix);
-    PathBuf::from(s)
+/// The log an earlier run left for `rel`, when its part file has `size` bytes.
+pub(super) fn earlier_log(
+    dest: &Dest,
+    rel: &str,
+    size: u64,
+) -> Option<DoneLog> {
+    if dest.entry(&with_suffix(rel, PART_SUFFIX)).ok()?? != Entry::File(size) {
+        return None;
+    }
+    let f = dest.open_read(&with_suffix(rel, DONE_SUFFIX)).ok()?;
+    let mut b = Vec::new();
+    (&f).take(64 << 20).read_to_end(&mut b).ok()?;
+    Some(parse_log(&b))
 }
 
 /// A batch of files made ready to fetch: their jobs, the ranges each still misses, and what
@@ -73,8 +129,16 @@ pub(super) struct EarlierRuns {
     /// Of those, the ones checked against the listing and against a publisher's digest.
     pub(super) verified_by_listing: usize,
     pub(super) verified_by_publisher: usize,
+    /// Of those, the ones a collision-resistant digest checked (SHA-2, BLAKE2b).
+    pub(super) verified_strong: usize,
     /// Files skipped because they were complete, with no checksum to check them against.
     pub(super) skipped_unverified: Vec<String>,
+    /// Files whose earlier copy (complete or partial) was dropped because the server's
+    /// validators changed since: they are fetched again from the start.
+    pub(super) restarted: Vec<String>,
+    /// Files whose partial copy is kept with neither a validator nor a checksum to confirm it
+    /// is of the server's current version.
+    pub(super) resumed_unchecked: Vec<String>,
 }
 
 impl EarlierRuns {
@@ -85,8 +149,12 @@ impl EarlierRuns {
         self.verified += other.verified;
         self.verified_by_listing += other.verified_by_listing;
         self.verified_by_publisher += other.verified_by_publisher;
+        self.verified_strong += other.verified_strong;
         self.skipped_unverified
             .extend(other.skipped_unverified.iter().cloned());
+        self.restarted.extend(other.restarted.iter().cloned());
+        self.resumed_unchecked
+            .extend(other.resumed_unchecked.iter().cloned());
     }
 }
 
@@ -100,90 +168,146 @@ impl Prepared {
 }
 
 /// Whether a complete file in the destination matches every checksum the source gives.
-fn complete_file_matches(s: &SourceFile, path: &Path) -> bool {
+fn complete_file_matches(s: &SourceFile, f: &std::fs::File) -> bool {
     let listing_ok = match &s.xxh3 {
-        Some(h) => checksum::file_xxh3(path).ok().as_deref() == Some(h.as_str()),
+        Some(h) => checksum::file_xxh3(f).ok().as_deref() == Some(h.as_str()),
         None => true,
     };
     listing_ok
-        && s.expect.as_ref().is_none_or(|e| {
-            checksum::file_digest(e.algo, path).ok().as_deref() == Some(&e.digest[..])
-        })
+        && s.expect
+            .as_ref()
+            .is_none_or(|e| checksum::file_digest(e.algo, f).ok().as_deref() == Some(&e.digest[..]))
 }
 
 /// Deletes the `.wattio-part` file and `.done` log of a file that is complete under its final
 /// name. A run stopped between the rename into place and the deletion of the log (the two
 /// cannot be one atomic step) leaves them behind; nothing reads them again.
-fn remove_leftovers(final_path: &Path) {
-    for suffix in [".wattio-part", ".wattio-part.done"] {
-        let _ = std::fs::remove_file(part_name(final_path, suffix));
+fn remove_leftovers(dest: &Dest, rel: &str) {
+    for suffix in [PART_SUFFIX, DONE_SUFFIX] {
+        let _ = dest.remove(&with_suffix(rel, suffix));
+    }
+}
+
+/// How a complete file already in DEST stands against the source.
+enum Complete {
+    /// It matches (checksums, or validators, or size alone where nothing else is known).
+    Keep,
+    /// Its server's validators changed since it was fetched: fetch it again.
+    Changed,
+    /// Not there, of another size, or a checksum that does not match.
+    No,
+}
+
+fn complete_file(dest: &Dest, s: &SourceFile) -> Complete {
+    if dest.entry(&s.rel).ok().flatten() != Some(Entry::File(s.size)) {
+        return Complete::No;
+    }
+    let Ok(f) = dest.open_read(&s.rel) else {
+        return Complete::No;
+    };
+    if s.xxh3.is_some() || s.expect.is_some() {
+        return if complete_file_matches(s, &f) {
+            Complete::Keep
+        } else {
+            Complete::No
+        };
+    }
+    let stored = Dest::attr(&f, VALIDATOR_ATTR).and_then(|b| Validator::decode(&b));
+    match (&stored, &s.validator_origin) {
+        (Some(was), Some(o)) if was.compare(s.validator.as_ref(), o) == Compared::Changed => {
+            Complete::Changed
+        }
+        _ => Complete::Keep,
     }
 }
 
 /// What is already in `dest` for each file of `src` and what is still missing. `whole[o]`:
 /// origin `o` ignores `Range`, so its partly fetched files start over.
 pub(super) fn prepare(
-    dest: &Path,
+    dest: &Arc<Dest>,
     src: Vec<SourceFile>,
     whole: &[bool],
+    origins: &[String],
 ) -> anyhow::Result<Prepared> {
-    std::fs::create_dir_all(dest).with_context(|| {
-        format!(
-            "cannot create destination {}; check permissions",
-            dest.display()
-        )
-    })?;
     let mut jobs = Vec::new();
     let mut missing = Vec::new();
-    let (mut skipped, mut resumed, mut verified) = (0, 0, 0);
-    let mut skipped_unverified = Vec::new();
-    let (mut by_listing, mut by_publisher) = (0, 0);
+    let mut e = EarlierRuns::default();
     for s in src {
-        let final_path = dest.join(&s.rel);
-        if let Ok(md) = std::fs::metadata(&final_path) {
-            if md.is_file() && md.len() == s.size && complete_file_matches(&s, &final_path) {
-                skipped += 1;
-                resumed += s.size;
-                by_listing += s.xxh3.is_some() as usize;
-                by_publisher += s.expect.is_some() as usize;
+        match complete_file(dest, &s) {
+            Complete::Keep => {
+                e.skipped += 1;
+                e.resumed_bytes += s.size;
+                e.verified_by_listing += s.xxh3.is_some() as usize;
+                e.verified_by_publisher += s.expect.is_some() as usize;
+                e.verified_strong +=
+                    s.expect
+                        .as_ref()
+                        .is_some_and(|x| x.algo.collision_resistant()) as usize;
                 if s.xxh3.is_some() || s.expect.is_some() {
-                    verified += 1;
+                    e.verified += 1;
                 } else {
-                    skipped_unverified.push(s.rel);
+                    e.skipped_unverified.push(s.rel.clone());
                 }
-                remove_leftovers(&final_path);
+                remove_leftovers(dest, &s.rel);
                 continue;
             }
+            Complete::Changed => e.restarted.push(s.rel.clone()),
+            Complete::No => {}
         }
         let is_whole = whole.get(s.origin).copied().unwrap_or(false);
-        if let Some(parent) = final_path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
-        }
-        let part_path = part_name(&final_path, ".wattio-part");
-        let done_path = part_name(&final_path, ".wattio-part.done");
-        let mut done = Vec::new();
-        if let Ok(md) = std::fs::metadata(&part_path) {
-            // a server without Range cannot send the rest of a file: start it over
-            if md.len() == s.size && !is_whole {
-                done = read_done_log(&done_path);
+        let done_rel = with_suffix(&s.rel, DONE_SUFFIX);
+        // a server without Range cannot send the rest of a file: start it over
+        let earlier = if is_whole {
+            None
+        } else {
+            earlier_log(dest, &s.rel, s.size)
+        };
+        let (mut validator, mut done) = earlier.unwrap_or_default();
+        let checksummed = s.xxh3.is_some() || s.blocks.is_some() || s.expect.is_some();
+        let serving = origins.get(s.origin).map(String::as_str).unwrap_or("");
+        if !done.is_empty() {
+            let verdict = match (&validator, &s.validator_origin) {
+                (Some(was), Some(o)) => Some(was.compare(s.validator.as_ref(), o)),
+                (Some(was), None) if was.origin != serving => Some(Compared::OtherServer),
+                _ => None,
+            };
+            match verdict {
+                // the server's version now is not the one the part file holds
+                Some(Compared::Changed) => {
+                    e.restarted.push(s.rel.clone());
+                    done.clear();
+                }
+                // the part file came from a mirror: its validators mean nothing here, and If-Range
+                // with them would fail; the first answer gives this server's
+                Some(Compared::OtherServer) => {
+                    validator = s.validator.clone().filter(|v| v.origin == serving);
+                    if !checksummed {
+                        e.resumed_unchecked.push(s.rel.clone());
+                    }
+                }
+                _ if validator.is_none() && !checksummed => {
+                    e.resumed_unchecked.push(s.rel.clone());
+                }
+                _ => {}
             }
         }
         let fresh = done.is_empty();
         if fresh {
             // no usable progress: start clean
-            let _ = std::fs::remove_file(&done_path);
+            let _ = dest.remove(&done_rel);
+            validator = s.validator.clone();
         }
         let miss = missing_ranges(s.size, &done);
         let left: u64 = miss.iter().map(|r| r.1).sum();
-        resumed += s.size - left;
+        e.resumed_bytes += s.size - left;
         missing.push(miss);
         let in_order = s
             .expect
             .as_ref()
-            .map(|e| InOrderHasher::new(e.algo, s.size, &done));
+            .map(|x| InOrderHasher::new(x.algo, s.size, &done));
         jobs.push(FileJob {
             rel: s.rel,
+            dest: dest.clone(),
             source: FileSource::new(s.origin, s.url_path, s.mirrors),
             whole: is_whole,
             size: s.size,
@@ -192,28 +316,20 @@ pub(super) fn prepare(
             blocks: s.blocks,
             expect: s.expect,
             in_order: Mutex::new(in_order),
-            final_path,
-            part_path,
-            done_path,
             file: Mutex::new(None),
             done_log: Mutex::new(None),
+            unsynced: Mutex::new(Vec::new()),
             fresh: AtomicBool::new(fresh),
             remaining: AtomicU64::new(left),
             in_flight: AtomicUsize::new(0),
             checksum_retry: AtomicBool::new(false),
+            validator: Mutex::new(validator),
         });
     }
     Ok(Prepared {
         jobs,
         missing,
-        earlier: EarlierRuns {
-            skipped,
-            resumed_bytes: resumed,
-            verified,
-            verified_by_listing: by_listing,
-            verified_by_publisher: by_publisher,
-            skipped_unverified,
-        },
+        earlier: e,
     })
 }
 
@@ -233,26 +349,106 @@ mod tests {
         assert_eq!(missing_ranges(0, &[]), Vec::<(u64, u64)>::new());
     }
 
+    #[test]
+    fn logs_with_and_without_a_header_read_back() {
+        let v = Validator {
+            origin: "http://h:80".into(),
+            etag: Some("\"abc\"".into()),
+            last_modified: None,
+        };
+        let mut log = log_header(Some(&v));
+        assert_eq!(log.len() % 16, 0);
+        log.extend_from_slice(&record(0, 5));
+        log.extend_from_slice(&record(9, 1));
+        log.extend_from_slice(&[1, 2, 3]); // torn
+        assert_eq!(parse_log(&log), (Some(v), vec![(0, 5), (9, 1)]));
+        let old: Vec<u8> = record(4, 4).to_vec();
+        assert_eq!(parse_log(&old), (None, vec![(4, 4)]));
+        let mut empty = log_header(None);
+        empty.extend_from_slice(&record(1, 2));
+        assert_eq!(parse_log(&empty), (None, vec![(1, 2)]));
+        // a header that claims more than the log holds reads as nothing done
+        let mut lie = record(LOG_MAGIC, 1 << 40).to_vec();
+        lie.extend_from_slice(&record(0, 9));
+        assert_eq!(parse_log(&lie), (None, vec![]));
+    }
+
     /// A run killed after renaming a file into place but before deleting its `.done` log: the
     /// rerun counts the file as complete and deletes the log, so the destination ends up
     /// holding the source tree and nothing else.
     #[test]
     fn a_complete_file_left_with_its_done_log_is_kept_and_the_log_deleted() {
-        let dest = tempfile::tempdir().unwrap();
-        let final_path = dest.path().join("f.bin");
+        let d = tempfile::tempdir().unwrap();
+        let dest = Arc::new(Dest::open(d.path(), true).unwrap());
+        let final_path = d.path().join("f.bin");
         std::fs::write(&final_path, b"0123456789").unwrap();
-        let done = part_name(&final_path, ".wattio-part.done");
+        let done = d.path().join("f.bin.wattio-part.done");
         std::fs::write(&done, [0u8; 16]).unwrap();
         let src = vec![SourceFile {
             size: 10,
             ..SourceFile::at("f.bin".into(), 0, "/f.bin".into())
         }];
-        let p = prepare(dest.path(), src, &[false]).unwrap();
+        let p = prepare(&dest, src, &[false], &["http://h:80".into()]).unwrap();
         assert_eq!(
             (p.earlier.skipped, p.earlier.resumed_bytes, p.jobs.len()),
             (1, 10, 0)
         );
         assert!(!done.exists(), "the stale .done log is left behind");
         assert_eq!(std::fs::read(&final_path).unwrap(), b"0123456789");
+    }
+
+    /// A part file of another version (its log's validator is not the server's now) is
+    /// started over; one of the same version keeps its ranges; one without a validator and
+    /// without a checksum is kept and reported unchecked, and so is one whose validator came
+    /// from another server (a mirror), which is not sent to this one.
+    #[test]
+    fn a_part_file_of_another_version_starts_over() {
+        let d = tempfile::tempdir().unwrap();
+        let dest = Arc::new(Dest::open(d.path(), true).unwrap());
+        let at = |origin: &str, tag: &str| Validator {
+            origin: origin.into(),
+            etag: Some(format!("\"{tag}\"")),
+            last_modified: None,
+        };
+        let (h, m) = ("http://h:80", "http://mirror:80");
+        let v1 = at(h, "v1");
+        let v2 = at(h, "v2");
+        let stored = [Some(&v1), Some(&v1), None, Some(&v1)];
+        for (name, v) in ["a", "b", "c", "d"].iter().zip(stored) {
+            std::fs::write(d.path().join(format!("{name}.wattio-part")), [7u8; 10]).unwrap();
+            let mut log = log_header(v);
+            log.extend_from_slice(&record(0, 6));
+            std::fs::write(d.path().join(format!("{name}.wattio-part.done")), log).unwrap();
+        }
+        let file = |rel: &str, origin: usize, v: Option<Validator>| SourceFile {
+            size: 10,
+            validator_origin: v.as_ref().map(|v| v.origin.clone()),
+            validator: v,
+            ..SourceFile::at(rel.into(), origin, format!("/{rel}"))
+        };
+        let src = vec![
+            file("a", 0, Some(v2.clone())),
+            file("b", 0, Some(v1.clone())),
+            file("c", 0, None),
+            file("d", 1, Some(at(m, "m1"))),
+        ];
+        let p = prepare(&dest, src, &[false, false], &[h.into(), m.into()]).unwrap();
+        assert_eq!(
+            p.missing,
+            vec![vec![(0, 10)], vec![(6, 4)], vec![(6, 4)], vec![(6, 4)]]
+        );
+        assert_eq!(p.earlier.restarted, vec!["a".to_string()]);
+        assert_eq!(
+            p.earlier.resumed_unchecked,
+            vec!["c".to_string(), "d".to_string()]
+        );
+        let validator = |i: usize| p.jobs[i].validator.lock().unwrap().clone();
+        assert_eq!(validator(0), Some(v2));
+        assert_eq!(validator(1), Some(v1));
+        assert_eq!(
+            validator(3),
+            Some(at(m, "m1")),
+            "the mirror's own, not the log's"
+        );
     }
 }

@@ -7,6 +7,7 @@ use super::fetch::{fetch, head_many, probe_on, Fetched};
 use super::mirrors::MirrorPlan;
 use super::options::TransferOptions;
 use super::url::HttpUrl;
+use super::validator::Validator;
 use super::walk::{walk_index, WalkedPage};
 use crate::checksum::{self, Algorithm};
 use crate::dirindex::{join_url, IndexKind};
@@ -43,6 +44,12 @@ pub(super) struct SourceFile {
     pub(super) expect: Option<Expected>,
     /// The other URLs of its URL-list line (see `mirrors`).
     pub(super) mirrors: Option<Box<MirrorPlan>>,
+    /// The server's validators of the file now (see `validator_origin`).
+    pub(super) validator: Option<Validator>,
+    /// The server an answer of this run about the file came from, which gave `validator`
+    /// (`None` there then means that server gives none); `None` when nothing was asked about
+    /// the file itself (a listing, an index with exact sizes).
+    pub(super) validator_origin: Option<String>,
 }
 
 impl SourceFile {
@@ -57,7 +64,17 @@ impl SourceFile {
             blocks: None,
             expect: None,
             mirrors: None,
+            validator: None,
+            validator_origin: None,
         }
+    }
+
+    /// Takes the validators of an answer about this file from `origin`.
+    pub(super) fn with_validator(mut self, h: &ResponseHead, origin: &HttpUrl) -> SourceFile {
+        let o = origin.origin();
+        self.validator = Validator::from_head(h, &o);
+        self.validator_origin = Some(o);
+        self
     }
 }
 
@@ -330,6 +347,15 @@ pub(super) async fn first_url(opts: &TransferOptions) -> anyhow::Result<HttpUrl>
     }
 }
 
+/// Every URL of the URL list at `p` (mirrors included), as written.
+pub(super) fn list_urls(p: &std::path::Path) -> anyhow::Result<Vec<String>> {
+    Ok(read_url_list(p)?
+        .entries
+        .into_iter()
+        .flat_map(|e| std::iter::once(e.url).chain(e.mirrors))
+        .collect())
+}
+
 /// How messages name a URL list.
 fn url_list_name(p: &std::path::Path) -> String {
     if p.as_os_str() == "-" {
@@ -496,8 +522,7 @@ async fn from_listing(
             size: e.size,
             xxh3: e.xxh3,
             blocks: e.blocks.map(BlockDigests::from_listing),
-            expect: None,
-            mirrors: None,
+            ..SourceFile::at(String::new(), 0, String::new())
         })
         .collect();
     Ok(Some(src))
@@ -605,6 +630,7 @@ async fn size_page(
     };
     let mut accept = None;
     for (path, size) in page.files {
+        let mut answer = None;
         let size = match size {
             Some(s) => Some(s),
             None => {
@@ -618,14 +644,19 @@ async fn size_page(
                     );
                 }
                 merge_accept_ranges(&mut accept, &h);
-                match h.content_length {
+                let n = match h.content_length {
                     Some(n) => Some(n),
                     None => size_by_range_probe(connector, url, &path).await?,
-                }
+                };
+                answer = Some(h);
+                n
             }
         };
         let rel = crate::dirindex::relative_name(root, &path).expect("walk keeps named entries");
-        let f = SourceFile::at(rel, 0, path);
+        let mut f = SourceFile::at(rel, 0, path);
+        if let Some(h) = &answer {
+            f = f.with_validator(h, url);
+        }
         match size {
             Some(n) => b.files.push(SourceFile { size: n, ..f }),
             None => b.unsized_files.push(f),
@@ -678,7 +709,13 @@ async fn single_file(connector: &Connector, url: &HttpUrl) -> anyhow::Result<Sou
     };
     let mut src = Source::new(SourceKind::FileUrl, &final_url);
     src.note_ranges(0, &f.head);
-    src.add(SourceFile::at(name, 0, path), size);
+    let file = SourceFile::at(name, 0, path);
+    let file = if head_refused {
+        file
+    } else {
+        file.with_validator(&f.head, &final_url)
+    };
+    src.add(file, size);
     Ok(src)
 }
 

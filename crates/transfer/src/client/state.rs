@@ -2,15 +2,18 @@
 //! logs, the partitions' chunk queues and budgets, and the counters.
 
 use super::conn::{Connector, Stream};
+use super::dest::{with_suffix, Dest, DONE_SUFFIX, PART_SUFFIX};
 use super::jobs::Jobs;
 use super::mirrors::FileSource;
+use super::queue::ChunkQueue;
+use super::resume::{log_header, record};
 use super::source::{BlockDigests, Expected, SourceKind};
 use super::url::HttpUrl;
+use super::validator::{Compared, Validator};
 use crate::checksum::InOrderHasher;
-use std::collections::VecDeque;
-use std::fs::{File, OpenOptions};
+use crate::http::ResponseHead;
+use std::fs::File;
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -18,6 +21,8 @@ use std::time::{Duration, Instant};
 /// One file to fetch.
 pub(super) struct FileJob {
     pub(super) rel: String,
+    /// The destination every file operation goes through (no link is followed in it).
+    pub(super) dest: Arc<Dest>,
     /// Its URL (or URLs, with mirrors) and the one serving it now: `origin()`, `url_path()`.
     pub(super) source: FileSource,
     /// Its server ignores `Range`: fetched as one whole-file stream, never resumed midway.
@@ -32,33 +37,40 @@ pub(super) struct FileJob {
     /// The publisher's digest (checksum file, URL list), and its state over the bytes so far.
     pub(super) expect: Option<Expected>,
     pub(super) in_order: Mutex<Option<InOrderHasher>>,
-    pub(super) final_path: PathBuf,
-    pub(super) part_path: PathBuf,
-    pub(super) done_path: PathBuf,
     /// Opened on first use and closed when the file is finished, so a dataset of many small
     /// files never holds more descriptors than files in flight.
     pub(super) file: Mutex<Option<Arc<File>>>,
     pub(super) done_log: Mutex<Option<File>>,
+    /// Ranges that arrived whose data is not synced to disk yet: their records go to the
+    /// `.done` log only after it is ([`FileJob::sync_records`]), so that after a power cut no
+    /// record claims bytes the disk does not hold.
+    pub(super) unsynced: Mutex<Vec<(u64, u64)>>,
     /// No usable earlier progress: truncate the part file when first opening it.
     pub(super) fresh: AtomicBool,
     pub(super) remaining: AtomicU64,
     pub(super) in_flight: AtomicUsize,
     pub(super) checksum_retry: AtomicBool,
+    /// The server's validators of the version the part file holds (the log's, or the first
+    /// answer's): sent as `If-Range`, compared with every answer.
+    pub(super) validator: Mutex<Option<Validator>>,
 }
 
 impl FileJob {
+    pub(super) fn part_rel(&self) -> String {
+        with_suffix(&self.rel, PART_SUFFIX)
+    }
+
+    pub(super) fn done_rel(&self) -> String {
+        with_suffix(&self.rel, DONE_SUFFIX)
+    }
+
     /// The part file, opened (created and sized) on first use.
     pub(super) fn part(&self) -> std::io::Result<Arc<File>> {
         let mut g = self.file.lock().unwrap();
         if let Some(f) = g.as_ref() {
             return Ok(f.clone());
         }
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&self.part_path)?;
+        let f = self.dest.open_rw(&self.part_rel())?;
         if self.fresh.swap(false, Ordering::SeqCst) {
             f.set_len(0)?;
         }
@@ -68,22 +80,52 @@ impl FileJob {
         Ok(f)
     }
 
-    /// Appends a finished range to the `.done` log.
-    pub(super) fn log_done(&self, offset: u64, len: u64) {
+    /// Notes a finished range: its record waits for the data to be synced (see
+    /// [`FileJob::sync_records`]); written at once when syncing is off. Returns true when it
+    /// is the first record waiting (the caller then lists the file for the next sync).
+    pub(super) fn log_done(&self, offset: u64, len: u64) -> bool {
+        if len == 0 {
+            return false;
+        }
+        if !self.dest.syncs() {
+            let _ = self.append_records(&[(offset, len)]);
+            return false;
+        }
+        let mut u = self.unsynced.lock().unwrap();
+        u.push((offset, len));
+        u.len() == 1
+    }
+
+    /// Syncs the part file's data, then writes the records of the ranges that were waiting
+    /// for it. Nothing to do when none wait or the file is closed (finished: its log is gone).
+    pub(super) fn sync_records(&self) -> std::io::Result<()> {
+        let recs = std::mem::take(&mut *self.unsynced.lock().unwrap());
+        if recs.is_empty() {
+            return Ok(());
+        }
+        let Some(part) = self.file.lock().unwrap().clone() else {
+            return Ok(());
+        };
+        self.dest.sync_data(&part)?;
+        self.append_records(&recs)
+    }
+
+    /// Appends records to the `.done` log, creating it with its header first.
+    fn append_records(&self, recs: &[(u64, u64)]) -> std::io::Result<()> {
         let mut g = self.done_log.lock().unwrap();
         if g.is_none() {
-            *g = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&self.done_path)
-                .ok();
+            let mut f = self.dest.append(&self.done_rel())?;
+            if f.metadata()?.len() == 0 {
+                f.write_all(&log_header(self.validator.lock().unwrap().as_ref()))?;
+            }
+            *g = Some(f);
         }
-        if let Some(f) = g.as_mut() {
-            let mut rec = [0u8; 16];
-            rec[..8].copy_from_slice(&offset.to_le_bytes());
-            rec[8..].copy_from_slice(&len.to_le_bytes());
-            let _ = f.write_all(&rec);
+        let f = g.as_mut().expect("opened above");
+        let mut out = Vec::with_capacity(recs.len() * 16);
+        for &(o, l) in recs {
+            out.extend_from_slice(&record(o, l));
         }
+        f.write_all(&out)
     }
 
     pub(super) fn store_block_sum(&self, index: u64, digest: u64) {
@@ -96,6 +138,45 @@ impl FileJob {
         *self.file.lock().unwrap() = None;
         *self.done_log.lock().unwrap() = None;
     }
+
+    /// The `If-Range` line of a range request: the validators of the version the part file
+    /// holds, so that a server whose file changed answers the whole file instead of mixing
+    /// versions (empty when the server gave none).
+    pub(super) fn if_range(&self) -> String {
+        match self
+            .validator
+            .lock()
+            .unwrap()
+            .as_ref()
+            .and_then(|v| v.if_range())
+        {
+            Some(v) => format!("If-Range: {v}\r\n"),
+            None => String::new(),
+        }
+    }
+
+    /// Checks the validators of an answer from `origin` against the part file's version: the
+    /// first answer's become the file's; `Err` names both versions when they differ. An answer
+    /// without validators says nothing either way.
+    pub(super) fn check_validator(&self, head: &ResponseHead, origin: &str) -> Result<(), String> {
+        let Some(now) = Validator::from_head(head, origin) else {
+            return Ok(());
+        };
+        let mut g = self.validator.lock().unwrap();
+        let verdict = g.as_ref().map(|was| was.compare(Some(&now), origin));
+        match verdict {
+            Some(Compared::Same) => Ok(()),
+            Some(Compared::Changed) => Err(format!(
+                "it changed on the server during the copy ({} became {})",
+                g.as_ref().map_or_else(String::new, Validator::describe),
+                now.describe()
+            )),
+            None | Some(Compared::OtherServer) => {
+                *g = Some(now);
+                Ok(())
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -106,7 +187,7 @@ pub(super) struct Chunk {
 }
 
 pub(super) struct PartQueue {
-    pub(super) chunks: Mutex<VecDeque<Chunk>>,
+    pub(super) chunks: Mutex<ChunkQueue>,
     pub(super) target: AtomicUsize,
     pub(super) live: AtomicUsize,
     pub(super) pipelining: usize,
@@ -151,9 +232,31 @@ pub(super) struct Shared {
     pub(super) fatal_advised: AtomicBool,
     pub(super) retries: u32,
     pub(super) started: Instant,
+    /// Files with finished ranges whose records wait for their data to be synced (see
+    /// [`FileJob::sync_records`]); the control loop syncs them every interval and at the end.
+    pub(super) unsynced: Mutex<Vec<usize>>,
 }
 
 impl Shared {
+    /// Notes a finished range of file `i` (see [`FileJob::log_done`]).
+    pub(super) fn record_done(&self, i: usize, offset: u64, len: u64) {
+        if self.files[i].log_done(offset, len) {
+            self.unsynced.lock().unwrap().push(i);
+        }
+    }
+
+    /// Syncs the data of every file with records waiting and writes those records: what a
+    /// rerun resumes from. Run off the runtime's threads (it waits for the disk).
+    pub(super) fn sync_records(&self) {
+        let files = std::mem::take(&mut *self.unsynced.lock().unwrap());
+        for i in files {
+            let j = &self.files[i];
+            if let Err(e) = j.sync_records() {
+                self.fail(j.dest.explain(&j.done_rel(), "record the progress of", &e));
+            }
+        }
+    }
+
     /// Origin `o` (an index a file names).
     pub(super) fn origin(&self, o: usize) -> HttpUrl {
         self.origins.lock().unwrap()[o].clone()

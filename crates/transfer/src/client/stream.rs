@@ -6,17 +6,17 @@
 //! fetched again whole.
 
 use super::conn::Connector;
-use super::fetch::ChunkedDecoder;
+use super::dest::{with_suffix, Dest, Entry, PART_SUFFIX};
+use super::fetch::{unterminated, ChunkedDecoder, Deadline};
 use super::published::mismatch_message;
-use super::resume::part_name;
 use super::source::{url_string, SourceFile};
 use super::url::HttpUrl;
 use crate::checksum;
 use crate::http::parse_response_head;
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, bail};
 use std::io::Write;
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -32,45 +32,53 @@ pub(super) enum Streamed {
 
 /// Fetches `f` from `origin` into `dest`, counting its bytes in `received`; up to `retries`
 /// attempts for connection failures, and one more fetch when the publisher's digest does not
-/// match.
+/// match. A body that ends with the connection is taken only where its end can be trusted:
+/// over TLS (rustls refuses an end without `close_notify`) or with the publisher's digest.
 pub(super) async fn stream_file(
     connector: &Connector,
     origin: &HttpUrl,
     f: &SourceFile,
-    dest: &Path,
+    dest: &Arc<Dest>,
     retries: u32,
     received: &AtomicU64,
 ) -> anyhow::Result<Streamed> {
-    let final_path = dest.join(&f.rel);
     if let Some(e) = &f.expect {
-        if checksum::file_digest(e.algo, &final_path).ok().as_deref() == Some(&e.digest[..]) {
-            let len = std::fs::metadata(&final_path).map_or(0, |m| m.len());
+        let same = dest
+            .open_read(&f.rel)
+            .ok()
+            .and_then(|file| checksum::file_digest(e.algo, &file).ok())
+            .is_some_and(|d| d == e.digest);
+        if same {
+            let len = match dest.entry(&f.rel) {
+                Ok(Some(Entry::File(n))) => n,
+                _ => 0,
+            };
             return Ok(Streamed::Skipped(len));
         }
     }
-    if let Some(parent) = final_path.parent() {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
-    }
-    let part = part_name(&final_path, ".wattio-part");
+    let part = with_suffix(&f.rel, PART_SUFFIX);
     let mut failures = 0;
     let mut mismatches = 0;
     loop {
-        match stream_once(connector, origin, f, &part, received).await {
+        match stream_once(connector, origin, f, dest, &part, received).await {
             Ok((len, digest)) => {
                 if let (Some(e), Some(d)) = (&f.expect, digest) {
                     if d != e.digest {
                         mismatches += 1;
                         if mismatches > 1 {
-                            let _ = std::fs::remove_file(&part);
+                            let _ = dest.remove(&part);
                             return Ok(Streamed::Refused(mismatch_message(&f.rel, e)));
                         }
                         continue;
                     }
                 }
-                std::fs::rename(&part, &final_path)
-                    .with_context(|| format!("cannot rename into {}", final_path.display()))?;
+                dest.rename_into_place(&part, &f.rel)
+                    .map_err(|e| anyhow!(dest.explain(&f.rel, "rename into", &e)))?;
                 return Ok(Streamed::Fetched(len));
+            }
+            Err(e) if e.downcast_ref::<Refusal>().is_some() => {
+                let _ = dest.remove(&part);
+                return Ok(Streamed::Refused(format!("{e:#}")));
             }
             Err(e) => {
                 failures += 1;
@@ -86,12 +94,26 @@ pub(super) async fn stream_file(
     }
 }
 
-/// One attempt: the whole body into `part`, hashed on the way with the publisher's algorithm.
+/// A stream a rerun cannot fix (its end cannot be trusted): refused, not retried.
+#[derive(Debug)]
+struct Refusal(String);
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// One attempt: the whole body into `part`, hashed on the way with the publisher's algorithm,
+/// then synced.
 async fn stream_once(
     connector: &Connector,
     origin: &HttpUrl,
     f: &SourceFile,
-    part: &Path,
+    dest: &Dest,
+    part: &str,
     received: &AtomicU64,
 ) -> anyhow::Result<(u64, Option<Vec<u8>>)> {
     let here = url_string(origin, &f.url_path);
@@ -104,15 +126,14 @@ async fn stream_once(
     s.write_all(req.as_bytes()).await?;
     let mut buf = vec![0u8; 256 * 1024];
     let mut pending: Vec<u8> = Vec::new();
-    let silent = || anyhow!("{here}: the server stalled for 60 s");
+    // the head within the discovery deadline; the body may take as long as it keeps coming
+    let mut deadline = Deadline::new();
     let head = loop {
         if let Some((h, n)) = parse_response_head(&pending)? {
             pending.drain(..n);
             break h;
         }
-        let n = tokio::time::timeout(Duration::from_secs(60), s.read(&mut buf))
-            .await
-            .map_err(|_| silent())??;
+        let n = deadline.read(&mut s, &mut buf, &here).await?;
         if n == 0 {
             bail!("{here}: the server closed the connection without an answer");
         }
@@ -131,8 +152,17 @@ async fn stream_once(
     } else {
         head.content_length
     };
-    let mut out = std::fs::File::create(part)
-        .with_context(|| format!("cannot write {}; check the disk", part.display()))?;
+    let trusted_end = origin.tls || f.expect.is_some();
+    if chunked.is_none() && length.is_none() && !trusted_end {
+        return Err(Refusal(format!(
+            "{:#}; or give its checksum (--checksum-file, or checksum= in a URL list), which then vouches for its end",
+            unterminated(&here)
+        ))
+        .into());
+    }
+    let out = dest
+        .create(part)
+        .map_err(|e| anyhow!(dest.explain(part, "write", &e)))?;
     let mut hasher = f.expect.as_ref().map(|e| e.algo.hasher());
     let mut body = Vec::with_capacity(buf.len());
     let mut written = 0u64;
@@ -151,8 +181,9 @@ async fn stream_once(
             }
         }
         if !body.is_empty() {
-            out.write_all(&body)
-                .with_context(|| format!("cannot write {}; check the disk", part.display()))?;
+            (&out)
+                .write_all(&body)
+                .map_err(|e| anyhow!(dest.explain(part, "write", &e)))?;
             if let Some(h) = hasher.as_mut() {
                 h.update(&body);
             }
@@ -169,15 +200,24 @@ async fn stream_once(
         }
         let n = tokio::time::timeout(Duration::from_secs(60), s.read(&mut buf))
             .await
-            .map_err(|_| silent())??;
+            .map_err(|_| anyhow!("{here}: the server stalled for 60 s"))?
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                    anyhow!("{here}: the server ended the TLS connection without close_notify, so the file may be cut short")
+                } else {
+                    anyhow!("{here}: {e}")
+                }
+            })?;
         if n == 0 {
             if chunked.is_some() || length.is_some() {
                 bail!("{here}: the connection closed mid-body");
             }
-            // the body ends with the connection
+            // the body ends with the connection (trusted: see above)
             break;
         }
         input = buf[..n].to_vec();
     }
+    dest.sync_data(&out)
+        .map_err(|e| anyhow!(dest.explain(part, "sync", &e)))?;
     Ok((written, hasher.map(|h| h.finish())))
 }

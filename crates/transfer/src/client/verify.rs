@@ -1,25 +1,28 @@
 //! Verification of a received file (size, whole-file or per-block XXH3-64), its rename into
 //! place, and the one re-fetch of what did not match.
 
+use super::dest::Dest;
 use super::published::mismatch_message;
+use super::resume::VALIDATOR_ATTR;
 use super::source::BlockDigests;
-use super::state::{Chunk, FileJob, Shared};
+use super::state::{FileJob, Shared};
 use crate::checksum;
 use std::fs::File;
 use std::sync::atomic::Ordering;
 
-/// Verifies a fully received file and renames it into place.
+/// Verifies a fully received file and renames it into place: its data synced first, the
+/// directory after, so that after a power cut a file under its final name is whole.
 pub(super) fn finish_file(sh: &Shared, i: usize) {
     let j = &sh.files[i];
     // Ok(ranges to fetch again, empty when the file is good; whether the listing's checksum
     // (rather than the publisher's) is the one that did not match)
     let res = (|| -> Result<(Vec<(u64, u64)>, bool), String> {
+        let part_rel = j.part_rel();
         let f = j
             .part()
-            .map_err(|e| format!("cannot open {}: {e}", j.part_path.display()))?;
-        let md = f.metadata().map_err(|e| e.to_string())?;
-        drop(f);
-        j.close();
+            .map_err(|e| j.dest.explain(&part_rel, "open", &e))?;
+        let read_back = |e: std::io::Error| j.dest.explain(&part_rel, "read back", &e);
+        let md = f.metadata().map_err(read_back)?;
         if md.len() != j.size {
             return Err(format!(
                 "{}: size {} but expected {}",
@@ -29,8 +32,7 @@ pub(super) fn finish_file(sh: &Shared, i: usize) {
             ));
         }
         if let Some(b) = &j.blocks {
-            let bad = bad_blocks(j, b)
-                .map_err(|e| format!("cannot read back {}: {e}", j.part_path.display()))?;
+            let bad = bad_blocks(j, b, &f).map_err(read_back)?;
             if !bad.is_empty() {
                 // a server without Range sends whole files only
                 let again = if j.whole {
@@ -41,20 +43,30 @@ pub(super) fn finish_file(sh: &Shared, i: usize) {
                 return Ok((again, true));
             }
         } else if let Some(want) = &j.xxh3 {
-            let got = checksum::file_xxh3(&j.part_path).map_err(|e| e.to_string())?;
+            let got = checksum::file_xxh3(&f).map_err(read_back)?;
             if &got != want {
                 return Ok((vec![(0, j.size)], true));
             }
         }
-        let published = j
-            .check_published()
-            .map_err(|e| format!("cannot read back {}: {e}", j.part_path.display()))?;
+        let published = j.check_published(&f).map_err(read_back)?;
         if published == Some(false) {
             return Ok((vec![(0, j.size)], false));
         }
-        std::fs::rename(&j.part_path, &j.final_path)
-            .map_err(|e| format!("cannot rename into {}: {e}", j.final_path.display()))?;
-        let _ = std::fs::remove_file(&j.done_path);
+        j.dest
+            .sync_data(&f)
+            .map_err(|e| j.dest.explain(&part_rel, "sync", &e))?;
+        if let Some(v) = j.validator.lock().unwrap().as_ref() {
+            // what a rerun compares with the server's validators (best effort: not every
+            // file system keeps extended attributes)
+            Dest::set_attr(&f, VALIDATOR_ATTR, &v.encode());
+        }
+        drop(f);
+        j.close();
+        j.unsynced.lock().unwrap().clear();
+        j.dest
+            .rename_into_place(&part_rel, &j.rel)
+            .map_err(|e| j.dest.explain(&j.rel, "rename into", &e))?;
+        let _ = j.dest.remove(&j.done_rel());
         Ok((Vec::new(), false))
     })();
     match res {
@@ -65,10 +77,15 @@ pub(super) fn finish_file(sh: &Shared, i: usize) {
             sh.files_done.fetch_add(1, Ordering::SeqCst);
         }
         Ok((refetch, by_listing)) => {
-            // checksum mismatch: fetch the bad blocks (or the whole file) once more, then give up
-            if j.checksum_retry.swap(true, Ordering::SeqCst) {
+            // checksum mismatch: fetch the bad blocks (or the whole file) once more, then give
+            // up; an empty file has nothing to fetch again
+            if j.size == 0 || j.checksum_retry.swap(true, Ordering::SeqCst) {
                 match (&j.expect, by_listing) {
                     (Some(e), false) => sh.fail_advised(mismatch_message(&j.rel, e)),
+                    _ if j.size == 0 => sh.fail_changed(
+                        &j.rel,
+                        "it is empty on the server, but the listing's XXH3-64 is of other content",
+                    ),
                     _ => sh.fail_changed(
                         &j.rel,
                         "its XXH3-64 does not match the listing even after fetching it again",
@@ -76,7 +93,8 @@ pub(super) fn finish_file(sh: &Shared, i: usize) {
                 }
                 return;
             }
-            let _ = std::fs::remove_file(&j.done_path);
+            let _ = j.dest.remove(&j.done_rel());
+            j.unsynced.lock().unwrap().clear();
             // whatever is fetched again, the publisher's digest is taken over the file anew
             j.restart_published();
             let again: u64 = refetch.iter().map(|r| r.1).sum();
@@ -99,11 +117,7 @@ pub(super) fn finish_file(sh: &Shared, i: usize) {
             sh.parts[pi].target.fetch_max(1, Ordering::SeqCst);
             let mut q = sh.parts[pi].chunks.lock().unwrap();
             for (offset, len) in refetch {
-                q.push_back(Chunk {
-                    file: i,
-                    offset,
-                    len,
-                });
+                q.push_range(i, offset, len, u64::MAX);
             }
         }
         Err(e) => sh.fail(e),
@@ -112,14 +126,13 @@ pub(super) fn finish_file(sh: &Shared, i: usize) {
 
 /// Indexes of the blocks of a received file whose digest differs from the listing's; blocks
 /// not hashed on arrival are hashed from the file now.
-pub(super) fn bad_blocks(j: &FileJob, want: &BlockDigests) -> std::io::Result<Vec<u64>> {
+pub(super) fn bad_blocks(j: &FileJob, want: &BlockDigests, f: &File) -> std::io::Result<Vec<u64>> {
     let mut sums = j.block_sums.lock().unwrap().clone();
     let unseen: Vec<u64> = (0..sums.len() as u64)
         .filter(|&i| sums[i as usize].is_none())
         .collect();
     if !unseen.is_empty() {
-        let f = File::open(&j.part_path)?;
-        let hashed = checksum::file_blocks_xxh3(&f, want.size, &unseen)?;
+        let hashed = checksum::file_blocks_xxh3(f, want.size, &unseen)?;
         for (i, d) in unseen.into_iter().zip(hashed) {
             sums[i as usize] = Some(d);
         }

@@ -1,0 +1,275 @@
+//! DEST as a jail: every file the transfer creates, opens, truncates, renames or deletes is
+//! reached from a descriptor of the destination directory, one component at a time, without
+//! following symbolic links ([`crate::jail`]). A link already in DEST (`DEST/sub` pointing
+//! elsewhere, a part file that is a link) makes that file fail with a message naming the link;
+//! nothing is ever written through one. DEST itself is the user's to name and may be a link.
+//!
+//! The durability rules live here too: data is synced before the records that say it arrived
+//! (see `state`), a file before its rename into place, and its directory after the rename, so
+//! that a power cut never leaves a name or a record pointing at data that is not on disk.
+
+use crate::jail;
+use anyhow::Context;
+use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
+use rustix::io::Errno;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+/// Suffix of a file's data while it is fetched.
+pub(crate) const PART_SUFFIX: &str = ".wattio-part";
+/// Suffix of the log of a part file's finished ranges.
+pub(crate) const DONE_SUFFIX: &str = ".wattio-part.done";
+
+/// The destination directory.
+pub(super) struct Dest {
+    fd: OwnedFd,
+    path: PathBuf,
+    /// Sync data before its records and renames (`--fsync on`, the default).
+    sync: bool,
+}
+
+/// What is at a name in DEST.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Entry {
+    /// A regular file of this many bytes.
+    File(u64),
+    /// Anything else: a directory, a link, a device…
+    Other,
+}
+
+impl Dest {
+    /// Opens DEST, creating it (and its parents) when missing.
+    pub(super) fn open(path: &Path, sync: bool) -> anyhow::Result<Dest> {
+        std::fs::create_dir_all(path).with_context(|| {
+            format!(
+                "cannot create destination {}; check permissions",
+                path.display()
+            )
+        })?;
+        let fd = File::open(path)
+            .with_context(|| format!("cannot open destination {}", path.display()))?
+            .into();
+        Ok(Dest {
+            fd,
+            path: path.to_path_buf(),
+            sync,
+        })
+    }
+
+    /// Whether data is synced before its records and renames.
+    pub(super) fn syncs(&self) -> bool {
+        self.sync
+    }
+
+    /// `DEST/rel`, for messages.
+    pub(super) fn shown(&self, rel: &str) -> String {
+        self.path.join(rel).display().to_string()
+    }
+
+    /// One line saying why `what` failed on `rel`, naming the link or the file in the way.
+    pub(super) fn explain(&self, rel: &str, what: &str, e: &io::Error) -> String {
+        if jail::is_link_error(e) || e.raw_os_error() == Some(libc::ENOTDIR) {
+            if let Some(link) = jail::first_link(self.fd.as_fd(), rel) {
+                return format!(
+                    "cannot {what} {}: {} is a symbolic link, and wattio writes nothing through links inside the destination; remove it, or give another DEST",
+                    self.shown(rel),
+                    self.shown(&link)
+                );
+            }
+            if e.raw_os_error() == Some(libc::ENOTDIR) {
+                return format!(
+                    "cannot {what} {}: a file is in the way of one of its directories; remove it, or give another DEST",
+                    self.shown(rel)
+                );
+            }
+        }
+        format!("cannot {what} {}: {e}", self.shown(rel))
+    }
+
+    fn parent(&self, rel: &str, create: bool) -> io::Result<(Option<OwnedFd>, String)> {
+        let (dir, last) = jail::parent_beneath(self.fd.as_fd(), rel, create)?;
+        Ok((dir, last.to_string()))
+    }
+
+    fn at<'a>(&'a self, dir: &'a Option<OwnedFd>) -> BorrowedFd<'a> {
+        dir.as_ref().map_or(self.fd.as_fd(), |d| d.as_fd())
+    }
+
+    /// What `rel` is, without following a link at it; `None` when nothing is there.
+    pub(super) fn entry(&self, rel: &str) -> io::Result<Option<Entry>> {
+        let (dir, last) = match self.parent(rel, false) {
+            Ok(x) => x,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        match rfs::statat(self.at(&dir), last.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if rfs::FileType::from_raw_mode(st.st_mode) == rfs::FileType::RegularFile => {
+                Ok(Some(Entry::File(st.st_size as u64)))
+            }
+            Ok(_) => Ok(Some(Entry::Other)),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Opens the regular file `rel` with `flags`, creating its directories when `create`.
+    fn open_file(&self, rel: &str, flags: OFlags, create: bool) -> io::Result<File> {
+        let (dir, last) = self.parent(rel, create)?;
+        let flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        let fd = rfs::openat(
+            self.at(&dir),
+            last.as_str(),
+            flags,
+            Mode::from_raw_mode(0o666),
+        )?;
+        let f = File::from(fd);
+        if !f.metadata()?.is_file() {
+            return Err(io::Error::other("not a regular file"));
+        }
+        Ok(f)
+    }
+
+    /// The file `rel` for reading and writing, created (with its directories) when missing.
+    pub(super) fn open_rw(&self, rel: &str) -> io::Result<File> {
+        self.open_file(rel, OFlags::RDWR | OFlags::CREATE, true)
+    }
+
+    /// The file `rel`, created empty (or emptied), for writing.
+    pub(super) fn create(&self, rel: &str) -> io::Result<File> {
+        self.open_file(rel, OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC, true)
+    }
+
+    /// The existing file `rel`, for reading.
+    pub(super) fn open_read(&self, rel: &str) -> io::Result<File> {
+        self.open_file(rel, OFlags::RDONLY, false)
+    }
+
+    /// The file `rel` for appending, created when missing.
+    pub(super) fn append(&self, rel: &str) -> io::Result<File> {
+        self.open_file(rel, OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE, true)
+    }
+
+    /// Deletes the file `rel` (nothing when it is not there).
+    pub(super) fn remove(&self, rel: &str) -> io::Result<()> {
+        let (dir, last) = match self.parent(rel, false) {
+            Ok(x) => x,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        match rfs::unlinkat(self.at(&dir), last.as_str(), AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Syncs a file's data to disk (when syncing is on).
+    pub(super) fn sync_data(&self, f: &File) -> io::Result<()> {
+        if self.sync {
+            f.sync_data()?;
+        }
+        Ok(())
+    }
+
+    /// Renames `from` to `to` (both in one directory: a file's part file and its final name),
+    /// replacing whatever non-directory is at `to` (a link there is replaced, not followed),
+    /// then syncs the directory so the rename survives a power cut. The caller has synced the
+    /// data first ([`Dest::sync_data`]).
+    pub(super) fn rename_into_place(&self, from: &str, to: &str) -> io::Result<()> {
+        let (dir, to_last) = self.parent(to, false)?;
+        let (_, from_last) = self.parent(from, false)?;
+        let at = self.at(&dir);
+        rfs::renameat(at, from_last.as_str(), at, to_last.as_str())?;
+        if self.sync {
+            rfs::fsync(at)?;
+        }
+        Ok(())
+    }
+
+    /// Bytes free for this user on DEST's file system.
+    pub(super) fn free_bytes(&self) -> io::Result<u64> {
+        let st = rfs::fstatvfs(self.fd.as_fd())?;
+        Ok(st.f_bavail.saturating_mul(st.f_frsize))
+    }
+
+    /// Sets an extended attribute on an open file; false where the file system has none.
+    pub(super) fn set_attr(f: &File, name: &str, value: &[u8]) -> bool {
+        rfs::fsetxattr(f, name, value, rfs::XattrFlags::empty()).is_ok()
+    }
+
+    /// An extended attribute of an open file (at most 4 KiB), when it has one.
+    pub(super) fn attr(f: &File, name: &str) -> Option<Vec<u8>> {
+        let mut buf = vec![0u8; 4096];
+        let n = rfs::fgetxattr(f, name, &mut buf).ok()?;
+        buf.truncate(n);
+        Some(buf)
+    }
+}
+
+/// `rel` with `suffix` appended (a part file or its log).
+pub(super) fn with_suffix(rel: &str, suffix: &str) -> String {
+    format!("{rel}{suffix}")
+}
+
+/// Whether a name ends like wattio's temporary files (such names are refused as output paths:
+/// a file of the source must not stand in for another's part file or log).
+pub(super) fn is_reserved(rel: &str) -> bool {
+    rel.ends_with(PART_SUFFIX) || rel.ends_with(DONE_SUFFIX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn nothing_goes_through_a_link_in_dest() {
+        let d = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        symlink(outside.path(), d.path().join("sub")).unwrap();
+        std::fs::write(outside.path().join("victim"), b"keep").unwrap();
+        symlink(
+            outside.path().join("victim"),
+            d.path().join("f.wattio-part"),
+        )
+        .unwrap();
+        let dest = Dest::open(d.path(), true).unwrap();
+        let e = dest.open_rw("sub/x").unwrap_err();
+        let msg = dest.explain("sub/x", "write", &e);
+        assert!(msg.contains("sub is a symbolic link"), "{msg}");
+        assert!(dest.open_rw("f.wattio-part").is_err());
+        assert!(dest.create("f.wattio-part").is_err());
+        assert_eq!(dest.entry("f.wattio-part").unwrap(), Some(Entry::Other));
+        assert_eq!(
+            std::fs::read(outside.path().join("victim")).unwrap(),
+            b"keep"
+        );
+        assert!(std::fs::read_dir(outside.path()).unwrap().count() == 1);
+        // a rename replaces a link at the final name instead of writing through it
+        std::fs::write(d.path().join("g.wattio-part"), b"new").unwrap();
+        symlink(outside.path().join("victim"), d.path().join("g")).unwrap();
+        dest.rename_into_place("g.wattio-part", "g").unwrap();
+        assert_eq!(std::fs::read(d.path().join("g")).unwrap(), b"new");
+        assert_eq!(
+            std::fs::read(outside.path().join("victim")).unwrap(),
+            b"keep"
+        );
+    }
+
+    #[test]
+    fn files_and_directories_are_made_beneath_dest() {
+        let d = tempfile::tempdir().unwrap();
+        let dest = Dest::open(&d.path().join("new/dest"), false).unwrap();
+        let f = dest.open_rw("a/b/c.bin").unwrap();
+        drop(f);
+        assert_eq!(dest.entry("a/b/c.bin").unwrap(), Some(Entry::File(0)));
+        assert_eq!(dest.entry("a/b").unwrap(), Some(Entry::Other));
+        assert_eq!(dest.entry("nope/x").unwrap(), None);
+        dest.remove("a/b/c.bin").unwrap();
+        dest.remove("a/b/c.bin").unwrap();
+        assert!(dest.free_bytes().unwrap() > 0);
+        assert!(is_reserved("x.wattio-part") && is_reserved("d/x.wattio-part.done"));
+        assert!(!is_reserved("x.wattio-partial"));
+    }
+}
