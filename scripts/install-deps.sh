@@ -19,6 +19,7 @@ PACKAGES=(
   openjdk-17-jdk-headless
   pkg-config
   python3
+  strace
   stress-ng
   util-linux
   wget

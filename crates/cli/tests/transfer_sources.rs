@@ -12,12 +12,11 @@ mod common;
 #[path = "../../transfer/tests/common/mod.rs"]
 mod transfer_common;
 
-use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::BIN;
+use common::{require, BIN};
 use transfer_common::certs::{TestPki, Validity};
 use transfer_common::{bytes, free_port, make_dataset, wait_for_part_file, Nginx};
 
@@ -42,31 +41,8 @@ impl Server {
     }
 }
 
-/// Whether `bin` exists; when it does not, fails under `make test` and skips otherwise.
-fn require(bin: &str, package: &str) -> bool {
-    if Path::new(bin).exists() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("WATTIO_REQUIRE_NGINX").is_none(),
-        "{bin} missing: install {package} (scripts/install-deps.sh)"
-    );
-    eprintln!("SKIPPED: {bin} not installed");
-    false
-}
-
 fn started(mut child: Child, port: u16, dir: tempfile::TempDir, name: &str) -> Server {
-    let t = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Ok(Some(st)) = child.try_wait() {
-            panic!("{name} exited at start ({st})");
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(10),
-            "{name} did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::wait_listening(&mut child, port, name);
     Server {
         child,
         port,

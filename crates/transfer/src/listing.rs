@@ -350,6 +350,49 @@ mod tests {
         assert_eq!(back, l);
     }
 
+    /// The checksum cache holds the files of the tree and no others: a file deleted is
+    /// forgotten at the next listing of its subtree.
+    #[test]
+    fn the_checksum_cache_forgets_files_that_are_gone() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        std::fs::write(d.path().join("sub/a"), b"a").unwrap();
+        std::fs::write(d.path().join("sub/b"), b"b").unwrap();
+        let c = ListingCache::new(d.path()).unwrap();
+        assert_eq!(c.build(d.path()).unwrap().files.len(), 2);
+        assert_eq!(c.sums.lock().unwrap().len(), 2);
+        std::fs::remove_file(d.path().join("sub/a")).unwrap();
+        assert_eq!(c.build(&d.path().join("sub")).unwrap().files.len(), 1);
+        assert_eq!(c.sums.lock().unwrap().len(), 1);
+    }
+
+    /// A file cut short after the tree was scanned is listed with the bytes hashed (its size
+    /// and digest agree), not cached, and does not take the server down (a mapping of it
+    /// would fault with SIGBUS).
+    #[test]
+    fn a_file_truncated_while_listed_is_listed_as_hashed() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        std::fs::write(&p, vec![7u8; 3 << 20]).unwrap();
+        let c = ListingCache::new(d.path()).unwrap();
+        let real = p.canonicalize().unwrap();
+        let md = std::fs::metadata(&p).unwrap();
+        // scanned at 3 MiB, then cut to 1000 bytes before hashing
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_len(1000)
+            .unwrap();
+        let (size, sums) = c
+            .sums_of(&real, md.len(), md.modified().unwrap())
+            .unwrap()
+            .unwrap();
+        assert_eq!(size, 1000);
+        assert_eq!(sums.whole, checksum::bytes_xxh3(&[7u8; 1000]));
+        assert!(c.sums.lock().unwrap().is_empty());
+    }
+
     #[test]
     fn parse_rejects_escaping_entries() {
         let body = br#"{"format":"wattio-listing/1","checksum":"xxh3-64","total_bytes":1,

@@ -710,7 +710,11 @@ fn resolve(sh: &Shared, comps: &[String]) -> Result<PathBuf, Confine> {
 /// rather than followed. `O_NONBLOCK`: opening a FIFO does not wait for a writer. `None` for
 /// the root itself (a directory, never served as a file).
 fn confine(sh: &Shared, comps: &[String]) -> Result<Option<File>, Confine> {
-    let real = resolve(sh, comps)?;
+    open_resolved(sh, &resolve(sh, comps)?)
+}
+
+/// Opens a real path [`resolve`] gave, from the root's descriptor, following no link.
+fn open_resolved(sh: &Shared, real: &std::path::Path) -> Result<Option<File>, Confine> {
     let rel = real.strip_prefix(&sh.root).map_err(|_| Confine::Outside)?;
     let Some(rel) = rel.to_str().filter(|r| !r.is_empty()) else {
         return Ok(None);
@@ -815,5 +819,32 @@ mod tests {
             descriptors_needed(&cfg),
             8 + REFUSING_AT_ONCE as u64 + BASE_DESCRIPTORS
         );
+    }
+
+    /// A directory swapped for a link to elsewhere between the resolution of a path and its
+    /// open: the open refuses the link instead of serving what it points at.
+    #[test]
+    fn a_component_swapped_for_a_link_after_resolution_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        std::fs::write(d.path().join("sub/f"), b"inside").unwrap();
+        std::fs::write(outside.path().join("f"), b"secret").unwrap();
+        let root = d.path().canonicalize().unwrap();
+        let sh = Shared {
+            root_fd: File::open(&root).unwrap().into(),
+            listings: Arc::new(ListingCache::new(&root).unwrap()),
+            cfg: ServerConfig::new(&root),
+            per_client: Mutex::new(HashMap::new()),
+            root,
+        };
+        let comps = ["sub".to_string(), "f".to_string()];
+        let real = resolve(&sh, &comps).ok().unwrap();
+        assert!(matches!(open_resolved(&sh, &real), Ok(Some(_))));
+        std::fs::rename(d.path().join("sub"), d.path().join("old")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), d.path().join("sub")).unwrap();
+        assert!(matches!(open_resolved(&sh, &real), Err(Confine::Outside)));
+        // resolved afresh, the link leads out and is refused before any open
+        assert!(matches!(resolve(&sh, &comps), Err(Confine::Outside)));
     }
 }

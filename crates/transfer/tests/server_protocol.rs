@@ -2,6 +2,8 @@
 
 mod common;
 
+use common::{connect, get, header, read_response};
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
@@ -15,62 +17,6 @@ fn setup() -> (tempfile::TempDir, ServerHandle, Vec<u8>) {
     std::fs::write(d.path().join("sub/g.txt"), b"hello").unwrap();
     let h = ServerHandle::start(ServerConfig::new(d.path()), "127.0.0.1:0").unwrap();
     (d, h, data)
-}
-
-fn connect(h: &ServerHandle) -> TcpStream {
-    let s = TcpStream::connect(h.addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s
-}
-
-/// Reads one response: (status, headers lower-cased, body by Content-Length).
-fn read_response(s: &mut TcpStream, head_only: bool) -> (u16, Vec<(String, String)>, Vec<u8>) {
-    let mut buf = Vec::new();
-    let mut b = [0u8; 1];
-    while !buf.ends_with(b"\r\n\r\n") {
-        let n = s.read(&mut b).unwrap();
-        assert!(
-            n == 1,
-            "connection closed before a full head: {:?}",
-            String::from_utf8_lossy(&buf)
-        );
-        buf.push(b[0]);
-    }
-    let text = String::from_utf8(buf).unwrap();
-    let mut lines = text.split("\r\n");
-    let status: u16 = lines
-        .next()
-        .unwrap()
-        .split(' ')
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    let headers: Vec<(String, String)> = lines
-        .filter(|l| !l.is_empty())
-        .map(|l| {
-            let (k, v) = l.split_once(':').unwrap();
-            (k.trim().to_ascii_lowercase(), v.trim().to_string())
-        })
-        .collect();
-    let len: usize = headers
-        .iter()
-        .find(|(k, _)| k == "content-length")
-        .map(|(_, v)| v.parse().unwrap())
-        .unwrap_or(0);
-    let mut body = vec![0u8; if head_only { 0 } else { len }];
-    s.read_exact(&mut body).unwrap();
-    (status, headers, body)
-}
-
-fn header<'a>(h: &'a [(String, String)], k: &str) -> Option<&'a str> {
-    h.iter().find(|(a, _)| a == k).map(|(_, v)| v.as_str())
-}
-
-fn get(h: &ServerHandle, req: &str) -> (u16, Vec<(String, String)>, Vec<u8>) {
-    let mut s = connect(h);
-    s.write_all(req.as_bytes()).unwrap();
-    read_response(&mut s, req.starts_with("HEAD"))
 }
 
 fn closed_after(s: &mut TcpStream) -> bool {

@@ -141,3 +141,36 @@ pub fn check_interrupted(o: &Output, kept: usize, total: usize, dir: &str) {
     let left = processes_mentioning(dir);
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// Waits until `child` (named `name` in messages) accepts connections on loopback `port`,
+/// for at most 10 s; panics with its standard error if it exits first.
+pub fn wait_listening(child: &mut Child, port: u16, name: &str) {
+    let t = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(st)) = child.try_wait() {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            panic!("{name} exited at start ({st}): {err}");
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "{name} did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether `bin` exists; when it does not, fails under `make test` and skips otherwise.
+pub fn require(bin: &str, package: &str) -> bool {
+    if Path::new(bin).exists() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("WATTIO_REQUIRE_NGINX").is_none(),
+        "{bin} missing: install {package} (scripts/install-deps.sh)"
+    );
+    eprintln!("SKIPPED: {bin} not installed");
+    false
+}

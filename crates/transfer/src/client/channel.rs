@@ -310,10 +310,15 @@ pub(super) async fn run_connection(
                 .blocks
                 .as_ref()
                 .map(|b| checksum::BlockHasher::new(b.size, j.size, c.offset));
+            let part = match j.part() {
+                Ok(p) => p,
+                // DEST refuses it (a link in the way, no permission): no retry can change that
+                Err(e) => {
+                    sh.fail_advised(j.dest.explain(&j.part_rel(), "write", &e));
+                    return Ok(ChannelEnd::Done);
+                }
+            };
             let r: anyhow::Result<()> = async {
-                let part = j
-                    .part()
-                    .map_err(|e| anyhow!(j.dest.explain(&j.part_rel(), "write", &e)))?;
                 while written < c.len {
                     pace(sh).await;
                     // smaller reads while paced keep the bursts above the cap small

@@ -2,14 +2,13 @@
 //! file each line is for, and hashing a file with a sequential digest as its bytes arrive.
 
 use super::conn::Connector;
-use super::source::{get_following, url_string, Expected, Source, SourceFile, SourceKind};
+use super::source::{get_following, url_string, Expected, Source, SourceFile};
 use super::state::FileJob;
 use super::url::HttpUrl;
 use crate::checksum::InOrderHasher;
 use crate::dirindex::percent_decode_bytes;
 use crate::summary::ChecksumFileReport;
 use crate::sums::SumsFile;
-use crate::urllist::url_file_name;
 use anyhow::{anyhow, bail};
 use std::collections::HashMap;
 use std::fs::File;
@@ -49,7 +48,6 @@ pub(super) async fn attach(
     let checksum_dir = checksum_url
         .as_deref()
         .map(|u| &u[..u.rfind('/').map_or(0, |i| i + 1)]);
-    let by_name = matches!(src.kind, SourceKind::UrlList | SourceKind::FileUrl);
     let origins = &src.origins;
     let mut files: Vec<&mut SourceFile> = src
         .files
@@ -71,10 +69,6 @@ pub(super) async fn attach(
             }
         }
         names.push(f.rel.clone());
-        if by_name {
-            names.extend(url_file_name(&file_url));
-            names.push(f.rel.rsplit('/').next().unwrap_or(&f.rel).to_string());
-        }
         if let Some(i) = sums.lookup(names.iter().map(String::as_str)) {
             line_of[k] = Some(i);
             taken[i] = true;
@@ -85,8 +79,9 @@ pub(super) async fn attach(
         url_paths.push(components(&decoded));
     }
     // 2: else the line whose name is the longest run of whole path components that ends the
-    // file's URL path (`with space/a b.dat` for `…/with%20space/a%20b.dat`); a line that
-    // ends two such paths is an error, not a guess
+    // file's URL path (`with space/a b.dat` for `…/with%20space/a%20b.dat`, or just the file
+    // name for a URL list's `a b.dat`); a line that ends two such paths is an error, not a
+    // guess
     let entry_comps: Vec<Vec<String>> = sums.entries.iter().map(|e| components(&e.name)).collect();
     let mut suffix_of: HashMap<usize, Vec<usize>> = HashMap::new();
     for k in 0..files.len() {

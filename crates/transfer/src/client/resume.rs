@@ -95,11 +95,7 @@ pub(super) fn parse_log(b: &[u8]) -> DoneLog {
 }
 
 /// The log an earlier run left for `rel`, when its part file has `size` bytes.
-pub(super) fn earlier_log(
-    dest: &Dest,
-    rel: &str,
-    size: u64,
-) -> Option<DoneLog> {
+pub(super) fn earlier_log(dest: &Dest, rel: &str, size: u64) -> Option<DoneLog> {
     if dest.entry(&with_suffix(rel, PART_SUFFIX)).ok()?? != Entry::File(size) {
         return None;
     }

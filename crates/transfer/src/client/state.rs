@@ -110,18 +110,18 @@ impl FileJob {
         self.append_records(&recs)
     }
 
-    /// Appends records to the `.done` log, creating it with its header first.
+    /// Appends records to the `.done` log in one write, after its header when the log is new.
     fn append_records(&self, recs: &[(u64, u64)]) -> std::io::Result<()> {
         let mut g = self.done_log.lock().unwrap();
+        let mut out = Vec::with_capacity(recs.len() * 16 + 128);
         if g.is_none() {
-            let mut f = self.dest.append(&self.done_rel())?;
+            let f = self.dest.append(&self.done_rel())?;
             if f.metadata()?.len() == 0 {
-                f.write_all(&log_header(self.validator.lock().unwrap().as_ref()))?;
+                out = log_header(self.validator.lock().unwrap().as_ref());
             }
             *g = Some(f);
         }
         let f = g.as_mut().expect("opened above");
-        let mut out = Vec::with_capacity(recs.len() * 16);
         for &(o, l) in recs {
             out.extend_from_slice(&record(o, l));
         }

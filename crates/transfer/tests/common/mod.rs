@@ -3,6 +3,7 @@
 
 pub mod certs;
 
+use std::io::Read;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -176,4 +177,93 @@ pub fn wait_for_part_file(dst: &Path) {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// A TCP connection to `addr` from the local address `from` (e.g. `127.0.0.2:0`: every
+/// 127/8 address is the loopback, so tests can act as several clients), with a receive
+/// buffer of `rcvbuf` bytes when given (set before the handshake, so the window the peer
+/// sees is that small). Blocking, 10 s read timeout.
+pub fn connect_from(
+    from: &str,
+    addr: std::net::SocketAddr,
+    rcvbuf: Option<u32>,
+) -> std::net::TcpStream {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let s = rt.block_on(async {
+        let sock = tokio::net::TcpSocket::new_v4().unwrap();
+        if let Some(n) = rcvbuf {
+            sock.set_recv_buffer_size(n).unwrap();
+        }
+        sock.bind(from.parse().unwrap()).unwrap();
+        sock.connect(addr).await.unwrap()
+    });
+    let s = s.into_std().unwrap();
+    s.set_nonblocking(false).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s
+}
+
+/// Reads one response: (status, headers lower-cased, body by Content-Length).
+pub fn read_response(
+    s: &mut std::net::TcpStream,
+    head_only: bool,
+) -> (u16, Vec<(String, String)>, Vec<u8>) {
+    let mut buf = Vec::new();
+    let mut b = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") {
+        let n = s.read(&mut b).unwrap();
+        assert!(
+            n == 1,
+            "connection closed before a full head: {:?}",
+            String::from_utf8_lossy(&buf)
+        );
+        buf.push(b[0]);
+    }
+    let text = String::from_utf8(buf).unwrap();
+    let mut lines = text.split("\r\n");
+    let status: u16 = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (k, v) = l.split_once(':').unwrap();
+            (k.trim().to_ascii_lowercase(), v.trim().to_string())
+        })
+        .collect();
+    let len: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .map(|(_, v)| v.parse().unwrap())
+        .unwrap_or(0);
+    let mut body = vec![0u8; if head_only { 0 } else { len }];
+    s.read_exact(&mut body).unwrap();
+    (status, headers, body)
+}
+
+pub fn header<'a>(h: &'a [(String, String)], k: &str) -> Option<&'a str> {
+    h.iter().find(|(a, _)| a == k).map(|(_, v)| v.as_str())
+}
+
+/// A connection to a test server, with a 10 s read timeout.
+pub fn connect(h: &wattio_transfer::ServerHandle) -> std::net::TcpStream {
+    let s = std::net::TcpStream::connect(h.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s
+}
+
+/// One request on a fresh connection and its response (no body read for `HEAD`).
+pub fn get(h: &wattio_transfer::ServerHandle, req: &str) -> (u16, Vec<(String, String)>, Vec<u8>) {
+    use std::io::Write;
+    let mut s = connect(h);
+    s.write_all(req.as_bytes()).unwrap();
+    read_response(&mut s, req.starts_with("HEAD"))
 }
