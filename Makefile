@@ -2,7 +2,7 @@
 CARGO ?= cargo
 WATTIO := target/release/wattio
 
-.PHONY: all build demo demo-iobench test test-rust test-java deps lint bench fmt clean test-report test-transfer test-testbed bench-transfer bench-top compare-meters
+.PHONY: all build demo demo-iobench test test-rust test-java deps lint bench fmt clean test-report test-transfer test-testbed bench-transfer bench-top compare-meters fuzz soak
 
 all: build
 
@@ -64,6 +64,20 @@ test-transfer:
 test-testbed:
 	$(CARGO) test --release -p wattio-testbed
 	$(CARGO) test --release -p wattio --test testbed_e2e
+
+## Fuzzing of every parser of peer bytes (request and response heads, Range, Content-Range,
+## chunked bodies, listings, directory indexes, URL lists, checksum files, HTTP dates, .done
+## logs): proptest on stable Rust, FUZZ_CASES inputs per target (make test runs 5000). About
+## 4 minutes on 2 vCPUs at the default. Results: docs/results/hardening.md.
+FUZZ_CASES ?= 5000000
+fuzz:
+	WATTIO_FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release -p wattio-transfer --lib fuzz -- --nocapture --test-threads=2
+
+## wattio serve under well-behaved load (h2load) beside slowloris clients, slow readers and
+## silent TLS connects, 10 minutes after a 1-minute clean run (NOT part of make test; about
+## 12 minutes). Results: docs/results/hardening.md.
+soak: build
+	./scripts/soak.py
 
 ## Transfer tools side by side on the emulated WAN (root; NOT part of make test). SCALE=0.05 (as in
 ## docs/results/transfer.md) took 18 min on 2 vCPUs, the default SCALE=0.02 12 min (incl. nghttp at 64 KiB windows).

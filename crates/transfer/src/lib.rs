@@ -39,6 +39,8 @@ mod civil;
 mod client;
 #[cfg(feature = "engine")]
 mod dirindex;
+#[cfg(all(test, feature = "engine"))]
+mod fuzz;
 #[cfg(feature = "engine")]
 mod http;
 #[cfg(feature = "engine")]

@@ -34,8 +34,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wattio_progress::Sink;
 
-/// Connections past the limit that are still answered `503` (over TLS, after a handshake) at
-/// once; further ones are closed as soon as they are accepted, so refusing costs no more
+/// Plain-HTTP connections past a limit that are still answered `503` at once; further ones
+/// (and every one over TLS) are closed as soon as they are accepted, so refusing costs no more
 /// descriptors than this.
 const REFUSING_AT_ONCE: usize = 32;
 /// Descriptors the process needs besides its connections (standard streams, the runtime's
@@ -227,12 +227,15 @@ impl Server {
                         drop((slot, permit));
                     });
                 }
+                // Refused: over plain HTTP answered 503 while few are; over TLS, and past that,
+                // closed at once (dropped): a handshake to say 503 costs more CPU than a
+                // flood of connections is worth.
+                None if acceptor.is_some() => {}
                 None => {
-                    // Refused: answered 503 while few are, else closed at once (dropped).
                     let Ok(refusal) = refusing.clone().try_acquire_owned() else {
                         continue;
                     };
-                    tokio::spawn(refuse(sock, acceptor, shared, refusal));
+                    tokio::spawn(refuse(sock, shared, refusal));
                 }
             }
         }
@@ -297,17 +300,12 @@ async fn handshake(
     }
 }
 
-/// Answers `503` to a connection past a limit and closes it, every step within the handshake
+/// Answers `503` to a plain-HTTP connection past a limit and closes it, within the handshake
 /// deadline.
-async fn refuse(
-    sock: TcpStream,
-    acceptor: Option<tokio_rustls::TlsAcceptor>,
-    shared: Arc<Shared>,
-    _refusal: OwnedSemaphorePermit,
-) {
+async fn refuse(sock: TcpStream, shared: Arc<Shared>, _refusal: OwnedSemaphorePermit) {
     let deadline = shared.cfg.handshake_timeout;
     let _ = tokio::time::timeout(deadline, async {
-        let mut conn = handshake(sock, acceptor, &shared).await?;
+        let mut conn = Conn::Plain(sock);
         let msg = "connection limit reached; retry later\n";
         write_simple(
             &mut conn,

@@ -187,3 +187,80 @@ fn nginx_over_tls_with_sni() {
         "{e}"
     );
 }
+
+/// An HTTPS server that answers every request with a body of unknown length (no
+/// Content-Length, not chunked) ended by closing the connection: with TLS's `close_notify`
+/// when `notify`, else by dropping TCP, as a connection cut short would. Serves until the
+/// returned runtime is dropped.
+fn unterminated_tls_server(
+    cert: &common::certs::ServerCert,
+    body: Vec<u8>,
+    notify: bool,
+) -> (tokio::runtime::Runtime, u16) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let cfg = tls_server_config(&cert.cert, &cert.key).unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(cfg);
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let body = std::sync::Arc::new(body);
+    rt.spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (acceptor, body) = (acceptor.clone(), body.clone());
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let mut head = Vec::new();
+                let mut b = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match tls.read(&mut b).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&b[..n]),
+                    }
+                }
+                let mut out = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".to_vec();
+                if !head.starts_with(b"HEAD") {
+                    out.extend_from_slice(&body);
+                }
+                let _ = tls.write_all(&out).await;
+                let _ = tls.flush().await;
+                if notify {
+                    let _ = tls.shutdown().await;
+                }
+                // else dropped: TCP ends with no close_notify
+            });
+        }
+    });
+    (rt, port)
+}
+
+/// A body of unknown length over TLS is trusted only when the server ends it with
+/// `close_notify`: without it, the end cannot be told from a cut connection, and the
+/// transfer refuses it, saying so.
+#[test]
+fn a_tls_body_of_unknown_length_needs_close_notify() {
+    let pki = TestPki::new();
+    let cert = pki.server("localhost", &["127.0.0.1"], Validity::Current);
+    let body = common::bytes(9, 200_000);
+    for notify in [true, false] {
+        let (_rt, port) = unterminated_tls_server(&cert, body.clone(), notify);
+        let dst = tempfile::tempdir().unwrap();
+        let mut o = opts(
+            format!("https://127.0.0.1:{port}/f.bin"),
+            dst.path(),
+            Some(&pki.ca_pem()),
+        );
+        o.retries = 1;
+        if notify {
+            run_transfer(&o).unwrap_or_else(|e| panic!("{e:#}"));
+            assert_eq!(std::fs::read(dst.path().join("f.bin")).unwrap(), body);
+        } else {
+            let e = failure(&o);
+            assert!(e.contains("close_notify"), "{e}");
+            assert!(!dst.path().join("f.bin").exists());
+        }
+    }
+}

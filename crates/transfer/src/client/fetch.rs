@@ -9,7 +9,7 @@ use crate::http::{parse_response_head, ResponseHead};
 use anyhow::{anyhow, bail};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 /// Largest body read whole (an index page or a checksum file).
@@ -25,14 +25,15 @@ const GRACE_BYTES: u64 = 64 << 10;
 /// it) while a server trickling bytes cannot hold the transfer: one byte every 59 s no longer
 /// resets a timeout.
 pub(super) struct Deadline {
-    start: Instant,
+    /// tokio's clock, which tests can pause and advance.
+    start: tokio::time::Instant,
     received: u64,
 }
 
 impl Deadline {
     pub(super) fn new() -> Deadline {
         Deadline {
-            start: Instant::now(),
+            start: tokio::time::Instant::now(),
             received: 0,
         }
     }
@@ -491,6 +492,46 @@ mod tests {
             .contains("bad chunk size"));
         assert!(decode_chunked(b"2\r\nabX\r\n0\r\n\r\n").is_err());
         assert!(decode_chunked(b"").is_err());
+    }
+
+    /// A server that sends one byte every 59 s runs out of time after 60 s (a timeout per
+    /// read would have waited forever); one that keeps above 64 KiB/s is never cut off.
+    #[tokio::test(start_paused = true)]
+    async fn the_discovery_deadline_stops_a_trickle_but_not_a_slow_link() {
+        use tokio::io::AsyncWriteExt;
+        let (mut client, mut server) = tokio::io::duplex(1 << 20);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(59)).await;
+                if server.write_all(b"x").await.is_err() {
+                    return;
+                }
+            }
+        });
+        let t = tokio::time::Instant::now();
+        let mut d = Deadline::new();
+        let mut buf = [0u8; 64];
+        let e = loop {
+            if let Err(e) = d.read(&mut client, &mut buf, "/page").await {
+                break e;
+            }
+        };
+        assert!(t.elapsed() <= Duration::from_secs(61), "{:?}", t.elapsed());
+        assert!(e.to_string().contains("took too long"), "{e}");
+        // 100 KiB/s for ten minutes: 60 MB, always ahead of the deadline
+        let (mut client, mut server) = tokio::io::duplex(1 << 20);
+        tokio::spawn(async move {
+            for _ in 0..600 {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                server.write_all(&vec![0u8; 100 << 10]).await.unwrap();
+            }
+        });
+        let mut d = Deadline::new();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut got = 0;
+        while got < 600 * (100 << 10) {
+            got += d.read(&mut client, &mut buf, "/page").await.unwrap();
+        }
     }
 
     proptest! {

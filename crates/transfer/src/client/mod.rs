@@ -68,3 +68,49 @@ pub fn run_transfer(opts: &TransferOptions) -> anyhow::Result<TransferSummary> {
     }
     r
 }
+
+/// The client's parsers of peer bytes, for the fuzz harness (`crate::fuzz`).
+#[cfg(test)]
+pub(crate) mod fuzz_targets {
+    use super::fetch::ChunkedDecoder;
+    use super::validator::Validator;
+    use crate::http::ResponseHead;
+    use proptest::prelude::*;
+
+    /// Reads a response's validators.
+    pub(crate) fn validators(h: &ResponseHead) {
+        if let Some(v) = Validator::from_head(h, "http://h:80") {
+            assert_eq!(Validator::decode(&v.encode()), Some(v));
+        }
+    }
+
+    /// Feeds `data` to the chunked decoder in pieces of the sizes `cuts` cycles through: it
+    /// uses no more than it is given, stops early only at the end of the body, and never
+    /// makes more body than input.
+    pub(crate) fn chunked(data: &[u8], cuts: &[usize]) -> Result<(), TestCaseError> {
+        let mut d = ChunkedDecoder::default();
+        let mut out = Vec::new();
+        let (mut at, mut k) = (0, 0);
+        while at < data.len() && !d.done() {
+            let n = cuts[k % cuts.len()].min(data.len() - at);
+            match d.feed(&data[at..at + n], &mut out) {
+                Ok(used) => {
+                    prop_assert!(used <= n);
+                    prop_assert!(used == n || d.done(), "stopped before the end");
+                    at += used;
+                }
+                Err(_) => return Ok(()),
+            }
+            k += 1;
+        }
+        prop_assert!(out.len() <= data.len());
+        Ok(())
+    }
+
+    /// Reads bytes as a `.done` log and as stored validators.
+    pub(crate) fn stored_state(data: &[u8]) {
+        let (_, ranges) = super::resume::parse_log(data);
+        assert!(ranges.len() <= data.len() / 16);
+        let _ = Validator::decode(data);
+    }
+}
