@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use wattio_progress::Sink;
 use wattio_transfer::{
-    run_transfer, terminal_safe, ClientTlsOptions, CoreBackend, EnergyFeedback, FixedParams,
-    Notice, Server, ServerConfig, Sla, TransferOptions, TransferProgress, TunerChoice,
+    json_terminal_safe, run_transfer, terminal_safe, ClientTlsOptions, CoreBackend, EnergyFeedback,
+    FixedParams, Notice, Server, ServerConfig, Sla, TransferOptions, TransferProgress, TunerChoice,
     DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
 };
 use wattio_units::{parse_duration, BitRate, ByteSize};
@@ -272,7 +272,8 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
         r => r?,
     };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
+        let json = serde_json::to_string_pretty(&s)?;
+        println!("{}", json_terminal_safe(&json));
     } else {
         println!(
             "{} files ({} already complete), {:.1} MB in {:.2} s = {:.1} Mbit/s, {} {}, {} reconnects",
@@ -382,14 +383,6 @@ fn print_verification(v: &wattio_transfer::Verification) {
         by.push("none by checksum".to_string());
     }
     println!("verified: {}; all by size", by.join(", "));
-    let checked = v.by_listing + v.by_publisher;
-    if checked > 0 {
-        let weak = checked.saturating_sub(v.collision_resistant);
-        println!(
-            "  {} by a collision-resistant digest (SHA-2, BLAKE2b: safe against a hostile server); {weak} by XXH3-64, xxHash, MD5 or SHA-1 (they catch corruption, but a hostile server or mirror can forge them)",
-            v.collision_resistant
-        );
-    }
     // the first five of `total` names
     let list = |names: &[String], total: usize| {
         let shown: Vec<String> = names
@@ -400,6 +393,17 @@ fn print_verification(v: &wattio_transfer::Verification) {
         let more = if total > shown.len() { ", …" } else { "" };
         format!("{}{more}", shown.join(", "))
     };
+    if v.collision_resistant + v.integrity_only > 0 {
+        let weak = if v.integrity_only > 0 {
+            format!(": {}", list(&v.integrity_only_files, v.integrity_only))
+        } else {
+            String::new()
+        };
+        println!(
+            "  {} by a collision-resistant digest (SHA-2, BLAKE2b: a hostile server cannot forge it), {} only by XXH3-64, xxHash, MD5 or SHA-1 (they catch corruption, not a server that lies){weak}",
+            v.collision_resistant, v.integrity_only
+        );
+    }
     if v.unverified > 0 {
         println!(
             "UNVERIFIED (size only, no checksum given): {} files: {}",

@@ -862,3 +862,86 @@ fn silent_tls_connects_cannot_exhaust_descriptors() {
         "{err}"
     );
 }
+
+/// A file replaced on the server by another of the same size while it is copied (a new file
+/// renamed over it, as deployments do): the next answers' new ETag starts that file over (its
+/// bytes so far are dropped, no record of them kept), and the copy ends with the new version,
+/// the file named as restarted. (A file rewritten in place while a response is being sent
+/// mixes versions inside that one response; no client can see that without a checksum.)
+#[test]
+fn a_file_that_changes_during_the_copy_starts_over() {
+    let src = tempfile::tempdir().unwrap();
+    let old = bytes(12, 48 << 20);
+    let new = bytes(13, 48 << 20);
+    std::fs::write(src.path().join("f.bin"), &old).unwrap();
+    // paced by the server, so that it answers the later ranges after the change: twelve
+    // 4 MiB ranges, four asked at first on two connections of 8 MB/s, about three seconds
+    let srv = serve(src.path(), &["--rate-limit", "8MB/s"], &[]);
+    let dst = tempfile::tempdir().unwrap();
+    let child = start_transfer(&[
+        &srv.url("/f.bin"),
+        path_str(dst.path()),
+        "--sla",
+        "max-throughput",
+        "--max-channels",
+        "2",
+        "--json",
+    ]);
+    wait_for_record(dst.path(), "f.bin");
+    std::fs::write(src.path().join("f.new"), &new).unwrap();
+    std::fs::rename(src.path().join("f.new"), src.path().join("f.bin")).unwrap();
+    let v = ok_json(&child.wait_with_output().unwrap());
+    assert_eq!(
+        v["verification"]["restarted"],
+        serde_json::json!(["f.bin"]),
+        "{}",
+        v["verification"]
+    );
+    assert!(std::fs::read(dst.path().join("f.bin")).unwrap() == new);
+}
+
+/// A server whose validators change from one answer to the next (replicas that are not
+/// identical behind one name): the file starts over twice, then the transfer stops with a
+/// message that says why and what to do, instead of looping.
+#[test]
+fn validators_that_keep_changing_end_the_transfer_with_the_cause() {
+    let data = bytes(14, 3 << 20);
+    let n = std::sync::atomic::AtomicU64::new(0);
+    let srv = Scripted::start(move |head| {
+        let etag = n.fetch_add(1, Ordering::SeqCst);
+        let range = head
+            .lines()
+            .find_map(|l| l.strip_prefix("Range: bytes="))
+            .and_then(|r| r.split_once('-'))
+            .and_then(|(a, b)| Some((a.parse::<usize>().ok()?, b.parse::<usize>().ok()?)));
+        let head_only = head.starts_with("HEAD");
+        let (status, first, last) = match range {
+            Some((a, b)) => ("206 Partial Content", a, b.min(data.len() - 1)),
+            None => ("200 OK", 0, data.len() - 1),
+        };
+        let mut r = format!(
+            "HTTP/1.1 {status}\r\nContent-Length: {}\r\nAccept-Ranges: bytes\r\nETag: \"v{etag}\"\r\n{}\r\n",
+            last + 1 - first,
+            if range.is_some() {
+                format!("Content-Range: bytes {first}-{last}/{}\r\n", data.len())
+            } else {
+                String::new()
+            }
+        )
+        .into_bytes();
+        if !head_only {
+            r.extend_from_slice(&data[first..=last]);
+        }
+        Some(r)
+    });
+    let dst = tempfile::tempdir().unwrap();
+    let e = error_line(&fetch(
+        &srv.url("/f.bin"),
+        dst.path(),
+        &["--max-channels", "2"],
+    ));
+    assert!(
+        e.contains("keep changing") && e.contains("one replica"),
+        "{e}"
+    );
+}

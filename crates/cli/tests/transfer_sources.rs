@@ -1773,8 +1773,10 @@ fn a_size_from_the_index_that_the_server_contradicts_is_a_changed_file() {
 }
 
 /// A transfer from nginx's stock index killed mid-way, then rerun: the rerun walks the index
-/// again (no HEAD: the sizes are exact), keeps what the first run wrote and fetches only the
-/// missing bytes.
+/// again (no HEAD for sizes: they are exact), keeps what the first run wrote and fetches only
+/// the missing bytes. It asks (HEAD) only about the files the first run finished, which no
+/// checksum covers, to see that they did not change since; a partly fetched one would be
+/// resumed with If-Range, which needs no question.
 #[test]
 fn a_killed_index_transfer_without_checksums_resumes_with_only_the_missing_bytes() {
     let src = tempfile::tempdir().unwrap();
@@ -1820,5 +1822,8 @@ fn a_killed_index_transfer_without_checksums_resumes_with_only_the_missing_bytes
     assert!(resumed > 0 && got > 0, "got {got}, resumed {resumed}");
     assert_eq!(got + resumed, total, "only the missing bytes are fetched");
     let rerun = &access_log(&logs)[first_run..];
-    assert_no_head(rerun);
+    assert!(
+        !rerun.iter().any(|l| l.starts_with("HEAD /b/d/e.bin ")),
+        "the file the first run did not finish needs no HEAD: {rerun:#?}"
+    );
 }

@@ -144,7 +144,7 @@ fn fuzz_request_heads() {
                 .path
                 .iter()
                 .all(|c| c != ".." && !c.contains(['/', '\\', '\0'])));
-            let v = Validators::of(1, 784_111_777, 5, 10);
+            let v = Validators::of(784_111_777, 5, 10, 1_000_000_000);
             let _ = evaluate_conditions(&r.conditions, &v, 1_000_000_000);
             let _ = resolve_range(r.range.as_deref(), 10);
         }

@@ -182,8 +182,10 @@ impl Conditions {
 }
 
 /// A representation's validators, as `wattio serve` sends them with every file (RFC 9110
-/// §8.8): a strong `ETag` that changes with the file's inode, modification time (to the
-/// nanosecond) and size, and `Last-Modified` in seconds.
+/// §8.8): a strong `ETag` that changes with the file's modification time (to the nanosecond)
+/// and size — not its inode, so that identical copies on replicas behind one name, with the
+/// same times, give the same tag — and `Last-Modified` in seconds, never later than now
+/// (RFC 9110 §8.8.2.1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Validators {
     /// The entity tag, quotes included.
@@ -193,12 +195,12 @@ pub(crate) struct Validators {
 }
 
 impl Validators {
-    /// The validators of a file from its `stat`.
-    pub fn of(ino: u64, mtime_s: i64, mtime_ns: i64, size: u64) -> Validators {
+    /// The validators of a file from its `stat`, at Unix time `now`.
+    pub fn of(mtime_s: i64, mtime_ns: i64, size: u64, now: u64) -> Validators {
         let ns = (mtime_s as i128) * 1_000_000_000 + mtime_ns as i128;
         Validators {
-            etag: format!("\"{ino:x}-{:x}-{size:x}\"", ns.max(0)),
-            last_modified: mtime_s.max(0) as u64,
+            etag: format!("\"{:x}-{size:x}\"", ns.max(0)),
+            last_modified: (mtime_s.max(0) as u64).min(now),
         }
     }
 }

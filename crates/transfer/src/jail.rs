@@ -4,7 +4,8 @@
 //!
 //! `openat2(2)` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` (Linux 5.6) resolves a relative
 //! path from a directory descriptor in one call and refuses every symbolic link and every
-//! `..` on the way; where the kernel lacks it (`ENOSYS`: older kernels, some sandboxes) the
+//! `..` on the way; where the kernel lacks it (`ENOSYS`: older kernels; `EPERM`: seccomp
+//! filters that refuse system calls they do not know, as older container runtimes') the
 //! same rule is applied by walking the components one `openat(O_NOFOLLOW)` at a time
 //! (openat2(2), "RESOLVE_BENEATH", <https://man7.org/linux/man-pages/man2/openat2.2.html>).
 
@@ -14,7 +15,7 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Set once `openat2` answered `ENOSYS`: the walk is used from then on.
+/// Set once `openat2` answered `ENOSYS` or `EPERM`: the walk is used from then on.
 static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
 
 /// The components of a relative path: `/`-separated, none empty, `.` or `..`.
@@ -47,7 +48,9 @@ pub(crate) fn open_beneath(
         let resolve =
             ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
         match rfs::openat2(dir, rel, flags, mode, resolve) {
-            Err(Errno::NOSYS) => NO_OPENAT2.store(true, Ordering::Relaxed),
+            // ENOSYS: an older kernel; EPERM: a seccomp filter that refuses system calls it
+            // does not know (openat2 itself never says EPERM for a file: that is EACCES)
+            Err(Errno::NOSYS | Errno::PERM) => NO_OPENAT2.store(true, Ordering::Relaxed),
             // a link anywhere on the path (RESOLVE_NO_SYMLINKS), or `..` out (cannot happen:
             // the components were checked), reads as ELOOP like the walk's
             Err(Errno::XDEV) => return Err(Errno::LOOP.into()),
@@ -55,21 +58,34 @@ pub(crate) fn open_beneath(
         }
     }
     let (last, parents) = comps.split_last().expect("components are never empty");
-    let parent = walk(dir, parents, false)?;
+    let parent = walk(dir, parents, Create::No)?;
     let at = parent.as_ref().map_or(dir, |p| p.as_fd());
     rfs::openat(at, *last, flags, mode).map_err(io::Error::from)
 }
 
+/// How [`walk`] treats missing directories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Create {
+    /// A missing directory is an error (`ENOENT`).
+    No,
+    /// Missing directories are made.
+    Yes,
+    /// Missing directories are made and each parent synced after, so the new entry survives
+    /// a power cut.
+    Durably,
+}
+
 /// The directory `rel` beneath `dir` (`None` for `dir` itself when `parents` is empty), opened
-/// one component at a time with `O_NOFOLLOW`; missing ones are created when `create`.
-fn walk(dir: BorrowedFd<'_>, parents: &[&str], create: bool) -> io::Result<Option<OwnedFd>> {
+/// one component at a time with `O_NOFOLLOW`; missing ones are made as `create` says.
+fn walk(dir: BorrowedFd<'_>, parents: &[&str], create: Create) -> io::Result<Option<OwnedFd>> {
     let mut cur: Option<OwnedFd> = None;
     for c in parents {
         let at = cur.as_ref().map_or(dir, |d| d.as_fd());
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let next = match rfs::openat(at, *c, flags, Mode::empty()) {
-            Err(Errno::NOENT) if create => {
+            Err(Errno::NOENT) if create != Create::No => {
                 match rfs::mkdirat(at, *c, Mode::from_raw_mode(0o777)) {
+                    Ok(()) if create == Create::Durably => rfs::fsync(at)?,
                     Ok(()) | Err(Errno::EXIST) => {}
                     Err(e) => return Err(e.into()),
                 }
@@ -90,12 +106,12 @@ fn is_link(dir: BorrowedFd<'_>, name: &str) -> bool {
         .is_ok_and(|st| rfs::FileType::from_raw_mode(st.st_mode) == rfs::FileType::Symlink)
 }
 
-/// The directory that holds `rel` beneath `dir` (created with its parents when `create`),
+/// The directory that holds `rel` beneath `dir` (made with its parents as `create` says),
 /// opened without following links, and `rel`'s last component.
 pub(crate) fn parent_beneath<'r>(
     dir: BorrowedFd<'_>,
     rel: &'r str,
-    create: bool,
+    create: Create,
 ) -> io::Result<(Option<OwnedFd>, &'r str)> {
     let comps = components(rel)?;
     let (last, parents) = comps.split_last().expect("components are never empty");
@@ -169,16 +185,16 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         symlink(outside.path(), d.path().join("ln")).unwrap();
         let fd = dir_fd(d.path());
-        let (p, last) = parent_beneath(fd.as_fd(), "a/b/c.bin", true).unwrap();
+        let (p, last) = parent_beneath(fd.as_fd(), "a/b/c.bin", Create::Durably).unwrap();
         assert_eq!(last, "c.bin");
         assert!(p.is_some() && d.path().join("a/b").is_dir());
-        let e = parent_beneath(fd.as_fd(), "ln/x/y", true).unwrap_err();
+        let e = parent_beneath(fd.as_fd(), "ln/x/y", Create::Yes).unwrap_err();
         assert!(
             is_link_error(&e) || e.raw_os_error() == Some(libc::ENOTDIR),
             "{e}"
         );
         assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
-        let (p, last) = parent_beneath(fd.as_fd(), "top", false).unwrap();
+        let (p, last) = parent_beneath(fd.as_fd(), "top", Create::No).unwrap();
         assert!(p.is_none());
         assert_eq!(last, "top");
     }

@@ -61,9 +61,9 @@ mod urllist;
 
 pub use actuator::{ApplyReport, CoreBackend, KnobOutcome};
 pub use summary::{
-    failed_lines_message, terminal_safe, ChecksumFileReport, EnergySummary, FailedLine,
-    IntervalLog, MirrorFallback, MirrorReport, ProcessEnergy, TransferSummary, Verification,
-    HOST_ESTIMATE_SCOPE, UNVERIFIED_LISTED,
+    failed_lines_message, json_terminal_safe, terminal_safe, ChecksumFileReport, EnergySummary,
+    FailedLine, IntervalLog, MirrorFallback, MirrorReport, ProcessEnergy, TransferSummary,
+    Verification, HOST_ESTIMATE_SCOPE, UNVERIFIED_LISTED,
 };
 pub use tuner::{FixedParams, NetParams, Sla, TransferPlan, TunerChoice};
 

@@ -248,9 +248,23 @@ struct ClientSlot {
     ip: Option<IpAddr>,
 }
 
+/// The client a connection counts against: its IPv4 address (an IPv4-mapped IPv6 one read as
+/// IPv4), or the /64 network of its IPv6 address (the least a site gets, so one client cannot
+/// pass the limit by taking more of its own addresses).
+fn client_of(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
+        },
+        v4 => v4,
+    }
+}
+
 impl ClientSlot {
-    /// A slot for a connection from `ip`, or `None` when that address has its limit.
+    /// A slot for a connection from `ip`, or `None` when its client has its limit.
     fn take(shared: &Arc<Shared>, ip: IpAddr) -> Option<ClientSlot> {
+        let ip = client_of(ip);
         let Some(max) = shared.cfg.max_connections_per_client else {
             return Some(ClientSlot {
                 shared: shared.clone(),
@@ -582,8 +596,8 @@ async fn respond(sock: &mut Conn, sh: &Shared, req: &Request) -> io::Result<bool
         return write_simple(sock, sh, 403, "Forbidden", msg, keep, head).await;
     }
     let size = md.len();
-    let v = Validators::of(md.ino(), md.mtime(), md.mtime_nsec(), size);
     let (now, date) = now_date();
+    let v = Validators::of(md.mtime(), md.mtime_nsec(), size, now);
     let validators = format!(
         "Date: {date}\r\nLast-Modified: {}\r\nETag: {}\r\n",
         http::http_date(v.last_modified),
@@ -808,6 +822,22 @@ async fn sendfile_some(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clients_are_addresses_and_ipv6_networks() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(client_of(ip("10.0.0.7")), ip("10.0.0.7"));
+        assert_eq!(client_of(ip("::ffff:10.0.0.7")), ip("10.0.0.7"));
+        assert_eq!(client_of(ip("2001:db8:1:2:aaaa::1")), ip("2001:db8:1:2::"));
+        assert_eq!(
+            client_of(ip("2001:db8:1:2:ffff:ffff:ffff:ffff")),
+            client_of(ip("2001:db8:1:2::1"))
+        );
+        assert_ne!(
+            client_of(ip("2001:db8:1:3::1")),
+            client_of(ip("2001:db8:1:2::1"))
+        );
+    }
 
     #[test]
     fn descriptors_cover_two_per_connection_and_the_refusals() {

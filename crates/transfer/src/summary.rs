@@ -127,6 +127,13 @@ pub struct Verification {
     /// listing), xxHash, MD5 and SHA-1 detect corruption, not forgery.
     #[serde(default)]
     pub collision_resistant: usize,
+    /// Files a digest checked, none of them collision-resistant: they are safe against
+    /// corruption, not against a hostile server.
+    #[serde(default)]
+    pub integrity_only: usize,
+    /// Their paths (at most [`UNVERIFIED_LISTED`]).
+    #[serde(default)]
+    pub integrity_only_files: Vec<String>,
     /// Files whose copy from an earlier run was dropped because the server's validators
     /// (`ETag`, `Last-Modified`) say the file changed since: fetched again from the start.
     #[serde(default)]
@@ -258,10 +265,6 @@ pub struct TransferSummary {
 /// peer chose cannot move the cursor, recolour or clear the screen, forge a line of output or
 /// reorder what is shown. Everything else, other languages' letters included, is kept.
 pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
-    fn unsafe_char(c: char) -> bool {
-        c.is_control()
-            || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-    }
     if !s.chars().any(unsafe_char) {
         return std::borrow::Cow::Borrowed(s);
     }
@@ -269,6 +272,35 @@ pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
     for c in s.chars() {
         if unsafe_char(c) {
             out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Whether a character could steer a terminal: a control character (C0, DEL, C1) or a Unicode
+/// bidirectional control.
+fn unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// A JSON document made safe to print on a terminal, still the same JSON: the characters
+/// [`terminal_safe`] escapes that a JSON writer leaves as they are (DEL, C1 controls,
+/// bidirectional controls; C0 controls are escaped already) become `\uXXXX` escapes, which
+/// can only stand inside strings.
+pub fn json_terminal_safe(json: &str) -> std::borrow::Cow<'_, str> {
+    if !json
+        .chars()
+        .any(|c| unsafe_char(c) && !matches!(c, '\n' | '\r' | '\t'))
+    {
+        return std::borrow::Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if unsafe_char(c) && !matches!(c, '\n' | '\r' | '\t') {
+            out.push_str(&format!("\\u{:04x}", c as u32));
         } else {
             out.push(c);
         }

@@ -2,20 +2,23 @@
 //! from its partition's queue while the partition's budget allows, streaming bodies into the
 //! part files, reconnecting with backoff.
 
+use super::fetch::Deadline;
 use super::mirrors::MirrorVerdict;
 use super::pace::pace;
 use super::response::ReadBuf;
 use super::state::{Chunk, Shared, SPARE_MAX_AGE};
+use super::url::HttpUrl;
+use super::validator::Validator;
 use super::verify::finish_file;
 use crate::checksum;
-use crate::http::ContentRange;
+use crate::http::{ContentRange, ResponseHead};
 use anyhow::{anyhow, bail};
 use std::collections::VecDeque;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 pub(super) enum ChannelEnd {
     /// No more work or over budget.
@@ -85,11 +88,18 @@ pub(super) fn next_chunk(
             return None;
         }
     }
-    let c = p.chunks.lock().unwrap().pop_front();
-    if c.is_none() {
-        *leaving = true;
+    let mut q = p.chunks.lock().unwrap();
+    loop {
+        let Some(c) = q.pop_front() else {
+            *leaving = true;
+            return None;
+        };
+        // cut for a version of its file that has since started over: dropped
+        if c.version == sh.files[c.file].generation() {
+            return Some(c);
+        }
+        p.remaining.fetch_sub(c.len, Ordering::SeqCst);
     }
-    c
 }
 
 /// Whether a channel with `in_flight` requests should queue one more, given the chunks left in
@@ -105,16 +115,68 @@ pub(super) fn pipeline_another(in_flight: usize, queued: usize, channels: usize)
     in_flight == 0 || in_flight * channels <= queued
 }
 
+/// Puts an unanswered chunk back at the head of its queue (one of a version of its file
+/// that has since started over is dropped instead).
 pub(super) fn requeue(sh: &Shared, pi: usize, c: Chunk) {
     sh.files[c.file].in_flight.fetch_sub(1, Ordering::Relaxed);
-    if c.len > 0 {
+    if c.version != sh.files[c.file].generation() {
+        sh.parts[pi].remaining.fetch_sub(c.len, Ordering::SeqCst);
+    } else if c.len > 0 {
         sh.parts[pi].chunks.lock().unwrap().push_front(c);
     }
 }
 
-pub(super) fn record_done(sh: &Shared, c: &Chunk, len: u64) {
-    sh.record_done(c.file, c.offset, len);
+/// What an answer is of.
+enum Version {
+    /// The version the part file holds: its body is written.
+    Current,
+    /// Another: the file started over (now, or since the chunk was asked for); the answer's
+    /// body is not read, the connection is dropped.
+    Other,
+    /// The file keeps changing: the transfer is failed.
+    GaveUp,
 }
+
+/// Compares an answer's validators with those of the version its file is fetched as; an
+/// answer of another version (a file changed on the server during the copy, or a whole file
+/// sent back for `If-Range`) starts the file over. An answer from a mirror the file has left
+/// is not compared: mirrors' validators are their own.
+fn version_of(
+    sh: &Shared,
+    c: &Chunk,
+    head: &ResponseHead,
+    origin: usize,
+    server: &HttpUrl,
+) -> Version {
+    let j = &sh.files[c.file];
+    if c.version != j.generation() {
+        return Version::Other;
+    }
+    if !matches!(head.status, 200 | 206) || j.origin() != origin {
+        return Version::Current;
+    }
+    let o = server.origin();
+    let Err(why) = j.check_validator(head, &o) else {
+        return Version::Current;
+    };
+    if sh.restart_file(c.file, Validator::from_head(head, &o), &why) {
+        Version::Other
+    } else {
+        Version::GaveUp
+    }
+}
+
+/// The error a body write gives when its file started over meanwhile.
+#[derive(Debug)]
+struct Superseded;
+
+impl std::fmt::Display for Superseded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the file started over")
+    }
+}
+
+impl std::error::Error for Superseded {}
 
 pub(super) async fn run_connection(
     sh: &Arc<Shared>,
@@ -241,18 +303,17 @@ pub(super) async fn run_connection(
                     return Ok(ChannelEnd::Done);
                 }
             }
-            let j = &sh.files[c.file];
-            // (an answer from a mirror the file has left is not compared: mirrors' validators
-            // differ)
-            if matches!(head.status, 200 | 206) && j.origin() == origin {
-                if let Err(why) = j.check_validator(&head, &server.origin()) {
-                    sh.fail_advised(format!(
-                        "{}: {why}; rerun the same command: it starts that file over",
-                        j.rel
-                    ));
-                    return Ok(ChannelEnd::Done);
+            match version_of(sh, c, &head, origin, &server) {
+                Version::Current => {}
+                Version::Other => {
+                    for c in inflight.drain(..).rev() {
+                        requeue(sh, pi, c);
+                    }
+                    return Ok(ChannelEnd::Reconnect);
                 }
+                Version::GaveUp => return Ok(ChannelEnd::Done),
             }
+            let j = &sh.files[c.file];
             match head.status {
                 206 => {
                     let want = ContentRange {
@@ -274,14 +335,6 @@ pub(super) async fn run_connection(
                         .content_length
                         .map_or_else(|| "a body of unknown length".to_string(), |n| format!("{n} bytes"));
                     sh.fail_changed(&j.rel, &format!("the server sent {got} where it had announced {}", j.size));
-                    return Ok(ChannelEnd::Done);
-                }
-                200 if !j.if_range().is_empty() => {
-                    // If-Range did not match: the file is not the version the other bytes are of
-                    sh.fail_advised(format!(
-                        "{}: it changed on the server (a whole file came back to a range request with If-Range); rerun the same command: it starts that file over",
-                        j.rel
-                    ));
                     return Ok(ChannelEnd::Done);
                 }
                 200 => {
@@ -318,9 +371,14 @@ pub(super) async fn run_connection(
                     return Ok(ChannelEnd::Done);
                 }
             };
+            // the body has a deadline as discovery's requests do (60 s plus 1 s per 64 KiB),
+            // the time the rate cap holds reads back not counted
+            let mut deadline = Deadline::new();
             let r: anyhow::Result<()> = async {
                 while written < c.len {
+                    let paced = std::time::Instant::now();
                     pace(sh).await;
+                    deadline.extend(paced.elapsed());
                     // smaller reads while paced keep the bursts above the cap small
                     let step = if sh.rate_cap.load(Ordering::Relaxed) > 0 {
                         32 * 1024
@@ -333,14 +391,18 @@ pub(super) async fn run_connection(
                         body[..t.len()].copy_from_slice(&t);
                         t.len()
                     } else {
-                        let n = tokio::time::timeout(Duration::from_secs(60), s.read(&mut body[..want]))
-                            .await
-                            .map_err(|_| anyhow!("server stalled for 60 s mid-body"))??;
+                        let n = deadline.read(&mut s, &mut body[..want], &j.rel).await?;
                         if n == 0 {
                             bail!("server closed the connection mid-body");
                         }
                         n
                     };
+                    // written (and hashed) only as the file's current version: a restart
+                    // waits for this write, and a write after it sees the new version
+                    let v = j.version.read().unwrap();
+                    if *v != c.version {
+                        return Err(Superseded.into());
+                    }
                     // page-cache writes are short; doing them inline keeps the engine simple
                     part.write_all_at(&body[..n], c.offset + written)
                         .map_err(|e| anyhow!(j.dest.explain(&j.part_rel(), "write", &e)))?;
@@ -350,6 +412,7 @@ pub(super) async fn run_connection(
                     if let Some(h) = block_hasher.as_mut() {
                         h.update(&body[..n], |i, d| j.store_block_sum(i, d));
                     }
+                    drop(v);
                     written += n as u64;
                     sh.received.fetch_add(n as u64, Ordering::Relaxed);
                 }
@@ -358,20 +421,22 @@ pub(super) async fn run_connection(
             .await;
             if let Err(e) = r {
                 // keep what arrived; requeue the rest
-                record_done(sh, c, written);
-                j.remaining.fetch_sub(written, Ordering::SeqCst);
-                sh.parts[pi].remaining.fetch_sub(written, Ordering::SeqCst);
+                sh.count_fetched(pi, c, written);
                 c.offset += written;
                 c.len -= written;
+                if e.is::<Superseded>() {
+                    for c in inflight.drain(..).rev() {
+                        requeue(sh, pi, c);
+                    }
+                    return Ok(ChannelEnd::Reconnect);
+                }
                 return Err(e);
             }
             let c = inflight.pop_front().expect("front exists");
             sent -= 1;
             *failures = 0;
-            record_done(sh, &c, c.len);
             j.in_flight.fetch_sub(1, Ordering::Relaxed);
-            sh.parts[pi].remaining.fetch_sub(c.len, Ordering::SeqCst);
-            if j.remaining.fetch_sub(c.len, Ordering::SeqCst) == c.len {
+            if sh.count_fetched(pi, &c, c.len) {
                 let sh2 = sh.clone();
                 let fi = c.file;
                 tokio::task::spawn_blocking(move || finish_file(&sh2, fi)).await?;

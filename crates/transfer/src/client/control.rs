@@ -9,12 +9,12 @@ use super::jobs::Jobs;
 use super::options::{default_window, EnergyFeedback, TransferOptions};
 use super::published;
 use super::queue::{build_queues, enqueue_found};
-use super::resume::{earlier_log, prepare, Prepared};
+use super::resume::{prepare, worth_asking, Prepared};
 use super::source::{
     first_url, probe_origin, probe_ranges, resolve, url_string, Batch, Source, SourceFile,
     SourceKind, HEAD_CONNECTIONS, HEAD_DEPTH,
 };
-use super::state::{Shared, SPARE_MAX_AGE};
+use super::state::{FileJob, Shared, SPARE_MAX_AGE};
 use super::stream::{stream_file, Streamed};
 use super::url::HttpUrl;
 use super::verify::finish_file;
@@ -109,12 +109,13 @@ pub(super) async fn transfer_async(
     let mut discovery = src.more.take();
     let checksum_report = match &opts.checksum_file {
         Some(spec) => {
-            if spec.to_ascii_lowercase().starts_with("http://") {
+            let (report, plain_http) = published::attach(&connector, spec, &mut src).await?;
+            if plain_http {
                 opts.notices.tell(&super::Notice::Warning(format!(
-                    "the checksum file {spec} comes over plain http://: anyone on the way can change it, and with it what \"verified\" means; fetch it over https:// or give a local copy"
+                    "the checksum file {spec} came over plain http://: anyone on the way can change it, and with it what \"verified\" means; fetch it over https:// or give a local copy"
                 )));
             }
-            Some(published::attach(&connector, spec, &mut src).await?)
+            Some(report)
         }
         None => None,
     };
@@ -200,6 +201,8 @@ pub(super) async fn transfer_async(
         retries: opts.retries,
         started: Instant::now(),
         unsynced: Mutex::new(Vec::new()),
+        restarted: Mutex::new(Vec::new()),
+        restart_piece: plan.bdp_bytes.max(MIN_CHUNK),
     });
     // files of unknown size: one stream at a time beside the planned transfer
     let streaming = {
@@ -213,7 +216,24 @@ pub(super) async fn transfer_async(
                     break;
                 }
                 let origin = sh.origin(f.origin);
-                match stream_file(&sh.connector, &origin, &f, &dest, sh.retries, &sh.received).await
+                // what the planned files still need of DEST
+                let reserved = || {
+                    sh.parts
+                        .iter()
+                        .map(|p| p.remaining.load(Ordering::Relaxed))
+                        .fold(0u64, u64::saturating_add)
+                };
+                let received = &sh.received;
+                match stream_file(
+                    &sh.connector,
+                    &origin,
+                    &f,
+                    &dest,
+                    sh.retries,
+                    received,
+                    &reserved,
+                )
+                .await
                 {
                     Ok(Streamed::Refused(msg)) => {
                         sh.fail_advised(msg);
@@ -547,16 +567,25 @@ pub(super) async fn transfer_async(
                 .map(|j| j.rel.clone()),
         );
         unverified.sort();
+        // files a digest checked: by a collision-resistant one, or only by others
+        let strong_job = |j: &FileJob| {
+            j.expect
+                .as_ref()
+                .is_some_and(|e| e.algo.collision_resistant())
+        };
+        let checked_job =
+            |j: &FileJob| j.xxh3.is_some() || j.blocks.is_some() || j.expect.is_some();
         let strong = found.verified_strong
-            + jobs
-                .iter()
-                .filter(|j| {
-                    j.expect
-                        .as_ref()
-                        .is_some_and(|e| e.algo.collision_resistant())
-                })
-                .count()
+            + jobs.iter().filter(|j| strong_job(j)).count()
             + streamed.iter().filter(|f| f.4).count();
+        let mut weak: Vec<String> = found.verified_weak.clone();
+        weak.extend(
+            jobs.iter()
+                .filter(|j| checked_job(j) && !strong_job(j))
+                .map(|j| j.rel.clone()),
+        );
+        weak.extend(streamed.iter().filter(|f| f.1 && !f.4).map(|f| f.0.clone()));
+        weak.sort();
         let resumed_unchecked = found.resumed_unchecked.clone();
         Verification {
             by_listing: found.verified_by_listing
@@ -571,7 +600,14 @@ pub(super) async fn transfer_async(
             unverified_files: unverified.into_iter().take(UNVERIFIED_LISTED).collect(),
             checksum_file: checksum_report,
             collision_resistant: strong,
-            restarted: found.restarted.clone(),
+            integrity_only: weak.len(),
+            integrity_only_files: weak.into_iter().take(UNVERIFIED_LISTED).collect(),
+            restarted: found
+                .restarted
+                .iter()
+                .chain(shared.restarted.lock().unwrap().iter())
+                .cloned()
+                .collect(),
             resumed_unchecked,
         }
     };
@@ -798,44 +834,30 @@ impl Intake {
         Ok(())
     }
 
-    /// Prepares sized files (see [`prepare`]) after asking their servers, for the files a
-    /// part file of an earlier run is kept for, whether the file is still the version the part
-    /// file holds (pipelined `HEAD`s); refuses a batch whose missing bytes do not fit in
-    /// DEST's free space.
+    /// Prepares sized files (see [`prepare`]) after asking their servers, for the files an
+    /// earlier run finished without a checksum to check them by, whether they are still the
+    /// version it fetched (pipelined `HEAD`s, see [`worth_asking`]); refuses a batch whose
+    /// missing bytes do not fit in DEST's free space.
     async fn prepare(
         &mut self,
         mut files: Vec<SourceFile>,
         src: &Source,
         connector: &Arc<Connector>,
     ) -> anyhow::Result<Prepared> {
+        // the files an earlier run finished, with validators and no checksum
         let dest = self.dest.clone();
         let whole = self.whole.clone();
-        let candidates: Vec<(usize, u64, String, bool)> = files
-            .iter()
-            .map(|f| {
-                (
-                    f.origin,
-                    f.size,
-                    f.rel.clone(),
-                    f.validator_origin.is_some(),
-                )
-            })
-            .collect();
-        // the files whose part file has a validator an earlier run recorded
-        let ask: Vec<usize> = tokio::task::spawn_blocking(move || {
-            candidates
-                .iter()
-                .enumerate()
-                .filter(|(_, (o, size, rel, known))| {
-                    !known
-                        && !whole.get(*o).copied().unwrap_or(false)
-                        && earlier_log(&dest, rel, *size)
-                            .is_some_and(|(v, done)| v.is_some() && !done.is_empty())
+        let (files_back, ask) = tokio::task::spawn_blocking(move || {
+            let ask: Vec<usize> = (0..files.len())
+                .filter(|&i| {
+                    !whole.get(files[i].origin).copied().unwrap_or(false)
+                        && worth_asking(&dest, &files[i])
                 })
-                .map(|(i, _)| i)
-                .collect()
+                .collect();
+            (files, ask)
         })
         .await?;
+        files = files_back;
         for o in 0..src.origins.len() {
             let idx: Vec<usize> = ask
                 .iter()

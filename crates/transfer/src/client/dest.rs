@@ -8,7 +8,7 @@
 //! (see `state`), a file before its rename into place, and its directory after the rename, so
 //! that a power cut never leaves a name or a record pointing at data that is not on disk.
 
-use crate::jail;
+use crate::jail::{self, Create};
 use anyhow::Context;
 use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
 use rustix::io::Errno;
@@ -89,6 +89,13 @@ impl Dest {
     }
 
     fn parent(&self, rel: &str, create: bool) -> io::Result<(Option<OwnedFd>, String)> {
+        let create = match (create, self.sync) {
+            (false, _) => Create::No,
+            (true, false) => Create::Yes,
+            // a directory made for a file is synced into its parent, or a power cut could
+            // take the file's name with it after the file was reported done
+            (true, true) => Create::Durably,
+        };
         let (dir, last) = jail::parent_beneath(self.fd.as_fd(), rel, create)?;
         Ok((dir, last.to_string()))
     }
@@ -212,10 +219,12 @@ pub(super) fn with_suffix(rel: &str, suffix: &str) -> String {
     format!("{rel}{suffix}")
 }
 
-/// Whether a name ends like wattio's temporary files (such names are refused as output paths:
-/// a file of the source must not stand in for another's part file or log).
+/// Whether a path has a component named like wattio's temporary files (such paths are
+/// refused as output paths: a file or directory of the source must not stand in for another
+/// file's part file or log).
 pub(super) fn is_reserved(rel: &str) -> bool {
-    rel.ends_with(PART_SUFFIX) || rel.ends_with(DONE_SUFFIX)
+    rel.split('/')
+        .any(|c| c.ends_with(PART_SUFFIX) || c.ends_with(DONE_SUFFIX))
 }
 
 #[cfg(test)]
@@ -270,6 +279,10 @@ mod tests {
         dest.remove("a/b/c.bin").unwrap();
         assert!(dest.free_bytes().unwrap() > 0);
         assert!(is_reserved("x.wattio-part") && is_reserved("d/x.wattio-part.done"));
+        assert!(
+            is_reserved("x.wattio-part/y"),
+            "a directory standing in for a part file"
+        );
         assert!(!is_reserved("x.wattio-partial"));
     }
 }

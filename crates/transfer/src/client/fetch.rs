@@ -38,6 +38,11 @@ impl Deadline {
         }
     }
 
+    /// Gives `d` more time (time the client itself held the reads back).
+    pub(super) fn extend(&mut self, d: Duration) {
+        self.start += d;
+    }
+
     /// Time left, `None` once it has passed.
     fn left(&self) -> Option<Duration> {
         let allowed = SILENCE + Duration::from_secs(self.received / GRACE_BYTES);
@@ -389,10 +394,12 @@ pub(super) async fn head_many_kept(
         }
         idle.extend(open);
     }
-    Ok(out
-        .into_iter()
-        .map(|h| h.expect("every HEAD answered"))
-        .collect())
+    out.into_iter()
+        .enumerate()
+        .map(|(i, h)| {
+            h.ok_or_else(|| anyhow!("{}: no answer to HEAD {}", url.authority(), paths[i]))
+        })
+        .collect()
 }
 
 /// The answers to `todo`'s `HEAD`s on one connection (`kept`, while it works, then new ones),
@@ -413,13 +420,14 @@ async fn head_on_one_connection(
         // no failure of the server's, and a new connection follows without a pause
         let reused = kept.is_some();
         let answered_before = done.len();
+        // requests written (or about to be) and not answered: back to `todo` on any failure
+        let mut sent: VecDeque<(usize, String)> = VecDeque::new();
         let r: anyhow::Result<()> = async {
             let mut s = match kept.take() {
                 Some(s) => s,
                 None => connector.connect(url).await?,
             };
             let mut buf = Vec::new();
-            let mut sent: VecDeque<(usize, String)> = VecDeque::new();
             loop {
                 let mut out = String::new();
                 while sent.len() < depth.max(1) {
@@ -442,8 +450,7 @@ async fn head_on_one_connection(
                 let h = match read_head(&mut s, &mut buf, &mut deadline, &front.1).await {
                     Ok(h) => h,
                     Err(e) => {
-                        todo.push(front);
-                        todo.extend(sent.drain(..).rev());
+                        sent.push_front(front);
                         return Err(e);
                     }
                 };
@@ -457,6 +464,7 @@ async fn head_on_one_connection(
             }
         }
         .await;
+        todo.extend(sent.drain(..).rev());
         if let Err(e) = r {
             if reused && done.len() == answered_before {
                 continue;

@@ -16,15 +16,19 @@ use std::os::unix::fs::FileExt;
 
 /// Reads the checksum file `spec` (a URL, or a local path) and gives every file of `src` the
 /// digest a line names it with. A line is for a file when its name is the file's URL relative
-/// to the checksum file's own URL (as `sha256sum -c` run in that directory reads it), or the
-/// file's path under the destination (as `sha256sum -c` run there reads it), or — for URL lists
-/// and single URLs — the file's name.
+/// to the checksum file's own URL (as `sha256sum -c` run in that directory reads it), or, for
+/// a local checksum file, the file's path under the destination (as `sha256sum -c` run there
+/// reads it); else when its name is the longest run of path components that ends the file's
+/// URL path, unless it ends two files' paths (an error). Also says whether the checksum file
+/// came over plain HTTP (after redirects).
 pub(super) async fn attach(
     connector: &Connector,
     spec: &str,
     src: &mut Source,
-) -> anyhow::Result<ChecksumFileReport> {
-    let (text, checksum_url) = if spec.starts_with("http://") || spec.starts_with("https://") {
+) -> anyhow::Result<(ChecksumFileReport, bool)> {
+    let lower = spec.to_ascii_lowercase();
+    let mut plain_http = false;
+    let (text, checksum_url) = if lower.starts_with("http://") || lower.starts_with("https://") {
         let u = HttpUrl::parse(spec)?;
         let (fu, f) = get_following(connector, &u, "GET").await?;
         if f.head.status != 200 {
@@ -33,6 +37,8 @@ pub(super) async fn attach(
                 f.head.status
             );
         }
+        // where it came from in the end (a redirect may have left TLS behind)
+        plain_http = !fu.tls;
         // one spelling of the path, as the index walk writes file paths
         let path = fu.path.split('?').next().unwrap_or("/");
         let path = crate::dirindex::canonical_path(path).unwrap_or_else(|| path.to_string());
@@ -54,8 +60,8 @@ pub(super) async fn attach(
         .iter_mut()
         .chain(src.unsized_files.iter_mut())
         .collect();
-    // 1: a line names the file exactly: its URL relative to the checksum file's, its path
-    // under DEST, or (URL lists, single URLs) its file name
+    // 1: a line names the file exactly: its URL relative to the checksum file's (a checksum
+    // file fetched by URL), or its path under DEST (a local one)
     let mut taken = vec![false; sums.entries.len()];
     let mut line_of: Vec<Option<usize>> = vec![None; files.len()];
     let mut url_paths: Vec<Vec<String>> = Vec::with_capacity(files.len());
@@ -68,7 +74,10 @@ pub(super) async fn attach(
                 names.push(n);
             }
         }
-        names.push(f.rel.clone());
+        if checksum_dir.is_none() {
+            // a local checksum file names files as `sha256sum -c` run in DEST reads them
+            names.push(f.rel.clone());
+        }
         if let Some(i) = sums.lookup(names.iter().map(String::as_str)) {
             line_of[k] = Some(i);
             taken[i] = true;
@@ -143,7 +152,7 @@ pub(super) async fn attach(
             files.join(", ")
         );
     }
-    Ok(ChecksumFileReport {
+    let report = ChecksumFileReport {
         source: spec.to_string(),
         algorithms: sums
             .algorithms()
@@ -153,7 +162,8 @@ pub(super) async fn attach(
         entries: sums.entries.len(),
         matched,
         malformed_lines: sums.malformed,
-    })
+    };
+    Ok((report, plain_http))
 }
 
 impl FileJob {

@@ -18,13 +18,15 @@ pub(super) struct ChunkQueue {
     pieces: u64,
 }
 
-/// A range of one file, cut into `piece`-byte pieces at multiples of `piece`.
+/// A range of one file's version `version`, cut into `piece`-byte pieces at multiples of
+/// `piece`.
 #[derive(Debug, Clone, Copy)]
 struct Span {
     file: usize,
     offset: u64,
     len: u64,
     piece: u64,
+    version: u32,
 }
 
 impl Span {
@@ -53,14 +55,22 @@ impl ChunkQueue {
         self.pieces == 0
     }
 
-    /// Queues `[offset, offset + len)` of `file`, to be taken in `piece`-byte pieces cut at
-    /// multiples of `piece` (`u64::MAX`: in one piece).
-    pub(super) fn push_range(&mut self, file: usize, offset: u64, len: u64, piece: u64) {
+    /// Queues `[offset, offset + len)` of version `version` of `file`, to be taken in
+    /// `piece`-byte pieces cut at multiples of `piece` (`u64::MAX`: in one piece).
+    pub(super) fn push_range(
+        &mut self,
+        file: usize,
+        offset: u64,
+        len: u64,
+        piece: u64,
+        version: u32,
+    ) {
         let s = Span {
             file,
             offset,
             len,
             piece: piece.max(1),
+            version,
         };
         self.pieces = self.pieces.saturating_add(s.pieces());
         if len > 0 {
@@ -77,6 +87,7 @@ impl ChunkQueue {
                 offset: c.offset,
                 len: c.len,
                 piece: u64::MAX,
+                version: c.version,
             });
         }
     }
@@ -89,6 +100,7 @@ impl ChunkQueue {
             file: s.file,
             offset: s.offset,
             len: n,
+            version: s.version,
         };
         s.offset += n;
         s.len -= n;
@@ -134,9 +146,10 @@ fn push_file(
         split
     };
     let piece = piece_size(split, job.size, block);
+    let version = job.generation();
     let mut added = 0u64;
     for &(o, l) in missing {
-        q.push_range(file, o, l, piece);
+        q.push_range(file, o, l, piece, version);
         added = added.saturating_add(l);
     }
     added
@@ -209,7 +222,7 @@ mod tests {
         let mut q = ChunkQueue::default();
         let piece = piece_size(split, size, block);
         for &(o, l) in miss {
-            q.push_range(0, o, l, piece);
+            q.push_range(0, o, l, piece, 0);
         }
         let n = q.len();
         let out: Vec<(u64, u64)> = std::iter::from_fn(|| q.pop_front())
@@ -223,7 +236,7 @@ mod tests {
     #[test]
     fn a_huge_range_costs_one_span() {
         let mut q = ChunkQueue::default();
-        q.push_range(3, 0, u64::MAX, 1 << 20);
+        q.push_range(3, 0, u64::MAX, 1 << 20, 0);
         assert_eq!(q.spans.len(), 1);
         assert_eq!(q.len() as u64, u64::MAX.div_ceil(1 << 20));
         let c = q.pop_front().unwrap();

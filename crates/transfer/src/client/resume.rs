@@ -13,8 +13,8 @@ use super::state::FileJob;
 use super::validator::{Compared, Validator};
 use crate::checksum::{self, InOrderHasher};
 use std::io::Read as _;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
+use std::sync::{Arc, Mutex, RwLock};
 
 /// First 8 bytes of a `.done` log with a header (`WTIODON2` in ASCII, read as little-endian):
 /// an offset no file reaches, so an older log's first record never reads as it.
@@ -74,8 +74,11 @@ pub(super) fn parse_log(b: &[u8]) -> DoneLog {
     let mut recs = b;
     if b.len() >= 16 && b[..8] == LOG_MAGIC.to_le_bytes() {
         let n = u64::from_le_bytes(b[8..16].try_into().unwrap());
+        if n > MAX_HEADER {
+            return (None, Vec::new());
+        }
         let padded = n.div_ceil(16) * 16;
-        if n > MAX_HEADER || (b.len() as u64) < 16 + padded {
+        if (b.len() as u64) < 16 + padded {
             return (None, Vec::new());
         }
         validator = Validator::decode(&b[16..16 + n as usize]);
@@ -125,8 +128,10 @@ pub(super) struct EarlierRuns {
     /// Of those, the ones checked against the listing and against a publisher's digest.
     pub(super) verified_by_listing: usize,
     pub(super) verified_by_publisher: usize,
-    /// Of those, the ones a collision-resistant digest checked (SHA-2, BLAKE2b).
+    /// Of those, the ones a collision-resistant digest checked (SHA-2, BLAKE2b), and the
+    /// others (XXH3-64, xxHash, MD5, SHA-1 only).
     pub(super) verified_strong: usize,
+    pub(super) verified_weak: Vec<String>,
     /// Files skipped because they were complete, with no checksum to check them against.
     pub(super) skipped_unverified: Vec<String>,
     /// Files whose earlier copy (complete or partial) was dropped because the server's
@@ -146,6 +151,8 @@ impl EarlierRuns {
         self.verified_by_listing += other.verified_by_listing;
         self.verified_by_publisher += other.verified_by_publisher;
         self.verified_strong += other.verified_strong;
+        self.verified_weak
+            .extend(other.verified_weak.iter().cloned());
         self.skipped_unverified
             .extend(other.skipped_unverified.iter().cloned());
         self.restarted.extend(other.restarted.iter().cloned());
@@ -208,13 +215,34 @@ fn complete_file(dest: &Dest, s: &SourceFile) -> Complete {
             Complete::No
         };
     }
-    let stored = Dest::attr(&f, VALIDATOR_ATTR).and_then(|b| Validator::decode(&b));
+    let stored = stored_validator(&f);
     match (&stored, &s.validator_origin) {
         (Some(was), Some(o)) if was.compare(s.validator.as_ref(), o) == Compared::Changed => {
             Complete::Changed
         }
         _ => Complete::Keep,
     }
+}
+
+/// The validators a finished file was stored with (an extended attribute).
+fn stored_validator(f: &std::fs::File) -> Option<Validator> {
+    Validator::decode(&Dest::attr(f, VALIDATOR_ATTR)?)
+}
+
+/// Whether a rerun asks the server about `s` (a `HEAD`) before preparing it: an earlier run
+/// finished it and stored the server's validators with it, no checksum can check it, and this
+/// run has not asked about the file itself. (A part file needs no question: its ranges are
+/// asked for with `If-Range`, and the first answer says whether the file changed.)
+pub(super) fn worth_asking(dest: &Dest, s: &SourceFile) -> bool {
+    let checksummed = s.xxh3.is_some() || s.blocks.is_some() || s.expect.is_some();
+    s.validator_origin.is_none()
+        && !checksummed
+        && dest.entry(&s.rel).ok().flatten() == Some(Entry::File(s.size))
+        && dest
+            .open_read(&s.rel)
+            .ok()
+            .and_then(|f| stored_validator(&f))
+            .is_some()
 }
 
 /// What is already in `dest` for each file of `src` and what is still missing. `whole[o]`:
@@ -235,12 +263,17 @@ pub(super) fn prepare(
                 e.resumed_bytes += s.size;
                 e.verified_by_listing += s.xxh3.is_some() as usize;
                 e.verified_by_publisher += s.expect.is_some() as usize;
-                e.verified_strong +=
-                    s.expect
-                        .as_ref()
-                        .is_some_and(|x| x.algo.collision_resistant()) as usize;
+                let strong = s
+                    .expect
+                    .as_ref()
+                    .is_some_and(|x| x.algo.collision_resistant());
                 if s.xxh3.is_some() || s.expect.is_some() {
                     e.verified += 1;
+                    if strong {
+                        e.verified_strong += 1;
+                    } else {
+                        e.verified_weak.push(s.rel.clone());
+                    }
                 } else {
                     e.skipped_unverified.push(s.rel.clone());
                 }
@@ -273,9 +306,10 @@ pub(super) fn prepare(
                     e.restarted.push(s.rel.clone());
                     done.clear();
                 }
-                // the part file came from a mirror: its validators mean nothing here, and If-Range
-                // with them would fail; the first answer gives this server's
-                Some(Compared::OtherServer) => {
+                // the part file came from a mirror (its validators mean nothing here, and If-Range
+                // with them would fail), or the server gave none this time: the first answer
+                // gives this server's
+                Some(Compared::OtherServer | Compared::Unknown) => {
                     validator = s.validator.clone().filter(|v| v.origin == serving);
                     if !checksummed {
                         e.resumed_unchecked.push(s.rel.clone());
@@ -320,6 +354,9 @@ pub(super) fn prepare(
             in_flight: AtomicUsize::new(0),
             checksum_retry: AtomicBool::new(false),
             validator: Mutex::new(validator),
+            version: RwLock::new(0),
+            restarts: AtomicU32::new(0),
+            finished: AtomicBool::new(false),
         });
     }
     Ok(Prepared {
@@ -364,9 +401,11 @@ mod tests {
         empty.extend_from_slice(&record(1, 2));
         assert_eq!(parse_log(&empty), (None, vec![(1, 2)]));
         // a header that claims more than the log holds reads as nothing done
-        let mut lie = record(LOG_MAGIC, 1 << 40).to_vec();
-        lie.extend_from_slice(&record(0, 9));
-        assert_eq!(parse_log(&lie), (None, vec![]));
+        for claim in [1 << 40, u64::MAX, 4000] {
+            let mut lie = record(LOG_MAGIC, claim).to_vec();
+            lie.extend_from_slice(&record(0, 9));
+            assert_eq!(parse_log(&lie), (None, vec![]), "{claim}");
+        }
     }
 
     /// A run killed after renaming a file into place but before deleting its `.done` log: the

@@ -14,8 +14,8 @@ use crate::checksum::InOrderHasher;
 use crate::http::ResponseHead;
 use std::fs::File;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 /// One file to fetch.
@@ -53,9 +53,24 @@ pub(super) struct FileJob {
     /// The server's validators of the version the part file holds (the log's, or the first
     /// answer's): sent as `If-Range`, compared with every answer.
     pub(super) validator: Mutex<Option<Validator>>,
+    /// The version of the file being fetched: it grows when the file starts over (see
+    /// [`Shared::restart_file`]). Chunks carry the version they were cut for; bytes are written
+    /// and counted only under this lock's read side and only for the current version, so a
+    /// restart (the write side) never interleaves with a write of the old version.
+    pub(super) version: RwLock<u32>,
+    /// Times the file started over in this run.
+    pub(super) restarts: AtomicU32,
+    /// Verified and being renamed into place: no record may be written any more (set under
+    /// the `done_log` lock, which record writes hold).
+    pub(super) finished: AtomicBool,
 }
 
 impl FileJob {
+    /// The file's current version (see [`FileJob::version`]).
+    pub(super) fn generation(&self) -> u32 {
+        *self.version.read().unwrap()
+    }
+
     pub(super) fn part_rel(&self) -> String {
         with_suffix(&self.rel, PART_SUFFIX)
     }
@@ -110,9 +125,13 @@ impl FileJob {
         self.append_records(&recs)
     }
 
-    /// Appends records to the `.done` log in one write, after its header when the log is new.
+    /// Appends records to the `.done` log in one write, after its header when the log is new;
+    /// nothing once the file is finished (its log is gone for good).
     fn append_records(&self, recs: &[(u64, u64)]) -> std::io::Result<()> {
         let mut g = self.done_log.lock().unwrap();
+        if self.finished.load(Ordering::SeqCst) {
+            return Ok(());
+        }
         let mut out = Vec::with_capacity(recs.len() * 16 + 128);
         if g.is_none() {
             let f = self.dest.append(&self.done_rel())?;
@@ -134,9 +153,24 @@ impl FileJob {
         }
     }
 
-    pub(super) fn close(&self) {
+    /// Forgets the ranges recorded so far (the file is fetched again): the `.done` log is
+    /// closed and deleted and records waiting for a sync are dropped.
+    pub(super) fn forget_progress(&self) {
+        let mut log = self.done_log.lock().unwrap();
+        *log = None;
+        let _ = self.dest.remove(&self.done_rel());
+        self.unsynced.lock().unwrap().clear();
+    }
+
+    /// Marks the file finished and closes it: a record sync racing with the rename cannot
+    /// create its `.done` log again.
+    pub(super) fn close_finished(&self) {
+        let mut log = self.done_log.lock().unwrap();
+        self.finished.store(true, Ordering::SeqCst);
+        *log = None;
+        drop(log);
         *self.file.lock().unwrap() = None;
-        *self.done_log.lock().unwrap() = None;
+        self.unsynced.lock().unwrap().clear();
     }
 
     /// The `If-Range` line of a range request: the validators of the version the part file
@@ -165,7 +199,7 @@ impl FileJob {
         let mut g = self.validator.lock().unwrap();
         let verdict = g.as_ref().map(|was| was.compare(Some(&now), origin));
         match verdict {
-            Some(Compared::Same) => Ok(()),
+            Some(Compared::Same | Compared::Unknown) => Ok(()),
             Some(Compared::Changed) => Err(format!(
                 "it changed on the server during the copy ({} became {})",
                 g.as_ref().map_or_else(String::new, Validator::describe),
@@ -184,6 +218,8 @@ pub(super) struct Chunk {
     pub(super) file: usize,
     pub(super) offset: u64,
     pub(super) len: u64,
+    /// The file's version it was cut for (see [`FileJob::version`]).
+    pub(super) version: u32,
 }
 
 pub(super) struct PartQueue {
@@ -235,9 +271,74 @@ pub(super) struct Shared {
     /// Files with finished ranges whose records wait for their data to be synced (see
     /// [`FileJob::sync_records`]); the control loop syncs them every interval and at the end.
     pub(super) unsynced: Mutex<Vec<usize>>,
+    /// Files that started over in this run because the server's copy changed under them.
+    pub(super) restarted: Mutex<Vec<String>>,
+    /// The piece a file that starts over is cut into (the plan's BDP, at least `MIN_CHUNK`).
+    pub(super) restart_piece: u64,
 }
 
+/// Times one file may start over in one run before the transfer gives up on it: a server
+/// whose validators change from one answer to the next is not serving one file.
+const MAX_RESTARTS: u32 = 2;
+
 impl Shared {
+    /// Counts `len` bytes from the start of chunk `c` as fetched (in partition `pi`'s count
+    /// whatever their version; in the file's, and recorded for a resume, only when `c` is of
+    /// the file's current version). Returns whether the file is now complete.
+    pub(super) fn count_fetched(&self, pi: usize, c: &Chunk, len: u64) -> bool {
+        self.parts[pi].remaining.fetch_sub(len, Ordering::SeqCst);
+        let j = &self.files[c.file];
+        let v = j.version.read().unwrap();
+        if *v != c.version || len == 0 {
+            return false;
+        }
+        self.record_done(c.file, c.offset, len);
+        j.remaining.fetch_sub(len, Ordering::SeqCst) == len
+    }
+
+    /// File `i` changed on the server during the copy (`why`; its validators are now `now`):
+    /// its bytes so far are dropped — no record of them is kept, every chunk cut for the old
+    /// version is discarded when met — and the whole file is queued again. False, with the
+    /// transfer failed, when it already started over [`MAX_RESTARTS`] times in this run.
+    pub(super) fn restart_file(&self, i: usize, now: Option<Validator>, why: &str) -> bool {
+        let j = &self.files[i];
+        if j.restarts.fetch_add(1, Ordering::SeqCst) >= MAX_RESTARTS {
+            self.fail_advised(format!(
+                "{}: {why}, again after starting over {MAX_RESTARTS} times: the server's validators keep changing from one answer to the next (replicas that are not identical behind one name?); fetch it from one replica's address, or give a checksum file",
+                j.rel
+            ));
+            return false;
+        }
+        {
+            let mut v = j.version.write().unwrap();
+            *v += 1;
+            j.forget_progress();
+            *j.validator.lock().unwrap() = now;
+            j.block_sums
+                .lock()
+                .unwrap()
+                .iter_mut()
+                .for_each(|s| *s = None);
+            j.restart_published();
+            j.remaining.store(j.size, Ordering::SeqCst);
+        }
+        self.restarted.lock().unwrap().push(j.rel.clone());
+        // any partition can carry it: prefer one that still has channels
+        let pi = self
+            .parts
+            .iter()
+            .position(|p| p.target.load(Ordering::SeqCst) > 0)
+            .unwrap_or(0);
+        let p = &self.parts[pi];
+        p.remaining.fetch_add(j.size, Ordering::SeqCst);
+        p.target.fetch_max(1, Ordering::SeqCst);
+        p.chunks
+            .lock()
+            .unwrap()
+            .push_range(i, 0, j.size, self.restart_piece, j.generation());
+        true
+    }
+
     /// Notes a finished range of file `i` (see [`FileJob::log_done`]).
     pub(super) fn record_done(&self, i: usize, offset: u64, len: u64) {
         if self.files[i].log_done(offset, len) {

@@ -18,7 +18,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 /// How a streamed file ended.
 pub(super) enum Streamed {
@@ -41,6 +41,7 @@ pub(super) async fn stream_file(
     dest: &Arc<Dest>,
     retries: u32,
     received: &AtomicU64,
+    reserved: &(dyn Fn() -> u64 + Sync),
 ) -> anyhow::Result<Streamed> {
     if let Some(e) = &f.expect {
         let same = dest
@@ -60,7 +61,7 @@ pub(super) async fn stream_file(
     let mut failures = 0;
     let mut mismatches = 0;
     loop {
-        match stream_once(connector, origin, f, dest, &part, received).await {
+        match stream_once(connector, origin, f, dest, &part, received, reserved).await {
             Ok((len, digest)) => {
                 if let (Some(e), Some(d)) = (&f.expect, digest) {
                     if d != e.digest {
@@ -106,8 +107,16 @@ impl std::fmt::Display for Refusal {
 
 impl std::error::Error for Refusal {}
 
+/// Bytes of DEST's free space a stream leaves for the rest (besides what the planned
+/// transfer still needs).
+const STREAM_SPARE: u64 = 64 << 20;
+/// How often a stream checks DEST's free space.
+const STREAM_SPACE_CHECK: u64 = 16 << 20;
+
 /// One attempt: the whole body into `part`, hashed on the way with the publisher's algorithm,
-/// then synced.
+/// then synced. The body has the discovery deadline (60 s plus 1 s per 64 KiB), and a body
+/// with no announced end stops, refused, before it leaves DEST less free space than the
+/// planned transfer still needs (`reserved`) plus [`STREAM_SPARE`].
 async fn stream_once(
     connector: &Connector,
     origin: &HttpUrl,
@@ -115,6 +124,7 @@ async fn stream_once(
     dest: &Dest,
     part: &str,
     received: &AtomicU64,
+    reserved: &(dyn Fn() -> u64 + Sync),
 ) -> anyhow::Result<(u64, Option<Vec<u8>>)> {
     let here = url_string(origin, &f.url_path);
     let mut s = connector.connect(origin).await?;
@@ -166,8 +176,20 @@ async fn stream_once(
     let mut hasher = f.expect.as_ref().map(|e| e.algo.hasher());
     let mut body = Vec::with_capacity(buf.len());
     let mut written = 0u64;
+    let mut next_space_check = 0u64;
     let mut input = pending;
     loop {
+        if written >= next_space_check {
+            next_space_check = written + STREAM_SPACE_CHECK;
+            let free = dest.free_bytes().unwrap_or(u64::MAX);
+            if free < reserved().saturating_add(STREAM_SPARE) {
+                return Err(Refusal(format!(
+                    "{here}: still sending after {written} bytes with no end announced, and {} has {free} bytes free, which the rest of the transfer needs; free some space, or fetch that file on its own",
+                    dest.shown("")
+                ))
+                .into());
+            }
+        }
         body.clear();
         match chunked.as_mut() {
             // what follows the last chunk (nothing, with Connection: close) is not body
@@ -198,16 +220,7 @@ async fn stream_once(
         if complete {
             break;
         }
-        let n = tokio::time::timeout(Duration::from_secs(60), s.read(&mut buf))
-            .await
-            .map_err(|_| anyhow!("{here}: the server stalled for 60 s"))?
-            .map_err(|e| {
-                if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                    anyhow!("{here}: the server ended the TLS connection without close_notify, so the file may be cut short")
-                } else {
-                    anyhow!("{here}: {e}")
-                }
-            })?;
+        let n = deadline.read(&mut s, &mut buf, &here).await?;
         if n == 0 {
             if chunked.is_some() || length.is_some() {
                 bail!("{here}: the connection closed mid-body");

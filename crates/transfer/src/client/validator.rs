@@ -22,10 +22,14 @@ pub(super) struct Validator {
 pub(super) enum Compared {
     /// The same version.
     Same,
-    /// Another version (or the server no longer gives the validators it gave).
+    /// Another version (or the server no longer gives the validator it gave, an entity tag
+    /// where it gave one).
     Changed,
     /// Recorded from another server (a mirror): nothing to compare.
     OtherServer,
+    /// The server gave no validator this time (some leave them off `HEAD` answers): nothing
+    /// to compare.
+    Unknown,
 }
 
 /// Longest validator value kept (a header a hostile server makes huge is dropped).
@@ -60,20 +64,16 @@ impl Validator {
         self.etag.as_deref().or(self.last_modified.as_deref())
     }
 
-    /// What `now`, the validators `now_origin` gives now (`None`: it gives none), says of the
+    /// What `now`, the validators `now_origin` gives now (`None`: it gave none), says of the
     /// version `self` was recorded for.
     pub(super) fn compare(&self, now: Option<&Validator>, now_origin: &str) -> Compared {
         if self.origin != now_origin {
             return Compared::OtherServer;
         }
-        let changed = match now {
-            None => true,
-            Some(now) => self.changed_to(now),
-        };
-        if changed {
-            Compared::Changed
-        } else {
-            Compared::Same
+        match now {
+            None => Compared::Unknown,
+            Some(now) if self.changed_to(now) => Compared::Changed,
+            Some(_) => Compared::Same,
         }
     }
 
@@ -160,7 +160,7 @@ mod tests {
         };
         assert_eq!(a.compare(Some(&b), o), Compared::Changed);
         assert_eq!(a.compare(Some(&a), o), Compared::Same);
-        assert_eq!(a.compare(None, o), Compared::Changed);
+        assert_eq!(a.compare(None, o), Compared::Unknown);
         assert_eq!(
             a.compare(Some(&b), "http://mirror:80"),
             Compared::OtherServer

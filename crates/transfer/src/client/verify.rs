@@ -61,8 +61,7 @@ pub(super) fn finish_file(sh: &Shared, i: usize) {
             Dest::set_attr(&f, VALIDATOR_ATTR, &v.encode());
         }
         drop(f);
-        j.close();
-        j.unsynced.lock().unwrap().clear();
+        j.close_finished();
         j.dest
             .rename_into_place(&part_rel, &j.rel)
             .map_err(|e| j.dest.explain(&j.rel, "rename into", &e))?;
@@ -93,8 +92,7 @@ pub(super) fn finish_file(sh: &Shared, i: usize) {
                 }
                 return;
             }
-            let _ = j.dest.remove(&j.done_rel());
-            j.unsynced.lock().unwrap().clear();
+            j.forget_progress();
             // whatever is fetched again, the publisher's digest is taken over the file anew
             j.restart_published();
             let again: u64 = refetch.iter().map(|r| r.1).sum();
@@ -116,8 +114,9 @@ pub(super) fn finish_file(sh: &Shared, i: usize) {
             sh.parts[pi].remaining.fetch_add(again, Ordering::SeqCst);
             sh.parts[pi].target.fetch_max(1, Ordering::SeqCst);
             let mut q = sh.parts[pi].chunks.lock().unwrap();
+            let version = j.generation();
             for (offset, len) in refetch {
-                q.push_range(i, offset, len, u64::MAX);
+                q.push_range(i, offset, len, u64::MAX, version);
             }
         }
         Err(e) => sh.fail(e),
