@@ -16,6 +16,9 @@
 # over plain HTTP from nginx, for the TLS cost. wattio-me-tls-list and wattio-eemt-tls-list (not
 # in the default TOOLS) are the same SLAs handed the URL list the other HTTPS tools get
 # (`-i $OUT/$ds.tlsurls`), so they discover nothing: the like-for-like comparison.
+# wattio-me-nosync and wattio-eemt-nosync (not in the default TOOLS) are wattio-me and
+# wattio-eemt with `--fsync off`: beside them, what syncing costs (give DEST a directory on a
+# disk: syncing is free on the default tmpfs).
 #
 # Knobs (environment): SCALE (dataset factor, default 0.02), PROFILE (testbed profile, default
 # cloudlab), DATASETS, TOOLS (space-separated subsets), TARGETS (EETT targets in % of the link;
@@ -164,8 +167,8 @@ tool_cmd() { # tool dataset -> the shell command the client runs
     curl-par-tls) echo "curl -sS --fail -Z --cacert '$CA' -K '$OUT/$ds.tlscurlcfg'" ;;
     wget2-tls) echo "wget2 -q -nd -P '$DEST' --ca-certificate='$CA' -i '$OUT/$ds.tlsurls'" ;;
     aria2-tuned-tls) echo "aria2c -q -d '$DEST' -i '$OUT/$ds.tlsurls' -j 16 -x 8 -s 8 -k 1M --file-allocation=none --ca-certificate='$CA'" ;;
-    wattio-*) # wattio-{me,eemt}[-ng|-tls|-tls-list], wattio-eett[-tls]-PCT
-      local src="http://$SERVER:${WPORT[$ds]}/" sla
+    wattio-*) # wattio-{me,eemt}[-ng|-tls|-tls-list|-nosync], wattio-eett[-tls]-PCT
+      local src="http://$SERVER:${WPORT[$ds]}/" sla extra=""
       case $tool in
         *-ng) src="http://$SERVER:8080/$ds/" ;;
         *-tls-list) src="-i '$OUT/$ds.tlsurls' --cacert '$CA'" ;;
@@ -176,7 +179,8 @@ tool_cmd() { # tool dataset -> the shell command the client runs
         wattio-eemt*) sla=max-throughput ;;
         wattio-eett-*) sla=target:${rate}mbit ;;
       esac
-      echo "'$W' transfer $src '$DEST' --sla $sla --json --no-progress --rtt ${RTT_MS}ms --bandwidth ${mbit}mbit" ;;
+      case $tool in *-nosync) extra=" --fsync off" ;; esac
+      echo "'$W' transfer $src '$DEST' --sla $sla --json --no-progress --rtt ${RTT_MS}ms --bandwidth ${mbit}mbit$extra" ;;
     *) echo "bench-transfer: unknown tool $tool" >&2; return 1 ;;
   esac
 }
@@ -205,7 +209,7 @@ run_one() { # round tool dataset [target-mbit]
   rm -rf "$DEST"; mkdir -p "$DEST"
   # the server's CPU time, where the server is nginx (not for the rows against wattio serve)
   local server=nginx
-  case $tool in wattio-me|wattio-eemt|wattio-eett-[0-9]*) server=wattio-serve ;; esac
+  case $tool in wattio-me|wattio-eemt|wattio-me-nosync|wattio-eemt-nosync|wattio-eett-[0-9]*) server=wattio-serve ;; esac
   local ncpu0; ncpu0=$(nginx_cpu_s)
   printf 'r%-2s %-8s %-16s ' "$rep" "$ds" "$tool"
   set +e
