@@ -54,8 +54,24 @@ pub(crate) struct FileDigests {
 /// (a served file someone rewrites) ends the reading early instead of faulting the process
 /// with `SIGBUS`.
 fn read_through(file: &File, mut f: impl FnMut(&[u8])) -> std::io::Result<u64> {
+    thread_local! {
+        // one buffer per thread, not a fresh megabyte per file (small files are many)
+        static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    BUF.with_borrow_mut(|buf| {
+        if buf.len() < 1 << 20 {
+            buf.resize(1 << 20, 0);
+        }
+        read_through_with(file, buf, &mut f)
+    })
+}
+
+fn read_through_with(
+    file: &File,
+    buf: &mut [u8],
+    f: &mut impl FnMut(&[u8]),
+) -> std::io::Result<u64> {
     use std::os::unix::fs::FileExt;
-    let mut buf = vec![0u8; 1 << 20];
     let mut at = 0u64;
     loop {
         // whole buffers (or the end), so that block-sized pieces stay block-aligned

@@ -12,10 +12,12 @@ use crate::jail::{self, Create};
 use anyhow::Context;
 use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
 use rustix::io::Errno;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// Suffix of a file's data while it is fetched.
 pub(crate) const PART_SUFFIX: &str = ".wattio-part";
@@ -28,7 +30,15 @@ pub(super) struct Dest {
     path: PathBuf,
     /// Sync data before its records and renames (`--fsync on`, the default).
     sync: bool,
+    /// Directories under DEST already opened (by their path under DEST): each is walked to
+    /// once, not once per file operation (a dataset of many small files does several per
+    /// file). A descriptor keeps naming the directory it was opened as, so a link put in its
+    /// place later is not followed either.
+    dirs: Mutex<HashMap<String, Arc<OwnedFd>>>,
 }
+
+/// Most directory descriptors a [`Dest`] keeps open (past it, it starts over).
+const MAX_OPEN_DIRS: usize = 256;
 
 /// What is at a name in DEST.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +65,7 @@ impl Dest {
             fd,
             path: path.to_path_buf(),
             sync,
+            dirs: Mutex::new(HashMap::new()),
         })
     }
 
@@ -88,7 +99,26 @@ impl Dest {
         format!("cannot {what} {}: {e}", self.shown(rel))
     }
 
-    fn parent(&self, rel: &str, create: bool) -> io::Result<(Option<OwnedFd>, String)> {
+    /// The directory holding `rel` (`None`: DEST itself) and `rel`'s last component.
+    fn parent(&self, rel: &str, create: bool) -> io::Result<(Option<Arc<OwnedFd>>, String)> {
+        let (dir_rel, last) = match rel.rsplit_once('/') {
+            Some((d, l)) => (d, l),
+            None => ("", rel),
+        };
+        if dir_rel.is_empty() {
+            // checked as the walk would check it
+            jail::parent_beneath(self.fd.as_fd(), rel, jail::Create::No)?;
+            return Ok((None, last.to_string()));
+        }
+        if let Some(d) = self.dirs.lock().unwrap().get(dir_rel) {
+            if last.is_empty() || last == "." || last == ".." {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("`{}` is not a plain relative path", rel.escape_debug()),
+                ));
+            }
+            return Ok((Some(d.clone()), last.to_string()));
+        }
         let create = match (create, self.sync) {
             (false, _) => Create::No,
             (true, false) => Create::Yes,
@@ -96,11 +126,19 @@ impl Dest {
             // take the file's name with it after the file was reported done
             (true, true) => Create::Durably,
         };
-        let (dir, last) = jail::parent_beneath(self.fd.as_fd(), rel, create)?;
+        let (dir, _) = jail::parent_beneath(self.fd.as_fd(), rel, create)?;
+        let dir = dir.map(Arc::new);
+        if let Some(d) = &dir {
+            let mut m = self.dirs.lock().unwrap();
+            if m.len() >= MAX_OPEN_DIRS {
+                m.clear();
+            }
+            m.insert(dir_rel.to_string(), d.clone());
+        }
         Ok((dir, last.to_string()))
     }
 
-    fn at<'a>(&'a self, dir: &'a Option<OwnedFd>) -> BorrowedFd<'a> {
+    fn at<'a>(&'a self, dir: &'a Option<Arc<OwnedFd>>) -> BorrowedFd<'a> {
         dir.as_ref().map_or(self.fd.as_fd(), |d| d.as_fd())
     }
 
