@@ -64,7 +64,10 @@ fn ticking_fixture(dir: &Path) -> (PathBuf, PathBuf, Reaper) {
 /// and last row times, wraps wattio says it corrected).
 fn record_in_namespace(fx: &Path, dir: &Path, source: &str) -> (f64, f64, f64, u64) {
     let out = dir.join(format!("{source}.csv"));
+    // The fixture is an AMD machine: its /proc/cpuinfo goes over the host's too, or an MSR
+    // reader on an Intel host would look for Intel's registers in it.
     let o = Command::new(script())
+        .arg("--cpuinfo")
         .arg(fx)
         .args([
             "--",
