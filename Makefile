@@ -57,7 +57,7 @@ test-report:
 ## Transfer: wattio serve/transfer protocol tests (also against nginx), SIGKILL/restart, resume,
 ## tuners on the simulated channel, CPU actuator fixtures (about 1 minute after the build).
 test-transfer:
-	WATTIO_REQUIRE_NGINX=1 $(CARGO) test --release -p wattio-transfer
+	WATTIO_REQUIRE_NGINX=1 $(CARGO) test --release -p wattio-http -p wattio-tuner -p wattio-transfer
 	WATTIO_REQUIRE_NGINX=1 $(CARGO) test --release -p wattio --test transfer_cli
 
 ## Testbed: namespaces + TUN delay line up, RTT checked, down, nothing left (root; seconds after the build).
@@ -71,7 +71,7 @@ test-testbed:
 ## 4 minutes on 2 vCPUs at the default. Results: docs/results/hardening.md.
 FUZZ_CASES ?= 5000000
 fuzz:
-	WATTIO_FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release -p wattio-transfer --lib fuzz -- --nocapture --test-threads=2
+	WATTIO_FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release -p wattio-http -p wattio-transfer --lib fuzz -- --nocapture --test-threads=2
 
 ## wattio serve under well-behaved load (h2load) beside slowloris clients, slow readers and
 ## silent TLS connects, 10 minutes after a 1-minute clean run (NOT part of make test; about

@@ -1,5 +1,5 @@
 //! `wattio serve` and `wattio transfer`: argument parsing and printing; the work is in
-//! `wattio_transfer`.
+//! `wattio_http` (the server) and `wattio_transfer` (the client).
 
 use crate::{study_ui, OnOff};
 use anyhow::{anyhow, bail, Context};
@@ -8,11 +8,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
+use wattio_http::{Server, ServerConfig};
 use wattio_progress::Sink;
 use wattio_transfer::{
     json_terminal_safe, run_transfer, terminal_safe, ClientTlsOptions, CoreBackend, EnergyFeedback,
-    FixedParams, Notice, Server, ServerConfig, Sla, TransferOptions, TransferProgress, TunerChoice,
-    DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
+    FixedParams, Notice, Sla, TransferOptions, TransferProgress, TunerChoice, DEFAULT_MAX_CHANNELS,
+    DEFAULT_RETRIES,
 };
 use wattio_units::{parse_duration, BitRate, ByteSize};
 
@@ -164,7 +165,7 @@ pub struct TransferArgs {
 
 pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     if a.write_listing {
-        let p = wattio_transfer::write_listing(&a.dir)
+        let p = wattio_http::write_listing(&a.dir)
             .with_context(|| format!("cannot list {}", a.dir.display()))?;
         eprintln!("wattio serve: wrote {}", p.display());
         return Ok(ExitCode::SUCCESS);
@@ -177,7 +178,7 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     cfg.warnings = Sink::new(|w: &str| eprintln!("wattio serve: warning: {}", terminal_safe(w)));
     cfg.rate_limit = a.rate_limit.map(BitRate::bytes_per_second);
     if let (Some(cert), Some(key)) = (&a.tls_cert, &a.tls_key) {
-        cfg.tls = Some(wattio_transfer::tls_server_config(cert, key)?);
+        cfg.tls = Some(wattio_http::tls_server_config(cert, key)?);
     }
     let scheme = if cfg.tls.is_some() { "https" } else { "http" };
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -201,7 +202,7 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "wattio serve: listening on {scheme}://{addr}/ (root {}); listing at {scheme}://{addr}/{}",
             a.dir.display(),
-            wattio_transfer::LISTING_PATH
+            wattio_http::LISTING_PATH
         );
         server.run().await?;
         Ok::<_, anyhow::Error>(())

@@ -9,7 +9,7 @@
 //! failure rather than a skip (scripts/install-deps.sh installs them).
 
 mod common;
-#[path = "../../transfer/tests/common/mod.rs"]
+#[path = "../../http/tests/common/mod.rs"]
 mod transfer_common;
 
 use common::BIN;

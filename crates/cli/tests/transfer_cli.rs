@@ -1,7 +1,7 @@
 //! `wattio serve` / `wattio transfer` as processes: JSON summary, SIGKILL of the server
 //! mid-transfer and restart, bad input; HTTPS with wattio, curl and aria2 as clients.
 
-#[path = "../../transfer/tests/common/certs.rs"]
+#[path = "../../http/tests/common/certs.rs"]
 mod certs;
 
 use certs::{ServerCert, TestPki, Validity};

@@ -9,7 +9,7 @@
 
 mod common;
 // the transfer crate's test helpers: nginx on loopback, datasets, the test CA
-#[path = "../../transfer/tests/common/mod.rs"]
+#[path = "../../http/tests/common/mod.rs"]
 mod transfer_common;
 
 use std::path::Path;

@@ -13,7 +13,7 @@
 //! under 10000 bytes are still printed exact and larger ones rounded as `12K`, `2M`). Apache
 //! rounds (`1.2K`), Python's `http.server` gives none: the client asks the server (`HEAD`).
 
-use crate::http::percent_encode_path;
+use wattio_http::percent_encode_path;
 
 /// Which generator wrote an index page (reported in the transfer summary).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -504,7 +504,7 @@ pub(crate) fn relative_name(root_path: &str, path: &str) -> Option<String> {
         .map(|s| String::from_utf8(percent_decode_bytes(s)).ok())
         .collect();
     let rel = parts?.join("/");
-    crate::listing::is_safe_relative(&rel).then_some(rel)
+    wattio_http::is_safe_relative(&rel).then_some(rel)
 }
 
 #[cfg(test)]

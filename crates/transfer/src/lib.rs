@@ -1,28 +1,23 @@
-//! wattio-transfer: energy-aware bulk data transfer over HTTP/1.1.
+//! wattio-transfer: the `wattio transfer` client, energy-aware bulk data transfer over
+//! HTTP/1.1 and HTTPS.
 //!
-//! The API is re-exported here:
-//! - `wattio serve`: [`Server`] / [`ServerHandle`] with a [`ServerConfig`], a static-file server
-//!   (Range, keep-alive, pipelining, sendfile, a JSON dataset listing with XXH3-64 checksums
-//!   written by [`write_listing`] and read by [`Listing`], path confinement, connection limits).
-//! - `wattio transfer`: [`run_transfer`] with [`TransferOptions`], a tokio + httparse engine
-//!   with concurrency, parallelism and pipelining, BDP-sized chunks, verification, temporary
-//!   names, resume and retries; it returns the `--json` summary, [`TransferSummary`], and tells
-//!   [`Notice`]s and [`TransferProgress`] to the callbacks the options hold.
-//! - HTTPS for both (rustls, system trust store, `--cacert`, `--insecure`): [`ClientTlsOptions`],
-//!   [`tls_server_config`].
-//! - The CPU actuator's choices and reports: [`CoreBackend`], [`ApplyReport`], [`KnobOutcome`].
+//! - [`run_transfer`] with [`TransferOptions`]: a tokio engine with concurrency,
+//!   parallelism and pipelining, BDP-sized chunks, discovery (a listing, a directory index, a
+//!   URL list, checksum files, mirrors), verification, temporary names, resume and retries; it
+//!   returns the `--json` summary, [`TransferSummary`], and tells [`Notice`]s and
+//!   [`TransferProgress`] to the callbacks the options hold.
+//! - The CPU actuator that applies the tuners' core and frequency choices, and its reports:
+//!   [`CoreBackend`], [`ApplyReport`], [`KnobOutcome`].
 //!
-//! Two namespaces stay public, because their names are the paper's and read as such under them
-//! (`tuner::State`, `tuner::Controller`, `sim::run`): [`tuner`], Algorithm 1 (partitioning and
-//! initial parameters), slow start (Alg. 2), ME (Alg. 4), EEMT (Alg. 5, reconstructed), EETT
-//! (Alg. 6) on the Figure 1 state machine, the threshold CPU scaler (Alg. 3, reconstructed) and
-//! baselines; and [`sim`], the simulated channel they are tested on. The tuner types a caller
+//! Its parts live in their own crates: the server, the protocol parsers, TLS, the listing and
+//! the checksums in `wattio-http`; the tuners of the paper (Algorithm 1, slow start, ME, EEMT,
+//! EETT, the CPU scaler) and the simulated channel in `wattio-tuner`. The tuner types a caller
 //! of the engine needs ([`Sla`], [`TunerChoice`], [`FixedParams`], and [`TransferPlan`] and
-//! [`NetParams`] in the summary) are also here.
+//! [`NetParams`] in the summary) are re-exported here.
 //!
-//! Without the default `engine` feature the crate is the tuners, the simulated channel, the
-//! actuator's report types and the summary's types, without tokio, rustls or the hash crates:
-//! what a reader of summaries (`wattio report`) needs.
+//! Without the default `engine` feature the crate is the actuator's report types and the
+//! summary's types, without tokio, rustls or the hash crates: what a reader of summaries
+//! (`wattio report`) needs.
 //!
 //! The specification is Di Tacchio et al., "Energy-Efficient High-Throughput Data Transfers via
 //! Dynamic CPU Frequency and Core Scaling"; docs/transfer.md says what is the paper's and what
@@ -32,30 +27,14 @@
 #[cfg_attr(not(feature = "engine"), allow(dead_code))]
 mod actuator;
 #[cfg(feature = "engine")]
-mod checksum;
-#[cfg(feature = "engine")]
-mod civil;
-#[cfg(feature = "engine")]
 mod client;
 #[cfg(feature = "engine")]
 mod dirindex;
 #[cfg(all(test, feature = "engine"))]
 mod fuzz;
-#[cfg(feature = "engine")]
-mod http;
-#[cfg(feature = "engine")]
-mod jail;
-#[cfg(feature = "engine")]
-mod listing;
-#[cfg(feature = "engine")]
-mod server;
-pub mod sim;
 mod summary;
 #[cfg(feature = "engine")]
 mod sums;
-#[cfg(feature = "engine")]
-mod tls;
-pub mod tuner;
 #[cfg(feature = "engine")]
 mod urllist;
 
@@ -65,16 +44,15 @@ pub use summary::{
     FailedLine, IntervalLog, MirrorFallback, MirrorReport, ProcessEnergy, TransferSummary,
     Verification, HOST_ESTIMATE_SCOPE, UNVERIFIED_LISTED,
 };
-pub use tuner::{FixedParams, NetParams, Sla, TransferPlan, TunerChoice};
+// The tuner types the options and the summary hold, so that a caller of the engine needs no
+// second import for them.
+pub use wattio_tuner::{FixedParams, NetParams, Sla, TransferPlan, TunerChoice};
 
 #[cfg(feature = "engine")]
 pub use client::{
     default_window, run_transfer, EnergyFeedback, Notice, TransferOptions, TransferProgress,
     DEFAULT_INTERVAL, DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
 };
+// The options hold the client's TLS settings.
 #[cfg(feature = "engine")]
-pub use listing::{write_listing, ListedBlocks, ListedFile, Listing, LISTING_PATH};
-#[cfg(feature = "engine")]
-pub use server::{Server, ServerConfig, ServerHandle};
-#[cfg(feature = "engine")]
-pub use tls::{tls_server_config, ClientTlsOptions};
+pub use wattio_http::ClientTlsOptions;

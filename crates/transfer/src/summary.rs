@@ -3,8 +3,8 @@
 //! so a reader of summaries (`wattio report`) gets these types without the transfer engine.
 
 use crate::actuator::ApplyReport;
-use crate::tuner::{NetParams, TransferPlan};
 use serde::{Deserialize, Serialize};
+use wattio_tuner::{NetParams, TransferPlan};
 
 /// What `ProcessEnergy::total_j` is.
 pub use wattio_energy::HOST_ESTIMATE_SCOPE;

@@ -16,8 +16,8 @@
 //! Lines starting with `#` and the armour of a PGP clear-signed file (Fedora's `CHECKSUM`
 //! files) are skipped; the signature itself is not checked.
 
-use crate::checksum::{from_hex, Algorithm, BLAKE2B_MAX_BYTES};
 use std::collections::HashMap;
+use wattio_http::checksum::{from_hex, Algorithm, BLAKE2B_MAX_BYTES};
 
 /// One checksum line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -306,7 +306,7 @@ impl SumsFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checksum::to_hex;
+    use wattio_http::checksum::to_hex;
 
     fn names_and_algorithms(s: &SumsFile) -> Vec<(&str, Algorithm)> {
         s.entries

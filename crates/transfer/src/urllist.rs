@@ -8,10 +8,10 @@
 //!
 //! Reference: aria2c(1), section "Input File" (<https://aria2.github.io/manual/en/html/aria2c.html#input-file>).
 
-use crate::checksum::{from_hex, Algorithm};
-use crate::http::percent_decode;
-use crate::listing::is_safe_relative;
 use std::collections::HashMap;
+use wattio_http::checksum::{from_hex, Algorithm};
+use wattio_http::is_safe_relative;
+use wattio_http::percent_decode;
 
 /// One download of a URL list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,7 +189,7 @@ impl UrlList {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checksum::to_hex;
+    use wattio_http::checksum::to_hex;
 
     #[test]
     fn urls_options_comments_and_mirrors() {

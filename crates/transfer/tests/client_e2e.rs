@@ -1,12 +1,13 @@
 //! End-to-end transfers over loopback: against `wattio serve` and nginx, with every tuner,
 //! interruption, resume and corruption.
 
+#[path = "../../http/tests/common/mod.rs"]
 mod common;
 
 use std::time::Duration;
+use wattio_http::{ServerConfig, ServerHandle};
 use wattio_transfer::{
-    run_transfer, CoreBackend, FixedParams, ServerConfig, ServerHandle, Sla, TransferOptions,
-    TransferSummary, TunerChoice,
+    run_transfer, CoreBackend, FixedParams, Sla, TransferOptions, TransferSummary, TunerChoice,
 };
 
 fn opts(src: String, dest: &std::path::Path, sla: Sla) -> TransferOptions {
@@ -148,7 +149,7 @@ fn single_file_url_and_listing_url() {
 fn against_nginx() {
     let src = tempfile::tempdir().unwrap();
     let rels = common::default_dataset(src.path());
-    wattio_transfer::write_listing(src.path()).unwrap();
+    wattio_http::write_listing(src.path()).unwrap();
     let Some(ng) = common::Nginx::start(src.path()) else {
         return;
     };

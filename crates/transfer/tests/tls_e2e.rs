@@ -2,15 +2,14 @@
 //! nginx over TLS (with SNI choosing the server block), and the one-line errors for an unknown
 //! CA, a name mismatch and an expired certificate.
 
+#[path = "../../http/tests/common/mod.rs"]
 mod common;
 
 use common::certs::{TestPki, Validity};
 use std::path::Path;
 use std::time::Duration;
-use wattio_transfer::{
-    run_transfer, tls_server_config, ClientTlsOptions, CoreBackend, ServerConfig, ServerHandle,
-    Sla, TransferOptions,
-};
+use wattio_http::{tls_server_config, ServerConfig, ServerHandle};
+use wattio_transfer::{run_transfer, ClientTlsOptions, CoreBackend, Sla, TransferOptions};
 
 fn opts(src: String, dest: &Path, cacert: Option<&Path>) -> TransferOptions {
     let mut o = TransferOptions::new(src, dest, Sla::MaxThroughput);
@@ -153,7 +152,7 @@ fn nginx_over_tls_with_sni() {
     let cert = pki.server("nginx", &["localhost"], Validity::Current);
     let src = tempfile::tempdir().unwrap();
     let rels = common::default_dataset(src.path());
-    wattio_transfer::write_listing(src.path()).unwrap();
+    wattio_http::write_listing(src.path()).unwrap();
     let Some(ng) = common::Nginx::start_servers(|port| {
         format!(
             "server {{ listen 127.0.0.1:{port} ssl default_server; ssl_reject_handshake on; }}\n\

@@ -10,8 +10,6 @@ use super::state::{Chunk, Shared, SPARE_MAX_AGE};
 use super::url::HttpUrl;
 use super::validator::Validator;
 use super::verify::finish_file;
-use crate::checksum;
-use crate::http::{ContentRange, ResponseHead};
 use anyhow::{anyhow, bail};
 use std::collections::VecDeque;
 use std::os::unix::fs::FileExt;
@@ -19,6 +17,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
+use wattio_http::checksum;
+use wattio_http::{ContentRange, ResponseHead};
 
 pub(super) enum ChannelEnd {
     /// No more work or over budget.

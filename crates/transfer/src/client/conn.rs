@@ -2,11 +2,11 @@
 //! timeout), opening them ahead of need, and measuring the round-trip time from TCP set-up.
 
 use super::url::HttpUrl;
-use crate::tls::{self, ClientTlsOptions};
 use anyhow::{anyhow, Context};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
+use wattio_http::tls::{self, ClientTlsOptions};
 
 /// One connection to the server.
 pub(super) type Stream = tls::Conn;

@@ -22,10 +22,6 @@ use crate::actuator::{ApplyReport, CpuActuator};
 use crate::summary::{
     EnergySummary, IntervalLog, ProcessEnergy, TransferSummary, Verification, UNVERIFIED_LISTED,
 };
-use crate::tuner::{
-    initial_plan, Decision, NetParams, Observation, StartRules, Timeouts, TransferPlan,
-    TunerChoice, MIN_CHUNK,
-};
 use anyhow::{anyhow, bail, Context};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -37,6 +33,10 @@ use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use wattio_energy::attribution::cputime;
 use wattio_meter::{Meter, MeterConfig};
+use wattio_tuner::{
+    initial_plan, Decision, NetParams, Observation, StartRules, Timeouts, TransferPlan,
+    TunerChoice, MIN_CHUNK,
+};
 
 pub(super) async fn transfer_async(
     opts: &TransferOptions,

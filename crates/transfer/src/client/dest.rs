@@ -1,6 +1,6 @@
 //! DEST as a jail: every file the transfer creates, opens, truncates, renames or deletes is
 //! reached from a descriptor of the destination directory, one component at a time, without
-//! following symbolic links ([`crate::jail`]). A link already in DEST (`DEST/sub` pointing
+//! following symbolic links ([`wattio_http::jail`]). A link already in DEST (`DEST/sub` pointing
 //! elsewhere, a part file that is a link) makes that file fail with a message naming the link;
 //! nothing is ever written through one. DEST itself is the user's to name and may be a link.
 //!
@@ -8,7 +8,6 @@
 //! (see `state`), a file before its rename into place, and its directory after the rename, so
 //! that a power cut never leaves a name or a record pointing at data that is not on disk.
 
-use crate::jail::{self, Create};
 use anyhow::Context;
 use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
 use rustix::io::Errno;
@@ -18,6 +17,7 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use wattio_http::jail::{self, Create};
 
 /// Suffix of a file's data while it is fetched.
 pub(crate) const PART_SUFFIX: &str = ".wattio-part";

@@ -5,12 +5,12 @@
 
 use super::conn::{Connector, Stream};
 use super::url::HttpUrl;
-use crate::http::{parse_response_head, ResponseHead};
 use anyhow::{anyhow, bail};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use wattio_http::{parse_response_head, ResponseHead};
 
 /// Largest body read whole (an index page or a checksum file).
 pub(super) const MAX_BODY: usize = 256 << 20;

@@ -27,7 +27,6 @@ use super::source::{
 };
 use super::state::{FileJob, Shared};
 use super::url::HttpUrl;
-use crate::http::ResponseHead;
 use crate::summary::{failed_lines_message, FailedLine, MirrorFallback, MirrorReport};
 use crate::urllist::{UrlEntry, UrlList};
 use anyhow::{anyhow, bail};
@@ -35,6 +34,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use wattio_http::ResponseHead;
 
 /// One URL a file can come from.
 #[derive(Debug, Clone)]
@@ -621,7 +621,7 @@ mod tests {
 
     fn head(status: u16) -> ResponseHead {
         let raw = format!("HTTP/1.1 {status} X\r\nContent-Length: 0\r\n\r\n");
-        crate::http::parse_response_head(raw.as_bytes())
+        wattio_http::parse_response_head(raw.as_bytes())
             .unwrap()
             .unwrap()
             .0

@@ -17,7 +17,7 @@
 //! logs), `jobs` (the file list, which grows while an index is walked), `queue` (chunk queues), `state` (what the loop and channels share), `control` (the
 //! control loop), `channel` (the channels), `pace` (EETT's rate cap), `verify` (checksums and
 //! rename) and [`options`]; the `--json` summary's types are [`crate::summary`]. Tuner construction and timeouts are
-//! [`crate::tuner::StartRules`] and [`crate::tuner::Timeouts`].
+//! [`wattio_tuner::StartRules`] and [`wattio_tuner::Timeouts`].
 
 mod channel;
 mod conn;
@@ -74,8 +74,8 @@ pub fn run_transfer(opts: &TransferOptions) -> anyhow::Result<TransferSummary> {
 pub(crate) mod fuzz_targets {
     use super::fetch::ChunkedDecoder;
     use super::validator::Validator;
-    use crate::http::ResponseHead;
     use proptest::prelude::*;
+    use wattio_http::ResponseHead;
 
     /// Reads a response's validators.
     pub(crate) fn validators(h: &ResponseHead) {

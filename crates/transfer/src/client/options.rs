@@ -2,14 +2,14 @@
 //! host (the per-stream TCP window).
 
 use crate::actuator::CoreBackend;
-use crate::tls::ClientTlsOptions;
-use crate::tuner::{Sla, TunerChoice};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use wattio_energy::SysRoot;
+use wattio_http::tls::ClientTlsOptions;
 use wattio_progress::{Cancel, Sink};
+use wattio_tuner::{Sla, TunerChoice};
 
 /// Most connections the tuners may open unless told otherwise.
 pub const DEFAULT_MAX_CHANNELS: usize = 32;

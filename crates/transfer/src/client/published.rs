@@ -5,7 +5,6 @@ use super::conn::Connector;
 use super::source::{get_following, url_string, Expected, Source, SourceFile};
 use super::state::FileJob;
 use super::url::HttpUrl;
-use crate::checksum::InOrderHasher;
 use crate::dirindex::percent_decode_bytes;
 use crate::summary::ChecksumFileReport;
 use crate::sums::SumsFile;
@@ -13,6 +12,7 @@ use anyhow::{anyhow, bail};
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use wattio_http::checksum::InOrderHasher;
 
 /// Reads the checksum file `spec` (a URL, or a local path) and gives every file of `src` the
 /// digest a line names it with. A line is for a file when its name is the file's URL relative

@@ -3,10 +3,10 @@
 
 use super::resume::Prepared;
 use super::state::{Chunk, FileJob, PartQueue};
-use crate::tuner::{classify, RequestSplit, TransferPlan};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
+use wattio_tuner::{classify, RequestSplit, TransferPlan};
 
 /// A partition's chunks. Each file's missing ranges are kept as spans and cut into pieces
 /// only when a channel takes one, so a queue's memory grows with the number of ranges, not

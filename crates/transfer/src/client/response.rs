@@ -1,10 +1,10 @@
-//! Reading responses: a buffer that parses heads with [`crate::http::parse_response_head`]
+//! Reading responses: a buffer that parses heads with [`wattio_http::parse_response_head`]
 //! and hands over the bytes behind them (one-shot requests for listings, indexes and `HEAD`s
 //! are in `fetch`).
 
-use crate::http::{parse_response_head, ResponseHead};
 use anyhow::bail;
 use tokio::io::{AsyncRead, AsyncReadExt};
+use wattio_http::{parse_response_head, ResponseHead};
 
 /// Bytes read from a connection and not consumed yet: the rest of a head's packet belongs to
 /// the body (or to the next pipelined response).

@@ -11,10 +11,10 @@ use super::mirrors::FileSource;
 use super::source::SourceFile;
 use super::state::FileJob;
 use super::validator::{Compared, Validator};
-use crate::checksum::{self, InOrderHasher};
 use std::io::Read as _;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, RwLock};
+use wattio_http::checksum::{self, InOrderHasher};
 
 /// First 8 bytes of a `.done` log with a header (`WTIODON2` in ASCII, read as little-endian):
 /// an offset no file reaches, so an older log's first record never reads as it.

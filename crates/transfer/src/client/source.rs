@@ -9,10 +9,7 @@ use super::options::TransferOptions;
 use super::url::HttpUrl;
 use super::validator::Validator;
 use super::walk::{walk_index, WalkedPage};
-use crate::checksum::{self, Algorithm};
 use crate::dirindex::{join_url, IndexKind};
-use crate::http::{percent_encode_path, ResponseHead};
-use crate::listing::{is_safe_relative, Listing, LISTING_PATH};
 use crate::summary::FailedLine;
 use crate::urllist::UrlList;
 use anyhow::{anyhow, bail};
@@ -20,6 +17,9 @@ use std::io::Read;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use wattio_http::checksum::{self, Algorithm};
+use wattio_http::{is_safe_relative, Listing, LISTING_PATH};
+use wattio_http::{percent_encode_path, ResponseHead};
 
 /// Most redirects followed for one URL (curl's `--max-redirs` default is 50, wget's 20; a
 /// dataset URL that needs more is misconfigured).
@@ -86,7 +86,7 @@ pub(super) struct BlockDigests {
 }
 
 impl BlockDigests {
-    pub(super) fn from_listing(b: crate::listing::ListedBlocks) -> BlockDigests {
+    pub(super) fn from_listing(b: wattio_http::ListedBlocks) -> BlockDigests {
         BlockDigests {
             size: b.size,
             // Listing::parse checked every digest
@@ -790,7 +790,7 @@ mod tests {
             raw.push_str(&format!("Accept-Ranges: {a}\r\n"));
         }
         raw.push_str("\r\n");
-        crate::http::parse_response_head(raw.as_bytes())
+        wattio_http::parse_response_head(raw.as_bytes())
             .unwrap()
             .unwrap()
             .0

@@ -10,13 +10,13 @@ use super::resume::{log_header, record};
 use super::source::{BlockDigests, Expected, SourceKind};
 use super::url::HttpUrl;
 use super::validator::{Compared, Validator};
-use crate::checksum::InOrderHasher;
-use crate::http::ResponseHead;
 use std::fs::File;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
+use wattio_http::checksum::InOrderHasher;
+use wattio_http::ResponseHead;
 
 /// One file to fetch.
 pub(super) struct FileJob {

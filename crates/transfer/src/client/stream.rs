@@ -11,14 +11,14 @@ use super::fetch::{unterminated, ChunkedDecoder, Deadline};
 use super::published::mismatch_message;
 use super::source::{url_string, SourceFile};
 use super::url::HttpUrl;
-use crate::checksum;
-use crate::http::parse_response_head;
 use anyhow::{anyhow, bail};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
+use wattio_http::checksum;
+use wattio_http::parse_response_head;
 
 /// How a streamed file ended.
 pub(super) enum Streamed {

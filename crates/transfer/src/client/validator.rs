@@ -4,7 +4,7 @@
 //! are a server's own (two mirrors of one file give different ones), so each is kept with the
 //! origin that gave it and compared only with that origin's.
 
-use crate::http::ResponseHead;
+use wattio_http::ResponseHead;
 
 /// The validators a server gave for one version of a file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -135,7 +135,7 @@ mod tests {
 
     fn head(extra: &str) -> ResponseHead {
         let raw = format!("HTTP/1.1 200 OK\r\n{extra}\r\n");
-        crate::http::parse_response_head(raw.as_bytes())
+        wattio_http::parse_response_head(raw.as_bytes())
             .unwrap()
             .unwrap()
             .0

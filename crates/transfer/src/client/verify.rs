@@ -6,9 +6,9 @@ use super::published::mismatch_message;
 use super::resume::VALIDATOR_ATTR;
 use super::source::BlockDigests;
 use super::state::{FileJob, Shared};
-use crate::checksum;
 use std::fs::File;
 use std::sync::atomic::Ordering;
+use wattio_http::checksum;
 
 /// Verifies a fully received file and renames it into place: its data synced first, the
 /// directory after, so that after a power cut a file under its final name is whole.

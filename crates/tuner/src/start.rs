@@ -1,5 +1,5 @@
 //! The start-up rules that ship: which controller runs an SLA, with how many channels it opens
-//! before any feedback, and how long each timeout lasts. The engine (`crate::client`) and the
+//! before any feedback, and how long each timeout lasts. The engine (`wattio-transfer`) and the
 //! simulated channel (`crate::sim`) both start transfers through [`StartRules`].
 
 use super::{
@@ -318,9 +318,8 @@ mod tests {
         // short: at most 50 RTTs at the link rate, 50 × 1.25 MB = 62.5 MB
         assert!(eemt.is_short(62_500_000, &net));
         assert!(!eemt.is_short(62_500_001, &net));
-        let plan_of = |bytes: u64| {
-            crate::tuner::initial_plan(&[bytes / 2, bytes / 2], &net, Sla::MaxThroughput, 2)
-        };
+        let plan_of =
+            |bytes: u64| crate::initial_plan(&[bytes / 2, bytes / 2], &net, Sla::MaxThroughput, 2);
         // (channels open in the first interval, the tuner's own count)
         let opened = |sla, bytes, transfer| {
             let (ctl, p) = rules(sla, 32).controller(&plan_of(bytes), &net, 2, 1, transfer);

@@ -7,7 +7,7 @@ use common::{connect, get, header, read_response};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
-use wattio_transfer::{ServerConfig, ServerHandle};
+use wattio_http::{ServerConfig, ServerHandle};
 
 fn setup() -> (tempfile::TempDir, ServerHandle, Vec<u8>) {
     let d = tempfile::tempdir().unwrap();
@@ -136,7 +136,7 @@ fn traversal_refused() {
     );
     // the listing does not mention escaping links
     let (_, _, body) = get(&h, "GET /.wattio/listing.json HTTP/1.1\r\nHost: x\r\n\r\n");
-    let l = wattio_transfer::Listing::parse(&body).unwrap();
+    let l = wattio_http::Listing::parse(&body).unwrap();
     let paths: Vec<_> = l.files.iter().map(|e| e.path.as_str()).collect();
     assert_eq!(paths, vec!["f.bin", "inside", "sub/g.txt"]);
 }
@@ -241,7 +241,7 @@ fn subtree_listings() {
         "GET /sub/.wattio/listing.json HTTP/1.1\r\nHost: x\r\n\r\n",
     );
     assert_eq!(st, 200);
-    let l = wattio_transfer::Listing::parse(&body).unwrap();
+    let l = wattio_http::Listing::parse(&body).unwrap();
     let paths: Vec<_> = l.files.iter().map(|e| e.path.as_str()).collect();
     assert_eq!((paths, l.total_bytes), (vec!["g.txt"], 5));
     assert_eq!(
@@ -281,7 +281,7 @@ fn listing_has_sizes_and_xxh3() {
         (st, header(&hd, "content-type")),
         (200, Some("application/json"))
     );
-    let l = wattio_transfer::Listing::parse(&body).unwrap();
+    let l = wattio_http::Listing::parse(&body).unwrap();
     assert_eq!(l.checksum, "xxh3-64");
     assert_eq!(l.total_bytes, 100_005);
     assert_eq!(l.files[0].size, 100_000);
@@ -303,7 +303,7 @@ fn listing_has_block_checksums_for_large_files() {
     let h = ServerHandle::start(ServerConfig::new(d.path()), "127.0.0.1:0").unwrap();
     let (st, _, body) = get(&h, "GET /.wattio/listing.json HTTP/1.1\r\nHost: x\r\n\r\n");
     assert_eq!(st, 200);
-    let l = wattio_transfer::Listing::parse(&body).unwrap();
+    let l = wattio_http::Listing::parse(&body).unwrap();
     let b = l.files[0].blocks.as_ref().expect("block checksums");
     assert_eq!((b.size, b.xxh3.len()), (1 << 20, 3));
     for (i, block) in data.chunks(1 << 20).enumerate() {

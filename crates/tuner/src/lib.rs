@@ -1,14 +1,18 @@
-//! Parameter tuning: Algorithm 1 (initial parameters), the Figure 1 state machine with slow
-//! start (Alg. 2), ME (Alg. 4), EEMT (Alg. 5, reconstructed from §IV-B), EETT (Alg. 6), the
-//! threshold CPU scaler (Alg. 3, reconstructed from §III-C) and the baselines.
+//! wattio-tuner: the parameter tuning of Di Tacchio et al., "Energy-Efficient High-Throughput
+//! Data Transfers via Dynamic CPU Frequency and Core Scaling": Algorithm 1 (initial
+//! parameters), the Figure 1 state machine with slow start (Alg. 2), ME (Alg. 4), EEMT
+//! (Alg. 5, reconstructed from §IV-B), EETT (Alg. 6), the threshold CPU scaler (Alg. 3,
+//! reconstructed from §III-C) and the baselines.
 //!
-//! Everything here is pure and deterministic: the engine and the simulated channel
-//! ([`crate::sim`]) feed it the same [`Observation`]s.
+//! Everything here is pure and deterministic, with no I/O: the transfer engine
+//! (`wattio-transfer`) and the simulated channel ([`sim`], a public namespace because
+//! `sim::run` reads as the paper's simulation) feed it the same [`Observation`]s.
 
 mod alg1;
 mod baseline;
 mod fsm;
 mod scaler;
+pub mod sim;
 mod start;
 
 pub use alg1::{

@@ -49,7 +49,7 @@ fn provider() -> Arc<CryptoProvider> {
 /// The client configuration for `opts`, verifying certificates unless `verify` is false
 /// (trust roots read now; built once per transfer, so every connection shares its TLS session
 /// cache and resumes sessions when it reconnects).
-pub(crate) fn client_config(
+pub fn client_config(
     opts: &ClientTlsOptions,
     verify: bool,
 ) -> anyhow::Result<Arc<rustls::ClientConfig>> {
@@ -310,7 +310,7 @@ pub fn tls_server_config(cert: &Path, key: &Path) -> anyhow::Result<Arc<rustls::
 }
 
 /// The name the client checks the certificate against and sends as SNI.
-pub(crate) fn server_name(host: &str) -> anyhow::Result<ServerName<'static>> {
+pub fn server_name(host: &str) -> anyhow::Result<ServerName<'static>> {
     ServerName::try_from(host.to_string()).map_err(|_| {
         anyhow!("{host:?} is not a valid TLS server name; use a DNS name or an IP address")
     })
@@ -320,7 +320,7 @@ pub(crate) fn server_name(host: &str) -> anyhow::Result<ServerName<'static>> {
 /// certificate and what to do about it; `skip` is the flag that would skip verification for
 /// this host (`--insecure` for a server named on the command line, `--insecure-all` for
 /// others).
-pub(crate) fn handshake_error(host: &str, e: &io::Error, skip: &str) -> anyhow::Error {
+pub fn handshake_error(host: &str, e: &io::Error, skip: &str) -> anyhow::Error {
     let Some(tls) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) else {
         return anyhow!("TLS handshake with {host} failed: {e}; is it an HTTPS server?");
     };
@@ -485,7 +485,7 @@ impl ServerCertVerifier for NoVerification {
 }
 
 /// A connection with or without TLS.
-pub(crate) enum Conn {
+pub enum Conn {
     Plain(TcpStream),
     Tls(Box<tokio_rustls::TlsStream<TcpStream>>),
 }

@@ -1,4 +1,5 @@
-//! Shared helpers of the transfer integration tests: datasets, digests, an nginx guard.
+//! Shared helpers of the HTTP and transfer integration tests (wattio-transfer's tests include this
+//! file by path): datasets, digests, raw HTTP requests, an nginx guard.
 #![allow(dead_code)]
 
 pub mod certs;
@@ -254,14 +255,14 @@ pub fn header<'a>(h: &'a [(String, String)], k: &str) -> Option<&'a str> {
 }
 
 /// A connection to a test server, with a 10 s read timeout.
-pub fn connect(h: &wattio_transfer::ServerHandle) -> std::net::TcpStream {
+pub fn connect(h: &wattio_http::ServerHandle) -> std::net::TcpStream {
     let s = std::net::TcpStream::connect(h.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     s
 }
 
 /// One request on a fresh connection and its response (no body read for `HEAD`).
-pub fn get(h: &wattio_transfer::ServerHandle, req: &str) -> (u16, Vec<(String, String)>, Vec<u8>) {
+pub fn get(h: &wattio_http::ServerHandle, req: &str) -> (u16, Vec<(String, String)>, Vec<u8>) {
     use std::io::Write;
     let mut s = connect(h);
     s.write_all(req.as_bytes()).unwrap();

@@ -36,7 +36,7 @@ fn components(rel: &str) -> io::Result<Vec<&str>> {
 
 /// Opens `rel` beneath `dir` with `flags` (`O_NOFOLLOW` and `O_CLOEXEC` added): no component
 /// may be a symbolic link, none may leave `dir`. A link gives `ELOOP`.
-pub(crate) fn open_beneath(
+pub fn open_beneath(
     dir: BorrowedFd<'_>,
     rel: &str,
     flags: OFlags,
@@ -65,7 +65,7 @@ pub(crate) fn open_beneath(
 
 /// How [`walk`] treats missing directories.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Create {
+pub enum Create {
     /// A missing directory is an error (`ENOENT`).
     No,
     /// Missing directories are made.
@@ -108,7 +108,7 @@ fn is_link(dir: BorrowedFd<'_>, name: &str) -> bool {
 
 /// The directory that holds `rel` beneath `dir` (made with its parents as `create` says),
 /// opened without following links, and `rel`'s last component.
-pub(crate) fn parent_beneath<'r>(
+pub fn parent_beneath<'r>(
     dir: BorrowedFd<'_>,
     rel: &'r str,
     create: Create,
@@ -120,7 +120,7 @@ pub(crate) fn parent_beneath<'r>(
 
 /// The first component of `rel` beneath `dir` that is a symbolic link (for messages after
 /// an `ELOOP`).
-pub(crate) fn first_link(dir: BorrowedFd<'_>, rel: &str) -> Option<String> {
+pub fn first_link(dir: BorrowedFd<'_>, rel: &str) -> Option<String> {
     let comps = components(rel).ok()?;
     for i in 1..=comps.len() {
         let prefix = comps[..i].join("/");
@@ -132,7 +132,7 @@ pub(crate) fn first_link(dir: BorrowedFd<'_>, rel: &str) -> Option<String> {
 }
 
 /// Whether an error is the one a symbolic link on the path gives.
-pub(crate) fn is_link_error(e: &io::Error) -> bool {
+pub fn is_link_error(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ELOOP)
 }
 

@@ -6,7 +6,7 @@
 //! Power = idle + per-core static + dynamic ∝ f² × utilisation + per-channel overhead.
 //! The coefficients are illustrative, not measurements of any machine.
 
-use crate::tuner::{Controller, Observation, StartRules, State, Timeouts, TransferPlan};
+use crate::{Controller, Observation, StartRules, State, Timeouts, TransferPlan};
 use std::time::Duration;
 
 /// The simulated path and host.
@@ -46,8 +46,8 @@ impl SimChannel {
 
     /// What `wattio transfer` would know of this path: its RTT, its first link rate (as
     /// `--bandwidth`) and its window, with at most `max_ch` channels.
-    pub fn net_params(&self, max_ch: usize) -> crate::tuner::NetParams {
-        crate::tuner::NetParams {
+    pub fn net_params(&self, max_ch: usize) -> crate::NetParams {
+        crate::NetParams {
             rtt_s: self.rtt_s,
             bandwidth_bps: Some(self.link_bps),
             window_bytes: self.window_bytes as u64,
@@ -149,7 +149,7 @@ pub fn run_shipped(
     max_steps: usize,
 ) -> (SimRun, TransferPlan) {
     let net = sim.net_params(rules.max_ch);
-    let base = crate::tuner::initial_plan(sizes, &net, rules.sla, cores);
+    let base = crate::initial_plan(sizes, &net, rules.sla, cores);
     let bytes = base.partitions.iter().map(|p| p.bytes).sum();
     let (mut ctl, plan) = rules.controller(&base, &net, cores, sim.freqs.len(), Some(bytes));
     let bytes: Vec<u64> = plan.partitions.iter().map(|p| p.bytes).collect();
@@ -252,7 +252,7 @@ pub fn run_timed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tuner::*;
+    use crate::*;
 
     const GB: u64 = 1_000_000_000;
 

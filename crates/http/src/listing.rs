@@ -77,7 +77,7 @@ impl Listing {
 }
 
 /// Whether a listing path is relative and stays inside its base (no `..`, no absolute, no NUL).
-pub(crate) fn is_safe_relative(p: &str) -> bool {
+pub fn is_safe_relative(p: &str) -> bool {
     !p.is_empty()
         && !p.starts_with('/')
         && !p.contains('\0')

@@ -9,7 +9,7 @@ use common::{connect, connect_from, get, header, read_response};
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-use wattio_transfer::{ServerConfig, ServerHandle};
+use wattio_http::{ServerConfig, ServerHandle};
 
 /// Waits until a fresh client gets `want` for `req`, for at most `secs` seconds.
 fn until_status(h: &ServerHandle, req: &str, want: u16, secs: u64) -> Duration {
@@ -106,7 +106,7 @@ fn a_fifo_in_the_tree_is_refused_without_blocking() {
     }
     let (st, _, body) = get(&h, "GET /.wattio/listing.json HTTP/1.1\r\nHost: x\r\n\r\n");
     assert_eq!(st, 200);
-    let l = wattio_transfer::Listing::parse(&body).unwrap();
+    let l = wattio_http::Listing::parse(&body).unwrap();
     let paths: Vec<&str> = l.files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(paths, vec!["a"]);
     assert_eq!(get(&h, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n").0, 200);

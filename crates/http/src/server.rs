@@ -15,9 +15,9 @@
 //! without following links ([`crate::jail`]) and without blocking (`O_NONBLOCK`, so a FIFO in
 //! the tree cannot hold a worker), and only regular files are served.
 
-use crate::http::{self, Condition, Method, Parsed, RangeAnswer, Reject, Request, Validators};
 use crate::jail;
 use crate::listing::{ListingCache, LISTING_PATH};
+use crate::protocol::{self, Condition, Method, Parsed, RangeAnswer, Reject, Request, Validators};
 use crate::tls::Conn;
 use rustix::fs::{Mode, OFlags};
 use std::collections::HashMap;
@@ -442,7 +442,7 @@ async fn serve_connection(sock: &mut Conn, sh: &Shared) -> io::Result<()> {
     // connection slot forever
     let mut head_started: Option<Instant> = None;
     loop {
-        match http::parse_request(&buf) {
+        match protocol::parse_request(&buf) {
             Ok(Parsed::Complete(req, n)) => {
                 buf.drain(..n);
                 head_started = None;
@@ -514,7 +514,7 @@ fn now_date() -> (u64, String) {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    (now, http::http_date(now))
+    (now, protocol::http_date(now))
 }
 
 fn connection(keep_alive: bool) -> &'static str {
@@ -600,10 +600,10 @@ async fn respond(sock: &mut Conn, sh: &Shared, req: &Request) -> io::Result<bool
     let v = Validators::of(md.mtime(), md.mtime_nsec(), size, now);
     let validators = format!(
         "Date: {date}\r\nLast-Modified: {}\r\nETag: {}\r\n",
-        http::http_date(v.last_modified),
+        protocol::http_date(v.last_modified),
         v.etag
     );
-    let honour_range = match http::evaluate_conditions(&req.conditions, &v, now) {
+    let honour_range = match protocol::evaluate_conditions(&req.conditions, &v, now) {
         Condition::Proceed { honour_range } => honour_range,
         Condition::NotModified => {
             let h = format!(
@@ -619,7 +619,7 @@ async fn respond(sock: &mut Conn, sh: &Shared, req: &Request) -> io::Result<bool
         }
     };
     let range = req.range.as_deref().filter(|_| honour_range);
-    let (code, reason, start, len, crange) = match http::resolve_range(range, size) {
+    let (code, reason, start, len, crange) = match protocol::resolve_range(range, size) {
         RangeAnswer::Full => (200, "OK", 0, size, None),
         RangeAnswer::Partial(s, e) => (
             206,

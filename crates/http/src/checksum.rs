@@ -8,10 +8,10 @@ use std::hash::Hasher;
 use twox_hash::XxHash3_64;
 
 /// Name of the checksum algorithm in listings.
-pub(crate) const ALGORITHM: &str = "xxh3-64";
+pub const ALGORITHM: &str = "xxh3-64";
 
 /// The longest BLAKE2b digest, in bytes (`b2sum`'s default, 512 bits).
-pub(crate) const BLAKE2B_MAX_BYTES: u8 = 64;
+pub const BLAKE2B_MAX_BYTES: u8 = 64;
 
 /// Streaming XXH3-64 (seed 0). twox-hash picks its AVX2 code at run time where the CPU has it;
 /// a portable build of xxhash-rust gets SSE2 only.
@@ -37,14 +37,14 @@ fn xxh3_64(data: &[u8]) -> u64 {
 /// Size of the blocks a listing also hashes one by one (see [`FileDigests`]): small enough that
 /// a corrupt block costs little to fetch again, large enough that a listing stays small
 /// (16 hex digits per MiB).
-pub(crate) const BLOCK_SIZE: u64 = 1 << 20;
+pub const BLOCK_SIZE: u64 = 1 << 20;
 
 /// Checksums of one file: XXH3-64 of the whole file (what `xxhsum -H3` prints) and, for files
 /// larger than one block, of each `block_size` block in order. Block digests let a client hash
 /// the data while it is still in its receive buffer, in any order the ranges arrive, instead of
 /// reading the whole file back from memory after it is written.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct FileDigests {
+pub struct FileDigests {
     pub whole: String,
     pub blocks: Option<Vec<String>>,
 }
@@ -96,7 +96,7 @@ fn read_through_with(
 }
 
 /// XXH3-64 of an open file, as 16 lowercase hex digits.
-pub(crate) fn file_xxh3(file: &File) -> std::io::Result<String> {
+pub fn file_xxh3(file: &File) -> std::io::Result<String> {
     let mut h = Xxh3::new();
     read_through(file, |b| h.update(b))?;
     Ok(format!("{:016x}", h.digest()))
@@ -104,7 +104,7 @@ pub(crate) fn file_xxh3(file: &File) -> std::io::Result<String> {
 
 /// The whole-file and per-block digests of an open file, in one pass over it, and the bytes
 /// they cover (fewer than its size when it was truncated meanwhile).
-pub(crate) fn file_digests(file: &File, block_size: u64) -> std::io::Result<(FileDigests, u64)> {
+pub fn file_digests(file: &File, block_size: u64) -> std::io::Result<(FileDigests, u64)> {
     let bs = block_size.clamp(1, 1 << 20) as usize;
     let mut acc = DigestsBuilder::default();
     let len = read_through(file, |data| data.chunks(bs).for_each(|b| acc.add(b)))?;
@@ -141,11 +141,7 @@ impl DigestsBuilder {
 
 /// XXH3-64 of the given blocks (indexes) of an open file whose blocks are `block_size` long
 /// (a block past the end hashes as empty).
-pub(crate) fn file_blocks_xxh3(
-    f: &File,
-    block_size: u64,
-    which: &[u64],
-) -> std::io::Result<Vec<u64>> {
+pub fn file_blocks_xxh3(f: &File, block_size: u64, which: &[u64]) -> std::io::Result<Vec<u64>> {
     use std::os::unix::fs::FileExt;
     let len = f.metadata()?.len();
     let bs = block_size.max(1);
@@ -171,7 +167,7 @@ pub(crate) fn file_blocks_xxh3(
 /// Hashes a file's blocks from its bytes as they stream past in order, starting at some offset:
 /// each block that the stream covers from its first to its last byte gets its digest; a block
 /// the stream enters midway (a resumed range) is skipped, to be hashed from the file later.
-pub(crate) struct BlockHasher {
+pub struct BlockHasher {
     block_size: u64,
     file_size: u64,
     pos: u64,
@@ -217,7 +213,7 @@ impl BlockHasher {
 /// the coreutils tools (`md5sum`, `sha1sum`, `sha224sum` … `sha512sum`, `b2sum`) and
 /// `xxhsum`'s four (`-H0` XXH32, `-H1` XXH64, `-H2` XXH128, `-H3` XXH3-64).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) enum Algorithm {
+pub enum Algorithm {
     Md5,
     Sha1,
     Sha224,
@@ -392,7 +388,7 @@ impl std::fmt::Display for Algorithm {
 }
 
 /// Streaming state of one [`Algorithm`].
-pub(crate) struct StreamHasher(Inner);
+pub struct StreamHasher(Inner);
 
 enum Inner {
     Md5(md5::Md5),
@@ -461,15 +457,14 @@ pub(crate) fn bytes_digest(algo: Algorithm, data: &[u8]) -> Vec<u8> {
 }
 
 /// The digest of a whole open file.
-pub(crate) fn file_digest(algo: Algorithm, f: &File) -> std::io::Result<Vec<u8>> {
+pub fn file_digest(algo: Algorithm, f: &File) -> std::io::Result<Vec<u8>> {
     let mut h = algo.hasher();
     read_through(f, |b| h.update(b))?;
     Ok(h.finish())
 }
 
-/// Lower-case hex of a digest (the tests compare digests with published hex).
-#[cfg(test)]
-pub(crate) fn to_hex(digest: &[u8]) -> String {
+/// Lower-case hex of a digest.
+pub fn to_hex(digest: &[u8]) -> String {
     use std::fmt::Write as _;
     digest.iter().fold(String::new(), |mut s, b| {
         let _ = write!(s, "{b:02x}");
@@ -478,7 +473,7 @@ pub(crate) fn to_hex(digest: &[u8]) -> String {
 }
 
 /// Decodes hex digits (either case); `None` for an odd length or a non-hex character.
-pub(crate) fn from_hex(hex: &str) -> Option<Vec<u8>> {
+pub fn from_hex(hex: &str) -> Option<Vec<u8>> {
     let b = hex.as_bytes();
     if b.len() % 2 != 0 {
         return None;
@@ -494,7 +489,7 @@ pub(crate) fn from_hex(hex: &str) -> Option<Vec<u8>> {
 /// that arrive ahead of it are only noted, and read back from the file (still in the page
 /// cache) when the position reaches them. A file that arrives in order, as one stream (a
 /// server without Range, or a file small enough for one request), is never read back.
-pub(crate) struct InOrderHasher {
+pub struct InOrderHasher {
     hasher: StreamHasher,
     size: u64,
     /// Bytes `[0, at)` are hashed.
@@ -612,7 +607,7 @@ impl InOrderHasher {
 }
 
 /// Parses a digest written by [`bytes_xxh3`] (16 hex digits).
-pub(crate) fn parse_digest(hex: &str) -> Option<u64> {
+pub fn parse_digest(hex: &str) -> Option<u64> {
     (hex.len() == 16)
         .then(|| u64::from_str_radix(hex, 16).ok())
         .flatten()

@@ -397,7 +397,7 @@ pub(crate) fn decode_target(target: &str) -> Result<(Vec<String>, bool), Reject>
 }
 
 /// Decodes `%XX` escapes; `None` on a malformed escape or non-UTF-8 result.
-pub(crate) fn percent_decode(s: &str) -> Option<String> {
+pub fn percent_decode(s: &str) -> Option<String> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -425,7 +425,7 @@ fn hex(c: u8) -> Option<u8> {
 }
 
 /// Percent-encodes a relative path for a request target (keeps `/` and unreserved bytes).
-pub(crate) fn percent_encode_path(p: &str) -> String {
+pub fn percent_encode_path(p: &str) -> String {
     let mut s = String::with_capacity(p.len());
     for &c in p.as_bytes() {
         if c.is_ascii_alphanumeric() || b"-._~/".contains(&c) {
@@ -499,13 +499,13 @@ pub(crate) fn resolve_range(value: Option<&str>, size: u64) -> RangeAnswer {
 }
 
 /// Largest response head the client accepts.
-pub(crate) const MAX_RESPONSE_HEAD: usize = 64 * 1024;
+pub const MAX_RESPONSE_HEAD: usize = 64 * 1024;
 /// Most headers accepted in one response.
 pub(crate) const MAX_RESPONSE_HEADERS: usize = 64;
 
 /// A `Content-Range: bytes FIRST-LAST/SIZE` value (RFC 9110 §14.4), bounds inclusive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ContentRange {
+pub struct ContentRange {
     pub first: u64,
     pub last: u64,
     /// The complete representation's length.
@@ -543,7 +543,7 @@ fn parse_digits(s: &str) -> Option<u64> {
 
 /// The fields of a response head the client uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ResponseHead {
+pub struct ResponseHead {
     pub status: u16,
     /// `Content-Length`, when present and a valid number.
     pub content_length: Option<u64>,
@@ -570,7 +570,7 @@ impl ResponseHead {
 
 /// Why bytes are not a response head.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ResponseError {
+pub enum ResponseError {
     /// Not HTTP/1.x response syntax (httparse's reason).
     Malformed(String),
     /// No end of head within [`MAX_RESPONSE_HEAD`] bytes.
@@ -594,9 +594,7 @@ impl std::error::Error for ResponseError {}
 
 /// Parses one response head at the start of `buf`: `Ok(Some((head, len)))` when complete,
 /// `Ok(None)` when more bytes are needed.
-pub(crate) fn parse_response_head(
-    buf: &[u8],
-) -> Result<Option<(ResponseHead, usize)>, ResponseError> {
+pub fn parse_response_head(buf: &[u8]) -> Result<Option<(ResponseHead, usize)>, ResponseError> {
     let mut hs = [httparse::EMPTY_HEADER; MAX_RESPONSE_HEADERS];
     let mut r = httparse::Response::new(&mut hs);
     let n = match r.parse(buf) {
