@@ -5,8 +5,9 @@
 use super::fetch::Deadline;
 use super::mirrors::MirrorVerdict;
 use super::pace::pace;
+use super::queue::Chunk;
 use super::response::ReadBuf;
-use super::state::{Chunk, Shared, SPARE_MAX_AGE};
+use super::state::{Shared, SPARE_MAX_AGE};
 use super::url::HttpUrl;
 use super::validator::Validator;
 use super::verify::finish_file;

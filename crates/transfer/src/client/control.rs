@@ -4,17 +4,15 @@
 use super::channel::channel_task;
 use super::conn::{measure_rtt, spawn_preconnect, Connector};
 use super::dest::{is_reserved, with_suffix, Dest, Entry, DONE_SUFFIX, PART_SUFFIX};
-use super::fetch::head_many;
+use super::fetch::{head_many, probe_origin, HEAD_CONNECTIONS, HEAD_DEPTH};
+use super::files::{url_string, Batch, FileJob, Source, SourceFile, SourceKind};
 use super::jobs::Jobs;
 use super::options::{default_window, EnergyFeedback, TransferOptions};
 use super::published;
 use super::queue::{build_queues, enqueue_found};
 use super::resume::{prepare, worth_asking, Prepared};
-use super::source::{
-    first_url, probe_origin, probe_ranges, resolve, url_string, Batch, Source, SourceFile,
-    SourceKind, HEAD_CONNECTIONS, HEAD_DEPTH,
-};
-use super::state::{FileJob, Shared, SPARE_MAX_AGE};
+use super::source::{first_url, probe_ranges, resolve};
+use super::state::{Shared, SPARE_MAX_AGE};
 use super::stream::{stream_file, Streamed};
 use super::url::HttpUrl;
 use super::verify::finish_file;

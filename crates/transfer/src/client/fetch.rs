@@ -4,7 +4,9 @@
 //! `HEAD` requests pipelined on a few keep-alive connections, and the one-byte `Range` probe.
 
 use super::conn::{Connector, Stream};
+use super::files::url_string;
 use super::url::HttpUrl;
+use crate::dirindex::join_url;
 use anyhow::{anyhow, bail};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -477,6 +479,86 @@ async fn head_on_one_connection(
         }
     }
     Ok((done, open))
+}
+
+/// Most redirects followed for one URL (curl's `--max-redirs` default is 50, wget's 20; a
+/// dataset URL that needs more is misconfigured).
+const MAX_REDIRECTS: usize = 10;
+
+/// Connections and pipelining depth of the `HEAD` requests that size files.
+pub(super) const HEAD_CONNECTIONS: usize = 8;
+
+pub(super) const HEAD_DEPTH: usize = 16;
+
+/// GET with redirects followed (at most [`MAX_REDIRECTS`]); returns the final URL too.
+pub(super) async fn get_following(
+    connector: &Connector,
+    url: &HttpUrl,
+    method: &str,
+) -> anyhow::Result<(HttpUrl, Fetched)> {
+    let mut u = url.clone();
+    for _ in 0..=MAX_REDIRECTS {
+        let f = fetch(connector, &u, method, &u.path, "", true).await?;
+        if !matches!(f.head.status, 301 | 302 | 303 | 307 | 308) {
+            return Ok((u, f));
+        }
+        let here = url_string(&u, &u.path);
+        let loc = f
+            .head
+            .header("location")
+            .ok_or_else(|| anyhow!("{here}: HTTP {} without a Location", f.head.status))?;
+        let next = join_url(&here, loc)
+            .ok_or_else(|| anyhow!("{here}: redirect to {loc}, which is not an http(s) URL"))?;
+        if u.tls && next.starts_with("http://") {
+            bail!("{here}: redirect from https to plain http ({next}) refused");
+        }
+        u = HttpUrl::parse(&next)?;
+    }
+    bail!(
+        "{}: more than {MAX_REDIRECTS} redirects",
+        url_string(url, &url.path)
+    )
+}
+
+/// The size of a file whose `HEAD` gave no `Content-Length`: from the `Content-Range` of a
+/// one-byte range request, or the `Content-Length` of the whole response a server that
+/// ignores `Range` sends instead; `None` when neither says (a chunked body, or one that ends
+/// with the connection).
+pub(super) async fn size_by_range_probe(
+    connector: &Connector,
+    url: &HttpUrl,
+    path: &str,
+) -> anyhow::Result<Option<u64>> {
+    let f = fetch(connector, url, "GET", path, "Range: bytes=0-0\r\n", false).await?;
+    Ok(match (f.head.status, f.head.content_range) {
+        (206, Some(cr)) => Some(cr.size),
+        // an empty file has no byte 0
+        (416, _) => Some(0),
+        (200, _) => f.head.content_length,
+        (st, _) => bail!(
+            "{}: HTTP {st} to a GET of its first byte; check the URL",
+            url_string(url, path)
+        ),
+    })
+}
+
+/// Whether `origin` honours `Range`, asked with a request for the first byte of its
+/// non-empty file at `path` on a new connection (`206`: yes; `200`: it sends whole files).
+pub(super) async fn probe_origin(
+    connector: &Connector,
+    origin: &HttpUrl,
+    path: &str,
+) -> anyhow::Result<bool> {
+    let f = fetch(
+        connector,
+        origin,
+        "GET",
+        path,
+        "Range: bytes=0-0\r\n",
+        false,
+    )
+    .await?;
+    Ok(f.head.status != 200)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! being walked when the first files are fetched, so files are appended as they are found, and
 //! a file's index (what chunks carry) stays valid and its entry in place for the whole run.
 
-use super::state::FileJob;
+use super::files::FileJob;
 use std::ops::Index;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};

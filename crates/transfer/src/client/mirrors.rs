@@ -19,86 +19,23 @@
 //! stay on the URL they started on: nothing but a fresh start could move them.
 
 use super::conn::{Connector, Stream};
-use super::fetch::head_many_kept;
-use super::source::{
-    get_following, merge_accept_ranges, origin_index, probe_origin, same_origin,
-    size_by_range_probe, url_string, Batch, Expected, Source, SourceFile, SourceKind,
-    HEAD_CONNECTIONS, HEAD_DEPTH,
+use super::fetch::{
+    get_following, head_many_kept, probe_origin, size_by_range_probe, HEAD_CONNECTIONS, HEAD_DEPTH,
 };
-use super::state::{FileJob, Shared};
+use super::files::{
+    merge_accept_ranges, origin_index, same_origin, url_string, Batch, Expected, FileJob,
+    MirrorPlan, Place, Source, SourceFile, SourceKind,
+};
+use super::state::Shared;
 use super::url::HttpUrl;
 use crate::summary::{failed_lines_message, FailedLine, MirrorFallback, MirrorReport};
 use crate::urllist::{UrlEntry, UrlList};
 use anyhow::{anyhow, bail};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use wattio_http::ResponseHead;
-
-/// One URL a file can come from.
-#[derive(Debug, Clone)]
-pub(super) struct Place {
-    /// Index into the transfer's origins.
-    pub(super) origin: usize,
-    /// Origin-form request target.
-    pub(super) url_path: String,
-    /// The whole URL, for messages and the summary.
-    pub(super) url: String,
-}
-
-/// A file's mirrors as the start found them (for files whose line has more than one URL).
-#[derive(Debug, Clone)]
-pub(super) struct MirrorPlan {
-    /// Every URL of the line (redirects followed), in the order written.
-    pub(super) places: Vec<Place>,
-    /// The one the file starts on (it gave the file's size).
-    pub(super) current: usize,
-    /// URLs passed over at the start, with why.
-    pub(super) fallbacks: Vec<MirrorFallback>,
-    /// `urls.txt:4`, for messages.
-    pub(super) line: String,
-}
-
-/// Where a file being fetched comes from: its URLs and the one serving it now.
-pub(super) struct FileSource {
-    places: Vec<Place>,
-    current: AtomicUsize,
-    /// The place whose size the file was planned with.
-    sized_at: usize,
-    fallbacks: Mutex<Vec<MirrorFallback>>,
-    line: String,
-}
-
-impl FileSource {
-    /// A file at `origin`/`url_path`, with the mirrors the start found for it.
-    pub(super) fn new(origin: usize, url_path: String, mirrors: Option<Box<MirrorPlan>>) -> Self {
-        match mirrors {
-            Some(m) => FileSource {
-                current: AtomicUsize::new(m.current),
-                sized_at: m.current,
-                places: m.places,
-                fallbacks: Mutex::new(m.fallbacks),
-                line: m.line,
-            },
-            None => FileSource {
-                places: vec![Place {
-                    origin,
-                    url_path,
-                    url: String::new(),
-                }],
-                current: AtomicUsize::new(0),
-                sized_at: 0,
-                fallbacks: Mutex::new(Vec::new()),
-                line: String::new(),
-            },
-        }
-    }
-
-    fn place(&self) -> &Place {
-        &self.places[self.current.load(Ordering::SeqCst)]
-    }
-}
 
 impl FileJob {
     /// Index of the origin serving this file now.

@@ -23,7 +23,9 @@ mod channel;
 mod conn;
 mod control;
 mod dest;
+mod done_log;
 mod fetch;
+mod files;
 mod jobs;
 mod mirrors;
 mod options;
@@ -109,7 +111,7 @@ pub(crate) mod fuzz_targets {
 
     /// Reads bytes as a `.done` log and as stored validators.
     pub(crate) fn stored_state(data: &[u8]) {
-        let (_, ranges) = super::resume::parse_log(data);
+        let (_, ranges) = super::done_log::parse_log(data);
         assert!(ranges.len() <= data.len() / 16);
         let _ = Validator::decode(data);
     }

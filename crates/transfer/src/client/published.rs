@@ -2,8 +2,8 @@
 //! file each line is for, and hashing a file with a sequential digest as its bytes arrive.
 
 use super::conn::Connector;
-use super::source::{get_following, url_string, Expected, Source, SourceFile};
-use super::state::FileJob;
+use super::fetch::get_following;
+use super::files::{url_string, Expected, FileJob, Source, SourceFile};
 use super::url::HttpUrl;
 use crate::dirindex::percent_decode_bytes;
 use crate::summary::ChecksumFileReport;

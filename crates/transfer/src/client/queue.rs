@@ -1,12 +1,29 @@
 //! The partitions' chunk queues: each file's missing ranges cut into the plan's pieces, at
 //! start-up and for files found while the transfer runs.
 
+use super::files::FileJob;
 use super::resume::Prepared;
-use super::state::{Chunk, FileJob, PartQueue};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use wattio_tuner::{classify, RequestSplit, TransferPlan};
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Chunk {
+    pub(super) file: usize,
+    pub(super) offset: u64,
+    pub(super) len: u64,
+    /// The file's version it was cut for (see [`FileJob::version`]).
+    pub(super) version: u32,
+}
+
+pub(super) struct PartQueue {
+    pub(super) chunks: Mutex<ChunkQueue>,
+    pub(super) target: AtomicUsize,
+    pub(super) live: AtomicUsize,
+    pub(super) pipelining: usize,
+    pub(super) remaining: AtomicU64,
+}
 
 /// A partition's chunks. Each file's missing ranges are kept as spans and cut into pieces
 /// only when a channel takes one, so a queue's memory grows with the number of ranges, not

@@ -8,8 +8,8 @@
 use super::conn::Connector;
 use super::dest::{with_suffix, Dest, Entry, PART_SUFFIX};
 use super::fetch::{unterminated, ChunkedDecoder, Deadline};
+use super::files::{url_string, SourceFile};
 use super::published::mismatch_message;
-use super::source::{url_string, SourceFile};
 use super::url::HttpUrl;
 use anyhow::{anyhow, bail};
 use std::io::Write;

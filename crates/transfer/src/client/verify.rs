@@ -2,10 +2,10 @@
 //! place, and the one re-fetch of what did not match.
 
 use super::dest::Dest;
+use super::files::{BlockDigests, FileJob};
 use super::published::mismatch_message;
 use super::resume::VALIDATOR_ATTR;
-use super::source::BlockDigests;
-use super::state::{FileJob, Shared};
+use super::state::Shared;
 use std::fs::File;
 use std::sync::atomic::Ordering;
 use wattio_http::checksum;

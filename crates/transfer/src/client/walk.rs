@@ -3,7 +3,7 @@
 
 use super::conn::Connector;
 use super::fetch::fetch;
-use super::source::url_string;
+use super::files::url_string;
 use super::url::HttpUrl;
 use crate::dirindex::{join_url, parse_index, relative_name, IndexKind};
 use anyhow::{anyhow, bail};
