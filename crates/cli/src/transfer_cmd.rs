@@ -6,7 +6,6 @@ use anyhow::{anyhow, bail, Context};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 use wattio_http::{Server, ServerConfig};
 use wattio_progress::Sink;
@@ -262,8 +261,7 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
     // Ctrl-C or SIGTERM ends the transfer through its error path (CPU settings restored,
     // partial data kept), with status 2 and a line saying how to resume.
     let cancel = study_ui::cancel_on_signals()?;
-    o.cancel = Some(Arc::clone(&cancel));
-    let s = match run_transfer(&o) {
+    let s = match run_transfer(&o, &cancel) {
         Err(e) if cancel.is_set() => {
             return Err(e.context(format!(
                 "interrupted by {}",

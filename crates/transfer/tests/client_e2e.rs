@@ -10,6 +10,11 @@ use wattio_transfer::{
     run_transfer, CoreBackend, FixedParams, Sla, TransferOptions, TransferSummary, TunerChoice,
 };
 
+/// A transfer no signal cancels.
+fn transfer(o: &TransferOptions) -> anyhow::Result<TransferSummary> {
+    run_transfer(o, &wattio_progress::Cancel::new().unwrap())
+}
+
 fn opts(src: String, dest: &std::path::Path, sla: Sla) -> TransferOptions {
     let mut o = TransferOptions::new(src, dest, sla);
     o.interval = Duration::from_millis(100);
@@ -45,7 +50,7 @@ fn every_sla_and_tuner_against_wattio_serve() {
         let dst = tempfile::tempdir().unwrap();
         let mut o = opts(format!("http://{}/", h.addr), dst.path(), sla);
         o.tuner = tuner;
-        let s = run_transfer(&o).unwrap_or_else(|e| panic!("{sla:?} {tuner:?}: {e:#}"));
+        let s = transfer(&o).unwrap_or_else(|e| panic!("{sla:?} {tuner:?}: {e:#}"));
         common::assert_same_tree(src.path(), dst.path(), &rels);
         assert_eq!(s.files, rels.len());
         assert_eq!(s.files_verified_checksum, rels.len());
@@ -87,7 +92,7 @@ fn progress_and_notices_go_to_the_callers_sinks() {
     let notices: Arc<Mutex<Vec<Notice>>> = Arc::default();
     let n = notices.clone();
     o.notices = Sink::new(move |x: &Notice| n.lock().unwrap().push(x.clone()));
-    let s = run_transfer(&o).unwrap();
+    let s = transfer(&o).unwrap();
     common::assert_same_tree(src.path(), dst.path(), &rels);
     let u = updates.lock().unwrap();
     let last = u.last().expect("progress updates");
@@ -113,7 +118,7 @@ fn single_file_url_and_listing_url() {
     let rels = common::default_dataset(src.path());
     let h = ServerHandle::start(ServerConfig::new(src.path()), "127.0.0.1:0").unwrap();
     let dst = tempfile::tempdir().unwrap();
-    let s = run_transfer(&opts(
+    let s = transfer(&opts(
         format!("http://{}/large/l0.bin", h.addr),
         dst.path(),
         Sla::MaxThroughput,
@@ -125,7 +130,7 @@ fn single_file_url_and_listing_url() {
         std::fs::read(src.path().join("large/l0.bin")).unwrap()
     );
     let dst = tempfile::tempdir().unwrap();
-    run_transfer(&opts(
+    transfer(&opts(
         format!("http://{}/.wattio/listing.json", h.addr),
         dst.path(),
         Sla::MinEnergy,
@@ -134,7 +139,7 @@ fn single_file_url_and_listing_url() {
     common::assert_same_tree(src.path(), dst.path(), &rels);
     // a directory URL names that subtree
     let dst = tempfile::tempdir().unwrap();
-    let s = run_transfer(&opts(
+    let s = transfer(&opts(
         format!("http://{}/large/", h.addr),
         dst.path(),
         Sla::MaxThroughput,
@@ -172,13 +177,13 @@ fn against_nginx() {
             sla,
         );
         o.tuner = tuner;
-        let s = run_transfer(&o).unwrap_or_else(|e| panic!("nginx {tuner:?}: {e:#}"));
+        let s = transfer(&o).unwrap_or_else(|e| panic!("nginx {tuner:?}: {e:#}"));
         common::assert_same_tree(src.path(), dst.path(), &rels);
         assert_eq!(s.files_verified_checksum, rels.len());
     }
     // a single file URL with a percent-encoded name
     let dst = tempfile::tempdir().unwrap();
-    run_transfer(&opts(
+    transfer(&opts(
         format!(
             "http://127.0.0.1:{}/name%20with%20spaces%20%26%20%C3%BCn%C3%AFcode.bin",
             ng.port
@@ -214,7 +219,7 @@ fn server_killed_mid_transfer_then_restarted() {
     let mut o = opts(format!("http://{addr}/"), dst.path(), Sla::MaxThroughput);
     o.tuner = TunerChoice::Fixed(FixedParams { cc: 2, p: 1, pp: 2 });
     o.retries = 12;
-    let t = std::thread::spawn(move || run_transfer(&o));
+    let t = std::thread::spawn(move || transfer(&o));
     common::wait_for_part_file(dst.path());
     std::thread::sleep(Duration::from_millis(300));
     drop(h); // every connection dies at once
@@ -246,8 +251,8 @@ fn a_cancel_ends_the_transfer_with_its_partial_data_kept() {
     );
     o.tuner = TunerChoice::Fixed(FixedParams { cc: 1, p: 1, pp: 1 });
     let cancel = std::sync::Arc::new(wattio_progress::Cancel::new().unwrap());
-    o.cancel = Some(std::sync::Arc::clone(&cancel));
-    let t = std::thread::spawn(move || run_transfer(&o));
+    let stop = std::sync::Arc::clone(&cancel);
+    let t = std::thread::spawn(move || run_transfer(&o, &stop));
     common::wait_for_part_file(dst.path());
     std::thread::sleep(Duration::from_millis(300));
     cancel.set();
@@ -283,7 +288,7 @@ fn resume_after_failure_and_checksum_catches_corruption() {
     o.tuner = TunerChoice::Fixed(FixedParams { cc: 1, p: 2, pp: 1 });
     o.retries = 1;
     let o2 = o.clone();
-    let t = std::thread::spawn(move || run_transfer(&o2));
+    let t = std::thread::spawn(move || transfer(&o2));
     common::wait_for_part_file(dst.path());
     std::thread::sleep(Duration::from_millis(300));
     drop(h);
@@ -302,14 +307,14 @@ fn resume_after_failure_and_checksum_catches_corruption() {
     std::fs::write(&part, &data).unwrap();
 
     let _h = ServerHandle::start(ServerConfig::new(src.path()), &addr.to_string()).unwrap();
-    let s = run_transfer(&o).expect("second run");
+    let s = transfer(&o).expect("second run");
     common::assert_same_tree(src.path(), dst.path(), &rels);
     assert!(s.resumed_bytes > 0, "{s:?}");
     // what was missing, and the corrupted first 1 MiB block once more: not the whole file
     assert_eq!(s.bytes, 4_050_000 - s.resumed_bytes + (1 << 20), "{s:?}");
 
     // a third run finds everything complete and moves nothing
-    let s = run_transfer(&o).unwrap();
+    let s = transfer(&o).unwrap();
     assert_eq!((s.bytes, s.files_skipped), (0, 2));
 }
 
@@ -328,7 +333,7 @@ fn data_that_differs_from_the_listing_is_refused() {
     o.tuner = TunerChoice::Fixed(FixedParams { cc: 1, p: 3, pp: 1 });
     let first = tempfile::tempdir().unwrap();
     o.dest = first.path().to_path_buf();
-    run_transfer(&o).expect("the server lists and caches the checksums");
+    transfer(&o).expect("the server lists and caches the checksums");
     // change one byte of the second block, keeping size and mtime: the server's cached listing
     // still has the old checksums
     let p = src.path().join("big.bin");
@@ -344,7 +349,7 @@ fn data_that_differs_from_the_listing_is_refused() {
         .unwrap();
     let second = tempfile::tempdir().unwrap();
     o.dest = second.path().to_path_buf();
-    let e = run_transfer(&o).expect_err("checksum must fail");
+    let e = transfer(&o).expect_err("checksum must fail");
     // fetched twice, refused, and the message names the fix (the listing is stale)
     let msg = format!("{e:#}");
     assert!(
@@ -359,18 +364,18 @@ fn data_that_differs_from_the_listing_is_refused() {
 fn clear_errors() {
     let dst = tempfile::tempdir().unwrap();
     let port = common::free_port();
-    let e = run_transfer(&opts(
+    let e = transfer(&opts(
         format!("http://127.0.0.1:{port}/"),
         dst.path(),
         Sla::MinEnergy,
     ))
     .unwrap_err();
     assert!(format!("{e:#}").contains("is the server running"), "{e:#}");
-    let e = run_transfer(&opts("ftp://x/".into(), dst.path(), Sla::MinEnergy)).unwrap_err();
+    let e = transfer(&opts("ftp://x/".into(), dst.path(), Sla::MinEnergy)).unwrap_err();
     assert!(e.to_string().contains("only http://"));
     let src = tempfile::tempdir().unwrap();
     let h = ServerHandle::start(ServerConfig::new(src.path()), "127.0.0.1:0").unwrap();
-    let e = run_transfer(&opts(
+    let e = transfer(&opts(
         format!("http://{}/missing.bin", h.addr),
         dst.path(),
         Sla::MinEnergy,
@@ -389,7 +394,7 @@ fn eett_paces_to_its_target_on_a_fast_path() {
     let h = ServerHandle::start(ServerConfig::new(src.path()), "127.0.0.1:0").unwrap();
     let dst = tempfile::tempdir().unwrap();
     let target = 40e6; // 6 MB at 40 Mbit/s: 1.2 s
-    let s = run_transfer(&opts(
+    let s = transfer(&opts(
         format!("http://{}/", h.addr),
         dst.path(),
         Sla::Target(target),
@@ -438,7 +443,7 @@ fn resume_uses_done_records_and_discards_mismatched_parts() {
     log.extend_from_slice(&500_000u64.to_le_bytes());
     std::fs::write(dst.path().join("b.bin.wattio-part.done"), &log).unwrap();
 
-    let s = run_transfer(&opts(
+    let s = transfer(&opts(
         format!("http://{}/", h.addr),
         dst.path(),
         Sla::MaxThroughput,

@@ -9,7 +9,14 @@ use common::certs::{TestPki, Validity};
 use std::path::Path;
 use std::time::Duration;
 use wattio_http::{tls_server_config, ServerConfig, ServerHandle};
-use wattio_transfer::{run_transfer, ClientTlsOptions, CoreBackend, Sla, TransferOptions};
+use wattio_transfer::{
+    run_transfer, ClientTlsOptions, CoreBackend, Sla, TransferOptions, TransferSummary,
+};
+
+/// A transfer no signal cancels.
+fn transfer(o: &TransferOptions) -> anyhow::Result<TransferSummary> {
+    run_transfer(o, &wattio_progress::Cancel::new().unwrap())
+}
 
 fn opts(src: String, dest: &Path, cacert: Option<&Path>) -> TransferOptions {
     let mut o = TransferOptions::new(src, dest, Sla::MaxThroughput);
@@ -33,7 +40,7 @@ fn tls_server(root: &Path, cert: &common::certs::ServerCert) -> ServerHandle {
 
 /// The error of a transfer that must fail, as the CLI prints it (`{:#}`), on one line.
 fn failure(o: &TransferOptions) -> String {
-    let e = format!("{:#}", run_transfer(o).expect_err("the transfer must fail"));
+    let e = format!("{:#}", transfer(o).expect_err("the transfer must fail"));
     assert_eq!(e.lines().count(), 1, "{e}");
     assert!(
         !e.contains("Some(") && !e.contains("Custom {") && !e.contains("DnsName("),
@@ -53,7 +60,7 @@ fn wattio_serve_over_tls_byte_identical_with_checksums() {
     for host in ["localhost", "127.0.0.1"] {
         let dst = tempfile::tempdir().unwrap();
         let url = format!("https://{host}:{}/", h.addr.port());
-        let s = run_transfer(&opts(url.clone(), dst.path(), Some(&pki.ca_pem())))
+        let s = transfer(&opts(url.clone(), dst.path(), Some(&pki.ca_pem())))
             .unwrap_or_else(|e| panic!("{url}: {e:#}"));
         common::assert_same_tree(src.path(), dst.path(), &rels);
         assert_eq!(s.files_verified_checksum, rels.len());
@@ -79,7 +86,7 @@ fn certificate_errors_name_the_cause_and_the_fix() {
     // --insecure gets the bytes anyway
     let mut o = opts(url, dst.path(), None);
     o.tls.insecure = true;
-    run_transfer(&o).unwrap();
+    transfer(&o).unwrap();
     assert_eq!(
         std::fs::read(dst.path().join("f.bin")).unwrap(),
         common::bytes(7, 10_000)
@@ -134,7 +141,7 @@ fn self_signed_certificate_given_with_cacert() {
         e.contains("a CA certificate used as the server's own"),
         "{e}"
     );
-    run_transfer(&opts(url, dst.path(), Some(&cert.cert))).unwrap_or_else(|e| panic!("{e:#}"));
+    transfer(&opts(url, dst.path(), Some(&cert.cert))).unwrap_or_else(|e| panic!("{e:#}"));
     common::assert_same_tree(src.path(), dst.path(), &rels);
     let e = failure(&opts(
         format!("https://127.0.0.1:{port}/"),
@@ -166,7 +173,7 @@ fn nginx_over_tls_with_sni() {
         return;
     };
     let dst = tempfile::tempdir().unwrap();
-    let s = run_transfer(&opts(
+    let s = transfer(&opts(
         format!("https://localhost:{}/.wattio/listing.json", ng.port),
         dst.path(),
         Some(&pki.ca_pem()),
@@ -254,7 +261,7 @@ fn a_tls_body_of_unknown_length_needs_close_notify() {
         );
         o.retries = 1;
         if notify {
-            run_transfer(&o).unwrap_or_else(|e| panic!("{e:#}"));
+            transfer(&o).unwrap_or_else(|e| panic!("{e:#}"));
             assert_eq!(std::fs::read(dst.path().join("f.bin")).unwrap(), body);
         } else {
             let e = failure(&o);

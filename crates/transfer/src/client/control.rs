@@ -31,6 +31,7 @@ use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use wattio_energy::attribution::cputime;
 use wattio_meter::{Meter, MeterConfig};
+use wattio_progress::Cancel;
 use wattio_tuner::{
     initial_plan, Decision, NetParams, Observation, StartRules, Timeouts, TransferPlan,
     TunerChoice, MIN_CHUNK,
@@ -38,6 +39,7 @@ use wattio_tuner::{
 
 pub(super) async fn transfer_async(
     opts: &TransferOptions,
+    cancel: &Cancel,
     act: &mut CpuActuator,
 ) -> anyhow::Result<TransferSummary> {
     let url = first_url(opts).await?;
@@ -358,7 +360,7 @@ pub(super) async fn transfer_async(
         tick.tick().await;
         // A cancel ends the transfer through the normal error path, so the actuator puts
         // frequencies, governors and CPUs back before the caller goes on.
-        if opts.cancel.as_ref().is_some_and(|c| c.is_set()) {
+        if cancel.is_set() {
             shared.fail("the transfer was cancelled".into());
         }
         if shared.failed() {

@@ -52,9 +52,13 @@ use crate::summary::TransferSummary;
 use anyhow::Context;
 use control::transfer_async;
 use std::time::Duration;
+use wattio_progress::Cancel;
 
-/// Runs a transfer to completion on its own tokio runtime.
-pub fn run_transfer(opts: &TransferOptions) -> anyhow::Result<TransferSummary> {
+/// Runs a transfer to completion on its own tokio runtime. Once `cancel` is set (the binary
+/// sets it on SIGINT/SIGTERM), the transfer ends through its normal error path at the next
+/// tuning interval: the actuator puts frequencies, governors and CPUs back and partial data is
+/// kept for a resume.
+pub fn run_transfer(opts: &TransferOptions, cancel: &Cancel) -> anyhow::Result<TransferSummary> {
     let mut actuator = CpuActuator::probe(opts.root.clone(), opts.core_backend, opts.cpufreq);
     let workers = actuator.n_cores();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -62,7 +66,7 @@ pub fn run_transfer(opts: &TransferOptions) -> anyhow::Result<TransferSummary> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let r = rt.block_on(transfer_async(opts, &mut actuator));
+    let r = rt.block_on(transfer_async(opts, cancel, &mut actuator));
     let errs = actuator.restore();
     rt.shutdown_timeout(Duration::from_millis(200));
     for e in errs {

@@ -4,11 +4,10 @@
 use crate::actuator::CoreBackend;
 use serde::Serialize;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 use wattio_energy::SysRoot;
 use wattio_http::tls::ClientTlsOptions;
-use wattio_progress::{Cancel, Sink};
+use wattio_progress::Sink;
 use wattio_tuner::{Sla, TunerChoice};
 
 /// Most connections the tuners may open unless told otherwise.
@@ -99,10 +98,6 @@ pub struct TransferOptions {
     pub tls: ClientTlsOptions,
     /// Where notes and warnings go (dropped by default).
     pub notices: Sink<Notice>,
-    /// Once set (the binary sets it on SIGINT/SIGTERM), the transfer ends through its normal
-    /// error path: the actuator puts frequencies, governors and CPUs back and partial data is
-    /// kept for a resume. `None` (default): it runs to the end.
-    pub cancel: Option<Arc<Cancel>>,
 }
 
 impl TransferOptions {
@@ -132,7 +127,6 @@ impl TransferOptions {
             root: SysRoot::from_env(),
             tls: ClientTlsOptions::default(),
             notices: Sink::none(),
-            cancel: None,
         }
     }
 }
