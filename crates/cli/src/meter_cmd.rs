@@ -542,7 +542,7 @@ pub struct FixtureArgs {
     #[command(subcommand)]
     action: Option<FixtureAction>,
     /// intel-server (two sockets, DRAM unit quirk), amd-epyc (per-core energy, SMT) or intel-laptop (psys, mmio).
-    #[arg(required = true, value_parser = clap::builder::PossibleValuesParser::new(wattio_energy::fixture::MACHINES))]
+    #[arg(required = true, value_parser = clap::builder::PossibleValuesParser::new(wattio_fixture::MACHINES))]
     machine: Option<String>,
     /// Directory to create the tree in (must not exist or be empty).
     #[arg(required = true)]
@@ -576,7 +576,7 @@ pub struct TickArgs {
     domains: Vec<Domain>,
     /// Written into each ticking zone's max_energy_range_uj, where energy_uj wraps to 0; at most
     /// 9999999 so that each value is one 8-byte write that readers see whole.
-    #[arg(long, default_value_t = wattio_energy::fixture::TICK_MAX_ENERGY_RANGE_UJ)]
+    #[arg(long, default_value_t = wattio_fixture::TICK_MAX_ENERGY_RANGE_UJ)]
     max_energy_range_uj: u64,
     /// Energy status unit written into the RAPL unit MSR stand-ins: units of 2^-N J, so the 32-bit
     /// counter wraps after 2^(32-N) J (real CPUs: 14 or 16; 29 wraps every 8 J).
@@ -608,7 +608,7 @@ pub fn fixture(a: FixtureArgs) -> Result<ExitCode> {
             dir.display()
         );
     }
-    wattio_energy::fixture::build(&machine, &dir)
+    wattio_fixture::build(&machine, &dir)
         .with_context(|| format!("writing the fixture into {}", dir.display()))?;
     eprintln!(
         "wrote a {machine} fixture; try: WATTIO_ROOT={} wattio probe, or make it live with `wattio fixture tick {} --watts 10`",
@@ -619,7 +619,7 @@ pub fn fixture(a: FixtureArgs) -> Result<ExitCode> {
 }
 
 fn fixture_tick(a: TickArgs) -> Result<ExitCode> {
-    use wattio_energy::fixture::{FixtureTree, TickConfig, Ticker};
+    use wattio_fixture::{FixtureTree, TickConfig, Ticker};
     if !a.dir.join("sys").is_dir() && !a.dir.join("dev").is_dir() {
         bail!(
             "{} holds no fixture tree: write one first with `wattio fixture amd-epyc {}`",

@@ -13,7 +13,7 @@ use std::path::Path;
 /// The AMD EPYC fixture (CPUs, `/proc/stat`) with its `power` PMU replaced by the stand-in.
 fn standin() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    wattio_energy::fixture::amd_epyc(dir.path())
+    wattio_fixture::amd_epyc(dir.path())
         .unwrap()
         .standin_power_pmu("0", &[("energy-pkg", 1e-9)])
         .unwrap();
@@ -54,7 +54,7 @@ fn run_ebpf(root: &Path, args: &[&str]) -> Option<String> {
 fn record_source_ebpf_writes_rows_of_the_standin_power() {
     let dir = standin();
     // The stand-in's timer is on CPU 0; an idle vCPU gets its timer interrupts late.
-    let _awake = wattio_energy::fixture::BusyCpus::new(&[0]);
+    let _awake = wattio_fixture::BusyCpus::new(&[0]);
     let Some(csv) = run_ebpf(
         dir.path(),
         &[
@@ -90,7 +90,7 @@ fn record_source_ebpf_writes_rows_of_the_standin_power() {
 #[test]
 fn measure_source_ebpf_reports_the_standin_power_over_the_command() {
     let dir = standin();
-    let _awake = wattio_energy::fixture::BusyCpus::new(&[0]);
+    let _awake = wattio_fixture::BusyCpus::new(&[0]);
     let Some(json) = run_ebpf(
         dir.path(),
         &[

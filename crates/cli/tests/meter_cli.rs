@@ -4,7 +4,7 @@ use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
-use wattio_energy::fixture::{self, MAX_UJ_ESU14};
+use wattio_fixture::{self as fixture, MAX_UJ_ESU14};
 
 mod common;
 use common::{wattio, Reaper, BIN};

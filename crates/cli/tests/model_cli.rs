@@ -4,8 +4,8 @@
 
 use std::path::Path;
 use std::process::{Command, Output};
-use wattio_energy::fixture::{self, FixtureTree};
 use wattio_energy::{ModelFile, MODEL_FILE_FORMAT};
+use wattio_fixture::{self as fixture, FixtureTree};
 
 const BIN: &str = env!("CARGO_BIN_EXE_wattio");
 

@@ -9,7 +9,7 @@ use common::{wattio, Reaper};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
-use wattio_energy::fixture;
+use wattio_fixture as fixture;
 use wattio_report::{load_result_files, scan_results, Dataset};
 
 fn ok(o: &std::process::Output) -> String {

@@ -377,7 +377,7 @@ pub(crate) fn ccf_arch_for_machine(root: &SysRoot) -> Result<ModelParams, String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixture::{self, FixtureTree};
+    use wattio_fixture::{self as fixture, FixtureTree};
 
     /// One `/proc/cpuinfo` processor block as a VM shows it (the `hypervisor` flag set).
     fn vm_cpuinfo(vendor: &str, family: u32, model: u32, stepping: u32, name: &str) -> String {

@@ -351,7 +351,7 @@ mod tests {
     #[test]
     fn rapl_event_selection_on_the_fixture_pmus_gives_one_slice_per_package_cpu() {
         let layout =
-            |build: fn(&std::path::Path) -> std::io::Result<crate::fixture::FixtureTree>,
+            |build: fn(&std::path::Path) -> std::io::Result<wattio_fixture::FixtureTree>,
              domains: Option<&[Domain]>| {
                 let dir = tempfile::tempdir().unwrap();
                 build(dir.path()).unwrap();
@@ -369,7 +369,7 @@ mod tests {
         };
 
         // Two sockets, package and DRAM: cpu 0 reads socket 0's pair, cpu 4 socket 1's.
-        let (picked, plan) = layout(crate::fixture::intel_two_socket_server, None);
+        let (picked, plan) = layout(wattio_fixture::intel_two_socket_server, None);
         assert_eq!(
             picked,
             own(&[
@@ -384,20 +384,20 @@ mod tests {
 
         // --domains dram: one event per socket.
         let (picked, plan) = layout(
-            crate::fixture::intel_two_socket_server,
+            wattio_fixture::intel_two_socket_server,
             Some(&[Domain::Dram]),
         );
         assert_eq!(picked, own(&[("energy-ram", 0, 0), ("energy-ram", 4, 1)]));
         assert_eq!(plan.cpus, vec![(0, 0, 1), (4, 1, 1)]);
 
         // A laptop: five domains on cpu 0, psys among them once.
-        let (picked, plan) = layout(crate::fixture::intel_laptop, None);
+        let (picked, plan) = layout(wattio_fixture::intel_laptop, None);
         assert_eq!(picked.len(), 5);
         assert_eq!(picked.iter().filter(|p| p.0 == "energy-psys").count(), 1);
         assert_eq!(plan.cpus, vec![(0, 0, 5)]);
 
         // An AMD EPYC: package only.
-        let (picked, plan) = layout(crate::fixture::amd_epyc, None);
+        let (picked, plan) = layout(wattio_fixture::amd_epyc, None);
         assert_eq!(picked, own(&[("energy-pkg", 0, 0)]));
         assert_eq!(plan.cpus, vec![(0, 0, 1)]);
     }

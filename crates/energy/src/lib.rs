@@ -23,12 +23,11 @@
 //! ([`Source::counter_provenance`]).
 //!
 //! Every path under `/sys`, `/dev` and `/proc` is resolved through [`SysRoot`], which honours the
-//! `WATTIO_ROOT` environment variable so fixture trees ([`fixture`]) can stand in for hardware.
+//! `WATTIO_ROOT` environment variable so fixture trees (crate `wattio-fixture`) can stand in for hardware.
 //! The machine itself is described by [`Machine`], [`CpuId`] and [`online_cpu_count`].
 //!
-//! Two modules stay public as namespaces: [`attribution`] (whose energy is it: CPU-time readers,
-//! cgroups and the split of a window's energy, each a family of related functions) and
-//! [`fixture`] (stand-in `/sys` and `/proc` trees of real machines, for tests and benchmarks).
+//! One module stays public as a namespace: [`attribution`] (whose energy is it: CPU-time
+//! readers, cgroups and the split of a window's energy, each a family of related functions).
 
 mod accumulate;
 mod arch;
@@ -41,7 +40,6 @@ mod discover;
 #[cfg_attr(not(feature = "ebpf"), allow(dead_code))]
 mod ebpf;
 mod error;
-pub mod fixture;
 mod machine;
 mod model;
 mod model_file;
@@ -66,6 +64,14 @@ pub use machine::Machine;
 pub use model::{ModelChoice, ModelParams, ModelSource, CCF_MAX_W, CCF_MIN_W, HOST_ESTIMATE_SCOPE};
 pub use model_file::{load_model_file, FitSummary, LevelResult, ModelFile, MODEL_FILE_FORMAT};
 pub use msr::MsrSource;
+/// The RAPL model-specific register addresses (Intel SDM vol. 4; AMD PPR for family 19h), and
+/// where a register sits in a regular file standing in for `/dev/cpu/N/msr`: what the MSR
+/// mechanism reads and what `wattio-fixture` writes.
+pub use msr::{
+    msr_esu, msr_stand_in_offset, AMD_CORE_ENERGY, AMD_PKG_ENERGY, AMD_POWER_UNIT,
+    INTEL_DRAM_ENERGY, INTEL_PKG_ENERGY, INTEL_PLATFORM_ENERGY, INTEL_POWER_UNIT, INTEL_PP0_ENERGY,
+    INTEL_PP1_ENERGY,
+};
 pub use nvml::{nvml_lib_from_env, probe_nvml, GpuCounter, GpuInfo, GpuProbe, NvmlSource};
 pub use perf::{discover_power_pmu, PerfEvent, PerfSource, PowerPmu};
 pub use powercap::{discover_powercap, PowercapDiscovery, PowercapSource, PowercapZone};

@@ -97,7 +97,7 @@ impl fmt::Display for Machine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixture::FixtureTree;
+    use wattio_fixture::FixtureTree;
 
     #[test]
     fn a_fixture_root_describes_its_own_machine() {

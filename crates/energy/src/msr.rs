@@ -36,13 +36,13 @@ pub(crate) const INTEL_SILVERMONT_MODELS: &[(u32, &str)] = &[
 ];
 
 /// Energy-status-unit exponent from a unit register value (bits 12:8).
-pub(crate) fn esu(unit_register: u64) -> u32 {
+pub fn msr_esu(unit_register: u64) -> u32 {
     ((unit_register >> 8) & 0x1F) as u32
 }
 
 /// Joules per raw step for `domain` on processor `id`, given the unit register's value.
 pub(crate) fn energy_unit_j(id: &CpuId, domain: Domain, unit_register: u64) -> f64 {
-    let e = esu(unit_register);
+    let e = msr_esu(unit_register);
     if id.vendor == Vendor::Intel && id.family == 6 {
         if INTEL_SILVERMONT_MODELS.iter().any(|(m, _)| *m == id.model) {
             return 2f64.powi(e as i32) * 1e-6;
@@ -99,7 +99,7 @@ impl MsrFile {
 }
 
 /// Offset of `register` in a regular file standing in for `/dev/cpu/N/msr` (see [`MsrFile`]).
-pub(crate) fn stand_in_offset(register: u64) -> u64 {
+pub fn msr_stand_in_offset(register: u64) -> u64 {
     register * 8
 }
 
@@ -355,8 +355,8 @@ mod tests {
     #[test]
     fn unit_register_fields() {
         // 0x000a1003: ESU 0x10 = 16 (AMD Zen, Sandy Bridge): bits 12:8 of MSR_RAPL_POWER_UNIT, Intel SDM vol. 4 / AMD PPR.
-        assert_eq!(esu(0x000a_1003), 16);
-        assert_eq!(esu(0x000a_0e03), 14);
+        assert_eq!(msr_esu(0x000a_1003), 16);
+        assert_eq!(msr_esu(0x000a_0e03), 14);
     }
 
     #[test]

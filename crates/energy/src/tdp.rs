@@ -255,7 +255,7 @@ pub(crate) fn model_for_machine_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixture;
+    use wattio_fixture as fixture;
 
     #[test]
     fn names_normalise() {

@@ -11,12 +11,12 @@
 #![cfg(feature = "ebpf")]
 
 use std::time::Duration;
-use wattio_energy::fixture::{BusyCpus, FixtureTree};
 use wattio_energy::{
     discover, discover_power_pmu, open_source, Accumulator, CounterDelta, Domain, EnergyError,
     Mechanism, MechanismStatus, ModelParams, ProbeReport, Source, SourceChoice, SysRoot,
 };
 use wattio_energy::{mono_ns, EbpfSource, Reading};
+use wattio_fixture::{BusyCpus, FixtureTree};
 
 /// 1 W of package and 0.5 W of DRAM per stand-in package.
 const PKG_W: f64 = 1.0;

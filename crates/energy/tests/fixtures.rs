@@ -1,12 +1,12 @@
 //! Every mechanism against fixture trees of real machine layouts.
 
-use wattio_energy::fixture::{self, FixtureTree, MAX_UJ_DRAM_QUIRK, MAX_UJ_ESU14};
 use wattio_energy::MsrSource;
 use wattio_energy::{
     discover, open_source, Accumulator, CounterDelta, Domain, Mechanism, ModelParams, Source,
     SourceChoice, SysRoot, Wrap,
 };
 use wattio_energy::{discover_powercap, PowercapSource};
+use wattio_fixture::{self as fixture, FixtureTree, MAX_UJ_DRAM_QUIRK, MAX_UJ_ESU14};
 
 fn tree(
     f: fn(&std::path::Path) -> std::io::Result<FixtureTree>,

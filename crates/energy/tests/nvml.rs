@@ -206,7 +206,7 @@ fn no_gpu_at_all_is_unusable_not_an_empty_source() {
 /// A real CPU source: powercap on the two-socket fixture tree.
 fn powercap_fixture() -> (tempfile::TempDir, Box<dyn Source>) {
     let dir = tempfile::tempdir().unwrap();
-    wattio_energy::fixture::build("intel-server", dir.path()).unwrap();
+    wattio_fixture::build("intel-server", dir.path()).unwrap();
     let root = SysRoot::new(dir.path());
     let d = discover_powercap(&root).unwrap();
     (dir, Box::new(PowercapSource::open(&d.zones).unwrap()))

@@ -24,7 +24,8 @@
 
 use std::time::Duration;
 use wattio_energy::{discover_powercap, PowercapSource};
-use wattio_energy::{fixture, Mechanism, ModelParams, ModelSource, Source, SourceChoice, SysRoot};
+use wattio_energy::{Mechanism, ModelParams, ModelSource, Source, SourceChoice, SysRoot};
+use wattio_fixture as fixture;
 use wattio_meter::{run_sampler, Pacing, RecordFormat, RowSink, Sample, SampleSink, SamplerConfig};
 use wattio_progress::Cancel;
 

@@ -13,11 +13,11 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;
-use wattio_energy::fixture;
 use wattio_energy::MsrSource;
 use wattio_energy::{discover_power_pmu, PerfSource};
 use wattio_energy::{discover_powercap, PowercapSource};
 use wattio_energy::{Mechanism, ModelParams, ModelSource, Source, SourceChoice, SysRoot};
+use wattio_fixture as fixture;
 
 fn bench_source(c: &mut Criterion, name: &str, mut src: Box<dyn Source>) {
     let mut raw = vec![0u64; src.counters().len()];

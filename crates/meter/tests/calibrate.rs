@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use wattio_energy::fixture::{self, FixtureTree};
 use wattio_energy::{load_model_file, LevelResult, SourceChoice, SysRoot};
+use wattio_fixture::{self as fixture, FixtureTree};
 use wattio_meter::{calibrate, CalibrateConfig, CalibrateError, LoadDriver};
 use wattio_progress::{Cancel, Sink};
 
