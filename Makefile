@@ -2,7 +2,7 @@
 CARGO ?= cargo
 WATTIO := target/release/wattio
 
-.PHONY: all build demo demo-iobench test test-rust test-java deps lint bench fmt clean test-report test-transfer test-testbed bench-transfer bench-top compare-meters fuzz soak
+.PHONY: all build demo demo-iobench test test-rust test-java unused-deps deps lint bench fmt clean test-report test-transfer test-testbed bench-transfer bench-top compare-meters fuzz soak
 
 all: build
 
@@ -31,12 +31,18 @@ demo: build
 ## see no GPU rows; the GPU tests load the stand-in library (crates/nvml-stub) themselves.
 ## The eBPF mechanism is always built here (deps installed its toolchain) and WATTIO_REQUIRE_EBPF
 ## makes its tests, which load the BPF program into this kernel, fail instead of skipping without BPF.
-test: deps test-java test-rust
+test: deps test-java test-rust unused-deps
 
 test-rust:
 	WATTIO_REQUIRE_NGINX=1 WATTIO_NVML_LIB=/nonexistent/libnvidia-ml.so.1 WATTIO_DEFAULT_MODEL=ccf-linear \
 	  WATTIO_REQUIRE_EBPF=1 $(CARGO) test --workspace --release --features wattio-energy/ebpf
 	$(CARGO) test --release --features wattio-energy/ebpf -p wattio-report --test browser -- --ignored
+
+## No manifest declares a dependency its crate does not use (cargo-machete; the exceptions,
+## crates used under another name or only by a build script, are listed with why in
+## [package.metadata.cargo-machete]).
+unused-deps:
+	$(CARGO) machete
 
 ## Java I/O study: the Maven module's equivalence and harness tests.
 test-java:
