@@ -1,6 +1,5 @@
 //! `wattio overhead`: the RAPL paper's measurement-overhead protocol (section V) as a
-//! command. The plan, schedule and runner live in `wattio-runner`, the analysis in
-//! `wattio_report::overhead`.
+//! command. The plan, schedule, runner and analysis live in `wattio-overhead`.
 
 use crate::study_ui::{self, StudyBar};
 use anyhow::{bail, Context, Result};
@@ -11,14 +10,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use wattio_energy::{discover, ModelParams, SysRoot};
-use wattio_report::{
-    analyze_idle, analyze_load, idle_table_markdown, idle_tests_csv, time_table_markdown,
-    time_tests_csv,
+use wattio_overhead::{
+    analyze_idle, analyze_load, cstate_times, default_workloads, idle_table_markdown,
+    idle_tests_csv, scratch_dir, time_table_markdown, time_tests_csv, OverheadError, OverheadPlan,
+    OverheadRunner, ProcessOverheadExecutor, Workload,
 };
-use wattio_runner::{
-    cstate_times, default_workloads, read_manifest, scratch_dir, OverheadError, OverheadPlan,
-    OverheadRunner, ProcessOverheadExecutor, StudyEnd, Workload,
-};
+use wattio_runner::{read_manifest, StudyEnd};
 use wattio_units::parse_duration_or_seconds;
 
 #[derive(Args)]
@@ -317,7 +314,7 @@ mod tests {
     use clap::Parser;
     use std::ffi::OsString;
     use std::path::Path;
-    use wattio_runner::RecordCommand;
+    use wattio_overhead::RecordCommand;
 
     /// The runner builds `wattio record`'s command line itself; this parser must accept it,
     /// for every mechanism `--mechanisms` lets through (their names are `--source` values).

@@ -3,7 +3,6 @@
 //! Files are recognised by their CSV header or JSON fields, never by name, so a renamed
 //! file still loads and an unknown file is skipped with a note instead of an error.
 
-use crate::overhead::{IdleRun, LoadRun};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -13,6 +12,7 @@ use wattio_iobench::RunRecord;
 use wattio_meter::measure::bench::Report as MeasureReport;
 use wattio_meter::measure::{RunStatus, SingleRun};
 use wattio_meter::{EnergyReport, RecordRow};
+use wattio_overhead::{IdleRun, LoadRun};
 use wattio_sim::{RunResult, SweepRow};
 use wattio_transfer::{IntervalLog, TransferSummary};
 
@@ -410,9 +410,9 @@ fn csv_kind(cols: &[&str]) -> Option<CsvKind> {
     let record: Vec<&str> = wattio_meter::RECORD_CSV_HEADER.split(',').collect();
     if has(&record) {
         Some(CsvKind::Record)
-    } else if has(crate::overhead::LOAD_COLUMNS) {
+    } else if has(wattio_overhead::LOAD_COLUMNS) {
         Some(CsvKind::OverheadLoad)
-    } else if has(crate::overhead::IDLE_COLUMNS) {
+    } else if has(wattio_overhead::IDLE_COLUMNS) {
         Some(CsvKind::OverheadIdle)
     } else if has(wattio_iobench::RESULTS_CSV_COLUMNS) {
         Some(CsvKind::IoBench)
@@ -677,9 +677,9 @@ fn parse_csv(text: &str) -> Result<Vec<Dataset>, String> {
             }
             record_dataset(rows)
         }
-        CsvKind::OverheadLoad => crate::overhead::load_runs_from_csv(&headers, &rows)
+        CsvKind::OverheadLoad => wattio_overhead::load_runs_from_csv(&headers, &rows)
             .map(|runs| vec![Dataset::OverheadLoad { runs }]),
-        CsvKind::OverheadIdle => crate::overhead::idle_runs_from_csv(&headers, &rows)
+        CsvKind::OverheadIdle => wattio_overhead::idle_runs_from_csv(&headers, &rows)
             .map(|runs| vec![Dataset::OverheadIdle { runs }]),
         CsvKind::IoBench => {
             let rows = typed_rows(&header, &rows, "iobench results", "wattio iobench")?;

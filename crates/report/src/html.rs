@@ -4,13 +4,13 @@
 use crate::data::{
     label_all, transfer_energy_provenance, transfer_parameters, Dataset, Loaded, Scan,
 };
-use crate::overhead::{analyze_idle, analyze_load, fmt_p, IdleRun, LoadRun, OFF};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use wattio_energy::ModelParams;
 use wattio_energy::Provenance;
 use wattio_iobench::RunRecord;
+use wattio_overhead::{analyze_idle, analyze_load, fmt_p, IdleRun, LoadRun, OFF};
 use wattio_plot::{
     bar_chart, box_plot, energy_axis, esc, fmt_num, line_chart, BoxGroup, Chart, LineOpts,
     Reference, Series, XScale,

@@ -1,9 +1,7 @@
 //! # wattio-report
 //!
 //! Turns a directory of wattio result files into one self-contained HTML page (inline CSS
-//! and SVG, no network), and analyses the measurement-overhead study's runs into the
-//! paper-shaped tables of `wattio overhead` (the study itself runs in
-//! `wattio-runner`).
+//! and SVG, no network).
 //!
 //! * [`BenchTransfer`] reads a `make bench-transfer` run directory and writes its markdown
 //!   tables and grouped bar charts (`wattio report bench-transfer`).
@@ -14,13 +12,10 @@
 //! * [`render_html`] lays out the page (charts from `wattio-plot`); every figure carries its
 //!   energy provenance ("measured (perf)" / "estimated (model: …)") in its caption and SVG
 //!   metadata. [`write_report`] scans and writes it.
-//! * [`analyze_load`] / [`analyze_idle`] and the table writers turn overhead-study runs into
-//!   the paper-shaped tables of `wattio overhead`.
 
 mod bench_transfer;
 mod data;
 mod html;
-mod overhead;
 
 use std::path::Path;
 
@@ -30,10 +25,6 @@ pub use data::{
     Skipped, MAX_FILE_BYTES, RESULT_EXTENSIONS,
 };
 pub use html::render as render_html;
-pub use overhead::{
-    analyze_idle, analyze_load, idle_table_markdown, idle_tests_csv, time_table_markdown,
-    time_tests_csv, IdleTest, TimeTest,
-};
 
 pub use bench_transfer::{
     read_runs, summarise, write_bench_transfer, BenchCell, BenchRow, BenchRunMeta, BenchTransfer,

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use wattio_iobench::RunRecord;
-use wattio_report::analyze_load;
+use wattio_overhead::analyze_load;
 use wattio_report::{load_result_file, scan_results, Dataset};
 
 fn fixtures() -> PathBuf {

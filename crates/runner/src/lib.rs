@@ -1,6 +1,7 @@
 //! # wattio-runner
 //!
-//! What every wattio experiment runner shares, and the measurement-overhead study.
+//! What every wattio experiment runner shares (the iobench study and the overhead study,
+//! `wattio-overhead`, run on it).
 //!
 //! A runner walks a plan of runs through an *executor* (a trait per study: the real one starts
 //! processes, tests use fakes, so scheduling and collection are tested without starting
@@ -14,11 +15,6 @@
 //! * [`GroupChild`] — a child in its own process group, killed with its descendants on drop.
 //! * [`CsvLog`], [`read_rows`] — append-as-you-go result files and their reader.
 //! * [`StudyManifest`], [`open_study_dir`], [`StudyEnd`] — `study.json`, fresh start or resume.
-//! * The overhead study of the RAPL paper (section V): [`OverheadPlan`] and its round-robin
-//!   schedule, [`OverheadRunner`], the [`OverheadExecutor`] trait with
-//!   [`ProcessOverheadExecutor`] (which starts `wattio record` through [`RecordCommand`]),
-//!   and the run rows [`LoadRun`] and [`IdleRun`]. Its analysis and tables are in
-//!   `wattio-report`, which reads those rows.
 
 mod log;
 mod process;
@@ -29,13 +25,4 @@ pub use process::GroupChild;
 pub use study::{
     check_study_dir, mark_complete, open_study_dir, read_manifest, write_manifest, StudyEnd,
     StudyError, StudyManifest, MANIFEST_FILE,
-};
-
-mod overhead;
-pub use overhead::{
-    cstate_times, default_workloads, idle_runs_from_csv, load_runs_from_csv, scratch_dir,
-    IdleReadings, IdleRun, LoadRun, Measured, OverheadError, OverheadExecutor, OverheadPlan,
-    OverheadRunner, OverheadRuns, ProcessOverheadExecutor, RecordCommand, RecorderStats, RunBody,
-    RunSpec, ScheduledRun, Visit, WarmUp, Workload, IDLE_COLUMNS, IDLE_OPTIONAL_COLUMNS,
-    LOAD_COLUMNS, OFF,
 };

@@ -1,18 +1,18 @@
 //! The overhead study's runner: walks the schedule through an [`OverheadExecutor`], writes
 //! each run as it finishes, resumes where a study stopped.
 
-use super::executor::{OverheadExecutor, RunBody, RunSpec};
-use super::plan::{OverheadPlan, ScheduledRun};
-use super::rows::{IdleRun, LoadRun, OFF};
-use super::OverheadError;
-use crate::log::CsvLog;
-use crate::study::{check_study_dir, mark_complete, open_study_dir, StudyEnd, StudyManifest};
+use crate::executor::{OverheadExecutor, RunBody, RunSpec};
+use crate::plan::{OverheadPlan, ScheduledRun};
+use crate::rows::{IdleRun, LoadRun, OFF};
+use crate::OverheadError;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use wattio_energy::ModelParams;
 use wattio_progress::Cancel;
 use wattio_progress::{Eta, Sink, StudyProgress};
+use wattio_runner::CsvLog;
+use wattio_runner::{check_study_dir, mark_complete, open_study_dir, StudyEnd, StudyManifest};
 
 /// The study's name in `study.json`.
 const STUDY: &str = "wattio overhead";
@@ -325,9 +325,9 @@ impl OverheadRunner<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::overhead::executor::{IdleReadings, Measured};
-    use crate::overhead::plan::Workload;
-    use crate::overhead::record::RecorderStats;
+    use crate::executor::{IdleReadings, Measured};
+    use crate::plan::Workload;
+    use crate::record::RecorderStats;
     use std::sync::{Arc, Mutex};
 
     fn plan() -> OverheadPlan {
@@ -486,10 +486,10 @@ mod tests {
         assert_eq!(out.load.len(), 2 * 5 * 2 * 2);
         assert_eq!(out.idle.len(), 5 * 2 * 2);
         let on_disk: Vec<LoadRun> =
-            crate::read_rows(&std::fs::read(d.path().join("runs.csv")).unwrap()).unwrap();
+            wattio_runner::read_rows(&std::fs::read(d.path().join("runs.csv")).unwrap()).unwrap();
         assert_eq!(on_disk, out.load);
         let idle: Vec<IdleRun> =
-            crate::read_rows(&std::fs::read(d.path().join("idle.csv")).unwrap()).unwrap();
+            wattio_runner::read_rows(&std::fs::read(d.path().join("idle.csv")).unwrap()).unwrap();
         assert_eq!(idle, out.idle);
         let r = out.idle.iter().find(|r| r.mechanism == "ebpf").unwrap();
         assert_eq!(
@@ -523,9 +523,9 @@ mod tests {
         let end = go_unheard(&runner(&p, d.path()), &mut fake, false, &cancel).unwrap();
         assert_eq!(end, StudyEnd::Interrupted { kept: 11, total });
         let load: Vec<LoadRun> =
-            crate::read_rows(&std::fs::read(d.path().join("runs.csv")).unwrap()).unwrap();
+            wattio_runner::read_rows(&std::fs::read(d.path().join("runs.csv")).unwrap()).unwrap();
         let idle: Vec<IdleRun> =
-            crate::read_rows(&std::fs::read(d.path().join("idle.csv")).unwrap_or_default())
+            wattio_runner::read_rows(&std::fs::read(d.path().join("idle.csv")).unwrap_or_default())
                 .unwrap_or_default();
         assert_eq!(load.len() + idle.len(), 11);
 
@@ -576,7 +576,7 @@ mod tests {
             "all runs, no duplicate"
         );
         let on_disk: Vec<LoadRun> =
-            crate::read_rows(&std::fs::read(d.path().join("runs.csv")).unwrap()).unwrap();
+            wattio_runner::read_rows(&std::fs::read(d.path().join("runs.csv")).unwrap()).unwrap();
         assert_eq!(on_disk.len(), out.load.len());
     }
 

@@ -1,8 +1,7 @@
 //! `wattio record` as the overhead study's recorder: its command line, built in one place,
 //! and the running process.
 
-use super::OverheadError;
-use crate::process::GroupChild;
+use crate::OverheadError;
 use rustix::process::Signal;
 use std::ffi::OsString;
 use std::io::BufRead;
@@ -11,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use wattio_energy::attribution::cputime;
 use wattio_progress::Cancel;
+use wattio_runner::GroupChild;
 
 /// A `wattio record` command line: `record --source S --freq F --format csv -o FILE`.
 /// The binary's argument parser is checked against it by a test of `wattio` itself.

@@ -1,9 +1,8 @@
 //! How one run of the overhead study is carried out: the [`OverheadExecutor`] trait the
 //! runner talks to, and [`ProcessOverheadExecutor`], which starts the real processes.
 
-use super::record::{RecordCommand, Recorder, RecorderStats};
-use super::{OverheadError, Workload};
-use crate::process::GroupChild;
+use crate::record::{RecordCommand, Recorder, RecorderStats};
+use crate::{OverheadError, Workload};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -11,6 +10,7 @@ use std::time::{Duration, Instant};
 use wattio_energy::attribution::cputime;
 use wattio_energy::SysRoot;
 use wattio_progress::{Cancel, Waited};
+use wattio_runner::GroupChild;
 
 /// What one run does between the recorder's start and stop.
 #[derive(Debug, Clone, Copy, PartialEq)]

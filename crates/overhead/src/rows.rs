@@ -1,8 +1,8 @@
 //! The overhead study's result rows: one [`LoadRun`] per timed workload run (`runs.csv`), one
 //! [`IdleRun`] per idle run (`idle.csv`). The runner writes them, `wattio report` reads them.
 
-use crate::log::row_from_record;
 use serde::{Deserialize, Serialize};
+use wattio_runner::row_from_record;
 
 /// Columns of the load-run CSV (`runs.csv`), the [`LoadRun`] fields in order.
 pub const LOAD_COLUMNS: &[&str] = &[

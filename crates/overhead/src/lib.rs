@@ -1,4 +1,6 @@
-//! The measurement-overhead study of the RAPL paper (section V) — plan, schedule and runner.
+//! wattio-overhead: the measurement-overhead study of the RAPL paper (section V), behind
+//! `wattio overhead` — plan, schedule, runner, rows, and their analysis into the paper's
+//! appendix tables.
 //!
 //! * **Load runs**: a fixed amount of work (a `stress-ng` method or the user's command)
 //!   is timed with no recorder ("off") and with `wattio record` sampling at each
@@ -10,8 +12,12 @@
 //!   `wattio_energy::attribution::cputime`), the model-estimated power from those, and
 //!   C-state residency where `/sys/devices/system/cpu/cpu*/cpuidle` exists.
 //!
-//! The analysis (outliers, Wilcoxon, Holm, Hodges–Lehmann) and the appendix-shaped tables
-//! are in `wattio_report::overhead`, which reads the rows written here.
+//! The runner writes its rows as it goes through `wattio-runner` (result logs, resume, process
+//! groups: what every study shares). The analysis (outliers, Wilcoxon, Holm, Hodges–Lehmann)
+//! turns them into the appendix-shaped tables ([`analyze_load`], [`analyze_idle`] and the
+//! table writers); `wattio report` reads the same rows and draws them.
+
+mod analysis;
 
 mod executor;
 mod plan;
@@ -19,6 +25,10 @@ mod record;
 mod rows;
 mod runner;
 
+pub use analysis::{
+    analyze_idle, analyze_load, fmt_p, idle_table_markdown, idle_tests_csv, time_table_markdown,
+    time_tests_csv, IdleTest, TimeTest,
+};
 pub use executor::{
     cstate_times, scratch_dir, IdleReadings, Measured, OverheadExecutor, ProcessOverheadExecutor,
     RunBody, RunSpec,
@@ -58,9 +68,9 @@ pub enum OverheadError {
     #[error("cancelled")]
     Cancelled,
     #[error(transparent)]
-    Study(#[from] crate::StudyError),
+    Study(#[from] wattio_runner::StudyError),
     #[error(transparent)]
-    Log(#[from] crate::LogError),
+    Log(#[from] wattio_runner::LogError),
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }

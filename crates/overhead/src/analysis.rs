@@ -1,6 +1,5 @@
 //! Analysis of the measurement-overhead study of the RAPL paper (section V): the runs
-//! `wattio overhead` wrote (rows and runner in `wattio-runner`) turned into tables shaped like
-//! the paper's appendices A and B.
+//! `wattio overhead` wrote turned into tables shaped like the paper's appendices A and B.
 //!
 //! * **Running time**: per combination, outliers outside `[q1 − 3·IQR, q3 + 3·IQR]` are
 //!   removed; each (workload, mechanism, frequency) is compared with the workload's "off"
@@ -19,10 +18,7 @@ use wattio_stats::{
     PAPER_IQR_FACTOR,
 };
 
-/// The rows the report reads, owned by their producer.
-pub(crate) use wattio_runner::{
-    idle_runs_from_csv, load_runs_from_csv, IdleRun, LoadRun, IDLE_COLUMNS, LOAD_COLUMNS, OFF,
-};
+use crate::{IdleRun, LoadRun, OFF};
 
 fn csv_quote(s: &str) -> String {
     if s.contains([',', '"', '\n']) {

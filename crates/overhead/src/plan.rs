@@ -203,7 +203,7 @@ impl OverheadPlan {
             .map_or("idle", |w| w.name.as_str());
         match &r.mechanism {
             Some(m) => format!("{target} {m} {} Hz", r.freq_hz),
-            None => format!("{target} {}", super::OFF),
+            None => format!("{target} {}", crate::OFF),
         }
     }
 }
