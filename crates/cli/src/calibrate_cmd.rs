@@ -6,10 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use wattio_energy::{SourceChoice, SysRoot};
-use wattio_meter::{
-    calibrate as run_calibration, CalibrateConfig, CalibrateError, LoadDriver, SpinDriver,
-    StressNgDriver,
-};
+use wattio_meter::{calibrate as run_calibration, CalibrateConfig, CalibrateError, DriverChoice};
 use wattio_units::{format_duration, parse_duration_or_seconds};
 
 #[derive(Args)]
@@ -29,8 +26,8 @@ pub struct CalibrateArgs {
     #[arg(long, default_value = "2s", value_parser = parse_duration_or_seconds)]
     settle: Duration,
     /// What loads the CPUs: auto (stress-ng when installed, else spin), spin or stress-ng.
-    #[arg(long, default_value = "auto", value_parser = ["auto", "spin", "stress-ng"])]
-    driver: String,
+    #[arg(long, value_enum, default_value_t = DriverChoice::Auto)]
+    driver: DriverChoice,
     /// Where to write the model file (JSON), for `--model FILE`.
     #[arg(short = 'o', long)]
     output: PathBuf,
@@ -39,15 +36,7 @@ pub struct CalibrateArgs {
 pub fn calibrate(a: CalibrateArgs) -> Result<ExitCode> {
     let root = SysRoot::from_env();
     let n_cpus = wattio_energy::online_cpu_count(&root)?;
-    let mut driver: Box<dyn LoadDriver> = match a.driver.as_str() {
-        "spin" => Box::new(SpinDriver { n_cpus }),
-        "stress-ng" if !StressNgDriver::available() => {
-            bail!("--driver stress-ng: stress-ng is not on the PATH; install it (apt-get install stress-ng) or use --driver spin")
-        }
-        "stress-ng" => Box::new(StressNgDriver { n_cpus }),
-        _ if StressNgDriver::available() => Box::new(StressNgDriver { n_cpus }),
-        _ => Box::new(SpinDriver { n_cpus }),
-    };
+    let mut driver = a.driver.open(n_cpus)?;
     if a.output.is_dir() {
         bail!(
             "{} is a directory: give -o a file name, e.g. -o model.json",

@@ -13,7 +13,7 @@ use wattio_energy::{discover, ModelParams, SysRoot};
 use wattio_overhead::{
     analyze_idle, analyze_load, cstate_times, default_workloads, idle_table_markdown,
     idle_tests_csv, scratch_dir, time_table_markdown, time_tests_csv, OverheadError, OverheadPlan,
-    OverheadRunner, ProcessOverheadExecutor, Workload,
+    OverheadRunner, ProcessOverheadExecutor, RunOrder, Workload,
 };
 use wattio_runner::{read_manifest, StudyEnd};
 use wattio_units::parse_duration_or_seconds;
@@ -43,10 +43,10 @@ pub struct OverheadArgs {
     /// Multiplies the stress-ng bogo-op counts (1.0 ≈ 1-2 s per run on a 2-vCPU VM).
     #[arg(long)]
     scale: Option<f64>,
-    /// Run order within each round: "shuffled" (default; a new order every round, from
-    /// --seed) or "fixed" (the paper's order: off first, then rising frequency).
-    #[arg(long, default_value = "shuffled", value_parser = ["shuffled", "fixed"])]
-    order: String,
+    /// Run order within each round: shuffled (a new order every round, from --seed) or fixed
+    /// (the paper's order: off first, then rising frequency).
+    #[arg(long, value_enum, default_value_t = RunOrder::Shuffled)]
+    order: RunOrder,
     /// Seed of the shuffled order (the run order is reproducible).
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -148,7 +148,7 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
         rounds,
         idle,
         settle: a.settle,
-        shuffle_seed: (a.order == "shuffled").then_some(a.seed),
+        shuffle_seed: a.order.shuffle_seed(a.seed),
     };
     let (out_dir, resume) = study_ui::output_dir(a.output.as_deref(), a.resume.as_deref(), || {
         let t = std::time::SystemTime::now()

@@ -3,7 +3,7 @@
 
 use crate::{study_ui, OnOff};
 use anyhow::{anyhow, bail, Context};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -11,8 +11,8 @@ use wattio_http::{Server, ServerConfig};
 use wattio_progress::Sink;
 use wattio_transfer::{
     json_terminal_safe, run_transfer, terminal_safe, ClientTlsOptions, CoreBackend, EnergyFeedback,
-    FixedParams, Notice, Sla, TransferOptions, TransferProgress, TunerChoice, DEFAULT_MAX_CHANNELS,
-    DEFAULT_RETRIES,
+    FixedParams, Notice, Sla, TransferOptions, TransferProgress, TunerChoice, TunerKind,
+    DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
 };
 use wattio_units::{parse_duration, BitRate, ByteSize};
 
@@ -56,16 +56,6 @@ pub struct ServeArgs {
     pub tls_key: Option<PathBuf>,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum TunerArg {
-    /// ME / EEMT / EETT (Di Tacchio et al.).
-    Wattio,
-    /// MinE / HTEE / SLAEE baselines (Alan, Arslan, Kosar heuristics).
-    Alan,
-    /// Fixed --cc, --parallelism, --pipelining.
-    Fixed,
-}
-
 /// `wattio transfer SOURCE DEST --sla ...`
 #[derive(Args, Debug)]
 pub struct TransferArgs {
@@ -101,8 +91,8 @@ pub struct TransferArgs {
     #[arg(long)]
     pub window: Option<ByteSize>,
     /// Tuning algorithm.
-    #[arg(long, value_enum, default_value_t = TunerArg::Wattio)]
-    pub tuner: TunerArg,
+    #[arg(long, value_enum, default_value_t = TunerKind::Wattio)]
+    pub tuner: TunerKind,
     /// Files in flight (--tuner fixed).
     #[arg(long, default_value_t = 1)]
     pub cc: usize,
@@ -228,15 +218,14 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
         bail!("--max-channels, --cc, --parallelism and --pipelining must be at least 1");
     }
     o.max_ch = a.max_channels;
-    o.tuner = match a.tuner {
-        TunerArg::Wattio => TunerChoice::Wattio,
-        TunerArg::Alan => TunerChoice::Alan,
-        TunerArg::Fixed => TunerChoice::Fixed(FixedParams {
+    o.tuner = TunerChoice::of_kind(
+        a.tuner,
+        FixedParams {
             cc: a.cc,
             p: a.parallelism,
             pp: a.pipelining,
-        }),
-    };
+        },
+    );
     o.interval = a.interval;
     if o.interval < Duration::from_millis(50) {
         bail!("--interval must be at least 50ms");
@@ -244,7 +233,7 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
     o.retries = a.retries;
     o.core_backend = a.cpu_actuator;
     o.cpufreq = a.cpufreq == OnOff::On;
-    o.cpu_scaling = !a.no_cpu_scaling && a.tuner == TunerArg::Wattio;
+    o.cpu_scaling = !a.no_cpu_scaling && a.tuner == TunerKind::Wattio;
     o.meter = !a.no_meter;
     o.energy_feedback = a.energy_feedback;
     if !a.no_progress && !a.json {

@@ -82,6 +82,35 @@ impl StressNgDriver {
     }
 }
 
+/// Which driver loads the CPUs (`wattio calibrate --driver`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum DriverChoice {
+    /// stress-ng when installed, else the spinner.
+    Auto,
+    /// wattio's own spinner ([`SpinDriver`]).
+    Spin,
+    /// stress-ng ([`StressNgDriver`]); an error when it is not installed.
+    StressNg,
+}
+
+impl DriverChoice {
+    /// The driver this choice names, on `n_cpus` threads.
+    pub fn open(self, n_cpus: usize) -> Result<Box<dyn LoadDriver>, CalibrateError> {
+        Ok(match self {
+            DriverChoice::Spin => Box::new(SpinDriver { n_cpus }),
+            DriverChoice::StressNg if !StressNgDriver::available() => {
+                return Err(CalibrateError::NoStressNg)
+            }
+            DriverChoice::StressNg => Box::new(StressNgDriver { n_cpus }),
+            DriverChoice::Auto if StressNgDriver::available() => {
+                Box::new(StressNgDriver { n_cpus })
+            }
+            DriverChoice::Auto => Box::new(SpinDriver { n_cpus }),
+        })
+    }
+}
+
 impl LoadDriver for StressNgDriver {
     fn name(&self) -> String {
         format!("stress-ng --cpu {} --cpu-load", self.n_cpus)
@@ -140,6 +169,8 @@ pub struct CalibrateConfig {
 /// Why a calibration could not be made; each is one line naming the fix.
 #[derive(Debug, thiserror::Error)]
 pub enum CalibrateError {
+    #[error("--driver stress-ng: stress-ng is not on the PATH; install it (apt-get install stress-ng) or use --driver spin")]
+    NoStressNg,
     #[error("calibrate needs a RAPL energy counter (perf, powercap or msr) and none is usable here ({0}); calibrating a model against the model would prove nothing: run it on a machine of the same type that exposes RAPL (`wattio probe` says what is missing)")]
     NoRapl(String),
     #[error("{0}")]

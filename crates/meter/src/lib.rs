@@ -40,7 +40,8 @@ pub use attribute::{
     SeriesGuard, SeriesUpdate,
 };
 pub use calibrate::{
-    calibrate, open_rapl, CalibrateConfig, CalibrateError, LoadDriver, SpinDriver, StressNgDriver,
+    calibrate, open_rapl, CalibrateConfig, CalibrateError, DriverChoice, LoadDriver, SpinDriver,
+    StressNgDriver,
 };
 pub use export::{serve_openmetrics, Exporter};
 pub use meter::{unix_now, DomainEnergy, EnergyReport, Meter, MeterConfig, Snapshot};

@@ -33,7 +33,7 @@ pub use executor::{
     cstate_times, scratch_dir, IdleReadings, Measured, OverheadExecutor, ProcessOverheadExecutor,
     RunBody, RunSpec,
 };
-pub use plan::{default_workloads, OverheadPlan, ScheduledRun, Visit, Workload};
+pub use plan::{default_workloads, OverheadPlan, RunOrder, ScheduledRun, Visit, Workload};
 pub use record::{RecordCommand, RecorderStats};
 pub use rows::{
     idle_runs_from_csv, load_runs_from_csv, IdleRun, LoadRun, IDLE_COLUMNS, IDLE_OPTIONAL_COLUMNS,

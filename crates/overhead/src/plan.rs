@@ -76,6 +76,23 @@ pub fn default_workloads(workers: usize, scale: f64) -> Vec<Workload> {
     ]
 }
 
+/// The run order within each round (`wattio overhead --order`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum RunOrder {
+    /// A new order every round, from a seed (reproducible).
+    Shuffled,
+    /// The paper's order: off first, then rising frequency.
+    Fixed,
+}
+
+impl RunOrder {
+    /// [`OverheadPlan::shuffle_seed`] for this order and `seed`.
+    pub fn shuffle_seed(self, seed: u64) -> Option<u64> {
+        (self == RunOrder::Shuffled).then_some(seed)
+    }
+}
+
 /// What `wattio overhead` runs. Serialised into `study.json`, where a resume compares it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OverheadPlan {

@@ -46,7 +46,7 @@ pub use summary::{
 };
 // The tuner types the options and the summary hold, so that a caller of the engine needs no
 // second import for them.
-pub use wattio_tuner::{FixedParams, NetParams, Sla, TransferPlan, TunerChoice};
+pub use wattio_tuner::{FixedParams, NetParams, Sla, TransferPlan, TunerChoice, TunerKind};
 
 #[cfg(feature = "engine")]
 pub use client::{

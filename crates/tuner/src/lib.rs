@@ -22,7 +22,7 @@ pub use alg1::{
 pub use baseline::{AlanHeuristic, FixedParams, SlaeeTuner, StaticTuner};
 pub use fsm::{EemtTuner, EettTuner, MeTuner, SlowStart, State, Thresholds};
 pub use scaler::{CpuScaler, ScalerOrder};
-pub use start::{StartRules, Timeouts, TunerChoice, EEMT_START_FACTOR, OPEN_AHEAD};
+pub use start::{StartRules, Timeouts, TunerChoice, TunerKind, EEMT_START_FACTOR, OPEN_AHEAD};
 
 use serde::Serialize;
 use wattio_units::BitRate;

@@ -10,6 +10,19 @@ use super::{
 use serde::Serialize;
 use std::time::Duration;
 
+/// The families of tuners, as a user picks one (`--tuner`); [`TunerChoice::of_kind`] adds
+/// the fixed parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum TunerKind {
+    /// ME / EEMT / EETT (Di Tacchio et al.).
+    Wattio,
+    /// MinE / HTEE / SLAEE baselines (Alan, Arslan, Kosar heuristics).
+    Alan,
+    /// Fixed --cc, --parallelism, --pipelining.
+    Fixed,
+}
+
 /// Which tuner implementation runs the SLA.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub enum TunerChoice {
@@ -19,6 +32,17 @@ pub enum TunerChoice {
     Alan,
     /// Fixed concurrency, parallelism and pipelining.
     Fixed(FixedParams),
+}
+
+impl TunerChoice {
+    /// The tuner of `kind`; `fixed` is used by [`TunerKind::Fixed`] only.
+    pub fn of_kind(kind: TunerKind, fixed: FixedParams) -> TunerChoice {
+        match kind {
+            TunerKind::Wattio => TunerChoice::Wattio,
+            TunerKind::Alan => TunerChoice::Alan,
+            TunerKind::Fixed => TunerChoice::Fixed(fixed),
+        }
+    }
 }
 
 /// EEMT opens this many times Algorithm 1's channels at the start (ours). Algorithm 1 counts
