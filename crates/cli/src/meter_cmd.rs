@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use wattio_energy::attribution::{By, IdlePolicy};
 use wattio_energy::{Domain, ModelChoice, ModelParams, ProbeReport, SourceChoice, SysRoot, Wrap};
-use wattio_meter::{record_rows, Meter, MeterConfig, RecordFormat, SamplerConfig};
+use wattio_meter::{record_rows, Meter, MeterConfig, RecordFormat, RecordProgress, SamplerConfig};
+use wattio_progress::Sink;
 use wattio_units::{format_duration, parse_duration_bare, parse_duration_or_seconds, BareUnit};
 
 /// Options that choose and configure the energy source; shared by every command that meters.
@@ -312,10 +313,13 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
         );
     }
     let progress = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let samples = Arc::clone(&progress);
     let scfg = SamplerConfig {
         freq_hz: a.freq,
         duration: a.duration,
-        progress: Some(Arc::clone(&progress)),
+        progress: Sink::new(move |p: &RecordProgress| {
+            samples.store(p.samples, std::sync::atomic::Ordering::Relaxed)
+        }),
         ..SamplerConfig::default()
     };
     let attribution = match a.attribution.by {

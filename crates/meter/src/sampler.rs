@@ -11,12 +11,10 @@
 //! ([`wattio_energy::max_safe_period`]), the loop reads several times per row.
 
 use std::io::{self, Write};
-use std::sync::atomic::Ordering;
 use std::sync::mpsc::{sync_channel, TrySendError};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wattio_energy::{max_safe_period, Accumulator, CounterDelta, EnergyError, Source};
-use wattio_progress::Cancel;
+use wattio_progress::{Cancel, Sink};
 
 use crate::meter::unix_now;
 use crate::sink::{RecordFormat, RowFormatter};
@@ -42,8 +40,15 @@ pub struct SamplerConfig {
     /// Capacity of the queue between the reading and the writing thread, in samples.
     pub queue_capacity: usize,
     pub pacing: Pacing,
-    /// Incremented with every sample handed to the writer, for progress displays.
-    pub progress: Option<Arc<std::sync::atomic::AtomicU64>>,
+    /// Told how many samples were handed to the writer so far, after each batch (for
+    /// progress displays).
+    pub progress: Sink<RecordProgress>,
+}
+
+/// How far a recording is: samples handed to the writer so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordProgress {
+    pub samples: u64,
 }
 
 impl Default for SamplerConfig {
@@ -53,7 +58,7 @@ impl Default for SamplerConfig {
             duration: None,
             queue_capacity: 4096,
             pacing: Pacing::Timerfd,
-            progress: None,
+            progress: Sink::none(),
         }
     }
 }
@@ -400,9 +405,9 @@ pub fn run_sampler<S: SampleSink>(
                 match tx.try_send(std::mem::take(&mut batch)) {
                     Ok(()) => {
                         stats.samples += k;
-                        if let Some(p) = &cfg.progress {
-                            p.fetch_add(k, Ordering::Relaxed);
-                        }
+                        cfg.progress.tell(&RecordProgress {
+                            samples: stats.samples,
+                        });
                     }
                     Err(TrySendError::Full(b)) => batch = b, // retried at the next sample
                     Err(TrySendError::Disconnected(_)) => {
