@@ -4,15 +4,10 @@
 //! RAPL counters are machine-wide (the perf `power` PMU refuses per-task events), so the
 //! `total_j` of a run is the whole machine's energy while the command ran, as with
 //! `perf stat -a -e power/...`. The command's own share, `command_j`, is its CPU-time share of
-//! that total ([`wattio_energy::attribution::share_j`]):
-//!
-//! ```text
-//! command_j = total_j · c / max(n · Δt, c)
-//! ```
-//!
-//! with `c` the user + system CPU seconds of the command and every descendant it waited for
-//! (`wait4` rusage), `n` the online CPUs and `Δt` the run's duration. The denominator is never
-//! smaller than `c`, so `command_j ≤ total_j` always, however small the command.
+//! that total ([`wattio_energy::attribution::share_j`], whose formula is written there once),
+//! with the user + system CPU seconds of the command and every descendant it waited for
+//! (`wait4` rusage), the online CPUs and the run's duration; it is never more than `total_j`,
+//! however small the command.
 //!
 //! * [`Executor`] runs a [`CommandSpec`] once and reports a [`RunReport`]; [`MeterExecutor`] is
 //!   the real one (spawn, `wait4`, two meter snapshots). Tests substitute fakes.
@@ -174,8 +169,8 @@ pub struct RunReport {
     pub child_cpu_s: f64,
     /// Online CPUs, the `n` of the split.
     pub n_cpus: usize,
-    /// The command's CPU-time share of `total_j`: `total_j · c / max(n · Δt, c)`; never more
-    /// than `total_j`.
+    /// The command's CPU-time share of `total_j` (`attribution::share_j`); never more than
+    /// `total_j`.
     pub command_j: f64,
     /// `total_label`, attributed (cpu-time share).
     pub command_label: String,
