@@ -558,6 +558,13 @@ fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
             summary: Box::new(summary),
         }]);
     }
+    if has(&v, &["study", "plan", "total_runs", "complete"]) {
+        let m: wattio_runner::StudyManifest = typed(v, "study manifest", "the study")?;
+        return Err(format!(
+            "the manifest of a `{}` study (its plan, read by --resume), not a result: its runs are in the CSV files beside it",
+            m.study
+        ));
+    }
     Err("JSON of unknown shape (not a measure, iobench, cache or transfer result)".into())
 }
 

@@ -197,6 +197,24 @@ fn bad_files_are_skipped_with_reasons() {
         "{broken}"
     );
     assert!(reason("unknown.json").contains("unknown shape"));
+    // A study's own manifest, as the runner writes it, is named as such.
+    let d = tempfile::tempdir().unwrap();
+    wattio_runner::write_manifest(
+        d.path(),
+        &wattio_runner::StudyManifest {
+            study: "wattio overhead".into(),
+            command: "wattio overhead --quick".into(),
+            plan: serde_json::json!({"rounds": 1}),
+            total_runs: 3,
+            complete: false,
+        },
+    )
+    .unwrap();
+    let why = load_result_file(&d.path().join(wattio_runner::MANIFEST_FILE)).unwrap_err();
+    assert!(
+        why.starts_with("the manifest of a `wattio overhead` study") && why.contains("CSV files"),
+        "{why}"
+    );
     // A summary from before the source kind and verification were recorded (a real one, from
     // the bench fixtures): one line naming the field and the fix.
     let older = reason("transfer-older.json");
