@@ -8,10 +8,9 @@
 //! the writes still in the cache manager's queue and never leaves a corrupt entry.
 
 use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
+use std::fs::{self, File};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 const MAGIC: &[u8; 4] = b"WIO1";
 const HEADER: u64 = 4 + 8 + 8;
@@ -81,7 +80,6 @@ pub struct StoredEntry {
 #[derive(Debug)]
 pub struct FsStore {
     dir: PathBuf,
-    seq: AtomicU64,
 }
 
 fn encode(name: &str) -> Result<String, StoreError> {
@@ -127,10 +125,7 @@ impl FsStore {
             "cannot create cache directory {}",
             dir.display()
         )))?;
-        let store = FsStore {
-            dir,
-            seq: AtomicU64::new(0),
-        };
+        let store = FsStore { dir };
         let mut index: HashMap<String, StoredEntry> = HashMap::new();
         let mut rep = RebuildReport::default();
         let rd =
@@ -139,7 +134,7 @@ impl FsStore {
             let ent = ent.map_err(io(format!("cannot list {}", store.dir.display())))?;
             let fname = ent.file_name().to_string_lossy().into_owned();
             let path = ent.path();
-            if fname.starts_with(".tmp.") {
+            if wattio_files::is_temporary(&fname) {
                 fs::remove_file(&path).map_err(io(format!(
                     "cannot remove stale temporary file {}",
                     path.display()
@@ -208,40 +203,16 @@ impl FsStore {
 
     fn write_atomic(&self, name: &str, kind: Kind, payload: &[u8]) -> Result<(), StoreError> {
         let dst = self.path(name, kind)?;
-        let n = self.seq.fetch_add(1, Ordering::Relaxed);
-        let tmp = self.dir.join(format!(
-            ".tmp.{}.{}.{}.{}",
-            encode(name)?,
-            kind.ext(),
-            std::process::id(),
-            n
-        ));
-        let res = (|| {
-            let mut f = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&tmp)
-                .map_err(io(format!("cannot create {}", tmp.display())))?;
-            let mut head = Vec::with_capacity(HEADER as usize);
-            head.extend_from_slice(MAGIC);
-            head.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-            head.extend_from_slice(&fnv1a64(payload).to_le_bytes());
-            f.write_all(&head)
-                .and_then(|_| f.write_all(payload))
-                .map_err(io(format!("cannot write {}", tmp.display())))?;
-            f.sync_all()
-                .map_err(io(format!("cannot fsync {}", tmp.display())))?;
-            fs::rename(&tmp, &dst).map_err(io(format!(
-                "cannot rename {} to {}",
-                tmp.display(),
-                dst.display()
-            )))?;
-            self.sync_dir()
-        })();
-        if res.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        res
+        wattio_files::write_atomically(&dst, |w| {
+            w.write_all(MAGIC)?;
+            w.write_all(&(payload.len() as u64).to_le_bytes())?;
+            w.write_all(&fnv1a64(payload).to_le_bytes())?;
+            w.write_all(payload)
+        })
+        .map_err(|e| StoreError::Io {
+            what: format!("cannot {} {}", e.step, e.path.display()),
+            source: e.source,
+        })
     }
 
     fn read_checked(&self, name: &str, kind: Kind) -> Result<Vec<u8>, StoreError> {

@@ -302,12 +302,8 @@ pub fn write_listing(root: &Path) -> std::io::Result<PathBuf> {
     let dir = root.join(".wattio");
     std::fs::create_dir_all(&dir)?;
     let p = dir.join("listing.json");
-    let tmp = dir.join("listing.json.tmp");
-    std::fs::write(
-        &tmp,
-        serde_json::to_vec_pretty(&l).expect("listing serializes"),
-    )?;
-    std::fs::rename(&tmp, &p)?;
+    let body = serde_json::to_vec_pretty(&l).expect("listing serializes");
+    wattio_files::write_atomically(&p, |w| w.write_all(&body))?;
     Ok(p)
 }
 

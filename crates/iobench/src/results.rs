@@ -115,20 +115,14 @@ impl RunRecord {
 /// `path`, so a failure never leaves half a file where a complete one was (a study's
 /// `results.csv` is rewritten with the same rows when it ends).
 pub fn write_results_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
-    let tmp = path.with_extension("csv.tmp");
-    let write = || -> Result<()> {
-        let mut w =
-            csv::Writer::from_path(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    wattio_files::write_atomically(path, |out| {
+        let mut w = csv::Writer::from_writer(out);
         for r in rows {
-            w.serialize(r)?;
+            w.serialize(r).map_err(std::io::Error::other)?;
         }
-        w.flush()?;
-        std::fs::rename(&tmp, path)
-            .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
-    };
-    write().inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+        w.flush()
+    })?;
+    Ok(())
 }
 
 /// Reads rows written by [`write_results_csv`].

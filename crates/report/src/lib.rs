@@ -72,17 +72,13 @@ pub fn write_report(
         input.parent().unwrap_or(input)
     };
     let html = html::render(&scan, base, title);
-    // Write to a temporary name and rename so a failed run never leaves half a page.
-    let tmp = output.with_extension("html.tmp");
-    std::fs::write(&tmp, &html)
-        .and_then(|_| std::fs::rename(&tmp, output))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            ReportError::Output {
-                path: output.display().to_string(),
-                source: e,
-            }
-        })?;
+    // A failed run never leaves half a page.
+    wattio_files::write_atomically(output, |w| w.write_all(html.as_bytes())).map_err(|e| {
+        ReportError::Output {
+            path: output.display().to_string(),
+            source: e.into(),
+        }
+    })?;
     Ok(ReportSummary {
         datasets: scan.loaded.len(),
         skipped: scan

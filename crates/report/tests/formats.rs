@@ -271,7 +271,12 @@ fn write_report_is_atomic_and_errors_name_the_problem() {
     assert!(std::fs::read_to_string(&out)
         .unwrap()
         .starts_with("<!DOCTYPE html>"));
-    assert!(!d.path().join("r.html.tmp").exists());
+    // no temporary file left beside it
+    let names: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["r.html"]);
     let e = wattio_report::write_report(
         &fixtures().join("results"),
         &d.path().join("no/such/dir/r.html"),

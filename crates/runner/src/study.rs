@@ -97,14 +97,15 @@ pub fn read_manifest(dir: &Path) -> Result<Option<StudyManifest>, StudyError> {
     }
 }
 
-/// Writes `m` as `dir/study.json` (through a temporary file, so it is never half written).
+/// Writes `m` as `dir/study.json` (atomically: `wattio_files::write_atomically`).
 pub fn write_manifest(dir: &Path, m: &StudyManifest) -> Result<(), StudyError> {
     let path = dir.join(MANIFEST_FILE);
-    let tmp = dir.join(format!("{MANIFEST_FILE}.tmp"));
     let text = serde_json::to_string_pretty(m).expect("a manifest always serialises");
     std::fs::create_dir_all(dir)
-        .and_then(|_| std::fs::write(&tmp, text + "\n"))
-        .and_then(|_| std::fs::rename(&tmp, &path))
+        .and_then(|_| {
+            wattio_files::write_atomically(&path, |w| w.write_all((text + "\n").as_bytes()))
+                .map_err(io::Error::from)
+        })
         .map_err(|source| StudyError::Io {
             path: path.display().to_string(),
             source,

@@ -160,14 +160,11 @@ pub(crate) fn read_manifest(path: &Path) -> Result<Vec<DatasetFile>> {
 }
 
 fn write_manifest(path: &Path, entries: &[DatasetFile]) -> Result<()> {
-    let tmp = path.with_extension("tsv.tmp");
-    let mut f =
-        fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
-    for e in entries {
-        writeln!(f, "{}\t{}", e.path, e.size)?;
-    }
-    f.sync_all()?;
-    fs::rename(&tmp, path)?;
+    wattio_files::write_atomically(path, |w| {
+        entries
+            .iter()
+            .try_for_each(|e| writeln!(w, "{}\t{}", e.path, e.size))
+    })?;
     Ok(())
 }
 
