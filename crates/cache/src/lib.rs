@@ -3,7 +3,7 @@
 //! - [`CacheManager`] (configured by [`CacheConfig`] and [`WriteOptions`]; answers
 //!   [`CacheStatus`]), tying a store to a [`wattio_power::PowerManager`]; writes wait in a
 //!   capped deferred queue while the disk sleeps ([`FlushReport`], [`LostWrite`]), and ghost
-//!   hints go to a [`GhostSink`].
+//!   hints go to a `Sink<`[`GhostNotice`]`>`.
 //! - [`choose_read`]: expected time and energy ([`AccessCost`], [`access_cost`]) of disk and
 //!   network reads in the devices' current state ([`SourceState`]: mode, transition under way,
 //!   queued I/O), weighted by eq. (4); the [`Choice`] names the [`ReadSource`] and a ghost hint
@@ -17,11 +17,12 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use wattio_cache::{CacheConfig, CacheManager, CacheStatus, ReadSource};
+//! use wattio_cache::{CacheConfig, CacheManager, CacheStatus, GhostNotice, ReadSource};
 //! use wattio_power::{
 //!     DiskController, DiskPolicy, GhostPolicy, IoOp, NetController, NetPolicy, PowerManager,
 //!     Profile, RealClock, Transfer,
 //! };
+//! use wattio_progress::Sink;
 //!
 //! let profile = Profile::builtin("paper-2004")?;
 //! let pm = Arc::new(PowerManager::new(Arc::new(RealClock::new()), profile.base_power_w, 50)?);
@@ -38,10 +39,10 @@
 //! let dir = tempfile::tempdir()?;
 //! let cache = CacheManager::open(&CacheConfig::new(dir.path()), pm.clone(), disk, net)?;
 //! let (s, r) = (stpm.clone(), radio.clone());
-//! cache.set_ghost_sink(Arc::new(move |to, hint| {
-//!     let _ = match to {
-//!         ReadSource::Disk => s.on_ghost(hint),
-//!         ReadSource::Network => r.on_ghost(hint),
+//! cache.set_ghost_sink(Sink::new(move |g: &GhostNotice| {
+//!     let _ = match g.to {
+//!         ReadSource::Disk => s.on_ghost(g.hint),
+//!         ReadSource::Network => r.on_ghost(g.hint),
 //!     };
 //! }));
 //! cache.put_data("index.html", b"<html>".to_vec())?;
@@ -73,7 +74,7 @@ mod store;
 
 pub use decide::{access_cost, choose_read, AccessCost, Choice, ReadSource, SourceState};
 pub use manager::{
-    CacheConfig, CacheError, CacheManager, CacheStatus, FlushReport, GhostSink, LostWrite, WriteOp,
-    WriteOptions,
+    CacheConfig, CacheError, CacheManager, CacheStatus, FlushReport, GhostNotice, LostWrite,
+    WriteOp, WriteOptions,
 };
 pub use store::{FsStore, MemStore, RebuildReport, Store, StoreError, StoredEntry};

@@ -26,7 +26,8 @@ use crate::store::{check_name, FsStore, RebuildReport, Store, StoreError, Stored
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use wattio_power::{CallbackId, DeviceHandle, GhostHint, IoOp, PmError, PowerManager};
+use wattio_power::{CallbackId, DeviceHandle, GhostHint, IoOp, ModeEntered, PmError, PowerManager};
+use wattio_progress::Sink;
 
 /// Answer of `CacheStatus`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -175,8 +176,12 @@ struct State {
     defer: bool,
 }
 
-/// Receives ghost hints: the device that would have been better, and the hint.
-pub type GhostSink = Arc<dyn Fn(ReadSource, GhostHint) + Send + Sync>;
+/// A ghost hint as the cache tells it: the device that would have been better, and the hint.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GhostNotice {
+    pub to: ReadSource,
+    pub hint: GhostHint,
+}
 
 /// The energy-aware cache manager.
 pub struct CacheManager {
@@ -185,7 +190,7 @@ pub struct CacheManager {
     net: DeviceHandle,
     state: Arc<Mutex<State>>,
     callback: Option<CallbackId>,
-    ghost_sink: Mutex<Option<GhostSink>>,
+    ghost_sink: Mutex<Sink<GhostNotice>>,
     rebuild: RebuildReport,
 }
 
@@ -287,7 +292,7 @@ impl CacheManager {
         let callback = pm.register_callback(
             disk,
             high,
-            Arc::new(move |_, _| {
+            Sink::new(move |_: &ModeEntered| {
                 if let Some(s) = weak.upgrade() {
                     flush_locked(&mut lock(&s));
                 }
@@ -299,7 +304,7 @@ impl CacheManager {
             net,
             state,
             callback: Some(callback),
-            ghost_sink: Mutex::new(None),
+            ghost_sink: Mutex::new(Sink::none()),
             rebuild: RebuildReport::default(),
         })
     }
@@ -310,8 +315,8 @@ impl CacheManager {
     }
 
     /// Send ghost hints to `sink` (e.g. the STPM modules).
-    pub fn set_ghost_sink(&self, sink: GhostSink) {
-        *self.ghost_sink.lock().unwrap_or_else(|p| p.into_inner()) = Some(sink);
+    pub fn set_ghost_sink(&self, sink: Sink<GhostNotice>) {
+        *self.ghost_sink.lock().unwrap_or_else(|p| p.into_inner()) = sink;
     }
 
     /// Whether the disk can write now: settled in a mode that can write. During a transition
@@ -363,14 +368,12 @@ impl CacheManager {
             return Ok(CacheStatus::Present { size });
         };
         if let Some((to, hint)) = c.ghost {
-            if let Some(sink) = self
+            let sink = self
                 .ghost_sink
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .clone()
-            {
-                sink(to, hint);
-            }
+                .clone();
+            sink.tell(&GhostNotice { to, hint });
         }
         Ok(match c.source {
             ReadSource::Disk => CacheStatus::Present { size },

@@ -4,9 +4,11 @@ use proptest::prelude::*;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use wattio_cache::{
-    CacheConfig, CacheManager, CacheStatus, MemStore, ReadSource, Store, StoreError, WriteOptions,
+    CacheConfig, CacheManager, CacheStatus, GhostNotice, MemStore, ReadSource, Store, StoreError,
+    WriteOptions,
 };
 use wattio_power::{DeviceHandle, GhostHint, ModeId, PowerManager, Profile, VirtualClock};
+use wattio_progress::Sink;
 
 struct Rig {
     pm: Arc<PowerManager>,
@@ -121,7 +123,9 @@ fn standby_disk_prefers_network_for_small_objects_and_hints() {
     c.put_data("large", vec![0u8; 512 * 1024]).unwrap();
     let hints: Arc<Mutex<Vec<(ReadSource, GhostHint)>>> = Arc::default();
     let h2 = hints.clone();
-    c.set_ghost_sink(Arc::new(move |s, h| h2.lock().unwrap().push((s, h))));
+    c.set_ghost_sink(Sink::new(move |g: &GhostNotice| {
+        h2.lock().unwrap().push((g.to, g.hint))
+    }));
     assert_eq!(
         c.cache_status("small").unwrap(),
         CacheStatus::Present { size: 32768 }
@@ -289,9 +293,9 @@ fn controller_ghost_hints_spin_up_the_disk_and_flush_the_queue() {
     let dir = tempfile::tempdir().unwrap();
     let c = CacheManager::open(&CacheConfig::new(dir.path()), pm.clone(), disk, net).unwrap();
     let ctl2 = ctl.clone();
-    c.set_ghost_sink(Arc::new(move |to, hint| {
-        if to == ReadSource::Disk {
-            ctl2.on_ghost(hint).unwrap();
+    c.set_ghost_sink(Sink::new(move |g: &GhostNotice| {
+        if g.to == ReadSource::Disk {
+            ctl2.on_ghost(g.hint).unwrap();
         }
     }));
     for i in 0..5 {

@@ -3,7 +3,7 @@
 //! knob, self-tuning power management (STPM) and ghost hints.
 //!
 //! - [`PowerManager`]: the Figure 5 interface (register, notify, query, callbacks), with
-//!   [`DeviceHandle`], [`CallbackId`], [`ModeCallback`], [`Residency`] and [`PmError`].
+//!   [`DeviceHandle`], [`CallbackId`], [`ModeEntered`], [`Residency`] and [`PmError`].
 //! - [`Profile`]: device profiles as TOML data files (built-ins embedded; the schema is on
 //!   [`Profile`]), describing each device as a [`DeviceSpec`] of [`ModeInfo`]s and
 //!   [`TransitionCost`]s.
@@ -38,7 +38,7 @@ pub use device::{
 pub use eq::weighted_cost_eq4;
 pub use ghost::{GhostAccumulator, GhostDevice, GhostHint, GhostPolicy};
 pub use machine::{DeviceMachine, Readiness, Step};
-pub use manager::{CallbackId, DeviceHandle, ModeCallback, PmError, PowerManager, ReadinessFn};
+pub use manager::{CallbackId, DeviceHandle, ModeEntered, PmError, PowerManager, ReadinessFn};
 pub use profile::{Profile, ProfileError};
 pub use residency::Residency;
 pub use stpm::{

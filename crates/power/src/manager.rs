@@ -29,6 +29,7 @@ use crate::residency::{move_cost, ModeLedger, Residency};
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
+use wattio_progress::Sink;
 
 /// Opaque handle returned by `register_device`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,8 +39,13 @@ pub struct DeviceHandle(u64);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CallbackId(u64);
 
-/// Called (outside the manager's lock) when a device enters the mode it was registered for.
-pub type ModeCallback = Arc<dyn Fn(DeviceHandle, ModeId) + Send + Sync>;
+/// What a mode callback is told (outside the manager's lock): the device entered the mode it
+/// was registered for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModeEntered {
+    pub device: DeviceHandle,
+    pub mode: ModeId,
+}
 
 /// Answers [`PowerManager::readiness`] for a device at a time, for an operation; `None` when it
 /// cannot (its controller is gone), and the manager then answers from the current mode.
@@ -90,7 +96,7 @@ struct Dev {
 
 struct Inner {
     devices: HashMap<u64, Dev>,
-    callbacks: Vec<(CallbackId, DeviceHandle, ModeId, ModeCallback)>,
+    callbacks: Vec<(CallbackId, DeviceHandle, ModeId, Sink<ModeEntered>)>,
     next_id: u64,
     knob: u8,
 }
@@ -226,7 +232,7 @@ impl PowerManager {
     }
 
     fn entered(&self, h: DeviceHandle, mode: ModeId, at: f64) -> Result<(), PmError> {
-        let to_call: Vec<ModeCallback> = {
+        let to_call: Vec<Sink<ModeEntered>> = {
             let mut g = self.lock();
             let d = g.devices.get_mut(&h.0).ok_or(PmError::UnknownDevice)?;
             check_mode(&d.spec, mode)?;
@@ -239,7 +245,7 @@ impl PowerManager {
         };
         self.changed.notify_all();
         for f in to_call {
-            f(h, mode);
+            f.tell(&ModeEntered { device: h, mode });
         }
         Ok(())
     }
@@ -332,7 +338,7 @@ impl PowerManager {
         &self,
         h: DeviceHandle,
         mode: ModeId,
-        f: ModeCallback,
+        f: Sink<ModeEntered>,
     ) -> Result<CallbackId, PmError> {
         let mut g = self.lock();
         let d = g.devices.get(&h.0).ok_or(PmError::UnknownDevice)?;
@@ -488,7 +494,7 @@ mod tests {
             .register_callback(
                 h,
                 pi,
-                Arc::new(move |_, _| {
+                Sink::new(move |_: &ModeEntered| {
                     n2.fetch_add(1, Ordering::SeqCst);
                 }),
             )
@@ -513,8 +519,8 @@ mod tests {
         pm.register_callback(
             h,
             sb,
-            Arc::new(move |h, _| {
-                *seen2.lock().unwrap() = Some(pm2.current_mode(h).unwrap());
+            Sink::new(move |e: &ModeEntered| {
+                *seen2.lock().unwrap() = Some(pm2.current_mode(e.device).unwrap());
             }),
         )
         .unwrap();

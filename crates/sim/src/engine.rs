@@ -21,12 +21,13 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use wattio_cache::{
-    CacheManager, CacheStatus, MemStore, ReadSource, Store, StoreError, WriteOptions,
+    CacheManager, CacheStatus, GhostNotice, MemStore, ReadSource, Store, StoreError, WriteOptions,
 };
 use wattio_power::{
     deepest_mode, Clock, DeviceKind, DeviceSpec, DiskController, DiskPolicy, GhostPolicy, IoOp,
-    ModeId, NetController, NetPolicy, PowerManager, Profile, Transfer, VirtualClock,
+    ModeEntered, ModeId, NetController, NetPolicy, PowerManager, Profile, Transfer, VirtualClock,
 };
+use wattio_progress::Sink;
 
 /// How the cache chooses where to read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -314,7 +315,8 @@ impl Sim {
                 pm.register_callback(
                     h,
                     ModeId(m),
-                    Arc::new(move |_, mode| {
+                    Sink::new(move |e: &ModeEntered| {
+                        let mode = e.mode;
                         let t = clock.now();
                         let mut g = log.lock().unwrap_or_else(|p| p.into_inner());
                         g.push(ModeChange { t, device, mode });
@@ -359,11 +361,11 @@ impl Sim {
         let hints = Arc::new(HintCounts::default());
         if ghost.is_some() {
             let (d, nc, counts) = (disk.clone(), net.clone(), hints.clone());
-            cache.set_ghost_sink(Arc::new(move |to, hint| {
+            cache.set_ghost_sink(Sink::new(move |g: &GhostNotice| {
                 counts.issued.fetch_add(1, Ordering::Relaxed);
-                let fired = match to {
-                    ReadSource::Disk => d.on_ghost(hint),
-                    ReadSource::Network => nc.on_ghost(hint),
+                let fired = match g.to {
+                    ReadSource::Disk => d.on_ghost(g.hint),
+                    ReadSource::Network => nc.on_ghost(g.hint),
                 };
                 if fired.expect(VALID) {
                     counts.transitions.fetch_add(1, Ordering::Relaxed);

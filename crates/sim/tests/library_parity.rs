@@ -5,11 +5,12 @@
 //! choices as the simulator, read by read, on the same trace.
 
 use std::sync::Arc;
-use wattio_cache::{CacheManager, CacheStatus, FsStore, ReadSource, WriteOptions};
+use wattio_cache::{CacheManager, CacheStatus, FsStore, GhostNotice, ReadSource, WriteOptions};
 use wattio_power::{
     DiskController, DiskPolicy, GhostPolicy, IoOp, NetController, NetPolicy, PowerManager, Profile,
     Transfer, VirtualClock,
 };
+use wattio_progress::Sink;
 use wattio_sim::{adaptive, Served, Sim, SimulatedDisk};
 use wattio_sim::{email_trace, web_trace, Trace, TraceOp};
 
@@ -50,10 +51,10 @@ fn by_hand(p: &Profile, knob: u8, ghost: GhostPolicy, trace: &Trace) -> Vec<(Str
     )
     .unwrap();
     let (d, n) = (disk.clone(), net.clone());
-    cache.set_ghost_sink(Arc::new(move |to, hint| {
-        match to {
-            ReadSource::Disk => d.on_ghost(hint),
-            ReadSource::Network => n.on_ghost(hint),
+    cache.set_ghost_sink(Sink::new(move |g: &GhostNotice| {
+        match g.to {
+            ReadSource::Disk => d.on_ghost(g.hint),
+            ReadSource::Network => n.on_ghost(g.hint),
         }
         .unwrap();
     }));
