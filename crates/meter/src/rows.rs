@@ -56,12 +56,32 @@ pub struct RecordRow {
     pub cpu_s: Option<f64>,
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
+/// A CSV field, quoted by the `csv` crate where RFC 4180 needs it, and also where it starts or
+/// ends with a space (which some readers would otherwise trim).
+pub(crate) fn csv_field(s: &str) -> String {
+    if s.is_empty() {
+        // alone on a record the csv crate would quote it (an empty record looks the same)
+        return String::new();
     }
+    let style = if s.starts_with(' ') || s.ends_with(' ') {
+        csv::QuoteStyle::Always
+    } else {
+        csv::QuoteStyle::Necessary
+    };
+    // A buffer the size of the quoted field at most, not the crate's default 8 KiB: attribution
+    // rows format their text fields once per row.
+    let mut w = csv::WriterBuilder::new()
+        .quote_style(style)
+        .buffer_capacity(2 * s.len() + 3)
+        .from_writer(Vec::new());
+    // Writing to memory cannot fail; the field is UTF-8, and quoting keeps it so. A record of
+    // the one field, less its terminator: the writer closes a quoted field only at the end of
+    // the record.
+    w.write_record([s]).expect("CSV to memory");
+    let mut out =
+        String::from_utf8(w.into_inner().expect("CSV to memory")).expect("CSV of a UTF-8 field");
+    out.pop();
+    out
 }
 
 fn json_or_null<T: Serialize>(v: Option<T>) -> String {
@@ -186,6 +206,16 @@ pub(crate) fn write_with_parts(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn csv_fields_are_quoted_where_they_need_it() {
+        assert_eq!(csv_field("package-0"), "package-0");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("two\nlines"), "\"two\nlines\"");
+        assert_eq!(csv_field(" padded"), "\" padded\"");
+        assert_eq!(csv_field(""), "");
+    }
 
     fn rows() -> Vec<RecordRow> {
         let measured = Provenance::measured(Mechanism::Perf);

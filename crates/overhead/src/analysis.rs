@@ -20,14 +20,6 @@ use wattio_stats::{
 
 use crate::{IdleRun, LoadRun, OFF};
 
-fn csv_quote(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 /// One row of the Appendix-A-shaped table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TimeTest {
@@ -373,65 +365,153 @@ pub fn idle_table_markdown(tests: &[IdleTest]) -> String {
 
 /// CSV of the time tests (machine-readable Appendix A).
 pub fn time_tests_csv(tests: &[TimeTest]) -> String {
-    let mut s = String::from("workload,mechanism,freq_hz,n_base,n,removed_base,removed,median_base_s,median_s,pvalue,adj_pvalue,pvalue_two_sided,exact,shift_s,shift_pct,ci95_low_s,ci95_high_s,rows_per_s,recorder_cpu_s\n");
-    for t in tests {
-        let _ = writeln!(
-            s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            csv_quote(&t.workload),
-            t.mechanism,
-            t.freq_hz,
-            t.n_base,
-            t.n,
-            t.removed_base,
-            t.removed,
-            t.median_base_s,
-            t.median_s,
-            t.p_value,
-            t.p_adj,
-            t.p_two_sided,
-            t.exact,
-            t.shift_s,
-            t.shift_pct,
-            t.ci_low_s,
-            t.ci_high_s,
-            t.sample_rate,
-            t.recorder_cpu_s
-        );
-    }
-    s
+    csv_text(
+        &[
+            "workload",
+            "mechanism",
+            "freq_hz",
+            "n_base",
+            "n",
+            "removed_base",
+            "removed",
+            "median_base_s",
+            "median_s",
+            "pvalue",
+            "adj_pvalue",
+            "pvalue_two_sided",
+            "exact",
+            "shift_s",
+            "shift_pct",
+            "ci95_low_s",
+            "ci95_high_s",
+            "rows_per_s",
+            "recorder_cpu_s",
+        ],
+        tests.iter().map(|t| {
+            vec![
+                t.workload.clone(),
+                t.mechanism.clone(),
+                t.freq_hz.to_string(),
+                t.n_base.to_string(),
+                t.n.to_string(),
+                t.removed_base.to_string(),
+                t.removed.to_string(),
+                t.median_base_s.to_string(),
+                t.median_s.to_string(),
+                t.p_value.to_string(),
+                t.p_adj.to_string(),
+                t.p_two_sided.to_string(),
+                t.exact.to_string(),
+                t.shift_s.to_string(),
+                t.shift_pct.to_string(),
+                t.ci_low_s.to_string(),
+                t.ci_high_s.to_string(),
+                t.sample_rate.to_string(),
+                t.recorder_cpu_s.to_string(),
+            ]
+        }),
+    )
 }
 
 /// CSV of the idle tests (machine-readable Appendix B; power figures are ESTIMATED).
 pub fn idle_tests_csv(tests: &[IdleTest], model: &ModelParams) -> String {
-    let mut s = String::from("mechanism,freq_hz,n_base,n,est_power_base_w,est_power_w,pvalue,adj_pvalue,shift_w,recorder_cpu_per_s,recorder_power_w,rows_per_s,cstates_base,cstates,estimated,model\n");
-    for t in tests {
-        let _ = writeln!(
-            s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},true,{}",
-            t.mechanism,
-            t.freq_hz,
-            t.n_base,
-            t.n,
-            t.median_power_base_w,
-            t.median_power_w,
-            t.p_value,
-            t.p_adj,
-            t.shift_w,
-            t.recorder_cpu_per_s,
-            t.recorder_power_w,
-            t.sample_rate,
-            csv_quote(&t.cstates_base),
-            csv_quote(&t.cstates),
-            csv_quote(&model.name())
-        );
+    csv_text(
+        &[
+            "mechanism",
+            "freq_hz",
+            "n_base",
+            "n",
+            "est_power_base_w",
+            "est_power_w",
+            "pvalue",
+            "adj_pvalue",
+            "shift_w",
+            "recorder_cpu_per_s",
+            "recorder_power_w",
+            "rows_per_s",
+            "cstates_base",
+            "cstates",
+            "estimated",
+            "model",
+        ],
+        tests.iter().map(|t| {
+            vec![
+                t.mechanism.clone(),
+                t.freq_hz.to_string(),
+                t.n_base.to_string(),
+                t.n.to_string(),
+                t.median_power_base_w.to_string(),
+                t.median_power_w.to_string(),
+                t.p_value.to_string(),
+                t.p_adj.to_string(),
+                t.shift_w.to_string(),
+                t.recorder_cpu_per_s.to_string(),
+                t.recorder_power_w.to_string(),
+                t.sample_rate.to_string(),
+                t.cstates_base.clone(),
+                t.cstates.clone(),
+                "true".into(),
+                model.name(),
+            ]
+        }),
+    )
+}
+
+/// A header and rows as CSV text, quoted by the `csv` crate where a field needs it.
+fn csv_text(header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    // Writing to memory cannot fail.
+    w.write_record(header).expect("CSV to memory");
+    for r in rows {
+        w.write_record(&r).expect("CSV to memory");
     }
-    s
+    String::from_utf8(w.into_inner().expect("CSV to memory")).expect("CSV of UTF-8 fields")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tests_csv_quotes_what_needs_it_and_reads_back() {
+        let runs: Vec<LoadRun> = [(OFF, 0.0, 10.0), ("model", 10.0, 10.5)]
+            .iter()
+            .flat_map(|&(mech, f, e)| {
+                (0..4).map(move |i| LoadRun {
+                    round: 0,
+                    seq: i,
+                    workload: "stress-ng --cpu 1, \"matrix\"".into(),
+                    mechanism: mech.into(),
+                    freq_hz: f,
+                    rep: i,
+                    elapsed_s: e + i as f64 * 0.01,
+                    samples: 0,
+                    recorder_s: e,
+                    recorder_cpu_s: 0.0,
+                    start_unix: 0.0,
+                })
+            })
+            .collect();
+        let text = time_tests_csv(&analyze_load(&runs));
+        let mut lines = text.lines();
+        assert!(lines
+            .next()
+            .unwrap()
+            .starts_with("workload,mechanism,freq_hz,"));
+        assert!(
+            lines
+                .next()
+                .unwrap()
+                .starts_with("\"stress-ng --cpu 1, \"\"matrix\"\"\",model,10,"),
+            "{text}"
+        );
+        assert!(text.ends_with('\n') && !text.contains('\r'));
+        let mut r = csv::Reader::from_reader(text.as_bytes());
+        let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].len(), 19);
+        assert_eq!(&rows[0][0], "stress-ng --cpu 1, \"matrix\"");
+    }
 
     #[test]
     fn analysis_finds_a_planted_slowdown_and_not_a_null_one() {

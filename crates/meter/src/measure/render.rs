@@ -3,6 +3,7 @@
 
 use super::bench::{CommandResult, Report, Stat};
 use super::{RunReport, RunStatus};
+use crate::rows::csv_field;
 use std::fmt::Write as _;
 
 /// The report of one run of one command (`wattio measure -- cmd`).
@@ -231,15 +232,6 @@ fn gpu_line(c: &CommandResult) -> Option<String> {
         fmt_in(mean, mean, energy_unit),
         gpu.len()
     ))
-}
-
-/// A CSV field, quoted when it must be (RFC 4180).
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) || s.starts_with(' ') || s.ends_with(' ') {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
 }
 
 fn num(x: Option<f64>) -> String {
