@@ -11,8 +11,8 @@ use wattio_http::{Server, ServerConfig};
 use wattio_progress::Sink;
 use wattio_transfer::{
     json_terminal_safe, run_transfer, terminal_safe, ClientTlsOptions, CoreBackend, EnergyFeedback,
-    FixedParams, Notice, Sla, TransferOptions, TransferProgress, TunerChoice, TunerKind,
-    DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
+    FixedParams, Notice, Sla, TransferOptions, TransferProgress, TransferSummary, TunerChoice,
+    TunerKind, DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
 };
 use wattio_units::{parse_duration, BitRate, ByteSize};
 
@@ -200,6 +200,40 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
+    let o = transfer_options(&a)?;
+    // Ctrl-C or SIGTERM ends the transfer through its error path (CPU settings restored,
+    // partial data kept), with status 2 and a line saying how to resume.
+    let cancel = study_ui::cancel_on_signals()?;
+    let s = match run_transfer(&o, &cancel) {
+        Err(e) if cancel.is_set() => {
+            return Err(e.context(format!(
+                "interrupted by {}",
+                study_ui::interrupting_signal()
+            )))
+        }
+        r => r?,
+    };
+    if a.json {
+        let json = serde_json::to_string_pretty(&s)?;
+        println!("{}", json_terminal_safe(&json));
+    } else {
+        print_summary(&s);
+    }
+    if !s.failed_lines.is_empty() {
+        // as wget and aria2 do: the rest of the list is copied, and the exit status says not all
+        let n = s.failed_lines.len();
+        bail!(
+            "{n} line{} of the URL list could not be fetched (every other file was copied): {}; fix or remove {} and rerun",
+            if n == 1 { "" } else { "s" },
+            wattio_transfer::failed_lines_message(&s.failed_lines),
+            if n == 1 { "that line" } else { "those lines" }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The library's options from the command line, each value checked.
+fn transfer_options(a: &TransferArgs) -> anyhow::Result<TransferOptions> {
     let sla = Sla::parse(&a.sla).map_err(|e| anyhow!("--sla: {e}"))?;
     let (source, dest) = match (&a.input_file, a.paths.as_slice()) {
         (None, [src, dst]) => (src.clone(), PathBuf::from(dst)),
@@ -247,109 +281,86 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
         insecure_all: a.insecure_all,
     };
     o.fsync = a.fsync == OnOff::On;
-    // Ctrl-C or SIGTERM ends the transfer through its error path (CPU settings restored,
-    // partial data kept), with status 2 and a line saying how to resume.
-    let cancel = study_ui::cancel_on_signals()?;
-    let s = match run_transfer(&o, &cancel) {
-        Err(e) if cancel.is_set() => {
-            return Err(e.context(format!(
-                "interrupted by {}",
-                study_ui::interrupting_signal()
-            )))
-        }
-        r => r?,
-    };
-    if a.json {
-        let json = serde_json::to_string_pretty(&s)?;
-        println!("{}", json_terminal_safe(&json));
-    } else {
+    Ok(o)
+}
+
+/// The summary a person reads (`--json` prints the whole summary instead).
+fn print_summary(s: &TransferSummary) {
+    println!(
+        "{} files ({} already complete), {:.1} MB in {:.2} s = {:.1} Mbit/s, {} {}, {} reconnects",
+        s.files,
+        s.files_skipped,
+        s.bytes as f64 / 1e6,
+        s.seconds,
+        s.throughput_mbps,
+        s.tuner,
+        s.sla,
+        s.reconnects
+    );
+    if s.resumed_bytes > 0 {
         println!(
-            "{} files ({} already complete), {:.1} MB in {:.2} s = {:.1} Mbit/s, {} {}, {} reconnects",
-            s.files,
-            s.files_skipped,
-            s.bytes as f64 / 1e6,
-            s.seconds,
-            s.throughput_mbps,
-            s.tuner,
-            s.sla,
-            s.reconnects
-        );
-        if s.resumed_bytes > 0 {
-            println!(
-                "resumed: {:.1} MB were already there",
-                s.resumed_bytes as f64 / 1e6
-            );
-        }
-        match &s.energy {
-            Some(e) => println!(
-                "energy: {:.1} J, mean {:.2} W — {}; {}",
-                e.total_j, e.mean_power_w, e.provenance, e.scope
-            ),
-            None => println!(
-                "energy: not measured ({})",
-                s.energy_note.as_deref().unwrap_or("")
-            ),
-        }
-        let pe = &s.energy_process;
-        println!(
-            "estimated energy of a host running only this process: {:.1} J ({:.2} s CPU) — {}; model: min W x vCPUs x wall + (max-min) W x its CPU s; tuner fed by {}",
-            pe.total_j, pe.cpu_s, pe.provenance, s.energy_feedback
-        );
-        if let (Some(j), Some(label)) = (pe.attributed_j, pe.attributed_label.as_deref()) {
-            println!("this process's share of the machine's energy: {j:.1} J — {label}");
-        }
-        println!(
-            "source: {}{}",
-            s.source_kind,
-            s.source_detail
-                .as_deref()
-                .map(|d| format!(" ({d})"))
-                .unwrap_or_default()
-        );
-        for w in &s.whole_file_streams {
-            println!("note: {}", terminal_safe(w));
-        }
-        if !s.mirrors.is_empty() {
-            let fell_back: Vec<_> = s
-                .mirrors
-                .iter()
-                .filter(|m| !m.fallbacks.is_empty())
-                .collect();
-            println!(
-                "mirrors: {} files with mirrors, {} served after a fallback",
-                s.mirrors.len(),
-                fell_back.len()
-            );
-            for m in fell_back.iter().take(5) {
-                println!("  {}", terminal_safe(&m.describe()));
-            }
-        }
-        print_verification(&s.verification);
-        if let Some(r) = s.cpu_actuator.last() {
-            use wattio_transfer::KnobOutcome;
-            let show = |o: &KnobOutcome| match o {
-                KnobOutcome::Applied(d) => format!("applied ({d})"),
-                KnobOutcome::Unavailable(d) => format!("not available ({d})"),
-                KnobOutcome::Failed(d) => format!("FAILED ({d})"),
-            };
-            println!(
-                "cpu (last setting): cores {}; frequency {}",
-                show(&r.cores),
-                show(&r.frequency)
-            );
-        }
-    }
-    if !s.failed_lines.is_empty() {
-        // as wget and aria2 do: the rest of the list is copied, and the exit status says not all
-        let n = s.failed_lines.len();
-        bail!(
-            "{n} line{} of the URL list could not be fetched (every other file was copied): {}; fix or remove {} and rerun",
-            if n == 1 { "" } else { "s" },
-            wattio_transfer::failed_lines_message(&s.failed_lines),
-            if n == 1 { "that line" } else { "those lines" }
+            "resumed: {:.1} MB were already there",
+            s.resumed_bytes as f64 / 1e6
         );
     }
-    Ok(ExitCode::SUCCESS)
+    match &s.energy {
+        Some(e) => println!(
+            "energy: {:.1} J, mean {:.2} W — {}; {}",
+            e.total_j, e.mean_power_w, e.provenance, e.scope
+        ),
+        None => println!(
+            "energy: not measured ({})",
+            s.energy_note.as_deref().unwrap_or("")
+        ),
+    }
+    let pe = &s.energy_process;
+    println!(
+        "estimated energy of a host running only this process: {:.1} J ({:.2} s CPU) — {}; model: min W x vCPUs x wall + (max-min) W x its CPU s; tuner fed by {}",
+        pe.total_j, pe.cpu_s, pe.provenance, s.energy_feedback
+    );
+    if let (Some(j), Some(label)) = (pe.attributed_j, pe.attributed_label.as_deref()) {
+        println!("this process's share of the machine's energy: {j:.1} J — {label}");
+    }
+    println!(
+        "source: {}{}",
+        s.source_kind,
+        s.source_detail
+            .as_deref()
+            .map(|d| format!(" ({d})"))
+            .unwrap_or_default()
+    );
+    for w in &s.whole_file_streams {
+        println!("note: {}", terminal_safe(w));
+    }
+    if !s.mirrors.is_empty() {
+        let fell_back: Vec<_> = s
+            .mirrors
+            .iter()
+            .filter(|m| !m.fallbacks.is_empty())
+            .collect();
+        println!(
+            "mirrors: {} files with mirrors, {} served after a fallback",
+            s.mirrors.len(),
+            fell_back.len()
+        );
+        for m in fell_back.iter().take(5) {
+            println!("  {}", terminal_safe(&m.describe()));
+        }
+    }
+    print_verification(&s.verification);
+    if let Some(r) = s.cpu_actuator.last() {
+        use wattio_transfer::KnobOutcome;
+        let show = |o: &KnobOutcome| match o {
+            KnobOutcome::Applied(d) => format!("applied ({d})"),
+            KnobOutcome::Unavailable(d) => format!("not available ({d})"),
+            KnobOutcome::Failed(d) => format!("FAILED ({d})"),
+        };
+        println!(
+            "cpu (last setting): cores {}; frequency {}",
+            show(&r.cores),
+            show(&r.frequency)
+        );
+    }
 }
 
 /// The summary's lines on how the files were checked, by how much each check is worth
