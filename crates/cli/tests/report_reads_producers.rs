@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 use wattio_fixture as fixture;
+use wattio_meter::{MeasuredCommand, Recording};
 use wattio_report::{load_result_files, scan_results, Dataset};
+use wattio_sim::CacheSweep;
 
 fn ok(o: &std::process::Output) -> String {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -57,7 +59,7 @@ fn record(format: &str, out: &Path) {
 
 /// (socket, domain) → (rows, joules) of a record's counters as the report loaded them.
 fn report_counters(path: &Path) -> BTreeMap<(u32, String), (usize, f64)> {
-    let Dataset::Record { counters } = load_result_files(path).unwrap().remove(0) else {
+    let Dataset::Record(Recording { counters }) = load_result_files(path).unwrap().remove(0) else {
         panic!("{} is not a record", path.display())
     };
     counters
@@ -123,11 +125,11 @@ fn measure_json_of_one_run_and_of_a_comparison_read_per_command() {
     ));
     std::fs::write(&one, &text).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let Dataset::Measure {
+    let Dataset::Measure(MeasuredCommand {
         command,
         runs,
         provenance,
-    } = load_result_files(&one).unwrap().remove(0)
+    }) = load_result_files(&one).unwrap().remove(0)
     else {
         panic!("not a measure result")
     };
@@ -156,7 +158,7 @@ fn measure_json_of_one_run_and_of_a_comparison_read_per_command() {
     let datasets = load_result_files(&two).unwrap();
     assert_eq!(datasets.len(), 2, "one dataset per command");
     for (i, data) in datasets.iter().enumerate() {
-        let Dataset::Measure { command, runs, .. } = data else {
+        let Dataset::Measure(MeasuredCommand { command, runs, .. }) = data else {
             panic!("not a measure result")
         };
         let c = &v["results"][i];
@@ -200,7 +202,8 @@ fn cache_sweep_csv_and_replay_json_read_as_the_simulator_wrote_them() {
             r["energy_j"].parse::<f64>().unwrap(),
         ));
     }
-    let Dataset::Cache { rows } = load_result_files(&out.join("sweep.csv")).unwrap().remove(0)
+    let Dataset::Cache(CacheSweep { rows }) =
+        load_result_files(&out.join("sweep.csv")).unwrap().remove(0)
     else {
         panic!("not cache rows")
     };
@@ -218,7 +221,7 @@ fn cache_sweep_csv_and_replay_json_read_as_the_simulator_wrote_them() {
     ));
     std::fs::write(&replay, &text).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let Dataset::Cache { rows } = load_result_files(&replay).unwrap().remove(0) else {
+    let Dataset::Cache(CacheSweep { rows }) = load_result_files(&replay).unwrap().remove(0) else {
         panic!("not cache rows")
     };
     let want: Vec<(String, f64)> = v
@@ -305,7 +308,7 @@ fn transfer_json_summaries_read_as_the_transfer_wrote_them() {
         let file = results.path().join(format!("{sla}.json"));
         std::fs::write(&file, &text).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let Dataset::Transfer { summary } = load_result_files(&file).unwrap().remove(0) else {
+        let Dataset::Transfer(summary) = load_result_files(&file).unwrap().remove(0) else {
             panic!("not a transfer summary")
         };
         assert_eq!(summary.sla, v["sla"].as_str().unwrap());
@@ -331,7 +334,7 @@ fn transfer_json_summaries_read_as_the_transfer_wrote_them() {
             );
             // What the parameter chart plots: every partition's pipelining and the files in
             // flight (the concurrency), as written.
-            let params = wattio_report::transfer_parameters(got);
+            let params = got.parameters();
             let charted = |name: &str| params.iter().find(|(n, _)| n == name).map(|p| p.1);
             let pipelining = want["pipelining"].as_array().unwrap();
             for (i, p) in pipelining.iter().enumerate() {

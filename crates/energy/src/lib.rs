@@ -77,7 +77,9 @@ pub use perf::{discover_power_pmu, PerfEvent, PerfSource, PowerPmu};
 pub use powercap::{discover_powercap, PowercapDiscovery, PowercapSource, PowercapZone};
 pub use root::SysRoot;
 pub use tdp::model_for_machine;
-pub use types::{provenance_label, CounterSpec, Domain, Mechanism, Provenance, Wrap};
+pub use types::{
+    join_provenance_labels, provenance_label, CounterSpec, Domain, Mechanism, Provenance, Wrap,
+};
 pub use wrap::max_safe_period;
 
 /// A set of energy counters read together.

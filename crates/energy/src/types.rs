@@ -212,6 +212,25 @@ impl Provenance {
             self.model.as_deref(),
         )
     }
+
+    /// The labels of several figures' provenances, each once, joined as one
+    /// ([`join_provenance_labels`]).
+    pub fn join_labels<'a>(provenances: impl IntoIterator<Item = &'a Provenance>) -> String {
+        join_provenance_labels(provenances.into_iter().map(Provenance::label))
+    }
+}
+
+/// Several provenance labels as one, for a figure drawn from rows of mixed origin: each label
+/// once, sorted, joined by `; ` (`estimated (model: …); measured (perf)`), or `energy provenance
+/// not recorded` when there is none.
+pub fn join_provenance_labels(labels: impl IntoIterator<Item = String>) -> String {
+    let mut labels: Vec<String> = labels.into_iter().collect();
+    labels.sort();
+    labels.dedup();
+    if labels.is_empty() {
+        return "energy provenance not recorded".into();
+    }
+    labels.join("; ")
 }
 
 /// The one wording of where an energy figure comes from, used by every output (CLI, CSV, JSON,

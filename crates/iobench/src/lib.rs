@@ -44,6 +44,7 @@ pub use catalog::{MethodInfo, Op, Size, CATALOG_METHODS};
 pub use jmh::{InvocationEnd, JmhExecutor, ProcessJmhExecutor};
 pub use maven::{ensure_jar, find_maven_module, java_catalog, Libs};
 pub use procstat::spin_cpu_ms;
+pub use report::IoBenchRuns;
 pub use results::{read_results_csv, write_results_csv, RunRecord, RESULTS_CSV_COLUMNS};
 pub use server::{EnergyServer, EnergyServerConfig, EnergyServerEvent, RunSample, WindowEnergy};
 
@@ -80,14 +81,7 @@ pub struct StudyOutput {
 
 /// The provenance label shared by the rows (they come from one meter, so they agree).
 pub fn provenance_of(rows: &[RunRecord]) -> String {
-    let mut labels: Vec<String> = rows.iter().map(|r| r.provenance()).collect();
-    labels.sort();
-    labels.dedup();
-    if labels.is_empty() {
-        "unknown".into()
-    } else {
-        labels.join("; ")
-    }
+    wattio_energy::join_provenance_labels(rows.iter().map(RunRecord::provenance))
 }
 
 /// Computes statistics and recommendations.

@@ -24,12 +24,15 @@
 //!   over a meter (`top`, `record --by`, `export`), on [`wattio_energy::attribution`].
 //! * [`file_io_workload`] and [`spin_cpu`] — the built-in workloads of `wattio workload`, the
 //!   overhead study and calibration.
+//! * [`Recording`] and [`MeasuredCommand`] — a `wattio record` file and a `wattio measure`
+//!   result as sections of a `wattio report` page ([`wattio_plot::ReportSection`]).
 
 mod attribute;
 mod calibrate;
 mod export;
 pub mod measure;
 mod meter;
+mod report;
 mod rows;
 mod sampler;
 mod sink;
@@ -45,6 +48,7 @@ pub use calibrate::{
 };
 pub use export::{serve_openmetrics, Exporter};
 pub use meter::{unix_now, DomainEnergy, EnergyReport, Meter, MeterConfig, Snapshot};
+pub use report::{MeasuredCommand, MeasuredRun, RecordedCounter, Recording};
 pub use rows::{RecordRow, RECORD_CSV_ENTITY_COLUMNS, RECORD_CSV_HEADER};
 pub use sampler::{
     record_rows, run_sampler, Pacing, RecordProgress, RowSink, Sample, SampleSink, SamplerConfig,

@@ -216,14 +216,18 @@ impl EnergyReport {
         }
     }
 
-    /// `measured (perf)` or `estimated (model: ...)`.
-    pub fn provenance_label(&self) -> String {
+    /// Where `total_j` comes from.
+    pub fn provenance(&self) -> Provenance {
         Provenance {
             mechanism: self.mechanism,
             estimated: self.estimated,
             model: self.model.clone(),
         }
-        .label()
+    }
+
+    /// `measured (perf)` or `estimated (model: ...)`.
+    pub fn provenance_label(&self) -> String {
+        self.provenance().label()
     }
 }
 

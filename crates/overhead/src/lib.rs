@@ -15,13 +15,15 @@
 //! The runner writes its rows as it goes through `wattio-runner` (result logs, resume, process
 //! groups: what every study shares). The analysis (outliers, Wilcoxon, Holm, Hodges–Lehmann)
 //! turns them into the appendix-shaped tables ([`analyze_load`], [`analyze_idle`] and the
-//! table writers); `wattio report` reads the same rows and draws them.
+//! table writers); `wattio report` reads the same rows and draws them as this crate's sections
+//! ([`LoadRuns`], [`IdleRuns`]).
 
 mod analysis;
 
 mod executor;
 mod plan;
 mod record;
+mod report;
 mod rows;
 mod runner;
 
@@ -35,6 +37,7 @@ pub use executor::{
 };
 pub use plan::{default_workloads, OverheadPlan, RunOrder, ScheduledRun, Visit, Workload};
 pub use record::{RecordCommand, RecorderStats};
+pub use report::{IdleRuns, LoadRuns};
 pub use rows::{
     idle_runs_from_csv, load_runs_from_csv, IdleRun, LoadRun, IDLE_COLUMNS, IDLE_OPTIONAL_COLUMNS,
     LOAD_COLUMNS, OFF,

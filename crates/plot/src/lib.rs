@@ -15,10 +15,14 @@
 //! ([`LineOpts`], [`XScale`]), [`box_plot`] of [`BoxGroup`]s, [`bar_chart`], and
 //! [`grouped_bar_chart`] of [`BarSeries`] ([`GroupedBarOpts`]). Series look apart through
 //! [`series_style`] ([`Style`], [`Marker`], [`PALETTE`]).
+//!
+//! A producer's part of a `wattio report` page is a [`ReportSection`]: it writes its figures
+//! and tables into an [`HtmlSection`], whose captions name each figure's provenance.
 
 mod axis;
 mod chart;
 mod grouped;
+mod section;
 mod style;
 mod text;
 
@@ -28,6 +32,7 @@ pub use chart::{
     XScale,
 };
 pub use grouped::{grouped_bar_chart, BarSeries, GroupedBarOpts};
+pub use section::{provenance_html, HtmlSection, ReportSection};
 pub use style::{series_style, Marker, Style, BASELINE, PALETTE, REFERENCE_DASHES};
 pub use text::{esc, fmt_num, text_width, wrap};
 

@@ -5,191 +5,53 @@
 
 use serde::Deserialize;
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use wattio_energy::{Mechanism, Provenance};
-use wattio_iobench::RunRecord;
+use wattio_iobench::{IoBenchRuns, RunRecord};
 use wattio_meter::measure::bench::Report as MeasureReport;
 use wattio_meter::measure::{RunStatus, SingleRun};
-use wattio_meter::{EnergyReport, RecordRow};
-use wattio_overhead::{IdleRun, LoadRun};
-use wattio_sim::{RunResult, SweepRow};
-use wattio_transfer::{IntervalLog, TransferSummary};
+use wattio_meter::{EnergyReport, MeasuredCommand, MeasuredRun, RecordRow, Recording};
+use wattio_overhead::{IdleRuns, LoadRuns};
+use wattio_plot::ReportSection;
+use wattio_sim::{CacheSweep, RunResult, SweepRow};
+use wattio_transfer::TransferSummary;
 
-/// Reads a provenance from a result's `mechanism`, `estimated` and `model` fields (JSON
-/// values or CSV cells). A file without `estimated` is an estimate when its mechanism is the
-/// model; an unknown mechanism reads as none, so the figure is shown as of unrecorded origin.
-fn provenance_of(
-    mechanism: &str,
-    estimated: Option<bool>,
-    model: Option<&str>,
-) -> Option<Provenance> {
-    let mechanism: Mechanism = mechanism.parse().ok()?;
-    Some(Provenance {
-        mechanism,
-        estimated: estimated.unwrap_or(mechanism == Mechanism::Model),
-        model: model.filter(|m| !m.is_empty()).map(str::to_string),
-    })
-}
-
-/// Joins the labels of several provenances ("measured (perf); estimated (…)").
-pub fn label_all<'a>(ps: impl IntoIterator<Item = &'a Provenance>) -> String {
-    let mut v: Vec<&Provenance> = ps.into_iter().collect();
-    v.sort_by_key(|p| (p.mechanism.as_str(), p.estimated, p.model.as_deref()));
-    v.dedup();
-    if v.is_empty() {
-        return "energy provenance not recorded".into();
-    }
-    v.iter().map(|p| p.label()).collect::<Vec<_>>().join("; ")
-}
-
-/// One counter's rows from `wattio record`: (unix seconds, joules since previous row).
-#[derive(Debug, Clone)]
-pub struct Counter {
-    pub socket: u32,
-    pub domain: String,
-    pub provenance: Provenance,
-    pub rows: Vec<(f64, f64)>,
-}
-
-impl Counter {
-    /// Mean power between consecutive rows, as (seconds since the first row, watts),
-    /// averaged into at most `max_points` time buckets so long recordings stay small.
-    pub fn power_series(&self, max_points: usize) -> Vec<(f64, f64)> {
-        let Some(&(t0, _)) = self.rows.first() else {
-            return vec![];
-        };
-        let t_end = self.rows.last().map(|r| r.0).unwrap_or(t0);
-        let span = (t_end - t0).max(1e-9);
-        let nb = max_points.max(1);
-        let mut e = vec![0.0; nb];
-        let mut dt = vec![0.0; nb];
-        for w in self.rows.windows(2) {
-            let d = w[1].0 - w[0].0;
-            if d <= 0.0 {
-                continue;
-            }
-            // Bucket by the interval's midpoint so each interval lands where it happened.
-            let mid = 0.5 * (w[0].0 + w[1].0) - t0;
-            let b = ((mid / span) * nb as f64).min(nb as f64 - 1.0) as usize;
-            e[b] += w[1].1;
-            dt[b] += d;
-        }
-        (0..nb)
-            .filter(|&b| dt[b] > 0.0)
-            .map(|b| ((b as f64 + 0.5) / nb as f64 * span, e[b] / dt[b]))
-            .collect()
-    }
-}
-
-/// One run of a `wattio measure --json` result, as the page shows it.
-#[derive(Debug, Clone)]
-pub struct MeasureRun {
-    pub duration_s: f64,
-    pub total_j: f64,
-    pub mean_power_w: f64,
-    pub exit_code: i64,
-}
-
-impl MeasureRun {
-    fn of(energy: &EnergyReport, exit_code: i32) -> MeasureRun {
-        MeasureRun {
-            duration_s: energy.duration_s,
-            total_j: energy.total_j,
-            mean_power_w: energy.mean_power_w(),
-            exit_code: exit_code.into(),
-        }
-    }
-}
-
-fn provenance_of_energy(e: &EnergyReport) -> Provenance {
-    Provenance {
-        mechanism: e.mechanism,
-        estimated: e.estimated,
-        model: e.model.clone(),
-    }
-}
-
-/// The provenance of a transfer summary's `energy` (the meter's, or the model's when no meter
-/// ran); `None` when the transfer recorded none or names a mechanism this build does not know.
-pub fn transfer_energy_provenance(summary: &TransferSummary) -> Option<Provenance> {
-    let e = summary.energy.as_ref()?;
-    provenance_of(&e.mechanism, Some(e.estimated), e.model.as_deref())
-}
-
-/// The tuning parameters of one interval of a transfer, as (name, value) for a chart of them
-/// over time: the channel budget, open connections, files in flight (concurrency), chunks in
-/// flight per file (parallelism), requests in flight per channel (pipelining, one per
-/// partition) and active cores. The frequency is left out: kHz would flatten the others.
-pub fn transfer_parameters(interval: &IntervalLog) -> Vec<(String, f64)> {
-    let mut params = vec![
-        ("channels (budget)".to_string(), interval.num_ch as f64),
-        ("open channels".to_string(), interval.open_channels as f64),
-        (
-            "files in flight (concurrency)".to_string(),
-            interval.files_in_flight as f64,
-        ),
-        ("parallelism".to_string(), interval.parallelism),
-    ];
-    let partitions = interval.pipelining.len();
-    for (i, &p) in interval.pipelining.iter().enumerate() {
-        let name = if partitions == 1 {
-            "pipelining".to_string()
-        } else {
-            format!("pipelining (partition {})", i + 1)
-        };
-        params.push((name, p as f64));
-    }
-    if let Some(c) = interval.cores {
-        params.push(("cores".to_string(), c as f64));
-    }
-    params
-}
-
-/// A loaded result file.
+/// A loaded result file, as its producer's type, which draws its own section of the page.
 #[derive(Debug, Clone)]
 pub enum Dataset {
-    Record {
-        counters: Vec<Counter>,
-    },
-    Measure {
-        command: String,
-        provenance: Provenance,
-        runs: Vec<MeasureRun>,
-    },
+    /// A `wattio record` CSV or JSON-lines file.
+    Record(Recording),
+    /// One command of a `wattio measure --json` result.
+    Measure(MeasuredCommand),
     /// `wattio iobench` runs (`results.csv`, or the `runs` of `results.json`).
-    IoBench {
-        rows: Vec<RunRecord>,
-    },
+    IoBench(IoBenchRuns),
     /// `wattio cache sweep` rows (`sweep.csv`), or `cache replay --json` replays as rows of one
     /// seed.
-    Cache {
-        rows: Vec<SweepRow>,
-    },
+    Cache(CacheSweep),
     /// A `wattio transfer --json` summary, read as the type that writes it.
-    Transfer {
-        summary: Box<TransferSummary>,
-    },
-    OverheadLoad {
-        runs: Vec<LoadRun>,
-    },
-    OverheadIdle {
-        runs: Vec<IdleRun>,
-    },
+    Transfer(Box<TransferSummary>),
+    /// The overhead study's load runs (`runs.csv`).
+    OverheadLoad(LoadRuns),
+    /// The overhead study's idle runs (`idle.csv`).
+    OverheadIdle(IdleRuns),
 }
 
 impl Dataset {
+    /// The producer's section of the page for this result.
+    pub fn section(&self) -> &dyn ReportSection {
+        match self {
+            Dataset::Record(d) => d,
+            Dataset::Measure(d) => d,
+            Dataset::IoBench(d) => d,
+            Dataset::Cache(d) => d,
+            Dataset::Transfer(d) => d.as_ref(),
+            Dataset::OverheadLoad(d) => d,
+            Dataset::OverheadIdle(d) => d,
+        }
+    }
+
     /// Short kind name used in headings and notes.
     pub fn kind(&self) -> &'static str {
-        match self {
-            Dataset::Record { .. } => "record",
-            Dataset::Measure { .. } => "measure",
-            Dataset::IoBench { .. } => "iobench",
-            Dataset::Cache { .. } => "cache",
-            Dataset::Transfer { .. } => "transfer",
-            Dataset::OverheadLoad { .. } => "overhead (running time)",
-            Dataset::OverheadIdle { .. } => "overhead (idle)",
-        }
+        self.section().kind()
     }
 }
 
@@ -262,15 +124,15 @@ pub fn scan(dir: &Path) -> std::io::Result<Scan> {
         .loaded
         .iter()
         .filter_map(|l| match &l.data {
-            Dataset::IoBench { rows } if l.path.extension().is_some_and(|e| e == "csv") => {
-                Some((l.path.with_extension(""), rows.len()))
+            Dataset::IoBench(d) if l.path.extension().is_some_and(|e| e == "csv") => {
+                Some((l.path.with_extension(""), d.rows.len()))
             }
             _ => None,
         })
         .collect();
     s.loaded.retain(|l| match &l.data {
-        Dataset::IoBench { rows } if l.path.extension().is_some_and(|e| e == "json") => {
-            !csv_iobench.contains(&(l.path.with_extension(""), rows.len()))
+        Dataset::IoBench(d) if l.path.extension().is_some_and(|e| e == "json") => {
+            !csv_iobench.contains(&(l.path.with_extension(""), d.rows.len()))
         }
         _ => true,
     });
@@ -473,13 +335,13 @@ fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
         let first = arr.first().ok_or("empty JSON array")?;
         if has(first, &["method", "op", "energy_j"]) {
             let rows: Vec<RunRecord> = typed(v, "iobench runs", "wattio iobench")?;
-            return Ok(vec![Dataset::IoBench { rows }]);
+            return Ok(vec![Dataset::IoBench(IoBenchRuns { rows })]);
         }
         if has(first, &["strategy", "knob", "energy_j"]) {
             let replays: Vec<RunResult> =
                 typed(v, "cache replay results", "wattio cache replay --json")?;
             let rows = replays.iter().map(|r| SweepRow::of_replay("", r)).collect();
-            return Ok(vec![Dataset::Cache { rows }]);
+            return Ok(vec![Dataset::Cache(CacheSweep { rows })]);
         }
         if has(first, &["duration_s", "total_j"]) {
             let runs: Vec<EarlierMeasureRun> = typed(v, "measure runs", "wattio measure --json")?;
@@ -496,35 +358,33 @@ fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
         .is_some_and(|c| has(c, &["command", "runs"]))
     {
         let report: MeasureReport = typed(v, "measure result", "wattio measure --json")?;
-        let provenance = Provenance {
-            mechanism: report.mechanism,
-            estimated: report.estimated,
-            model: report.model.clone(),
-        };
+        let provenance = report.provenance();
         return Ok(report
             .benchmark
             .results
             .iter()
-            .map(|c| Dataset::Measure {
-                command: c.command.clone(),
-                provenance: provenance.clone(),
-                runs: c
-                    .runs
-                    .iter()
-                    .filter(|r| r.status == RunStatus::Ok)
-                    .map(|r| MeasureRun::of(&r.report.energy, r.report.exit_code))
-                    .collect(),
+            .map(|c| {
+                Dataset::Measure(MeasuredCommand {
+                    command: c.command.clone(),
+                    provenance: provenance.clone(),
+                    runs: c
+                        .runs
+                        .iter()
+                        .filter(|r| r.status == RunStatus::Ok)
+                        .map(|r| MeasuredRun::of(&r.report.energy, r.report.exit_code))
+                        .collect(),
+                })
             })
             .collect());
     }
     if has(&v, &["total_label", "command"]) {
         let single: SingleRun = typed(v, "measure result", "wattio measure --json")?;
         let energy = &single.report.energy;
-        return Ok(vec![Dataset::Measure {
+        return Ok(vec![Dataset::Measure(MeasuredCommand {
             command: single.command.join(" "),
-            provenance: provenance_of_energy(energy),
-            runs: vec![MeasureRun::of(energy, single.report.exit_code)],
-        }]);
+            provenance: energy.provenance(),
+            runs: vec![MeasuredRun::of(energy, single.report.exit_code)],
+        })]);
     }
     if let Some(first) = v
         .get("runs")
@@ -533,7 +393,7 @@ fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
     {
         if has(first, &["method", "op", "energy_j"]) {
             let study: IoBenchStudy = typed(v, "iobench results", "wattio iobench")?;
-            return Ok(vec![Dataset::IoBench { rows: study.runs }]);
+            return Ok(vec![Dataset::IoBench(IoBenchRuns { rows: study.runs })]);
         }
         if has(first, &["duration_s", "total_j"]) {
             let repeat: EarlierMeasureRepeat = typed(v, "measure result", "wattio measure --json")?;
@@ -554,9 +414,7 @@ fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
     }
     if has(&v, &["throughput_mbps", "seconds", "intervals"]) {
         let summary: TransferSummary = typed(v, "transfer summary", "wattio transfer --json")?;
-        return Ok(vec![Dataset::Transfer {
-            summary: Box::new(summary),
-        }]);
+        return Ok(vec![Dataset::Transfer(Box::new(summary))]);
     }
     if has(&v, &["study", "plan", "total_runs", "complete"]) {
         let m: wattio_runner::StudyManifest = typed(v, "study manifest", "the study")?;
@@ -575,16 +433,16 @@ fn has(v: &Value, keys: &[&str]) -> bool {
 fn measure_dataset(command: String, runs: Vec<EarlierMeasureRun>) -> Result<Vec<Dataset>, String> {
     let provenance = runs
         .first()
-        .map(|r| provenance_of_energy(&r.energy))
+        .map(|r| r.energy.provenance())
         .ok_or("measure result without runs")?;
-    Ok(vec![Dataset::Measure {
+    Ok(vec![Dataset::Measure(MeasuredCommand {
         command,
         provenance,
         runs: runs
             .iter()
-            .map(|r| MeasureRun::of(&r.energy, r.exit_code))
+            .map(|r| MeasuredRun::of(&r.energy, r.exit_code))
             .collect(),
-    }])
+    })])
 }
 
 fn parse_jsonl(text: &str) -> Result<Vec<Dataset>, String> {
@@ -600,39 +458,9 @@ fn parse_jsonl(text: &str) -> Result<Vec<Dataset>, String> {
     record_dataset(rows)
 }
 
-/// Groups `wattio record` rows (with their line numbers) by counter. `record --by` attribution
-/// rows split the counters' energy: the counter rows alone are the machine's energy.
+/// A `wattio record` file's rows (with their line numbers) as the meter groups them.
 fn record_dataset(rows: Vec<(usize, RecordRow)>) -> Result<Vec<Dataset>, String> {
-    let mut counters: BTreeMap<(u32, String, Provenance), Vec<(f64, f64)>> = BTreeMap::new();
-    for (line, row) in rows {
-        if row.is_attribution() {
-            continue;
-        }
-        let socket = row
-            .socket
-            .ok_or(format!("line {line}: a counter row without a socket"))?;
-        counters
-            .entry((socket, row.domain.clone(), row.provenance()))
-            .or_default()
-            .push((row.timestamp, row.energy_j));
-    }
-    if counters.is_empty() {
-        return Err("`wattio record` file without counter rows".into());
-    }
-    Ok(vec![Dataset::Record {
-        counters: counters
-            .into_iter()
-            .map(|((socket, domain, provenance), mut rows)| {
-                rows.sort_by(|a, b| a.0.total_cmp(&b.0));
-                Counter {
-                    socket,
-                    domain,
-                    provenance,
-                    rows,
-                }
-            })
-            .collect(),
-    }])
+    Recording::from_rows(rows).map(|r| vec![Dataset::Record(r)])
 }
 
 /// The rows of a CSV (header split off, cells trimmed) read as `T`, each with its line number;
@@ -685,20 +513,20 @@ fn parse_csv(text: &str) -> Result<Vec<Dataset>, String> {
             record_dataset(rows)
         }
         CsvKind::OverheadLoad => wattio_overhead::load_runs_from_csv(&headers, &rows)
-            .map(|runs| vec![Dataset::OverheadLoad { runs }]),
+            .map(|runs| vec![Dataset::OverheadLoad(LoadRuns { runs })]),
         CsvKind::OverheadIdle => wattio_overhead::idle_runs_from_csv(&headers, &rows)
-            .map(|runs| vec![Dataset::OverheadIdle { runs }]),
+            .map(|runs| vec![Dataset::OverheadIdle(IdleRuns { runs })]),
         CsvKind::IoBench => {
             let rows = typed_rows(&header, &rows, "iobench results", "wattio iobench")?;
-            Ok(vec![Dataset::IoBench {
+            Ok(vec![Dataset::IoBench(IoBenchRuns {
                 rows: rows.into_iter().map(|(_, r)| r).collect(),
-            }])
+            })])
         }
         CsvKind::Cache => {
             let rows = typed_rows(&header, &rows, "cache sweep rows", "wattio cache sweep")?;
-            Ok(vec![Dataset::Cache {
+            Ok(vec![Dataset::Cache(CacheSweep {
                 rows: rows.into_iter().map(|(_, r)| r).collect(),
-            }])
+            })])
         }
     }
 }

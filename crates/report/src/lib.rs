@@ -6,12 +6,14 @@
 //! * [`BenchTransfer`] reads a `make bench-transfer` run directory and writes its markdown
 //!   tables and grouped bar charts (`wattio report bench-transfer`).
 //! * [`scan_results`] / [`load_result_file`] recognise result files by their CSV header or
-//!   JSON fields and read them through their producers' row types: `wattio record` CSV/JSONL,
+//!   JSON fields and read them through their producers' types: `wattio record` CSV/JSONL,
 //!   `wattio measure --json`, iobench rows, cache sweep rows, transfer summaries, overhead
 //!   runs, each a [`Dataset`]. Unknown files are skipped with a note.
-//! * [`render_html`] lays out the page (charts from `wattio-plot`); every figure carries its
-//!   energy provenance ("measured (perf)" / "estimated (model: …)") in its caption and SVG
-//!   metadata. [`write_report`] scans and writes it.
+//! * [`render_html`] lays out the page: a heading and a table of contents, and for each result
+//!   the section its producer draws ([`wattio_plot::ReportSection`], implemented by
+//!   `wattio-meter`, `wattio-iobench`, `wattio-sim`, `wattio-transfer` and `wattio-overhead`).
+//!   Every figure carries its energy provenance ("measured (perf)" / "estimated (model: …)")
+//!   in its caption and SVG metadata. [`write_report`] scans and writes it.
 
 mod bench_transfer;
 mod data;
@@ -20,9 +22,8 @@ mod html;
 use std::path::Path;
 
 pub use data::{
-    load_all as load_result_files, load_file as load_result_file, scan as scan_results,
-    transfer_energy_provenance, transfer_parameters, Counter, Dataset, Loaded, MeasureRun, Scan,
-    Skipped, MAX_FILE_BYTES, RESULT_EXTENSIONS,
+    load_all as load_result_files, load_file as load_result_file, scan as scan_results, Dataset,
+    Loaded, Scan, Skipped, MAX_FILE_BYTES, RESULT_EXTENSIONS,
 };
 pub use html::render as render_html;
 

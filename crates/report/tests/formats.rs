@@ -2,9 +2,11 @@
 //! Expected numbers are worked out by hand in the comments.
 
 use std::path::{Path, PathBuf};
-use wattio_iobench::RunRecord;
-use wattio_overhead::analyze_load;
+use wattio_iobench::{IoBenchRuns, RunRecord};
+use wattio_meter::{MeasuredCommand, Recording};
+use wattio_overhead::{analyze_load, LoadRuns};
 use wattio_report::{load_result_file, scan_results, Dataset};
+use wattio_sim::CacheSweep;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -16,7 +18,7 @@ fn load(rel: &str) -> Dataset {
 
 #[test]
 fn record_csv_from_the_meter() {
-    let Dataset::Record { counters } = load("results/record-model.csv") else {
+    let Dataset::Record(Recording { counters }) = load("results/record-model.csv") else {
         panic!("not a record")
     };
     assert_eq!(counters.len(), 1);
@@ -37,7 +39,8 @@ fn record_by_process_keeps_the_counters_apart_from_attribution_rows() {
         1.0,perf,,total,0.5,false,\"measured (perf), attributed (cpu-time share)\",idle,,,,0\n\
         2.0,perf,0,package,4,false,,,,,,\n";
     std::fs::write(d.path().join("e.csv"), csv).unwrap();
-    let Dataset::Record { counters } = load_result_file(&d.path().join("e.csv")).unwrap().unwrap()
+    let Dataset::Record(Recording { counters }) =
+        load_result_file(&d.path().join("e.csv")).unwrap().unwrap()
     else {
         panic!("not a record")
     };
@@ -46,7 +49,7 @@ fn record_by_process_keeps_the_counters_apart_from_attribution_rows() {
     let jsonl = "{\"timestamp\":1.0,\"mechanism\":\"perf\",\"socket\":0,\"domain\":\"package\",\"energy_j\":2,\"estimated\":false,\"model\":null}\n\
         {\"timestamp\":1.0,\"mechanism\":\"perf\",\"domain\":\"total\",\"energy_j\":2,\"estimated\":false,\"model\":\"x\",\"entity\":\"idle\",\"pid\":null,\"comm\":null,\"cgroup\":null,\"cpu_s\":0}\n";
     std::fs::write(d.path().join("e.jsonl"), jsonl).unwrap();
-    let Dataset::Record { counters } = load_result_file(&d.path().join("e.jsonl"))
+    let Dataset::Record(Recording { counters }) = load_result_file(&d.path().join("e.jsonl"))
         .unwrap()
         .unwrap()
     else {
@@ -66,7 +69,8 @@ fn record_with_gpu_rows_keeps_each_counters_provenance() {
         2.0,nvml,0,gpu,30,false,\n\
         2.0,nvml,1,gpu,12,false,\"power, integrated\"\n";
     std::fs::write(d.path().join("g.csv"), csv).unwrap();
-    let Dataset::Record { counters } = load_result_file(&d.path().join("g.csv")).unwrap().unwrap()
+    let Dataset::Record(Recording { counters }) =
+        load_result_file(&d.path().join("g.csv")).unwrap().unwrap()
     else {
         panic!("not a record")
     };
@@ -85,7 +89,7 @@ fn record_with_gpu_rows_keeps_each_counters_provenance() {
 
 #[test]
 fn record_jsonl_power_series() {
-    let Dataset::Record { counters } = load("results/record-perf.jsonl") else {
+    let Dataset::Record(Recording { counters }) = load("results/record-perf.jsonl") else {
         panic!("not a record")
     };
     assert_eq!(counters.len(), 2);
@@ -100,17 +104,17 @@ fn record_jsonl_power_series() {
 
 #[test]
 fn measure_single_and_repeat() {
-    let Dataset::Measure {
+    let Dataset::Measure(MeasuredCommand {
         runs,
         provenance,
         command,
-    } = load("results/measure-single.json")
+    }) = load("results/measure-single.json")
     else {
         panic!()
     };
     assert_eq!((runs.len(), command.as_str()), (1, "sleep 0.3"));
     assert!(provenance.estimated);
-    let Dataset::Measure { runs, .. } = load("results/measure-repeat.json") else {
+    let Dataset::Measure(MeasuredCommand { runs, .. }) = load("results/measure-repeat.json") else {
         panic!()
     };
     assert_eq!(runs.len(), 3);
@@ -118,19 +122,19 @@ fn measure_single_and_repeat() {
 
 #[test]
 fn other_parts_results() {
-    let Dataset::IoBench { rows } = load("results/misc/iobench.csv") else {
+    let Dataset::IoBench(IoBenchRuns { rows }) = load("results/misc/iobench.csv") else {
         panic!()
     };
     assert_eq!(rows.len(), 8);
     // `wattio cache sweep --workload email --seeds 1`: 7 knobs × 3 ghost-hint variants of the
     // adaptive cache and 7 knob-independent strategies.
-    let Dataset::Cache { rows } = load("results/misc/cache-sweep.csv") else {
+    let Dataset::Cache(CacheSweep { rows }) = load("results/misc/cache-sweep.csv") else {
         panic!()
     };
     assert_eq!(rows.len(), 7 * 3 + 7);
     // A real `wattio transfer --json` summary (three files over loopback at 40 Mbit/s, 250 ms
     // intervals); expected figures are read from the file with serde_json.
-    let Dataset::Transfer { summary } = load("results/misc/transfer.json") else {
+    let Dataset::Transfer(summary) = load("results/misc/transfer.json") else {
         panic!()
     };
     let json: serde_json::Value = serde_json::from_str(
@@ -143,12 +147,16 @@ fn other_parts_results() {
         summary.energy.as_ref().map(|e| e.total_j),
         json["energy"]["total_j"].as_f64()
     );
-    let provenance = wattio_report::transfer_energy_provenance(&summary).unwrap();
+    let provenance = summary
+        .energy
+        .as_ref()
+        .and_then(|e| e.typed_provenance())
+        .unwrap();
     assert_eq!(provenance.estimated, json["energy"]["estimated"] == true);
     // Pipelining is a list, one per partition: each partition's value is charted.
     let pipelining = intervals[0]["pipelining"].as_array().unwrap();
     assert!(pipelining.len() > 1, "the fixture has several partitions");
-    let params = wattio_report::transfer_parameters(&summary.intervals[0]);
+    let params = summary.intervals[0].parameters();
     for (i, p) in pipelining.iter().enumerate() {
         let name = format!("pipelining (partition {})", i + 1);
         let charted = params.iter().find(|(n, _)| *n == name).map(|(_, v)| *v);
@@ -163,7 +171,7 @@ fn other_parts_results() {
 
 #[test]
 fn overhead_runs_analysed_like_appendix_a() {
-    let Dataset::OverheadLoad { runs } = load("results/overhead/runs.csv") else {
+    let Dataset::OverheadLoad(LoadRuns { runs }) = load("results/overhead/runs.csv") else {
         panic!()
     };
     let t = analyze_load(&runs);
@@ -347,7 +355,8 @@ fn iobench_csv_and_json_twins_load_once_and_other_files_are_not_read() {
     let study = wattio_iobench::analyse(meta, iobench_runs());
     let written = wattio_iobench::write_outputs(&study, d.path()).unwrap();
     for path in [&written.csv, &written.json] {
-        let Dataset::IoBench { rows } = load_result_file(path).unwrap().unwrap() else {
+        let Dataset::IoBench(IoBenchRuns { rows }) = load_result_file(path).unwrap().unwrap()
+        else {
             panic!("{} is not iobench", path.display())
         };
         assert_eq!(rows, iobench_runs());
@@ -379,7 +388,7 @@ fn iobench_results_without_later_columns_read_and_others_name_the_missing_column
         .map(|l| format!("{}\n", l.rsplit_once(',').unwrap().0))
         .collect();
     std::fs::write(&path, old).unwrap();
-    let Dataset::IoBench { rows } = load_result_file(&path).unwrap().unwrap() else {
+    let Dataset::IoBench(IoBenchRuns { rows }) = load_result_file(&path).unwrap().unwrap() else {
         panic!("not iobench")
     };
     assert_eq!(rows.len(), 8);

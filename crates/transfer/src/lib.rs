@@ -32,6 +32,7 @@ mod client;
 mod dirindex;
 #[cfg(all(test, feature = "engine"))]
 mod fuzz;
+mod report;
 mod summary;
 #[cfg(feature = "engine")]
 mod sums;

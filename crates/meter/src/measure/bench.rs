@@ -389,6 +389,15 @@ impl Report {
             benchmark,
         }
     }
+
+    /// Where every `total_j` comes from.
+    pub fn provenance(&self) -> Provenance {
+        Provenance {
+            mechanism: self.mechanism,
+            estimated: self.estimated,
+            model: self.model.clone(),
+        }
+    }
 }
 
 #[cfg(test)]

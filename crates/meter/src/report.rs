@@ -1,0 +1,285 @@
+//! The meter's results as sections of a `wattio report` page: a `wattio record` file as power
+//! over time per counter, and a `wattio measure` result as its runs.
+
+use crate::{EnergyReport, RecordRow};
+use std::collections::BTreeMap;
+use wattio_energy::Provenance;
+use wattio_plot::{
+    box_plot, energy_axis, esc, line_chart, provenance_html, BoxGroup, Chart, HtmlSection,
+    LineOpts, ReportSection, Series,
+};
+
+/// Power charts keep at most this many points per counter, so long recordings stay small.
+const MAX_POWER_POINTS: usize = 1500;
+
+/// One counter's rows from `wattio record`: (unix seconds, joules since previous row).
+#[derive(Debug, Clone)]
+pub struct RecordedCounter {
+    pub socket: u32,
+    pub domain: String,
+    pub provenance: Provenance,
+    pub rows: Vec<(f64, f64)>,
+}
+
+impl RecordedCounter {
+    /// Mean power between consecutive rows, as (seconds since the first row, watts),
+    /// averaged into at most `max_points` time buckets so long recordings stay small.
+    pub fn power_series(&self, max_points: usize) -> Vec<(f64, f64)> {
+        let Some(&(t0, _)) = self.rows.first() else {
+            return vec![];
+        };
+        let t_end = self.rows.last().map(|r| r.0).unwrap_or(t0);
+        let span = (t_end - t0).max(1e-9);
+        let nb = max_points.max(1);
+        let mut e = vec![0.0; nb];
+        let mut dt = vec![0.0; nb];
+        for w in self.rows.windows(2) {
+            let d = w[1].0 - w[0].0;
+            if d <= 0.0 {
+                continue;
+            }
+            // Bucket by the interval's midpoint so each interval lands where it happened.
+            let mid = 0.5 * (w[0].0 + w[1].0) - t0;
+            let b = ((mid / span) * nb as f64).min(nb as f64 - 1.0) as usize;
+            e[b] += w[1].1;
+            dt[b] += d;
+        }
+        (0..nb)
+            .filter(|&b| dt[b] > 0.0)
+            .map(|b| ((b as f64 + 0.5) / nb as f64 * span, e[b] / dt[b]))
+            .collect()
+    }
+}
+
+/// A `wattio record` file: its counters, each with its rows in time order.
+#[derive(Debug, Clone)]
+pub struct Recording {
+    pub counters: Vec<RecordedCounter>,
+}
+
+impl Recording {
+    /// Groups `wattio record` rows (with their line numbers) by counter. `record --by`
+    /// attribution rows split the counters' energy: the counter rows alone are the machine's
+    /// energy. `Err` names the line of a counter row without a socket, or a file without
+    /// counter rows.
+    pub fn from_rows(rows: Vec<(usize, RecordRow)>) -> Result<Recording, String> {
+        let mut counters: BTreeMap<(u32, String, Provenance), Vec<(f64, f64)>> = BTreeMap::new();
+        for (line, row) in rows {
+            if row.is_attribution() {
+                continue;
+            }
+            let socket = row
+                .socket
+                .ok_or(format!("line {line}: a counter row without a socket"))?;
+            counters
+                .entry((socket, row.domain.clone(), row.provenance()))
+                .or_default()
+                .push((row.timestamp, row.energy_j));
+        }
+        if counters.is_empty() {
+            return Err("`wattio record` file without counter rows".into());
+        }
+        Ok(Recording {
+            counters: counters
+                .into_iter()
+                .map(|((socket, domain, provenance), mut rows)| {
+                    rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    RecordedCounter {
+                        socket,
+                        domain,
+                        provenance,
+                        rows,
+                    }
+                })
+                .collect(),
+        })
+    }
+}
+
+impl ReportSection for Recording {
+    fn kind(&self) -> &'static str {
+        "record"
+    }
+
+    fn render(&self, out: &mut HtmlSection) {
+        let counters = &self.counters;
+        let prov = Provenance::join_labels(counters.iter().map(|c| &c.provenance));
+        let series: Vec<Series> = counters
+            .iter()
+            .map(|c| Series {
+                name: format!("socket {} {}", c.socket, c.domain),
+                points: c.power_series(MAX_POWER_POINTS),
+            })
+            .collect();
+        let svg = line_chart(
+            &Chart::titled(
+                "Power over time",
+                &prov,
+                "time since start (s)",
+                &energy_axis("Power (W)", &prov),
+            ),
+            &series,
+            &[],
+            &LineOpts {
+                y_zero: true,
+                ..Default::default()
+            },
+        );
+        out.figure(
+            &svg,
+            "Power over time (energy between consecutive samples ÷ interval)",
+            &prov,
+        );
+        let rows: Vec<Vec<String>> = counters
+            .iter()
+            .map(|c| {
+                let dur = c.rows.last().map(|r| r.0).unwrap_or(0.0)
+                    - c.rows.first().map(|r| r.0).unwrap_or(0.0);
+                let e: f64 = c.rows.iter().skip(1).map(|r| r.1).sum();
+                vec![
+                    c.socket.to_string(),
+                    c.domain.clone(),
+                    c.rows.len().to_string(),
+                    format!("{dur:.3}"),
+                    format!("{e:.3}"),
+                    if dur > 0.0 {
+                        format!("{:.3}", e / dur)
+                    } else {
+                        "n/a".into()
+                    },
+                    c.provenance.label(),
+                ]
+            })
+            .collect();
+        out.table(
+            &[
+                "socket",
+                "domain",
+                "rows",
+                "duration (s)",
+                "energy (J)",
+                "mean power (W)",
+                "provenance",
+            ],
+            &rows,
+        );
+    }
+}
+
+/// One run of a `wattio measure --json` result, as the page shows it.
+#[derive(Debug, Clone)]
+pub struct MeasuredRun {
+    pub duration_s: f64,
+    pub total_j: f64,
+    pub mean_power_w: f64,
+    pub exit_code: i64,
+}
+
+impl MeasuredRun {
+    pub fn of(energy: &EnergyReport, exit_code: i32) -> MeasuredRun {
+        MeasuredRun {
+            duration_s: energy.duration_s,
+            total_j: energy.total_j,
+            mean_power_w: energy.mean_power_w(),
+            exit_code: exit_code.into(),
+        }
+    }
+}
+
+/// One command of a `wattio measure` result: its successful runs and where their energy
+/// comes from.
+#[derive(Debug, Clone)]
+pub struct MeasuredCommand {
+    pub command: String,
+    pub provenance: Provenance,
+    pub runs: Vec<MeasuredRun>,
+}
+
+impl ReportSection for MeasuredCommand {
+    fn kind(&self) -> &'static str {
+        "measure"
+    }
+
+    fn render(&self, out: &mut HtmlSection) {
+        let runs = &self.runs;
+        let prov = self.provenance.label();
+        out.paragraph_html(&format!(
+            "Command: <code>{}</code> — {} run(s), energy {}",
+            esc(&self.command),
+            runs.len(),
+            provenance_html(&prov)
+        ));
+        let rows: Vec<Vec<String>> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                vec![
+                    (i + 1).to_string(),
+                    format!("{:.4}", r.duration_s),
+                    format!("{:.4}", r.total_j),
+                    format!("{:.3}", r.mean_power_w),
+                    r.exit_code.to_string(),
+                ]
+            })
+            .collect();
+        out.table(
+            &[
+                "run",
+                "duration (s)",
+                "energy (J)",
+                "mean power (W)",
+                "exit",
+            ],
+            &rows,
+        );
+        if runs.len() < 2 {
+            return;
+        }
+        let group = |v: Vec<f64>| BoxGroup {
+            label: format!("{} runs", v.len()),
+            values: v,
+            baseline: false,
+        };
+        let svg = box_plot(
+            &Chart::titled(
+                "Energy per run",
+                &prov,
+                "",
+                &energy_axis("Energy (J)", &prov),
+            ),
+            &[group(runs.iter().map(|r| r.total_j).collect())],
+        );
+        out.figure(&svg, "Energy per run", &prov);
+        let svg = box_plot(
+            &Chart::titled("Duration per run", &prov, "", "Duration (s), wall clock"),
+            &[group(runs.iter().map(|r| r.duration_s).collect())],
+        );
+        out.figure(&svg, "Duration per run (wall clock)", &prov);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn power_series_averages_each_interval_where_it_happened() {
+        // 10 W for 2 s, then 30 W for 2 s, in 1 s rows; two buckets.
+        let c = RecordedCounter {
+            socket: 0,
+            domain: "package".into(),
+            provenance: Provenance::measured(wattio_energy::Mechanism::Perf),
+            rows: vec![
+                (0.0, 0.0),
+                (1.0, 10.0),
+                (2.0, 10.0),
+                (3.0, 30.0),
+                (4.0, 30.0),
+            ],
+        };
+        assert_eq!(c.power_series(2), vec![(1.0, 10.0), (3.0, 30.0)]);
+        assert!(RecordedCounter { rows: vec![], ..c }
+            .power_series(2)
+            .is_empty());
+    }
+}
