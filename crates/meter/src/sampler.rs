@@ -11,9 +11,9 @@
 //! ([`wattio_energy::max_safe_period`]), the loop reads several times per row.
 
 use std::io::{self, Write};
-use std::sync::mpsc::{sync_channel, TrySendError};
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::time::{Duration, Instant};
-use wattio_energy::{max_safe_period, Accumulator, CounterDelta, EnergyError, Source};
+use wattio_energy::{max_safe_period, Accumulator, CounterDelta, CounterSpec, EnergyError, Source};
 use wattio_progress::{Cancel, Sink};
 
 use crate::meter::unix_now;
@@ -237,23 +237,16 @@ pub fn run_sampler<S: SampleSink>(
     mut source: Box<dyn Source>,
     cfg: &SamplerConfig,
     cancel: &Cancel,
-    mut sink: S,
+    sink: S,
 ) -> Result<(SamplerStats, S), SamplerError> {
     if !(cfg.freq_hz.is_finite() && (0.001..=1000.0).contains(&cfg.freq_hz)) {
         return Err(SamplerError::BadFrequency(cfg.freq_hz));
     }
     let specs = source.counters().to_vec();
     let n = specs.len();
-    let row_period = 1.0 / cfg.freq_hz;
-    let safe = specs
-        .iter()
-        .map(max_safe_period)
-        .fold(f64::INFINITY, f64::min);
-    let reads_per_row = (row_period / safe).ceil().max(1.0) as u64;
-    let period_ns = ((row_period / reads_per_row as f64) * 1e9).round().max(1.0) as u64;
-
+    let plan = ReadPlan::new(cfg, &specs);
     // A source on its own clock (eBPF's kernel timer) ticks as often as this loop reads.
-    source.set_rate_hz(1e9 / period_ns as f64)?;
+    source.set_rate_hz(1e9 / plan.period_ns as f64)?;
     let mut acc = Accumulator::new(&specs);
     let mut raw = vec![0u64; n];
     let mut deltas = vec![
@@ -266,72 +259,30 @@ pub fn run_sampler<S: SampleSink>(
     source.read_raw(&mut raw)?;
     acc.update(&raw, &mut deltas)?;
 
-    // Samples travel in batches of about 50 ms so the writer wakes 20 times a second, not once
-    // per sample: in a VM each cross-thread wake-up costs more CPU than the reading itself.
-    let batch_len = ((cfg.freq_hz / 20.0).round() as usize).max(1);
-    let max_batch = batch_len * 4;
-    let (tx, rx) = sync_channel::<Vec<Sample>>((cfg.queue_capacity / batch_len).max(2));
-    let writer = std::thread::Builder::new()
-        .name("wattio-writer".into())
-        .spawn(move || -> (io::Result<()>, S) {
-            for batch in rx {
-                for s in &batch {
-                    if let Err(e) = sink.consume(s) {
-                        return (Err(e), sink);
-                    }
-                }
-            }
-            let r = sink.finish();
-            (r, sink)
-        })
-        .map_err(SamplerError::Write)?;
-
+    let (mut batches, writer) = Batches::start(sink, cfg)?;
     let start_wall = Instant::now();
-    let start_ns = mono_ns() + period_ns;
-    let total_reads = cfg
-        .duration
-        .map(|d| ((d.as_secs_f64() / row_period).round() as u64).max(1) * reads_per_row);
-    let ticker = match cfg.pacing {
-        Pacing::Timerfd => Some(Ticker::new(start_ns, period_ns).map_err(SamplerError::Timer)?),
-        Pacing::Sleep => None,
+    let start_ns = mono_ns() + plan.period_ns;
+    let mut clock = ReadClock {
+        ticker: match cfg.pacing {
+            Pacing::Timerfd => {
+                Some(Ticker::new(start_ns, plan.period_ns).map_err(SamplerError::Timer)?)
+            }
+            Pacing::Sleep => None,
+        },
+        period_ns: plan.period_ns,
+        // Ticks at least every 100 ms: block in read() alone and check the flag after each.
+        wake_on_cancel: (plan.period_ns > CANCEL_CHECK_NS).then_some(cancel),
+        read_index: 0,
+        prev_index: 0,
     };
-
-    // Ticks at least every 100 ms: block in read() alone and check the cancel flag after each.
-    let wake_on_cancel = (period_ns > CANCEL_CHECK_NS).then_some(cancel);
     let mut stats = SamplerStats::default();
     let mut carry = vec![0f64; n];
     let mut carry_wrapped = false;
-    let mut batch: Vec<Sample> = Vec::with_capacity(max_batch);
-    let mut read_index: u64 = 0; // deadline index of the last reading
-    let mut prev_index: u64 = 0;
     let mut consecutive_errors = 0u32;
-    let mut writer_failed = false;
-    loop {
-        let stopping = cancel.is_set() || total_reads.is_some_and(|t| read_index >= t);
-        if !stopping {
-            match &ticker {
-                Some(t) => {
-                    let exp = t.wait(wake_on_cancel).map_err(SamplerError::Timer)?;
-                    if exp == 0 {
-                        continue; // cancelled (or interrupted): re-check the flag
-                    }
-                    stats.late_ticks += exp - 1;
-                    prev_index = read_index;
-                    read_index += exp;
-                }
-                None if wake_on_cancel.is_some() => {
-                    if cancel.sleep(Duration::from_nanos(period_ns)) {
-                        continue; // cancelled: the final reading follows
-                    }
-                    prev_index = read_index;
-                    read_index += 1;
-                }
-                None => {
-                    std::thread::sleep(Duration::from_nanos(period_ns));
-                    prev_index = read_index;
-                    read_index += 1;
-                }
-            }
+    let writer_failed = loop {
+        let stopping = cancel.is_set() || plan.all_read(clock.read_index);
+        if !stopping && !clock.wait(&mut stats)? {
+            continue; // cancelled (or interrupted): re-check the flag
         }
         let now_ns = mono_ns();
         let unix_s = unix_now();
@@ -346,7 +297,7 @@ pub fn run_sampler<S: SampleSink>(
                     stats.errors.push(e.to_string());
                 }
                 if consecutive_errors >= MAX_CONSECUTIVE_ERRORS {
-                    drop(tx);
+                    drop(batches);
                     let _ = writer.join();
                     return Err(SamplerError::TooManyErrors(
                         consecutive_errors,
@@ -362,63 +313,25 @@ pub fn run_sampler<S: SampleSink>(
                 stats.wraps += 1;
             }
         }
-        // A row is due when this reading crossed a row boundary (late ticks may jump past one).
         // The run's last scheduled reading is the final row (no extra reading after it).
-        let stopping = stopping || total_reads.is_some_and(|t| read_index >= t);
-        let row_due = stopping || read_index / reads_per_row != prev_index / reads_per_row;
-        if row_due {
-            let sample = Sample {
-                unix_s,
-                mono_ns: now_ns,
-                deadline_ns: start_ns + read_index.saturating_sub(1) * period_ns,
-                joules: std::mem::replace(&mut carry, vec![0f64; n]),
-                wrapped: std::mem::take(&mut carry_wrapped),
-            };
-            if stopping {
-                // The last samples must get through: block.
-                batch.push(sample);
-                let k = batch.len() as u64;
-                if tx.send(std::mem::take(&mut batch)).is_ok() {
-                    stats.samples += k;
-                } else {
-                    writer_failed = true;
-                }
-                break;
-            }
-            if batch.len() >= max_batch {
-                // The writer is behind and the batch is at its cap: merge into the last sample
-                // rather than drop energy.
-                let last = batch.last_mut().expect("max_batch > 0");
-                for (l, j) in last.joules.iter_mut().zip(&sample.joules) {
-                    *l += j;
-                }
-                last.wrapped |= sample.wrapped;
-                last.unix_s = sample.unix_s;
-                last.mono_ns = sample.mono_ns;
-                last.deadline_ns = sample.deadline_ns;
-                stats.coalesced += 1;
-            } else {
-                batch.push(sample);
-            }
-            if batch.len() >= batch_len {
-                let k = batch.len() as u64;
-                match tx.try_send(std::mem::take(&mut batch)) {
-                    Ok(()) => {
-                        stats.samples += k;
-                        cfg.progress.tell(&RecordProgress {
-                            samples: stats.samples,
-                        });
-                    }
-                    Err(TrySendError::Full(b)) => batch = b, // retried at the next sample
-                    Err(TrySendError::Disconnected(_)) => {
-                        writer_failed = true;
-                        break;
-                    }
-                }
-            }
+        let stopping = stopping || plan.all_read(clock.read_index);
+        if !stopping && !plan.row_due(clock.prev_index, clock.read_index) {
+            continue;
         }
-    }
-    drop(tx);
+        let sample = Sample {
+            unix_s,
+            mono_ns: now_ns,
+            deadline_ns: start_ns + clock.read_index.saturating_sub(1) * plan.period_ns,
+            joules: std::mem::replace(&mut carry, vec![0f64; n]),
+            wrapped: std::mem::take(&mut carry_wrapped),
+        };
+        if stopping {
+            break batches.finish(sample, &mut stats).is_err();
+        }
+        if batches.push(sample, &mut stats).is_err() {
+            break true;
+        }
+    };
     stats.wall_s = start_wall.elapsed().as_secs_f64();
     let (res, sink) = writer
         .join()
@@ -427,6 +340,181 @@ pub fn run_sampler<S: SampleSink>(
         Err(e) => Err(SamplerError::Write(e)),
         Ok(()) if writer_failed => Err(SamplerError::Write(io::Error::other("writer stopped"))),
         Ok(()) => Ok((stats, sink)),
+    }
+}
+
+/// How often the sampler reads the counters: a row every `1 / freq_hz` s, read in as many
+/// equal steps as it takes for no counter to wrap twice between readings.
+struct ReadPlan {
+    reads_per_row: u64,
+    period_ns: u64,
+    /// Readings in the run, for a run of fixed duration.
+    total_reads: Option<u64>,
+}
+
+impl ReadPlan {
+    fn new(cfg: &SamplerConfig, specs: &[CounterSpec]) -> ReadPlan {
+        let row_period = 1.0 / cfg.freq_hz;
+        let safe = specs
+            .iter()
+            .map(max_safe_period)
+            .fold(f64::INFINITY, f64::min);
+        let reads_per_row = (row_period / safe).ceil().max(1.0) as u64;
+        ReadPlan {
+            reads_per_row,
+            period_ns: ((row_period / reads_per_row as f64) * 1e9).round().max(1.0) as u64,
+            total_reads: cfg
+                .duration
+                .map(|d| ((d.as_secs_f64() / row_period).round() as u64).max(1) * reads_per_row),
+        }
+    }
+
+    /// Whether reading `read_index` was the run's last scheduled one.
+    fn all_read(&self, read_index: u64) -> bool {
+        self.total_reads.is_some_and(|t| read_index >= t)
+    }
+
+    /// A row is due when the reading crossed a row boundary (late ticks may jump past one).
+    fn row_due(&self, prev_index: u64, read_index: u64) -> bool {
+        read_index / self.reads_per_row != prev_index / self.reads_per_row
+    }
+}
+
+/// The sampler's pace: the deadline index of the last reading and how to wait for the next.
+struct ReadClock<'a> {
+    ticker: Option<Ticker>,
+    period_ns: u64,
+    wake_on_cancel: Option<&'a Cancel>,
+    read_index: u64,
+    prev_index: u64,
+}
+
+impl ReadClock<'_> {
+    /// Waits for the next reading's deadline and advances to it (late ticks counted in
+    /// `stats`); `false` when woken by the cancel flag (or interrupted) without advancing.
+    fn wait(&mut self, stats: &mut SamplerStats) -> Result<bool, SamplerError> {
+        let steps = match (&self.ticker, self.wake_on_cancel) {
+            (Some(t), wake) => {
+                let expirations = t.wait(wake).map_err(SamplerError::Timer)?;
+                if expirations == 0 {
+                    return Ok(false);
+                }
+                stats.late_ticks += expirations - 1;
+                expirations
+            }
+            (None, Some(cancel)) => {
+                if cancel.sleep(Duration::from_nanos(self.period_ns)) {
+                    return Ok(false); // cancelled: the final reading follows
+                }
+                1
+            }
+            (None, None) => {
+                std::thread::sleep(Duration::from_nanos(self.period_ns));
+                1
+            }
+        };
+        self.prev_index = self.read_index;
+        self.read_index += steps;
+        Ok(true)
+    }
+}
+
+/// The writer thread stopped taking samples.
+struct WriterGone;
+
+/// Samples on their way to the writer thread, in batches of about 50 ms so the writer wakes 20
+/// times a second, not once per sample: in a VM each cross-thread wake-up costs more CPU than
+/// the reading itself.
+struct Batches<'a> {
+    tx: SyncSender<Vec<Sample>>,
+    batch: Vec<Sample>,
+    batch_len: usize,
+    max_batch: usize,
+    progress: &'a Sink<RecordProgress>,
+}
+
+type Writer<S> = std::thread::JoinHandle<(io::Result<()>, S)>;
+
+impl<'a> Batches<'a> {
+    /// Starts the writer thread that hands every sample to `sink`, then finishes it.
+    fn start<S: SampleSink>(
+        mut sink: S,
+        cfg: &'a SamplerConfig,
+    ) -> Result<(Batches<'a>, Writer<S>), SamplerError> {
+        let batch_len = ((cfg.freq_hz / 20.0).round() as usize).max(1);
+        let (tx, rx) = sync_channel::<Vec<Sample>>((cfg.queue_capacity / batch_len).max(2));
+        let writer = std::thread::Builder::new()
+            .name("wattio-writer".into())
+            .spawn(move || -> (io::Result<()>, S) {
+                for batch in rx {
+                    for s in &batch {
+                        if let Err(e) = sink.consume(s) {
+                            return (Err(e), sink);
+                        }
+                    }
+                }
+                let r = sink.finish();
+                (r, sink)
+            })
+            .map_err(SamplerError::Write)?;
+        let batches = Batches {
+            tx,
+            batch: Vec::with_capacity(batch_len * 4),
+            batch_len,
+            max_batch: batch_len * 4,
+            progress: &cfg.progress,
+        };
+        Ok((batches, writer))
+    }
+
+    /// Queues `sample` and hands a full batch to the writer without blocking (a batch the
+    /// writer has no room for is retried at the next sample).
+    fn push(&mut self, sample: Sample, stats: &mut SamplerStats) -> Result<(), WriterGone> {
+        if self.batch.len() >= self.max_batch {
+            // The writer is behind and the batch is at its cap: merge into the last sample
+            // rather than drop energy.
+            let last = self.batch.last_mut().expect("max_batch > 0");
+            for (l, j) in last.joules.iter_mut().zip(&sample.joules) {
+                *l += j;
+            }
+            last.wrapped |= sample.wrapped;
+            last.unix_s = sample.unix_s;
+            last.mono_ns = sample.mono_ns;
+            last.deadline_ns = sample.deadline_ns;
+            stats.coalesced += 1;
+        } else {
+            self.batch.push(sample);
+        }
+        if self.batch.len() < self.batch_len {
+            return Ok(());
+        }
+        let k = self.batch.len() as u64;
+        match self.tx.try_send(std::mem::take(&mut self.batch)) {
+            Ok(()) => {
+                stats.samples += k;
+                self.progress.tell(&RecordProgress {
+                    samples: stats.samples,
+                });
+                Ok(())
+            }
+            Err(TrySendError::Full(b)) => {
+                self.batch = b;
+                Ok(())
+            }
+            Err(TrySendError::Disconnected(_)) => Err(WriterGone),
+        }
+    }
+
+    /// Hands over the last samples, blocking: they must get through. Closes the channel, so
+    /// the writer finishes.
+    fn finish(mut self, sample: Sample, stats: &mut SamplerStats) -> Result<(), WriterGone> {
+        self.batch.push(sample);
+        let k = self.batch.len() as u64;
+        self.tx
+            .send(std::mem::take(&mut self.batch))
+            .map_err(|_| WriterGone)?;
+        stats.samples += k;
+        Ok(())
     }
 }
 
