@@ -400,54 +400,21 @@ pub fn line_chart(c: &Chart, series: &[Series], references: &[Reference], o: &Li
     let keep = |p: &&(f64, f64)| {
         p.0.is_finite() && p.1.is_finite() && (o.x_scale != XScale::Log || p.0 > 0.0)
     };
-    let xs = extent(
+    let kept_x = || {
         series
             .iter()
-            .flat_map(|s| s.points.iter().filter(keep).map(|p| p.0)),
-    );
+            .flat_map(|s| s.points.iter().filter(keep).map(|p| p.0))
+    };
     let ys = extent(
         series
             .iter()
             .flat_map(|s| s.points.iter().filter(keep).map(|p| p.1))
             .chain(references.iter().map(|r| r.y)),
     );
-    let (Some((x0, x1)), Some((lo, hi))) = (xs, ys) else {
+    let (Some(x_axis), Some((lo, hi))) = (XAxis::new(o.x_scale, kept_x(), 520.0), ys) else {
         return no_data(c);
     };
-    // Categories: the distinct x values in order.
-    let mut cats: Vec<f64> = series
-        .iter()
-        .flat_map(|s| s.points.iter().filter(keep).map(|p| p.0))
-        .collect();
-    cats.sort_by(f64::total_cmp);
-    cats.dedup();
-    let (x0, x1) = match o.x_scale {
-        XScale::Log => (
-            10f64.powf(x0.log10().floor()),
-            10f64.powf(x1.log10().ceil().max(x0.log10().floor() + 1.0)),
-        ),
-        _ if x1 > x0 => (x0, x1),
-        _ => (x0 - 1.0, x1 + 1.0),
-    };
-    let pw = 520.0;
-    let px = |x: f64| -> f64 {
-        match o.x_scale {
-            XScale::Linear => (x - x0) / (x1 - x0) * pw,
-            XScale::Log => (x.log10() - x0.log10()) / (x1.log10() - x0.log10()) * pw,
-            XScale::Categorical => {
-                let i = cats.partition_point(|c| *c < x);
-                (i as f64 + 0.5) / cats.len() as f64 * pw
-            }
-        }
-    };
-    let x_ticks: Vec<f64> = match o.x_scale {
-        XScale::Linear => ticks(x0, x1, 7)
-            .into_iter()
-            .filter(|t| *t >= x0 - 1e-12 && *t <= x1 + 1e-12)
-            .collect(),
-        XScale::Log => decade_ticks(x0, x1),
-        XScale::Categorical => cats.clone(),
-    };
+    let x_ticks = x_axis.ticks();
     let yt = y_ticks(lo, hi, o.y_zero);
     let mut entries: Vec<Entry> = Vec::new();
     for (i, s) in series.iter().enumerate() {
@@ -478,14 +445,24 @@ pub fn line_chart(c: &Chart, series: &[Series], references: &[Reference], o: &Li
         });
     }
     let (legend_lines, legend_w) = legend_layout(&entries);
-    let labels: Vec<(f64, String)> = x_ticks.iter().map(|t| (px(*t), (o.x_format)(*t))).collect();
+    let labels: Vec<(f64, String)> = x_ticks
+        .iter()
+        .map(|t| (x_axis.px(*t), (o.x_format)(*t)))
+        .collect();
     let row = layout_labels(&labels, TICK_FONT);
-    let mut canvas = Canvas::new(c, pw, 270.0, tick_width(&yt), legend_w, row.height);
+    let mut canvas = Canvas::new(
+        c,
+        x_axis.width,
+        270.0,
+        tick_width(&yt),
+        legend_w,
+        row.height,
+    );
     let mut out = canvas.start(c, legend_height(&legend_lines), &yt);
     let row = row.shifted(canvas.left);
     if o.x_scale != XScale::Linear {
         for t in &x_ticks {
-            let x = canvas.left + px(*t);
+            let x = canvas.left + x_axis.px(*t);
             let _ = write!(
                 out,
                 r##"<line x1="{x:.1}" x2="{x:.1}" y1="{t}" y2="{b}" stroke="#f0f0f0"/>"##,
@@ -502,28 +479,94 @@ pub fn line_chart(c: &Chart, series: &[Series], references: &[Reference], o: &Li
             .points
             .iter()
             .filter(keep)
-            .map(|p| (canvas.left + px(p.0), canvas.py(p.1)))
+            .map(|p| (canvas.left + x_axis.px(p.0), canvas.py(p.1)))
             .collect();
-        let _ = write!(out, r#"<g class="series" data-series="{}">"#, e.index);
-        if e.line {
-            let p: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
-            let _ = write!(
-                out,
-                r#"<polyline {a} points="{p}"/>"#,
-                a = e.style.line_attrs(),
-                p = p.join(" ")
-            );
-        }
-        if e.marker {
-            for (x, y) in &pts {
-                out.push_str(&e.style.marker_svg(*x, *y));
-            }
-        }
-        out.push_str("</g>");
+        series_svg(&mut out, e, &pts);
     }
     legend_svg(&mut out, &canvas, &entries, &legend_lines);
     canvas.close(&mut out, &row, c);
     out
+}
+
+/// One series of a line chart: its polyline and markers, as its legend entry says.
+fn series_svg(out: &mut String, e: &Entry, pts: &[(f64, f64)]) {
+    let _ = write!(out, r#"<g class="series" data-series="{}">"#, e.index);
+    if e.line {
+        let p: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+        let _ = write!(
+            out,
+            r#"<polyline {a} points="{p}"/>"#,
+            a = e.style.line_attrs(),
+            p = p.join(" ")
+        );
+    }
+    if e.marker {
+        for (x, y) in pts {
+            out.push_str(&e.style.marker_svg(*x, *y));
+        }
+    }
+    out.push_str("</g>");
+}
+
+/// A line chart's x axis: its scale, its span (whole decades on a log scale) and, on a
+/// categorical one, the distinct x values in order.
+struct XAxis {
+    scale: XScale,
+    x0: f64,
+    x1: f64,
+    categories: Vec<f64>,
+    /// The plot's width.
+    width: f64,
+}
+
+impl XAxis {
+    /// The axis of the x values `xs` (finite, and positive on a log scale); `None` for none.
+    fn new(scale: XScale, xs: impl Iterator<Item = f64>, width: f64) -> Option<XAxis> {
+        let mut categories: Vec<f64> = xs.collect();
+        let (x0, x1) = extent(categories.iter().copied())?;
+        categories.sort_by(f64::total_cmp);
+        categories.dedup();
+        let (x0, x1) = match scale {
+            XScale::Log => (
+                10f64.powf(x0.log10().floor()),
+                10f64.powf(x1.log10().ceil().max(x0.log10().floor() + 1.0)),
+            ),
+            _ if x1 > x0 => (x0, x1),
+            _ => (x0 - 1.0, x1 + 1.0),
+        };
+        Some(XAxis {
+            scale,
+            x0,
+            x1,
+            categories,
+            width,
+        })
+    }
+
+    /// Where `x` lies, from the plot's left edge.
+    fn px(&self, x: f64) -> f64 {
+        let (x0, x1, pw) = (self.x0, self.x1, self.width);
+        match self.scale {
+            XScale::Linear => (x - x0) / (x1 - x0) * pw,
+            XScale::Log => (x.log10() - x0.log10()) / (x1.log10() - x0.log10()) * pw,
+            XScale::Categorical => {
+                let i = self.categories.partition_point(|c| *c < x);
+                (i as f64 + 0.5) / self.categories.len() as f64 * pw
+            }
+        }
+    }
+
+    fn ticks(&self) -> Vec<f64> {
+        let (x0, x1) = (self.x0, self.x1);
+        match self.scale {
+            XScale::Linear => ticks(x0, x1, 7)
+                .into_iter()
+                .filter(|t| *t >= x0 - 1e-12 && *t <= x1 + 1e-12)
+                .collect(),
+            XScale::Log => decade_ticks(x0, x1),
+            XScale::Categorical => self.categories.clone(),
+        }
+    }
 }
 
 /// Box plot (Tukey: box q1–q3, median line, whiskers to the furthest point within 1.5·IQR,

@@ -84,36 +84,10 @@ pub fn grouped_bar_chart(
     series: &[BarSeries],
     o: &GroupedBarOpts,
 ) -> String {
-    let at = |v: &Vec<Option<f64>>, g: usize| v.get(g).copied().flatten();
-    let range_at = |s: &BarSeries, g: usize| s.ranges.get(g).copied().flatten();
-    let band_at = |g: usize| o.bands.get(g).copied().flatten();
-    let finite = |v: &f64| v.is_finite();
-    let Some((lo, hi)) = extent(
-        series
-            .iter()
-            .flat_map(|s| (0..groups.len()).filter_map(|g| at(&s.values, g)))
-            .chain(
-                series
-                    .iter()
-                    .flat_map(|s| (0..groups.len()).filter_map(|g| range_at(s, g)))
-                    .flat_map(|(a, b)| [a, b]),
-            )
-            .filter(finite),
-    ) else {
+    let bars = Bars { groups, series, o };
+    let Some((lo, hi)) = bars.y_extent() else {
         return no_data(c);
     };
-    let (lo, hi) = extent(
-        [lo.min(0.0), hi.max(0.0)]
-            .into_iter()
-            .chain(o.references.iter().map(|r| r.y))
-            .chain(
-                (0..groups.len())
-                    .filter_map(band_at)
-                    .flat_map(|(a, b)| [a, b]),
-            ),
-    )
-    .unwrap_or((lo, hi));
-    let value_text = |v: f64| fmt_num(round_significant(v, 3));
     let ph = 300.0;
     // Head room for the value labels written upwards from the tallest bar or whisker.
     let label_len = if o.value_labels {
@@ -128,121 +102,239 @@ pub fn grouped_bar_chart(
     let span = (hi - lo).max(f64::MIN_POSITIVE);
     let frac = (label_len / ph).min(0.5);
     let yt = ticks(lo, hi + span * frac / (1.0 - frac), 5);
-
-    let ns = series.len().max(1) as f64;
-    // Wide enough for its bars, and for its label to stay horizontal when there is room.
-    let widest_label = groups
-        .iter()
-        .map(|g| text_width(g, TICK_FONT))
-        .fold(0.0, f64::max);
-    let group_w = (ns * BAR_PITCH + BAR_PITCH * 1.4).max((widest_label + 12.0).min(160.0));
-    let pw = (groups.len() as f64 * group_w).max(360.0);
-    let group_w = pw / groups.len().max(1) as f64;
-    let pitch = (group_w - BAR_PITCH * 1.4) / ns;
-    let bar_w = pitch * 0.82;
-    let bar_x =
-        |g: usize, s: usize| group_w * g as f64 + BAR_PITCH * 0.7 + pitch * (s as f64 + 0.5);
-
-    let mut entries: Vec<Entry> = Vec::new();
-    for (i, s) in series.iter().enumerate() {
-        entries.push(Entry {
-            name: s.name.clone(),
-            style: series_style(i),
-            line: false,
-            marker: false,
-            swatch: Some(bar_attrs(i)),
-            whisker: false,
-            index: i,
-        });
-    }
-    for (k, r) in o.references.iter().enumerate() {
-        entries.push(Entry {
-            name: r.name.clone(),
-            style: Style {
-                colour: "#333",
-                dash: REFERENCE_DASHES[k % REFERENCE_DASHES.len()],
-                ..series_style(0)
-            },
-            line: true,
-            marker: false,
-            swatch: None,
-            whisker: false,
-            index: series.len() + k,
-        });
-    }
-    let has_bands = (0..groups.len()).any(|g| band_at(g).is_some());
-    let band_entry = entries.len();
-    if has_bands {
-        entries.push(Entry {
-            name: o.band_name.clone(),
-            style: series_style(0),
-            line: false,
-            marker: false,
-            swatch: Some(band_attrs()),
-            whisker: false,
-            index: band_entry,
-        });
-    }
-    let has_ranges = series
-        .iter()
-        .any(|s| (0..groups.len()).any(|g| range_at(s, g).is_some()));
-    let range_entry = entries.len();
-    if has_ranges {
-        entries.push(Entry {
-            name: o.range_name.clone(),
-            style: series_style(0),
-            line: false,
-            marker: false,
-            swatch: None,
-            whisker: true,
-            index: range_entry,
-        });
-    }
-    let (legend_lines, legend_w) = legend_layout(&entries);
+    let geometry = Geometry::new(groups, series.len());
+    let legend = bars.legend();
+    let (legend_lines, legend_w) = legend_layout(&legend.entries);
     let labels: Vec<(f64, String)> = groups
         .iter()
         .enumerate()
-        .map(|(g, name)| (group_w * (g as f64 + 0.5), name.clone()))
+        .map(|(g, name)| (geometry.group_w * (g as f64 + 0.5), name.clone()))
         .collect();
     let row = layout_labels(&labels, TICK_FONT);
-    let mut canvas = Canvas::new(c, pw, ph, tick_width(&yt), legend_w, row.height);
+    let mut canvas = Canvas::new(c, geometry.width, ph, tick_width(&yt), legend_w, row.height);
     let mut out = canvas.start(c, legend_height(&legend_lines), &yt);
     let row = row.shifted(canvas.left);
-
-    let zero = canvas.py(0f64.clamp(canvas.y0, canvas.y1));
-    for (i, s) in series.iter().enumerate() {
-        let _ = write!(out, r#"<g class="series" data-series="{i}">"#);
-        for (g, group) in groups.iter().enumerate() {
-            let Some(v) = at(&s.values, g).filter(finite) else {
-                continue;
-            };
-            let x = canvas.left + bar_x(g, i);
-            let y = canvas.py(v);
-            let _ = write!(
-                out,
-                r#"<rect x="{bx:.1}" y="{top:.1}" width="{bar_w:.1}" height="{h:.1}" {attrs}><title>{gn} / {sn}: {val}</title></rect>"#,
-                bx = x - bar_w / 2.0,
-                top = y.min(zero),
-                h = (y - zero).abs().max(0.5),
-                attrs = bar_attrs(i),
-                gn = esc(group),
-                sn = esc(&s.name),
-                val = value_text(v),
-            );
-        }
-        out.push_str("</g>");
+    bars.draw_bars(&mut out, &canvas, &geometry);
+    if let Some(entry) = legend.bands {
+        bars.draw_bands(&mut out, &canvas, &geometry, entry);
     }
-    if has_bands {
-        // Over the bars, translucent, so the band shows across the bars it judges.
-        let _ = write!(out, r#"<g class="series" data-series="{band_entry}">"#);
-        for (g, group) in groups.iter().enumerate() {
-            if let Some((a, b)) = band_at(g) {
+    if let Some(entry) = legend.ranges {
+        bars.draw_ranges(&mut out, &canvas, &geometry, entry);
+    }
+    for (k, r) in o.references.iter().enumerate() {
+        canvas.reference_line(&mut out, &legend.entries[series.len() + k], r.y);
+    }
+    if o.value_labels {
+        bars.draw_values(&mut out, &canvas, &geometry);
+    }
+    legend_svg(&mut out, &canvas, &legend.entries, &legend_lines);
+    canvas.close(&mut out, &row, c);
+    out
+}
+
+/// A bar's value as written on it: 3 significant digits.
+fn value_text(v: f64) -> String {
+    fmt_num(round_significant(v, 3))
+}
+
+/// Where the bars go across the plot.
+struct Geometry {
+    /// The plot's width.
+    width: f64,
+    group_w: f64,
+    pitch: f64,
+    bar_w: f64,
+}
+
+impl Geometry {
+    fn new(groups: &[String], n_series: usize) -> Geometry {
+        let ns = n_series.max(1) as f64;
+        // Wide enough for its bars, and for its label to stay horizontal when there is room.
+        let widest_label = groups
+            .iter()
+            .map(|g| text_width(g, TICK_FONT))
+            .fold(0.0, f64::max);
+        let group_w = (ns * BAR_PITCH + BAR_PITCH * 1.4).max((widest_label + 12.0).min(160.0));
+        let pw = (groups.len() as f64 * group_w).max(360.0);
+        let group_w = pw / groups.len().max(1) as f64;
+        let pitch = (group_w - BAR_PITCH * 1.4) / ns;
+        Geometry {
+            width: pw,
+            group_w,
+            pitch,
+            bar_w: pitch * 0.82,
+        }
+    }
+
+    /// The centre of series `s`'s bar in group `g`, from the plot's left edge.
+    fn bar_x(&self, g: usize, s: usize) -> f64 {
+        self.group_w * g as f64 + BAR_PITCH * 0.7 + self.pitch * (s as f64 + 0.5)
+    }
+}
+
+/// The legend's entries, and which of them stand for the bands and the error bars.
+struct Legend {
+    entries: Vec<Entry>,
+    bands: Option<usize>,
+    ranges: Option<usize>,
+}
+
+/// What a grouped bar chart draws.
+struct Bars<'a> {
+    groups: &'a [String],
+    series: &'a [BarSeries],
+    o: &'a GroupedBarOpts,
+}
+
+impl Bars<'_> {
+    fn value(&self, s: &BarSeries, g: usize) -> Option<f64> {
+        s.values.get(g).copied().flatten()
+    }
+
+    fn range(&self, s: &BarSeries, g: usize) -> Option<(f64, f64)> {
+        s.ranges.get(g).copied().flatten()
+    }
+
+    fn band(&self, g: usize) -> Option<(f64, f64)> {
+        self.o.bands.get(g).copied().flatten()
+    }
+
+    /// The y range: every value and error bar, zero, the references and the bands; `None`
+    /// when there is no finite value or range at all.
+    fn y_extent(&self) -> Option<(f64, f64)> {
+        let n = self.groups.len();
+        let (lo, hi) = extent(
+            self.series
+                .iter()
+                .flat_map(|s| (0..n).filter_map(|g| self.value(s, g)))
+                .chain(
+                    self.series
+                        .iter()
+                        .flat_map(|s| (0..n).filter_map(|g| self.range(s, g)))
+                        .flat_map(|(a, b)| [a, b]),
+                )
+                .filter(|v| v.is_finite()),
+        )?;
+        Some(
+            extent(
+                [lo.min(0.0), hi.max(0.0)]
+                    .into_iter()
+                    .chain(self.o.references.iter().map(|r| r.y))
+                    .chain(
+                        (0..n)
+                            .filter_map(|g| self.band(g))
+                            .flat_map(|(a, b)| [a, b]),
+                    ),
+            )
+            .unwrap_or((lo, hi)),
+        )
+    }
+
+    /// Every series with its swatch, then the references, the bands and the error bars.
+    fn legend(&self) -> Legend {
+        let n = self.groups.len();
+        let mut entries: Vec<Entry> = Vec::new();
+        for (i, s) in self.series.iter().enumerate() {
+            entries.push(Entry {
+                name: s.name.clone(),
+                style: series_style(i),
+                line: false,
+                marker: false,
+                swatch: Some(bar_attrs(i)),
+                whisker: false,
+                index: i,
+            });
+        }
+        for (k, r) in self.o.references.iter().enumerate() {
+            entries.push(Entry {
+                name: r.name.clone(),
+                style: Style {
+                    colour: "#333",
+                    dash: REFERENCE_DASHES[k % REFERENCE_DASHES.len()],
+                    ..series_style(0)
+                },
+                line: true,
+                marker: false,
+                swatch: None,
+                whisker: false,
+                index: self.series.len() + k,
+            });
+        }
+        let bands = (0..n).any(|g| self.band(g).is_some()).then(|| {
+            let index = entries.len();
+            entries.push(Entry {
+                name: self.o.band_name.clone(),
+                style: series_style(0),
+                line: false,
+                marker: false,
+                swatch: Some(band_attrs()),
+                whisker: false,
+                index,
+            });
+            index
+        });
+        let has_ranges = self
+            .series
+            .iter()
+            .any(|s| (0..n).any(|g| self.range(s, g).is_some()));
+        let ranges = has_ranges.then(|| {
+            let index = entries.len();
+            entries.push(Entry {
+                name: self.o.range_name.clone(),
+                style: series_style(0),
+                line: false,
+                marker: false,
+                swatch: None,
+                whisker: true,
+                index,
+            });
+            index
+        });
+        Legend {
+            entries,
+            bands,
+            ranges,
+        }
+    }
+
+    fn draw_bars(&self, out: &mut String, canvas: &Canvas, geometry: &Geometry) {
+        let zero = canvas.py(0f64.clamp(canvas.y0, canvas.y1));
+        let bar_w = geometry.bar_w;
+        for (i, s) in self.series.iter().enumerate() {
+            let _ = write!(out, r#"<g class="series" data-series="{i}">"#);
+            for (g, group) in self.groups.iter().enumerate() {
+                let Some(v) = self.value(s, g).filter(|v| v.is_finite()) else {
+                    continue;
+                };
+                let x = canvas.left + geometry.bar_x(g, i);
+                let y = canvas.py(v);
+                let _ = write!(
+                    out,
+                    r#"<rect x="{bx:.1}" y="{top:.1}" width="{bar_w:.1}" height="{h:.1}" {attrs}><title>{gn} / {sn}: {val}</title></rect>"#,
+                    bx = x - bar_w / 2.0,
+                    top = y.min(zero),
+                    h = (y - zero).abs().max(0.5),
+                    attrs = bar_attrs(i),
+                    gn = esc(group),
+                    sn = esc(&s.name),
+                    val = value_text(v),
+                );
+            }
+            out.push_str("</g>");
+        }
+    }
+
+    /// Over the bars, translucent, so the band shows across the bars it judges.
+    fn draw_bands(&self, out: &mut String, canvas: &Canvas, geometry: &Geometry, entry: usize) {
+        let _ = write!(out, r#"<g class="series" data-series="{entry}">"#);
+        for (g, group) in self.groups.iter().enumerate() {
+            if let Some((a, b)) = self.band(g) {
                 let (top, bottom) = (canvas.py(a.max(b)), canvas.py(a.min(b)));
                 let _ = write!(
                     out,
                     r#"<rect x="{x:.1}" y="{top:.1}" width="{w:.1}" height="{h:.1}" {attrs}><title>{n}: {lo}–{hi}</title></rect>"#,
-                    x = canvas.left + group_w * g as f64 + BAR_PITCH * 0.35,
-                    w = group_w - BAR_PITCH * 0.7,
+                    x = canvas.left + geometry.group_w * g as f64 + BAR_PITCH * 0.35,
+                    w = geometry.group_w - BAR_PITCH * 0.7,
                     h = (bottom - top).max(0.5),
                     attrs = band_attrs(),
                     n = esc(group),
@@ -253,38 +345,45 @@ pub fn grouped_bar_chart(
         }
         out.push_str("</g>");
     }
-    if has_ranges {
-        let _ = write!(out, r#"<g class="series" data-series="{range_entry}">"#);
-        for (i, s) in series.iter().enumerate() {
-            for g in 0..groups.len() {
-                if let Some((a, b)) = range_at(s, g).filter(|(a, b)| a.is_finite() && b.is_finite())
+
+    fn draw_ranges(&self, out: &mut String, canvas: &Canvas, geometry: &Geometry, entry: usize) {
+        let _ = write!(out, r#"<g class="series" data-series="{entry}">"#);
+        for (i, s) in self.series.iter().enumerate() {
+            for g in 0..self.groups.len() {
+                if let Some((a, b)) = self
+                    .range(s, g)
+                    .filter(|(a, b)| a.is_finite() && b.is_finite())
                 {
-                    let x = canvas.left + bar_x(g, i);
-                    out.push_str(&whisker(x, canvas.py(a), canvas.py(b), bar_w * 0.6));
+                    let x = canvas.left + geometry.bar_x(g, i);
+                    out.push_str(&whisker(
+                        x,
+                        canvas.py(a),
+                        canvas.py(b),
+                        geometry.bar_w * 0.6,
+                    ));
                 }
             }
         }
         out.push_str("</g>");
     }
-    for (k, r) in o.references.iter().enumerate() {
-        canvas.reference_line(&mut out, &entries[series.len() + k], r.y);
-    }
-    if o.value_labels {
-        // Inside the bar, reading up from its base, where the bar (below its error bar) is
-        // long enough; above the bar and its error bar otherwise. A white halo keeps the
-        // digits legible on any bar colour and across reference lines.
+
+    /// Inside the bar, reading up from its base, where the bar (below its error bar) is long
+    /// enough; above the bar and its error bar otherwise. A white halo keeps the digits legible
+    /// on any bar colour and across reference lines.
+    fn draw_values(&self, out: &mut String, canvas: &Canvas, geometry: &Geometry) {
+        let zero = canvas.py(0f64.clamp(canvas.y0, canvas.y1));
         out.push_str(r#"<g class="values">"#);
-        for (i, s) in series.iter().enumerate() {
-            for g in 0..groups.len() {
-                let Some(v) = at(&s.values, g).filter(finite) else {
+        for (i, s) in self.series.iter().enumerate() {
+            for g in 0..self.groups.len() {
+                let Some(v) = self.value(s, g).filter(|v| v.is_finite()) else {
                     continue;
                 };
                 let text = value_text(v);
                 let len = text_width(&text, VALUE_FONT);
-                let range = range_at(s, g);
+                let range = self.range(s, g);
                 let low = range.map_or(v, |(a, b)| v.min(a).min(b));
                 let high = range.map_or(v, |(a, b)| v.max(a).max(b));
-                let x = canvas.left + bar_x(g, i) + VALUE_FONT * 0.35;
+                let x = canvas.left + geometry.bar_x(g, i) + VALUE_FONT * 0.35;
                 let y = if v > 0.0 && zero - canvas.py(low) >= len + 8.0 {
                     zero - 4.0
                 } else {
@@ -298,7 +397,4 @@ pub fn grouped_bar_chart(
         }
         out.push_str("</g>");
     }
-    legend_svg(&mut out, &canvas, &entries, &legend_lines);
-    canvas.close(&mut out, &row, c);
-    out
 }
