@@ -8,7 +8,7 @@ use crate::wrap::wrapping_delta;
 use crate::Source;
 use std::fs::{self, File};
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub const INTEL_POWER_UNIT: u64 = 0x606;
 pub const INTEL_PKG_ENERGY: u64 = 0x611;
@@ -184,35 +184,7 @@ impl MsrSource {
     /// (absent domains) are skipped and listed in `notes`.
     pub fn open(root: &SysRoot) -> Result<Self, EnergyError> {
         let id = cpu::cpu_id(root)?;
-        let (unit_reg, domains): (u64, Vec<(Domain, u64)>) = match id.vendor {
-            Vendor::Intel => (
-                INTEL_POWER_UNIT,
-                vec![
-                    (Domain::Package, INTEL_PKG_ENERGY),
-                    (Domain::Core, INTEL_PP0_ENERGY),
-                    (Domain::Uncore, INTEL_PP1_ENERGY),
-                    (Domain::Dram, INTEL_DRAM_ENERGY),
-                    (Domain::Psys, INTEL_PLATFORM_ENERGY),
-                ],
-            ),
-            Vendor::Amd if id.family >= 0x17 => (
-                AMD_POWER_UNIT,
-                vec![
-                    (Domain::Package, AMD_PKG_ENERGY),
-                    (Domain::Core, AMD_CORE_ENERGY),
-                ],
-            ),
-            _ => {
-                return Err(EnergyError::Unusable {
-                    mechanism: Mechanism::Msr,
-                    reason: format!(
-                        "no RAPL MSR layout known for '{}' (family {:#x})",
-                        id.model_name, id.family
-                    ),
-                    fix: "use --source perf or powercap".into(),
-                })
-            }
-        };
+        let (unit_reg, domains) = register_layout(&id)?;
         let packages = cpu::packages(root)?;
         let mut specs = Vec::new();
         let mut counters = Vec::new();
@@ -222,72 +194,23 @@ impl MsrSource {
             let (path, file) = open_msr(root, first)?;
             let unit = read_msr(&file, unit_reg)
                 .map_err(|e| EnergyError::from_io(&path, e, PERMISSION_FIX))?;
+            let package = PackageMsr {
+                root,
+                id: &id,
+                socket,
+                cpus,
+                path: &path,
+                file: &file,
+                unit,
+            };
             for &(domain, register) in &domains {
                 if domain == Domain::Psys && socket != *packages.keys().next().unwrap() {
                     continue; // one platform counter per machine
                 }
-                let per_core = id.vendor == Vendor::Amd && domain == Domain::Core;
-                let cpus_for = if per_core {
-                    one_cpu_per_core(root, cpus)
-                } else {
-                    vec![first]
-                };
-                let mut files = Vec::new();
-                let mut values = Vec::new();
-                for c in cpus_for {
-                    let (p, f) = if c == first {
-                        (
-                            path.clone(),
-                            file.try_clone()
-                                .map_err(|e| EnergyError::from_io(&path, e, PERMISSION_FIX))?,
-                        )
-                    } else {
-                        open_msr(root, c)?
-                    };
-                    match read_msr(&f, register) {
-                        Ok(v) => values.push(v & MASK32),
-                        Err(e) => {
-                            notes.push(format!(
-                                "{} at {register:#x} ({domain}): not readable ({e}), skipped",
-                                p.display()
-                            ));
-                            values.clear();
-                            break;
-                        }
-                    }
-                    files.push((p, f));
+                if let Some((spec, counter)) = package.counter(domain, register, &mut notes)? {
+                    specs.push(spec);
+                    counters.push(counter);
                 }
-                if values.is_empty() {
-                    continue;
-                }
-                if values.iter().all(|&v| v == 0) {
-                    notes.push(format!("{domain} of socket {socket} ({register:#x}) reads 0: domain absent, skipped"));
-                    continue;
-                }
-                let unit_j = energy_unit_j(&id, domain, unit);
-                let multi = files.len() > 1;
-                specs.push(CounterSpec {
-                    socket,
-                    domain,
-                    unit_j,
-                    // Folded per-core sums are 64-bit and never wrap in practice.
-                    wrap: Wrap::AtMax(if multi { u64::MAX } else { MASK32 }),
-                    origin: format!(
-                        "{} msr {register:#x}{}",
-                        path.display(),
-                        if multi {
-                            format!(" (summed over {} cores)", files.len())
-                        } else {
-                            String::new()
-                        }
-                    ),
-                });
-                counters.push(MsrCounter {
-                    register,
-                    files,
-                    prev: values,
-                    folded: 0,
-                });
             }
         }
         if specs.is_empty() {
@@ -303,6 +226,128 @@ impl MsrSource {
             counters,
             notes,
         })
+    }
+}
+
+/// The unit register and the energy register of each domain, for this CPU's vendor.
+fn register_layout(id: &CpuId) -> Result<(u64, Vec<(Domain, u64)>), EnergyError> {
+    match id.vendor {
+        Vendor::Intel => Ok((
+            INTEL_POWER_UNIT,
+            vec![
+                (Domain::Package, INTEL_PKG_ENERGY),
+                (Domain::Core, INTEL_PP0_ENERGY),
+                (Domain::Uncore, INTEL_PP1_ENERGY),
+                (Domain::Dram, INTEL_DRAM_ENERGY),
+                (Domain::Psys, INTEL_PLATFORM_ENERGY),
+            ],
+        )),
+        Vendor::Amd if id.family >= 0x17 => Ok((
+            AMD_POWER_UNIT,
+            vec![
+                (Domain::Package, AMD_PKG_ENERGY),
+                (Domain::Core, AMD_CORE_ENERGY),
+            ],
+        )),
+        _ => Err(EnergyError::Unusable {
+            mechanism: Mechanism::Msr,
+            reason: format!(
+                "no RAPL MSR layout known for '{}' (family {:#x})",
+                id.model_name, id.family
+            ),
+            fix: "use --source perf or powercap".into(),
+        }),
+    }
+}
+
+/// One package's registers, read through the MSR file of its first CPU.
+struct PackageMsr<'a> {
+    root: &'a SysRoot,
+    id: &'a CpuId,
+    socket: u32,
+    cpus: &'a [u32],
+    path: &'a Path,
+    file: &'a MsrFile,
+    /// The raw power-unit register.
+    unit: u64,
+}
+
+impl PackageMsr<'_> {
+    /// The counter of `domain` at `register`: one CPU's register, or on AMD the core domain
+    /// summed over one CPU per core. `None`, with a note, when a register cannot be read or
+    /// reads 0 everywhere (the domain is absent).
+    fn counter(
+        &self,
+        domain: Domain,
+        register: u64,
+        notes: &mut Vec<String>,
+    ) -> Result<Option<(CounterSpec, MsrCounter)>, EnergyError> {
+        let first = self.cpus[0];
+        let per_core = self.id.vendor == Vendor::Amd && domain == Domain::Core;
+        let cpus_for = if per_core {
+            one_cpu_per_core(self.root, self.cpus)
+        } else {
+            vec![first]
+        };
+        let mut files = Vec::new();
+        let mut values = Vec::new();
+        for c in cpus_for {
+            let (p, f) = if c == first {
+                (
+                    self.path.to_path_buf(),
+                    self.file
+                        .try_clone()
+                        .map_err(|e| EnergyError::from_io(self.path, e, PERMISSION_FIX))?,
+                )
+            } else {
+                open_msr(self.root, c)?
+            };
+            match read_msr(&f, register) {
+                Ok(v) => values.push(v & MASK32),
+                Err(e) => {
+                    notes.push(format!(
+                        "{} at {register:#x} ({domain}): not readable ({e}), skipped",
+                        p.display()
+                    ));
+                    return Ok(None);
+                }
+            }
+            files.push((p, f));
+        }
+        if values.is_empty() {
+            return Ok(None);
+        }
+        let socket = self.socket;
+        if values.iter().all(|&v| v == 0) {
+            notes.push(format!(
+                "{domain} of socket {socket} ({register:#x}) reads 0: domain absent, skipped"
+            ));
+            return Ok(None);
+        }
+        let multi = files.len() > 1;
+        let spec = CounterSpec {
+            socket,
+            domain,
+            unit_j: energy_unit_j(self.id, domain, self.unit),
+            // Folded per-core sums are 64-bit and never wrap in practice.
+            wrap: Wrap::AtMax(if multi { u64::MAX } else { MASK32 }),
+            origin: format!(
+                "{} msr {register:#x}{}",
+                self.path.display(),
+                if multi {
+                    format!(" (summed over {} cores)", files.len())
+                } else {
+                    String::new()
+                }
+            ),
+        };
+        let counter = MsrCounter {
+            register,
+            files,
+            prev: values,
+            folded: 0,
+        };
+        Ok(Some((spec, counter)))
     }
 }
 

@@ -222,29 +222,11 @@ impl NvmlSource {
             };
             let name = dev.name().unwrap_or_else(|e| format!("unknown ({e})"));
             let uuid = dev.uuid().unwrap_or_else(|e| format!("unknown ({e})"));
-            let (counter, reading, note) = match dev.total_energy_consumption() {
-                Ok(_) => (GpuCounter::EnergyCounter, Reading::Counter, None),
-                Err(energy_err) => {
-                    let why = match energy_err {
-                        NvmlError::NotSupported => "nvmlDeviceGetTotalEnergyConsumption: NVML_ERROR_NOT_SUPPORTED (before Volta)".to_string(),
-                        e => format!("nvmlDeviceGetTotalEnergyConsumption: {e}"),
-                    };
-                    match dev.power_usage() {
-                        Ok(_) => (
-                            GpuCounter::PowerIntegrated,
-                            Reading::Power {
-                                total_uj: 0.0,
-                                last: None,
-                            },
-                            Some(format!("{why}; power readings integrated instead")),
-                        ),
-                        Err(e) => {
-                            notes.push(format!(
-                                "GPU {index} ({name}): left out, neither an energy counter ({why}) nor power readings (nvmlDeviceGetPowerUsage: {e})"
-                            ));
-                            continue;
-                        }
-                    }
+            let (counter, reading, note) = match choose_reading(&dev) {
+                Ok(chosen) => chosen,
+                Err(why) => {
+                    notes.push(format!("GPU {index} ({name}): left out, {why}"));
+                    continue;
                 }
             };
             // SAFETY: the handle is only turned back into a `Device` of this `nvml`.
@@ -254,16 +236,12 @@ impl NvmlSource {
                 index,
                 reading,
             });
-            let prov = match counter {
-                GpuCounter::EnergyCounter => Provenance::measured(Mechanism::Nvml),
-                GpuCounter::PowerIntegrated => Provenance::integrated_power(Mechanism::Nvml),
-            };
             gpus.push(GpuInfo {
                 index,
                 name,
                 uuid,
                 counter,
-                label: prov.label(),
+                label: counter.provenance().label(),
                 note,
             });
         }
@@ -280,51 +258,12 @@ impl NvmlSource {
                 )
             });
         }
-        let specs = gpus
-            .iter()
-            .map(|g| match g.counter {
-                GpuCounter::EnergyCounter => CounterSpec {
-                    socket: g.index,
-                    domain: Domain::Gpu,
-                    unit_j: 1e-3,
-                    // An unsigned long long of millijoules never wraps in practice (5·10^8
-                    // years at 1 kW), but it restarts when the driver is reloaded: a decrease is
-                    // a reset, never a wrap, and must be reported as an error rather than
-                    // "corrected" into 2^64 mJ. Unknown does exactly that (and asks for a read
-                    // at least once a second).
-                    wrap: Wrap::Unknown,
-                    origin: format!(
-                        "nvmlDeviceGetTotalEnergyConsumption (mJ), GPU {} {} {}",
-                        g.index, g.name, g.uuid
-                    ),
-                },
-                GpuCounter::PowerIntegrated => CounterSpec {
-                    socket: g.index,
-                    domain: Domain::Gpu,
-                    unit_j: 1e-6,
-                    // Never decreases (wattio's own sum); Unknown makes readers at a low row
-                    // rate still read it at least once a second, the integration step.
-                    wrap: Wrap::Unknown,
-                    origin: format!(
-                        "nvmlDeviceGetPowerUsage (mW) integrated between reads, GPU {} {} {}",
-                        g.index, g.name, g.uuid
-                    ),
-                },
-            })
-            .collect();
-        let provenances = gpus
-            .iter()
-            .map(|g| match g.counter {
-                GpuCounter::EnergyCounter => Provenance::measured(Mechanism::Nvml),
-                GpuCounter::PowerIntegrated => Provenance::integrated_power(Mechanism::Nvml),
-            })
-            .collect();
         Ok(NvmlSource {
             gpus_state: state,
             nvml,
+            specs: gpus.iter().map(GpuInfo::counter_spec).collect(),
+            provenances: gpus.iter().map(|g| g.counter.provenance()).collect(),
             gpus,
-            specs,
-            provenances,
             provenance: Provenance::measured(Mechanism::Nvml),
             notes,
         })
@@ -341,6 +280,72 @@ fn read_error(index: u32, what: &str, e: NvmlError) -> EnergyError {
         format!("GPU {index}: {what} failed: {e}"),
         "check the GPU with `nvidia-smi`; leave it out with --domains without gpu",
     )
+}
+
+/// How a GPU is read: its energy counter where it has one (Volta and later), else its power
+/// readings integrated over time, with a note saying why. `Err`: why it cannot be read at all.
+fn choose_reading(dev: &Device) -> Result<(GpuCounter, Reading, Option<String>), String> {
+    let energy_err = match dev.total_energy_consumption() {
+        Ok(_) => return Ok((GpuCounter::EnergyCounter, Reading::Counter, None)),
+        Err(e) => e,
+    };
+    let why = match energy_err {
+        NvmlError::NotSupported => {
+            "nvmlDeviceGetTotalEnergyConsumption: NVML_ERROR_NOT_SUPPORTED (before Volta)"
+                .to_string()
+        }
+        e => format!("nvmlDeviceGetTotalEnergyConsumption: {e}"),
+    };
+    match dev.power_usage() {
+        Ok(_) => Ok((
+            GpuCounter::PowerIntegrated,
+            Reading::Power {
+                total_uj: 0.0,
+                last: None,
+            },
+            Some(format!("{why}; power readings integrated instead")),
+        )),
+        Err(e) => Err(format!(
+            "neither an energy counter ({why}) nor power readings (nvmlDeviceGetPowerUsage: {e})"
+        )),
+    }
+}
+
+impl GpuCounter {
+    /// How this GPU's energy is measured: a counter, or power readings integrated by wattio.
+    pub fn provenance(&self) -> Provenance {
+        match self {
+            GpuCounter::EnergyCounter => Provenance::measured(Mechanism::Nvml),
+            GpuCounter::PowerIntegrated => Provenance::integrated_power(Mechanism::Nvml),
+        }
+    }
+}
+
+impl GpuInfo {
+    /// The counter this GPU is read as.
+    fn counter_spec(&self) -> CounterSpec {
+        let (unit_j, origin) = match self.counter {
+            GpuCounter::EnergyCounter => (1e-3, "nvmlDeviceGetTotalEnergyConsumption (mJ)"),
+            GpuCounter::PowerIntegrated => (
+                1e-6,
+                "nvmlDeviceGetPowerUsage (mW) integrated between reads",
+            ),
+        };
+        CounterSpec {
+            socket: self.index,
+            domain: Domain::Gpu,
+            unit_j,
+            // The energy counter, an unsigned long long of millijoules, never wraps in practice
+            // (5·10^8 years at 1 kW), but it restarts when the driver is reloaded: a decrease is
+            // a reset, never a wrap, and must be reported as an error rather than "corrected"
+            // into 2^64 mJ. Unknown does exactly that (and asks for a read at least once a
+            // second). The integrated sum is wattio's own and never decreases; Unknown makes
+            // readers at a low row rate still read it at least once a second, the integration
+            // step.
+            wrap: Wrap::Unknown,
+            origin: format!("{origin}, GPU {} {} {}", self.index, self.name, self.uuid),
+        }
+    }
 }
 
 impl Source for NvmlSource {
