@@ -186,13 +186,13 @@ pub fn iobench(a: IobenchArgs) -> Result<ExitCode> {
         Err(e) => {
             let kept = out_dir.join("results.csv");
             if std::fs::metadata(&kept).is_ok_and(|m| m.len() > 0) {
-                return Err(e.context(format!(
+                return Err(anyhow::Error::new(e).context(format!(
                     "the runs so far are in {}; continue with: {}",
                     kept.display(),
                     study_ui::resume_command(&out_dir)
                 )));
             }
-            return Err(e);
+            return Err(e.into());
         }
     };
     let started_by = read_manifest(&out_dir)
