@@ -17,7 +17,7 @@
 //! The CPU time is the command's `wait4` rusage at exit (`attribution::cputime::wait_child`):
 //! every thread and every descendant it waited for, nothing of other children of ours.
 
-use anyhow::{Context, Result};
+use crate::TestbedError;
 use serde::{Deserialize, Serialize};
 use std::process::Command;
 use std::time::Instant;
@@ -80,14 +80,15 @@ pub fn run_with_stats(
     mut cmd: Command,
     params: ModelParams,
     meter: Option<&Meter>,
-) -> Result<RunStats> {
+) -> Result<RunStats, TestbedError> {
     let prog = format!("{:?}", cmd.get_program());
     let snap0 = meter.and_then(|m| m.snapshot().ok());
     let t0 = Instant::now();
-    let child = cmd
-        .spawn()
-        .with_context(|| format!("cannot run {prog}: is it installed and on PATH?"))?;
-    let usage = cputime::wait_child(child).with_context(|| format!("waiting for {prog}"))?;
+    let child = cmd.spawn().map_err(TestbedError::io(format!(
+        "cannot run {prog}: is it installed and on PATH?"
+    )))?;
+    let usage =
+        cputime::wait_child(child).map_err(TestbedError::io(format!("waiting for {prog}")))?;
     let wall_s = t0.elapsed().as_secs_f64();
     let snap1 = meter.and_then(|m| m.snapshot().ok());
     let n_cpus = std::thread::available_parallelism()
