@@ -135,7 +135,7 @@ pub fn iobench(a: IobenchArgs) -> Result<ExitCode> {
         return reanalyse(&a, files);
     }
     let meter = Arc::new(a.source.open_meter()?);
-    let model = a.source.config()?.model;
+    let meter_cfg = a.source.config()?;
     let mut ops = a.ops.clone();
     if a.apps {
         ops.extend(Op::APPS.iter().filter(|o| !a.ops.contains(o)));
@@ -156,6 +156,7 @@ pub fn iobench(a: IobenchArgs) -> Result<ExitCode> {
         data_dir: a.data_dir.clone(),
         module_dir: a.iobench_dir.clone(),
         java: a.java.clone(),
+        root: meter_cfg.root.clone(),
         heap: a.heap.clone(),
         resume,
         command: command.clone(),
@@ -166,7 +167,7 @@ pub fn iobench(a: IobenchArgs) -> Result<ExitCode> {
     let end = study::run(
         &cfg,
         meter,
-        model,
+        meter_cfg.model,
         &bar.message_sink("wattio iobench"),
         &bar.progress_sink(),
         &cancel,

@@ -15,7 +15,7 @@ use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
-use wattio_energy::ModelParams;
+use wattio_energy::{attribution, ModelParams, SysRoot};
 use wattio_meter::Meter;
 use wattio_progress::{Cancel, Eta, Sink, StudyProgress};
 use wattio_runner::{mark_complete, open_study_dir, CsvLog, StudyEnd, StudyManifest};
@@ -36,6 +36,9 @@ pub struct StudyConfig {
     pub data_dir: PathBuf,
     pub module_dir: Option<PathBuf>,
     pub java: String,
+    /// Where the machine the meter measures is read (`WATTIO_ROOT`, the meter's root): its online
+    /// CPUs are the vCPUs of the model and the `n` of the JVM's attributed share.
+    pub root: SysRoot,
     /// Heap of the benchmark JVM (-Xms = -Xmx), e.g. "2g".
     pub heap: String,
     /// Continue the interrupted study in `out_dir`: its runs are kept, the rest is run.
@@ -730,19 +733,7 @@ pub fn prepare(
     let names: Vec<&str> = sizes.iter().map(|s| s.as_str()).collect();
     maven::generate(&cfg.java, &jar, &data_dir, &names)?;
 
-    let n_cpus = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
-    let server = EnergyServer::start(
-        meter,
-        EnergyServerConfig {
-            cache: cfg.cache,
-            model,
-            n_cpus,
-            // the live JVM's /proc, whatever WATTIO_ROOT says about the energy counters
-            root: wattio_energy::SysRoot::new("/"),
-        },
-    )?;
+    let server = EnergyServer::start(meter, server_config(cfg, model))?;
     let log_path = cfg.out_dir.join("jmh.log");
     let log_err = || IoBenchError::io(format!("opening {}", log_path.display()));
     let jmh_log = OpenOptions::new()
@@ -775,6 +766,19 @@ pub fn prepare(
         plan,
         collector,
     })
+}
+
+/// How the energy socket turns the JVM's windows into energy: the model, and the machine's
+/// online CPUs under `cfg.root` (`attribution::machine_cpus`, as the meter's share counts them)
+/// for its idle power and for the capacity the JVM's share is taken of.
+fn server_config(cfg: &StudyConfig, model: ModelParams) -> EnergyServerConfig {
+    EnergyServerConfig {
+        cache: cfg.cache,
+        model,
+        n_cpus: attribution::machine_cpus(&cfg.root),
+        // the live JVM's /proc, whatever WATTIO_ROOT says about the energy counters
+        root: SysRoot::new("/"),
+    }
 }
 
 /// The finished study: every run, the notes of its plan, how its JVMs ran. Marks the output
@@ -844,6 +848,7 @@ mod tests {
             data_dir: "d".into(),
             module_dir: None,
             java: "java".into(),
+            root: SysRoot::new("/"),
             heap: "1g".into(),
             resume: false,
             command: "wattio iobench".into(),
@@ -913,6 +918,19 @@ mod tests {
             .iter()
             .all(|c| c.buffer == if c.op == Op::Zip4j { 4096 } else { 8192 }));
         assert!(p.notes.iter().any(|n| n.contains("zip4j")));
+    }
+
+    #[test]
+    fn the_energy_socket_counts_the_online_cpus_under_the_meters_root() {
+        let d = tempfile::tempdir().unwrap();
+        // Seven CPUs, a count no test machine has.
+        wattio_fixture::online_cpus(d.path(), 7).unwrap();
+        let mut c = cfg();
+        c.root = SysRoot::new(d.path());
+        let server = server_config(&c, ModelParams::default());
+        assert_eq!(server.n_cpus, 7);
+        // The JVM's CPU time is still read from the live /proc.
+        assert_eq!(server.root.path("/proc"), Path::new("/proc"));
     }
 
     #[test]
