@@ -135,7 +135,7 @@ pub fn iobench(a: IobenchArgs) -> Result<ExitCode> {
         return reanalyse(&a, files);
     }
     let meter = Arc::new(a.source.open_meter()?);
-    let model = a.source.config()?.model;
+    let meter_cfg = a.source.config()?;
     let mut ops = a.ops.clone();
     if a.apps {
         ops.extend(Op::APPS.iter().filter(|o| !a.ops.contains(o)));
@@ -156,6 +156,7 @@ pub fn iobench(a: IobenchArgs) -> Result<ExitCode> {
         data_dir: a.data_dir.clone(),
         module_dir: a.iobench_dir.clone(),
         java: a.java.clone(),
+        root: meter_cfg.root.clone(),
         heap: a.heap.clone(),
         resume,
         command: command.clone(),
@@ -166,7 +167,7 @@ pub fn iobench(a: IobenchArgs) -> Result<ExitCode> {
     let end = study::run(
         &cfg,
         meter,
-        model,
+        meter_cfg.model,
         &bar.message_sink("wattio iobench"),
         &bar.progress_sink(),
         &cancel,
@@ -186,13 +187,13 @@ pub fn iobench(a: IobenchArgs) -> Result<ExitCode> {
         Err(e) => {
             let kept = out_dir.join("results.csv");
             if std::fs::metadata(&kept).is_ok_and(|m| m.len() > 0) {
-                return Err(e.context(format!(
+                return Err(anyhow::Error::new(e).context(format!(
                     "the runs so far are in {}; continue with: {}",
                     kept.display(),
                     study_ui::resume_command(&out_dir)
                 )));
             }
-            return Err(e);
+            return Err(e.into());
         }
     };
     let started_by = read_manifest(&out_dir)

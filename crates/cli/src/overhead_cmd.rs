@@ -121,6 +121,8 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
     if mechanisms.is_empty() {
         bail!("no usable energy mechanism (run `wattio probe` to see why)");
     }
+    // How many stress-ng workers to start: the CPUs this process may run on, not the machine's
+    // online count that shares and the model use (a worker on a CPU it cannot use only waits).
     let workers = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);

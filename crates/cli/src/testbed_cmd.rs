@@ -163,17 +163,20 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
                 Some(path) => {
                     // The machine's energy over the run, for the command's attributed share;
                     // without a meter the stats still hold the dedicated-host estimate.
-                    let meter = match wattio_meter::Meter::open(
-                        &wattio_meter::MeterConfig::default(),
-                    ) {
+                    let meter_cfg = wattio_meter::MeterConfig::default();
+                    let meter = match wattio_meter::Meter::open(&meter_cfg) {
                         Ok(m) => Some(m),
                         Err(e) => {
                             eprintln!("wattio: warning: no energy meter ({e}); --stats has no attributed_j");
                             None
                         }
                     };
-                    let s =
-                        run_with_stats(cmd, wattio_energy::ModelParams::default(), meter.as_ref())?;
+                    let s = run_with_stats(
+                        cmd,
+                        wattio_energy::ModelParams::default(),
+                        meter.as_ref(),
+                        &meter_cfg.root,
+                    )?;
                     std::fs::write(&path, serde_json::to_string_pretty(&s)?)
                         .with_context(|| format!("cannot write {}", path.display()))?;
                     s.exit_code

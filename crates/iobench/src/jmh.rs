@@ -5,7 +5,7 @@
 use crate::maven;
 use crate::server::{EnergyServer, EnergyServerEvent};
 use crate::study::Invocation;
-use anyhow::Result;
+use crate::IoBenchError;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -39,8 +39,8 @@ pub trait JmhExecutor {
         round: u32,
         inv: &Invocation,
         cancel: &Cancel,
-        on_event: &mut dyn FnMut(EnergyServerEvent) -> Result<()>,
-    ) -> Result<InvocationEnd>;
+        on_event: &mut dyn FnMut(EnergyServerEvent) -> Result<(), IoBenchError>,
+    ) -> Result<InvocationEnd, IoBenchError>;
 
     /// Where JMH's output goes (named in error messages).
     fn log_path(&self) -> &Path;
@@ -66,7 +66,7 @@ pub struct ProcessJmhExecutor {
 const POLL: Duration = Duration::from_millis(100);
 
 impl ProcessJmhExecutor {
-    fn command(&self, inv: &Invocation) -> Result<Command> {
+    fn command(&self, inv: &Invocation) -> std::io::Result<Command> {
         let mut cmd = Command::new(&self.java);
         // The host JVM only launches forks: keep it light. Forks get exactly `jvm_args`.
         cmd.args(["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-jar"])
@@ -103,13 +103,24 @@ impl JmhExecutor for ProcessJmhExecutor {
         round: u32,
         inv: &Invocation,
         cancel: &Cancel,
-        on_event: &mut dyn FnMut(EnergyServerEvent) -> Result<()>,
-    ) -> Result<InvocationEnd> {
-        writeln!(self.jmh_log, "=== round {round} {:?}", inv.includes())?;
-        self.jmh_log.flush()?;
-        let start = self.jmh_log.metadata()?.len();
-        let mut jmh = GroupChild::spawn(&mut self.command(inv)?)
-            .map_err(|e| maven::java_error(&self.java, e))?;
+        on_event: &mut dyn FnMut(EnergyServerEvent) -> Result<(), IoBenchError>,
+    ) -> Result<InvocationEnd, IoBenchError> {
+        let log_err = IoBenchError::io(format!("writing {}", self.log_path.display()));
+        let start = writeln!(self.jmh_log, "=== round {round} {:?}", inv.includes())
+            .and_then(|()| self.jmh_log.flush())
+            .and_then(|()| self.jmh_log.metadata())
+            .map_err(log_err)?
+            .len();
+        let mut cmd = self.command(inv).map_err(IoBenchError::io(format!(
+            "opening {} for JMH",
+            self.log_path.display()
+        )))?;
+        let mut jmh = GroupChild::spawn(&mut cmd).map_err(|e| maven::java_error(&self.java, e))?;
+        let java = &self.java;
+        let waiting = |err| IoBenchError::Io {
+            what: format!("waiting for JMH ({java})"),
+            err,
+        };
         // Dropping `jmh` (cancel, error) kills the host JVM and its forks.
         loop {
             if cancel.is_set() {
@@ -121,8 +132,8 @@ impl JmhExecutor for ProcessJmhExecutor {
                 on_event(ev)?;
                 continue;
             }
-            if jmh.child_mut().try_wait()?.is_some() {
-                let status = jmh.wait()?;
+            if jmh.child_mut().try_wait().map_err(waiting)?.is_some() {
+                let status = jmh.wait().map_err(waiting)?;
                 // A fork's run is on the channel before the fork hears OK, so before JMH ends.
                 for ev in self.server.drain() {
                     on_event(ev)?;

@@ -30,6 +30,7 @@
 mod analysis;
 mod cache;
 mod catalog;
+mod error;
 mod jmh;
 mod maven;
 mod procstat;
@@ -41,6 +42,7 @@ pub mod study;
 pub use analysis::{CellStats, Comparison, Recommendation};
 pub use cache::CacheMode;
 pub use catalog::{MethodInfo, Op, Size, CATALOG_METHODS};
+pub use error::IoBenchError;
 pub use jmh::{InvocationEnd, JmhExecutor, ProcessJmhExecutor};
 pub use maven::{ensure_jar, find_maven_module, java_catalog, Libs};
 pub use procstat::spin_cpu_ms;
@@ -49,7 +51,6 @@ pub use results::{read_results_csv, write_results_csv, RunRecord, RESULTS_CSV_CO
 pub use server::{EnergyServer, EnergyServerConfig, EnergyServerEvent, RunSample, WindowEnergy};
 
 use analysis::{cell_stats, recommend};
-use anyhow::{Context, Result};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -110,36 +111,43 @@ pub struct Written {
 }
 
 /// Writes results.csv, results.json, summary.md and SVG plots into `dir`.
-pub fn write_outputs(out: &StudyOutput, dir: &Path) -> Result<Written> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+pub fn write_outputs(out: &StudyOutput, dir: &Path) -> Result<Written, IoBenchError> {
+    std::fs::create_dir_all(dir)
+        .map_err(IoBenchError::io(format!("creating {}", dir.display())))?;
+    let write = |p: &Path, text: &str| {
+        std::fs::write(p, text).map_err(IoBenchError::io(format!("writing {}", p.display())))
+    };
     let csv = dir.join("results.csv");
     results::write_results_csv(&csv, &out.runs)?;
     let json = dir.join("results.json");
-    std::fs::write(&json, serde_json::to_string_pretty(out)?)
-        .with_context(|| format!("writing {}", json.display()))?;
+    let text = serde_json::to_string_pretty(out).map_err(|e| IoBenchError::Io {
+        what: format!("writing {}", json.display()),
+        err: e.into(),
+    })?;
+    write(&json, &text)?;
     let prov = provenance_of(&out.runs);
     let mut plots = vec![];
     for op in Op::EVERY {
         if let Some(svg) = report::ranking_svg(&out.cells, op, &prov) {
             let p = dir.join(format!("ranking-{op}.svg"));
-            std::fs::write(&p, svg)?;
+            write(&p, &svg)?;
             plots.push(p);
         }
     }
     for op in Op::EVERY {
         if let Some(svg) = report::box_svg(&out.runs, op, &prov) {
             let p = dir.join(format!("box-{op}.svg"));
-            std::fs::write(&p, svg)?;
+            write(&p, &svg)?;
             plots.push(p);
         }
     }
     if let Some(svg) = report::buffer_svg(&out.cells, &prov) {
         let p = dir.join("buffer-sweep.svg");
-        std::fs::write(&p, svg)?;
+        write(&p, &svg)?;
         plots.push(p);
     }
     let summary = dir.join("summary.md");
-    std::fs::write(&summary, summary_markdown(out))?;
+    write(&summary, &summary_markdown(out))?;
     Ok(Written {
         csv,
         json,

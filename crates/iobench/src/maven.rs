@@ -1,6 +1,6 @@
 //! Finding and (re)building the Maven module `iobench/` and running its generator.
 
-use anyhow::{bail, Context, Result};
+use crate::IoBenchError;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::SystemTime;
@@ -41,26 +41,20 @@ impl std::str::FromStr for Libs {
 /// Finds the `iobench/` Maven module: `explicit`, else `WATTIO_IOBENCH_DIR`, else an
 /// `iobench/pom.xml` in the current directory or one of its parents, else the source checkout
 /// this binary was built from.
-pub fn find_maven_module(explicit: Option<&Path>) -> Result<PathBuf> {
+pub fn find_maven_module(explicit: Option<&Path>) -> Result<PathBuf, IoBenchError> {
     let ok = |p: &Path| p.join("pom.xml").is_file();
     if let Some(p) = explicit {
         if ok(p) {
             return Ok(p.to_path_buf());
         }
-        bail!(
-            "{} has no pom.xml: pass the wattio checkout's iobench/ directory",
-            p.display()
-        );
+        return Err(IoBenchError::NoPom(p.to_path_buf()));
     }
     if let Some(p) = std::env::var_os("WATTIO_IOBENCH_DIR") {
         let p = PathBuf::from(p);
         if ok(&p) {
             return Ok(p);
         }
-        bail!(
-            "WATTIO_IOBENCH_DIR={} has no pom.xml: point it at the checkout's iobench/",
-            p.display()
-        );
+        return Err(IoBenchError::NoPomInEnv(p));
     }
     if let Ok(mut d) = std::env::current_dir() {
         loop {
@@ -76,7 +70,7 @@ pub fn find_maven_module(explicit: Option<&Path>) -> Result<PathBuf> {
     if ok(&built) {
         return Ok(built);
     }
-    bail!("cannot find the iobench Maven module (iobench/pom.xml): run from the wattio checkout or pass --iobench-dir")
+    Err(IoBenchError::NoModule)
 }
 
 /// The benchmark jar for `libs`.
@@ -88,7 +82,7 @@ pub(crate) fn jar_path(module: &Path, libs: Libs) -> PathBuf {
         .join(format!("benchmarks-{}.jar", libs.as_str()))
 }
 
-fn newest_source(module: &Path) -> Result<SystemTime> {
+fn newest_source(module: &Path) -> std::io::Result<SystemTime> {
     fn walk(p: &Path, newest: &mut SystemTime) -> std::io::Result<()> {
         let md = std::fs::metadata(p)?;
         if md.is_dir() {
@@ -107,16 +101,20 @@ fn newest_source(module: &Path) -> Result<SystemTime> {
 }
 
 /// Whether the jar is missing or older than the module's sources.
-pub(crate) fn needs_build(module: &Path, libs: Libs) -> Result<bool> {
+pub(crate) fn needs_build(module: &Path, libs: Libs) -> Result<bool, IoBenchError> {
     let jar = jar_path(module, libs);
     let Ok(md) = std::fs::metadata(&jar) else {
         return Ok(true);
     };
-    Ok(md.modified()? < newest_source(module).context("reading the iobench sources")?)
+    let built = md.modified().map_err(IoBenchError::io(format!(
+        "reading the time of {}",
+        jar.display()
+    )))?;
+    Ok(built < newest_source(module).map_err(IoBenchError::io("reading the iobench sources"))?)
 }
 
 /// Builds the jar with `mvn -B -q -DskipTests package` when needed; returns its path.
-pub fn ensure_jar(module: &Path, libs: Libs, log: &Sink<str>) -> Result<PathBuf> {
+pub fn ensure_jar(module: &Path, libs: Libs, log: &Sink<str>) -> Result<PathBuf, IoBenchError> {
     let jar = jar_path(module, libs);
     if !needs_build(module, libs)? {
         return Ok(jar);
@@ -133,28 +131,27 @@ pub fn ensure_jar(module: &Path, libs: Libs, log: &Sink<str>) -> Result<PathBuf>
     }
     let out = match cmd.output() {
         Ok(o) => o,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            bail!("mvn not found: install Maven 3 and a JDK 17 (Debian: apt-get install maven openjdk-17-jdk-headless)")
-        }
-        Err(e) => return Err(e).context("running mvn"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(IoBenchError::NoMaven),
+        Err(e) => return Err(IoBenchError::io("running mvn")(e)),
     };
     if !out.status.success() {
-        bail!(
-            "building iobench with Maven failed ({}): {}",
-            out.status,
-            tail(
-                &String::from_utf8_lossy(&out.stdout),
-                &String::from_utf8_lossy(&out.stderr)
-            )
-        );
+        return Err(IoBenchError::MavenFailed {
+            status: out.status.to_string(),
+            output: output_tail(&out),
+        });
     }
     if !jar.is_file() {
-        bail!(
-            "Maven succeeded but {} is missing: check iobench/pom.xml's shade finalName",
-            jar.display()
-        );
+        return Err(IoBenchError::NoJar(jar));
     }
     Ok(jar)
+}
+
+/// The last few non-empty lines a finished command printed, joined on one line.
+fn output_tail(out: &std::process::Output) -> String {
+    tail(
+        &String::from_utf8_lossy(&out.stdout),
+        &String::from_utf8_lossy(&out.stderr),
+    )
 }
 
 /// The last few non-empty lines of two outputs, joined on one line (for one-line errors).
@@ -169,9 +166,16 @@ pub(crate) fn tail(stdout: &str, stderr: &str) -> String {
 }
 
 /// Generates (or keeps) the study's files for `sizes` in `dir` with the Java generator.
-pub(crate) fn generate(java: &str, jar: &Path, dir: &Path, sizes: &[&str]) -> Result<()> {
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("creating the data directory {}", dir.display()))?;
+pub(crate) fn generate(
+    java: &str,
+    jar: &Path,
+    dir: &Path,
+    sizes: &[&str],
+) -> Result<(), IoBenchError> {
+    std::fs::create_dir_all(dir).map_err(IoBenchError::io(format!(
+        "creating the data directory {}",
+        dir.display()
+    )))?;
     let out = Command::new(java)
         .arg("-cp")
         .arg(jar)
@@ -181,26 +185,28 @@ pub(crate) fn generate(java: &str, jar: &Path, dir: &Path, sizes: &[&str]) -> Re
         .output()
         .map_err(|e| java_error(java, e))?;
     if !out.status.success() {
-        bail!(
-            "generating the files failed: {}",
-            tail(
-                &String::from_utf8_lossy(&out.stdout),
-                &String::from_utf8_lossy(&out.stderr)
-            )
-        );
+        return Err(IoBenchError::JavaFailed {
+            what: "generating the files",
+            output: output_tail(&out),
+        });
     }
     Ok(())
 }
 
 /// The Java catalog as `(op, method, buffered)` triples (`Catalog.main`).
-pub fn java_catalog(java: &str, jar: &Path) -> Result<Vec<(String, String, bool)>> {
+pub fn java_catalog(java: &str, jar: &Path) -> Result<Vec<(String, String, bool)>, IoBenchError> {
     let out = Command::new(java)
         .arg("-cp")
         .arg(jar)
         .arg("io.wattio.iobench.Catalog")
         .output()
         .map_err(|e| java_error(java, e))?;
-    anyhow::ensure!(out.status.success(), "listing the Java catalog failed");
+    if !out.status.success() {
+        return Err(IoBenchError::JavaFailed {
+            what: "listing the Java catalog",
+            output: output_tail(&out),
+        });
+    }
     Ok(String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| {
@@ -210,10 +216,11 @@ pub fn java_catalog(java: &str, jar: &Path) -> Result<Vec<(String, String, bool)
         .collect())
 }
 
-pub(crate) fn java_error(java: &str, e: std::io::Error) -> anyhow::Error {
+/// Why `java` could not be started.
+pub(crate) fn java_error(java: &str, e: std::io::Error) -> IoBenchError {
     if e.kind() == std::io::ErrorKind::NotFound {
-        anyhow::anyhow!("'{java}' not found: install a JDK 17 (Debian: apt-get install openjdk-17-jdk-headless) or pass --java")
+        IoBenchError::NoJava(java.to_string())
     } else {
-        anyhow::anyhow!("running {java}: {e}")
+        IoBenchError::io(format!("running {java}"))(e)
     }
 }

@@ -4,7 +4,7 @@ use crate::cache::CacheMode;
 use crate::catalog::{Op, Size};
 use crate::maven::Libs;
 use crate::server::RunSample;
-use anyhow::{Context, Result};
+use crate::IoBenchError;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -114,7 +114,7 @@ impl RunRecord {
 /// Writes the rows as CSV (header = field names), through a temporary file renamed over
 /// `path`, so a failure never leaves half a file where a complete one was (a study's
 /// `results.csv` is rewritten with the same rows when it ends).
-pub fn write_results_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
+pub fn write_results_csv(path: &Path, rows: &[RunRecord]) -> Result<(), IoBenchError> {
     wattio_files::write_atomically(path, |out| {
         let mut w = csv::Writer::from_writer(out);
         for r in rows {
@@ -126,17 +126,17 @@ pub fn write_results_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
 }
 
 /// Reads rows written by [`write_results_csv`].
-pub fn read_results_csv(path: &Path) -> Result<Vec<RunRecord>> {
-    let mut r =
-        csv::Reader::from_path(path).with_context(|| format!("opening {}", path.display()))?;
+pub fn read_results_csv(path: &Path) -> Result<Vec<RunRecord>, IoBenchError> {
+    let mut r = csv::Reader::from_path(path).map_err(|e| IoBenchError::Io {
+        what: format!("opening {}", path.display()),
+        err: e.into(),
+    })?;
     let mut out = vec![];
     for (i, row) in r.deserialize().enumerate() {
-        out.push(row.with_context(|| {
-            format!(
-                "{} row {}: not an iobench results row",
-                path.display(),
-                i + 2
-            )
+        out.push(row.map_err(|e| IoBenchError::NotAResultsRow {
+            file: path.to_path_buf(),
+            row: i + 2,
+            why: e.to_string(),
         })?);
     }
     Ok(out)

@@ -16,7 +16,7 @@
 
 use crate::cache::{self, CacheMode};
 use crate::catalog::{Op, Size};
-use anyhow::{Context, Result};
+use crate::IoBenchError;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -113,14 +113,18 @@ pub struct EnergyServer {
 
 impl EnergyServer {
     /// Binds a socket in a fresh private temporary directory and starts serving.
-    pub fn start(meter: Arc<Meter>, cfg: EnergyServerConfig) -> Result<EnergyServer> {
+    pub fn start(meter: Arc<Meter>, cfg: EnergyServerConfig) -> Result<EnergyServer, IoBenchError> {
         let dir = tempfile::Builder::new()
             .prefix("wattio-iobench-")
             .tempdir()
-            .context("creating a directory for the energy socket")?;
+            .map_err(IoBenchError::io(
+                "creating a directory for the energy socket",
+            ))?;
         let path = dir.path().join("energy.sock");
-        let listener = UnixListener::bind(&path)
-            .with_context(|| format!("binding the energy socket {}", path.display()))?;
+        let listener = UnixListener::bind(&path).map_err(IoBenchError::io(format!(
+            "binding the energy socket {}",
+            path.display()
+        )))?;
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = channel();
         let handle = {
@@ -128,7 +132,7 @@ impl EnergyServer {
             std::thread::Builder::new()
                 .name("wattio-iobench-energy".into())
                 .spawn(move || serve(listener, meter, cfg, stop, tx))
-                .context("starting the energy socket thread")?
+                .map_err(IoBenchError::io("starting the energy socket thread"))?
         };
         Ok(EnergyServer {
             dir,
@@ -182,7 +186,7 @@ fn serve(
         match conn {
             Ok(stream) => {
                 if let Err(e) = handle(stream, &meter, &cfg, &tx) {
-                    let _ = tx.send(EnergyServerEvent::Error(format!("{e:#}")));
+                    let _ = tx.send(EnergyServerEvent::Error(e));
                 }
             }
             Err(e) => {
@@ -203,35 +207,66 @@ struct Conn {
     ended: Option<(WindowEnergy, f64)>,
 }
 
+/// What went wrong with a connection or a request, in one line: reported as an
+/// [`EnergyServerEvent::Error`] and, for a request, answered with `ERR <why>`.
+type Why = String;
+
+/// `what: e`, the one-line form of a failure while doing `what`.
+fn because(what: impl std::fmt::Display, e: impl std::fmt::Display) -> Why {
+    format!("{what}: {e}")
+}
+
 fn handle(
     stream: UnixStream,
     meter: &Meter,
     cfg: &EnergyServerConfig,
     tx: &Sender<EnergyServerEvent>,
-) -> Result<()> {
-    let mut out = stream.try_clone().context("cloning the socket")?;
+) -> Result<(), Why> {
+    let mut out = stream
+        .try_clone()
+        .map_err(|e| because("cloning the socket", e))?;
     let reader = BufReader::new(stream);
     let mut c = Conn::default();
     for line in reader.lines() {
-        let line = line.context("reading from the benchmark JVM")?;
+        let line = line.map_err(|e| because("reading from the benchmark JVM", e))?;
         let reply = match step(&mut c, line.trim_end(), meter, cfg, tx) {
             Ok(r) => r,
             Err(e) => {
-                let msg = format!("{e:#}").replace('\n', " ");
+                let msg = e.replace('\n', " ");
                 let _ = tx.send(EnergyServerEvent::Error(msg.clone()));
                 format!("ERR {msg}")
             }
         };
-        out.write_all(reply.as_bytes())?;
-        out.write_all(b"\n")?;
+        out.write_all(reply.as_bytes())
+            .and_then(|()| out.write_all(b"\n"))
+            .map_err(|e| e.to_string())?;
     }
     Ok(())
 }
 
-fn kv<'a>(rest: &'a str, key: &str) -> Result<&'a str> {
+fn kv<'a>(rest: &'a str, key: &str) -> Result<&'a str, Why> {
     rest.split_ascii_whitespace()
         .find_map(|t| t.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
-        .with_context(|| format!("missing {key}=..."))
+        .ok_or_else(|| format!("missing {key}=..."))
+}
+
+/// The value of `key=` in `rest`, parsed.
+fn parsed<T: std::str::FromStr>(rest: &str, key: &str) -> Result<T, Why>
+where
+    T::Err: std::fmt::Display,
+{
+    kv(rest, key)?
+        .parse()
+        .map_err(|e: T::Err| because(format!("{key}="), e))
+}
+
+/// `Err(why)` unless `ok`.
+fn require(ok: bool, why: impl FnOnce() -> Why) -> Result<(), Why> {
+    if ok {
+        Ok(())
+    } else {
+        Err(why())
+    }
 }
 
 fn step(
@@ -240,29 +275,31 @@ fn step(
     meter: &Meter,
     cfg: &EnergyServerConfig,
     tx: &Sender<EnergyServerEvent>,
-) -> Result<String> {
+) -> Result<String, Why> {
     let (cmd, rest) = line.split_once(' ').unwrap_or((line, ""));
     match cmd {
         "HELLO" => {
-            let op: Op = kv(rest, "op")?.parse().map_err(anyhow::Error::msg)?;
-            let size: Size = kv(rest, "size")?.parse().map_err(anyhow::Error::msg)?;
-            let buffer: u32 = kv(rest, "buffer")?.parse().context("buffer=")?;
-            let pid: u32 = kv(rest, "pid")?.parse().context("pid=")?;
+            let op: Op = kv(rest, "op")?.parse()?;
+            let size: Size = kv(rest, "size")?.parse()?;
+            let buffer: u32 = parsed(rest, "buffer")?;
+            let pid: u32 = parsed(rest, "pid")?;
             c.labels = Some((op, kv(rest, "method")?.to_string(), size, buffer, pid));
             Ok("OK".into())
         }
         "PREPARE" => {
-            anyhow::ensure!(c.labels.is_some(), "PREPARE before HELLO");
+            require(c.labels.is_some(), || "PREPARE before HELLO".into())?;
             let path = Path::new(rest.trim());
-            anyhow::ensure!(
-                path.is_absolute(),
-                "PREPARE needs an absolute path, got '{rest}'"
-            );
-            cache::prepare(path, cfg.cache).with_context(|| {
-                format!(
-                    "making {} {} in the page cache",
-                    path.display(),
-                    cfg.cache.as_str()
+            require(path.is_absolute(), || {
+                format!("PREPARE needs an absolute path, got '{rest}'")
+            })?;
+            cache::prepare(path, cfg.cache).map_err(|e| {
+                because(
+                    format!(
+                        "making {} {} in the page cache",
+                        path.display(),
+                        cfg.cache.as_str()
+                    ),
+                    e,
                 )
             })?;
             let r = cache::resident_fraction(path).ok();
@@ -275,32 +312,34 @@ fn step(
             ))
         }
         "BEGIN" => {
-            let (_, _, _, _, pid) = c.labels.as_ref().context("BEGIN before HELLO")?;
-            let cpu = cputime::process_cpu_ns(&cfg.root, *pid)
-                .with_context(|| format!("reading the CPU time of JVM {pid}"))?;
-            let snap = meter.snapshot().context("meter snapshot at BEGIN")?;
+            let (_, _, _, _, pid) = c.labels.as_ref().ok_or("BEGIN before HELLO")?;
+            let cpu = jvm_cpu_ns(cfg, *pid)?;
+            let snap = meter
+                .snapshot()
+                .map_err(|e| because("meter snapshot at BEGIN", e))?;
             c.begin = Some((snap, cpu, Instant::now()));
             c.ended = None;
             Ok("OK".into())
         }
         "END" => {
             let now = Instant::now();
-            let snap = meter.snapshot().context("meter snapshot at END")?;
-            let (_, _, _, _, pid) = c.labels.as_ref().context("END before HELLO")?;
-            let cpu = cputime::process_cpu_ns(&cfg.root, *pid)
-                .with_context(|| format!("reading the CPU time of JVM {pid}"))?;
-            let (a, cpu0, t0) = c.begin.take().context("END without BEGIN")?;
-            let ns: f64 = kv(rest, "ns")?.parse().context("ns=")?;
+            let snap = meter
+                .snapshot()
+                .map_err(|e| because("meter snapshot at END", e))?;
+            let (_, _, _, _, pid) = c.labels.as_ref().ok_or("END before HELLO")?;
+            let cpu = jvm_cpu_ns(cfg, *pid)?;
+            let (a, cpu0, t0) = c.begin.take().ok_or("END without BEGIN")?;
+            let ns: f64 = parsed(rest, "ns")?;
             let window_s = now.duration_since(t0).as_secs_f64();
             let cpu_s = cpu.saturating_sub(cpu0) as f64 * 1e-9;
             let w = window_energy(meter, &a, &snap, window_s, cpu_s, cfg);
-            let json = serde_json::to_string(&w)?;
+            let json = serde_json::to_string(&w).map_err(|e| e.to_string())?;
             c.ended = Some((w, ns * 1e-9));
             Ok(json)
         }
         "CHECK" => {
-            let (op, method, size, buffer, pid) = c.labels.clone().context("CHECK before HELLO")?;
-            let (energy, time_s) = c.ended.take().context("CHECK without END")?;
+            let (op, method, size, buffer, pid) = c.labels.clone().ok_or("CHECK before HELLO")?;
+            let (energy, time_s) = c.ended.take().ok_or("CHECK without END")?;
             let s = RunSample {
                 op,
                 method,
@@ -309,7 +348,7 @@ fn step(
                 pid,
                 time_s,
                 energy,
-                bytes: kv(rest, "bytes")?.parse().context("bytes=")?,
+                bytes: parsed(rest, "bytes")?,
                 ok: kv(rest, "ok")? == "true",
                 got: kv(rest, "got")?.to_string(),
                 want: kv(rest, "want")?.to_string(),
@@ -319,10 +358,16 @@ fn step(
             let _ = tx.send(EnergyServerEvent::Sample(Box::new(s)));
             Ok("OK".into())
         }
-        other => {
-            anyhow::bail!("unknown request '{other}': expected HELLO, PREPARE, BEGIN, END or CHECK")
-        }
+        other => Err(format!(
+            "unknown request '{other}': expected HELLO, PREPARE, BEGIN, END or CHECK"
+        )),
     }
+}
+
+/// CPU nanoseconds the JVM `pid` has used so far.
+fn jvm_cpu_ns(cfg: &EnergyServerConfig, pid: u32) -> Result<u64, Why> {
+    cputime::process_cpu_ns(&cfg.root, pid)
+        .map_err(|e| because(format!("reading the CPU time of JVM {pid}"), e))
 }
 
 /// The window's energy. `energy_j`, which the study ranks by: with counters the meter's

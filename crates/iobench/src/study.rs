@@ -9,13 +9,13 @@ use crate::jmh::{InvocationEnd, JmhExecutor, ProcessJmhExecutor};
 use crate::maven::{self, Libs};
 use crate::results::RunRecord;
 use crate::server::{EnergyServer, EnergyServerConfig, EnergyServerEvent, RunSample};
-use anyhow::{bail, Context, Result};
+use crate::IoBenchError;
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
-use wattio_energy::ModelParams;
+use wattio_energy::{attribution, ModelParams, SysRoot};
 use wattio_meter::Meter;
 use wattio_progress::{Cancel, Eta, Sink, StudyProgress};
 use wattio_runner::{mark_complete, open_study_dir, CsvLog, StudyEnd, StudyManifest};
@@ -36,6 +36,9 @@ pub struct StudyConfig {
     pub data_dir: PathBuf,
     pub module_dir: Option<PathBuf>,
     pub java: String,
+    /// Where the machine the meter measures is read (`WATTIO_ROOT`, the meter's root): its online
+    /// CPUs are the vCPUs of the model and the `n` of the JVM's attributed share.
+    pub root: SysRoot,
     /// Heap of the benchmark JVM (-Xms = -Xmx), e.g. "2g".
     pub heap: String,
     /// Continue the interrupted study in `out_dir`: its runs are kept, the rest is run.
@@ -230,12 +233,12 @@ pub fn app_buffer(op: Op) -> u32 {
 }
 
 /// Expands the configuration into cells and the invocations of one round.
-pub fn plan(cfg: &StudyConfig) -> Result<StudyPlan> {
+pub fn plan(cfg: &StudyConfig) -> Result<StudyPlan, IoBenchError> {
     if cfg.runs == 0 {
-        bail!("--runs must be at least 1");
+        return Err(IoBenchError::NoRuns);
     }
     if cfg.sizes.is_empty() || cfg.ops.is_empty() {
-        bail!("nothing to run: give at least one size and one use case");
+        return Err(IoBenchError::NothingSelected);
     }
     if let Some(list) = &cfg.methods {
         for n in list {
@@ -247,10 +250,10 @@ pub fn plan(cfg: &StudyConfig) -> Result<StudyPlan> {
                         catalog::methods_of(op).map(move |m| format!("{op}:{}", m.name))
                     })
                     .collect();
-                bail!(
-                    "unknown method '{n}' for the selected use cases: choose from {}",
-                    names.join(", ")
-                );
+                return Err(IoBenchError::UnknownMethod {
+                    name: n.clone(),
+                    choices: names.join(", "),
+                });
             }
         }
     }
@@ -340,7 +343,7 @@ pub fn plan(cfg: &StudyConfig) -> Result<StudyPlan> {
     }
     let cells: Vec<Cell> = round.iter().flat_map(Invocation::cells).collect();
     if cells.is_empty() {
-        bail!("nothing to run: no selected method belongs to the selected use cases");
+        return Err(IoBenchError::NoMethodInUseCases);
     }
     Ok(StudyPlan {
         cells,
@@ -350,7 +353,7 @@ pub fn plan(cfg: &StudyConfig) -> Result<StudyPlan> {
 }
 
 /// Free bytes on the filesystem holding `dir` (or its nearest existing parent).
-pub fn free_bytes(dir: &Path) -> Result<u64> {
+pub fn free_bytes(dir: &Path) -> Result<u64, IoBenchError> {
     let mut d = dir.to_path_buf();
     while !d.exists() {
         if !d.pop() {
@@ -358,12 +361,16 @@ pub fn free_bytes(dir: &Path) -> Result<u64> {
         }
     }
     let c =
-        std::ffi::CString::new(d.as_os_str().as_encoded_bytes()).context("path with a NUL byte")?;
+        std::ffi::CString::new(d.as_os_str().as_encoded_bytes()).map_err(|e| IoBenchError::Io {
+            what: "path with a NUL byte".into(),
+            err: e.into(),
+        })?;
     // SAFETY: statvfs fills the zeroed struct; c is a valid C string.
     let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
     if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
-        return Err(std::io::Error::last_os_error())
-            .with_context(|| format!("statvfs {}", d.display()));
+        return Err(IoBenchError::io(format!("statvfs {}", d.display()))(
+            std::io::Error::last_os_error(),
+        ));
     }
     Ok(s.f_bavail as u64 * s.f_frsize as u64)
 }
@@ -405,6 +412,11 @@ pub fn fork_jvm_args(heap: &str) -> String {
 
 /// The study's name in `study.json`.
 const STUDY: &str = "wattio iobench";
+
+/// A run as messages name it: `op/method on size (buffer B)`.
+fn run_label(op: Op, method: &str, size: Size, buffer: u32) -> String {
+    format!("{op}/{method} on {size} (buffer {buffer})")
+}
 
 /// Where a run's row belongs: its cell. Programs report no buffer of their own (0); their
 /// cell has the chunk size they use ([`app_buffer`]).
@@ -461,21 +473,24 @@ impl Collector {
         plan: &StudyPlan,
         runs: u32,
         libs: Libs,
-    ) -> Result<Collector> {
+    ) -> Result<Collector, IoBenchError> {
         let mut counts: BTreeMap<Cell, u32> = plan.cells.iter().map(|c| (c.clone(), 0)).collect();
         for (i, r) in kept.iter().enumerate() {
             let cell = cell_of(r.op, &r.method, r.size, r.buffer);
-            match counts.get_mut(&cell) {
-                Some(n) if *n < runs => *n += 1,
-                Some(_) => bail!(
-                    "{} row {}: {}/{} on {} (buffer {}) has more than the plan's {runs} runs: the directory holds another study's runs; start a new study with another -o",
-                    log.path().display(), i + 2, r.op, r.method, r.size, r.buffer
-                ),
-                None => bail!(
-                    "{} row {}: {}/{} on {} (buffer {}) is not in this plan: the directory holds another study's runs; start a new study with another -o",
-                    log.path().display(), i + 2, r.op, r.method, r.size, r.buffer
-                ),
-            }
+            let why = match counts.get_mut(&cell) {
+                Some(n) if *n < runs => {
+                    *n += 1;
+                    continue;
+                }
+                Some(_) => format!("has more than the plan's {runs} runs"),
+                None => "is not in this plan".to_string(),
+            };
+            return Err(IoBenchError::NotThisPlan {
+                file: log.path().to_path_buf(),
+                row: i + 2,
+                run: run_label(r.op, &r.method, r.size, r.buffer),
+                why,
+            });
         }
         Ok(Collector {
             log,
@@ -518,7 +533,7 @@ impl Collector {
     }
 
     /// Keeps one run: numbered within its cell, appended to `results.csv`.
-    fn keep(&mut self, cell: Cell, s: &RunSample, seconds: f64) -> Result<()> {
+    fn keep(&mut self, cell: Cell, s: &RunSample, seconds: f64) -> Result<(), IoBenchError> {
         let n = self.counts.entry(cell.clone()).or_insert(0);
         *n += 1;
         let record = RunRecord::from_sample(s, *n, self.libs);
@@ -553,7 +568,7 @@ pub fn run_round(
     collector: &mut Collector,
     progress: &Sink<StudyProgress>,
     cancel: &Cancel,
-) -> Result<bool> {
+) -> Result<bool, IoBenchError> {
     let order: Vec<&Invocation> = if round % 2 == 1 {
         plan.round.iter().rev().collect()
     } else {
@@ -582,18 +597,22 @@ pub fn run_round(
                         return Ok(());
                     }
                 };
+                let run = || run_label(s.op, &s.method, s.size, s.buffer);
                 if !s.ok {
-                    bail!(
-                        "{}/{} on {} (buffer {}) produced a wrong output: got {} ({} bytes), expected {}: either the method does not do the study's work or the input changed (delete {}/{}.sums to regenerate the files); see {}",
-                        s.op, s.method, s.size, s.buffer, s.got, s.bytes, s.want, ctx.data_dir.display(), s.size, log_path.display()
-                    );
+                    return Err(IoBenchError::WrongOutput {
+                        run: run(),
+                        check: format!("got {} ({} bytes), expected {}", s.got, s.bytes, s.want),
+                        sums: ctx.data_dir.join(format!("{}.sums", s.size)),
+                        jmh_log: log_path.clone(),
+                    });
                 }
                 let cell = cell_of(s.op, &s.method, s.size, s.buffer);
                 if !expected.contains(&cell) || collector.has_run(&cell, round) {
-                    bail!(
-                        "JMH ran {}/{} on {} (buffer {}), which {shown_round} did not ask for (see {}): is the jar in the output directory's jmh/ from another version?",
-                        s.op, s.method, s.size, s.buffer, log_path.display()
-                    );
+                    return Err(IoBenchError::UnaskedRun {
+                        run: run(),
+                        round: shown_round.clone(),
+                        jmh_log: log_path.clone(),
+                    });
                 }
                 let now = Instant::now();
                 collector.keep(cell, &s, now.duration_since(last).as_secs_f64())?;
@@ -604,11 +623,10 @@ pub fn run_round(
                 Ok(())
             })?;
             if !errors.is_empty() {
-                bail!(
-                    "energy socket: {} (JMH output in {})",
-                    errors.join("; "),
-                    log_path.display()
-                );
+                return Err(IoBenchError::EnergySocket {
+                    errors: errors.join("; "),
+                    jmh_log: log_path,
+                });
             }
             match end {
                 InvocationEnd::Cancelled => return Ok(false),
@@ -618,11 +636,14 @@ pub fn run_round(
                     failure,
                 } => {
                     if !success || got != expected.len() {
-                        bail!(
-                            "{shown_round}: JMH exited with {status} after {got} of {} runs: {failure} (full output in {})",
-                            expected.len(),
-                            log_path.display()
-                        );
+                        return Err(IoBenchError::JmhExited {
+                            round: shown_round,
+                            status,
+                            got,
+                            expected: expected.len(),
+                            failure,
+                            jmh_log: log_path,
+                        });
                     }
                 }
             }
@@ -646,7 +667,7 @@ pub fn prepare(
     meter: Arc<Meter>,
     model: ModelParams,
     log: &Sink<str>,
-) -> Result<Prepared> {
+) -> Result<Prepared, IoBenchError> {
     let plan = plan(cfg)?;
     let m = manifest(cfg, &plan, &meter.provenance().label());
     open_study_dir(&cfg.out_dir, &m, cfg.resume, &["results.csv"])?;
@@ -654,20 +675,32 @@ pub fn prepare(
         log.tell(n);
     }
     let scratch = cfg.out_dir.join("jmh");
-    std::fs::create_dir_all(&scratch)?;
+    std::fs::create_dir_all(&scratch)
+        .map_err(IoBenchError::io(format!("creating {}", scratch.display())))?;
     let private_jar = scratch.join("benchmarks.jar");
     // Run a private copy: a rebuild of the module during a long study must not change its
     // code, nor may one between an interruption and the resume.
     if !(cfg.resume && private_jar.is_file()) {
         let module = maven::find_maven_module(cfg.module_dir.as_deref())?;
         let jar = maven::ensure_jar(&module, cfg.libs, log)?;
-        std::fs::copy(&jar, &private_jar)
-            .with_context(|| format!("copying {} to {}", jar.display(), private_jar.display()))?;
+        std::fs::copy(&jar, &private_jar).map_err(IoBenchError::io(format!(
+            "copying {} to {}",
+            jar.display(),
+            private_jar.display()
+        )))?;
     }
-    let jar = std::fs::canonicalize(&private_jar)?;
-    std::fs::create_dir_all(&cfg.data_dir)
-        .with_context(|| format!("creating {}", cfg.data_dir.display()))?;
-    let data_dir = std::fs::canonicalize(&cfg.data_dir)?;
+    let jar = std::fs::canonicalize(&private_jar).map_err(IoBenchError::io(format!(
+        "finding {}",
+        private_jar.display()
+    )))?;
+    std::fs::create_dir_all(&cfg.data_dir).map_err(IoBenchError::io(format!(
+        "creating {}",
+        cfg.data_dir.display()
+    )))?;
+    let data_dir = std::fs::canonicalize(&cfg.data_dir).map_err(IoBenchError::io(format!(
+        "finding {}",
+        cfg.data_dir.display()
+    )))?;
     let sizes: Vec<Size> = {
         let mut s: Vec<Size> = plan.cells.iter().map(|c| c.size).collect();
         s.sort();
@@ -677,13 +710,16 @@ pub fn prepare(
     let need = disk_needed(&data_dir, &sizes, cfg.ops.contains(&Op::Write));
     let free = free_bytes(&data_dir)?;
     if need + (1 << 30) > free {
-        bail!(
-            "not enough free disk in {} for sizes {}: need {:.1} GB (+1 GB margin), have {:.1} GB: free space, drop a size, or pass --data-dir on a bigger disk",
-            data_dir.display(),
-            sizes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","),
-            need as f64 / 1e9,
-            free as f64 / 1e9
-        );
+        return Err(IoBenchError::NoRoom {
+            dir: data_dir,
+            sizes: sizes
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            need_gb: need as f64 / 1e9,
+            free_gb: free as f64 / 1e9,
+        });
     }
     log.tell(&format!(
         "preparing files ({}) in {}",
@@ -697,27 +733,17 @@ pub fn prepare(
     let names: Vec<&str> = sizes.iter().map(|s| s.as_str()).collect();
     maven::generate(&cfg.java, &jar, &data_dir, &names)?;
 
-    let n_cpus = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
-    let server = EnergyServer::start(
-        meter,
-        EnergyServerConfig {
-            cache: cfg.cache,
-            model,
-            n_cpus,
-            // the live JVM's /proc, whatever WATTIO_ROOT says about the energy counters
-            root: wattio_energy::SysRoot::new("/"),
-        },
-    )?;
+    let server = EnergyServer::start(meter, server_config(cfg, model))?;
     let log_path = cfg.out_dir.join("jmh.log");
+    let log_err = || IoBenchError::io(format!("opening {}", log_path.display()));
     let jmh_log = OpenOptions::new()
         .create(true)
         .append(true)
         .truncate(false)
-        .open(&log_path)?;
+        .open(&log_path)
+        .map_err(log_err())?;
     if !cfg.resume {
-        jmh_log.set_len(0)?;
+        jmh_log.set_len(0).map_err(log_err())?;
     }
     let results = cfg.out_dir.join("results.csv");
     let (csv_log, kept) = if cfg.resume {
@@ -742,9 +768,22 @@ pub fn prepare(
     })
 }
 
+/// How the energy socket turns the JVM's windows into energy: the model, and the machine's
+/// online CPUs under `cfg.root` (`attribution::machine_cpus`, as the meter's share counts them)
+/// for its idle power and for the capacity the JVM's share is taken of.
+fn server_config(cfg: &StudyConfig, model: ModelParams) -> EnergyServerConfig {
+    EnergyServerConfig {
+        cache: cfg.cache,
+        model,
+        n_cpus: attribution::machine_cpus(&cfg.root),
+        // the live JVM's /proc, whatever WATTIO_ROOT says about the energy counters
+        root: SysRoot::new("/"),
+    }
+}
+
 /// The finished study: every run, the notes of its plan, how its JVMs ran. Marks the output
 /// directory's study complete.
-pub fn collect(p: Prepared, out_dir: &Path) -> Result<StudyRun> {
+pub fn collect(p: Prepared, out_dir: &Path) -> Result<StudyRun, IoBenchError> {
     mark_complete(out_dir)?;
     Ok(StudyRun {
         records: p.collector.into_records(),
@@ -765,7 +804,7 @@ pub fn run(
     log: &Sink<str>,
     progress: &Sink<StudyProgress>,
     cancel: &Cancel,
-) -> Result<StudyEnd<StudyRun>> {
+) -> Result<StudyEnd<StudyRun>, IoBenchError> {
     let mut p = prepare(cfg, meter, model, log)?;
     let data_dir = p.executor.data_dir.clone();
     let ctx = RoundContext {
@@ -809,6 +848,7 @@ mod tests {
             data_dir: "d".into(),
             module_dir: None,
             java: "java".into(),
+            root: SysRoot::new("/"),
             heap: "1g".into(),
             resume: false,
             command: "wattio iobench".into(),
@@ -878,6 +918,19 @@ mod tests {
             .iter()
             .all(|c| c.buffer == if c.op == Op::Zip4j { 4096 } else { 8192 }));
         assert!(p.notes.iter().any(|n| n.contains("zip4j")));
+    }
+
+    #[test]
+    fn the_energy_socket_counts_the_online_cpus_under_the_meters_root() {
+        let d = tempfile::tempdir().unwrap();
+        // Seven CPUs, a count no test machine has.
+        wattio_fixture::online_cpus(d.path(), 7).unwrap();
+        let mut c = cfg();
+        c.root = SysRoot::new(d.path());
+        let server = server_config(&c, ModelParams::default());
+        assert_eq!(server.n_cpus, 7);
+        // The JVM's CPU time is still read from the live /proc.
+        assert_eq!(server.root.path("/proc"), Path::new("/proc"));
     }
 
     #[test]
@@ -956,8 +1009,8 @@ mod round_tests {
             _round: u32,
             inv: &Invocation,
             cancel: &Cancel,
-            on_event: &mut dyn FnMut(EnergyServerEvent) -> Result<()>,
-        ) -> Result<InvocationEnd> {
+            on_event: &mut dyn FnMut(EnergyServerEvent) -> Result<(), IoBenchError>,
+        ) -> Result<InvocationEnd, IoBenchError> {
             let cells = inv.cells();
             self.asked.push(cells.clone());
             let n = cells.len() - usize::from(self.short);
@@ -1002,7 +1055,7 @@ mod round_tests {
         col: &mut Collector,
         cancel: &Cancel,
         seen: &mut Vec<(usize, Option<std::time::Duration>)>,
-    ) -> Result<bool> {
+    ) -> Result<bool, IoBenchError> {
         let ctx = RoundContext {
             runs,
             data_dir: Path::new("d"),

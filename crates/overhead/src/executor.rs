@@ -60,7 +60,8 @@ pub trait OverheadExecutor {
     /// [`OverheadError::Cancelled`].
     fn run(&mut self, run: &RunSpec<'_>, cancel: &Cancel) -> Result<Measured, OverheadError>;
 
-    /// vCPUs of the machine (the model charges idle power for each).
+    /// vCPUs of the machine (the model charges idle power for each; its C-state residency and
+    /// the recorder's share are per vCPU).
     fn n_cpus(&self) -> usize;
 }
 
@@ -92,8 +93,9 @@ impl ProcessOverheadExecutor {
         Ok(ProcessOverheadExecutor {
             wattio_exe,
             scratch,
+            // The CPUs whose time `/proc/stat` and cpuidle hold under `root`.
+            n_cpus: wattio_energy::attribution::machine_cpus(&root),
             root,
-            n_cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         })
     }
 
@@ -317,6 +319,20 @@ mod tests {
         assert_eq!(m["C1"], 300);
         assert_eq!(m["C6"], 3000);
         assert_eq!(m["POLL"], 15);
+    }
+
+    #[test]
+    fn the_vcpus_are_the_online_cpus_under_the_root() {
+        let d = tempfile::tempdir().unwrap();
+        // Seven CPUs, a count no test machine has.
+        wattio_fixture::online_cpus(&d.path().join("root"), 7).unwrap();
+        let ex = ProcessOverheadExecutor::new(
+            PathBuf::from("/nonexistent/wattio"),
+            d.path().join("s"),
+            SysRoot::new(d.path().join("root")),
+        )
+        .unwrap();
+        assert_eq!(ex.n_cpus(), 7);
     }
 
     #[test]

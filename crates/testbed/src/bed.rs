@@ -16,7 +16,7 @@
 
 use crate::delay::{self, Counters, Direction};
 use crate::link::{fmt_rate, LinkConfig};
-use anyhow::{bail, Context, Result};
+use crate::TestbedError;
 use serde::{Deserialize, Serialize};
 use std::fs;
 use std::io::Read;
@@ -95,27 +95,27 @@ pub struct Bed {
 }
 
 /// Runs a command, turning failure into a one-line error with its stderr.
-fn sh(args: &[&str]) -> Result<()> {
+fn sh(args: &[&str]) -> Result<(), TestbedError> {
     let out = Command::new(args[0])
         .args(&args[1..])
         .stdin(Stdio::null())
         .output()
-        .with_context(|| {
-            format!(
-                "cannot run {}: install iproute2 (scripts/install-deps.sh)",
-                args[0]
-            )
+        .map_err(|err| TestbedError::NoTool {
+            program: args[0].to_string(),
+            err,
         })?;
     if !out.status.success() {
-        bail!(
-            "`{}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-                .trim()
-                .replace('\n', "; ")
-        );
+        return Err(TestbedError::CommandFailed {
+            command: args.join(" "),
+            stderr: one_line(&String::from_utf8_lossy(&out.stderr)),
+        });
     }
     Ok(())
+}
+
+/// `text` trimmed, its lines joined with `; ` (for one-line errors).
+fn one_line(text: &str) -> String {
+    text.trim().replace('\n', "; ")
 }
 
 fn is_root() -> bool {
@@ -123,47 +123,57 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// Runs `f` on a thread that has entered network namespace `ns_path`.
-fn in_netns<T: Send + 'static>(
+/// Moves the calling thread (only it) into the network namespace at `ns_path`.
+pub(crate) fn enter_netns(ns_path: &Path) -> Result<(), TestbedError> {
+    use std::os::fd::AsRawFd;
+    let ns = fs::File::open(ns_path).map_err(TestbedError::io(format!(
+        "cannot open network namespace {}: is the testbed up?",
+        ns_path.display()
+    )))?;
+    // SAFETY: setns with a namespace fd affects only this thread.
+    if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(TestbedError::EnterNamespace {
+            path: ns_path.to_path_buf(),
+            err: std::io::Error::last_os_error(),
+        });
+    }
+    Ok(())
+}
+
+/// Runs `f` on a short-lived thread that has entered network namespace `ns_path`, so the
+/// caller's namespace never changes.
+pub(crate) fn in_netns<T: Send + 'static>(
     ns_path: &Path,
-    f: impl FnOnce() -> Result<T> + Send + 'static,
-) -> Result<T> {
+    f: impl FnOnce() -> Result<T, TestbedError> + Send + 'static,
+) -> Result<T, TestbedError> {
     let p = ns_path.to_owned();
-    std::thread::spawn(move || -> Result<T> {
-        use std::os::fd::AsRawFd;
-        let ns = fs::File::open(&p).with_context(|| format!("cannot open {}", p.display()))?;
-        // SAFETY: setns with a namespace fd affects only this thread.
-        if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            bail!(
-                "cannot enter {}: {}",
-                p.display(),
-                std::io::Error::last_os_error()
-            );
-        }
+    std::thread::spawn(move || {
+        enter_netns(&p)?;
         f()
     })
     .join()
-    .map_err(|_| anyhow::anyhow!("namespace thread panicked"))?
+    .map_err(|_| TestbedError::ThreadPanicked("namespace"))?
 }
 
 /// A namespace other than the host's may only select a congestion control on the host's
 /// `tcp_allowed_congestion_control` list (the kernel answers EPERM otherwise). This appends `cc`
 /// to that list when the kernel has it: the list only grants permission, so no existing socket
 /// or setting of the host changes.
-fn allow_congestion_control(cc: &str) -> Result<()> {
+fn allow_congestion_control(cc: &str) -> Result<(), TestbedError> {
     const ALLOWED: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
     const AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
     let available = fs::read_to_string(AVAILABLE).unwrap_or_default();
     if !available.split_whitespace().any(|c| c == cc) {
-        bail!(
-            "congestion control {cc:?} is not in this kernel (available: {}): pick one with --cc",
-            available.trim()
-        );
+        return Err(TestbedError::CongestionControlMissing {
+            cc: cc.to_string(),
+            available: available.trim().to_string(),
+        });
     }
-    let allowed = fs::read_to_string(ALLOWED).with_context(|| format!("cannot read {ALLOWED}"))?;
+    let allowed =
+        fs::read_to_string(ALLOWED).map_err(TestbedError::io(format!("cannot read {ALLOWED}")))?;
     if !allowed.split_whitespace().any(|c| c == cc) {
         fs::write(ALLOWED, format!("{} {cc}", allowed.trim()))
-            .with_context(|| format!("cannot allow {cc} in {ALLOWED}"))?;
+            .map_err(TestbedError::io(format!("cannot allow {cc} in {ALLOWED}")))?;
     }
     Ok(())
 }
@@ -209,7 +219,7 @@ fn is_zombie(pid: u32) -> bool {
 
 impl Bed {
     /// A testbed handle; `name` is 1–15 characters of `a-z`, `0-9`, `-`, starting with a letter.
-    pub fn new(name: &str) -> Result<Self> {
+    pub fn new(name: &str) -> Result<Self, TestbedError> {
         let ok = !name.is_empty()
             && name.len() <= 15
             && name.starts_with(|c: char| c.is_ascii_lowercase())
@@ -217,7 +227,7 @@ impl Bed {
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
         if !ok {
-            bail!("testbed name {name:?} is invalid: use 1-15 characters a-z, 0-9, '-', starting with a letter");
+            return Err(TestbedError::BadName(name.to_string()));
         }
         Ok(Bed { name: name.into() })
     }
@@ -227,7 +237,7 @@ impl Bed {
         format!("{}-{}", self.name, side.suffix())
     }
 
-    fn netns_path(&self, side: Side) -> PathBuf {
+    pub(crate) fn netns_path(&self, side: Side) -> PathBuf {
         Path::new("/run/netns").join(self.netns(side))
     }
 
@@ -282,10 +292,10 @@ impl Bed {
     /// Builds the testbed, or leaves it as it is when it already runs with `link`. With other
     /// settings it is rebuilt. Anything half-made by a failed attempt is removed before the error
     /// is returned. `exe` is the wattio binary that runs the delay-line daemon.
-    pub fn up(&self, link: &LinkConfig, exe: &Path) -> Result<(BedState, UpOutcome)> {
+    pub fn up(&self, link: &LinkConfig, exe: &Path) -> Result<(BedState, UpOutcome), TestbedError> {
         link.validate()?;
         if !is_root() {
-            bail!("wattio testbed needs root (network namespaces, TUN, tc): run it with sudo");
+            return Err(TestbedError::NeedsRoot);
         }
         if let Some(st) = self.is_up() {
             if &st.link == link {
@@ -297,17 +307,19 @@ impl Bed {
             Ok(st) => Ok((st, UpOutcome::Created)),
             Err(e) => {
                 let _ = self.down();
-                Err(e.context(format!(
-                    "testbed {} could not be built (cleaned up)",
-                    self.name
-                )))
+                Err(TestbedError::NotBuilt {
+                    name: self.name.clone(),
+                    source: Box::new(e),
+                })
             }
         }
     }
 
-    fn build(&self, link: &LinkConfig, exe: &Path) -> Result<BedState> {
-        fs::create_dir_all(self.state_dir())
-            .with_context(|| format!("cannot create {}", self.state_dir().display()))?;
+    fn build(&self, link: &LinkConfig, exe: &Path) -> Result<BedState, TestbedError> {
+        let state_dir = self.state_dir();
+        let cannot =
+            |what: &str, p: &Path| TestbedError::io(format!("cannot {what} {}", p.display()));
+        fs::create_dir_all(&state_dir).map_err(cannot("create", &state_dir))?;
         let (mtu, rate, burst, limit) = (
             link.mtu.to_string(),
             fmt_rate(link.rate_bps),
@@ -324,9 +336,11 @@ impl Bed {
             sh(&["ip", "-n", &ns, "link", "set", "lo", "up"])?;
             let cc = link.cc.clone();
             in_netns(&self.netns_path(side), move || {
-                fs::write("/proc/sys/net/ipv4/tcp_congestion_control", &cc).with_context(|| {
-                    format!("congestion control {cc:?} is not available in this kernel")
-                })?;
+                fs::write("/proc/sys/net/ipv4/tcp_congestion_control", &cc).map_err(
+                    TestbedError::io(format!(
+                        "congestion control {cc:?} is not available in this kernel"
+                    )),
+                )?;
                 // No IPv6 inside: router solicitations would only add noise to the path.
                 let _ = fs::write("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1");
                 let _ = fs::write("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1");
@@ -365,14 +379,16 @@ impl Bed {
         }
         let ready = self.state_dir().join("ready");
         let _ = fs::remove_file(&ready);
-        let log = fs::File::create(self.state_dir().join("delay-line.log"))?;
+        let log_path = state_dir.join("delay-line.log");
+        let log = fs::File::create(&log_path).map_err(cannot("create", &log_path))?;
+        let log_too = log.try_clone().map_err(cannot("create", &log_path))?;
         let mut cmd = Command::new(exe);
         cmd.args(["testbed", "--name", &self.name, "delay-line"])
             .args(["--one-way-us", &(link.rtt_us / 2).to_string()])
             .args(["--mtu", &link.mtu.to_string()])
             .args(["--ready", &ready.to_string_lossy()])
             .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
+            .stdout(log_too)
             .stderr(log);
         use std::os::unix::process::CommandExt;
         // SAFETY: setsid is async-signal-safe; it detaches the daemon from our session so it
@@ -383,21 +399,19 @@ impl Bed {
                 Ok(())
             });
         }
-        let mut child = cmd
-            .spawn()
-            .with_context(|| format!("cannot start the delay line ({})", exe.display()))?;
+        let started = format!("cannot start the delay line ({})", exe.display());
+        let mut child = cmd.spawn().map_err(TestbedError::io(&started))?;
         let t = Instant::now();
         while !ready.exists() {
-            if let Some(st) = child.try_wait()? {
-                let log =
-                    fs::read_to_string(self.state_dir().join("delay-line.log")).unwrap_or_default();
-                bail!(
-                    "delay line exited ({st}): {}",
-                    log.trim().replace('\n', "; ")
-                );
+            if let Some(st) = child.try_wait().map_err(TestbedError::io(&started))? {
+                let log = fs::read_to_string(&log_path).unwrap_or_default();
+                return Err(TestbedError::DelayLineExited {
+                    status: st.to_string(),
+                    log: one_line(&log),
+                });
             }
             if t.elapsed() > Duration::from_secs(10) {
-                bail!("delay line did not become ready within 10 s");
+                return Err(TestbedError::DelayLineSlow);
             }
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -410,19 +424,20 @@ impl Bed {
             client_addr: CLIENT_ADDR.into(),
             server_addr: SERVER_ADDR.into(),
         };
-        fs::write(
-            self.state_dir().join("state.json"),
-            serde_json::to_string_pretty(&st)?,
-        )?;
+        let state_file = state_dir.join("state.json");
+        serde_json::to_string_pretty(&st)
+            .map_err(std::io::Error::from)
+            .and_then(|json| fs::write(&state_file, json))
+            .map_err(cannot("write", &state_file))?;
         Ok(st)
     }
 
     /// Removes everything the testbed made: processes still inside its namespaces, the
     /// delay-line daemon, the namespaces (with their TUN devices and qdiscs) and the state.
     /// Succeeds when there is nothing to remove. Returns what it removed.
-    pub fn down(&self) -> Result<Vec<String>> {
+    pub fn down(&self) -> Result<Vec<String>, TestbedError> {
         if !is_root() {
-            bail!("wattio testbed needs root (network namespaces, TUN, tc): run it with sudo");
+            return Err(TestbedError::NeedsRoot);
         }
         let mut removed = Vec::new();
         for side in [Side::Client, Side::Server] {
@@ -452,23 +467,22 @@ impl Bed {
             }
         }
         if self.state_dir().exists() {
-            fs::remove_dir_all(self.state_dir())
-                .with_context(|| format!("cannot remove {}", self.state_dir().display()))?;
+            fs::remove_dir_all(self.state_dir()).map_err(TestbedError::io(format!(
+                "cannot remove {}",
+                self.state_dir().display()
+            )))?;
         }
         Ok(removed)
     }
 
     /// A command that runs `argv` inside one side's namespace, with `WATTIO_CLIENT_ADDR` and
     /// `WATTIO_SERVER_ADDR` in its environment.
-    pub fn exec_command(&self, side: Side, argv: &[String]) -> Result<Command> {
+    pub fn exec_command(&self, side: Side, argv: &[String]) -> Result<Command, TestbedError> {
         if argv.is_empty() {
-            bail!("nothing to run: give the command after --, e.g. wattio testbed exec client -- ping 10.77.0.2");
+            return Err(TestbedError::NothingToRun);
         }
         if !self.netns_path(side).exists() {
-            bail!(
-                "testbed {} is not up: run `wattio testbed up` first",
-                self.name
-            );
+            return Err(TestbedError::NotUp(self.name.clone()));
         }
         let mut c = Command::new("ip");
         c.args(["netns", "exec", &self.netns(side)])
@@ -502,9 +516,9 @@ pub fn run_delay_line(
     mtu: usize,
     ready: &Path,
     warnings: &Sink<str>,
-) -> Result<()> {
-    let c = crate::tun::open_in_netns(&bed.netns_path(Side::Client).to_string_lossy(), DEV)?;
-    let s = crate::tun::open_in_netns(&bed.netns_path(Side::Server).to_string_lossy(), DEV)?;
+) -> Result<(), TestbedError> {
+    let c = in_netns(&bed.netns_path(Side::Client), || crate::tun::open(DEV))?;
+    let s = in_netns(&bed.netns_path(Side::Server), || crate::tun::open(DEV))?;
     // Far above the BDP of any link this host can run (1 Gbps × 1 s = 125 MB would need it).
     let dir = Direction {
         delay: one_way,
@@ -519,8 +533,11 @@ pub fn run_delay_line(
             "delay line: running without real-time priority ({e}): RTT may grow under host load"
         ));
     }
-    fs::write(ready, std::process::id().to_string())?;
-    std::thread::scope(|sc| -> Result<()> {
+    fs::write(ready, std::process::id().to_string()).map_err(TestbedError::io(format!(
+        "cannot write {}",
+        ready.display()
+    )))?;
+    std::thread::scope(|sc| {
         // If one direction fails the other is stopped too, so the daemon exits and `status`
         // reports the testbed as down instead of half-working.
         let stop = &stop;
@@ -534,12 +551,12 @@ pub fn run_delay_line(
         let b = sc.spawn(move || fwd(s.as_fd(), c.as_fd(), down));
         let ra = a
             .join()
-            .map_err(|_| anyhow::anyhow!("client→server thread panicked"))?;
+            .map_err(|_| TestbedError::ThreadPanicked("client→server"))?;
         let rb = b
             .join()
-            .map_err(|_| anyhow::anyhow!("server→client thread panicked"))?;
-        ra.context("client→server direction")?;
-        rb.context("server→client direction")?;
+            .map_err(|_| TestbedError::ThreadPanicked("server→client"))?;
+        ra.map_err(TestbedError::io("client→server direction"))?;
+        rb.map_err(TestbedError::io("server→client direction"))?;
         Ok(())
     })
 }

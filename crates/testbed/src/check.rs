@@ -11,14 +11,14 @@
 //! slow start does not dilute it. The link's rate counts IP bytes; with a 9000-byte MTU TCP/IP
 //! headers (52 bytes with timestamps) leave 99.4 % of it for payload.
 
-use crate::bed::{Bed, BedState, Side, SERVER_ADDR};
-use anyhow::{bail, Context, Result};
+use crate::bed::{enter_netns, Bed, BedState, Side, SERVER_ADDR};
+use crate::TestbedError;
 use serde::{Deserialize, Serialize};
-use std::io::{Read, Write};
+use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -77,38 +77,27 @@ pub struct CheckReport {
     pub runs: Vec<ThroughputRun>,
 }
 
-fn netns_path(bed: &Bed, side: Side) -> PathBuf {
-    PathBuf::from("/run/netns").join(bed.netns(side))
-}
-
-/// Spawns `f` on a thread inside `side`'s network namespace.
+/// Spawns `f` on a thread inside `side`'s network namespace; an I/O error of `f` is reported as
+/// `what: error`.
 fn spawn_in<T: Send + 'static>(
     bed: &Bed,
     side: Side,
-    f: impl FnOnce() -> Result<T> + Send + 'static,
-) -> JoinHandle<Result<T>> {
-    let p = netns_path(bed, side);
+    what: String,
+    f: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> JoinHandle<Result<T, TestbedError>> {
+    let p = bed.netns_path(side);
     std::thread::spawn(move || {
-        let ns = std::fs::File::open(&p)
-            .with_context(|| format!("cannot open {}: is the testbed up?", p.display()))?;
-        // SAFETY: setns with a namespace fd affects only this thread.
-        if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            bail!(
-                "cannot enter {}: {} (run as root)",
-                p.display(),
-                std::io::Error::last_os_error()
-            );
-        }
-        f()
+        enter_netns(&p)?;
+        f().map_err(TestbedError::io(what))
     })
 }
 
-fn join<T>(h: JoinHandle<Result<T>>) -> Result<T> {
+fn join<T>(h: JoinHandle<Result<T, TestbedError>>) -> Result<T, TestbedError> {
     h.join()
-        .map_err(|_| anyhow::anyhow!("check thread panicked"))?
+        .map_err(|_| TestbedError::ThreadPanicked("check"))?
 }
 
-fn set_int(fd: i32, level: i32, opt: i32, v: i32) -> Result<()> {
+fn set_int(fd: i32, level: i32, opt: i32, v: i32) -> io::Result<()> {
     // SAFETY: setsockopt with a pointer to a live c_int.
     let r = unsafe {
         libc::setsockopt(
@@ -120,10 +109,11 @@ fn set_int(fd: i32, level: i32, opt: i32, v: i32) -> Result<()> {
         )
     };
     if r != 0 {
-        bail!(
-            "setsockopt({level}, {opt}, {v}): {}",
-            std::io::Error::last_os_error()
-        );
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(
+            e.kind(),
+            format!("setsockopt({level}, {opt}, {v}): {e}"),
+        ));
     }
     Ok(())
 }
@@ -133,17 +123,17 @@ struct Sink {
     addr: SocketAddr,
     bytes: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<Result<()>>,
+    handle: JoinHandle<Result<(), TestbedError>>,
 }
 
-fn start_sink(bed: &Bed, window_clamp: Option<u64>) -> Result<Sink> {
+fn start_sink(bed: &Bed, window_clamp: Option<u64>) -> Result<Sink, TestbedError> {
     let bytes = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = std::sync::mpsc::channel();
     let (b, s) = (bytes.clone(), stop.clone());
-    let handle = spawn_in(bed, Side::Server, move || {
-        let l =
-            TcpListener::bind((SERVER_ADDR, 0)).context("cannot listen in the server namespace")?;
+    let listening = "cannot listen in the server namespace".to_string();
+    let handle = spawn_in(bed, Side::Server, listening, move || {
+        let l = TcpListener::bind((SERVER_ADDR, 0))?;
         if let Some(w) = window_clamp {
             // Receive-buffer autotuning raises the clamp as it grows the buffer; a buffer set
             // explicitly (and big enough to hold W after the kernel's overhead share) turns
@@ -203,7 +193,7 @@ fn start_sink(bed: &Bed, window_clamp: Option<u64>) -> Result<Sink> {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     std::thread::sleep(Duration::from_millis(5))
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e),
             }
         }
         for r in readers {
@@ -211,9 +201,18 @@ fn start_sink(bed: &Bed, window_clamp: Option<u64>) -> Result<Sink> {
         }
         Ok(())
     });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(5))
-        .context("the server side of the check did not start")?;
+    let addr = match rx.recv_timeout(Duration::from_secs(5)) {
+        Ok(addr) => addr,
+        // The thread ended without an address: its error says why.
+        Err(RecvTimeoutError::Disconnected) => {
+            join(handle)?;
+            return Err(TestbedError::CheckNotStarted);
+        }
+        Err(RecvTimeoutError::Timeout) => {
+            stop.store(true, Ordering::Relaxed);
+            return Err(TestbedError::CheckNotStarted);
+        }
+    };
     Ok(Sink {
         addr,
         bytes,
@@ -223,24 +222,21 @@ fn start_sink(bed: &Bed, window_clamp: Option<u64>) -> Result<Sink> {
 }
 
 impl Sink {
-    fn finish(self) -> Result<()> {
+    fn finish(self) -> Result<(), TestbedError> {
         self.stop.store(true, Ordering::Relaxed);
         join(self.handle)
     }
 }
 
 /// Times `n` TCP handshakes from the client namespace; returns the durations in ms.
-fn handshakes(bed: &Bed, addr: SocketAddr, n: usize) -> Result<Vec<f64>> {
-    join(spawn_in(bed, Side::Client, move || {
+fn handshakes(bed: &Bed, addr: SocketAddr, n: usize) -> Result<Vec<f64>, TestbedError> {
+    let connecting =
+        format!("cannot connect to {addr} through the testbed: is the delay line running?");
+    join(spawn_in(bed, Side::Client, connecting, move || {
         let mut out = Vec::with_capacity(n);
         for _ in 0..n {
             let t = Instant::now();
-            let c =
-                TcpStream::connect_timeout(&addr, Duration::from_secs(5)).with_context(|| {
-                    format!(
-                        "cannot connect to {addr} through the testbed: is the delay line running?"
-                    )
-                })?;
+            let c = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
             out.push(t.elapsed().as_secs_f64() * 1e3);
             drop(c);
             std::thread::sleep(Duration::from_millis(20));
@@ -250,13 +246,18 @@ fn handshakes(bed: &Bed, addr: SocketAddr, n: usize) -> Result<Vec<f64>> {
 }
 
 /// Runs `streams` senders for warm-up + measure and returns the receiver's goodput in bit/s.
-fn throughput(bed: &Bed, cfg: &CheckConfig, streams: usize, clamp: Option<u64>) -> Result<f64> {
+fn throughput(
+    bed: &Bed,
+    cfg: &CheckConfig,
+    streams: usize,
+    clamp: Option<u64>,
+) -> Result<f64, TestbedError> {
     let sink = start_sink(bed, clamp)?;
     let stop = Arc::new(AtomicBool::new(false));
     let senders: Vec<_> = (0..streams)
         .map(|_| {
             let (addr, stop) = (sink.addr, stop.clone());
-            spawn_in(bed, Side::Client, move || {
+            spawn_in(bed, Side::Client, "a sender failed".into(), move || {
                 let mut c = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
                 if clamp.is_some() {
                     // The host caps autotuned send buffers at tcp_wmem[2] (4 MiB here), which
@@ -279,7 +280,7 @@ fn throughput(bed: &Bed, cfg: &CheckConfig, streams: usize, clamp: Option<u64>) 
                                 e.kind(),
                                 std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                             ) => {}
-                        Err(e) => return Err(e.into()),
+                        Err(e) => return Err(e),
                     }
                 }
                 Ok(())
@@ -299,14 +300,14 @@ fn throughput(bed: &Bed, cfg: &CheckConfig, streams: usize, clamp: Option<u64>) 
     }
     sink.finish()?;
     if let Some(e) = first_err {
-        return Err(e.context("a sender failed"));
+        return Err(e);
     }
     Ok((b1 - b0) as f64 * 8.0 / (t1 - t0).as_secs_f64())
 }
 
 /// Checks a running testbed. Fails only when the testbed cannot be used; whether the numbers
 /// meet the expectations is in the report (`rtt_ok`, expected vs measured).
-pub fn check_bed(bed: &Bed, st: &BedState, cfg: &CheckConfig) -> Result<CheckReport> {
+pub fn check_bed(bed: &Bed, st: &BedState, cfg: &CheckConfig) -> Result<CheckReport, TestbedError> {
     let link = &st.link;
     let rtt_set_ms = link.rtt_us as f64 / 1000.0;
     let sink = start_sink(bed, None)?;

@@ -25,7 +25,7 @@
 //! File names are unique across datasets so tools that flatten paths (`wget -nd`, `nghttp -O`)
 //! never collide. The manifest is written last: a dataset with a manifest is complete.
 
-use anyhow::{bail, Context, Result};
+use crate::TestbedError;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -138,19 +138,26 @@ pub(crate) fn size_stats(entries: &[DatasetFile]) -> (f64, f64) {
 }
 
 /// Reads a manifest (`path<TAB>size` lines).
-pub(crate) fn read_manifest(path: &Path) -> Result<Vec<DatasetFile>> {
-    let text = fs::read_to_string(path)
-        .with_context(|| format!("cannot read manifest {}", path.display()))?;
+pub(crate) fn read_manifest(path: &Path) -> Result<Vec<DatasetFile>, TestbedError> {
+    let text = fs::read_to_string(path).map_err(TestbedError::io(format!(
+        "cannot read manifest {}",
+        path.display()
+    )))?;
     text.lines()
         .filter(|l| !l.is_empty())
         .enumerate()
         .map(|(i, l)| {
-            let (p, s) = l.split_once('\t').with_context(|| {
-                format!("{}:{}: expected `path<TAB>size`", path.display(), i + 1)
-            })?;
-            let size = s.parse().with_context(|| {
-                format!("{}:{}: size {s:?} is not a number", path.display(), i + 1)
-            })?;
+            let bad = |why: String| TestbedError::BadManifest {
+                path: path.to_path_buf(),
+                line: i + 1,
+                why,
+            };
+            let (p, s) = l
+                .split_once('\t')
+                .ok_or_else(|| bad("expected `path<TAB>size`".into()))?;
+            let size = s
+                .parse()
+                .map_err(|e| bad(format!("size {s:?} is not a number: {e}")))?;
             Ok(DatasetFile {
                 path: p.to_string(),
                 size,
@@ -159,7 +166,7 @@ pub(crate) fn read_manifest(path: &Path) -> Result<Vec<DatasetFile>> {
         .collect()
 }
 
-fn write_manifest(path: &Path, entries: &[DatasetFile]) -> Result<()> {
+fn write_manifest(path: &Path, entries: &[DatasetFile]) -> Result<(), TestbedError> {
     wattio_files::write_atomically(path, |w| {
         entries
             .iter()
@@ -181,9 +188,13 @@ fn complete(dir: &Path, manifest: &Path, want: &[DatasetFile]) -> bool {
 }
 
 /// Fills `path` with `size` pseudo-random bytes from `seed`.
-fn write_file(path: &Path, size: u64, seed: u64, wrote: &mut dyn FnMut(u64)) -> Result<()> {
-    let mut f =
-        fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+fn write_file(
+    path: &Path,
+    size: u64,
+    seed: u64,
+    wrote: &mut dyn FnMut(u64),
+) -> Result<(), TestbedError> {
+    let mut f = fs::File::create(path).map_err(cannot_create(path))?;
     let mut rng = SplitMix::new(seed);
     let mut buf = vec![0u8; 1 << 20];
     let mut left = size;
@@ -193,8 +204,10 @@ fn write_file(path: &Path, size: u64, seed: u64, wrote: &mut dyn FnMut(u64)) -> 
             let v = rng.next_u64().to_le_bytes();
             chunk.copy_from_slice(&v[..chunk.len()]);
         }
-        f.write_all(&buf[..n])
-            .with_context(|| format!("cannot write {} (disk full?)", path.display()))?;
+        f.write_all(&buf[..n]).map_err(TestbedError::io(format!(
+            "cannot write {} (disk full?)",
+            path.display()
+        )))?;
         left -= n as u64;
         wrote(n as u64);
     }
@@ -233,16 +246,16 @@ pub fn generate_dataset(
     scale: f64,
     seed: u64,
     progress: &Sink<DatasetProgress>,
-) -> Result<Vec<DatasetSummary>> {
+) -> Result<Vec<DatasetSummary>, TestbedError> {
     if !(scale.is_finite() && scale > 0.0 && scale <= 1.0) {
-        bail!("scale {scale} is out of range: use a factor in (0, 1], e.g. --scale 0.05");
+        return Err(TestbedError::ScaleOutOfRange(scale));
     }
     for n in names {
         if !DATASET_NAMES.contains(&n.as_str()) {
-            bail!("unknown dataset {n:?}: use small, medium, large or mixed");
+            return Err(TestbedError::UnknownDataset(n.clone()));
         }
     }
-    fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    fs::create_dir_all(out).map_err(cannot_create(out))?;
     let want_mixed = names.iter().any(|n| n == "mixed");
     let mut summaries = Vec::new();
     let mut all = Vec::new();
@@ -257,7 +270,7 @@ pub fn generate_dataset(
         let written = !complete(&dir, &manifest, &entries);
         if written {
             let _ = fs::remove_file(&manifest);
-            fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+            fs::create_dir_all(&dir).map_err(cannot_create(&dir))?;
             let total: u64 = entries.iter().map(|e| e.size).sum();
             let mut done = 0;
             let mut wrote = |n: u64| {
@@ -290,21 +303,28 @@ pub fn generate_dataset(
         let written = !complete(&dir, &manifest, &entries);
         if written {
             let _ = fs::remove_file(&manifest);
-            fs::create_dir_all(&dir)?;
+            fs::create_dir_all(&dir).map_err(cannot_create(&dir))?;
             for (base, e) in &all {
                 let (src, dst) = (out.join(base).join(&e.path), dir.join(&e.path));
                 let _ = fs::remove_file(&dst);
                 fs::hard_link(&src, &dst)
                     .or_else(|_| fs::copy(&src, &dst).map(|_| ()))
-                    .with_context(|| {
-                        format!("cannot link {} to {}", src.display(), dst.display())
-                    })?;
+                    .map_err(TestbedError::io(format!(
+                        "cannot link {} to {}",
+                        src.display(),
+                        dst.display()
+                    )))?;
             }
             write_manifest(&manifest, &entries)?;
         }
         summaries.push(summary("mixed", dir, &entries, written));
     }
     Ok(summaries)
+}
+
+/// `cannot create PATH: why`.
+fn cannot_create(path: &Path) -> impl FnOnce(std::io::Error) -> TestbedError {
+    TestbedError::io(format!("cannot create {}", path.display()))
 }
 
 fn summary(name: &str, dir: PathBuf, entries: &[DatasetFile], written: bool) -> DatasetSummary {

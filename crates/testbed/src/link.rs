@@ -1,6 +1,6 @@
 //! Link settings of the emulated path and the named profiles.
 
-use anyhow::{bail, Context, Result};
+use crate::TestbedError;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use wattio_units::BitRate;
@@ -59,21 +59,17 @@ impl LinkConfig {
     }
 
     /// Checks the settings make a link this host can emulate.
-    pub fn validate(&self) -> Result<()> {
+    pub fn validate(&self) -> Result<(), TestbedError> {
         if self.rate_bps < 1_000_000 || self.rate_bps > 100_000_000_000 {
-            bail!(
-                "rate {} is out of range: use 1mbit … 100gbit (e.g. --rate 1gbit)",
-                fmt_rate(self.rate_bps)
-            );
+            return Err(TestbedError::RateOutOfRange(fmt_rate(self.rate_bps)));
         }
         if self.rtt_us > 10_000_000 {
-            bail!(
-                "RTT {} ms is out of range: use 0 … 10 s (e.g. --rtt 36ms)",
-                self.rtt_us / 1000
-            );
+            return Err(TestbedError::RttOutOfRange {
+                rtt_ms: self.rtt_us / 1000,
+            });
         }
         if !(1280..=65535).contains(&self.mtu) {
-            bail!("MTU {} is out of range: use 1280 … 65535", self.mtu);
+            return Err(TestbedError::MtuOutOfRange(self.mtu));
         }
         if self.cc.is_empty()
             || !self
@@ -81,17 +77,13 @@ impl LinkConfig {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_')
         {
-            bail!(
-                "congestion control {:?} is not a name such as cubic, bbr or reno",
-                self.cc
-            );
+            return Err(TestbedError::BadCongestionControl(self.cc.clone()));
         }
         if self.queue_bytes < 2 * self.mtu as u64 {
-            bail!(
-                "queue of {} bytes is smaller than two packets: use at least {}",
-                self.queue_bytes,
-                2 * self.mtu
-            );
+            return Err(TestbedError::QueueTooSmall {
+                queue_bytes: self.queue_bytes,
+                min_bytes: 2 * self.mtu as u64,
+            });
         }
         Ok(())
     }
@@ -151,13 +143,16 @@ pub const LINK_PROFILES: &[LinkProfile] = &[
 ];
 
 /// Looks up a profile by name.
-pub fn link_profile(name: &str) -> Result<LinkConfig> {
+pub fn link_profile(name: &str) -> Result<LinkConfig, TestbedError> {
     let p = LINK_PROFILES
         .iter()
         .find(|p| p.name == name)
-        .with_context(|| {
+        .ok_or_else(|| {
             let names: Vec<_> = LINK_PROFILES.iter().map(|p| p.name).collect();
-            format!("unknown profile {name:?}: use one of {}", names.join(", "))
+            TestbedError::UnknownProfile {
+                name: name.to_string(),
+                choices: names.join(", "),
+            }
         })?;
     Ok(LinkConfig::new(p.rate_bps, Duration::from_millis(p.rtt_ms)))
 }

@@ -17,7 +17,7 @@
 //! The CPU time is the command's `wait4` rusage at exit (`attribution::cputime::wait_child`):
 //! every thread and every descendant it waited for, nothing of other children of ours.
 
-use anyhow::{Context, Result};
+use crate::TestbedError;
 use serde::{Deserialize, Serialize};
 use std::process::Command;
 use std::time::Instant;
@@ -40,7 +40,8 @@ pub struct RunStats {
     pub sys_s: f64,
     /// Exit code (128 + signal number when killed by a signal).
     pub exit_code: i32,
-    /// vCPUs the dedicated-host estimate charges idle power for.
+    /// vCPUs the dedicated-host estimate charges idle power for, and the `n` of the attributed
+    /// share: the machine's online CPUs (`attribution::machine_cpus`).
     pub n_cpus: usize,
     /// Estimated energy in joules of a host running only this command (the dedicated client
     /// host): `min·n_cpus·wall + (max−min)·(user_s + sys_s)`. Not the command's share of this
@@ -57,7 +58,7 @@ pub struct RunStats {
     #[serde(default)]
     pub system_energy_j: Option<f64>,
     /// The command's CPU-time share of `system_energy_j`:
-    /// `attribution::share_j(system_energy_j, online CPUs, wall_s, user_s + sys_s)`.
+    /// `attribution::share_j(system_energy_j, n_cpus, wall_s, user_s + sys_s)`.
     #[serde(default)]
     pub attributed_j: Option<f64>,
     /// Label of `attributed_j`, e.g. `measured (perf), attributed (cpu-time share)`.
@@ -65,34 +66,26 @@ pub struct RunStats {
     pub attributed_label: Option<String>,
 }
 
-/// Online CPUs of the machine the meter measures (the capacity of the share's window).
-fn machine_cpus(fallback: usize) -> usize {
-    wattio_energy::online_cpu_count(&SysRoot::from_env())
-        .ok()
-        .filter(|&n| n > 0)
-        .unwrap_or(fallback)
-}
-
 /// Runs `cmd` to completion and returns its statistics. The dedicated-host estimate uses
 /// `params`; with a `meter`, the command's attributed share of the machine's energy over the run
-/// is added.
+/// is added. Both count the CPUs online under `root` (`WATTIO_ROOT`, the meter's root).
 pub fn run_with_stats(
     mut cmd: Command,
     params: ModelParams,
     meter: Option<&Meter>,
-) -> Result<RunStats> {
+    root: &SysRoot,
+) -> Result<RunStats, TestbedError> {
     let prog = format!("{:?}", cmd.get_program());
     let snap0 = meter.and_then(|m| m.snapshot().ok());
     let t0 = Instant::now();
-    let child = cmd
-        .spawn()
-        .with_context(|| format!("cannot run {prog}: is it installed and on PATH?"))?;
-    let usage = cputime::wait_child(child).with_context(|| format!("waiting for {prog}"))?;
+    let child = cmd.spawn().map_err(TestbedError::io(format!(
+        "cannot run {prog}: is it installed and on PATH?"
+    )))?;
+    let usage =
+        cputime::wait_child(child).map_err(TestbedError::io(format!("waiting for {prog}")))?;
     let wall_s = t0.elapsed().as_secs_f64();
     let snap1 = meter.and_then(|m| m.snapshot().ok());
-    let n_cpus = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
+    let n_cpus = attribution::machine_cpus(root);
     let cpu_s = usage.user_s + usage.sys_s;
     let system = match (meter, snap0.as_ref(), snap1.as_ref()) {
         (Some(m), Some(a), Some(b)) => Some(m.between(a, b)),
@@ -100,7 +93,7 @@ pub fn run_with_stats(
     };
     let attributed_j = system
         .as_ref()
-        .map(|r| attribution::share_j(r.total_j, machine_cpus(n_cpus), wall_s, cpu_s));
+        .map(|r| attribution::share_j(r.total_j, n_cpus, wall_s, cpu_s));
     Ok(RunStats {
         wall_s,
         user_s: usage.user_s,
@@ -134,7 +127,7 @@ mod tests {
 
     #[test]
     fn counts_the_childs_cpu_and_exit_code() {
-        let s = run_with_stats(busy_child(), ModelParams::default(), None).unwrap();
+        let s = run_with_stats(busy_child(), ModelParams::default(), None, &live()).unwrap();
         assert_eq!(s.exit_code, 3);
         assert!(s.wall_s >= 0.3, "wall {}", s.wall_s);
         assert!(s.user_s + s.sys_s > 0.05, "cpu {} + {}", s.user_s, s.sys_s);
@@ -153,25 +146,33 @@ mod tests {
         );
     }
 
+    fn live() -> SysRoot {
+        SysRoot::new("/")
+    }
+
     #[test]
-    fn attributed_is_the_cpu_time_share_of_the_meters_window() {
+    fn attributed_is_the_cpu_time_share_of_the_meters_window_on_the_roots_cpus() {
         let meter = Meter::open(&MeterConfig {
-            root: SysRoot::new("/"),
+            root: live(),
             choice: SourceChoice::Only(Mechanism::Model),
             domains: None,
             model: ModelParams::default(),
         })
         .expect("the model source needs only /proc/stat");
-        let s = run_with_stats(busy_child(), ModelParams::default(), Some(&meter)).unwrap();
+        // A root with seven online CPUs, a count no test machine has.
+        let d = tempfile::tempdir().unwrap();
+        wattio_fixture::online_cpus(d.path(), 7).unwrap();
+        let root = SysRoot::new(d.path());
+        let s = run_with_stats(busy_child(), ModelParams::default(), Some(&meter), &root).unwrap();
+        assert_eq!(s.n_cpus, 7);
         let total = s.system_energy_j.expect("a meter was given");
         let got = s.attributed_j.expect("a meter was given");
-        let n = machine_cpus(s.n_cpus);
-        let want = attribution::share_j(total, n, s.wall_s, s.user_s + s.sys_s);
+        let want = attribution::share_j(total, 7, s.wall_s, s.user_s + s.sys_s);
         assert!((got - want).abs() < 1e-12, "{got} vs {want}");
         assert!(got > 0.0 && got <= total + 1e-12, "{got} of {total}");
-        // Still the dedicated-host estimate next to it, unchanged.
+        // Still the dedicated-host estimate next to it, on the same CPUs.
         let p = ModelParams::default();
-        let host = p.energy_j(s.n_cpus, s.wall_s, s.user_s + s.sys_s);
+        let host = p.energy_j(7, s.wall_s, s.user_s + s.sys_s);
         assert!((s.energy_j - host).abs() < 1e-12);
         assert_eq!(
             s.attributed_label.as_deref(),
@@ -199,6 +200,7 @@ mod tests {
             Command::new("/nonexistent/wattio-tool"),
             ModelParams::default(),
             None,
+            &live(),
         )
         .unwrap_err();
         assert!(e.to_string().contains("cannot run"), "{e}");

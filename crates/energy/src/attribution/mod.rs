@@ -9,7 +9,8 @@
 //! * [`cputime`] — how long a process, this process, a child that ended, or the machine ran;
 //! * [`cgroup`] — cgroup v2 `cpu.stat` usage, own usage of nested cgroups, workload kinds;
 //! * [`split()`](split()), [`share_j`], [`Split`] and [`IdlePolicy`] — the formula (CPU-time
-//!   share, idle apart or shared) and its label ([`attributed_label`]);
+//!   share, idle apart or shared), its label ([`attributed_label`]) and the CPU count its
+//!   capacity is taken of ([`machine_cpus`]);
 //! * [`Attributor`] — interval attribution of a whole machine (`wattio top`, `record --by`,
 //!   `export`): [`Interval`]s of [`Entry`]s, one per [`Key`] (a process, [`ProcKey`], or a
 //!   cgroup), grouped [`By`] process or cgroup.
@@ -23,5 +24,5 @@ pub mod cputime;
 mod split;
 mod tracker;
 
-pub use split::{attributed_label, share_j, split, IdlePolicy, Split};
+pub use split::{attributed_label, machine_cpus, share_j, split, IdlePolicy, Split};
 pub use tracker::{Attributor, By, Entry, Interval, Key, ProcKey};

@@ -19,6 +19,7 @@
 //! `max(n·Δt, Σc)`: CPU times and the window are read at slightly different instants, so `Σc`
 //! can exceed the capacity by a tick; the denominator keeps the parts within the total.
 
+use crate::SysRoot;
 use serde::{Deserialize, Serialize};
 
 /// Where the energy that no entry's CPU time explains goes.
@@ -106,6 +107,19 @@ pub fn share_j(total_j: f64, n_cpus: usize, window_s: f64, cpu_s: f64) -> f64 {
     .entries_j[0]
 }
 
+/// The `n` of [`share_j`]: the CPUs online under `root` ([`crate::online_cpu_count`], the CPUs
+/// whose time `/proc/stat` accounts for, so the machine the meter measures), or, where `root`
+/// has no readable CPU list, the CPUs this process may run on (`available_parallelism`); at
+/// least 1. Not the CPUs a process may use: one confined to fewer still takes its share of the
+/// whole machine's energy.
+pub fn machine_cpus(root: &SysRoot) -> usize {
+    crate::online_cpu_count(root)
+        .ok()
+        .filter(|&n| n > 0)
+        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+        .unwrap_or(1)
+}
+
 /// The label of an attributed figure: the total's provenance with the split named, e.g.
 /// `measured (perf), attributed (cpu-time share)` or
 /// `estimated (model: ccf-linear(...)), attributed (cpu-time share)`.
@@ -170,6 +184,18 @@ mod tests {
             attributed_label("measured (perf)"),
             "measured (perf), attributed (cpu-time share)"
         );
+    }
+
+    #[test]
+    fn machine_cpus_are_the_online_cpus_under_the_root() {
+        let d = tempfile::tempdir().unwrap();
+        // Seven CPUs, a count no test machine has.
+        wattio_fixture::online_cpus(d.path(), 7).unwrap();
+        assert_eq!(machine_cpus(&SysRoot::new(d.path())), 7);
+        // No CPU list under the root: the CPUs this process may run on.
+        let empty = tempfile::tempdir().unwrap();
+        let here = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(machine_cpus(&SysRoot::new(empty.path())), here);
     }
 
     proptest! {
