@@ -4,14 +4,14 @@
 use super::channel::channel_task;
 use super::conn::{measure_rtt, spawn_preconnect, Connector};
 use super::dest::{is_reserved, with_suffix, Dest, Entry, DONE_SUFFIX, PART_SUFFIX};
+use super::discover::{discover, Discovered};
 use super::fetch::{head_many, probe_origin, HEAD_CONNECTIONS, HEAD_DEPTH};
 use super::files::{url_string, Batch, FileJob, Source, SourceFile, SourceKind};
 use super::jobs::Jobs;
 use super::options::{default_window, EnergyFeedback, TransferOptions};
-use super::published;
 use super::queue::{build_queues, enqueue_found};
 use super::resume::{prepare, worth_asking, Prepared};
-use super::source::{first_url, probe_ranges, resolve};
+use super::source::first_url;
 use super::state::{Shared, SPARE_MAX_AGE};
 use super::stream::{stream_file, Streamed};
 use super::url::HttpUrl;
@@ -77,15 +77,6 @@ pub(super) async fn transfer_async(
     };
     let opened = rules.preconnect(&net);
     let preconnect = (opened > 0).then(|| spawn_preconnect(&connector, &url, opened));
-    let mut src = resolve(&connector, opts, &url).await?;
-    let mut spare = match preconnect {
-        Some(task) => task.await.unwrap_or_default(),
-        None => Vec::new(),
-    };
-    if src.origins[0].origin() != url.origin() {
-        // the URL redirected elsewhere: the connections opened ahead go to the wrong server
-        spare.clear();
-    }
     // A file is requested in pieces, so its server must honour Range, when it is larger than
     // the plan's piece (the BDP, at least MIN_CHUNK; one block with a listing's block sums), a
     // baseline tuner cuts it into parts, or it resumes from a part file's finished ranges.
@@ -101,27 +92,12 @@ pub(super) async fn transfer_async(
         };
         parts_tuner || f.size > cut || resumes()
     };
-    probe_ranges(&connector, &mut src, &mut spare, &needs_ranges).await?;
-    if opts.checksum_file.is_some() {
-        // a checksum file names files anywhere in the tree: match it against all of them
-        src.absorb_all().await?;
-    }
-    let mut discovery = src.more.take();
-    let checksum_report = match &opts.checksum_file {
-        Some(spec) => {
-            let (report, plain_http) = published::attach(&connector, spec, &mut src).await?;
-            if plain_http {
-                opts.notices.tell(&super::Notice::Warning(format!(
-                    "the checksum file {spec} came over plain http://: anyone on the way can change it, and with it what \"verified\" means; fetch it over https:// or give a local copy"
-                )));
-            }
-            Some(report)
-        }
-        None => None,
-    };
-    for note in &src.notes {
-        opts.notices.tell(&super::Notice::Note(note.to_string()));
-    }
+    let Discovered {
+        mut src,
+        more: mut discovery,
+        checksum_report,
+        spare,
+    } = discover(&connector, opts, &url, preconnect, &needs_ranges).await?;
     let (unsized_tx, unsized_rx) = unbounded_channel();
     let mut intake = Intake::start(&mut src, unsized_tx, discovery.is_some(), &dest)?;
     let files = std::mem::take(&mut src.files);
