@@ -326,48 +326,7 @@ pub fn handshake_error(host: &str, e: &io::Error, skip: &str) -> anyhow::Error {
     };
     let fix = format!("or {skip} to skip verification");
     match tls {
-        rustls::Error::InvalidCertificate(c) => match c {
-            CertificateError::Other(o) if o.to_string() == "CaUsedAsEndEntity" => anyhow!(
-                "{host}: the server's certificate is a CA certificate used as the server's own (self-signed with openssl req -x509?); give that very certificate with --cacert FILE ({fix})"
-            ),
-            CertificateError::UnknownIssuer => anyhow!(
-                "{host}: the server's certificate is signed by an unknown certificate authority; give that CA with --cacert FILE ({fix})"
-            ),
-            CertificateError::NotValidForName => anyhow!(
-                "{host}: the server's certificate is not valid for the name {host}; use a name the certificate was issued for ({fix})"
-            ),
-            CertificateError::NotValidForNameContext { presented, .. } => {
-                let names: Vec<String> = presented.iter().filter_map(|n| san_text(n)).collect();
-                if names.is_empty() {
-                    anyhow!(
-                        "{host}: the server's certificate names no host; the server needs a certificate for {host} ({fix})"
-                    )
-                } else {
-                    anyhow!(
-                        "{host}: the server's certificate is not valid for the name {host} but for {}; use one of those names ({fix})",
-                        names.join(", ")
-                    )
-                }
-            }
-            CertificateError::Expired => anyhow!(
-                "{host}: the server's certificate has expired; the server must renew it ({fix})"
-            ),
-            CertificateError::ExpiredContext { not_after, .. } => anyhow!(
-                "{host}: the server's certificate expired on {}; the server must renew it ({fix})",
-                utc_date(*not_after)
-            ),
-            CertificateError::NotValidYet => anyhow!(
-                "{host}: the server's certificate is not valid yet; check this machine's clock ({fix})"
-            ),
-            CertificateError::NotValidYetContext { not_before, .. } => anyhow!(
-                "{host}: the server's certificate is not valid before {}; check this machine's clock ({fix})",
-                utc_date(*not_before)
-            ),
-            other => anyhow!(
-                "{host}: the server's certificate was refused ({}) ({fix})",
-                certificate_problem(other)
-            ),
-        },
+        rustls::Error::InvalidCertificate(c) => certificate_error(host, c, &fix),
         rustls::Error::NoApplicationProtocol => anyhow!(
             "{host}: the server does not speak HTTP/1.1 over TLS (ALPN)"
         ),
@@ -379,6 +338,53 @@ pub fn handshake_error(host: &str, e: &io::Error, skip: &str) -> anyhow::Error {
             words(&format!("{alert:?}"))
         ),
         other => anyhow!("TLS handshake with {host} failed: {other}"),
+    }
+}
+
+/// The message for a certificate the client refused: what is wrong with it and what to do
+/// about it (`fix` names the flag that would skip verification).
+fn certificate_error(host: &str, c: &CertificateError, fix: &str) -> anyhow::Error {
+    match c {
+        CertificateError::Other(o) if o.to_string() == "CaUsedAsEndEntity" => anyhow!(
+            "{host}: the server's certificate is a CA certificate used as the server's own (self-signed with openssl req -x509?); give that very certificate with --cacert FILE ({fix})"
+        ),
+        CertificateError::UnknownIssuer => anyhow!(
+            "{host}: the server's certificate is signed by an unknown certificate authority; give that CA with --cacert FILE ({fix})"
+        ),
+        CertificateError::NotValidForName => anyhow!(
+            "{host}: the server's certificate is not valid for the name {host}; use a name the certificate was issued for ({fix})"
+        ),
+        CertificateError::NotValidForNameContext { presented, .. } => {
+            let names: Vec<String> = presented.iter().filter_map(|n| san_text(n)).collect();
+            if names.is_empty() {
+                anyhow!(
+                    "{host}: the server's certificate names no host; the server needs a certificate for {host} ({fix})"
+                )
+            } else {
+                anyhow!(
+                    "{host}: the server's certificate is not valid for the name {host} but for {}; use one of those names ({fix})",
+                    names.join(", ")
+                )
+            }
+        }
+        CertificateError::Expired => anyhow!(
+            "{host}: the server's certificate has expired; the server must renew it ({fix})"
+        ),
+        CertificateError::ExpiredContext { not_after, .. } => anyhow!(
+            "{host}: the server's certificate expired on {}; the server must renew it ({fix})",
+            utc_date(*not_after)
+        ),
+        CertificateError::NotValidYet => anyhow!(
+            "{host}: the server's certificate is not valid yet; check this machine's clock ({fix})"
+        ),
+        CertificateError::NotValidYetContext { not_before, .. } => anyhow!(
+            "{host}: the server's certificate is not valid before {}; check this machine's clock ({fix})",
+            utc_date(*not_before)
+        ),
+        other => anyhow!(
+            "{host}: the server's certificate was refused ({}) ({fix})",
+            certificate_problem(other)
+        ),
     }
 }
 

@@ -398,140 +398,11 @@ impl ListSizing {
         let mut b = Batch::default();
         let mut next_url = 0;
         for e in entries {
-            let line = format!("{}:{}", self.list_name, e.line);
             let n = 1 + e.mirrors.len();
-            let mut places: Vec<Place> = Vec::with_capacity(n);
-            // the place the file starts on, its size, and the answer's validators
-            let mut chosen: Option<(usize, Option<u64>)> = None;
-            let mut validator = None;
-            let mut failed: Vec<(usize, String)> = Vec::new();
-            for i in next_url..next_url + n {
-                let (mut o, mut path, raw) = urls[i].clone();
-                let mut answer = answers[i].take().expect("every URL has an answer");
-                if let Ok(h) = &answer {
-                    if matches!(h.status, 301 | 302 | 303 | 307 | 308) {
-                        let u = HttpUrl::parse(&raw)?;
-                        answer = match get_following(&self.connector, &u, "HEAD").await {
-                            Ok((fu, f)) => {
-                                o = origin_index(&mut self.origins, &mut self.known_ranges, &fu);
-                                path = without_fragment(&fu.path);
-                                Ok(f.head)
-                            }
-                            Err(err) => Err(format!("cannot be reached: {}", one_line(&err))),
-                        };
-                    }
-                }
-                let url = url_string(&self.origins[o], &path);
-                let p = places.len();
-                match answer {
-                    Ok(h) if h.status == 200 => {
-                        merge_accept_ranges(&mut self.known_ranges[o], &h);
-                        match chosen {
-                            None => {
-                                let size = match h.content_length {
-                                    Some(n) => Some(n),
-                                    None => {
-                                        size_by_range_probe(
-                                            &self.connector,
-                                            &self.origins[o],
-                                            &path,
-                                        )
-                                        .await?
-                                    }
-                                };
-                                if size.is_some_and(|n| n > 0) && self.known_ranges[o].is_none() {
-                                    self.probe_ranges(o, &path).await?;
-                                }
-                                chosen = Some((p, size));
-                                validator = Some(h.clone());
-                            }
-                            Some((c, Some(size))) => {
-                                if let Some(other) = h.content_length.filter(|&m| m != size) {
-                                    bail!(
-                                        "{line}: mirror {url} has {other} bytes but {} has {size}: not the same file; remove that mirror from the line",
-                                        places[c].url
-                                    );
-                                }
-                            }
-                            Some((_, None)) => {}
-                        }
-                    }
-                    Ok(h) => failed.push((p, format!("HTTP {}", h.status))),
-                    Err(why) => failed.push((p, why)),
-                }
-                places.push(Place {
-                    origin: o,
-                    url_path: path,
-                    url,
-                });
-            }
+            let line_urls = next_url..next_url + n;
             next_url += n;
-            let Some((cur, size)) = chosen else {
-                let answered = |why: &str| match why.strip_prefix("HTTP ") {
-                    Some(_) => format!("answers {why}"),
-                    None => why.to_string(),
-                };
-                // every URL of the line failed, in the order written
-                let mut why = answered(&failed[0].1);
-                let mirrors: Vec<String> = failed[1..]
-                    .iter()
-                    .map(|(p, w)| format!("{} {}", places[*p].url, answered(w)))
-                    .collect();
-                if !mirrors.is_empty() {
-                    let s = if mirrors.len() == 1 { "" } else { "s" };
-                    why = format!("{why}, and its mirror{s} {}", mirrors.join(", "));
-                }
-                b.failed.push(FailedLine {
-                    line,
-                    url: places[0].url.clone(),
-                    why,
-                });
-                continue;
-            };
-            let fallbacks: Vec<MirrorFallback> = failed
-                .iter()
-                .filter(|(p, _)| *p < cur)
-                .map(|(p, why)| MirrorFallback {
-                    from: places[*p].url.clone(),
-                    to: places[cur].url.clone(),
-                    reason: why.clone(),
-                    during: "start".into(),
-                })
-                .collect();
-            if !fallbacks.is_empty() {
-                b.notes.push(format!(
-                    "{line}: {} from its mirror {} ({} failed: {})",
-                    e.rel,
-                    places[cur].url,
-                    fallbacks[0].from,
-                    fallbacks
-                        .iter()
-                        .map(|f| f.reason.as_str())
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                ));
-            }
-            let mut f = SourceFile::at(e.rel, places[cur].origin, places[cur].url_path.clone());
-            if let Some(h) = &validator {
-                f = f.with_validator(h, &self.origins[places[cur].origin]);
-            }
-            f.expect = e.checksum.map(|(algo, digest)| Expected {
-                algo,
-                digest,
-                from: line.clone(),
-            });
-            if places.len() > 1 {
-                f.mirrors = Some(Box::new(MirrorPlan {
-                    places,
-                    current: cur,
-                    fallbacks,
-                    line,
-                }));
-            }
-            match size {
-                Some(n) => b.files.push(SourceFile { size: n, ..f }),
-                None => b.unsized_files.push(f),
-            }
+            self.size_line(e, &urls[line_urls.clone()], &mut answers[line_urls], &mut b)
+                .await?;
         }
         b.new_origins = self.origins[self.announced..].to_vec();
         self.announced = self.origins.len();
@@ -544,11 +415,207 @@ impl ListSizing {
         Ok(b)
     }
 
+    /// One line of a round, from its URLs' answers: its file (sized or not) joins `b`, on the
+    /// first of its URLs that answered, with its mirrors and the fallbacks the start made; or
+    /// the line joins `b`'s failed lines when none answered.
+    async fn size_line(
+        &mut self,
+        e: UrlEntry,
+        urls: &[ListedUrl],
+        answers: &mut [Option<Result<ResponseHead, String>>],
+        b: &mut Batch,
+    ) -> anyhow::Result<()> {
+        let line = format!("{}:{}", self.list_name, e.line);
+        let LineAnswers {
+            places,
+            chosen,
+            validator,
+            failed,
+        } = self.line_answers(&line, urls, answers).await?;
+        let Some((cur, size)) = chosen else {
+            b.failed.push(failed_line(line, &places, &failed));
+            return Ok(());
+        };
+        let fallbacks: Vec<MirrorFallback> = failed
+            .iter()
+            .filter(|(p, _)| *p < cur)
+            .map(|(p, why)| MirrorFallback {
+                from: places[*p].url.clone(),
+                to: places[cur].url.clone(),
+                reason: why.clone(),
+                during: "start".into(),
+            })
+            .collect();
+        if !fallbacks.is_empty() {
+            b.notes.push(format!(
+                "{line}: {} from its mirror {} ({} failed: {})",
+                e.rel,
+                places[cur].url,
+                fallbacks[0].from,
+                fallbacks
+                    .iter()
+                    .map(|f| f.reason.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
+        let mut f = SourceFile::at(e.rel, places[cur].origin, places[cur].url_path.clone());
+        if let Some(h) = &validator {
+            f = f.with_validator(h, &self.origins[places[cur].origin]);
+        }
+        f.expect = e.checksum.map(|(algo, digest)| Expected {
+            algo,
+            digest,
+            from: line.clone(),
+        });
+        if places.len() > 1 {
+            f.mirrors = Some(Box::new(MirrorPlan {
+                places,
+                current: cur,
+                fallbacks,
+                line,
+            }));
+        }
+        match size {
+            Some(n) => b.files.push(SourceFile { size: n, ..f }),
+            None => b.unsized_files.push(f),
+        }
+        Ok(())
+    }
+
+    /// A line's URLs (`urls`, with their `HEAD` `answers`), redirects followed: the first that
+    /// answers `200` is the file's start, sized; a later one that answers another size is not
+    /// the same file, which refuses the transfer.
+    async fn line_answers(
+        &mut self,
+        line: &str,
+        urls: &[ListedUrl],
+        answers: &mut [Option<Result<ResponseHead, String>>],
+    ) -> anyhow::Result<LineAnswers> {
+        let mut a = LineAnswers {
+            places: Vec::with_capacity(urls.len()),
+            chosen: None,
+            validator: None,
+            failed: Vec::new(),
+        };
+        for (listed, answer) in urls.iter().zip(answers.iter_mut()) {
+            let answer = answer.take().expect("every URL has an answer");
+            let (o, path, answer) = self.follow(listed.clone(), answer).await?;
+            let url = url_string(&self.origins[o], &path);
+            let p = a.places.len();
+            match answer {
+                Ok(h) if h.status == 200 => {
+                    merge_accept_ranges(&mut self.known_ranges[o], &h);
+                    match a.chosen {
+                        None => {
+                            let size = self.size_of(o, &path, &h).await?;
+                            a.chosen = Some((p, size));
+                            a.validator = Some(h.clone());
+                        }
+                        Some((c, Some(size))) => {
+                            if let Some(other) = h.content_length.filter(|&m| m != size) {
+                                bail!(
+                                    "{line}: mirror {url} has {other} bytes but {} has {size}: not the same file; remove that mirror from the line",
+                                    a.places[c].url
+                                );
+                            }
+                        }
+                        Some((_, None)) => {}
+                    }
+                }
+                Ok(h) => a.failed.push((p, format!("HTTP {}", h.status))),
+                Err(why) => a.failed.push((p, why)),
+            }
+            a.places.push(Place {
+                origin: o,
+                url_path: path,
+                url,
+            });
+        }
+        Ok(a)
+    }
+
+    /// A listed URL and its `HEAD` answer, with a redirect followed (its server joins the
+    /// origins when new): the origin, the request target and the final answer.
+    async fn follow(
+        &mut self,
+        listed: ListedUrl,
+        mut answer: Result<ResponseHead, String>,
+    ) -> anyhow::Result<(usize, String, Result<ResponseHead, String>)> {
+        let (mut o, mut path, raw) = listed;
+        if let Ok(h) = &answer {
+            if matches!(h.status, 301 | 302 | 303 | 307 | 308) {
+                let u = HttpUrl::parse(&raw)?;
+                answer = match get_following(&self.connector, &u, "HEAD").await {
+                    Ok((fu, f)) => {
+                        o = origin_index(&mut self.origins, &mut self.known_ranges, &fu);
+                        path = without_fragment(&fu.path);
+                        Ok(f.head)
+                    }
+                    Err(err) => Err(format!("cannot be reached: {}", one_line(&err))),
+                };
+            }
+        }
+        Ok((o, path, answer))
+    }
+
+    /// The size of the file at `path` on origin `o` that answered `h`: its `Content-Length`,
+    /// else a one-byte range probe's; a file with bytes on an origin that has not said
+    /// whether it honours `Range` has it asked.
+    async fn size_of(
+        &mut self,
+        o: usize,
+        path: &str,
+        h: &ResponseHead,
+    ) -> anyhow::Result<Option<u64>> {
+        let size = match h.content_length {
+            Some(n) => Some(n),
+            None => size_by_range_probe(&self.connector, &self.origins[o], path).await?,
+        };
+        if size.is_some_and(|n| n > 0) && self.known_ranges[o].is_none() {
+            self.probe_ranges(o, path).await?;
+        }
+        Ok(size)
+    }
+
     /// Whether origin `o`, whose answers did not say, honours `Range`: a request for the first
     /// byte of its file at `path` (`206`: yes; `200`: it sends whole files only).
     async fn probe_ranges(&mut self, o: usize, path: &str) -> anyhow::Result<()> {
         self.known_ranges[o] = Some(probe_origin(&self.connector, &self.origins[o], path).await?);
         Ok(())
+    }
+}
+
+/// A line's URLs as their answers left them.
+struct LineAnswers {
+    places: Vec<Place>,
+    /// The place the file starts on (the first that answered `200`), and its size.
+    chosen: Option<(usize, Option<u64>)>,
+    /// That answer, whose validators the file takes.
+    validator: Option<ResponseHead>,
+    /// The places that failed, and why.
+    failed: Vec<(usize, String)>,
+}
+
+/// A line none of whose URLs answered: why each failed, in the order written.
+fn failed_line(line: String, places: &[Place], failed: &[(usize, String)]) -> FailedLine {
+    let answered = |why: &str| match why.strip_prefix("HTTP ") {
+        Some(_) => format!("answers {why}"),
+        None => why.to_string(),
+    };
+    let mut why = answered(&failed[0].1);
+    let mirrors: Vec<String> = failed[1..]
+        .iter()
+        .map(|(p, w)| format!("{} {}", places[*p].url, answered(w)))
+        .collect();
+    if !mirrors.is_empty() {
+        let s = if mirrors.len() == 1 { "" } else { "s" };
+        why = format!("{why}, and its mirror{s} {}", mirrors.join(", "));
+    }
+    FailedLine {
+        line,
+        url: places[0].url.clone(),
+        why,
     }
 }
 

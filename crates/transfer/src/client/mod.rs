@@ -11,7 +11,8 @@
 //! and only then renamed to `NAME`.
 //!
 //! One file per concern: [`url`] (source URLs), `conn` (connections), `response` (reading
-//! responses), `source` (what to fetch: a listing, a directory index, a URL list or a file),
+//! responses), `discover` (discovery's one entry: the source and its checksum file into the
+//! files the transfer plans), `source` (what to fetch: a listing, a directory index, a URL list or a file),
 //! `walk` (directory indexes), `fetch` (the requests that find files and sizes), [`published`]
 //! (publisher checksums), `stream` (files of unknown size), `resume` (part files and `.done`
 //! logs), `jobs` (the file list, which grows while an index is walked), `queue` (chunk queues), `state` (what the loop and channels share), `control` (the
@@ -23,6 +24,7 @@ mod channel;
 mod conn;
 mod control;
 mod dest;
+mod discover;
 mod done_log;
 mod fetch;
 mod files;
