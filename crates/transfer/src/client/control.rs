@@ -580,11 +580,7 @@ impl EnergyBook {
             None => (None, Some("no energy meter available".to_string())),
         };
         // the share's capacity is the whole machine the meter measures, not the CPUs we may use
-        let machine_cpus = wattio_energy::online_cpu_count(&opts.root)
-            .ok()
-            .filter(|&n| n > 0)
-            .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
-            .unwrap_or(self.n_cpus);
+        let machine_cpus = wattio_energy::attribution::machine_cpus(&opts.root);
         EnergyFigures {
             energy,
             energy_note,
