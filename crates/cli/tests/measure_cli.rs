@@ -60,8 +60,8 @@ fn single_command_json_keeps_its_fields_and_passes_the_exit_status_through() {
         "child_cpu_s",
         "exit_code",
         "command",
-        "command_j",
-        "command_label",
+        "attributed_j",
+        "attributed_label",
         "total_label",
         "n_cpus",
     ] {
@@ -74,7 +74,7 @@ fn single_command_json_keeps_its_fields_and_passes_the_exit_status_through() {
     assert_eq!(v["domains"][0]["domain"], "package");
     assert_eq!(v["command"], serde_json::json!(["sh", "-c", "exit 3"]));
     assert!(v.get("command_estimated_j").is_none());
-    assert_estimated_labels(&v["total_label"], &v["command_label"]);
+    assert_estimated_labels(&v["total_label"], &v["attributed_label"]);
 }
 
 #[test]
@@ -85,10 +85,10 @@ fn single_command_energy_is_its_cpu_time_share_of_the_total() {
     let (total, cpu, dt) = (f(&v["total_j"]), f(&v["child_cpu_s"]), f(&v["duration_s"]));
     let n = v["n_cpus"].as_u64().unwrap() as f64;
     assert!(cpu > 0.05, "the loop burns CPU: {cpu}");
-    // command_j = E · c / max(n · Δt, c)
+    // attributed_j = E · c / max(n · Δt, c)
     let want = total * cpu / (n * dt).max(cpu);
-    assert!((f(&v["command_j"]) - want).abs() < 1e-9, "{v}");
-    assert!(f(&v["command_j"]) <= total);
+    assert!((f(&v["attributed_j"]) - want).abs() < 1e-9, "{v}");
+    assert!(f(&v["attributed_j"]) <= total);
     // The text form says the same, labelled.
     let o = wattio(&["--", "sh", "-c", "exit 0"]);
     let t = String::from_utf8_lossy(&o.stdout);
@@ -120,7 +120,7 @@ fn two_commands_interleaved_compared_and_exported() {
     assert!(o.status.success(), "{}", stderr(&o));
     let v = json(&o);
     assert_eq!(v["estimated"], true);
-    assert_estimated_labels(&v["label"], &v["command_label"]);
+    assert_estimated_labels(&v["label"], &v["attributed_label"]);
     let res = v["results"].as_array().unwrap();
     assert_eq!(res.len(), 2);
     assert_eq!(res[0]["command"], BUSY);
@@ -133,12 +133,12 @@ fn two_commands_interleaved_compared_and_exported() {
             // A1 B1 A2 B2 A3 B3.
             assert_eq!(run["sequence"].as_u64().unwrap() as usize, 2 * k + i + 1);
             assert_eq!(run["status"], "ok");
-            assert!(f(&run["command_j"]) <= f(&run["total_j"]), "{run}");
-            assert!(f(&run["command_j"]) >= 0.0);
-            assert_estimated_labels(&run["total_label"], &run["command_label"]);
+            assert!(f(&run["attributed_j"]) <= f(&run["total_j"]), "{run}");
+            assert!(f(&run["attributed_j"]) >= 0.0);
+            assert_estimated_labels(&run["total_label"], &run["attributed_label"]);
         }
     }
-    let cj = |i: usize| f(&res[i]["summary"]["command_j"]["mean"]);
+    let cj = |i: usize| f(&res[i]["summary"]["attributed_j"]["mean"]);
     assert!(
         cj(0) > cj(1),
         "the busy loop's share {} > true's {}",
@@ -174,12 +174,12 @@ fn two_commands_interleaved_compared_and_exported() {
         "total_mean_j",
         "total_stddev_j",
         "total_median_j",
-        "command_mean_j",
+        "attributed_mean_j",
         "energy_ratio",
         "p_holm",
         "estimated",
         "label",
-        "command_label",
+        "attributed_label",
     ] {
         assert!(headers.iter().any(|h| h == col), "no {col} in {headers:?}");
     }

@@ -276,7 +276,7 @@ mod tests {
             cache_resident: Some(1.0),
             libs: Libs::Paper,
             checked: true,
-            process_j: None,
+            attributed_j: None,
         }
     }
 

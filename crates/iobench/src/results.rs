@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// Columns every `results.csv` has: the [`RunRecord`] fields in order, less those added later
-/// (`process_j`), which files written before them lack.
+/// (`attributed_j`), which files written before them lack.
 pub const RESULTS_CSV_COLUMNS: &[&str] = &[
     "method",
     "op",
@@ -71,8 +71,8 @@ pub struct RunRecord {
     /// The JVM's attributed share of `system_energy_j` (`attribution::share_j` by its CPU time;
     /// label: the meter's provenance + `, attributed (cpu-time share)`). Empty in results
     /// written before the column existed.
-    #[serde(default)]
-    pub process_j: Option<f64>,
+    #[serde(alias = "process_j", default)]
+    pub attributed_j: Option<f64>,
 }
 
 impl RunRecord {
@@ -101,7 +101,7 @@ impl RunRecord {
             cache_resident: s.resident,
             libs,
             checked: s.ok,
-            process_j: s.energy.process_j,
+            attributed_j: s.energy.attributed_j,
         }
     }
 
@@ -146,7 +146,7 @@ pub fn read_results_csv(path: &Path) -> Result<Vec<RunRecord>, IoBenchError> {
 mod tests {
     use super::*;
 
-    fn record(process_j: Option<f64>) -> RunRecord {
+    fn record(attributed_j: Option<f64>) -> RunRecord {
         RunRecord {
             method: "channel".into(),
             op: Op::Read,
@@ -167,7 +167,7 @@ mod tests {
             cache_resident: Some(1.0),
             libs: Libs::Paper,
             checked: true,
-            process_j,
+            attributed_j,
         }
     }
 
@@ -179,12 +179,12 @@ mod tests {
         let header = text.lines().next().unwrap();
         assert_eq!(
             header,
-            format!("{},process_j", RESULTS_CSV_COLUMNS.join(","))
+            format!("{},attributed_j", RESULTS_CSV_COLUMNS.join(","))
         );
     }
 
     #[test]
-    fn process_j_column_round_trips_and_old_csvs_still_read() {
+    fn attributed_j_column_round_trips_and_old_csvs_still_read() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("results.csv");
         // 3 J over a 0.2 s window of 2 vCPUs, the JVM 0.05 CPU-s: 3 × 0.05 / 0.4 = 0.375 J.
@@ -192,8 +192,21 @@ mod tests {
         assert!((share - 0.375).abs() < 1e-12 && share <= 3.0);
         write_results_csv(&p, &[record(Some(share)), record(None)]).unwrap();
         let back = read_results_csv(&p).unwrap();
-        assert_eq!(back[0].process_j, Some(share));
-        assert_eq!(back[1].process_j, None);
+        assert_eq!(back[0].attributed_j, Some(share));
+        assert_eq!(back[1].attributed_j, None);
+        // Written when the column was called process_j: read under its new name.
+        let text = std::fs::read_to_string(&p).unwrap();
+        std::fs::write(&p, text.replacen(",attributed_j\n", ",process_j\n", 1)).unwrap();
+        assert!(std::fs::read_to_string(&p)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with(",process_j"));
+        let back = read_results_csv(&p).unwrap();
+        assert_eq!(back[0].attributed_j, Some(share));
+        assert_eq!(back[1].attributed_j, None);
+        std::fs::write(&p, text).unwrap();
         // A results.csv written before the column existed.
         let text = std::fs::read_to_string(&p).unwrap();
         let old: String = text
@@ -204,6 +217,6 @@ mod tests {
         std::fs::write(&p, old).unwrap();
         let back = read_results_csv(&p).unwrap();
         assert_eq!(back.len(), 2);
-        assert!(back.iter().all(|r| r.process_j.is_none() && r.checked));
+        assert!(back.iter().all(|r| r.attributed_j.is_none() && r.checked));
     }
 }

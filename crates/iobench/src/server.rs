@@ -54,12 +54,12 @@ pub struct WindowEnergy {
     /// The JVM's attributed share of the window's whole-machine energy:
     /// `attribution::share_j(system_energy_j, n_cpus, window_s, cpu_s)`. `None` in results
     /// written before it existed.
-    #[serde(default)]
-    pub process_j: Option<f64>,
-    /// Label of `process_j`: the meter's provenance with the split named, e.g.
+    #[serde(alias = "process_j", default)]
+    pub attributed_j: Option<f64>,
+    /// Label of `attributed_j`: the meter's provenance with the split named, e.g.
     /// `estimated (model: ccf-linear(...)), attributed (cpu-time share)`.
-    #[serde(default)]
-    pub process_label: Option<String>,
+    #[serde(alias = "process_label", default)]
+    pub attributed_label: Option<String>,
 }
 
 /// One measured run as recorded by the server.
@@ -373,7 +373,7 @@ fn jvm_cpu_ns(cfg: &EnergyServerConfig, pid: u32) -> Result<u64, Why> {
 /// The window's energy. `energy_j`, which the study ranks by: with counters the meter's
 /// measured whole-machine figure; with the model, the estimated energy of a host running only
 /// the JVM (the model with the JVM's schedstat CPU time as busy time — system-wide tick counts
-/// are too coarse for millisecond windows and include other processes). `process_j`: the JVM's
+/// are too coarse for millisecond windows and include other processes). `attributed_j`: the JVM's
 /// CPU-time share of the meter's whole-machine figure (`attribution::share_j`).
 pub(crate) fn window_energy(
     meter: &Meter,
@@ -384,8 +384,8 @@ pub(crate) fn window_energy(
     cfg: &EnergyServerConfig,
 ) -> WindowEnergy {
     let r = meter.between(a, b);
-    let process_j = Some(attribution::share_j(r.total_j, cfg.n_cpus, window_s, cpu_s));
-    let process_label = Some(attribution::attributed_label(&r.provenance_label()));
+    let attributed_j = Some(attribution::share_j(r.total_j, cfg.n_cpus, window_s, cpu_s));
+    let attributed_label = Some(attribution::attributed_label(&r.provenance_label()));
     if r.estimated {
         WindowEnergy {
             energy_j: cfg.model.energy_j(cfg.n_cpus, window_s, cpu_s),
@@ -396,8 +396,8 @@ pub(crate) fn window_energy(
             system_energy_j: r.total_j,
             cpu_s,
             window_s,
-            process_j,
-            process_label,
+            attributed_j,
+            attributed_label,
         }
     } else {
         WindowEnergy {
@@ -409,8 +409,8 @@ pub(crate) fn window_energy(
             system_energy_j: r.total_j,
             cpu_s,
             window_s,
-            process_j,
-            process_label,
+            attributed_j,
+            attributed_label,
         }
     }
 }

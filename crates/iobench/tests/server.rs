@@ -111,7 +111,7 @@ fn a_run_through_the_protocol() {
     assert!((w.energy_j - want).abs() < 1e-9, "{} vs {want}", w.energy_j);
     // The JVM's attributed share of the window's whole-machine figure, within it.
     let share = wattio_energy::attribution::share_j(w.system_energy_j, 2, w.window_s, w.cpu_s);
-    let pj = w.process_j.expect("process_j in the END reply");
+    let pj = w.attributed_j.expect("attributed_j in the END reply");
     assert!((pj - share).abs() < 1e-12, "{pj} vs {share}");
     assert!(
         pj <= w.system_energy_j + 1e-12,
@@ -119,7 +119,7 @@ fn a_run_through_the_protocol() {
         w.system_energy_j
     );
     assert!(
-        w.process_label
+        w.attributed_label
             .as_deref()
             .unwrap()
             .ends_with("), attributed (cpu-time share)"),

@@ -3,7 +3,7 @@
 //!
 //! RAPL counters are machine-wide (the perf `power` PMU refuses per-task events), so the
 //! `total_j` of a run is the whole machine's energy while the command ran, as with
-//! `perf stat -a -e power/...`. The command's own share, `command_j`, is its CPU-time share of
+//! `perf stat -a -e power/...`. The command's own share, `attributed_j`, is its CPU-time share of
 //! that total ([`wattio_energy::attribution::share_j`], whose formula is written there once),
 //! with the user + system CPU seconds of the command and every descendant it waited for
 //! (`wait4` rusage), the online CPUs and the run's duration; it is never more than `total_j`,
@@ -171,9 +171,11 @@ pub struct RunReport {
     pub n_cpus: usize,
     /// The command's CPU-time share of `total_j` (`attribution::share_j`); never more than
     /// `total_j`.
-    pub command_j: f64,
+    #[serde(alias = "command_j")]
+    pub attributed_j: f64,
     /// `total_label`, attributed (cpu-time share).
-    pub command_label: String,
+    #[serde(alias = "command_label")]
+    pub attributed_label: String,
     pub exit_code: i32,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub signal: Option<i32>,
@@ -190,18 +192,18 @@ pub struct SingleRun {
 
 impl RunReport {
     /// A run's report: the machine's energy over the run, how it ended, and the CPU time of the
-    /// command; `command_j` is its CPU-time share on `n_cpus` CPUs.
+    /// command; `attributed_j` is its CPU-time share on `n_cpus` CPUs.
     pub fn new(energy: EnergyReport, exit: Exit, child_cpu_s: f64, n_cpus: usize) -> RunReport {
         let total_label = energy.provenance_label();
-        let command_j =
+        let attributed_j =
             attribution::share_j(energy.total_j, n_cpus, energy.duration_s, child_cpu_s);
         RunReport {
-            command_label: attribution::attributed_label(&total_label),
+            attributed_label: attribution::attributed_label(&total_label),
             total_label,
             mean_power_w: energy.mean_power_w(),
             child_cpu_s,
             n_cpus,
-            command_j,
+            attributed_j,
             exit_code: exit.code,
             signal: exit.signal,
             energy,
@@ -374,15 +376,30 @@ pub(crate) mod tests {
     fn command_energy_is_the_cpu_time_share_and_never_exceeds_the_total() {
         // 2 CPUs for 1 s = 2 CPU-s of capacity; the command used 0.5 CPU-s: a quarter of 10 J.
         let r = RunReport::new(energy(10.0, 1.0), Exit::code(0), 0.5, 2);
-        assert_eq!(r.command_j, 2.5);
+        assert_eq!(r.attributed_j, 2.5);
         assert_eq!(r.mean_power_w, 10.0);
         assert_eq!(r.status(), RunStatus::Ok);
         // A tiny window whose rusage says more CPU than the window held: capped at the total
         // (the old `CPU s × W_max` gave 3 × 3.5 = 10.5 J here, over 30 times the total).
         let r = RunReport::new(energy(0.3, 0.01), Exit::code(0), 3.0, 2);
-        assert_eq!(r.command_j, 0.3);
+        assert_eq!(r.attributed_j, 0.3);
         assert!(r.total_label.starts_with("estimated (model: ccf-linear("));
-        assert!(r.command_label.ends_with("), attributed (cpu-time share)"));
+        assert!(r
+            .attributed_label
+            .ends_with("), attributed (cpu-time share)"));
+    }
+
+    #[test]
+    fn results_written_with_the_old_share_names_still_read() {
+        let r = RunReport::new(energy(10.0, 1.0), Exit::code(0), 0.5, 2);
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(json.contains(r#""attributed_j":2.5"#), "{json}");
+        let old = json
+            .replace(r#""attributed_j""#, r#""command_j""#)
+            .replace(r#""attributed_label""#, r#""command_label""#);
+        assert!(!old.contains("attributed_j"));
+        let back: RunReport = serde_json::from_str(&old).unwrap();
+        assert_eq!(back, r);
     }
 
     #[test]
@@ -419,7 +436,7 @@ pub(crate) mod tests {
         assert_eq!(r.exit_code, 4);
         assert_eq!(r.status(), RunStatus::Failed);
         assert!(r.child_cpu_s > 0.0);
-        assert!(r.command_j > 0.0 && r.command_j <= r.energy.total_j);
+        assert!(r.attributed_j > 0.0 && r.attributed_j <= r.energy.total_j);
         assert_eq!(ex.run_unmeasured(&busy).unwrap(), Exit::code(4));
         let e = ex
             .run(&CommandSpec::Argv(vec!["/nonexistent/cmd".into()]))

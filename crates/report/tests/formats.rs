@@ -322,7 +322,7 @@ fn iobench_runs() -> Vec<RunRecord> {
         cache_resident: Some(1.0),
         libs: wattio_iobench::Libs::Paper,
         checked: true,
-        process_j: Some(0.25),
+        attributed_j: Some(0.25),
     };
     vec![
         run("FileChannel", Op::Read, 1, 0.50),
@@ -381,7 +381,7 @@ fn iobench_results_without_later_columns_read_and_others_name_the_missing_column
     let d = tempfile::tempdir().unwrap();
     let path = d.path().join("results.csv");
     wattio_iobench::write_results_csv(&path, &iobench_runs()).unwrap();
-    // Written before the process_j column existed: the column dropped from every line.
+    // Written before the attributed_j column existed: the column dropped from every line.
     let text = std::fs::read_to_string(&path).unwrap();
     let old: String = text
         .lines()
@@ -392,7 +392,7 @@ fn iobench_results_without_later_columns_read_and_others_name_the_missing_column
         panic!("not iobench")
     };
     assert_eq!(rows.len(), 8);
-    assert!(rows.iter().all(|r| r.process_j.is_none()));
+    assert!(rows.iter().all(|r| r.attributed_j.is_none()));
     // A bad cell names its line and column.
     let text = std::fs::read_to_string(&path)
         .unwrap()

@@ -105,7 +105,8 @@ pub struct CommandStats {
     /// The machine's energy during the runs.
     pub total_j: Stat,
     /// The command's CPU-time share of it.
-    pub command_j: Stat,
+    #[serde(alias = "command_j")]
+    pub attributed_j: Stat,
     pub mean_power_w: Stat,
     pub child_cpu_s: Stat,
 }
@@ -117,7 +118,7 @@ impl CommandStats {
         Some(CommandStats {
             duration_s: col(|r| r.energy.duration_s)?,
             total_j: col(|r| r.energy.total_j)?,
-            command_j: col(|r| r.command_j)?,
+            attributed_j: col(|r| r.attributed_j)?,
             mean_power_w: col(|r| r.mean_power_w)?,
             child_cpu_s: col(|r| r.child_cpu_s)?,
         })
@@ -356,8 +357,9 @@ pub struct Report {
     pub model: Option<String>,
     /// The label of every `total_j`: `measured (perf)` or `estimated (model: …)`.
     pub label: String,
-    /// The label of every `command_j`: the above, attributed (cpu-time share).
-    pub command_label: String,
+    /// The label of every `attributed_j`: the above, attributed (cpu-time share).
+    #[serde(alias = "command_label")]
+    pub attributed_label: String,
     pub n_cpus: usize,
     pub runs_per_command: usize,
     pub warmup: usize,
@@ -379,7 +381,7 @@ impl Report {
             mechanism: provenance.mechanism,
             estimated: provenance.estimated,
             model: provenance.model.clone(),
-            command_label: attribution::attributed_label(&label),
+            attributed_label: attribution::attributed_label(&label),
             label,
             n_cpus,
             runs_per_command: plan.runs,
@@ -702,7 +704,7 @@ pub(crate) mod tests {
         // Every run of the fake: 1 s on 2 CPUs, 0.5 CPU-s: a quarter of the total is the command's.
         let s = r[2].summary.unwrap();
         assert_eq!(
-            (s.command_j.mean, s.command_j.min, s.command_j.max),
+            (s.attributed_j.mean, s.attributed_j.min, s.attributed_j.max),
             (2.0, 1.75, 2.25)
         );
         assert_eq!(s.total_j.median, 8.0);
@@ -723,12 +725,14 @@ pub(crate) mod tests {
         };
         let rep = Report::new(&prov, 2, &p, b);
         assert!(rep.label.starts_with("estimated (model: "));
-        assert!(rep.command_label.ends_with(", attributed (cpu-time share)"));
+        assert!(rep
+            .attributed_label
+            .ends_with(", attributed (cpu-time share)"));
         let v = serde_json::to_value(&rep).unwrap();
         assert_eq!(v["best"], 0);
         assert_eq!(v["results"][1]["energy_ratio"], 2.0);
         assert_eq!(v["results"][0]["runs"][0]["status"], "ok");
-        assert_eq!(v["results"][0]["runs"][0]["command_j"], 0.25);
+        assert_eq!(v["results"][0]["runs"][0]["attributed_j"], 0.25);
         assert_eq!(v["results"][0]["summary"]["total_j"]["mean"], 1.0);
         let back: Report = serde_json::from_value(v).unwrap();
         assert_eq!(back, rep);

@@ -63,7 +63,7 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
     let _ = writeln!(
         s,
         "command share {:.3} J, its CPU-time share of the total: {}",
-        r.command_j, r.command_label
+        r.attributed_j, r.attributed_label
     );
     let _ = writeln!(s, "exit code    {}", r.exit_code);
     s
@@ -162,9 +162,14 @@ pub fn text(rep: &Report) -> String {
                 let runs = format!("{} run{}", c.kept, if c.kept == 1 { "" } else { "s" });
                 s += &line("Time", &st.duration_s, time_unit, &runs);
                 s += &line("Energy", &st.total_j, energy_unit, &rep.label);
-                s += &line("Command", &st.command_j, energy_unit, "its CPU-time share");
+                s += &line(
+                    "Command",
+                    &st.attributed_j,
+                    energy_unit,
+                    "its CPU-time share",
+                );
                 let med = fmt_in(st.total_j.median, st.total_j.median, energy_unit);
-                let cmed = fmt_in(st.command_j.median, st.command_j.median, energy_unit);
+                let cmed = fmt_in(st.attributed_j.median, st.attributed_j.median, energy_unit);
                 let _ = writeln!(
                     s,
                     "  median energy {med}, command {cmed}; CPU {:.3} s, mean power {:.2} W",
@@ -183,7 +188,7 @@ pub fn text(rep: &Report) -> String {
         }
         let _ = writeln!(s);
     }
-    let _ = writeln!(s, "Command energy is {}.", rep.command_label);
+    let _ = writeln!(s, "Command energy is {}.", rep.attributed_label);
     if b.stopped_early {
         let _ = writeln!(
             s,
@@ -254,11 +259,11 @@ pub const CSV_COLUMNS: &[&str] = &[
     "total_median_j",
     "total_min_j",
     "total_max_j",
-    "command_mean_j",
-    "command_stddev_j",
-    "command_median_j",
-    "command_min_j",
-    "command_max_j",
+    "attributed_mean_j",
+    "attributed_stddev_j",
+    "attributed_median_j",
+    "attributed_min_j",
+    "attributed_max_j",
     "child_cpu_mean_s",
     "mean_power_w",
     "energy_ratio",
@@ -267,7 +272,7 @@ pub const CSV_COLUMNS: &[&str] = &[
     "p_holm",
     "estimated",
     "label",
-    "command_label",
+    "attributed_label",
 ];
 
 /// One row per command: counts, statistics over the kept runs, the comparison, the labels.
@@ -284,7 +289,7 @@ pub fn csv(rep: &Report) -> String {
         for get in [
             (|s: &super::bench::CommandStats| s.duration_s) as fn(&_) -> Stat,
             |s| s.total_j,
-            |s| s.command_j,
+            |s| s.attributed_j,
         ] {
             let x = st.as_ref().map(get);
             for f in [
@@ -304,7 +309,7 @@ pub fn csv(rep: &Report) -> String {
         }
         row.push(rep.estimated.to_string());
         row.push(csv_field(&rep.label));
-        row.push(csv_field(&rep.command_label));
+        row.push(csv_field(&rep.attributed_label));
         s += &row.join(",");
         s.push('\n');
     }
@@ -348,7 +353,7 @@ pub fn markdown(rep: &Report) -> String {
     let pm = |x: &Stat| format!("{} ± {}", sig(x.mean), sig(x.stddev));
     for c in &rep.benchmark.results {
         let (t, e, ce) = match &c.summary {
-            Some(st) => (pm(&st.duration_s), pm(&st.total_j), pm(&st.command_j)),
+            Some(st) => (pm(&st.duration_s), pm(&st.total_j), pm(&st.attributed_j)),
             None => ("—".into(), "—".into(), "—".into()),
         };
         let rel = match (c.energy_ratio, c.energy_ratio_stddev) {
@@ -370,7 +375,7 @@ pub fn markdown(rep: &Report) -> String {
     let _ = writeln!(
         s,
         "\nEnergy: the machine's, {}. Command energy: {}. Mean ± σ over the kept runs; p: two-sided Wilcoxon rank-sum test of energy against the best command, Holm-adjusted.",
-        rep.label, rep.command_label
+        rep.label, rep.attributed_label
     );
     s
 }
