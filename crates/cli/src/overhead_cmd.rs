@@ -5,16 +5,15 @@ use crate::study_ui::{self, StudyBar};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::ffi::OsString;
-use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use wattio_energy::{discover, ModelParams, SysRoot};
 use wattio_overhead::{
-    analyze_idle, analyze_load, cstate_times, default_workloads, idle_table_markdown,
-    idle_tests_csv, scratch_dir, time_table_markdown, time_tests_csv, OverheadError, OverheadPlan,
-    OverheadRunner, ProcessOverheadExecutor, RunOrder, Workload,
+    default_workloads, scratch_dir, write_summary, OverheadError, OverheadPlan, OverheadRunner,
+    ProcessOverheadExecutor, RunOrder, StudyCommand, Workload,
 };
+use wattio_progress::Cancel;
 use wattio_runner::{read_manifest, StudyEnd};
 use wattio_units::parse_duration_or_seconds;
 
@@ -79,79 +78,7 @@ fn on_path(cmd: &str) -> bool {
 pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
     let root = SysRoot::from_env();
     let model = ModelParams::default();
-    let reps = a.reps.unwrap_or(3);
-    let rounds = a.rounds.unwrap_or(if a.quick { 1 } else { 2 });
-    let idle = a
-        .idle
-        .unwrap_or(Duration::from_secs(if a.quick { 1 } else { 3 }));
-    let scale = a.scale.unwrap_or(if a.quick { 1.0 / 3.0 } else { 1.0 });
-    if reps == 0 || rounds == 0 {
-        bail!("--reps and --rounds must be at least 1");
-    }
-    if !(scale.is_finite() && scale > 0.0) {
-        bail!("--scale must be more than 0 (got {scale})");
-    }
-    if a.freqs.is_empty()
-        || a.freqs
-            .iter()
-            .any(|f| !(f.is_finite() && (0.001..=1000.0).contains(f)))
-    {
-        bail!("--freqs must be a comma list of frequencies between 0.001 and 1000 Hz, e.g. 0.1,1,10,100,1000");
-    }
-    let mechanisms: Vec<String> = if a.mechanisms == "auto" {
-        discover(&root, model.clone())
-            .mechanisms
-            .iter()
-            .filter(|m| m.usable)
-            .map(|m| m.mechanism.to_string())
-            .collect()
-    } else {
-        let v: Vec<String> = a
-            .mechanisms
-            .split(',')
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect();
-        for m in &v {
-            m.parse::<wattio_energy::Mechanism>()
-                .map_err(|e| anyhow::anyhow!("--mechanisms: {e}"))?;
-        }
-        v
-    };
-    if mechanisms.is_empty() {
-        bail!("no usable energy mechanism (run `wattio probe` to see why)");
-    }
-    // How many stress-ng workers to start: the CPUs this process may run on, not the machine's
-    // online count that shares and the model use (a worker on a CPU it cannot use only waits).
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
-    let workloads = if a.command.is_empty() {
-        if !on_path("stress-ng") {
-            bail!("stress-ng not found on PATH: install it (`make deps` or `apt-get install stress-ng`) or give your own workload after `--`");
-        }
-        default_workloads(workers, scale)
-    } else {
-        let argv: Vec<String> = a
-            .command
-            .iter()
-            .map(|s| s.to_string_lossy().into_owned())
-            .collect();
-        vec![Workload {
-            name: argv[0].rsplit('/').next().unwrap_or("cmd").to_string(),
-            argv,
-        }]
-    };
-    let mut plan = OverheadPlan {
-        workloads,
-        mechanisms,
-        freqs: a.freqs.clone(),
-        reps_per_visit: reps,
-        rounds,
-        idle,
-        settle: a.settle,
-        shuffle_seed: a.order.shuffle_seed(a.seed),
-    };
+    let mut plan = plan_of(&a, &root, &model)?;
     let (out_dir, resume) = study_ui::output_dir(a.output.as_deref(), a.resume.as_deref(), || {
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -164,25 +91,8 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
     let cancel = study_ui::cancel_on_signals()?;
     let mut exec = ProcessOverheadExecutor::new(exe, scratch_dir(&out_dir), root.clone())
         .with_context(|| format!("preparing {}", out_dir.display()))?;
-
-    // Preflight: a mechanism `probe` calls usable may still fail to record (e.g. perf
-    // counters that never advance in a VM); find out before spending minutes.
-    let max_f = plan.freqs.iter().cloned().fold(0.0, f64::max);
-    let mut failed = Vec::new();
-    for m in &plan.mechanisms {
-        match exec.preflight(m, max_f, &cancel) {
-            Ok(()) => {}
-            Err(OverheadError::Cancelled) => return Ok(study_ui::interrupted_exit_code()),
-            Err(e) if a.mechanisms != "auto" => bail!("mechanism {m} cannot record: {e}"),
-            Err(e) => {
-                eprintln!("wattio overhead: leaving out {m}: {e}");
-                failed.push(m.clone());
-            }
-        }
-    }
-    plan.mechanisms.retain(|m| !failed.contains(m));
-    if plan.mechanisms.is_empty() {
-        bail!("no mechanism could record (see above); run `wattio probe`");
+    if !preflight(&mut exec, &mut plan, a.mechanisms != "auto", &cancel)? {
+        return Ok(study_ui::interrupted_exit_code());
     }
 
     let command = std::env::args().collect::<Vec<_>>().join(" ");
@@ -203,9 +113,9 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
         plan.workloads.len(),
         plan.mechanisms.len(),
         plan.freqs.len(),
-        if idle.is_zero() { "" } else { "+ idle" },
-        rounds,
-        reps,
+        if plan.idle.is_zero() { "" } else { "+ idle" },
+        plan.rounds,
+        plan.reps_per_visit,
         plan.runs().len(),
         runner
             .estimate(&warm)
@@ -216,8 +126,8 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
     let end = runner.run(&mut exec, resume, &warm, &bar.progress_sink(), &cancel);
     bar.finish();
     drop(exec);
-    let outcome = match end {
-        Ok(StudyEnd::Complete(o)) => o,
+    let runs = match end {
+        Ok(StudyEnd::Complete(runs)) => runs,
         Ok(StudyEnd::Interrupted { kept, total }) => {
             return Ok(study_ui::interrupted(
                 "wattio overhead",
@@ -238,57 +148,16 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
             )))
         }
     };
-
-    let time_tests = analyze_load(&outcome.load);
-    let idle_tests = analyze_idle(&outcome.idle, &model);
-    std::fs::write(out_dir.join("tests.csv"), time_tests_csv(&time_tests))?;
-    if !outcome.idle.is_empty() {
-        std::fs::write(
-            out_dir.join("idle_tests.csv"),
-            idle_tests_csv(&idle_tests, &model),
-        )?;
-    }
-    let mut md = String::new();
     let started_by = read_manifest(&out_dir)
         .ok()
         .flatten()
         .map_or(command.clone(), |m| m.command);
-    if started_by == command {
-        let _ = writeln!(md, "# wattio overhead\n\nCommand: `{command}`\n");
-    } else {
-        let _ = writeln!(
-            md,
-            "# wattio overhead\n\nCommand: `{started_by}` (interrupted, then resumed by `{command}`)\n"
-        );
-    }
-    let _ = writeln!(md, "Machine: {}\n", machine_line(&root));
-    let _ = writeln!(
-        md,
-        "Schedule: {} rounds × {} consecutive runs per combination, order {}; outliers outside [q1 − 3·IQR, q3 + 3·IQR] removed per combination; one-sided Wilcoxon rank-sum (H1: slower / more power with measurement), Holm over each table; shift = Hodges–Lehmann (with − without).\n",
-        rounds,
-        reps,
-        match plan.shuffle_seed {
-            Some(s) => format!("shuffled per round (seed {s})"),
-            None => "fixed (off first, then rising frequency, as in the paper)".into(),
-        }
-    );
-    for w in &plan.workloads {
-        let _ = writeln!(md, "- workload `{}`: `{}`", w.name, w.argv.join(" "));
-    }
-    let _ = writeln!(
-        md,
-        "\n## Running time (Appendix A shape)\n\n{}",
-        time_table_markdown(&time_tests)
-    );
-    if !idle_tests.is_empty() {
-        let _ = writeln!(
-            md,
-            "## Idle machine (Appendix B shape; power ESTIMATED by {})\n\n{}",
-            model.name(),
-            idle_table_markdown(&idle_tests)
-        );
-    }
-    std::fs::write(out_dir.join("summary.md"), &md)?;
+    let who = StudyCommand {
+        command: &command,
+        started_by: &started_by,
+    };
+    let md = write_summary(&out_dir, &plan, &runs, &model, &who, &root)
+        .with_context(|| format!("writing the study's summary into {}", out_dir.display()))?;
     let report = out_dir.join("report.html");
     wattio_report::write_report(&out_dir, &report, "wattio overhead")?;
     println!("{md}");
@@ -299,16 +168,118 @@ pub fn overhead(a: OverheadArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn machine_line(root: &SysRoot) -> String {
-    let machine = wattio_energy::Machine::read(root);
-    let cstates = match cstate_times(root) {
-        Ok(m) => format!(
-            "C-states: {}",
-            m.keys().cloned().collect::<Vec<_>>().join(", ")
-        ),
-        Err(e) => format!("C-states {e}"),
+/// The study the options ask for, each option checked.
+fn plan_of(a: &OverheadArgs, root: &SysRoot, model: &ModelParams) -> Result<OverheadPlan> {
+    let reps = a.reps.unwrap_or(3);
+    let rounds = a.rounds.unwrap_or(if a.quick { 1 } else { 2 });
+    let idle = a
+        .idle
+        .unwrap_or(Duration::from_secs(if a.quick { 1 } else { 3 }));
+    let scale = a.scale.unwrap_or(if a.quick { 1.0 / 3.0 } else { 1.0 });
+    if reps == 0 || rounds == 0 {
+        bail!("--reps and --rounds must be at least 1");
+    }
+    if !(scale.is_finite() && scale > 0.0) {
+        bail!("--scale must be more than 0 (got {scale})");
+    }
+    if a.freqs.is_empty()
+        || a.freqs
+            .iter()
+            .any(|f| !(f.is_finite() && (0.001..=1000.0).contains(f)))
+    {
+        bail!("--freqs must be a comma list of frequencies between 0.001 and 1000 Hz, e.g. 0.1,1,10,100,1000");
+    }
+    let mechanisms = mechanisms_of(&a.mechanisms, root, model)?;
+    Ok(OverheadPlan {
+        workloads: workloads_of(a, scale)?,
+        mechanisms,
+        freqs: a.freqs.clone(),
+        reps_per_visit: reps,
+        rounds,
+        idle,
+        settle: a.settle,
+        shuffle_seed: a.order.shuffle_seed(a.seed),
+    })
+}
+
+/// `--mechanisms`: every usable one for "auto", else the list given, each a known name.
+fn mechanisms_of(list: &str, root: &SysRoot, model: &ModelParams) -> Result<Vec<String>> {
+    let mechanisms: Vec<String> = if list == "auto" {
+        discover(root, model.clone())
+            .mechanisms
+            .iter()
+            .filter(|m| m.usable)
+            .map(|m| m.mechanism.to_string())
+            .collect()
+    } else {
+        let v: Vec<String> = list
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        for m in &v {
+            m.parse::<wattio_energy::Mechanism>()
+                .map_err(|e| anyhow::anyhow!("--mechanisms: {e}"))?;
+        }
+        v
     };
-    format!("{machine}; {cstates}")
+    if mechanisms.is_empty() {
+        bail!("no usable energy mechanism (run `wattio probe` to see why)");
+    }
+    Ok(mechanisms)
+}
+
+/// The user's command after `--`, else the stress-ng workloads at `scale`.
+fn workloads_of(a: &OverheadArgs, scale: f64) -> Result<Vec<Workload>> {
+    if !a.command.is_empty() {
+        let argv: Vec<String> = a
+            .command
+            .iter()
+            .map(|s| s.to_string_lossy().into_owned())
+            .collect();
+        return Ok(vec![Workload {
+            name: argv[0].rsplit('/').next().unwrap_or("cmd").to_string(),
+            argv,
+        }]);
+    }
+    if !on_path("stress-ng") {
+        bail!("stress-ng not found on PATH: install it (`make deps` or `apt-get install stress-ng`) or give your own workload after `--`");
+    }
+    // How many stress-ng workers to start: the CPUs this process may run on, not the machine's
+    // online count that shares and the model use (a worker on a CPU it cannot use only waits).
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    Ok(default_workloads(workers, scale))
+}
+
+/// A mechanism `probe` calls usable may still fail to record (e.g. perf counters that never
+/// advance in a VM): find out before spending minutes. One that cannot record is an error when
+/// the user named it (`explicit`), else left out with a warning. `false`: interrupted.
+fn preflight(
+    exec: &mut ProcessOverheadExecutor,
+    plan: &mut OverheadPlan,
+    explicit: bool,
+    cancel: &Cancel,
+) -> Result<bool> {
+    let max_f = plan.freqs.iter().cloned().fold(0.0, f64::max);
+    let mut failed = Vec::new();
+    for m in &plan.mechanisms {
+        match exec.preflight(m, max_f, cancel) {
+            Ok(()) => {}
+            Err(OverheadError::Cancelled) => return Ok(false),
+            Err(e) if explicit => bail!("mechanism {m} cannot record: {e}"),
+            Err(e) => {
+                eprintln!("wattio overhead: leaving out {m}: {e}");
+                failed.push(m.clone());
+            }
+        }
+    }
+    plan.mechanisms.retain(|m| !failed.contains(m));
+    if plan.mechanisms.is_empty() {
+        bail!("no mechanism could record (see above); run `wattio probe`");
+    }
+    Ok(true)
 }
 
 #[cfg(test)]

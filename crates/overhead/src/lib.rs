@@ -26,6 +26,7 @@ mod record;
 mod report;
 mod rows;
 mod runner;
+mod summary;
 
 pub use analysis::{
     analyze_idle, analyze_load, fmt_p, idle_table_markdown, idle_tests_csv, time_table_markdown,
@@ -43,6 +44,7 @@ pub use rows::{
     LOAD_COLUMNS, OFF,
 };
 pub use runner::{OverheadRunner, OverheadRuns, WarmUp};
+pub use summary::{write_summary, StudyCommand};
 
 /// Errors of the overhead study, each naming the fix.
 #[derive(Debug, thiserror::Error)]

@@ -1,7 +1,7 @@
 //! The overhead study's runner: walks the schedule through an [`OverheadExecutor`], writes
 //! each run as it finishes, resumes where a study stopped.
 
-use crate::executor::{OverheadExecutor, RunBody, RunSpec};
+use crate::executor::{Measured, OverheadExecutor, RunBody, RunSpec};
 use crate::plan::{OverheadPlan, ScheduledRun};
 use crate::rows::{IdleRun, LoadRun, OFF};
 use crate::OverheadError;
@@ -174,61 +174,22 @@ impl OverheadRunner<'_> {
         open_study_dir(&self.out_dir, &manifest, resume, RESULT_FILES)?;
         let runs = self.plan.runs();
         let total = runs.len();
-        let load_path = self.out_dir.join(RESULT_FILES[0]);
-        let idle_path = self.out_dir.join(RESULT_FILES[1]);
-        let (mut load_log, load) = if resume {
-            CsvLog::<LoadRun>::resume(&load_path)?
-        } else {
-            (CsvLog::create(&load_path)?, vec![])
-        };
-        let (mut idle_log, idle) = match (!self.plan.idle.is_zero(), resume) {
-            (false, _) => (None, vec![]),
-            (true, true) => {
-                let (log, rows) = CsvLog::<IdleRun>::resume(&idle_path)?;
-                (Some(log), rows)
-            }
-            (true, false) => (Some(CsvLog::create(&idle_path)?), vec![]),
-        };
-        let mut done: BTreeSet<usize> = BTreeSet::new();
-        for r in &load {
-            let key = (
-                r.round,
-                r.workload.as_str(),
-                r.mechanism.as_str(),
-                r.freq_hz,
-                r.rep,
-            );
-            check_row("runs.csv", self.plan, &runs, r.seq, key)?;
-            done.insert(r.seq);
-        }
-        for r in &idle {
-            let key = (r.round, "idle", r.mechanism.as_str(), r.freq_hz, r.rep);
-            check_row("idle.csv", self.plan, &runs, r.seq, key)?;
-            done.insert(r.seq);
-        }
-        let mut out = OverheadRuns { load, idle };
-        if done.len() != out.len() {
-            return Err(OverheadError::NotThisPlan {
-                file: "runs.csv",
-                seq: 0,
-                why: "some runs appear twice".into(),
-            });
-        }
+        let (mut logs, mut out) = self.open_logs(resume)?;
+        let mut done = self.runs_done(&runs, &out)?;
         let resumed = done.len();
         let mut eta = self.eta(warm);
-
         let n_cpus = exec.n_cpus();
         for (idx, r) in runs.iter().enumerate() {
             if done.contains(&r.seq) {
                 continue;
             }
+            let interrupted = StudyEnd::Interrupted {
+                kept: done.len(),
+                total,
+            };
             if cancel.is_set() {
-                return Ok(StudyEnd::Interrupted {
-                    kept: done.len(),
-                    total,
-                });
+                return Ok(interrupted);
             }
-            let label = self.plan.describe(r);
             let left = runs[idx..]
                 .iter()
                 .filter(|x| !done.contains(&x.seq))
@@ -237,77 +198,17 @@ impl OverheadRunner<'_> {
                 done: done.len(),
                 total,
                 resumed,
-                label,
+                label: self.plan.describe(r),
                 eta: eta.remaining(left),
             });
-            let spec = RunSpec {
-                body: match r.workload {
-                    Some(i) => RunBody::Workload(&self.plan.workloads[i]),
-                    None => RunBody::Idle {
-                        window: self.plan.idle,
-                    },
-                },
-                recorder: r.mechanism.as_deref().map(|m| (m, r.freq_hz)),
-                settle: self.plan.settle,
-            };
             let t0 = Instant::now();
-            let m = match exec.run(&spec, cancel) {
+            let m = match exec.run(&self.spec(r), cancel) {
                 Ok(m) => m,
-                Err(OverheadError::Cancelled) => {
-                    return Ok(StudyEnd::Interrupted {
-                        kept: done.len(),
-                        total,
-                    })
-                }
+                Err(OverheadError::Cancelled) => return Ok(interrupted),
                 Err(e) => return Err(e),
             };
             eta.record(r.workload, t0.elapsed().as_secs_f64());
-            let mechanism = r.mechanism.clone().unwrap_or_else(|| OFF.into());
-            match (r.workload, m.idle) {
-                (Some(i), _) => {
-                    let row = LoadRun {
-                        round: r.round,
-                        seq: r.seq,
-                        workload: self.plan.workloads[i].name.clone(),
-                        mechanism,
-                        freq_hz: r.freq_hz,
-                        rep: r.rep,
-                        elapsed_s: m.elapsed_s,
-                        samples: m.recorder.samples,
-                        recorder_s: m.recorder.ran_s,
-                        recorder_cpu_s: m.recorder.cpu_s,
-                        start_unix: m.start_unix,
-                    };
-                    load_log.append(&row)?;
-                    out.load.push(row);
-                }
-                (None, Some(readings)) => {
-                    let e = self
-                        .model
-                        .energy_j(n_cpus, m.elapsed_s, readings.busy_cpu_s);
-                    let row = IdleRun {
-                        round: r.round,
-                        seq: r.seq,
-                        mechanism,
-                        freq_hz: r.freq_hz,
-                        rep: r.rep,
-                        wall_s: m.elapsed_s,
-                        busy_cpu_s: readings.busy_cpu_s,
-                        recorder_s: m.recorder.ran_s,
-                        recorder_cpu_s: m.recorder.cpu_s,
-                        samples: m.recorder.samples,
-                        est_power_w: e / m.elapsed_s.max(1e-9),
-                        model: self.model.name(),
-                        cstates: readings.cstates,
-                        n_cpus: Some(n_cpus),
-                    };
-                    if let Some(log) = idle_log.as_mut() {
-                        log.append(&row)?;
-                    }
-                    out.idle.push(row);
-                }
-                (None, None) => {}
-            }
+            self.keep(r, m, n_cpus, &mut logs, &mut out)?;
             done.insert(r.seq);
         }
         progress.tell(&StudyProgress {
@@ -320,6 +221,143 @@ impl OverheadRunner<'_> {
         mark_complete(&self.out_dir)?;
         Ok(StudyEnd::Complete(out))
     }
+
+    /// The study's result logs, fresh or (with `resume`) with the rows already in them.
+    fn open_logs(&self, resume: bool) -> Result<(Logs, OverheadRuns), OverheadError> {
+        let load_path = self.out_dir.join(RESULT_FILES[0]);
+        let idle_path = self.out_dir.join(RESULT_FILES[1]);
+        let (load_log, load) = if resume {
+            CsvLog::<LoadRun>::resume(&load_path)?
+        } else {
+            (CsvLog::create(&load_path)?, vec![])
+        };
+        let (idle_log, idle) = match (!self.plan.idle.is_zero(), resume) {
+            (false, _) => (None, vec![]),
+            (true, true) => {
+                let (log, rows) = CsvLog::<IdleRun>::resume(&idle_path)?;
+                (Some(log), rows)
+            }
+            (true, false) => (Some(CsvLog::create(&idle_path)?), vec![]),
+        };
+        let logs = Logs {
+            load: load_log,
+            idle: idle_log,
+        };
+        Ok((logs, OverheadRuns { load, idle }))
+    }
+
+    /// The schedule's runs the rows already kept, each checked against the plan: a row the
+    /// plan does not have, or a run kept twice, is an error.
+    fn runs_done(
+        &self,
+        runs: &[ScheduledRun],
+        kept: &OverheadRuns,
+    ) -> Result<BTreeSet<usize>, OverheadError> {
+        let mut done: BTreeSet<usize> = BTreeSet::new();
+        for r in &kept.load {
+            let key = (
+                r.round,
+                r.workload.as_str(),
+                r.mechanism.as_str(),
+                r.freq_hz,
+                r.rep,
+            );
+            check_row("runs.csv", self.plan, runs, r.seq, key)?;
+            done.insert(r.seq);
+        }
+        for r in &kept.idle {
+            let key = (r.round, "idle", r.mechanism.as_str(), r.freq_hz, r.rep);
+            check_row("idle.csv", self.plan, runs, r.seq, key)?;
+            done.insert(r.seq);
+        }
+        if done.len() != kept.len() {
+            return Err(OverheadError::NotThisPlan {
+                file: "runs.csv",
+                seq: 0,
+                why: "some runs appear twice".into(),
+            });
+        }
+        Ok(done)
+    }
+
+    /// What the executor runs for `r`.
+    fn spec<'r>(&'r self, r: &'r ScheduledRun) -> RunSpec<'r> {
+        RunSpec {
+            body: match r.workload {
+                Some(i) => RunBody::Workload(&self.plan.workloads[i]),
+                None => RunBody::Idle {
+                    window: self.plan.idle,
+                },
+            },
+            recorder: r.mechanism.as_deref().map(|m| (m, r.freq_hz)),
+            settle: self.plan.settle,
+        }
+    }
+
+    /// Appends run `r`'s row, measured as `m` on a machine of `n_cpus` CPUs, to its log and
+    /// to `out`.
+    fn keep(
+        &self,
+        r: &ScheduledRun,
+        m: Measured,
+        n_cpus: usize,
+        logs: &mut Logs,
+        out: &mut OverheadRuns,
+    ) -> Result<(), OverheadError> {
+        let mechanism = r.mechanism.clone().unwrap_or_else(|| OFF.into());
+        match (r.workload, m.idle) {
+            (Some(i), _) => {
+                let row = LoadRun {
+                    round: r.round,
+                    seq: r.seq,
+                    workload: self.plan.workloads[i].name.clone(),
+                    mechanism,
+                    freq_hz: r.freq_hz,
+                    rep: r.rep,
+                    elapsed_s: m.elapsed_s,
+                    samples: m.recorder.samples,
+                    recorder_s: m.recorder.ran_s,
+                    recorder_cpu_s: m.recorder.cpu_s,
+                    start_unix: m.start_unix,
+                };
+                logs.load.append(&row)?;
+                out.load.push(row);
+            }
+            (None, Some(readings)) => {
+                let e = self
+                    .model
+                    .energy_j(n_cpus, m.elapsed_s, readings.busy_cpu_s);
+                let row = IdleRun {
+                    round: r.round,
+                    seq: r.seq,
+                    mechanism,
+                    freq_hz: r.freq_hz,
+                    rep: r.rep,
+                    wall_s: m.elapsed_s,
+                    busy_cpu_s: readings.busy_cpu_s,
+                    recorder_s: m.recorder.ran_s,
+                    recorder_cpu_s: m.recorder.cpu_s,
+                    samples: m.recorder.samples,
+                    est_power_w: e / m.elapsed_s.max(1e-9),
+                    model: self.model.name(),
+                    cstates: readings.cstates,
+                    n_cpus: Some(n_cpus),
+                };
+                if let Some(log) = logs.idle.as_mut() {
+                    log.append(&row)?;
+                }
+                out.idle.push(row);
+            }
+            (None, None) => {}
+        }
+        Ok(())
+    }
+}
+
+/// The study's result logs: `runs.csv`, and `idle.csv` when the plan has idle runs.
+struct Logs {
+    load: CsvLog<LoadRun>,
+    idle: Option<CsvLog<IdleRun>>,
 }
 
 #[cfg(test)]
