@@ -111,32 +111,7 @@ struct DelayLineArgs {
 pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
     let bed = Bed::new(&a.name)?;
     match a.cmd {
-        TestbedCmd::Up(u) => {
-            let mut cfg = match (&u.profile, &u.rate, &u.rtt) {
-                (_, Some(r), Some(t)) => LinkConfig::new(r.bits_per_second(), *t),
-                (p, _, _) => link_profile(p.as_deref().unwrap_or("cloudlab"))?,
-            };
-            if let Some(m) = u.mtu {
-                cfg.mtu = m;
-            }
-            if let Some(c) = u.cc {
-                cfg.cc = c;
-            }
-            if let Some(q) = u.queue_bytes {
-                cfg.queue_bytes = q.bytes();
-            }
-            let exe = std::env::current_exe()
-                .context("cannot find the wattio binary to start the delay line")?;
-            let (st, outcome) = bed.up(&cfg, &exe)?;
-            if outcome == UpOutcome::AlreadyUp {
-                eprintln!("testbed {} was already up with these settings", st.name);
-            }
-            for w in bed.daemon_warnings() {
-                eprintln!("wattio: warning: {w}");
-            }
-            println!("{}", st.describe());
-            Ok(ExitCode::SUCCESS)
-        }
+        TestbedCmd::Up(u) => up(&bed, u),
         TestbedCmd::Down => {
             let removed = bed.down()?;
             if removed.is_empty() {
@@ -156,75 +131,8 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
                 Ok(ExitCode::from(1))
             }
         },
-        TestbedCmd::Exec(e) => {
-            let side = e.side;
-            let cmd = bed.exec_command(side, &e.cmd)?;
-            let code = match e.stats {
-                Some(path) => {
-                    // The machine's energy over the run, for the command's attributed share;
-                    // without a meter the stats still hold the dedicated-host estimate.
-                    let meter_cfg = wattio_meter::MeterConfig::default();
-                    let meter = match wattio_meter::Meter::open(&meter_cfg) {
-                        Ok(m) => Some(m),
-                        Err(e) => {
-                            eprintln!("wattio: warning: no energy meter ({e}); --stats has no attributed_j");
-                            None
-                        }
-                    };
-                    let s = run_with_stats(
-                        cmd,
-                        wattio_energy::ModelParams::default(),
-                        meter.as_ref(),
-                        &meter_cfg.root,
-                    )?;
-                    std::fs::write(&path, serde_json::to_string_pretty(&s)?)
-                        .with_context(|| format!("cannot write {}", path.display()))?;
-                    s.exit_code
-                }
-                None => {
-                    let mut cmd = cmd;
-                    let st = cmd
-                        .status()
-                        .context("cannot run `ip netns exec`: install iproute2")?;
-                    st.code().unwrap_or(1)
-                }
-            };
-            Ok(ExitCode::from(code.clamp(0, 255) as u8))
-        }
-        TestbedCmd::Check(c) => {
-            let st = bed.is_up().with_context(|| {
-                format!(
-                    "testbed {} is not up: run `wattio testbed up` first",
-                    a.name
-                )
-            })?;
-            if c.duration.is_zero() || c.duration > Duration::from_secs(600) {
-                anyhow::bail!(
-                    "--duration {} is out of range: use more than 0 and at most 10m",
-                    format_duration(c.duration)
-                );
-            }
-            let cfg = CheckConfig {
-                window_bytes: c.window.bytes(),
-                streams: c.streams.max(1),
-                measure: c.duration,
-                rtt_only: c.rtt_only,
-                ..Default::default()
-            };
-            let r = check_bed(&bed, &st, &cfg)?;
-            if c.json {
-                println!("{}", serde_json::to_string_pretty(&r)?);
-            } else {
-                println!("{}: {}", st.name, st.link.describe());
-                print!("{}", r.describe());
-                println!("{}", if r.passed() { "PASS" } else { "FAIL" });
-            }
-            Ok(if r.passed() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
-        }
+        TestbedCmd::Exec(e) => exec(&bed, e),
+        TestbedCmd::Check(c) => check(&bed, &a.name, &c),
         TestbedCmd::Profiles => {
             for p in LINK_PROFILES {
                 println!("{:<18} {}", p.name, p.about);
@@ -242,6 +150,107 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `testbed up`: the link the options describe (a profile, or a rate and RTT, then the
+/// overrides), brought up or found already up.
+fn up(bed: &Bed, u: UpArgs) -> Result<ExitCode> {
+    let mut cfg = match (&u.profile, &u.rate, &u.rtt) {
+        (_, Some(r), Some(t)) => LinkConfig::new(r.bits_per_second(), *t),
+        (p, _, _) => link_profile(p.as_deref().unwrap_or("cloudlab"))?,
+    };
+    if let Some(m) = u.mtu {
+        cfg.mtu = m;
+    }
+    if let Some(c) = u.cc {
+        cfg.cc = c;
+    }
+    if let Some(q) = u.queue_bytes {
+        cfg.queue_bytes = q.bytes();
+    }
+    let exe =
+        std::env::current_exe().context("cannot find the wattio binary to start the delay line")?;
+    let (st, outcome) = bed.up(&cfg, &exe)?;
+    if outcome == UpOutcome::AlreadyUp {
+        eprintln!("testbed {} was already up with these settings", st.name);
+    }
+    for w in bed.daemon_warnings() {
+        eprintln!("wattio: warning: {w}");
+    }
+    println!("{}", st.describe());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `testbed exec`: the command in a side's namespace, with `--stats` its times and energy.
+fn exec(bed: &Bed, e: ExecArgs) -> Result<ExitCode> {
+    let side = e.side;
+    let cmd = bed.exec_command(side, &e.cmd)?;
+    let code = match e.stats {
+        Some(path) => {
+            // The machine's energy over the run, for the command's attributed share;
+            // without a meter the stats still hold the dedicated-host estimate.
+            let meter_cfg = wattio_meter::MeterConfig::default();
+            let meter = match wattio_meter::Meter::open(&meter_cfg) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    eprintln!(
+                        "wattio: warning: no energy meter ({e}); --stats has no attributed_j"
+                    );
+                    None
+                }
+            };
+            let s = run_with_stats(
+                cmd,
+                wattio_energy::ModelParams::default(),
+                meter.as_ref(),
+                &meter_cfg.root,
+            )?;
+            std::fs::write(&path, serde_json::to_string_pretty(&s)?)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            s.exit_code
+        }
+        None => {
+            let mut cmd = cmd;
+            let st = cmd
+                .status()
+                .context("cannot run `ip netns exec`: install iproute2")?;
+            st.code().unwrap_or(1)
+        }
+    };
+    Ok(ExitCode::from(code.clamp(0, 255) as u8))
+}
+
+/// `testbed check`: the link measured against its settings; exit 1 when it fails.
+fn check(bed: &Bed, name: &str, c: &CheckArgs) -> Result<ExitCode> {
+    let st = bed
+        .is_up()
+        .with_context(|| format!("testbed {} is not up: run `wattio testbed up` first", name))?;
+    if c.duration.is_zero() || c.duration > Duration::from_secs(600) {
+        anyhow::bail!(
+            "--duration {} is out of range: use more than 0 and at most 10m",
+            format_duration(c.duration)
+        );
+    }
+    let cfg = CheckConfig {
+        window_bytes: c.window.bytes(),
+        streams: c.streams.max(1),
+        measure: c.duration,
+        rtt_only: c.rtt_only,
+        ..Default::default()
+    };
+    let r = check_bed(bed, &st, &cfg)?;
+    if c.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        println!("{}: {}", st.name, st.link.describe());
+        print!("{}", r.describe());
+        println!("{}", if r.passed() { "PASS" } else { "FAIL" });
+    }
+    Ok(if r.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 #[derive(Args)]
