@@ -170,6 +170,8 @@ pub struct Provenance {
     /// `ccf-linear(min=0.74W,max=3.5W per vCPU)`. For measurements `None`, except for a
     /// measurement that is not a counter's reading, which says how it was made: `power,
     /// integrated` for NVML power readings integrated over time ([`Provenance::integrated_power`]).
+    /// Left out of JSON when `None`, as the result types that embed a provenance always wrote it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub model: Option<String>,
 }
 

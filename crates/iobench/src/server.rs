@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 use wattio_energy::attribution::{self, cputime};
-use wattio_energy::{ModelParams, SysRoot};
+use wattio_energy::{ModelParams, Provenance, SysRoot};
 use wattio_meter::{Meter, Snapshot};
 
 /// Energy of one measured window, as sent back to the JVM after `END`.
@@ -41,10 +41,11 @@ pub struct WindowEnergy {
     /// not the JVM's share of this machine);
     /// `system`: with counters, the meter's measured whole-machine figure.
     pub scope: String,
-    pub mechanism: String,
-    pub estimated: bool,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub model: Option<String>,
+    /// Where `energy_j` comes from: for the `process` scope the model, named with the vCPUs it
+    /// charges; else the meter's mechanism. Written as the `mechanism`, `estimated` and `model`
+    /// fields.
+    #[serde(flatten)]
+    pub provenance: Provenance,
     /// The meter's whole-machine figure over the same window, same mechanism.
     pub system_energy_j: f64,
     /// CPU seconds of the JVM's threads over the window.
@@ -386,13 +387,15 @@ pub(crate) fn window_energy(
     let r = meter.between(a, b);
     let attributed_j = Some(attribution::share_j(r.total_j, cfg.n_cpus, window_s, cpu_s));
     let attributed_label = Some(attribution::attributed_label(&r.provenance_label()));
-    if r.estimated {
+    if r.provenance.estimated {
         WindowEnergy {
             energy_j: cfg.model.energy_j(cfg.n_cpus, window_s, cpu_s),
             scope: "process".into(),
-            mechanism: r.mechanism.to_string(),
-            estimated: true,
-            model: Some(process_model_name(&cfg.model, cfg.n_cpus)),
+            provenance: Provenance {
+                mechanism: r.provenance.mechanism,
+                estimated: true,
+                model: Some(process_model_name(&cfg.model, cfg.n_cpus)),
+            },
             system_energy_j: r.total_j,
             cpu_s,
             window_s,
@@ -403,9 +406,7 @@ pub(crate) fn window_energy(
         WindowEnergy {
             energy_j: r.total_j,
             scope: "system".into(),
-            mechanism: r.mechanism.to_string(),
-            estimated: false,
-            model: None,
+            provenance: Provenance::measured(r.provenance.mechanism),
             system_energy_j: r.total_j,
             cpu_s,
             window_s,

@@ -960,9 +960,7 @@ mod round_tests {
             energy: WindowEnergy {
                 energy_j: 1.0,
                 scope: "process".into(),
-                mechanism: "model".into(),
-                estimated: true,
-                model: Some("m".into()),
+                provenance: wattio_energy::Provenance::estimated("m"),
                 system_energy_j: 2.0,
                 cpu_s: 0.01,
                 window_s: 0.02,

@@ -95,10 +95,17 @@ fn a_run_through_the_protocol() {
     child.wait().unwrap();
     let w: WindowEnergy = serde_json::from_str(&reply).unwrap_or_else(|e| panic!("{e}: {reply}"));
     assert!(
-        w.estimated && w.scope == "process" && w.mechanism == "model",
+        w.provenance.estimated
+            && w.scope == "process"
+            && w.provenance.mechanism == wattio_energy::Mechanism::Model,
         "{w:?}"
     );
-    assert!(w.model.as_deref().unwrap().contains("ccf-linear"));
+    assert!(w
+        .provenance
+        .model
+        .as_deref()
+        .unwrap()
+        .contains("ccf-linear"));
     let tick_cpu = (ticks1 - ticks0) as f64 / 100.0;
     assert!(w.window_s >= 0.3, "{w:?}");
     assert!(

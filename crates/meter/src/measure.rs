@@ -349,15 +349,13 @@ pub fn measure_once(
 pub(crate) mod tests {
     use super::*;
     use crate::meter::DomainEnergy;
-    use wattio_energy::{Domain, Mechanism};
+    use wattio_energy::{Domain, Provenance};
 
     /// An estimated report of `total_j` over `duration_s`, as the model would give.
     pub(crate) fn energy(total_j: f64, duration_s: f64) -> EnergyReport {
         EnergyReport {
             duration_s,
-            mechanism: Mechanism::Model,
-            estimated: true,
-            model: Some("ccf-linear(min=0.74W,max=3.5W per vCPU)".into()),
+            provenance: Provenance::estimated("ccf-linear(min=0.74W,max=3.5W per vCPU)"),
             domains: vec![DomainEnergy {
                 socket: 0,
                 domain: Domain::Package,

@@ -91,11 +91,9 @@ pub struct DomainEnergy {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EnergyReport {
     pub duration_s: f64,
-    pub mechanism: wattio_energy::Mechanism,
-    pub estimated: bool,
-    /// The model and its coefficients, for estimates.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub model: Option<String>,
+    /// Where `total_j` comes from; written as the `mechanism`, `estimated` and `model` fields.
+    #[serde(flatten)]
+    pub provenance: Provenance,
     pub domains: Vec<DomainEnergy>,
     /// Packages plus DRAM (core and uncore are inside package; psys is apart).
     pub total_j: f64,
@@ -180,9 +178,7 @@ impl EnergyReport {
         });
         EnergyReport {
             duration_s,
-            mechanism: provenance.mechanism,
-            estimated: provenance.estimated,
-            model: provenance.model.clone(),
+            provenance: provenance.clone(),
             domains,
             total_j,
             psys_j: if psys.is_empty() {
@@ -216,18 +212,9 @@ impl EnergyReport {
         }
     }
 
-    /// Where `total_j` comes from.
-    pub fn provenance(&self) -> Provenance {
-        Provenance {
-            mechanism: self.mechanism,
-            estimated: self.estimated,
-            model: self.model.clone(),
-        }
-    }
-
     /// `measured (perf)` or `estimated (model: ...)`.
     pub fn provenance_label(&self) -> String {
-        self.provenance().label()
+        self.provenance.label()
     }
 }
 
@@ -486,7 +473,7 @@ mod tests {
             r.gpu_label.as_deref(),
             Some("measured (nvml); measured (nvml power, integrated)")
         );
-        assert!(r.estimated && r.mechanism == Mechanism::Model);
+        assert!(r.provenance.estimated && r.provenance.mechanism == Mechanism::Model);
         assert_eq!(
             r.domains[0].label, None,
             "CPU rows carry the report's label"

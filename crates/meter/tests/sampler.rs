@@ -214,6 +214,6 @@ fn meter_reports_package_plus_dram_and_psys_apart() {
     assert!(r.duration_s >= 0.2);
     // ~10 kJ/s over ≥ 0.2 s
     assert!(get(Domain::Package) >= 1_900.0, "{}", get(Domain::Package));
-    assert!(!r.estimated);
+    assert!(!r.provenance.estimated);
     assert_eq!(r.provenance_label(), "measured (powercap)");
 }

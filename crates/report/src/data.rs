@@ -358,7 +358,7 @@ fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
         .is_some_and(|c| has(c, &["command", "runs"]))
     {
         let report: MeasureReport = typed(v, "measure result", "wattio measure --json")?;
-        let provenance = report.provenance();
+        let provenance = report.provenance.clone();
         return Ok(report
             .benchmark
             .results
@@ -382,7 +382,7 @@ fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
         let energy = &single.report.energy;
         return Ok(vec![Dataset::Measure(MeasuredCommand {
             command: single.command.join(" "),
-            provenance: energy.provenance(),
+            provenance: energy.provenance.clone(),
             runs: vec![MeasuredRun::of(energy, single.report.exit_code)],
         })]);
     }
@@ -433,7 +433,7 @@ fn has(v: &Value, keys: &[&str]) -> bool {
 fn measure_dataset(command: String, runs: Vec<EarlierMeasureRun>) -> Result<Vec<Dataset>, String> {
     let provenance = runs
         .first()
-        .map(|r| r.energy.provenance())
+        .map(|r| r.energy.provenance.clone())
         .ok_or("measure result without runs")?;
     Ok(vec![Dataset::Measure(MeasuredCommand {
         command,

@@ -332,9 +332,7 @@ mod tests {
         let host_j = model.energy_j(4, 10.0, 2.5);
         let report = wattio_meter::EnergyReport {
             duration_s: 10.0,
-            mechanism: wattio_energy::Mechanism::Powercap,
-            estimated: false,
-            model: None,
+            provenance: wattio_energy::Provenance::measured(wattio_energy::Mechanism::Powercap),
             domains: vec![],
             total_j: 120.0,
             psys_j: None,

@@ -21,7 +21,7 @@ use super::{CommandSpec, Executor, MeasureError, RunReport, RunStatus};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 use wattio_energy::attribution;
-use wattio_energy::{Mechanism, Provenance};
+use wattio_energy::Provenance;
 use wattio_progress::{Cancel, Eta, Sink, StudyProgress};
 use wattio_stats::Alternative;
 
@@ -351,10 +351,10 @@ pub fn run_benchmark(
 /// `--export-json` write.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
-    pub mechanism: Mechanism,
-    pub estimated: bool,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub model: Option<String>,
+    /// Where every `total_j` comes from; written as the `mechanism`, `estimated` and `model`
+    /// fields.
+    #[serde(flatten)]
+    pub provenance: Provenance,
     /// The label of every `total_j`: `measured (perf)` or `estimated (model: …)`.
     pub label: String,
     /// The label of every `attributed_j`: the above, attributed (cpu-time share).
@@ -378,9 +378,7 @@ impl Report {
     ) -> Self {
         let label = provenance.label();
         Report {
-            mechanism: provenance.mechanism,
-            estimated: provenance.estimated,
-            model: provenance.model.clone(),
+            provenance: provenance.clone(),
             attributed_label: attribution::attributed_label(&label),
             label,
             n_cpus,
@@ -389,15 +387,6 @@ impl Report {
             prepare: plan.prepare.as_ref().map(CommandSpec::display),
             ignore_failure: plan.ignore_failure,
             benchmark,
-        }
-    }
-
-    /// Where every `total_j` comes from.
-    pub fn provenance(&self) -> Provenance {
-        Provenance {
-            mechanism: self.mechanism,
-            estimated: self.estimated,
-            model: self.model.clone(),
         }
     }
 }
@@ -719,7 +708,7 @@ pub(crate) mod tests {
         let p = plan(&["A", "B"], 2);
         let b = run(&p, &mut fake).unwrap();
         let prov = Provenance {
-            mechanism: Mechanism::Model,
+            mechanism: wattio_energy::Mechanism::Model,
             estimated: true,
             model: Some("ccf-linear(min=0.74W,max=3.5W per vCPU)".into()),
         };

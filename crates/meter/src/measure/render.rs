@@ -44,7 +44,11 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
             s,
             "total        {:.3} J (package + dram, whole machine){}",
             e.total_j,
-            if e.estimated { " ESTIMATED" } else { "" }
+            if e.provenance.estimated {
+                " ESTIMATED"
+            } else {
+                ""
+            }
         );
     }
     let _ = writeln!(s, "mean power   {:.3} W", r.mean_power_w);
@@ -307,7 +311,7 @@ pub fn csv(rep: &Report) -> String {
         for x in [c.energy_ratio, c.energy_ratio_stddev, c.p_value, c.p_holm] {
             row.push(num(x));
         }
-        row.push(rep.estimated.to_string());
+        row.push(rep.provenance.estimated.to_string());
         row.push(csv_field(&rep.label));
         row.push(csv_field(&rep.attributed_label));
         s += &row.join(",");

@@ -150,8 +150,8 @@ fn row(
         system_energy_j_est: measure.as_ref().map(|r| r.energy.total_j),
         system_mechanism: measure
             .as_ref()
-            .map(|r| r.energy.mechanism.as_str().to_string()),
-        system_estimated: measure.as_ref().map(|r| r.energy.estimated),
+            .map(|r| r.energy.provenance.mechanism.as_str().to_string()),
+        system_estimated: measure.as_ref().map(|r| r.energy.provenance.estimated),
         wattio_reported_mbit: reported.map(|r| r.throughput_mbps),
         wall_s: s.wall_s,
         model: s.model,
