@@ -2,7 +2,7 @@
 CARGO ?= cargo
 WATTIO := target/release/wattio
 
-.PHONY: all build demo demo-iobench test test-rust test-java unused-deps deps lint bench fmt clean test-report test-transfer test-testbed bench-transfer bench-top compare-meters fuzz soak
+.PHONY: all build demo demo-iobench test test-rust test-java unused-deps deps lint bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters fuzz soak
 
 all: build
 
@@ -89,6 +89,12 @@ soak: build
 ## docs/results/transfer.md) took 18 min on 2 vCPUs, the default SCALE=0.02 12 min (incl. nghttp at 64 KiB windows).
 bench-transfer:
 	./scripts/bench-transfer.sh
+
+## wattio serve beside nginx on the same files, HTTP and HTTPS, 16 KiB and 1 GiB files, interleaved
+## rounds (NOT part of make test; installs h2load and nginx when missing). About 5 minutes.
+## Results: docs/results/serve.md.
+bench-serve: build
+	./scripts/bench-serve.py
 
 lint:
 	$(CARGO) fmt --all -- --check
