@@ -391,6 +391,17 @@ fn clear_errors() {
     .unwrap_err();
     assert!(matches!(e, TransferError::InvalidSource { .. }), "{e:?}");
     assert!(e.to_string().contains("HTTP 404"), "{e}");
+    // a DEST that cannot be made: a file is in its way
+    let file = dst.path().join("f");
+    std::fs::write(&file, b"x").unwrap();
+    let e = transfer(&opts(
+        format!("http://{}/", h.addr),
+        &file.join("d"),
+        Sla::MinEnergy,
+    ))
+    .unwrap_err();
+    assert!(matches!(e, TransferError::Dest { .. }), "{e:?}");
+    assert!(e.to_string().contains("cannot create destination"), "{e}");
 }
 
 /// EETT on loopback, where one connection could go at memory speed: the client paces its
