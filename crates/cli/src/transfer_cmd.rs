@@ -205,8 +205,9 @@ pub fn transfer(a: TransferArgs) -> anyhow::Result<ExitCode> {
     // partial data kept), with status 2 and a line saying how to resume.
     let cancel = study_ui::cancel_on_signals()?;
     let s = match run_transfer(&o, &cancel) {
+        // TransferError::Cancelled, or another error that stopped it while a signal came
         Err(e) if cancel.is_set() => {
-            return Err(e.context(format!(
+            return Err(anyhow::Error::new(e).context(format!(
                 "interrupted by {}",
                 study_ui::interrupting_signal()
             )))

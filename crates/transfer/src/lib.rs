@@ -5,7 +5,9 @@
 //!   parallelism and pipelining, BDP-sized chunks, discovery (a listing, a directory index, a
 //!   URL list, checksum files, mirrors), verification, temporary names, resume and retries; it
 //!   returns the `--json` summary, [`TransferSummary`], and tells [`Notice`]s and
-//!   [`TransferProgress`] to the callbacks the options hold.
+//!   [`TransferProgress`] to the callbacks the options hold, or a [`TransferError`] whose
+//!   variant says what stopped it (the options, the source, a server, verification, DEST, a
+//!   cancel).
 //! - The CPU actuator that applies the tuners' core and frequency choices, and its reports:
 //!   [`CoreBackend`], [`ApplyReport`], [`KnobOutcome`].
 //!
@@ -30,6 +32,8 @@ mod actuator;
 mod client;
 #[cfg(feature = "engine")]
 mod dirindex;
+#[cfg(feature = "engine")]
+mod error;
 #[cfg(all(test, feature = "engine"))]
 mod fuzz;
 mod report;
@@ -54,6 +58,8 @@ pub use client::{
     default_window, run_transfer, EnergyFeedback, Notice, TransferOptions, TransferProgress,
     DEFAULT_INTERVAL, DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
 };
+#[cfg(feature = "engine")]
+pub use error::TransferError;
 // The options hold the client's TLS settings.
 #[cfg(feature = "engine")]
 pub use wattio_http::ClientTlsOptions;

@@ -7,11 +7,12 @@ mod common;
 use std::time::Duration;
 use wattio_http::{ServerConfig, ServerHandle};
 use wattio_transfer::{
-    run_transfer, CoreBackend, FixedParams, Sla, TransferOptions, TransferSummary, TunerChoice,
+    run_transfer, CoreBackend, FixedParams, Sla, TransferError, TransferOptions, TransferSummary,
+    TunerChoice,
 };
 
 /// A transfer no signal cancels.
-fn transfer(o: &TransferOptions) -> anyhow::Result<TransferSummary> {
+fn transfer(o: &TransferOptions) -> Result<TransferSummary, TransferError> {
     run_transfer(o, &wattio_progress::Cancel::new().unwrap())
 }
 
@@ -257,6 +258,7 @@ fn a_cancel_ends_the_transfer_with_its_partial_data_kept() {
     std::thread::sleep(Duration::from_millis(300));
     cancel.set();
     let err = t.join().unwrap().expect_err("cancelled");
+    assert!(matches!(err, TransferError::Cancelled { .. }), "{err:?}");
     let msg = format!("{err:#}");
     assert!(
         msg.contains("cancelled") && msg.contains("rerun the same command to resume"),
@@ -350,6 +352,10 @@ fn data_that_differs_from_the_listing_is_refused() {
     let second = tempfile::tempdir().unwrap();
     o.dest = second.path().to_path_buf();
     let e = transfer(&o).expect_err("checksum must fail");
+    assert!(
+        matches!(&e, TransferError::ChecksumMismatch { file, .. } if file == "big.bin"),
+        "{e:?}"
+    );
     // fetched twice, refused, and the message names the fix (the listing is stale)
     let msg = format!("{e:#}");
     assert!(
@@ -370,8 +376,10 @@ fn clear_errors() {
         Sla::MinEnergy,
     ))
     .unwrap_err();
+    assert!(matches!(e, TransferError::Unreachable { .. }), "{e:?}");
     assert!(format!("{e:#}").contains("is the server running"), "{e:#}");
     let e = transfer(&opts("ftp://x/".into(), dst.path(), Sla::MinEnergy)).unwrap_err();
+    assert!(matches!(e, TransferError::Usage { .. }), "{e:?}");
     assert!(e.to_string().contains("only http://"));
     let src = tempfile::tempdir().unwrap();
     let h = ServerHandle::start(ServerConfig::new(src.path()), "127.0.0.1:0").unwrap();
@@ -381,7 +389,19 @@ fn clear_errors() {
         Sla::MinEnergy,
     ))
     .unwrap_err();
+    assert!(matches!(e, TransferError::InvalidSource { .. }), "{e:?}");
     assert!(e.to_string().contains("HTTP 404"), "{e}");
+    // a DEST that cannot be made: a file is in its way
+    let file = dst.path().join("f");
+    std::fs::write(&file, b"x").unwrap();
+    let e = transfer(&opts(
+        format!("http://{}/", h.addr),
+        &file.join("d"),
+        Sla::MinEnergy,
+    ))
+    .unwrap_err();
+    assert!(matches!(e, TransferError::Dest { .. }), "{e:?}");
+    assert!(e.to_string().contains("cannot create destination"), "{e}");
 }
 
 /// EETT on loopback, where one connection could go at memory speed: the client paces its

@@ -10,11 +10,12 @@ use std::path::Path;
 use std::time::Duration;
 use wattio_http::{tls_server_config, ServerConfig, ServerHandle};
 use wattio_transfer::{
-    run_transfer, ClientTlsOptions, CoreBackend, Sla, TransferOptions, TransferSummary,
+    run_transfer, ClientTlsOptions, CoreBackend, Sla, TransferError, TransferOptions,
+    TransferSummary,
 };
 
 /// A transfer no signal cancels.
-fn transfer(o: &TransferOptions) -> anyhow::Result<TransferSummary> {
+fn transfer(o: &TransferOptions) -> Result<TransferSummary, TransferError> {
     run_transfer(o, &wattio_progress::Cancel::new().unwrap())
 }
 
@@ -78,6 +79,8 @@ fn certificate_errors_name_the_cause_and_the_fix() {
     let good = pki.server("good", &["localhost"], Validity::Current);
     let h = tls_server(src.path(), &good);
     let url = format!("https://localhost:{}/f.bin", h.addr.port());
+    let err = transfer(&opts(url.clone(), dst.path(), None)).unwrap_err();
+    assert!(matches!(err, TransferError::Tls { .. }), "{err:?}");
     let e = failure(&opts(url.clone(), dst.path(), None));
     assert!(
         e.contains("unknown certificate authority") && e.contains("--cacert"),
@@ -264,6 +267,8 @@ fn a_tls_body_of_unknown_length_needs_close_notify() {
             transfer(&o).unwrap_or_else(|e| panic!("{e:#}"));
             assert_eq!(std::fs::read(dst.path().join("f.bin")).unwrap(), body);
         } else {
+            let err = transfer(&o).unwrap_err();
+            assert!(matches!(err, TransferError::Protocol { .. }), "{err:?}");
             let e = failure(&o);
             assert!(e.contains("close_notify"), "{e}");
             assert!(!dst.path().join("f.bin").exists());

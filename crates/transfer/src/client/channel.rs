@@ -12,7 +12,7 @@ use super::state::{Shared, SPARE_MAX_AGE};
 use super::url::HttpUrl;
 use super::validator::Validator;
 use super::verify::finish_file;
-use anyhow::{anyhow, bail};
+use crate::error::{fail, failure, Failure, Kind};
 use std::collections::VecDeque;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -45,11 +45,13 @@ pub(super) async fn channel_task(sh: Arc<Shared>, pi: usize) {
                 failures += 1;
                 sh.reconnects.fetch_add(1, Ordering::Relaxed);
                 if failures > sh.retries {
-                    sh.fail(format!(
+                    // a server that keeps failing is unreachable, unless the error says more
+                    let kind = Failure::kind_in(&e).unwrap_or(Kind::Unreachable);
+                    sh.fail(kind.msg(format!(
                         "giving up on {} after {} attempts: {e:#}",
                         sh.url.authority(),
                         failures
-                    ));
+                    )));
                     break;
                 }
                 // exponential backoff: 200 ms after the first failure, doubling to 2 s, plus a little spread per channel
@@ -306,7 +308,7 @@ impl Connection<'_> {
             let w = &mut self.wire;
             let head = tokio::time::timeout(Duration::from_secs(60), w.rb.read_head(&mut w.s))
                 .await
-                .map_err(|_| anyhow!("server silent for 60 s"))??;
+                .map_err(|_| failure!(Unreachable, "server silent for 60 s"))??;
             self.answered = true;
             if let Some(end) = self.judge(&head)? {
                 return Ok(end);
@@ -437,7 +439,7 @@ impl Connection<'_> {
             Ok(p) => p,
             // DEST refuses it (a link in the way, no permission): no retry can change that
             Err(e) => {
-                sh.fail_advised(j.dest.explain(&j.part_rel(), "write", &e));
+                sh.fail_advised(j.dest.failed(&j.part_rel(), "write", &e));
                 return Ok(Some(ChannelEnd::Done));
             }
         };
@@ -533,7 +535,8 @@ fn check_answer(sh: &Shared, c: &Chunk, head: &ResponseHead) -> anyhow::Result<O
         }
         200 => {
             // it honoured Range when the transfer started (or said it would)
-            sh.fail_advised(format!(
+            sh.fail_advised(failure!(
+                Protocol,
                 "{}: the server stopped honouring Range requests during the transfer; rerun the same command: it checks again and fetches whole files from a server that ignores Range",
                 j.rel
             ));
@@ -543,14 +546,14 @@ fn check_answer(sh: &Shared, c: &Chunk, head: &ResponseHead) -> anyhow::Result<O
             sh.fail_changed(&j.rel, &format!("HTTP {} from the server", head.status));
             return Ok(Some(ChannelEnd::Done));
         }
-        st => bail!("HTTP {st} for {}", j.rel),
+        st => fail!(InvalidSource, "HTTP {st} for {}", j.rel),
     }
     if head.content_length != Some(c.len) {
         let got = head.content_length.map_or_else(
             || "no Content-Length".to_string(),
             |n| format!("Content-Length {n}"),
         );
-        bail!("{}: {got} for a {}-byte range", j.rel, c.len);
+        fail!(Protocol, "{}: {got} for a {}-byte range", j.rel, c.len);
     }
     Ok(None)
 }
@@ -593,7 +596,7 @@ impl Wire {
                     .read(&mut self.s, &mut self.body[..want], &j.rel)
                     .await?;
                 if n == 0 {
-                    bail!("server closed the connection mid-body");
+                    fail!(Protocol, "server closed the connection mid-body");
                 }
                 n
             };
@@ -605,7 +608,7 @@ impl Wire {
             }
             // page-cache writes are short; doing them inline keeps the engine simple
             part.write_all_at(&self.body[..n], c.offset + *written)
-                .map_err(|e| anyhow!(j.dest.explain(&j.part_rel(), "write", &e)))?;
+                .map_err(|e| j.dest.failed(&j.part_rel(), "write", &e))?;
             j.hash_arrival(c.offset + *written, &self.body[..n], part)?;
             // hashed while the bytes are still in cache: reading them back later costs a pass
             // over memory per file

@@ -2,7 +2,7 @@
 //! timeout), opening them ahead of need, and measuring the round-trip time from TCP set-up.
 
 use super::url::HttpUrl;
-use anyhow::{anyhow, Context};
+use crate::error::{failure, Failure, Kind};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
@@ -49,7 +49,8 @@ impl Connector {
         if let Some(c) = g[verify as usize].as_ref() {
             return Ok(c.clone());
         }
-        let c = tokio_rustls::TlsConnector::from(tls::client_config(&self.tls_options, verify)?);
+        let config = tls::client_config(&self.tls_options, verify).map_err(as_tls)?;
+        let c = tokio_rustls::TlsConnector::from(config);
         g[verify as usize] = Some(c.clone());
         Ok(c)
     }
@@ -61,7 +62,7 @@ impl Connector {
         if !url.tls {
             return Ok(Stream::Plain(tcp));
         }
-        let name = tls::server_name(&url.host)?;
+        let name = tls::server_name(&url.host).map_err(as_tls)?;
         let verify = self.verifies(url);
         let skip = if self.named.contains(&url.authority().to_ascii_lowercase()) {
             "--insecure"
@@ -73,8 +74,14 @@ impl Connector {
             self.tls_connector(verify)?.connect(name, tcp),
         )
         .await
-        .map_err(|_| anyhow!("TLS handshake with {} timed out", url.authority()))?
-        .map_err(|e| tls::handshake_error(&url.host, &e, skip))?;
+        .map_err(|_| {
+            failure!(
+                Unreachable,
+                "TLS handshake with {} timed out",
+                url.authority()
+            )
+        })?
+        .map_err(|e| as_tls(tls::handshake_error(&url.host, &e, skip)))?;
         Ok(Stream::Tls(Box::new(s.into())))
     }
 }
@@ -109,13 +116,20 @@ pub(super) fn spawn_preconnect(
 async fn tcp_connect(url: &HttpUrl) -> anyhow::Result<TcpStream> {
     tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(url.connect_addr()))
         .await
-        .map_err(|_| anyhow!("connecting to {} timed out", url.authority()))?
-        .with_context(|| {
-            format!(
-                "cannot connect to {}; is the server running?",
+        .map_err(|_| failure!(Unreachable, "connecting to {} timed out", url.authority()))?
+        .map_err(|e| {
+            failure!(
+                Unreachable,
+                "cannot connect to {}; is the server running?: {e}",
                 url.authority()
             )
+            .into()
         })
+}
+
+/// An error of `wattio_http::tls` as a [`Kind::Tls`] failure.
+fn as_tls(e: anyhow::Error) -> Failure {
+    Kind::Tls.msg(format!("{e:#}"))
 }
 
 /// The round-trip time: the quickest of three TCP handshakes (no TLS: its handshake costs

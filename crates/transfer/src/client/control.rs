@@ -21,11 +21,12 @@ use super::stream::{stream_file, Streamed};
 use super::url::HttpUrl;
 use super::verify::finish_file;
 use crate::actuator::{ApplyReport, CpuActuator};
+use crate::error::{fail, failure, Failure, Kind};
 use crate::summary::{
     ChecksumFileReport, EnergySummary, IntervalLog, ProcessEnergy, TransferSummary, Verification,
     UNVERIFIED_LISTED,
 };
-use anyhow::{anyhow, bail, Context};
+use anyhow::Context;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::Write;
@@ -85,11 +86,11 @@ pub(super) async fn transfer_async(
         let sh = tuning.shared.clone();
         tokio::task::spawn_blocking(move || sh.sync_records()).await?;
     }
-    if let Some(msg) = tuning.shared.fatal.lock().unwrap().clone() {
-        if tuning.shared.fatal_advised.load(Ordering::SeqCst) {
-            bail!("{msg}");
+    if let Some(mut f) = tuning.shared.fatal.lock().unwrap().take() {
+        if !tuning.shared.fatal_advised.load(Ordering::SeqCst) {
+            f.message += " (partial data kept; rerun the same command to resume)";
         }
-        bail!("{msg} (partial data kept; rerun the same command to resume)");
+        return Err(f.into());
     }
     let streamed = streaming.await?;
     Ok(summarise(tuning, energy, incoming, streamed, seconds, opts))
@@ -262,7 +263,7 @@ impl Incoming {
             let batch = match rx.try_recv() {
                 Ok(Ok(b)) => b,
                 Ok(Err(e)) => {
-                    shared.fail_advised(format!("{e:#}"));
+                    shared.fail_advised(Failure::classify(&e, None));
                     break;
                 }
                 Err(TryRecvError::Empty) => break,
@@ -409,7 +410,7 @@ fn spawn_streaming(
                 Ok(Streamed::Fetched(n)) => done.push(StreamedFile::new(f, n, false)),
                 Ok(Streamed::Skipped(n)) => done.push(StreamedFile::new(f, n, true)),
                 Err(e) => {
-                    sh.fail(format!("{e:#}"));
+                    sh.fail(Failure::classify(&e, Some(Kind::Unreachable)));
                     break;
                 }
             }
@@ -729,7 +730,7 @@ impl<'a> Tuning<'a> {
             // A cancel ends the transfer through the normal error path, so the actuator puts
             // frequencies, governors and CPUs back before the caller goes on.
             if cancel.is_set() {
-                shared.fail("the transfer was cancelled".into());
+                shared.fail(failure!(Cancelled, "the transfer was cancelled"));
             }
             if shared.failed() {
                 break;
@@ -1120,7 +1121,8 @@ impl Intake {
         }
         for f in files {
             self.planned_bytes = self.planned_bytes.checked_add(f.size).ok_or_else(|| {
-                anyhow!(
+                failure!(
+                    InvalidSource,
                     "the source's sizes add up to more than 16 EiB ({} claims {} bytes): a broken or hostile server; refusing it",
                     f.rel,
                     f.size
@@ -1136,25 +1138,29 @@ impl Intake {
     /// the names of wattio's own temporary files.
     fn claim(&mut self, rel: &str, from: &str) -> anyhow::Result<()> {
         if is_reserved(rel) {
-            bail!(
+            fail!(
+                InvalidSource,
                 "{from}: its name {rel} ends in {PART_SUFFIX} or {DONE_SUFFIX}, which wattio keeps for its temporary files; refusing the source (rename that file on the server, or give it another out= in a URL list)"
             );
         }
         if let Some(prev) = self.claimed.get(rel) {
-            bail!(
+            fail!(
+                InvalidSource,
                 "two files of the source go to the same path {}: {prev} and {from}; wattio will not guess which to keep (fix the listing, or the out= of those URL-list lines)",
                 self.dest.shown(rel)
             );
         }
         if self.dirs.contains(rel) {
-            bail!(
+            fail!(
+                InvalidSource,
                 "{} would be both a file ({from}) and a directory of other files of the source; refusing the source",
                 self.dest.shown(rel)
             );
         }
         let parents: Vec<&str> = rel.match_indices('/').map(|(i, _)| &rel[..i]).collect();
         if let Some(p) = parents.iter().find(|p| self.claimed.contains_key(**p)) {
-            bail!(
+            fail!(
+                InvalidSource,
                 "{} would be both a file ({}) and the directory of {from}; refusing the source",
                 self.dest.shown(p),
                 self.claimed[*p]
@@ -1233,11 +1239,17 @@ impl Intake {
             self.free_bytes = tokio::task::spawn_blocking(move || dest.free_bytes().ok()).await?;
         }
         if let Some(free) = self.free_bytes.filter(|&f| self.needed_bytes > f) {
-            bail!(
-                "the files to fetch need {} bytes, but {} has {free} bytes free; free some space or give another DEST",
-                self.needed_bytes,
-                self.dest.shown("")
-            );
+            let no_space = Kind::NoSpace {
+                needed_bytes: self.needed_bytes,
+                free_bytes: free,
+            };
+            return Err(no_space
+                .msg(format!(
+                    "the files to fetch need {} bytes, but {} has {free} bytes free; free some space or give another DEST",
+                    self.needed_bytes,
+                    self.dest.shown("")
+                ))
+                .into());
         }
         Ok(p)
     }

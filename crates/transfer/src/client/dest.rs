@@ -8,7 +8,7 @@
 //! (see `state`), a file before its rename into place, and its directory after the rename, so
 //! that a power cut never leaves a name or a record pointing at data that is not on disk.
 
-use anyhow::Context;
+use crate::error::{failure, Failure, Kind};
 use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 use std::collections::HashMap;
@@ -51,15 +51,16 @@ pub(super) enum Entry {
 
 impl Dest {
     /// Opens DEST, creating it (and its parents) when missing.
-    pub(super) fn open(path: &Path, sync: bool) -> anyhow::Result<Dest> {
-        std::fs::create_dir_all(path).with_context(|| {
-            format!(
-                "cannot create destination {}; check permissions",
+    pub(super) fn open(path: &Path, sync: bool) -> Result<Dest, Failure> {
+        std::fs::create_dir_all(path).map_err(|e| {
+            failure!(
+                Dest,
+                "cannot create destination {}; check permissions: {e}",
                 path.display()
             )
         })?;
         let fd = File::open(path)
-            .with_context(|| format!("cannot open destination {}", path.display()))?
+            .map_err(|e| failure!(Dest, "cannot open destination {}: {e}", path.display()))?
             .into();
         Ok(Dest {
             fd,
@@ -97,6 +98,11 @@ impl Dest {
             }
         }
         format!("cannot {what} {}: {e}", self.shown(rel))
+    }
+
+    /// [`Dest::explain`] as an error.
+    pub(super) fn failed(&self, rel: &str, what: &str, e: &io::Error) -> Failure {
+        Kind::Dest.msg(self.explain(rel, what, e))
     }
 
     /// The directory holding `rel` (`None`: DEST itself) and `rel`'s last component.

@@ -7,7 +7,7 @@ use super::conn::{Connector, Stream};
 use super::files::url_string;
 use super::url::HttpUrl;
 use crate::dirindex::join_url;
-use anyhow::{anyhow, bail};
+use crate::error::{fail, failure, Failure, Kind};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,7 +61,8 @@ impl Deadline {
         what: &str,
     ) -> anyhow::Result<usize> {
         let late = || {
-            anyhow!(
+            failure!(
+                Unreachable,
                 "{what}: the server took too long (more than {} s, plus 1 s per {} KiB received)",
                 SILENCE.as_secs(),
                 GRACE_BYTES >> 10
@@ -69,8 +70,9 @@ impl Deadline {
         };
         let left = self.left().ok_or_else(late)?;
         let n = match tokio::time::timeout(left, s.read(buf)).await {
-            Err(_) => return Err(late()),
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => bail!(
+            Err(_) => return Err(late().into()),
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => fail!(
+                Protocol,
                 "{what}: the server ended the TLS connection without close_notify, so what came may be cut short"
             ),
             Ok(r) => r?,
@@ -225,7 +227,10 @@ async fn read_head(
         let mut tmp = [0u8; 16 * 1024];
         let n = deadline.read(s, &mut tmp, what).await?;
         if n == 0 {
-            bail!("the server closed the connection without an answer");
+            fail!(
+                Protocol,
+                "the server closed the connection without an answer"
+            );
         }
         buf.extend_from_slice(&tmp[..n]);
     }
@@ -234,8 +239,9 @@ async fn read_head(
 /// Why a body that ended with the connection is not trusted: over plain HTTP a connection
 /// cut short looks the same (over TLS the server's `close_notify` tells them apart, and rustls
 /// refuses an end without one).
-pub(super) fn unterminated(what: &str) -> anyhow::Error {
-    anyhow!(
+pub(super) fn unterminated(what: &str) -> Failure {
+    failure!(
+        Protocol,
         "{what}: the server sent a body of unknown length (no Content-Length, not chunked) over plain HTTP and ended it by closing the connection, which a cut connection looks the same as; fetch it over https://, or from a server that sends lengths"
     )
 }
@@ -275,9 +281,9 @@ pub(super) async fn fetch(
         head.content_length
     };
     if want.is_some_and(|n| n > MAX_BODY as u64) {
-        bail!("{path}: body larger than {} MiB", MAX_BODY >> 20);
+        fail!(Protocol, "{path}: body larger than {} MiB", MAX_BODY >> 20);
     }
-    let too_large = || anyhow!("{path}: body larger than {} MiB", MAX_BODY >> 20);
+    let too_large = || failure!(Protocol, "{path}: body larger than {} MiB", MAX_BODY >> 20);
     // a chunked body is decoded as it arrives (each byte once), and ends at its last chunk
     // even when the server keeps the connection open
     let mut body = Vec::new();
@@ -287,7 +293,7 @@ pub(super) async fn fetch(
         match chunked.as_mut() {
             Some(d) => {
                 d.feed(&input, &mut body)
-                    .map_err(|e| anyhow!("{path}: {e}"))?;
+                    .map_err(|e| failure!(Protocol, "{path}: {e}"))?;
                 if d.done() {
                     break;
                 }
@@ -295,7 +301,7 @@ pub(super) async fn fetch(
             None => body.extend_from_slice(&input),
         }
         if body.len() > MAX_BODY {
-            return Err(too_large());
+            return Err(too_large().into());
         }
         if want.is_some_and(|n| body.len() as u64 >= n) {
             break;
@@ -306,10 +312,10 @@ pub(super) async fn fetch(
                 // a server that closes right after the last chunk, without the final empty
                 // line, is accepted
                 (Some(d), _) if d.after_last_chunk() => break,
-                (Some(_), _) => bail!("{path}: chunked body cut short"),
-                (None, Some(_)) => bail!("{path}: the connection closed mid-body"),
+                (Some(_), _) => fail!(Protocol, "{path}: chunked body cut short"),
+                (None, Some(_)) => fail!(Protocol, "{path}: the connection closed mid-body"),
                 (None, None) if url.tls => break,
-                (None, None) => return Err(unterminated(path)),
+                (None, None) => return Err(unterminated(path).into()),
             }
         }
         input.clear();
@@ -390,7 +396,7 @@ pub(super) async fn head_many_kept(
     }
     let mut out: Vec<Option<ResponseHead>> = vec![None; n];
     while let Some(r) = set.join_next().await {
-        let (answers, open) = r.map_err(|e| anyhow!("HEAD task failed: {e}"))??;
+        let (answers, open) = r.map_err(|e| failure!(Other, "HEAD task failed: {e}"))??;
         for (i, h) in answers {
             out[i] = Some(h);
         }
@@ -399,7 +405,15 @@ pub(super) async fn head_many_kept(
     out.into_iter()
         .enumerate()
         .map(|(i, h)| {
-            h.ok_or_else(|| anyhow!("{}: no answer to HEAD {}", url.authority(), paths[i]))
+            h.ok_or_else(|| {
+                failure!(
+                    Protocol,
+                    "{}: no answer to HEAD {}",
+                    url.authority(),
+                    paths[i]
+                )
+                .into()
+            })
         })
         .collect()
 }
@@ -503,18 +517,30 @@ pub(super) async fn get_following(
             return Ok((u, f));
         }
         let here = url_string(&u, &u.path);
-        let loc = f
-            .head
-            .header("location")
-            .ok_or_else(|| anyhow!("{here}: HTTP {} without a Location", f.head.status))?;
-        let next = join_url(&here, loc)
-            .ok_or_else(|| anyhow!("{here}: redirect to {loc}, which is not an http(s) URL"))?;
+        let loc = f.head.header("location").ok_or_else(|| {
+            failure!(
+                Protocol,
+                "{here}: HTTP {} without a Location",
+                f.head.status
+            )
+        })?;
+        let next = join_url(&here, loc).ok_or_else(|| {
+            failure!(
+                Protocol,
+                "{here}: redirect to {loc}, which is not an http(s) URL"
+            )
+        })?;
         if u.tls && next.starts_with("http://") {
-            bail!("{here}: redirect from https to plain http ({next}) refused");
+            fail!(
+                Protocol,
+                "{here}: redirect from https to plain http ({next}) refused"
+            );
         }
-        u = HttpUrl::parse(&next)?;
+        // a server's redirect, not the user's URL
+        u = HttpUrl::parse(&next).map_err(|e| Kind::Protocol.msg(e.message))?;
     }
-    bail!(
+    fail!(
+        Protocol,
         "{}: more than {MAX_REDIRECTS} redirects",
         url_string(url, &url.path)
     )
@@ -535,7 +561,8 @@ pub(super) async fn size_by_range_probe(
         // an empty file has no byte 0
         (416, _) => Some(0),
         (200, _) => f.head.content_length,
-        (st, _) => bail!(
+        (st, _) => fail!(
+            InvalidSource,
             "{}: HTTP {st} to a GET of its first byte; check the URL",
             url_string(url, path)
         ),

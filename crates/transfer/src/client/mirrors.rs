@@ -28,9 +28,9 @@ use super::files::{
 };
 use super::state::Shared;
 use super::url::HttpUrl;
+use crate::error::{fail, failure, Failure};
 use crate::summary::{failed_lines_message, FailedLine, MirrorFallback, MirrorReport};
 use crate::urllist::{UrlEntry, UrlList};
-use anyhow::{anyhow, bail};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -87,7 +87,7 @@ pub(super) enum MirrorVerdict {
     /// The file moved to its next mirror: requeue and reconnect.
     Moved,
     /// A mirror that is not the same file: end the transfer with this message.
-    Refused(String),
+    Refused(Failure),
 }
 
 /// Why an answer to a request for `len` bytes at `offset` of a `size`-byte file shows that the
@@ -122,7 +122,8 @@ impl Shared {
             let cur = s.current.load(Ordering::SeqCst);
             match head.content_range {
                 Some(cr) if cr.size != j.size && cur != s.sized_at => {
-                    return MirrorVerdict::Refused(format!(
+                    return MirrorVerdict::Refused(failure!(
+                        InvalidSource,
                         "{}: mirror {} has {} bytes but {} has {}: not the same file; remove that mirror from the line",
                         s.line, s.places[cur].url, cr.size, s.places[s.sized_at].url, j.size
                     ))
@@ -253,8 +254,8 @@ pub(super) async fn resolve_url_list(
     let mut urls: Vec<ListedUrl> = Vec::new();
     for e in &list.entries {
         for raw in std::iter::once(&e.url).chain(&e.mirrors) {
-            let u =
-                HttpUrl::parse(raw).map_err(|err| anyhow!("{list_name}:{}: {err:#}", e.line))?;
+            let u = HttpUrl::parse(raw)
+                .map_err(|err| failure!(Usage, "{list_name}:{}: {err:#}", e.line))?;
             let o = src.origin_index(&u);
             urls.push((o, without_fragment(&u.path), raw.clone()));
         }
@@ -274,7 +275,8 @@ pub(super) async fn resolve_url_list(
     src.until_first_bytes(rx).await?;
     let nothing_to_fetch = src.files.is_empty() && src.unsized_files.is_empty();
     if nothing_to_fetch && src.more.is_none() && !src.failed.is_empty() {
-        bail!(
+        fail!(
+            InvalidSource,
             "no line of {list_name} could be fetched: {}; fix or remove those lines",
             failed_lines_message(&src.failed)
         );
@@ -514,7 +516,8 @@ impl ListSizing {
                         }
                         Some((c, Some(size))) => {
                             if let Some(other) = h.content_length.filter(|&m| m != size) {
-                                bail!(
+                                fail!(
+                                    InvalidSource,
                                     "{line}: mirror {url} has {other} bytes but {} has {size}: not the same file; remove that mirror from the line",
                                     a.places[c].url
                                 );

@@ -50,8 +50,8 @@ pub use options::{
 };
 
 use crate::actuator::CpuActuator;
+use crate::error::TransferError;
 use crate::summary::TransferSummary;
-use anyhow::Context;
 use control::transfer_async;
 use std::time::Duration;
 use wattio_progress::Cancel;
@@ -59,16 +59,24 @@ use wattio_progress::Cancel;
 /// Runs a transfer to completion on its own tokio runtime. Once `cancel` is set (the binary
 /// sets it on SIGINT/SIGTERM), the transfer ends through its normal error path at the next
 /// tuning interval: the actuator puts frequencies, governors and CPUs back and partial data is
-/// kept for a resume.
-pub fn run_transfer(opts: &TransferOptions, cancel: &Cancel) -> anyhow::Result<TransferSummary> {
+/// kept for a resume, and the error is [`TransferError::Cancelled`] (unless another error
+/// stopped it first).
+pub fn run_transfer(
+    opts: &TransferOptions,
+    cancel: &Cancel,
+) -> Result<TransferSummary, TransferError> {
     let mut actuator = CpuActuator::probe(opts.root.clone(), opts.core_backend, opts.cpufreq);
     let workers = actuator.n_cores();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .enable_all()
         .build()
-        .context("cannot start the async runtime")?;
-    let r = rt.block_on(transfer_async(opts, cancel, &mut actuator));
+        .map_err(|e| TransferError::Io {
+            message: format!("cannot start the async runtime: {e}"),
+        })?;
+    let r = rt
+        .block_on(transfer_async(opts, cancel, &mut actuator))
+        .map_err(|e| TransferError::from_engine(&e));
     let errs = actuator.restore();
     rt.shutdown_timeout(Duration::from_millis(200));
     for e in errs {

@@ -6,9 +6,9 @@ use super::fetch::get_following;
 use super::files::{url_string, Expected, FileJob, Source, SourceFile};
 use super::url::HttpUrl;
 use crate::dirindex::percent_decode_bytes;
+use crate::error::{fail, failure, Failure, Kind};
 use crate::summary::ChecksumFileReport;
 use crate::sums::SumsFile;
-use anyhow::{anyhow, bail};
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -27,9 +27,13 @@ pub(super) async fn attach(
     src: &mut Source,
 ) -> anyhow::Result<(ChecksumFileReport, bool)> {
     let (text, checksum_url, plain_http) = read_checksum_file(connector, spec).await?;
-    let text = String::from_utf8(text)
-        .map_err(|_| anyhow!("--checksum-file {spec}: not UTF-8 text; is it a checksum file?"))?;
-    let sums = SumsFile::parse(&text, spec).map_err(|e| anyhow!("--checksum-file {e}"))?;
+    let text = String::from_utf8(text).map_err(|_| {
+        failure!(
+            Usage,
+            "--checksum-file {spec}: not UTF-8 text; is it a checksum file?"
+        )
+    })?;
+    let sums = SumsFile::parse(&text, spec).map_err(|e| failure!(Usage, "--checksum-file {e}"))?;
     let checksum_dir = checksum_url
         .as_deref()
         .map(|u| &u[..u.rfind('/').map_or(0, |i| i + 1)]);
@@ -65,7 +69,8 @@ pub(super) async fn attach(
             .map(|e| e.name.as_str())
             .collect();
         let files: Vec<&str> = src.files.iter().take(3).map(|f| f.rel.as_str()).collect();
-        bail!(
+        fail!(
+            Usage,
             "--checksum-file {spec}: none of its {} names ({}, …) is a file of this transfer ({}, …); give the checksum file that belongs to this source",
             sums.entries.len(),
             names.join(", "),
@@ -95,13 +100,14 @@ async fn read_checksum_file(
     let lower = spec.to_ascii_lowercase();
     if !(lower.starts_with("http://") || lower.starts_with("https://")) {
         let b = std::fs::read(spec)
-            .map_err(|e| anyhow!("--checksum-file {spec}: cannot read it ({e})"))?;
+            .map_err(|e| failure!(Usage, "--checksum-file {spec}: cannot read it ({e})"))?;
         return Ok((b, None, false));
     }
     let u = HttpUrl::parse(spec)?;
     let (fu, f) = get_following(connector, &u, "GET").await?;
     if f.head.status != 200 {
-        bail!(
+        fail!(
+            Usage,
             "--checksum-file {spec}: HTTP {}; check the URL",
             f.head.status
         );
@@ -197,7 +203,8 @@ impl LineMatch {
             } else {
                 let e = &sums.entries[*i];
                 let names: Vec<&str> = ks.iter().take(3).map(|&k| files[k].rel.as_str()).collect();
-                bail!(
+                fail!(
+                    Usage,
                     "--checksum-file {spec}: line {} ({}) ends the paths of {} files ({}); it cannot tell them apart, so none is taken as verified by it: give the checksum file by its URL beside the files, or one whose names are the files' paths",
                     e.line,
                     e.name,
@@ -260,9 +267,9 @@ fn components(p: &str) -> Vec<String> {
 }
 
 /// The message of a publisher digest that did not match twice.
-pub(super) fn mismatch_message(rel: &str, e: &Expected) -> String {
-    format!(
+pub(super) fn mismatch(rel: &str, e: &Expected) -> Failure {
+    Kind::ChecksumMismatch { file: rel.into() }.msg(format!(
         "{rel}: its {} does not match {} even after fetching it again: the checksum file does not describe the server's copy (an older or another checksum file), or that copy is corrupt",
         e.algo, e.from
-    )
+    ))
 }

@@ -2,7 +2,7 @@
 //! and hands over the bytes behind them (one-shot requests for listings, indexes and `HEAD`s
 //! are in `fetch`).
 
-use anyhow::bail;
+use crate::error::fail;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use wattio_http::{parse_response_head, ResponseHead};
 
@@ -41,7 +41,10 @@ impl ReadBuf {
             }
             if let Some((h, n)) = parse_response_head(self.avail())? {
                 if let Some(te) = &h.transfer_encoding {
-                    bail!("server sent Transfer-Encoding {te}; only Content-Length bodies are supported")
+                    fail!(
+                        Protocol,
+                        "server sent Transfer-Encoding {te}; only Content-Length bodies are supported"
+                    )
                 }
                 self.pos += n;
                 return Ok(h);
@@ -53,7 +56,7 @@ impl ReadBuf {
             let mut tmp = [0u8; 16 * 1024];
             let n = s.read(&mut tmp).await?;
             if n == 0 {
-                bail!("server closed the connection");
+                fail!(Protocol, "server closed the connection");
             }
             self.buf.extend_from_slice(&tmp[..n]);
         }

@@ -15,8 +15,8 @@ use super::options::TransferOptions;
 use super::url::HttpUrl;
 use super::walk::{walk_index, WalkedPage};
 use crate::dirindex::join_url;
+use crate::error::{fail, failure, Failure, Kind};
 use crate::urllist::UrlList;
-use anyhow::{anyhow, bail};
 use std::io::Read;
 use std::sync::Arc;
 use std::time::Instant;
@@ -45,7 +45,7 @@ pub(super) async fn resolve(
 pub(super) async fn first_url(opts: &TransferOptions) -> anyhow::Result<HttpUrl> {
     match &opts.input_file {
         Some(p) => super::mirrors::first_reachable(&read_url_list(p)?, opts.rtt.is_none()).await,
-        None => HttpUrl::parse(&opts.source),
+        None => Ok(HttpUrl::parse(&opts.source)?),
     }
 }
 
@@ -80,14 +80,14 @@ fn read_url_list(p: &std::path::Path) -> anyhow::Result<UrlList> {
         });
         let b = b
             .clone()
-            .map_err(|e| anyhow!("cannot read the URL list from standard input: {e}"))?;
+            .map_err(|e| failure!(Usage, "cannot read the URL list from standard input: {e}"))?;
         (b, "standard input".to_string())
     } else {
         let b = std::fs::read(p)
-            .map_err(|e| anyhow!("cannot read the URL list {}: {e}", p.display()))?;
+            .map_err(|e| failure!(Usage, "cannot read the URL list {}: {e}", p.display()))?;
         (b, p.display().to_string())
     };
-    UrlList::parse_bytes(&bytes, &name).map_err(|e| anyhow!(e))
+    UrlList::parse_bytes(&bytes, &name).map_err(|e| failure!(Usage, "{e}").into())
 }
 
 /// A URL: its wattio listing, its directory index, or one file.
@@ -110,7 +110,7 @@ async fn resolve_url(connector: &Arc<Connector>, url: &HttpUrl) -> anyhow::Resul
         if let Some(loc) = head.head.header("location") {
             let here = url_string(url, &path);
             if let Some(next) = join_url(&here, loc) {
-                let n = HttpUrl::parse(&next)?;
+                let n = HttpUrl::parse(&next).map_err(|e| Kind::Protocol.msg(e.message))?;
                 if same_origin(&n, url) && n.path == format!("{path}/") {
                     return resolve_directory(connector, &n, &n.path).await;
                 }
@@ -148,10 +148,12 @@ async fn resolve_url(connector: &Arc<Connector>, url: &HttpUrl) -> anyhow::Resul
 }
 
 fn unreachable_listing(url: &HttpUrl, lp: &str) -> anyhow::Error {
-    anyhow!(
+    failure!(
+        InvalidSource,
         "no dataset listing at {}; serve the tree with `wattio serve` or write one with `wattio serve DIR --write-listing`",
         url_string(url, lp)
     )
+    .into()
 }
 
 /// The wattio listing at `lp`; `Ok(None)` when the server has none there (unless `required`).
@@ -164,7 +166,8 @@ async fn from_listing(
     let f = fetch(connector, url, "GET", lp, "", true).await?;
     if f.head.status != 200 {
         if required {
-            bail!(
+            fail!(
+                InvalidSource,
                 "no dataset listing at {} (HTTP {}); serve the tree with `wattio serve` or write one with `wattio serve DIR --write-listing`",
                 url_string(url, lp),
                 f.head.status
@@ -172,7 +175,8 @@ async fn from_listing(
         }
         return Ok(None);
     }
-    let listing = Listing::parse(&f.body).map_err(|e| anyhow!("{}: {e}", url_string(url, lp)))?;
+    let listing = Listing::parse(&f.body)
+        .map_err(|e| failure!(InvalidSource, "{}: {e}", url_string(url, lp)))?;
     let base = &lp[..lp.len() - LISTING_PATH.len()];
     let mut src = Source::new(SourceKind::Listing, url);
     src.note_ranges(0, &f.head);
@@ -235,12 +239,18 @@ async fn resolve_directory(
     if let Some(s) = from_listing(connector, url, &lp, false).await? {
         return Ok(s);
     }
-    let mut more =
-        walk.ok_or_else(|| anyhow!("{here}: the path is not valid percent-encoded UTF-8"))?;
-    let first = more
-        .recv()
-        .await
-        .ok_or_else(|| anyhow!("{here}: the index walk ended without reading the page"))??;
+    let mut more = walk.ok_or_else(|| {
+        failure!(
+            InvalidSource,
+            "{here}: the path is not valid percent-encoded UTF-8"
+        )
+    })?;
+    let first = more.recv().await.ok_or_else(|| {
+        failure!(
+            Other,
+            "{here}: the index walk ended without reading the page"
+        )
+    })??;
     let kind = first
         .kind
         .expect("every batch of an index walk names its page's kind");
@@ -262,11 +272,19 @@ async fn size_pages(
     while let Some(page) = pages.recv().await {
         let r = match page {
             Ok(p) => size_page(&connector, &url, &root, p).await,
-            Err(e) => Err(anyhow!(
-                "{} has no wattio listing ({}) and {e:#}; serve the tree with `wattio serve`, turn on the server's directory index (nginx: autoindex on), or list the files in a URL list (-i FILE)",
-                url_string(&url, &root),
-                LISTING_PATH
-            )),
+            Err(e) => {
+                // a server that cannot be reached stays that
+                let kind = Failure::kind_in(&e)
+                    .filter(|k| matches!(k, Kind::Unreachable | Kind::Tls))
+                    .unwrap_or(Kind::InvalidSource);
+                Err(kind
+                    .msg(format!(
+                        "{} has no wattio listing ({}) and {e:#}; serve the tree with `wattio serve`, turn on the server's directory index (nginx: autoindex on), or list the files in a URL list (-i FILE)",
+                        url_string(&url, &root),
+                        LISTING_PATH
+                    ))
+                    .into())
+            }
         };
         let failed = r.is_err();
         if out.send(r).is_err() || failed {
@@ -308,7 +326,8 @@ async fn size_page(
             None => {
                 let h = heads.next().expect("one HEAD per file without a size");
                 if h.status != 200 {
-                    bail!(
+                    fail!(
+                        InvalidSource,
                         "{}: HTTP {} to HEAD, though the index lists it; {}",
                         url_string(url, &path),
                         h.status,
@@ -346,12 +365,19 @@ async fn single_file(connector: &Connector, url: &HttpUrl) -> anyhow::Result<Sou
     // some servers refuse HEAD (405, 501): a GET of the first byte tells the size instead
     let head_refused = matches!(f.head.status, 405 | 501);
     if f.head.status != 200 && !head_refused {
-        bail!("{here}: HTTP {}; check the URL", f.head.status);
+        fail!(
+            InvalidSource,
+            "{here}: HTTP {}; check the URL",
+            f.head.status
+        );
     }
     let name = crate::urllist::url_file_name(&url_string(url, &url.path))
         .filter(|n| is_safe_relative(n))
         .ok_or_else(|| {
-            anyhow!("cannot derive a file name from {here}; give a URL ending in a file name, or a URL list (-i) with out=NAME")
+            failure!(
+                Usage,
+                "cannot derive a file name from {here}; give a URL ending in a file name, or a URL list (-i) with out=NAME"
+            )
         })?;
     let size = match f.head.content_length.filter(|_| !head_refused) {
         Some(n) => Some(n),

@@ -7,6 +7,7 @@ use super::jobs::Jobs;
 use super::queue::{Chunk, PartQueue};
 use super::url::HttpUrl;
 use super::validator::Validator;
+use crate::error::{Failure, Kind};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -44,7 +45,7 @@ pub(super) struct Shared {
     pub(super) cap_epoch: Mutex<(Instant, u64)>,
     /// Times the pacer held a read back since the last timeout.
     pub(super) cap_waits: AtomicU64,
-    pub(super) fatal: Mutex<Option<String>>,
+    pub(super) fatal: Mutex<Option<Failure>>,
     /// The fatal error says itself what to do next (nothing is appended to it).
     pub(super) fatal_advised: AtomicBool,
     pub(super) retries: u32,
@@ -84,10 +85,10 @@ impl Shared {
     pub(super) fn restart_file(&self, i: usize, now: Option<Validator>, why: &str) -> bool {
         let j = &self.files[i];
         if j.restarts.fetch_add(1, Ordering::SeqCst) >= MAX_RESTARTS {
-            self.fail_advised(format!(
+            self.fail_advised(Kind::SourceChanged { file: j.rel.clone() }.msg(format!(
                 "{}: {why}, again after starting over {MAX_RESTARTS} times: the server's validators keep changing from one answer to the next (replicas that are not identical behind one name?); fetch it from one replica's address, or give a checksum file",
                 j.rel
-            ));
+            )));
             return false;
         }
         {
@@ -134,7 +135,7 @@ impl Shared {
         for i in files {
             let j = &self.files[i];
             if let Err(e) = j.sync_records() {
-                self.fail(j.dest.explain(&j.done_rel(), "record the progress of", &e));
+                self.fail(j.dest.failed(&j.done_rel(), "record the progress of", &e));
             }
         }
     }
@@ -146,7 +147,7 @@ impl Shared {
 
     /// Ends the transfer; rerunning the same command resumes it (interruptions, a server
     /// that stopped answering).
-    pub(super) fn fail(&self, msg: String) {
+    pub(super) fn fail(&self, msg: Failure) {
         let mut f = self.fatal.lock().unwrap();
         if f.is_none() {
             *f = Some(msg);
@@ -154,7 +155,7 @@ impl Shared {
     }
 
     /// Ends the transfer with an error that says itself what to do (whether a rerun helps).
-    pub(super) fn fail_advised(&self, msg: String) {
+    pub(super) fn fail_advised(&self, msg: Failure) {
         let mut f = self.fatal.lock().unwrap();
         if f.is_none() {
             *f = Some(msg);
@@ -165,8 +166,18 @@ impl Shared {
     /// Ends the transfer because `rel` no longer is what the source said; the message says
     /// what to do, according to the kind of source.
     pub(super) fn fail_changed(&self, rel: &str, what: &str) {
+        self.fail_not_as_listed(Kind::SourceChanged { file: rel.into() }, rel, what);
+    }
+
+    /// Ends the transfer because `rel` does not match its checksum even after fetching it
+    /// again (`what`); the message says what to do, as for [`Shared::fail_changed`].
+    pub(super) fn fail_mismatch(&self, rel: &str, what: &str) {
+        self.fail_not_as_listed(Kind::ChecksumMismatch { file: rel.into() }, rel, what);
+    }
+
+    fn fail_not_as_listed(&self, kind: Kind, rel: &str, what: &str) {
         let (fix, _) = self.kind.changed_file_fix();
-        self.fail_advised(format!("{rel}: {what}; {fix}"));
+        self.fail_advised(kind.msg(format!("{rel}: {what}; {fix}")));
     }
     pub(super) fn failed(&self) -> bool {
         self.fatal.lock().unwrap().is_some()

@@ -9,9 +9,9 @@ use super::conn::Connector;
 use super::dest::{with_suffix, Dest, Entry, PART_SUFFIX};
 use super::fetch::{unterminated, ChunkedDecoder, Deadline};
 use super::files::{url_string, SourceFile};
-use super::published::mismatch_message;
+use super::published::mismatch;
 use super::url::HttpUrl;
-use anyhow::{anyhow, bail};
+use crate::error::{fail, failure, Failure, Kind};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -27,7 +27,7 @@ pub(super) enum Streamed {
     /// Already in the destination, this many bytes, matching the publisher's digest.
     Skipped(u64),
     /// Its digest did not match twice: the message says why a rerun will not help.
-    Refused(String),
+    Refused(Failure),
 }
 
 /// Fetches `f` from `origin` into `dest`, counting its bytes in `received`; up to `retries`
@@ -68,20 +68,20 @@ pub(super) async fn stream_file(
                         mismatches += 1;
                         if mismatches > 1 {
                             let _ = dest.remove(&part);
-                            return Ok(Streamed::Refused(mismatch_message(&f.rel, e)));
+                            return Ok(Streamed::Refused(mismatch(&f.rel, e)));
                         }
                         continue;
                     }
                 }
                 dest.rename_into_place(&part, &f.rel)
-                    .map_err(|e| anyhow!(dest.explain(&f.rel, "rename into", &e)))?;
+                    .map_err(|e| dest.failed(&f.rel, "rename into", &e))?;
                 return Ok(Streamed::Fetched(len));
             }
-            Err(e) if e.downcast_ref::<Refusal>().is_some() => {
-                let _ = dest.remove(&part);
-                return Ok(Streamed::Refused(format!("{e:#}")));
-            }
             Err(e) => {
+                if let Some(Refusal(why)) = e.downcast_ref::<Refusal>() {
+                    let _ = dest.remove(&part);
+                    return Ok(Streamed::Refused(why.clone()));
+                }
                 failures += 1;
                 if failures > retries {
                     return Err(e.context(format!(
@@ -96,16 +96,9 @@ pub(super) async fn stream_file(
 }
 
 /// A stream a rerun cannot fix (its end cannot be trusted): refused, not retried.
-#[derive(Debug)]
-struct Refusal(String);
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Refusal {}
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Refusal(Failure);
 
 /// Bytes of DEST's free space a stream leaves for the rest (besides what the planned
 /// transfer still needs).
@@ -145,12 +138,15 @@ async fn stream_once(
         }
         let n = deadline.read(&mut s, &mut buf, &here).await?;
         if n == 0 {
-            bail!("{here}: the server closed the connection without an answer");
+            fail!(
+                Protocol,
+                "{here}: the server closed the connection without an answer"
+            );
         }
         pending.extend_from_slice(&buf[..n]);
     };
     if head.status != 200 {
-        bail!("{here}: HTTP {}", head.status);
+        fail!(InvalidSource, "{here}: HTTP {}", head.status);
     }
     let mut chunked = head
         .transfer_encoding
@@ -164,7 +160,8 @@ async fn stream_once(
     };
     let trusted_end = origin.tls || f.expect.is_some();
     if chunked.is_none() && length.is_none() && !trusted_end {
-        return Err(Refusal(format!(
+        return Err(Refusal(failure!(
+            Protocol,
             "{:#}; or give its checksum (--checksum-file, or checksum= in a URL list), which then vouches for its end",
             unterminated(&here)
         ))
@@ -172,7 +169,7 @@ async fn stream_once(
     }
     let out = dest
         .create(part)
-        .map_err(|e| anyhow!(dest.explain(part, "write", &e)))?;
+        .map_err(|e| dest.failed(part, "write", &e))?;
     let mut hasher = f.expect.as_ref().map(|e| e.algo.hasher());
     let mut body = Vec::with_capacity(buf.len());
     let mut written = 0u64;
@@ -182,11 +179,16 @@ async fn stream_once(
         if written >= next_space_check {
             next_space_check = written + STREAM_SPACE_CHECK;
             let free = dest.free_bytes().unwrap_or(u64::MAX);
-            if free < reserved().saturating_add(STREAM_SPARE) {
-                return Err(Refusal(format!(
+            let needed_bytes = reserved().saturating_add(STREAM_SPARE);
+            if free < needed_bytes {
+                let no_space = Kind::NoSpace {
+                    needed_bytes,
+                    free_bytes: free,
+                };
+                return Err(Refusal(no_space.msg(format!(
                     "{here}: still sending after {written} bytes with no end announced, and {} has {free} bytes free, which the rest of the transfer needs; free some space, or fetch that file on its own",
                     dest.shown("")
-                ))
+                )))
                 .into());
             }
         }
@@ -195,7 +197,7 @@ async fn stream_once(
             // what follows the last chunk (nothing, with Connection: close) is not body
             Some(d) => {
                 d.feed(&input, &mut body)
-                    .map_err(|e| anyhow!("{here}: {e}"))?;
+                    .map_err(|e| failure!(Protocol, "{here}: {e}"))?;
             }
             None => {
                 let take = length.map_or(input.len(), |l| input.len().min((l - written) as usize));
@@ -205,7 +207,7 @@ async fn stream_once(
         if !body.is_empty() {
             (&out)
                 .write_all(&body)
-                .map_err(|e| anyhow!(dest.explain(part, "write", &e)))?;
+                .map_err(|e| dest.failed(part, "write", &e))?;
             if let Some(h) = hasher.as_mut() {
                 h.update(&body);
             }
@@ -223,7 +225,7 @@ async fn stream_once(
         let n = deadline.read(&mut s, &mut buf, &here).await?;
         if n == 0 {
             if chunked.is_some() || length.is_some() {
-                bail!("{here}: the connection closed mid-body");
+                fail!(Protocol, "{here}: the connection closed mid-body");
             }
             // the body ends with the connection (trusted: see above)
             break;
@@ -231,6 +233,6 @@ async fn stream_once(
         input = buf[..n].to_vec();
     }
     dest.sync_data(&out)
-        .map_err(|e| anyhow!(dest.explain(part, "sync", &e)))?;
+        .map_err(|e| dest.failed(part, "sync", &e))?;
     Ok((written, hasher.map(|h| h.finish())))
 }

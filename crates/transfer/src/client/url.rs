@@ -1,6 +1,6 @@
 //! Source URLs.
 
-use anyhow::{anyhow, bail};
+use crate::error::{fail, failure, Failure};
 
 /// An `http://host:port/path` or `https://host:port/path` URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,11 +15,12 @@ pub(crate) struct HttpUrl {
 
 impl HttpUrl {
     /// Parses `http://HOST[:PORT]/PATH` and `https://HOST[:PORT]/PATH` (scheme in any case).
-    pub fn parse(s: &str) -> anyhow::Result<HttpUrl> {
+    pub fn parse(s: &str) -> Result<HttpUrl, Failure> {
         let (tls, rest) = match s.split_once("://") {
             Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => (false, rest),
             Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (true, rest),
-            _ => bail!(
+            _ => fail!(
+                Usage,
                 "unsupported URL {s}: only http:// and https:// URLs are supported (e.g. https://example.org/data/)"
             ),
         };
@@ -29,9 +30,9 @@ impl HttpUrl {
             None => (rest, "/"),
         };
         let (host, port) = if let Some(h) = auth.strip_prefix('[') {
-            let (h, p) = h
-                .split_once(']')
-                .ok_or_else(|| anyhow!("bad IPv6 address in {s}: expected [ADDRESS]:PORT"))?;
+            let (h, p) = h.split_once(']').ok_or_else(|| {
+                failure!(Usage, "bad IPv6 address in {s}: expected [ADDRESS]:PORT")
+            })?;
             (h.to_string(), p.strip_prefix(':').unwrap_or(default_port))
         } else {
             match auth.rsplit_once(':') {
@@ -40,11 +41,14 @@ impl HttpUrl {
             }
         };
         if host.is_empty() {
-            bail!("no host in URL {s}");
+            fail!(Usage, "no host in URL {s}");
         }
-        let port = port
-            .parse()
-            .map_err(|_| anyhow!("bad port in URL {s}: expected a number from 1 to 65535"))?;
+        let port = port.parse().map_err(|_| {
+            failure!(
+                Usage,
+                "bad port in URL {s}: expected a number from 1 to 65535"
+            )
+        })?;
         Ok(HttpUrl {
             tls,
             host,

@@ -3,9 +3,10 @@
 
 use super::dest::Dest;
 use super::files::{BlockDigests, FileJob};
-use super::published::mismatch_message;
+use super::published::mismatch;
 use super::resume::VALIDATOR_ATTR;
 use super::state::Shared;
+use crate::error::{Failure, Kind};
 use std::fs::File;
 use std::sync::atomic::Ordering;
 use wattio_http::checksum;
@@ -16,20 +17,19 @@ pub(super) fn finish_file(sh: &Shared, i: usize) {
     let j = &sh.files[i];
     // Ok(ranges to fetch again, empty when the file is good; whether the listing's checksum
     // (rather than the publisher's) is the one that did not match)
-    let res = (|| -> Result<(Vec<(u64, u64)>, bool), String> {
+    let res = (|| -> Result<(Vec<(u64, u64)>, bool), Failure> {
         let part_rel = j.part_rel();
-        let f = j
-            .part()
-            .map_err(|e| j.dest.explain(&part_rel, "open", &e))?;
-        let read_back = |e: std::io::Error| j.dest.explain(&part_rel, "read back", &e);
+        let in_dest = |what: &str, e: std::io::Error| j.dest.failed(&part_rel, what, &e);
+        let f = j.part().map_err(|e| in_dest("open", e))?;
+        let read_back = |e: std::io::Error| in_dest("read back", e);
         let md = f.metadata().map_err(read_back)?;
         if md.len() != j.size {
-            return Err(format!(
+            return Err(Kind::Dest.msg(format!(
                 "{}: size {} but expected {}",
                 j.rel,
                 md.len(),
                 j.size
-            ));
+            )));
         }
         if let Some(b) = &j.blocks {
             let bad = bad_blocks(j, b, &f).map_err(read_back)?;
@@ -52,9 +52,7 @@ pub(super) fn finish_file(sh: &Shared, i: usize) {
         if published == Some(false) {
             return Ok((vec![(0, j.size)], false));
         }
-        j.dest
-            .sync_data(&f)
-            .map_err(|e| j.dest.explain(&part_rel, "sync", &e))?;
+        j.dest.sync_data(&f).map_err(|e| in_dest("sync", e))?;
         if let Some(v) = j.validator.lock().unwrap().as_ref() {
             // what a rerun compares with the server's validators (best effort: not every
             // file system keeps extended attributes)
@@ -64,7 +62,7 @@ pub(super) fn finish_file(sh: &Shared, i: usize) {
         j.close_finished();
         j.dest
             .rename_into_place(&part_rel, &j.rel)
-            .map_err(|e| j.dest.explain(&j.rel, "rename into", &e))?;
+            .map_err(|e| j.dest.failed(&j.rel, "rename into", &e))?;
         let _ = j.dest.remove(&j.done_rel());
         Ok((Vec::new(), false))
     })();
@@ -80,12 +78,12 @@ pub(super) fn finish_file(sh: &Shared, i: usize) {
             // up; an empty file has nothing to fetch again
             if j.size == 0 || j.checksum_retry.swap(true, Ordering::SeqCst) {
                 match (&j.expect, by_listing) {
-                    (Some(e), false) => sh.fail_advised(mismatch_message(&j.rel, e)),
-                    _ if j.size == 0 => sh.fail_changed(
+                    (Some(e), false) => sh.fail_advised(mismatch(&j.rel, e)),
+                    _ if j.size == 0 => sh.fail_mismatch(
                         &j.rel,
                         "it is empty on the server, but the listing's XXH3-64 is of other content",
                     ),
-                    _ => sh.fail_changed(
+                    _ => sh.fail_mismatch(
                         &j.rel,
                         "its XXH3-64 does not match the listing even after fetching it again",
                     ),

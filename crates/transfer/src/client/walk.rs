@@ -6,7 +6,7 @@ use super::fetch::fetch;
 use super::files::url_string;
 use super::url::HttpUrl;
 use crate::dirindex::{join_url, parse_index, relative_name, IndexKind};
-use anyhow::{anyhow, bail};
+use crate::error::{fail, failure};
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
@@ -40,7 +40,7 @@ async fn page(
         match f.head.status {
             200 => {
                 let page = parse_index(&f.body, f.head.header("content-type"), &here, root)
-                    .map_err(|e| anyhow!("{here} is {e}"))?;
+                    .map_err(|e| failure!(InvalidSource, "{here} is {e}"))?;
                 return Ok((p, page));
             }
             301 | 302 | 303 | 307 | 308 => {
@@ -55,13 +55,23 @@ async fn page(
                             && n.host.eq_ignore_ascii_case(&url.host)
                             && n.path.starts_with(root)
                     })
-                    .ok_or_else(|| anyhow!("{here} redirects outside {}", url_string(url, root)))?;
+                    .ok_or_else(|| {
+                        failure!(
+                            InvalidSource,
+                            "{here} redirects outside {}",
+                            url_string(url, root)
+                        )
+                    })?;
                 p = next.path;
             }
-            st => bail!("the index page {here} answers HTTP {st}"),
+            st => fail!(InvalidSource, "the index page {here} answers HTTP {st}"),
         }
     }
-    bail!("{} redirects in a loop", url_string(url, path))
+    fail!(
+        InvalidSource,
+        "{} redirects in a loop",
+        url_string(url, path)
+    )
 }
 
 /// Walks the index pages under `root` (a canonical path ending with `/`) on `url`'s server,
@@ -97,7 +107,7 @@ async fn walk(
         let Some(done) = running.join_next().await else {
             return Ok(());
         };
-        let (_, page) = done.map_err(|e| anyhow!("index task failed: {e}"))??;
+        let (_, page) = done.map_err(|e| failure!(Other, "index task failed: {e}"))??;
         let mut files = Vec::new();
         let mut notes = Vec::new();
         for e in page.entries {
@@ -110,7 +120,8 @@ async fn walk(
             };
             if e.is_dir {
                 if rel.split('/').count() > MAX_DEPTH {
-                    bail!(
+                    fail!(
+                        InvalidSource,
                         "{} is more than {MAX_DEPTH} directories deep (a symbolic link looping on the server?)",
                         url_string(url, &e.path)
                     );
