@@ -314,6 +314,7 @@ def main():
     out = args.out or os.path.join(REPO, "results", f"serve-{int(time.time())}")
     os.makedirs(out, exist_ok=True)
     root = tempfile.mkdtemp(prefix="wattio-bench-serve-")
+    os.chmod(root, 0o755)  # nginx's workers run as nobody and must read the files
     servers = []
     try:
         data = make_data(root)
