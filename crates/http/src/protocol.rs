@@ -308,17 +308,36 @@ const MONTHS: [&str; 12] = [
 
 /// The IMF-fixdate of a Unix time (RFC 9110 §5.6.7): `Sun, 06 Nov 1994 08:49:37 GMT`.
 pub(crate) fn http_date(secs: u64) -> String {
+    let mut out = String::with_capacity(29);
+    push_http_date(&mut out, secs);
+    out
+}
+
+/// Appends [`http_date`] of `secs` to `out`, digit by digit: it is in every response head.
+pub(crate) fn push_http_date(out: &mut String, secs: u64) {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     let (y, m, d) = crate::civil::civil_from_days(days);
-    format!(
-        "{}, {d:02} {} {y:04} {:02}:{:02}:{:02} GMT",
-        WEEKDAYS[days.rem_euclid(7) as usize],
-        MONTHS[(m - 1) as usize],
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
+    let two = |out: &mut String, v: u64| {
+        out.push(char::from(b'0' + (v / 10 % 10) as u8));
+        out.push(char::from(b'0' + (v % 10) as u8));
+    };
+    out.push_str(WEEKDAYS[days.rem_euclid(7) as usize]);
+    out.push_str(", ");
+    two(out, d as u64);
+    out.push(' ');
+    out.push_str(MONTHS[(m - 1) as usize]);
+    out.push(' ');
+    let y = y.clamp(0, 9999) as u64;
+    two(out, y / 100);
+    two(out, y % 100);
+    out.push(' ');
+    two(out, rem / 3600);
+    out.push(':');
+    two(out, rem / 60 % 60);
+    out.push(':');
+    two(out, rem % 60);
+    out.push_str(" GMT");
 }
 
 /// Unix seconds of an HTTP date in any of the three forms RFC 9110 §5.6.7 has recipients

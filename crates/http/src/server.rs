@@ -21,6 +21,7 @@ use crate::protocol::{self, Condition, Method, Parsed, RangeAnswer, Reject, Requ
 use crate::tls::Conn;
 use rustix::fs::{Mode, OFlags};
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -509,6 +510,17 @@ async fn write_outside(
     .await
 }
 
+/// The `Date`, `Last-Modified` and `ETag` header lines of a file's response.
+fn push_validators(out: &mut String, date: &str, v: &Validators) {
+    out.push_str("Date: ");
+    out.push_str(date);
+    out.push_str("\r\nLast-Modified: ");
+    protocol::push_http_date(out, v.last_modified);
+    out.push_str("\r\nETag: ");
+    out.push_str(&v.etag);
+    out.push_str("\r\n");
+}
+
 /// The `Date` header's value now, and the Unix time it says. Formatted once a second per
 /// worker thread, not once per response.
 fn now_date() -> (u64, String) {
@@ -608,11 +620,8 @@ async fn respond(sock: &mut Conn, sh: &Shared, req: &Request) -> io::Result<bool
     let size = md.len();
     let (now, date) = now_date();
     let v = Validators::of(md.mtime(), md.mtime_nsec(), size, now);
-    let validators = format!(
-        "Date: {date}\r\nLast-Modified: {}\r\nETag: {}\r\n",
-        protocol::http_date(v.last_modified),
-        v.etag
-    );
+    let mut validators = String::with_capacity(112);
+    push_validators(&mut validators, &date, &v);
     let honour_range = match protocol::evaluate_conditions(&req.conditions, &v, now) {
         Condition::Proceed { honour_range } => honour_range,
         Condition::NotModified => {
@@ -647,11 +656,18 @@ async fn respond(sock: &mut Conn, sh: &Shared, req: &Request) -> io::Result<bool
             return Ok(keep);
         }
     };
-    let h = format!(
-        "HTTP/1.1 {code} {reason}\r\nServer: wattio\r\n{validators}Content-Type: application/octet-stream\r\nAccept-Ranges: bytes\r\nContent-Length: {len}\r\n{}Connection: {}\r\n\r\n",
-        crange.unwrap_or_default(),
-        connection(keep)
-    );
+    let mut h = String::with_capacity(256);
+    let _ = write!(h, "HTTP/1.1 {code} {reason}\r\n");
+    h.push_str("Server: wattio\r\n");
+    h.push_str(&validators);
+    h.push_str("Content-Type: application/octet-stream\r\nAccept-Ranges: bytes\r\n");
+    let _ = write!(h, "Content-Length: {len}\r\n");
+    if let Some(crange) = crange {
+        h.push_str(&crange);
+    }
+    h.push_str("Connection: ");
+    h.push_str(connection(keep));
+    h.push_str("\r\n\r\n");
     if head || len == 0 {
         send(sock, sh, h.as_bytes()).await?;
     } else {
