@@ -147,11 +147,7 @@ fn other_parts_results() {
         summary.energy.as_ref().map(|e| e.total_j),
         json["energy"]["total_j"].as_f64()
     );
-    let provenance = summary
-        .energy
-        .as_ref()
-        .and_then(|e| e.typed_provenance())
-        .unwrap();
+    let provenance = summary.energy.as_ref().map(|e| e.source.clone()).unwrap();
     assert_eq!(provenance.estimated, json["energy"]["estimated"] == true);
     // Pipelining is a list, one per partition: each partition's value is charted.
     let pipelining = intervals[0]["pipelining"].as_array().unwrap();

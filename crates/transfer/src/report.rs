@@ -1,23 +1,9 @@
 //! A `wattio transfer --json` summary as a section of a `wattio report` page: its figures as a
 //! table, and throughput, power and the tuning parameters over time.
 
-use crate::{EnergySummary, IntervalLog, TransferSummary};
+use crate::{IntervalLog, TransferSummary};
 use std::collections::BTreeMap;
-use wattio_energy::{Mechanism, Provenance};
 use wattio_plot::{energy_axis, line_chart, Chart, HtmlSection, LineOpts, ReportSection, Series};
-
-impl EnergySummary {
-    /// The provenance of this energy (the meter's, or the model's when no meter ran); `None`
-    /// when the mechanism is one this build does not know.
-    pub fn typed_provenance(&self) -> Option<Provenance> {
-        let mechanism: Mechanism = self.mechanism.parse().ok()?;
-        Some(Provenance {
-            mechanism,
-            estimated: self.estimated,
-            model: self.model.clone().filter(|m| !m.is_empty()),
-        })
-    }
-}
 
 impl IntervalLog {
     /// The tuning parameters of this interval, as (name, value) for a chart of them over time:
@@ -59,8 +45,7 @@ impl ReportSection for TransferSummary {
         let prov = self
             .energy
             .as_ref()
-            .and_then(EnergySummary::typed_provenance)
-            .map(|p| p.label())
+            .map(|e| e.source.label())
             .unwrap_or_else(|| "no energy recorded".into());
         out.table(&["field", "value"], &self.figures(&prov));
         if !self.intervals.is_empty() {

@@ -76,10 +76,11 @@ pub struct EnergySummary {
     pub total_j: f64,
     pub mean_power_w: f64,
     pub joules_per_gb: Option<f64>,
-    pub mechanism: String,
-    pub estimated: bool,
-    pub model: Option<String>,
-    /// E.g. "estimated (model: ccf-linear(...))" — system-wide, not this process alone.
+    /// Where `total_j` comes from; written as the `mechanism`, `estimated` and `model` fields.
+    #[serde(flatten)]
+    pub source: wattio_energy::Provenance,
+    /// `source`'s label, e.g. "estimated (model: ccf-linear(...))" — system-wide, not this
+    /// process alone.
     pub provenance: String,
     pub scope: String,
 }

@@ -58,7 +58,7 @@ fn every_sla_and_tuner_against_wattio_serve() {
         assert_eq!(s.bytes, s.total_bytes);
         assert_eq!(s.resumed_bytes, 0);
         let e = s.energy.as_ref().expect("meter on");
-        if e.estimated {
+        if e.source.estimated {
             assert!(e.provenance.starts_with("estimated"), "{}", e.provenance);
         }
         // The --json summary reads back as the type that wrote it, field for field.
