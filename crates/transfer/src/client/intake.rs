@@ -1,0 +1,312 @@
+//! What the transfer learns from its sources as files arrive ([`Intake`]), and the files found
+//! while it runs joining the transfer ([`add_found`]).
+
+use super::conn::Connector;
+use super::dest::{is_reserved, Dest, DONE_SUFFIX, PART_SUFFIX};
+use super::fetch::{head_many, probe_origin, HEAD_CONNECTIONS, HEAD_DEPTH};
+use super::files::{url_string, Batch, Source, SourceFile};
+use super::options::TransferOptions;
+use super::queue::enqueue_found;
+use super::resume::{prepare, worth_asking, Prepared};
+use super::state::Shared;
+use super::url::HttpUrl;
+use super::verify::finish_file;
+use crate::error::{fail, failure, Kind};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc::UnboundedSender;
+use wattio_tuner::TransferPlan;
+
+/// What the transfer learns from its sources besides the sized files it plans: which servers
+/// ignore `Range`, how many files and planned bytes there are, and where files of unknown size
+/// go (the streaming task, while discovery may still find some). Every file passes through it
+/// once, whatever found it, so it is also where what a source may not do is refused: two files
+/// for one output path, names wattio keeps for itself, sizes that overflow or do not fit DEST.
+pub(super) struct Intake {
+    /// Per origin: it ignores Range, so each of its files comes as one whole-file stream.
+    pub(super) whole: Vec<bool>,
+    /// Per origin: no answer has spoken for Range yet; its first file found later decides.
+    pub(super) undecided: Vec<bool>,
+    /// The summary's lines on whole-file streams.
+    pub(super) whole_file_streams: Vec<String>,
+    pub(super) n_files: usize,
+    pub(super) planned_bytes: u64,
+    pub(super) unsized_tx: Option<UnboundedSender<SourceFile>>,
+    pub(super) dest: Arc<Dest>,
+    /// Output paths taken so far, with the URL each comes from.
+    pub(super) claimed: HashMap<String, String>,
+    /// Directories the output paths so far need.
+    pub(super) dirs: HashSet<String>,
+    /// Bytes still to fetch of the files prepared so far, and DEST's free space at the start.
+    pub(super) needed_bytes: u64,
+    pub(super) free_bytes: Option<u64>,
+}
+
+impl Intake {
+    /// What `src` knows before the transfer starts; its files of unknown size go to
+    /// `unsized_tx` now, and later ones too while `more_to_come`.
+    pub(super) fn start(
+        src: &mut Source,
+        unsized_tx: UnboundedSender<SourceFile>,
+        more_to_come: bool,
+        dest: &Arc<Dest>,
+    ) -> anyhow::Result<Intake> {
+        let whole: Vec<bool> = src.ranges.iter().map(|r| *r == Some(false)).collect();
+        let whole_file_streams = (0..src.origins.len())
+            .filter(|&o| whole[o])
+            .map(|o| ignores_ranges(&src.origins[o]))
+            .collect();
+        let mut intake = Intake {
+            undecided: src.ranges.iter().map(Option::is_none).collect(),
+            whole,
+            whole_file_streams,
+            n_files: 0,
+            planned_bytes: 0,
+            unsized_tx: None,
+            dest: dest.clone(),
+            claimed: HashMap::new(),
+            dirs: HashSet::new(),
+            needed_bytes: 0,
+            free_bytes: None,
+        };
+        intake.count(&src.files, &src.unsized_files, &src.origins)?;
+        for f in std::mem::take(&mut src.unsized_files) {
+            let _ = unsized_tx.send(f);
+        }
+        intake.unsized_tx = more_to_come.then_some(unsized_tx);
+        Ok(intake)
+    }
+
+    /// Counts a batch's files and bytes, claiming their output paths.
+    pub(super) fn count(
+        &mut self,
+        files: &[SourceFile],
+        unsized_files: &[SourceFile],
+        origins: &[HttpUrl],
+    ) -> anyhow::Result<()> {
+        for f in files.iter().chain(unsized_files) {
+            self.claim(&f.rel, &url_string(&origins[f.origin], &f.url_path))?;
+        }
+        for f in files {
+            self.planned_bytes = self.planned_bytes.checked_add(f.size).ok_or_else(|| {
+                failure!(
+                    InvalidSource,
+                    "the source's sizes add up to more than 16 EiB ({} claims {} bytes): a broken or hostile server; refusing it",
+                    f.rel,
+                    f.size
+                )
+            })?;
+        }
+        self.n_files += files.len() + unsized_files.len();
+        Ok(())
+    }
+
+    /// Takes `rel` as an output path for the file at `from`: refused when another file of the
+    /// source has it, when a file and a directory of the source would share a path, and for
+    /// the names of wattio's own temporary files.
+    pub(super) fn claim(&mut self, rel: &str, from: &str) -> anyhow::Result<()> {
+        if is_reserved(rel) {
+            fail!(
+                InvalidSource,
+                "{from}: its name {rel} ends in {PART_SUFFIX} or {DONE_SUFFIX}, which wattio keeps for its temporary files; refusing the source (rename that file on the server, or give it another out= in a URL list)"
+            );
+        }
+        if let Some(prev) = self.claimed.get(rel) {
+            fail!(
+                InvalidSource,
+                "two files of the source go to the same path {}: {prev} and {from}; wattio will not guess which to keep (fix the listing, or the out= of those URL-list lines)",
+                self.dest.shown(rel)
+            );
+        }
+        if self.dirs.contains(rel) {
+            fail!(
+                InvalidSource,
+                "{} would be both a file ({from}) and a directory of other files of the source; refusing the source",
+                self.dest.shown(rel)
+            );
+        }
+        let parents: Vec<&str> = rel.match_indices('/').map(|(i, _)| &rel[..i]).collect();
+        if let Some(p) = parents.iter().find(|p| self.claimed.contains_key(**p)) {
+            fail!(
+                InvalidSource,
+                "{} would be both a file ({}) and the directory of {from}; refusing the source",
+                self.dest.shown(p),
+                self.claimed[*p]
+            );
+        }
+        self.dirs.extend(parents.into_iter().map(str::to_string));
+        self.claimed.insert(rel.to_string(), from.to_string());
+        Ok(())
+    }
+
+    /// Prepares sized files (see [`prepare`]) after asking their servers, for the files an
+    /// earlier run finished without a checksum to check them by, whether they are still the
+    /// version it fetched (pipelined `HEAD`s, see [`worth_asking`]); refuses a batch whose
+    /// missing bytes do not fit in DEST's free space.
+    pub(super) async fn prepare(
+        &mut self,
+        mut files: Vec<SourceFile>,
+        src: &Source,
+        connector: &Arc<Connector>,
+    ) -> anyhow::Result<Prepared> {
+        // the files an earlier run finished, with validators and no checksum
+        let dest = self.dest.clone();
+        let whole = self.whole.clone();
+        let (files_back, ask) = tokio::task::spawn_blocking(move || {
+            let ask: Vec<usize> = (0..files.len())
+                .filter(|&i| {
+                    !whole.get(files[i].origin).copied().unwrap_or(false)
+                        && worth_asking(&dest, &files[i])
+                })
+                .collect();
+            (files, ask)
+        })
+        .await?;
+        files = files_back;
+        for o in 0..src.origins.len() {
+            let idx: Vec<usize> = ask
+                .iter()
+                .copied()
+                .filter(|&i| files[i].origin == o)
+                .collect();
+            if idx.is_empty() {
+                continue;
+            }
+            let paths: Vec<String> = idx.iter().map(|&i| files[i].url_path.clone()).collect();
+            let heads = head_many(
+                connector,
+                &src.origins[o],
+                &paths,
+                HEAD_CONNECTIONS,
+                HEAD_DEPTH,
+            )
+            .await?;
+            for (i, h) in idx.into_iter().zip(heads) {
+                if h.status == 200 {
+                    let f = std::mem::replace(
+                        &mut files[i],
+                        SourceFile::at(String::new(), 0, String::new()),
+                    );
+                    files[i] = f.with_validator(&h, &src.origins[o]);
+                }
+            }
+        }
+        let dest = self.dest.clone();
+        let whole = self.whole.clone();
+        let origins: Vec<String> = src.origins.iter().map(HttpUrl::origin).collect();
+        let p =
+            tokio::task::spawn_blocking(move || prepare(&dest, files, &whole, &origins)).await??;
+        let needed: u64 = p
+            .jobs
+            .iter()
+            .map(|j| j.remaining.load(Ordering::SeqCst))
+            .fold(0u64, u64::saturating_add);
+        self.needed_bytes = self.needed_bytes.saturating_add(needed);
+        if self.free_bytes.is_none() {
+            let dest = self.dest.clone();
+            self.free_bytes = tokio::task::spawn_blocking(move || dest.free_bytes().ok()).await?;
+        }
+        if let Some(free) = self.free_bytes.filter(|&f| self.needed_bytes > f) {
+            let no_space = Kind::NoSpace {
+                needed_bytes: self.needed_bytes,
+                free_bytes: free,
+            };
+            return Err(no_space
+                .msg(format!(
+                    "the files to fetch need {} bytes, but {} has {free} bytes free; free some space or give another DEST",
+                    self.needed_bytes,
+                    self.dest.shown("")
+                ))
+                .into());
+        }
+        Ok(p)
+    }
+
+    /// Takes in a batch discovery found: tells its notes, adds its servers (to `origins` too,
+    /// the channels' list, once the transfer runs), records what they said of Range (asking
+    /// one that has not said once a file of it needs ranges: see `needs_ranges` in the
+    /// start-up) and passes its files of unknown size on; returns its sized files prepared.
+    pub(super) async fn take(
+        &mut self,
+        batch: Batch,
+        src: &mut Source,
+        origins: Option<&Mutex<Vec<HttpUrl>>>,
+        connector: &Arc<Connector>,
+        needs_ranges: &dyn Fn(&SourceFile) -> bool,
+        opts: &TransferOptions,
+    ) -> anyhow::Result<Prepared> {
+        for note in &batch.notes {
+            opts.notices.tell(&super::Notice::Note(note.to_string()));
+        }
+        src.notes.extend(batch.notes);
+        src.failed.extend(batch.failed);
+        for u in batch.new_origins {
+            if let Some(o) = origins {
+                o.lock().unwrap().push(u.clone());
+            }
+            src.origins.push(u);
+            self.whole.push(false);
+            self.undecided.push(true);
+        }
+        for (o, ranges) in batch.ranges {
+            if std::mem::take(&mut self.undecided[o]) && !ranges {
+                self.mark_whole(o, &src.origins[o]);
+            }
+        }
+        // until a file needs ranges its server's answer does not matter: a file requested
+        // whole comes whole either way
+        for f in &batch.files {
+            let o = f.origin;
+            if self.undecided[o] && f.size > 0 && needs_ranges(f) {
+                self.undecided[o] = false;
+                if !probe_origin(connector, &src.origins[o], &f.url_path).await? {
+                    self.mark_whole(o, &src.origins[o]);
+                }
+            }
+        }
+        self.count(&batch.files, &batch.unsized_files, &src.origins)?;
+        if let Some(tx) = &self.unsized_tx {
+            for f in batch.unsized_files {
+                let _ = tx.send(f);
+            }
+        }
+        self.prepare(batch.files, src, connector).await
+    }
+
+    /// Origin `o` ignores Range: each of its files comes as one whole-file stream.
+    pub(super) fn mark_whole(&mut self, o: usize, origin: &HttpUrl) {
+        self.whole[o] = true;
+        self.whole_file_streams.push(ignores_ranges(origin));
+    }
+}
+
+/// Adds files found while the transfer runs: each joins the file list, then its missing
+/// ranges join a queue (so a channel never sees a chunk of a file it cannot look up); a file
+/// with nothing missing is finished at once.
+pub(super) async fn add_found(
+    sh: &Arc<Shared>,
+    plan: &TransferPlan,
+    p: Prepared,
+) -> anyhow::Result<()> {
+    sh.verified.fetch_add(p.earlier.verified, Ordering::SeqCst);
+    for (job, missing) in p.jobs.into_iter().zip(p.missing) {
+        let complete = job.remaining.load(Ordering::SeqCst) == 0;
+        let i = sh.files.push(job);
+        if complete {
+            let sh = sh.clone();
+            tokio::task::spawn_blocking(move || finish_file(&sh, i)).await?;
+        } else {
+            enqueue_found(&sh.parts, plan, i, &sh.files[i], &missing);
+        }
+    }
+    Ok(())
+}
+
+/// The summary's line for a server that ignores `Range`.
+pub(super) fn ignores_ranges(origin: &super::url::HttpUrl) -> String {
+    format!(
+        "{} ignores Range requests: each of its files came as one whole-file stream (no parallel ranges within a file; a file cut short restarts)",
+        origin.origin()
+    )
+}
