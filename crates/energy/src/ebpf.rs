@@ -41,22 +41,6 @@ pub const EBPF_BUILT_IN: bool = cfg!(feature = "ebpf");
 /// What to do about a build without the feature.
 pub(crate) const NOT_BUILT_FIX: &str = "rebuild with it: `make deps build` (installs clang, libelf-dev, zlib1g-dev and pkg-config, then builds with the feature when they are there) or `cargo build --release -p wattio --features ebpf`";
 
-/// What to do when the kernel refuses BPF.
-pub(crate) fn permission_fix(root: &SysRoot) -> String {
-    let unpriv = std::fs::read_to_string(root.path("/proc/sys/kernel/unprivileged_bpf_disabled"))
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into());
-    format!(
-        "loading BPF programs needs CAP_BPF and CAP_PERFMON (Linux >= 5.8; CAP_SYS_ADMIN before): run as root or `sudo setcap cap_bpf,cap_perfmon=ep $(command -v wattio)` (kernel.unprivileged_bpf_disabled is {unpriv}: {})",
-        match unpriv.as_str() {
-            "0" => "unprivileged BPF is allowed, but perf_event programs still need CAP_PERFMON",
-            "1" => "unprivileged BPF is off until reboot; capabilities are the only way",
-            "2" => "unprivileged BPF is off; an administrator may set it to 0, but capabilities are the safer way",
-            _ => "capabilities are the way",
-        }
-    )
-}
-
 /// What to do when the kernel lacks something the program needs.
 pub(crate) const KERNEL_FIX: &str = "the eBPF mechanism needs Linux >= 5.8 built with CONFIG_BPF_SYSCALL=y and CONFIG_BPF_EVENTS=y (ring buffers, perf_event programs); on older or trimmed kernels use --source perf";
 

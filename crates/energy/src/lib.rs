@@ -42,6 +42,7 @@ mod ebpf;
 mod error;
 mod machine;
 mod model;
+mod model_choice;
 mod model_file;
 mod msr;
 mod nvml;
@@ -61,7 +62,8 @@ pub use ebpf::EbpfSource;
 pub use ebpf::{mono_ns, Reading, SlotPlan, EBPF_BUILT_IN};
 pub use error::EnergyError;
 pub use machine::Machine;
-pub use model::{ModelChoice, ModelParams, ModelSource, CCF_MAX_W, CCF_MIN_W, HOST_ESTIMATE_SCOPE};
+pub use model::{ModelParams, ModelSource, CCF_MAX_W, CCF_MIN_W, HOST_ESTIMATE_SCOPE};
+pub use model_choice::ModelChoice;
 pub use model_file::{load_model_file, FitSummary, LevelResult, ModelFile, MODEL_FILE_FORMAT};
 pub use msr::MsrSource;
 /// The RAPL model-specific register addresses (Intel SDM vol. 4; AMD PPR for family 19h), and

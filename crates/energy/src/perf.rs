@@ -61,6 +61,22 @@ fn read_file(path: &Path, fix: &str) -> Result<String, EnergyError> {
 /// The fix printed when the PMU is absent.
 pub(crate) const MISSING_FIX: &str = "this kernel exposes no RAPL perf PMU (VM, or the rapl module is not loaded: `sudo modprobe rapl`); use --source powercap or msr";
 
+/// What to do when the kernel refuses BPF (the eBPF mechanism's counters are perf events too).
+pub(crate) fn bpf_permission_fix(root: &SysRoot) -> String {
+    let unpriv = std::fs::read_to_string(root.path("/proc/sys/kernel/unprivileged_bpf_disabled"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    format!(
+        "loading BPF programs needs CAP_BPF and CAP_PERFMON (Linux >= 5.8; CAP_SYS_ADMIN before): run as root or `sudo setcap cap_bpf,cap_perfmon=ep $(command -v wattio)` (kernel.unprivileged_bpf_disabled is {unpriv}: {})",
+        match unpriv.as_str() {
+            "0" => "unprivileged BPF is allowed, but perf_event programs still need CAP_PERFMON",
+            "1" => "unprivileged BPF is off until reboot; capabilities are the only way",
+            "2" => "unprivileged BPF is off; an administrator may set it to 0, but capabilities are the safer way",
+            _ => "capabilities are the way",
+        }
+    )
+}
+
 /// The fix printed when `perf_event_open` is refused.
 pub(crate) fn permission_fix(root: &SysRoot) -> String {
     let paranoid = fs::read_to_string(root.path("/proc/sys/kernel/perf_event_paranoid"))
@@ -271,7 +287,7 @@ pub(crate) fn open_events(
                     mechanism,
                     reason,
                     fix: match mechanism {
-                        Mechanism::Ebpf => crate::ebpf::permission_fix(root),
+                        Mechanism::Ebpf => bpf_permission_fix(root),
                         _ => permission_fix(root),
                     },
                 },

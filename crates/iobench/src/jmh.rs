@@ -2,9 +2,9 @@
 //! [`ProcessJmhExecutor`], which starts the JMH host JVM (and so its forks) and streams the
 //! runs from the energy socket as they finish.
 
+use crate::invocation::Invocation;
 use crate::maven;
 use crate::server::{EnergyServer, EnergyServerEvent};
-use crate::study::Invocation;
 use crate::IoBenchError;
 use std::fs::File;
 use std::io::Write;

@@ -31,6 +31,7 @@ mod analysis;
 mod cache;
 mod catalog;
 mod error;
+mod invocation;
 mod jmh;
 mod maven;
 mod procstat;

@@ -9,7 +9,6 @@
 //! its own counter's provenance: GPU rows read through NVML say `nvml` and `false` beside CPU
 //! rows of any mechanism. `record --by` adds [`RECORD_CSV_ENTITY_COLUMNS`] and attribution rows.
 
-use crate::sink::RecordFormat;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use wattio_energy::{Mechanism, Provenance};
@@ -21,6 +20,24 @@ pub const RECORD_CSV_HEADER: &str = "timestamp,mechanism,socket,domain,energy_j,
 /// rows `entity` is `process`, `cgroup`, `other` or `idle`, `domain` is `total` (packages +
 /// DRAM, the energy that was split) and `socket` is empty.
 pub const RECORD_CSV_ENTITY_COLUMNS: &str = "entity,pid,comm,cgroup,cpu_s";
+
+/// Output formats of `wattio record`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordFormat {
+    Csv,
+    JsonLines,
+}
+
+impl std::str::FromStr for RecordFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "csv" => Ok(RecordFormat::Csv),
+            "jsonl" | "json-lines" | "ndjson" => Ok(RecordFormat::JsonLines),
+            other => Err(format!("unknown format '{other}': use csv or jsonl")),
+        }
+    }
+}
 
 /// One row of a `wattio record` file (CSV or JSON lines): a counter's energy since its previous
 /// row, or (`record --by`) an entity's attributed share of the packages' and DRAM's energy.

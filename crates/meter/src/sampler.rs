@@ -17,7 +17,8 @@ use wattio_energy::{max_safe_period, Accumulator, CounterDelta, CounterSpec, Ene
 use wattio_progress::{Cancel, Sink};
 
 use crate::meter::unix_now;
-use crate::sink::{RecordFormat, RowFormatter};
+use crate::rows::RecordFormat;
+use crate::sink::RowFormatter;
 
 /// How the loop waits between readings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,28 +1,10 @@
 //! Row writers: CSV and JSON lines of [`RecordRow`]s (the layout is documented in
 //! [`crate::rows`]).
 
-use crate::rows::{write_with_parts, RecordRow};
+use crate::rows::{write_with_parts, RecordFormat, RecordRow};
 pub(crate) use crate::rows::{RECORD_CSV_ENTITY_COLUMNS, RECORD_CSV_HEADER};
 use std::io::{self, Write};
 use wattio_energy::{CounterSpec, Provenance};
-
-/// Output formats of `wattio record`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RecordFormat {
-    Csv,
-    JsonLines,
-}
-
-impl std::str::FromStr for RecordFormat {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "csv" => Ok(RecordFormat::Csv),
-            "jsonl" | "json-lines" | "ndjson" => Ok(RecordFormat::JsonLines),
-            other => Err(format!("unknown format '{other}': use csv or jsonl")),
-        }
-    }
-}
 
 /// Formats samples of one source as rows.
 pub(crate) struct RowFormatter {

@@ -376,7 +376,7 @@ pub(crate) fn legend_svg(
             );
         }
         if e.whisker {
-            out.push_str(&crate::grouped::whisker(x + 12.0, y + 6.0, y - 6.0, 8.0));
+            out.push_str(&whisker(x + 12.0, y + 6.0, y - 6.0, 8.0));
         }
         for (k, l) in ls.iter().enumerate() {
             let _ = write!(
@@ -712,4 +712,16 @@ pub fn bar_chart(c: &Chart, bars: &[(String, f64)]) -> String {
     let row = row.shifted(l);
     canvas.close(&mut out, &row, c);
     out
+}
+
+/// Colour of error bars.
+const RANGE_COLOUR: &str = "#222";
+
+/// An error bar from `lo` to `hi` (pixel y) at `x`, with caps `cap` wide.
+pub(crate) fn whisker(x: f64, lo: f64, hi: f64, cap: f64) -> String {
+    format!(
+        r#"<path d="M{x:.1} {lo:.1}V{hi:.1}M{a:.1} {lo:.1}H{b:.1}M{a:.1} {hi:.1}H{b:.1}" stroke="{RANGE_COLOUR}" stroke-width="1.2" fill="none"/>"#,
+        a = x - cap / 2.0,
+        b = x + cap / 2.0
+    )
 }

@@ -5,7 +5,7 @@
 use crate::axis::{layout_labels, ticks};
 use crate::chart::{
     extent, legend_height, legend_layout, legend_svg, no_data, round_significant, tick_width,
-    Canvas, Chart, Entry, Reference, TICK_FONT,
+    whisker, Canvas, Chart, Entry, Reference, TICK_FONT,
 };
 use crate::style::{series_style, Style, PALETTE, REFERENCE_DASHES};
 use crate::text::{esc, fmt_num, text_width};
@@ -16,8 +16,6 @@ const VALUE_FONT: f64 = 9.0;
 /// Horizontal distance between neighbouring bars of a group: the rotated value labels
 /// (one line of [`VALUE_FONT`] text each) need at least this much to stay apart.
 const BAR_PITCH: f64 = 15.0;
-/// Colour of error bars.
-const RANGE_COLOUR: &str = "#222";
 /// Colour of shaded bands (a tolerance around a target).
 const BAND_COLOUR: &str = "#59A14F";
 
@@ -61,15 +59,6 @@ fn bar_attrs(i: usize) -> String {
 
 fn band_attrs() -> String {
     format!(r#"fill="{BAND_COLOUR}" fill-opacity="0.2" stroke="{BAND_COLOUR}" stroke-width="1""#)
-}
-
-/// An error bar from `lo` to `hi` (pixel y) at `x`, with caps `cap` wide.
-pub(crate) fn whisker(x: f64, lo: f64, hi: f64, cap: f64) -> String {
-    format!(
-        r#"<path d="M{x:.1} {lo:.1}V{hi:.1}M{a:.1} {lo:.1}H{b:.1}M{a:.1} {hi:.1}H{b:.1}" stroke="{RANGE_COLOUR}" stroke-width="1.2" fill="none"/>"#,
-        a = x - cap / 2.0,
-        b = x + cap / 2.0
-    )
 }
 
 /// Grouped vertical bars: one group per entry of `groups` (labelled below the axis), one bar

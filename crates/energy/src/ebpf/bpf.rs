@@ -45,7 +45,7 @@ fn bpf_error(root: &SysRoot, step: &str, e: libbpf_rs::Error) -> EnergyError {
         reason.push_str(&format!(" (libbpf: {last})"));
     }
     let fix = match e.kind() {
-        libbpf_rs::ErrorKind::PermissionDenied => super::permission_fix(root),
+        libbpf_rs::ErrorKind::PermissionDenied => perf::bpf_permission_fix(root),
         _ => KERNEL_FIX.to_string(),
     };
     EnergyError::Unusable {
