@@ -19,6 +19,7 @@
 
 pub mod checksum;
 mod civil;
+mod error;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 pub mod jail;
@@ -27,6 +28,7 @@ mod protocol;
 mod server;
 pub mod tls;
 
+pub use error::HttpError;
 pub use listing::{
     is_safe_relative, write_listing, ListedBlocks, ListedFile, Listing, LISTING_PATH,
 };

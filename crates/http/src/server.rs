@@ -15,6 +15,7 @@
 //! without following links ([`crate::jail`]) and without blocking (`O_NONBLOCK`, so a FIFO in
 //! the tree cannot hold a worker), and only regular files are served.
 
+use crate::error::{one_line, HttpError};
 use crate::jail;
 use crate::listing::{ListingCache, LISTING_PATH};
 use crate::protocol::{self, Condition, Method, Parsed, RangeAnswer, Reject, Request, Validators};
@@ -136,7 +137,15 @@ fn ensure_descriptors(cfg: &ServerConfig) -> anyhow::Result<()> {
 
 impl Server {
     /// Checks the root and the descriptor limit, and binds `addr`.
-    pub async fn bind(cfg: ServerConfig, addr: &str) -> anyhow::Result<Server> {
+    pub async fn bind(cfg: ServerConfig, addr: &str) -> Result<Server, HttpError> {
+        Self::bind_checked(cfg, addr)
+            .await
+            .map_err(|e| HttpError::Listen {
+                message: one_line(&e),
+            })
+    }
+
+    async fn bind_checked(cfg: ServerConfig, addr: &str) -> anyhow::Result<Server> {
         let root = cfg.root.canonicalize().map_err(|e| {
             anyhow::anyhow!(
                 "cannot serve {}: {e}; give an existing directory",
@@ -348,7 +357,7 @@ pub struct ServerHandle {
 
 impl ServerHandle {
     /// Starts a server for `cfg` on `addr` (e.g. `127.0.0.1:0`).
-    pub fn start(cfg: ServerConfig, addr: &str) -> anyhow::Result<ServerHandle> {
+    pub fn start(cfg: ServerConfig, addr: &str) -> Result<ServerHandle, HttpError> {
         let (tx_addr, rx_addr) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let addr = addr.to_string();
@@ -374,9 +383,9 @@ impl ServerHandle {
             });
             rt.shutdown_background();
         });
-        let addr = rx_addr
-            .recv()
-            .map_err(|_| anyhow::anyhow!("server thread died"))??;
+        let addr = rx_addr.recv().map_err(|_| HttpError::Listen {
+            message: "server thread died".into(),
+        })??;
         Ok(ServerHandle {
             addr,
             stop: Some(stop_tx),

@@ -12,6 +12,7 @@
 //! The CPU TLS costs is spent on the process's own threads (rustls encrypts and decrypts in
 //! the task that reads or writes), so it is in the process CPU time the tuners read.
 
+use crate::error::{one_line, HttpError};
 use anyhow::{anyhow, bail, Context};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
@@ -50,6 +51,15 @@ fn provider() -> Arc<CryptoProvider> {
 /// (trust roots read now; built once per transfer, so every connection shares its TLS session
 /// cache and resumes sessions when it reconnects).
 pub fn client_config(
+    opts: &ClientTlsOptions,
+    verify: bool,
+) -> Result<Arc<rustls::ClientConfig>, HttpError> {
+    build_client_config(opts, verify).map_err(|e| HttpError::TlsConfig {
+        message: one_line(&e),
+    })
+}
+
+fn build_client_config(
     opts: &ClientTlsOptions,
     verify: bool,
 ) -> anyhow::Result<Arc<rustls::ClientConfig>> {
@@ -285,7 +295,13 @@ fn read_certs(p: &Path, flag: &str) -> anyhow::Result<Vec<CertificateDer<'static
 
 /// The server configuration for a PEM certificate chain (leaf first) and its PEM private key
 /// (PKCS#8, PKCS#1 or SEC1).
-pub fn tls_server_config(cert: &Path, key: &Path) -> anyhow::Result<Arc<rustls::ServerConfig>> {
+pub fn tls_server_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, HttpError> {
+    server_config(cert, key).map_err(|e| HttpError::TlsConfig {
+        message: one_line(&e),
+    })
+}
+
+fn server_config(cert: &Path, key: &Path) -> anyhow::Result<Arc<rustls::ServerConfig>> {
     let chain = read_certs(cert, "--tls-cert")?;
     let key_der = PrivateKeyDer::from_pem_file(key).map_err(|e| {
         anyhow!(
@@ -310,9 +326,11 @@ pub fn tls_server_config(cert: &Path, key: &Path) -> anyhow::Result<Arc<rustls::
 }
 
 /// The name the client checks the certificate against and sends as SNI.
-pub fn server_name(host: &str) -> anyhow::Result<ServerName<'static>> {
-    ServerName::try_from(host.to_string()).map_err(|_| {
-        anyhow!("{host:?} is not a valid TLS server name; use a DNS name or an IP address")
+pub fn server_name(host: &str) -> Result<ServerName<'static>, HttpError> {
+    ServerName::try_from(host.to_string()).map_err(|_| HttpError::ServerName {
+        message: format!(
+            "{host:?} is not a valid TLS server name; use a DNS name or an IP address"
+        ),
     })
 }
 
@@ -320,7 +338,13 @@ pub fn server_name(host: &str) -> anyhow::Result<ServerName<'static>> {
 /// certificate and what to do about it; `skip` is the flag that would skip verification for
 /// this host (`--insecure` for a server named on the command line, `--insecure-all` for
 /// others).
-pub fn handshake_error(host: &str, e: &io::Error, skip: &str) -> anyhow::Error {
+pub fn handshake_error(host: &str, e: &io::Error, skip: &str) -> HttpError {
+    HttpError::Handshake {
+        message: one_line(&handshake_problem(host, e, skip)),
+    }
+}
+
+fn handshake_problem(host: &str, e: &io::Error, skip: &str) -> anyhow::Error {
     let Some(tls) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) else {
         return anyhow!("TLS handshake with {host} failed: {e}; is it an HTTPS server?");
     };

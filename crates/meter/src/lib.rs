@@ -48,7 +48,7 @@ pub use calibrate::{
 };
 pub use export::{serve_openmetrics, Exporter};
 pub use meter::{unix_now, DomainEnergy, EnergyReport, Meter, MeterConfig, Snapshot};
-pub use report::{MeasuredCommand, MeasuredRun, RecordedCounter, Recording};
+pub use report::{MeasuredCommand, RecordedCounter, Recording, RunFigures};
 pub use rows::{RecordFormat, RecordRow, RECORD_CSV_ENTITY_COLUMNS, RECORD_CSV_HEADER};
 pub use sampler::{
     record_rows, run_sampler, Pacing, RecordProgress, RowSink, Sample, SampleSink, SamplerConfig,

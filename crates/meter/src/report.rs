@@ -168,16 +168,16 @@ impl ReportSection for Recording {
 
 /// One run of a `wattio measure --json` result, as the page shows it.
 #[derive(Debug, Clone)]
-pub struct MeasuredRun {
+pub struct RunFigures {
     pub duration_s: f64,
     pub total_j: f64,
     pub mean_power_w: f64,
     pub exit_code: i64,
 }
 
-impl MeasuredRun {
-    pub fn of(energy: &EnergyReport, exit_code: i32) -> MeasuredRun {
-        MeasuredRun {
+impl RunFigures {
+    pub fn of(energy: &EnergyReport, exit_code: i32) -> RunFigures {
+        RunFigures {
             duration_s: energy.duration_s,
             total_j: energy.total_j,
             mean_power_w: energy.mean_power_w(),
@@ -192,7 +192,7 @@ impl MeasuredRun {
 pub struct MeasuredCommand {
     pub command: String,
     pub provenance: Provenance,
-    pub runs: Vec<MeasuredRun>,
+    pub runs: Vec<RunFigures>,
 }
 
 impl ReportSection for MeasuredCommand {

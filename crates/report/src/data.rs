@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use wattio_iobench::{IoBenchRuns, RunRecord};
 use wattio_meter::measure::bench::Report as MeasureReport;
 use wattio_meter::measure::{RunStatus, SingleRun};
-use wattio_meter::{EnergyReport, MeasuredCommand, MeasuredRun, RecordRow, Recording};
+use wattio_meter::{EnergyReport, MeasuredCommand, RecordRow, Recording, RunFigures};
 use wattio_overhead::{IdleRuns, LoadRuns};
 use wattio_plot::ReportSection;
 use wattio_sim::{CacheSweep, RunResult, SweepRow};
@@ -371,7 +371,7 @@ fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
                         .runs
                         .iter()
                         .filter(|r| r.status == RunStatus::Ok)
-                        .map(|r| MeasuredRun::of(&r.report.energy, r.report.exit_code))
+                        .map(|r| RunFigures::of(&r.report.energy, r.report.exit_code))
                         .collect(),
                 })
             })
@@ -383,7 +383,7 @@ fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
         return Ok(vec![Dataset::Measure(MeasuredCommand {
             command: single.command.join(" "),
             provenance: energy.provenance.clone(),
-            runs: vec![MeasuredRun::of(energy, single.report.exit_code)],
+            runs: vec![RunFigures::of(energy, single.report.exit_code)],
         })]);
     }
     if let Some(first) = v
@@ -440,7 +440,7 @@ fn measure_dataset(command: String, runs: Vec<EarlierMeasureRun>) -> Result<Vec<
         provenance,
         runs: runs
             .iter()
-            .map(|r| MeasuredRun::of(&r.energy, r.exit_code))
+            .map(|r| RunFigures::of(&r.energy, r.exit_code))
             .collect(),
     })])
 }

@@ -128,8 +128,8 @@ async fn tcp_connect(url: &HttpUrl) -> anyhow::Result<TcpStream> {
 }
 
 /// An error of `wattio_http::tls` as a [`Kind::Tls`] failure.
-fn as_tls(e: anyhow::Error) -> Failure {
-    Kind::Tls.msg(format!("{e:#}"))
+fn as_tls(e: wattio_http::HttpError) -> Failure {
+    Kind::Tls.msg(e.message())
 }
 
 /// The round-trip time: the quickest of three TCP handshakes (no TLS: its handshake costs
