@@ -64,8 +64,15 @@ pub fn parse_proc_stat(line: &str) -> Option<ProcStat> {
     }
     let pid = line[..open].trim().parse().ok()?;
     let comm = line[open + 1..close].to_string();
-    // Fields after comm start at field 3 (state).
-    let rest: Vec<&str> = line[close + 1..].split_ascii_whitespace().collect();
+    // Fields after comm start at field 3 (state); 3 to 22 are all this needs. Kept in an array,
+    // not a Vec: `top` parses one line per process per refresh.
+    let mut rest = [""; 20];
+    for (slot, f) in rest
+        .iter_mut()
+        .zip(line[close + 1..].split_ascii_whitespace())
+    {
+        *slot = f;
+    }
     let field = |n: usize| -> Option<u64> { rest.get(n - 3)?.parse().ok() };
     Some(ProcStat {
         pid,
