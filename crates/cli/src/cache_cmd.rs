@@ -1,5 +1,6 @@
 //! `wattio cache ...`: replay cache traces against device power models (the Ghosts evaluation).
 
+use crate::output_file::replace_file;
 use crate::OnOff;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
@@ -243,13 +244,15 @@ fn sweep(a: SweepArgs) -> Result<ExitCode> {
         all.append(&mut rows);
         let (rt, en) = wattio_sim::sweep_charts(&all, &name, &profile.name);
         let stem = sanitize(&name);
-        std::fs::write(a.output.join(format!("{stem}-response.svg")), rt)?;
-        std::fs::write(a.output.join(format!("{stem}-energy.svg")), en)?;
+        replace_file(
+            &a.output.join(format!("{stem}-response.svg")),
+            rt.as_bytes(),
+        )?;
+        replace_file(&a.output.join(format!("{stem}-energy.svg")), en.as_bytes())?;
     }
     bar.finish_and_clear();
     let csv_path = a.output.join("sweep.csv");
-    std::fs::write(&csv_path, wattio_sim::sweep_csv(&all))
-        .with_context(|| format!("cannot write {}", csv_path.display()))?;
+    replace_file(&csv_path, wattio_sim::sweep_csv(&all).as_bytes())?;
     println!(
         "profile {}; energy simulated (estimated from the profile); mean of {} seed(s)",
         profile.name,

@@ -1,6 +1,6 @@
 //! `wattio calibrate`: fit a model's curve against RAPL and write a model file.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -82,12 +82,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<ExitCode> {
         }
         r => r?,
     };
-    std::fs::write(&a.output, file.to_json()).with_context(|| {
-        format!(
-            "cannot write {}: check the directory exists and is writable",
-            a.output.display()
-        )
-    })?;
+    crate::output_file::replace_file(&a.output, file.to_json().as_bytes())?;
     println!(
         "calibrated against {} on '{}' ({} vCPUs)",
         file.measured_with, file.cpu, file.vcpus

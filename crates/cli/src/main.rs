@@ -11,6 +11,7 @@ mod closed_pipe;
 mod iobench_cmd;
 mod measure_cmd;
 mod meter_cmd;
+mod output_file;
 mod overhead_cmd;
 mod report_cmd;
 mod study_ui;

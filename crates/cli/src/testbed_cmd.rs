@@ -205,8 +205,7 @@ fn exec(bed: &Bed, e: ExecArgs) -> Result<ExitCode> {
                 meter.as_ref(),
                 &meter_cfg.root,
             )?;
-            std::fs::write(&path, serde_json::to_string_pretty(&s)?)
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            crate::output_file::replace_file(&path, serde_json::to_string_pretty(&s)?.as_bytes())?;
             s.exit_code
         }
         None => {
