@@ -122,7 +122,9 @@ pub struct Interval {
 
 struct ProcInfo {
     comm: String,
-    cgroup: Option<String>,
+    /// Its cgroup, read the first time it has CPU time to report (`None` until then): most
+    /// processes `top` lists sleep, and reading every one's at start-up cost a second file each.
+    cgroup: Option<Option<String>>,
     ppid: u32,
     last_ticks: u64,
     last_children_ticks: u64,
@@ -395,12 +397,11 @@ impl Attributor {
                     (own, grown - paid)
                 }
                 None => {
-                    let cgroup = cgroup::cgroup_of(&self.root, key.pid);
                     self.procs.insert(
                         key,
                         ProcInfo {
                             comm: st.comm,
-                            cgroup,
+                            cgroup: None,
                             ppid: st.ppid,
                             last_ticks: st.cpu_ticks,
                             last_children_ticks: st.children_ticks,
@@ -418,6 +419,13 @@ impl Attributor {
             };
             if own + reaped > 0 {
                 out.push(ProcDelta { key, own, reaped });
+            }
+        }
+        for d in &out {
+            if let Some(info) = self.procs.get_mut(&d.key) {
+                if info.cgroup.is_none() {
+                    info.cgroup = Some(cgroup::cgroup_of(&self.root, d.key.pid));
+                }
             }
         }
         Ok(out)
@@ -448,7 +456,7 @@ impl Attributor {
                     key: Key::Process(d.key),
                     pid: Some(d.key.pid),
                     comm: Some(info.comm.clone()),
-                    cgroup: info.cgroup.clone(),
+                    cgroup: info.cgroup.clone().flatten(),
                     cpu_s: d.own as f64 * tick + children,
                     children_cpu_s: children,
                     energy_j: 0.0,
