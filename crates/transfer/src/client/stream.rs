@@ -5,7 +5,7 @@
 //! Nothing says how much of such a file a cut-short stream missed, so an interrupted one is
 //! fetched again whole.
 
-use super::conn::Connector;
+use super::conn::{Connector, Stream};
 use super::dest::{with_suffix, Dest, Entry, PART_SUFFIX};
 use super::fetch::{unterminated, ChunkedDecoder, Deadline};
 use super::files::{url_string, SourceFile};
@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use wattio_http::checksum;
-use wattio_http::parse_response_head;
+use wattio_http::{parse_response_head, ResponseHead};
 
 /// How a streamed file ended.
 pub(super) enum Streamed {
@@ -106,6 +106,54 @@ const STREAM_SPARE: u64 = 64 << 20;
 /// How often a stream checks DEST's free space.
 const STREAM_SPACE_CHECK: u64 = 16 << 20;
 
+/// Reads the response head (within `deadline`); returns it with the bytes after it.
+async fn read_head(
+    s: &mut Stream,
+    deadline: &mut Deadline,
+    buf: &mut [u8],
+    here: &str,
+) -> anyhow::Result<(ResponseHead, Vec<u8>)> {
+    let mut pending: Vec<u8> = Vec::new();
+    loop {
+        if let Some((h, n)) = parse_response_head(&pending)? {
+            pending.drain(..n);
+            return Ok((h, pending));
+        }
+        let n = deadline.read(s, buf, here).await?;
+        if n == 0 {
+            fail!(
+                Protocol,
+                "{here}: the server closed the connection without an answer"
+            );
+        }
+        pending.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// Refuses a stream with no announced end once DEST's free space drops below what the planned
+/// transfer still needs (`reserved`) plus [`STREAM_SPARE`].
+fn check_room(
+    dest: &Dest,
+    reserved: &(dyn Fn() -> u64 + Sync),
+    written: u64,
+    here: &str,
+) -> anyhow::Result<()> {
+    let free = dest.free_bytes().unwrap_or(u64::MAX);
+    let needed_bytes = reserved().saturating_add(STREAM_SPARE);
+    if free >= needed_bytes {
+        return Ok(());
+    }
+    let no_space = Kind::NoSpace {
+        needed_bytes,
+        free_bytes: free,
+    };
+    Err(Refusal(no_space.msg(format!(
+        "{here}: still sending after {written} bytes with no end announced, and {} has {free} bytes free, which the rest of the transfer needs; free some space, or fetch that file on its own",
+        dest.shown("")
+    )))
+    .into())
+}
+
 /// One attempt: the whole body into `part`, hashed on the way with the publisher's algorithm,
 /// then synced. The body has the discovery deadline (60 s plus 1 s per 64 KiB), and a body
 /// with no announced end stops, refused, before it leaves DEST less free space than the
@@ -128,23 +176,9 @@ async fn stream_once(
     );
     s.write_all(req.as_bytes()).await?;
     let mut buf = vec![0u8; 256 * 1024];
-    let mut pending: Vec<u8> = Vec::new();
     // the head within the discovery deadline; the body may take as long as it keeps coming
     let mut deadline = Deadline::new();
-    let head = loop {
-        if let Some((h, n)) = parse_response_head(&pending)? {
-            pending.drain(..n);
-            break h;
-        }
-        let n = deadline.read(&mut s, &mut buf, &here).await?;
-        if n == 0 {
-            fail!(
-                Protocol,
-                "{here}: the server closed the connection without an answer"
-            );
-        }
-        pending.extend_from_slice(&buf[..n]);
-    };
+    let (head, pending) = read_head(&mut s, &mut deadline, &mut buf, &here).await?;
     if head.status != 200 {
         fail!(InvalidSource, "{here}: HTTP {}", head.status);
     }
@@ -178,19 +212,7 @@ async fn stream_once(
     loop {
         if written >= next_space_check {
             next_space_check = written + STREAM_SPACE_CHECK;
-            let free = dest.free_bytes().unwrap_or(u64::MAX);
-            let needed_bytes = reserved().saturating_add(STREAM_SPARE);
-            if free < needed_bytes {
-                let no_space = Kind::NoSpace {
-                    needed_bytes,
-                    free_bytes: free,
-                };
-                return Err(Refusal(no_space.msg(format!(
-                    "{here}: still sending after {written} bytes with no end announced, and {} has {free} bytes free, which the rest of the transfer needs; free some space, or fetch that file on its own",
-                    dest.shown("")
-                )))
-                .into());
-            }
+            check_room(dest, reserved, written, &here)?;
         }
         body.clear();
         match chunked.as_mut() {
