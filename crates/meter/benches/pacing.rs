@@ -1,9 +1,13 @@
 //! Pacing and CPU cost of the sampling loop (`make bench`).
 //!
-//! 1. At 1000 Hz for `WATTIO_BENCH_SECONDS` (default 60) seconds, side by side in one run: the
-//!    `timerfd` loop and the paper's "badsleep" loop (`sleep(period)` after each read). Reports
-//!    achieved samples per second and the p50 / p99 / max error of the interval between
-//!    consecutive samples against the nominal 1 ms.
+//! 1. At 1000 Hz for `WATTIO_BENCH_SECONDS` (default 60) seconds, side by side in one run: a bare
+//!    `timerfd` loop (the floor), the sampler on the powercap and the MSR fixtures, and the
+//!    paper's "badsleep" loop (`sleep(period)` after each read). Reports samples per second,
+//!    each reading's lateness against its deadline on the timer's grid, the interval error
+//!    against the nominal 1 ms, and the cause of each tick later than 50 µs: the loop's own
+//!    previous reading still running, the writer thread busy on the reading thread's CPU, or
+//!    neither (the scheduler or the hypervisor). `scripts/trace-meter-wakeups.py` splits the
+//!    last kind further with the kernel's tracepoints.
 //! 2. The process's CPU time (user + system, `getrusage`) as a share of one core while sampling
 //!    at 1, 10, 100 and 1000 Hz for `WATTIO_BENCH_CPU_SECONDS` (default 10) seconds each, writing
 //!    CSV rows to a file as `wattio record` does, for two read paths: powercap fixture files
@@ -23,7 +27,7 @@
 //! Prints Markdown tables; `docs/benchmarks/meter.md` holds a run.
 
 use std::time::Duration;
-use wattio_energy::{discover_powercap, PowercapSource};
+use wattio_energy::{discover_powercap, MsrSource, PowercapSource};
 use wattio_energy::{Mechanism, ModelParams, ModelSource, Source, SourceChoice, SysRoot};
 use wattio_fixture as fixture;
 use wattio_meter::{run_sampler, Pacing, RecordFormat, RowSink, Sample, SampleSink, SamplerConfig};
@@ -36,20 +40,64 @@ fn env_secs(name: &str, default: f64) -> f64 {
         .unwrap_or(default)
 }
 
-/// Records sample times and also writes the rows, as `record` would.
-struct TimingSink {
+/// What the writer thread did: the sample times and deadlines it was handed, and when it was
+/// busy (one span per `consume` call, with the CPU it ran on), while also writing the rows as
+/// `record` does.
+struct ProbeSink {
     rows: RowSink<std::fs::File>,
-    times: Vec<u64>,
+    /// (reading time, deadline) per sample, CLOCK_MONOTONIC ns.
+    times: Vec<(u64, u64)>,
+    /// (start, end, cpu) per `consume` call.
+    busy: Vec<(u64, u64, i32)>,
 }
 
-impl SampleSink for TimingSink {
+impl SampleSink for ProbeSink {
     fn consume(&mut self, s: &Sample) -> std::io::Result<()> {
-        self.times.push(s.mono_ns);
-        self.rows.consume(s)
+        let start = mono_ns();
+        self.times.push((s.mono_ns, s.deadline_ns));
+        let r = self.rows.consume(s);
+        // SAFETY: plain call.
+        let cpu = unsafe { libc::sched_getcpu() };
+        self.busy.push((start, mono_ns(), cpu));
+        r
     }
     fn finish(&mut self) -> std::io::Result<()> {
         self.rows.finish()
     }
+}
+
+/// A source that records, on the reading thread, when each of its reads started and ended and
+/// on which CPU: the reads' share of the late ticks.
+struct ProbedSource {
+    inner: Box<dyn Source>,
+    reads: std::sync::Arc<std::sync::Mutex<Vec<(u64, u64, i32)>>>,
+}
+
+impl Source for ProbedSource {
+    fn provenance(&self) -> &wattio_energy::Provenance {
+        self.inner.provenance()
+    }
+    fn counters(&self) -> &[wattio_energy::CounterSpec] {
+        self.inner.counters()
+    }
+    fn read_raw(&mut self, out: &mut [u64]) -> Result<(), wattio_energy::EnergyError> {
+        let start = mono_ns();
+        let r = self.inner.read_raw(out);
+        // SAFETY: plain call.
+        let cpu = unsafe { libc::sched_getcpu() };
+        self.reads.lock().unwrap().push((start, mono_ns(), cpu));
+        r
+    }
+}
+
+fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn powercap_source(dir: &std::path::Path) -> Box<dyn Source> {
@@ -72,23 +120,21 @@ fn cpu_seconds() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
+/// Samples `source` at `freq` for `secs` with rows written to `out` as `record` does; returns
+/// the wall and CPU seconds (user + system of the process).
 fn run(
     source: Box<dyn Source>,
     freq: f64,
     secs: f64,
     pacing: Pacing,
     out: &std::path::Path,
-) -> (Vec<u64>, f64, f64) {
+) -> (f64, f64) {
     let rows = RowSink::new(
         source.as_ref(),
         RecordFormat::Csv,
         std::fs::File::create(out).unwrap(),
     )
     .unwrap();
-    let sink = TimingSink {
-        rows,
-        times: Vec::with_capacity((freq * secs) as usize + 10),
-    };
     let cfg = SamplerConfig {
         freq_hz: freq,
         duration: Some(Duration::from_secs_f64(secs)),
@@ -96,36 +142,146 @@ fn run(
         ..SamplerConfig::default()
     };
     let cpu0 = cpu_seconds();
-    let (stats, sink) = run_sampler(source, &cfg, &Cancel::new().unwrap(), sink).unwrap();
-    let cpu = cpu_seconds() - cpu0;
-    (sink.times, stats.wall_s, cpu)
+    let (stats, _) = run_sampler(source, &cfg, &Cancel::new().unwrap(), rows).unwrap();
+    (stats.wall_s, cpu_seconds() - cpu0)
+}
+
+/// One pacing run at 1000 Hz and what the probes saw.
+struct PacingRun {
+    /// (reading time, deadline) per sample.
+    times: Vec<(u64, u64)>,
+    /// (start, end, cpu) per read of the counters.
+    reads: Vec<(u64, u64, i32)>,
+    /// (start, end, cpu) per span of the writer thread's work.
+    writer: Vec<(u64, u64, i32)>,
+    /// Times the reading thread was switched out against its will.
+    involuntary_switches: u64,
+}
+
+/// The `steal` column of `/proc/stat`'s `cpu` line, in seconds.
+fn steal_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks = stat
+        .lines()
+        .next()
+        .and_then(|l| l.split_whitespace().nth(8))
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    // SAFETY: plain call.
+    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+/// `nonvoluntary_ctxt_switches` of the calling thread.
+fn involuntary_switches() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("nonvoluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn run_probed(
+    source: Box<dyn Source>,
+    secs: f64,
+    pacing: Pacing,
+    out: &std::path::Path,
+) -> PacingRun {
+    let freq = 1000.0;
+    let capacity = (freq * secs) as usize + 16;
+    let reads = std::sync::Arc::new(std::sync::Mutex::new(Vec::with_capacity(capacity)));
+    let source = Box::new(ProbedSource {
+        inner: source,
+        reads: reads.clone(),
+    });
+    let rows = RowSink::new(
+        source.as_ref(),
+        RecordFormat::Csv,
+        std::fs::File::create(out).unwrap(),
+    )
+    .unwrap();
+    let sink = ProbeSink {
+        rows,
+        times: Vec::with_capacity(capacity),
+        busy: Vec::with_capacity(capacity),
+    };
+    let cfg = SamplerConfig {
+        freq_hz: freq,
+        duration: Some(Duration::from_secs_f64(secs)),
+        pacing,
+        ..SamplerConfig::default()
+    };
+    let switches0 = involuntary_switches();
+    let (_, sink) = run_sampler(source, &cfg, &Cancel::new().unwrap(), sink).unwrap();
+    let reads = std::mem::take(&mut *reads.lock().unwrap());
+    PacingRun {
+        times: sink.times,
+        reads,
+        writer: sink.busy,
+        involuntary_switches: involuntary_switches() - switches0,
+    }
+}
+
+/// A reading later than this after its deadline is a late tick (the p99 target).
+const LATE_NS: u64 = 50_000;
+
+/// Late ticks by cause: the previous reading still running at the deadline (the loop's own
+/// work), the writer thread busy on the reading thread's CPU between the deadline and the
+/// wake-up, or neither (the scheduler ran something else, or the hypervisor did not run the
+/// vCPU).
+#[derive(Default)]
+struct LateCauses {
+    own_work: usize,
+    writer: usize,
+    scheduler_or_hypervisor: usize,
+}
+
+fn late_causes(run: &PacingRun) -> LateCauses {
+    let mut causes = LateCauses::default();
+    for &(wake, deadline) in &run.times {
+        if wake <= deadline + LATE_NS {
+            continue;
+        }
+        let next_read = run.reads.partition_point(|r| r.0 < wake);
+        let previous_read_end = next_read
+            .checked_sub(1)
+            .map(|i| run.reads[i].1)
+            .unwrap_or(0);
+        let cpu = run.reads.get(next_read).map(|r| r.2).unwrap_or(-1);
+        let writer_in_the_way = run
+            .writer
+            .iter()
+            .skip(run.writer.partition_point(|w| w.1 < deadline))
+            .take_while(|w| w.0 < wake)
+            .any(|w| w.2 == cpu);
+        if previous_read_end >= deadline {
+            causes.own_work += 1;
+        } else if writer_in_the_way {
+            causes.writer += 1;
+        } else {
+            causes.scheduler_or_hypervisor += 1;
+        }
+    }
+    causes
 }
 
 /// The floor: a bare `timerfd` loop that only waits and timestamps, no read, no writer thread.
 /// What the kernel and hypervisor charge for 1000 wake-ups a second, whatever the meter does.
-fn bare_timerfd_loop(freq: f64, secs: f64) -> (Vec<u64>, f64, f64) {
-    let period_ns = (1e9 / freq) as i64;
-    let now = |clock| {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: valid timespec.
-        unsafe { libc::clock_gettime(clock, &mut ts) };
-        ts
+/// Returns (wake-up time, deadline) per tick, the wall and the CPU seconds.
+fn bare_timerfd_loop(freq: f64, secs: f64) -> (Vec<(u64, u64)>, f64, f64) {
+    let period_ns = (1e9 / freq) as u64;
+    let first = mono_ns() + 1_000_000_000;
+    let ts = |ns: u64| libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
     };
     // SAFETY: plain syscalls on a descriptor we own and close.
     unsafe {
         let fd = libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC);
         assert!(fd >= 0);
-        let mut first = now(libc::CLOCK_MONOTONIC);
-        first.tv_sec += 1;
         let spec = libc::itimerspec {
-            it_interval: libc::timespec {
-                tv_sec: (period_ns / 1_000_000_000) as libc::time_t,
-                tv_nsec: (period_ns % 1_000_000_000) as libc::c_long,
-            },
-            it_value: first,
+            it_interval: ts(period_ns),
+            it_value: ts(first),
         };
         let r = libc::timerfd_settime(fd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut());
         assert_eq!(r, 0, "timerfd_settime: {}", std::io::Error::last_os_error());
@@ -133,11 +289,12 @@ fn bare_timerfd_loop(freq: f64, secs: f64) -> (Vec<u64>, f64, f64) {
         let mut times = Vec::with_capacity(n);
         let cpu0 = cpu_seconds();
         let t0 = std::time::Instant::now();
-        let mut exp = 0u64;
+        let mut expirations = 0u64;
+        let mut passed = 0u64;
         while times.len() < n {
-            libc::read(fd, (&mut exp as *mut u64).cast(), 8);
-            let t = now(libc::CLOCK_MONOTONIC);
-            times.push(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
+            libc::read(fd, (&mut expirations as *mut u64).cast(), 8);
+            passed += expirations;
+            times.push((mono_ns(), first + (passed - 1) * period_ns));
         }
         let wall = t0.elapsed().as_secs_f64() - 1.0; // the first tick waits one second
         let cpu = cpu_seconds() - cpu0;
@@ -223,11 +380,105 @@ fn bpf_program_time(held: &[std::os::fd::OwnedFd]) -> (u64, u64) {
         .fold((0, 0), |(a, b), (ns, cnt)| (a + ns, b + cnt))
 }
 
-fn interval_errors_us(times: &[u64], period_ns: f64) -> Vec<f64> {
+fn interval_errors_us(times: &[(u64, u64)], period_ns: f64) -> Vec<f64> {
     times
         .windows(2)
-        .map(|w| ((w[1] - w[0]) as f64 - period_ns).abs() / 1000.0)
+        .map(|w| ((w[1].0 - w[0].0) as f64 - period_ns).abs() / 1000.0)
         .collect()
+}
+
+/// Readings per second between the first reading and the last: start-up and shutdown left out.
+fn samples_per_second(times: &[(u64, u64)]) -> f64 {
+    match (times.first(), times.last()) {
+        (Some(first), Some(last)) if last.0 > first.0 => {
+            (times.len() - 1) as f64 * 1e9 / (last.0 - first.0) as f64
+        }
+        _ => f64::NAN,
+    }
+}
+
+fn lateness_us(times: &[(u64, u64)]) -> Vec<f64> {
+    times
+        .iter()
+        .map(|&(wake, deadline)| wake.saturating_sub(deadline) as f64 / 1000.0)
+        .collect()
+}
+
+/// Section 1: the loops side by side at 1000 Hz, with the late ticks' causes.
+fn pacing_at_1000_hz(fx: &std::path::Path, secs: f64, out: &std::path::Path) {
+    println!("## Pacing at 1000 Hz for {secs} s (rows written to a file)\n");
+    println!("Lateness: reading time minus its deadline on the timer's grid. Interval error: |time between consecutive readings − 1 ms|.\n");
+    println!("| loop | samples/s | lateness p50 / p99 / max (µs) | interval error p50 / p99 (µs) | late ticks (> 50 µs) | of which: own work / writer on the CPU / scheduler or hypervisor | steal (s) | involuntary switches |");
+    println!("|---|---|---|---|---|---|---|---|");
+    let q = |v: &[f64], p| wattio_stats::quantile(v, p).unwrap_or(f64::NAN);
+    let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+    for (name, source) in [
+        ("bare timerfd loop (floor: no read, no writer)", None),
+        (
+            "wattio, powercap fixture (1 counter)",
+            Some((false, Pacing::Timerfd)),
+        ),
+        (
+            "wattio, MSR fixture (4 counters)",
+            Some((true, Pacing::Timerfd)),
+        ),
+        (
+            "sleep (badsleep), powercap fixture",
+            Some((false, Pacing::Sleep)),
+        ),
+    ] {
+        let steal0 = steal_seconds();
+        let (times, causes, switches) = match source {
+            None => {
+                let s0 = involuntary_switches();
+                let (times, _, _) = bare_timerfd_loop(1000.0, secs);
+                (times, None, involuntary_switches() - s0)
+            }
+            Some((msr, pacing)) => {
+                let src = if msr {
+                    Box::new(MsrSource::open(&SysRoot::new(fx)).unwrap()) as Box<dyn Source>
+                } else {
+                    powercap_source(fx)
+                };
+                let run = run_probed(src, secs, pacing, out);
+                let causes = late_causes(&run);
+                (run.times, Some(causes), run.involuntary_switches)
+            }
+        };
+        let steal = steal_seconds() - steal0;
+        let late = lateness_us(&times);
+        let errs = interval_errors_us(&times, 1e6);
+        let late_ticks = times.iter().filter(|&&(w, d)| w > d + LATE_NS).count();
+        let (lateness, causes) = if name.starts_with("sleep") {
+            // A sleep loop has no grid: each wait starts when the last one ended, so its
+            // lateness against the grid only grows.
+            ("drifts".to_string(), "—".to_string())
+        } else {
+            (
+                format!(
+                    "{:.1} / {:.1} / {:.0}",
+                    q(&late, 0.5),
+                    q(&late, 0.99),
+                    max(&late)
+                ),
+                causes
+                    .map(|c| {
+                        format!(
+                            "{} / {} / {}",
+                            c.own_work, c.writer, c.scheduler_or_hypervisor
+                        )
+                    })
+                    .unwrap_or_else(|| "— (nothing else runs)".into()),
+            )
+        };
+        println!(
+            "| {name} | {:.1} | {lateness} | {:.1} / {:.1} | {} | {causes} | {steal:.2} | {switches} |",
+            samples_per_second(&times),
+            q(&errs, 0.5),
+            q(&errs, 0.99),
+            if name.starts_with("sleep") { "—".to_string() } else { late_ticks.to_string() },
+        );
+    }
 }
 
 fn main() {
@@ -239,31 +490,7 @@ fn main() {
     fixture::intel_laptop(&fx).unwrap();
     let out = dir.path().join("rows.csv");
 
-    println!(
-        "## Pacing at 1000 Hz for {secs} s (source: powercap fixture, rows written to a file)\n"
-    );
-    println!("| loop | samples/s | p50 error (µs) | p99 error (µs) | max error (µs) |");
-    println!("|---|---|---|---|---|");
-    for (name, pacing) in [
-        ("timerfd (wattio)", Some(Pacing::Timerfd)),
-        ("sleep (badsleep)", Some(Pacing::Sleep)),
-        ("bare timerfd loop (floor: no read, no writer)", None),
-    ] {
-        let (times, wall, _) = match pacing {
-            Some(p) => run(powercap_source(&fx), 1000.0, secs, p, &out),
-            None => bare_timerfd_loop(1000.0, secs),
-        };
-        let errs = interval_errors_us(&times, 1e6);
-        let q = |p| wattio_stats::quantile(&errs, p).unwrap_or(f64::NAN);
-        let max = errs.iter().copied().fold(0.0, f64::max);
-        println!(
-            "| {name} | {:.1} | {:.1} | {:.1} | {:.1} |",
-            times.len() as f64 / wall,
-            q(0.5),
-            q(0.99),
-            max
-        );
-    }
+    pacing_at_1000_hz(&fx, secs, &out);
 
     println!("\n## CPU time of the meter process ({cpu_secs} s per rate, timerfd, rows written to a file)\n");
     println!("| read path | rate (Hz) | CPU (% of one core) |");
@@ -285,7 +512,7 @@ fn main() {
             } else {
                 powercap_source(&fx)
             };
-            let (_, wall, cpu) = run(src, freq, cpu_secs, Pacing::Timerfd, &out);
+            let (wall, cpu) = run(src, freq, cpu_secs, Pacing::Timerfd, &out);
             println!("| {name} | {freq} | {:.3} |", 100.0 * cpu / wall);
         }
     }
@@ -317,7 +544,7 @@ fn main() {
             };
             let held = hold_bpf_programs();
             let (ns0, cnt0) = bpf_program_time(&held);
-            let (_, wall, cpu) = run(src, freq, cpu_secs, Pacing::Timerfd, &out);
+            let (wall, cpu) = run(src, freq, cpu_secs, Pacing::Timerfd, &out);
             let (ns1, cnt1) = bpf_program_time(&held);
             drop(held);
             let (prog, per_tick) = match (m, &stats) {
