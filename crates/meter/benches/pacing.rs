@@ -10,8 +10,9 @@
 //!    last kind further with the kernel's tracepoints.
 //! 2. The process's CPU time (user + system, `getrusage`) as a share of one core while sampling
 //!    at 1, 10, 100 and 1000 Hz for `WATTIO_BENCH_CPU_SECONDS` (default 10) seconds each, writing
-//!    CSV rows to a file as `wattio record` does, for two read paths: powercap fixture files
-//!    (a `pread` per counter, the path of real sysfs) and the model (`/proc/stat`).
+//!    CSV rows to a file as `wattio record` does, for three read paths: powercap fixture files
+//!    (a `pread` per counter, the path of real sysfs), a sparse MSR fixture file (the path of
+//!    `/dev/cpu/N/msr`) and the model (`/proc/stat`).
 //!
 //! 3. The floor under both: a bare `timerfd` loop that only wakes and timestamps, so the cost of
 //!    the kernel's and hypervisor's wake-ups is told apart from the meter's own.
@@ -502,15 +503,18 @@ fn main() {
             100.0 * cpu / wall
         );
     }
-    for (name, model) in [
-        ("powercap (fixture file)", false),
-        ("model (/proc/stat)", true),
+    for (name, mechanism) in [
+        ("powercap (fixture file)", Mechanism::Powercap),
+        ("msr (sparse fixture file, 4 counters)", Mechanism::Msr),
+        ("model (/proc/stat)", Mechanism::Model),
     ] {
         for freq in [1.0, 10.0, 100.0, 1000.0] {
-            let src: Box<dyn Source> = if model {
-                Box::new(ModelSource::open(&SysRoot::new("/"), ModelParams::default()).unwrap())
-            } else {
-                powercap_source(&fx)
+            let src: Box<dyn Source> = match mechanism {
+                Mechanism::Model => {
+                    Box::new(ModelSource::open(&SysRoot::new("/"), ModelParams::default()).unwrap())
+                }
+                Mechanism::Msr => Box::new(MsrSource::open(&SysRoot::new(&fx)).unwrap()),
+                _ => powercap_source(&fx),
             };
             let (wall, cpu) = run(src, freq, cpu_secs, Pacing::Timerfd, &out);
             println!("| {name} | {freq} | {:.3} |", 100.0 * cpu / wall);
