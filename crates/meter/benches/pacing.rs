@@ -1,6 +1,7 @@
 //! Pacing and CPU cost of the sampling loop (`make bench`).
 //!
-//! 1. At 1000 Hz for `WATTIO_BENCH_SECONDS` (default 60) seconds, side by side in one run: a bare
+//! 1. At 1000 Hz for `WATTIO_BENCH_SECONDS` (default 60) seconds per loop, in
+//!    `WATTIO_BENCH_ROUNDS` (default 6) interleaved rounds, side by side: a bare
 //!    `timerfd` loop (the floor), the sampler on the powercap and the MSR fixtures, and the
 //!    paper's "badsleep" loop (`sleep(period)` after each read). Reports samples per second,
 //!    each reading's lateness against its deadline on the timer's grid, the interval error
@@ -8,6 +9,9 @@
 //!    previous reading still running, the writer thread busy on the reading thread's CPU, or
 //!    neither (the scheduler or the hypervisor). `scripts/trace-meter-wakeups.py` splits the
 //!    last kind further with the kernel's tracepoints.
+//!    Then the process's CPU at 1000 Hz of the floor and the sampler (powercap, MSR) without
+//!    probes, `WATTIO_BENCH_CPU_SECONDS` per loop per round in up to 5 interleaved rounds, with
+//!    each round's difference to the floor: the meter's own cost.
 //! 2. The process's CPU time (user + system, `getrusage`) as a share of one core while sampling
 //!    at 1, 10, 100 and 1000 Hz for `WATTIO_BENCH_CPU_SECONDS` (default 10) seconds each, writing
 //!    CSV rows to a file as `wattio record` does, for three read paths: powercap fixture files
@@ -155,8 +159,6 @@ struct PacingRun {
     reads: Vec<(u64, u64, i32)>,
     /// (start, end, cpu) per span of the writer thread's work.
     writer: Vec<(u64, u64, i32)>,
-    /// Times the reading thread was switched out against its will.
-    involuntary_switches: u64,
 }
 
 /// The `steal` column of `/proc/stat`'s `cpu` line, in seconds.
@@ -212,14 +214,12 @@ fn run_probed(
         pacing,
         ..SamplerConfig::default()
     };
-    let switches0 = involuntary_switches();
     let (_, sink) = run_sampler(source, &cfg, &Cancel::new().unwrap(), sink).unwrap();
     let reads = std::mem::take(&mut *reads.lock().unwrap());
     PacingRun {
         times: sink.times,
         reads,
         writer: sink.busy,
-        involuntary_switches: involuntary_switches() - switches0,
     }
 }
 
@@ -388,16 +388,6 @@ fn interval_errors_us(times: &[(u64, u64)], period_ns: f64) -> Vec<f64> {
         .collect()
 }
 
-/// Readings per second between the first reading and the last: start-up and shutdown left out.
-fn samples_per_second(times: &[(u64, u64)]) -> f64 {
-    match (times.first(), times.last()) {
-        (Some(first), Some(last)) if last.0 > first.0 => {
-            (times.len() - 1) as f64 * 1e9 / (last.0 - first.0) as f64
-        }
-        _ => f64::NAN,
-    }
-}
-
 fn lateness_us(times: &[(u64, u64)]) -> Vec<f64> {
     times
         .iter()
@@ -405,79 +395,179 @@ fn lateness_us(times: &[(u64, u64)]) -> Vec<f64> {
         .collect()
 }
 
-/// Section 1: the loops side by side at 1000 Hz, with the late ticks' causes.
-fn pacing_at_1000_hz(fx: &std::path::Path, secs: f64, out: &std::path::Path) {
-    println!("## Pacing at 1000 Hz for {secs} s (rows written to a file)\n");
-    println!("Lateness: reading time minus its deadline on the timer's grid. Interval error: |time between consecutive readings − 1 ms|.\n");
+/// The loops of sections 1 and 2: the floor, or the sampler on a fixture with a pacing.
+#[derive(Clone, Copy)]
+enum Loop {
+    Floor,
+    Sampler(Mechanism, Pacing),
+}
+
+impl Loop {
+    fn name(self) -> &'static str {
+        match self {
+            Loop::Floor => "bare timerfd loop (floor: no read, no writer)",
+            Loop::Sampler(Mechanism::Msr, _) => "wattio, MSR fixture (4 counters)",
+            Loop::Sampler(_, Pacing::Sleep) => "sleep (badsleep), powercap fixture",
+            Loop::Sampler(..) => "wattio, powercap fixture (1 counter)",
+        }
+    }
+
+    fn source(self, fx: &std::path::Path) -> Box<dyn Source> {
+        match self {
+            Loop::Sampler(Mechanism::Msr, _) => {
+                Box::new(MsrSource::open(&SysRoot::new(fx)).unwrap())
+            }
+            _ => powercap_source(fx),
+        }
+    }
+}
+
+/// What one loop gave over every round of section 1.
+#[derive(Default)]
+struct PacingTotals {
+    /// (reading time, deadline) per sample, one list per round.
+    rounds: Vec<Vec<(u64, u64)>>,
+    causes: LateCauses,
+    steal_s: f64,
+    switches: u64,
+}
+
+/// Section 1: the loops side by side at 1000 Hz, in interleaved rounds (every loop once, then
+/// the next round) so a noisy minute on the host falls on all of them alike.
+fn pacing_at_1000_hz(fx: &std::path::Path, secs: f64, rounds: usize, out: &std::path::Path) {
+    let loops = [
+        Loop::Floor,
+        Loop::Sampler(Mechanism::Powercap, Pacing::Timerfd),
+        Loop::Sampler(Mechanism::Msr, Pacing::Timerfd),
+        Loop::Sampler(Mechanism::Powercap, Pacing::Sleep),
+    ];
+    let mut totals: Vec<PacingTotals> = loops.iter().map(|_| PacingTotals::default()).collect();
+    let per_round = secs / rounds as f64;
+    for _ in 0..rounds {
+        for (l, total) in loops.iter().zip(&mut totals) {
+            let steal0 = steal_seconds();
+            let switches0 = involuntary_switches();
+            let times = match *l {
+                Loop::Floor => bare_timerfd_loop(1000.0, per_round).0,
+                Loop::Sampler(_, pacing) => {
+                    let run = run_probed(l.source(fx), per_round, pacing, out);
+                    let c = late_causes(&run);
+                    total.causes.own_work += c.own_work;
+                    total.causes.writer += c.writer;
+                    total.causes.scheduler_or_hypervisor += c.scheduler_or_hypervisor;
+                    run.times
+                }
+            };
+            total.switches += involuntary_switches() - switches0;
+            total.steal_s += steal_seconds() - steal0;
+            total.rounds.push(times);
+        }
+    }
+    println!("## Pacing at 1000 Hz, {secs} s per loop in {rounds} interleaved rounds (rows written to a file)\n");
+    println!("Lateness: reading time minus its deadline on the timer's grid. Interval error: |time between consecutive readings − 1 ms|. Steal: the hypervisor's, both vCPUs, over the loop's rounds.\n");
     println!("| loop | samples/s | lateness p50 / p99 / max (µs) | interval error p50 / p99 (µs) | late ticks (> 50 µs) | of which: own work / writer on the CPU / scheduler or hypervisor | steal (s) | involuntary switches |");
     println!("|---|---|---|---|---|---|---|---|");
     let q = |v: &[f64], p| wattio_stats::quantile(v, p).unwrap_or(f64::NAN);
     let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
-    for (name, source) in [
-        ("bare timerfd loop (floor: no read, no writer)", None),
-        (
-            "wattio, powercap fixture (1 counter)",
-            Some((false, Pacing::Timerfd)),
-        ),
-        (
-            "wattio, MSR fixture (4 counters)",
-            Some((true, Pacing::Timerfd)),
-        ),
-        (
-            "sleep (badsleep), powercap fixture",
-            Some((false, Pacing::Sleep)),
-        ),
-    ] {
-        let steal0 = steal_seconds();
-        let (times, causes, switches) = match source {
-            None => {
-                let s0 = involuntary_switches();
-                let (times, _, _) = bare_timerfd_loop(1000.0, secs);
-                (times, None, involuntary_switches() - s0)
-            }
-            Some((msr, pacing)) => {
-                let src = if msr {
-                    Box::new(MsrSource::open(&SysRoot::new(fx)).unwrap()) as Box<dyn Source>
-                } else {
-                    powercap_source(fx)
-                };
-                let run = run_probed(src, secs, pacing, out);
-                let causes = late_causes(&run);
-                (run.times, Some(causes), run.involuntary_switches)
-            }
-        };
-        let steal = steal_seconds() - steal0;
-        let late = lateness_us(&times);
-        let errs = interval_errors_us(&times, 1e6);
-        let late_ticks = times.iter().filter(|&&(w, d)| w > d + LATE_NS).count();
-        let (lateness, causes) = if name.starts_with("sleep") {
+    for (l, t) in loops.iter().zip(&totals) {
+        let all: Vec<(u64, u64)> = t.rounds.iter().flatten().copied().collect();
+        let late = lateness_us(&all);
+        let errs: Vec<f64> = t
+            .rounds
+            .iter()
+            .flat_map(|r| interval_errors_us(r, 1e6))
+            .collect();
+        let (gaps, span) =
+            t.rounds
+                .iter()
+                .fold((0usize, 0u64), |(n, s), r| match (r.first(), r.last()) {
+                    (Some(f), Some(l)) => (n + r.len() - 1, s + (l.0 - f.0)),
+                    _ => (n, s),
+                });
+        let interval = format!("{:.1} / {:.1}", q(&errs, 0.5), q(&errs, 0.99));
+        let (lateness, late_ticks) = match l {
             // A sleep loop has no grid: each wait starts when the last one ended, so its
             // lateness against the grid only grows.
-            ("drifts".to_string(), "—".to_string())
-        } else {
-            (
+            Loop::Sampler(_, Pacing::Sleep) => ("drifts".to_string(), "—".to_string()),
+            _ => (
                 format!(
                     "{:.1} / {:.1} / {:.0}",
                     q(&late, 0.5),
                     q(&late, 0.99),
                     max(&late)
                 ),
-                causes
-                    .map(|c| {
-                        format!(
-                            "{} / {} / {}",
-                            c.own_work, c.writer, c.scheduler_or_hypervisor
-                        )
-                    })
-                    .unwrap_or_else(|| "— (nothing else runs)".into()),
-            )
+                all.iter()
+                    .filter(|&&(w, d)| w > d + LATE_NS)
+                    .count()
+                    .to_string(),
+            ),
+        };
+        let causes = match l {
+            Loop::Floor => "— (nothing else runs)".to_string(),
+            Loop::Sampler(_, Pacing::Sleep) => "—".to_string(),
+            _ => format!(
+                "{} / {} / {}",
+                t.causes.own_work, t.causes.writer, t.causes.scheduler_or_hypervisor
+            ),
         };
         println!(
-            "| {name} | {:.1} | {lateness} | {:.1} / {:.1} | {} | {causes} | {steal:.2} | {switches} |",
-            samples_per_second(&times),
-            q(&errs, 0.5),
-            q(&errs, 0.99),
-            if name.starts_with("sleep") { "—".to_string() } else { late_ticks.to_string() },
+            "| {} | {:.1} | {lateness} | {interval} | {late_ticks} | {causes} | {:.2} | {} |",
+            l.name(),
+            gaps as f64 * 1e9 / span.max(1) as f64,
+            t.steal_s,
+            t.switches,
+        );
+    }
+}
+
+/// Section 2: the process's CPU at 1000 Hz, the floor and the sampler without probes, in
+/// interleaved rounds; each round's difference to the floor is the meter's own cost.
+fn cpu_beside_floor(fx: &std::path::Path, secs: f64, rounds: usize, out: &std::path::Path) {
+    let loops = [
+        Loop::Floor,
+        Loop::Sampler(Mechanism::Powercap, Pacing::Timerfd),
+        Loop::Sampler(Mechanism::Msr, Pacing::Timerfd),
+    ];
+    let mut shares: Vec<Vec<f64>> = loops.iter().map(|_| Vec::new()).collect();
+    for _ in 0..rounds {
+        for (l, share) in loops.iter().zip(&mut shares) {
+            let (wall, cpu) = match *l {
+                Loop::Floor => {
+                    let (_, wall, cpu) = bare_timerfd_loop(1000.0, secs);
+                    (wall, cpu)
+                }
+                Loop::Sampler(_, pacing) => run(l.source(fx), 1000.0, secs, pacing, out),
+            };
+            share.push(100.0 * cpu / wall);
+        }
+    }
+    println!("\n## CPU at 1000 Hz beside the floor: {secs} s per loop per round, {rounds} interleaved rounds\n");
+    println!(
+        "| loop | CPU per round (% of one core) | median | above the floor, per round (median) |"
+    );
+    println!("|---|---|---:|---|");
+    let floor = shares[0].clone();
+    for (l, share) in loops.iter().zip(&shares) {
+        let list = |v: &[f64]| {
+            v.iter()
+                .map(|x| format!("{x:.3}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let above: Vec<f64> = share.iter().zip(&floor).map(|(s, f)| s - f).collect();
+        println!(
+            "| {} | {} | {:.3} | {} |",
+            l.name(),
+            list(share),
+            wattio_stats::quantile(share, 0.5).unwrap_or(f64::NAN),
+            match l {
+                Loop::Floor => "—".to_string(),
+                _ => format!(
+                    "{} ({:.3})",
+                    list(&above),
+                    wattio_stats::quantile(&above, 0.5).unwrap_or(f64::NAN)
+                ),
+            }
         );
     }
 }
@@ -491,7 +581,9 @@ fn main() {
     fixture::intel_laptop(&fx).unwrap();
     let out = dir.path().join("rows.csv");
 
-    pacing_at_1000_hz(&fx, secs, &out);
+    let rounds = env_secs("WATTIO_BENCH_ROUNDS", 6.0).max(1.0) as usize;
+    pacing_at_1000_hz(&fx, secs, rounds, &out);
+    cpu_beside_floor(&fx, cpu_secs, rounds.min(5), &out);
 
     println!("\n## CPU time of the meter process ({cpu_secs} s per rate, timerfd, rows written to a file)\n");
     println!("| read path | rate (Hz) | CPU (% of one core) |");
