@@ -18,7 +18,9 @@ PACKAGES=(
   nginx
   openjdk-17-jdk-headless
   pkg-config
+  prometheus
   python3
+  python3-prometheus-client
   strace
   stress-ng
   util-linux

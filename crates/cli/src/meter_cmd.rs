@@ -473,7 +473,7 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
     }
     let exporter = Arc::new(exporter);
     let cancel = crate::study_ui::cancel_on_signals()?;
-    wattio_meter::serve_openmetrics(listener, exporter, &cancel)?;
+    wattio_meter::serve_metrics(listener, exporter, &cancel)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -13,6 +13,10 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 /// The entry of `mechanism` in a `probe --json` report.
 fn mechanism<'a>(report: &'a serde_json::Value, mechanism: &str) -> &'a serde_json::Value {
     report["mechanisms"]
@@ -313,7 +317,7 @@ fn record_on_this_machine_writes_estimated_rows_at_the_asked_rate() {
 }
 
 #[test]
-fn export_serves_openmetrics_and_refuses_bad_requests() {
+fn export_serves_prometheus_text_or_openmetrics_as_asked_and_refuses_bad_requests() {
     let child = Command::new(BIN)
         .args(["export", "--source", "model", "--listen", "127.0.0.1:0"])
         .stderr(Stdio::piped())
@@ -322,9 +326,30 @@ fn export_serves_openmetrics_and_refuses_bad_requests() {
     let mut child = Reaper(vec![child]);
     let addr = common::exporter_addr(child.0[0].stderr.take().unwrap());
     let get = |req: &str| common::http(&addr, req);
+    let om = get("GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5\r\n\r\n");
+    assert!(
+        om.contains(
+            "\r\nContent-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\n"
+        ),
+        "{om}"
+    );
+    assert!(
+        om.contains("\n# TYPE wattio_energy_joules counter\n# UNIT wattio_energy_joules joules\n"),
+        "{om}"
+    );
+    assert!(om.trim_end().ends_with("# EOF"), "{om}");
     let r = get("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
     assert!(r.starts_with("HTTP/1.1 200 OK"), "{r}");
-    assert!(r.contains("application/openmetrics-text"), "{r}");
+    assert!(
+        r.contains("\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"),
+        "{r}"
+    );
+    assert!(r.contains("\n# HELP wattio_energy_joules_total "), "{r}");
+    assert!(
+        r.contains("\n# TYPE wattio_energy_joules_total counter\n"),
+        "{r}"
+    );
+    assert!(!r.contains("# EOF") && !r.contains("# UNIT"), "{r}");
     let line = r
         .lines()
         .find(|l| l.starts_with("wattio_energy_joules_total{"))
@@ -334,7 +359,6 @@ fn export_serves_openmetrics_and_refuses_bad_requests() {
     assert!(line.contains("mechanism=\"model\""), "{line}");
     assert!(line.contains("estimated=\"true\""), "{line}");
     assert!(line.contains("model=\"ccf-linear("), "{line}");
-    assert!(r.trim_end().ends_with("# EOF"), "{r}");
     std::thread::sleep(Duration::from_millis(200));
     let r2 = get("GET /metrics HTTP/1.1\r\n\r\n");
     let value = |resp: &str| -> f64 {
@@ -355,6 +379,125 @@ fn export_serves_openmetrics_and_refuses_bad_requests() {
         .success());
     let status = child.0.pop().unwrap().wait().unwrap();
     assert!(status.success());
+}
+
+/// The body after the head of an HTTP response.
+fn body_of(response: &str) -> &str {
+    response.split_once("\r\n\r\n").map_or("", |(_, b)| b)
+}
+
+/// Runs `program args` with `input` on its standard input; its exit status and output.
+fn run_with_input(program: &str, args: &[&str], input: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{program} is missing ({e}): run scripts/install-deps.sh"));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn export_bodies_pass_promtool_the_openmetrics_parser_and_a_prometheus_scrape() {
+    let child = Command::new(BIN)
+        .args([
+            "export",
+            "--source",
+            "model",
+            "--by",
+            "process",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut children = Reaper(vec![child]);
+    let addr = common::exporter_addr(children.0[0].stderr.take().unwrap());
+    let get = |req: &str| common::http(&addr, req);
+
+    // The Prometheus project's own linter on the default format: no finding at all.
+    let text = get("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    let lint = run_with_input("promtool", &["check", "metrics"], body_of(&text));
+    let findings = format!("{}{}", stdout(&lint), stderr(&lint));
+    assert!(
+        lint.status.success() && findings.trim().is_empty(),
+        "{findings}\n{text}"
+    );
+
+    // The OpenMetrics body through the reference parser of the Python client (strict about
+    // metadata, units, `_total` and `# EOF`). promtool 2.42 lints only the 0.0.4 format.
+    let om = get("GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text\r\n\r\n");
+    let parse = run_with_input(
+        "/usr/bin/python3",
+        &[
+            "-c",
+            "import sys\nfrom prometheus_client.openmetrics.parser import text_string_to_metric_families as p\nfor f in p(sys.stdin.read()): print(f.name, f.type, f.unit, len(f.samples))",
+        ],
+        body_of(&om),
+    );
+    let families = stdout(&parse);
+    assert!(parse.status.success(), "{}\n{om}", stderr(&parse));
+    assert!(
+        families.contains("wattio_energy_joules counter joules 1\n"),
+        "{families}"
+    );
+    assert!(
+        families.contains("wattio_process_energy_joules counter joules"),
+        "{families}"
+    );
+    assert!(
+        families.contains("wattio_unattributed_energy_joules counter joules 1\n"),
+        "{families}"
+    );
+
+    // A real Prometheus scrapes it (asking for OpenMetrics first, as it does) and can query it.
+    let dir = tempfile::tempdir().unwrap();
+    let web = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: wattio\n    static_configs:\n      - targets: ['{addr}']\n"),
+    )
+    .unwrap();
+    let prometheus = Command::new("prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address={web}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("prometheus is missing ({e}): run scripts/install-deps.sh"));
+    children.0.push(prometheus);
+    let query = |q: &str| {
+        std::net::TcpStream::connect(web)
+            .ok()
+            .map(|_| common::http(&web.to_string(), &format!("GET /api/v1/query?query={q} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")))
+            .unwrap_or_default()
+    };
+    common::wait_until(
+        60,
+        "Prometheus to scrape wattio_energy_joules_total",
+        || query("wattio_energy_joules_total").contains("\"domain\":\"package\""),
+    );
+    let up = query("up");
+    assert!(up.contains("\"value\":[") && up.contains(",\"1\"]"), "{up}");
+    let scraped = query("scrape_samples_scraped");
+    assert!(!scraped.contains(",\"0\"]"), "{scraped}");
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! An OpenMetrics endpoint: `wattio_energy_joules_total{socket,domain,mechanism,estimated,model}`
+//! Metrics for Prometheus and any OpenMetrics scraper: `wattio_energy_joules_total{socket,domain,mechanism,estimated,model}`
 //! (GPUs read through NVML are `domain="gpu"`, `socket` the GPU's index, `mechanism="nvml"`, each
 //! series with its own counter's labels),
 //! and with attribution on, `wattio_process_energy_joules_total{comm,pid,…}` or
@@ -6,20 +6,18 @@
 //! in one `other` series), plus `wattio_unattributed_energy_joules_total` (idle/unattributed).
 //!
 //! Each scrape of `GET /metrics` reads the counters afresh (the [`Meter`]'s background poller
-//! keeps them wrap-safe between scrapes), so the values are current to the request. The server is
-//! a small blocking HTTP/1.1 responder on std sockets (one short-lived thread per connection,
-//! capped), parsing requests with `httparse`.
+//! keeps them wrap-safe between scrapes), so the values are current to the request. The answer
+//! is the Prometheus text format 0.0.4, or OpenMetrics 1.0 when the request's `Accept` asks for
+//! it ([`crate::exposition`]). The server is a small blocking HTTP/1.1 responder on std
+//! sockets (one short-lived thread per connection, capped), parsing requests with `httparse`.
 
 use crate::attribute::{LiveAttribution, SeriesGuard};
+use crate::exposition::{render, CounterFamily, ExpositionFormat};
 use crate::meter::Meter;
-use prometheus_client::encoding::text::encode;
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::registry::Registry;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wattio_energy::attribution::By;
@@ -27,7 +25,7 @@ use wattio_energy::attribution::Key;
 use wattio_progress::Cancel;
 
 /// Labels of the energy counter.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub(crate) struct EnergyLabels {
     pub socket: String,
     pub domain: String,
@@ -38,9 +36,21 @@ pub(crate) struct EnergyLabels {
     pub model: String,
 }
 
+impl EnergyLabels {
+    fn pairs(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("socket", self.socket.clone()),
+            ("domain", self.domain.clone()),
+            ("mechanism", self.mechanism.clone()),
+            ("estimated", self.estimated.clone()),
+            ("model", self.model.clone()),
+        ]
+    }
+}
+
 /// Labels of the per-process and per-cgroup series. `comm="other"` / `cgroup="other"` holds the
 /// entities past the cardinality limit.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct EntityLabels {
     pub comm: String,
     pub pid: String,
@@ -51,45 +61,54 @@ pub(crate) struct EntityLabels {
     pub attribution: String,
 }
 
+impl EntityLabels {
+    fn pairs(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("comm", self.comm.clone()),
+            ("pid", self.pid.clone()),
+            ("cgroup", self.cgroup.clone()),
+            ("mechanism", self.mechanism.clone()),
+            ("estimated", self.estimated.clone()),
+            ("attribution", self.attribution.clone()),
+        ]
+    }
+}
+
 struct AttributionState {
     live: LiveAttribution,
     guard: SeriesGuard,
-    series: std::collections::HashMap<Key, EntityLabels>,
+    series: HashMap<Key, EntityLabels>,
     other: EntityLabels,
+    by: By,
+    /// Joules per entity series since it started (sorted, so scrapes list them in one order).
+    entities_j: BTreeMap<EntityLabels, f64>,
+    unattributed_j: f64,
+    dropped_j: f64,
 }
 
-/// The metrics registry fed by a [`Meter`].
+/// What the counters have added up to, changed by one scrape at a time.
+struct Totals {
+    /// The meter's totals at the previous scrape.
+    last_j: Vec<f64>,
+    /// Joules per energy series since the exporter started.
+    energy_j: Vec<f64>,
+    read_errors: u64,
+    attribution: Option<AttributionState>,
+}
+
+/// The metrics fed by a [`Meter`].
 pub struct Exporter {
     meter: Meter,
-    registry: Registry,
-    energy: Family<EnergyLabels, Counter<f64, AtomicU64>>,
-    scrape_errors: Counter,
-    last_totals: Mutex<Vec<f64>>,
     labels: Vec<EnergyLabels>,
-    entities: Family<EntityLabels, Counter<f64, AtomicU64>>,
-    unattributed: Counter<f64, AtomicU64>,
-    dropped: Counter<f64, AtomicU64>,
-    attribution: Option<Mutex<AttributionState>>,
     /// One scrape at a time: snapshots are applied in the order they were taken.
-    scrape: Mutex<()>,
+    totals: Mutex<Totals>,
 }
 
+const ENERGY_HELP: &str = "Energy consumed since the exporter started, per socket and domain; estimated=\"true\" marks model estimates (see the model label)";
+
 impl Exporter {
-    /// Builds the registry for `meter`'s counters.
+    /// The metrics of `meter`'s counters.
     pub fn new(meter: Meter) -> Self {
-        let mut registry = Registry::default();
-        let energy = Family::<EnergyLabels, Counter<f64, AtomicU64>>::default();
-        registry.register(
-            "wattio_energy_joules",
-            "Energy consumed since the exporter started, per socket and domain; estimated=\"true\" marks model estimates (see the model label)",
-            energy.clone(),
-        );
-        let scrape_errors = Counter::default();
-        registry.register(
-            "wattio_read_errors",
-            "Counter reads that failed during a scrape",
-            scrape_errors.clone(),
-        );
         let labels: Vec<EnergyLabels> = meter
             .counters()
             .iter()
@@ -105,43 +124,22 @@ impl Exporter {
                 }
             })
             .collect();
-        for l in &labels {
-            let _ = energy.get_or_create(l); // present from the first scrape, at 0
-        }
         let n = labels.len();
         Exporter {
             meter,
-            registry,
-            energy,
-            scrape_errors,
-            last_totals: Mutex::new(vec![0.0; n]),
             labels,
-            entities: Family::default(),
-            unattributed: Counter::default(),
-            dropped: Counter::default(),
-            attribution: None,
-            scrape: Mutex::new(()),
+            totals: Mutex::new(Totals {
+                last_j: vec![0.0; n],
+                energy_j: vec![0.0; n],
+                read_errors: 0,
+                attribution: None,
+            }),
         }
     }
 
     /// Adds per-process or per-cgroup series (`wattio export --by`), at most `max_series` of
     /// them plus `other`. `live` must follow this exporter's meter.
-    pub fn with_attribution(mut self, live: LiveAttribution, by: By, max_series: usize) -> Self {
-        let (name, help) = match by {
-            By::Process => ("wattio_process_energy_joules", "Energy attributed to a process by its CPU-time share since its series started (comm=\"other\": processes past the series limit); see the attribution and estimated labels"),
-            By::Cgroup => ("wattio_cgroup_energy_joules", "Energy attributed to a cgroup (its own CPU time, children apart) since its series started (cgroup=\"other\": cgroups past the series limit); see the attribution and estimated labels"),
-        };
-        self.registry.register(name, help, self.entities.clone());
-        self.registry.register(
-            "wattio_dropped_series_energy_joules",
-            "Energy of per-process or per-cgroup series dropped since start (their entity ended, or gave its place to another): series + other + dropped + unattributed add up to the package and DRAM energy",
-            self.dropped.clone(),
-        );
-        self.registry.register(
-            "wattio_unattributed_energy_joules",
-            "Energy no process's or cgroup's CPU time explains (idle CPUs, unseen tasks)",
-            self.unattributed.clone(),
-        );
+    pub fn with_attribution(self, live: LiveAttribution, by: By, max_series: usize) -> Self {
         let p = self.meter.provenance().clone();
         let other = EntityLabels {
             comm: if by == By::Process {
@@ -159,33 +157,32 @@ impl Exporter {
             estimated: p.estimated.to_string(),
             attribution: wattio_energy::attribution::attributed_label(&p.label()),
         };
-        let _ = self.entities.get_or_create(&other);
-        // Count the energy counters from the same instant as the attribution.
-        *self.last_totals.lock().unwrap_or_else(|p| p.into_inner()) = live.last_totals_j().to_vec();
-        self.attribution = Some(Mutex::new(AttributionState {
-            live,
-            guard: SeriesGuard::new(max_series),
-            series: std::collections::HashMap::new(),
-            other,
-        }));
+        {
+            let mut t = self.totals.lock().unwrap_or_else(|p| p.into_inner());
+            // Count the energy counters from the same instant as the attribution.
+            t.last_j = live.last_totals_j().to_vec();
+            t.attribution = Some(AttributionState {
+                live,
+                guard: SeriesGuard::new(max_series),
+                series: HashMap::new(),
+                entities_j: BTreeMap::from([(other.clone(), 0.0)]),
+                other,
+                by,
+                unattributed_j: 0.0,
+                dropped_j: 0.0,
+            });
+        }
         self
     }
 
-    fn attribute(&self, snap: crate::meter::Snapshot) {
-        let Some(state) = &self.attribution else {
-            return;
-        };
-        let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
-        let st = &mut *st;
-        // A failed read of CPU times advances nothing: the next scrape attributes both.
+    /// Attributes the interval up to `snap`; `false` when the CPU times could not be read (the
+    /// next scrape attributes both intervals).
+    fn attribute(&self, st: &mut AttributionState, snap: crate::meter::Snapshot) -> bool {
         let interval = match st.live.step_to(&self.meter, snap) {
             Ok(a) => a.interval,
-            Err(_) => {
-                self.scrape_errors.inc();
-                return;
-            }
+            Err(_) => return false,
         };
-        self.unattributed.inc_by(interval.idle_j);
+        st.unattributed_j += interval.idle_j;
         // An entity with no CPU time this interval may still be alive: keep its series unless
         // it is gone from /proc (process) or from the hierarchy (cgroup); the tracker knows.
         let live = &st.live;
@@ -194,10 +191,10 @@ impl Exporter {
         // command after pid reuse); its series must start afresh, not inherit the old one.
         for k in &up.dropped {
             if let Some(labels) = st.series.remove(k) {
-                self.entities.remove(&labels);
+                st.entities_j.remove(&labels);
             }
         }
-        self.dropped.inc_by(up.dropped_j);
+        st.dropped_j += up.dropped_j;
         let base = st.other.clone();
         for s in &up.series {
             let labels = st
@@ -209,39 +206,81 @@ impl Exporter {
                     cgroup: s.cgroup.clone().unwrap_or_default(),
                     ..base.clone()
                 });
-            self.entities.get_or_create(labels).inc_by(s.delta_j);
+            *st.entities_j.entry(labels.clone()).or_insert(0.0) += s.delta_j;
         }
-        self.entities.get_or_create(&st.other).inc_by(up.other_j);
+        *st.entities_j.entry(st.other.clone()).or_insert(0.0) += up.other_j;
+        true
     }
 
-    /// Reads the counters and renders the OpenMetrics text.
-    pub fn render(&self) -> String {
-        let _one_at_a_time = self.scrape.lock().unwrap_or_else(|p| p.into_inner());
+    /// Reads the counters and renders the metrics in `format`.
+    pub fn render(&self, format: ExpositionFormat) -> String {
+        let mut guard = self.totals.lock().unwrap_or_else(|p| p.into_inner());
+        let t = &mut *guard;
         match self.meter.snapshot() {
             Ok(snap) => {
-                {
-                    let mut last = self.last_totals.lock().unwrap_or_else(|p| p.into_inner());
-                    for (i, l) in self.labels.iter().enumerate() {
-                        let d = (snap.totals_j[i] - last[i]).max(0.0);
-                        self.energy.get_or_create(l).inc_by(d);
-                        last[i] = snap.totals_j[i];
+                for (i, (last, total)) in t.last_j.iter_mut().zip(&mut t.energy_j).enumerate() {
+                    *total += (snap.totals_j[i] - *last).max(0.0);
+                    *last = snap.totals_j[i];
+                }
+                if let Some(st) = &mut t.attribution {
+                    if !self.attribute(st, snap) {
+                        t.read_errors += 1;
                     }
                 }
-                self.attribute(snap);
             }
-            Err(_) => {
-                self.scrape_errors.inc();
-            }
+            Err(_) => t.read_errors += 1,
         }
-        let mut out = String::new();
-        // Encoding into a String cannot fail.
-        let _ = encode(&mut out, &self.registry);
-        out
+        render(&self.families(t), format)
+    }
+
+    fn families(&self, t: &Totals) -> Vec<CounterFamily> {
+        let mut families = vec![
+            CounterFamily {
+                name: "wattio_energy_joules",
+                help: ENERGY_HELP,
+                unit: Some("joules"),
+                samples: self
+                    .labels
+                    .iter()
+                    .zip(&t.energy_j)
+                    .map(|(l, &j)| (l.pairs(), j))
+                    .collect(),
+            },
+            CounterFamily {
+                name: "wattio_read_errors",
+                help: "Counter reads that failed during a scrape",
+                unit: None,
+                samples: vec![(vec![], t.read_errors as f64)],
+            },
+        ];
+        if let Some(st) = &t.attribution {
+            let (name, help) = match st.by {
+                By::Process => ("wattio_process_energy_joules", "Energy attributed to a process by its CPU-time share since its series started (comm=\"other\": processes past the series limit); see the attribution and estimated labels"),
+                By::Cgroup => ("wattio_cgroup_energy_joules", "Energy attributed to a cgroup (its own CPU time, children apart) since its series started (cgroup=\"other\": cgroups past the series limit); see the attribution and estimated labels"),
+            };
+            families.push(CounterFamily {
+                name,
+                help,
+                unit: Some("joules"),
+                samples: st.entities_j.iter().map(|(l, &j)| (l.pairs(), j)).collect(),
+            });
+            families.push(CounterFamily {
+                name: "wattio_dropped_series_energy_joules",
+                help: "Energy of per-process or per-cgroup series dropped since start (their entity ended, or gave its place to another): series + other + dropped + unattributed add up to the package and DRAM energy",
+                unit: Some("joules"),
+                samples: vec![(vec![], st.dropped_j)],
+            });
+            families.push(CounterFamily {
+                name: "wattio_unattributed_energy_joules",
+                help: "Energy no process's or cgroup's CPU time explains (idle CPUs, unseen tasks)",
+                unit: Some("joules"),
+                samples: vec![(vec![], st.unattributed_j)],
+            });
+        }
+        families
     }
 }
 
-/// The content type of OpenMetrics text.
-pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 const MAX_CONNECTIONS: usize = 64;
 const MAX_REQUEST: usize = 8192;
 
@@ -270,10 +309,19 @@ fn handle(mut stream: TcpStream, exporter: &Exporter) -> io::Result<()> {
             Ok(httparse::Status::Complete(_)) => {
                 let path = req.path.unwrap_or("/");
                 let path = path.split('?').next().unwrap_or(path);
+                let accept = req
+                    .headers
+                    .iter()
+                    .find(|h| h.name.eq_ignore_ascii_case("accept"))
+                    .and_then(|h| std::str::from_utf8(h.value).ok());
+                let format = ExpositionFormat::from_accept(accept);
                 return match (req.method, path) {
-                    (Some("GET"), "/metrics") => {
-                        respond(&mut stream, "200 OK", CONTENT_TYPE, &exporter.render())
-                    }
+                    (Some("GET"), "/metrics") => respond(
+                        &mut stream,
+                        "200 OK",
+                        format.content_type(),
+                        &exporter.render(format),
+                    ),
                     (Some("GET"), "/") => respond(
                         &mut stream,
                         "200 OK",
@@ -306,7 +354,7 @@ fn handle(mut stream: TcpStream, exporter: &Exporter) -> io::Result<()> {
 
 /// Serves `exporter` on `listener` until `cancel` is set. Between connections it sleeps in one
 /// `poll(2)` on the listener and the cancel flag.
-pub fn serve_openmetrics(
+pub fn serve_metrics(
     listener: TcpListener,
     exporter: Arc<Exporter>,
     cancel: &Cancel,

@@ -16,7 +16,8 @@
 //!   measure` subsystem is a family of its own (one run, [`measure::bench`]'s repeated benchmark,
 //!   [`measure::render`]'s outputs) whose names (`bench::Report`, `render::csv`, `render::text`)
 //!   only read well under it.
-//! * [`Exporter`] and [`serve_openmetrics`] — an OpenMetrics endpoint.
+//! * [`Exporter`] and [`serve_metrics`] — the metrics endpoint: Prometheus text 0.0.4, or
+//!   OpenMetrics 1.0 when asked ([`ExpositionFormat`]).
 //! * [`calibrate()`](calibrate()) — `wattio calibrate`: a model's curve measured against RAPL at
 //!   load levels ([`CalibrateConfig`], a [`LoadDriver`] such as [`SpinDriver`] or
 //!   [`StressNgDriver`]).
@@ -30,6 +31,7 @@
 mod attribute;
 mod calibrate;
 mod export;
+mod exposition;
 pub mod measure;
 mod meter;
 mod report;
@@ -46,7 +48,8 @@ pub use calibrate::{
     calibrate, open_rapl, CalibrateConfig, CalibrateError, DriverChoice, LoadDriver, SpinDriver,
     StressNgDriver,
 };
-pub use export::{serve_openmetrics, Exporter};
+pub use export::{serve_metrics, Exporter};
+pub use exposition::ExpositionFormat;
 pub use meter::{unix_now, DomainEnergy, EnergyReport, Meter, MeterConfig, Snapshot};
 pub use report::{MeasuredCommand, RecordedCounter, Recording, RunFigures};
 pub use rows::{RecordFormat, RecordRow, RECORD_CSV_ENTITY_COLUMNS, RECORD_CSV_HEADER};

@@ -1,0 +1,228 @@
+//! The two text formats a metrics scraper reads, each to its own specification:
+//!
+//! * the Prometheus text format 0.0.4 (<https://prometheus.io/docs/instrumenting/exposition_formats/>),
+//!   the default: `# HELP` and `# TYPE` name the sample itself (`…_total` for a counter), HELP
+//!   escapes only `\` and line feed, no end marker;
+//! * OpenMetrics 1.0 (<https://github.com/prometheus/OpenMetrics/blob/v1.0.0/specification/OpenMetrics.md>),
+//!   when the request's `Accept` asks for `application/openmetrics-text`: the metadata names
+//!   the family (the counter's samples add `_total`), a `# UNIT` line where the family has one,
+//!   HELP also escapes `"`, and the text ends with `# EOF`.
+//!
+//! Sample names, labels and values are the same in both, so a query works whichever format was
+//! scraped.
+
+use std::fmt::Write;
+
+/// A counter family: its samples are `{name}_total{labels} value`.
+#[derive(Debug, Clone)]
+pub struct CounterFamily {
+    /// The family name, without `_total`.
+    pub name: &'static str,
+    pub help: &'static str,
+    /// The unit, a suffix of `name` as OpenMetrics requires (`joules`), if the family has one.
+    pub unit: Option<&'static str>,
+    /// Label pairs and value of each sample.
+    pub samples: Vec<(Vec<(&'static str, String)>, f64)>,
+}
+
+/// Which text format a response carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpositionFormat {
+    /// Prometheus text format 0.0.4.
+    Prometheus,
+    /// OpenMetrics 1.0.0 text.
+    OpenMetrics,
+}
+
+impl ExpositionFormat {
+    /// The format an `Accept` header asks for: OpenMetrics when it names
+    /// `application/openmetrics-text` with a non-zero quality at least that of the Prometheus
+    /// text format (`text/plain`) or anything else it accepts; the Prometheus format otherwise,
+    /// and without the header.
+    pub fn from_accept(accept: Option<&str>) -> ExpositionFormat {
+        let Some(accept) = accept else {
+            return ExpositionFormat::Prometheus;
+        };
+        let mut openmetrics = 0.0f64;
+        let mut other = 0.0f64;
+        for range in accept.split(',') {
+            let mut params = range.split(';').map(str::trim);
+            let media = params.next().unwrap_or("").to_ascii_lowercase();
+            let quality = params
+                .filter_map(|p| p.strip_prefix("q=").or_else(|| p.strip_prefix("Q=")))
+                .find_map(|q| q.trim().parse::<f64>().ok())
+                .unwrap_or(1.0);
+            if media == "application/openmetrics-text" {
+                openmetrics = openmetrics.max(quality);
+            } else {
+                other = other.max(quality);
+            }
+        }
+        if openmetrics > 0.0 && openmetrics >= other {
+            ExpositionFormat::OpenMetrics
+        } else {
+            ExpositionFormat::Prometheus
+        }
+    }
+
+    /// The response's `Content-Type`.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            ExpositionFormat::Prometheus => "text/plain; version=0.0.4; charset=utf-8",
+            ExpositionFormat::OpenMetrics => {
+                "application/openmetrics-text; version=1.0.0; charset=utf-8"
+            }
+        }
+    }
+}
+
+/// Renders `families` in `format`.
+pub fn render(families: &[CounterFamily], format: ExpositionFormat) -> String {
+    let mut out = String::new();
+    for f in families {
+        let sample = format!("{}_total", f.name);
+        match format {
+            ExpositionFormat::Prometheus => {
+                let _ = writeln!(out, "# HELP {sample} {}", escape(f.help, false));
+                let _ = writeln!(out, "# TYPE {sample} counter");
+            }
+            ExpositionFormat::OpenMetrics => {
+                let _ = writeln!(out, "# HELP {} {}", f.name, escape(f.help, true));
+                let _ = writeln!(out, "# TYPE {} counter", f.name);
+                if let Some(unit) = f.unit {
+                    let _ = writeln!(out, "# UNIT {} {unit}", f.name);
+                }
+            }
+        }
+        for (labels, value) in &f.samples {
+            out.push_str(&sample);
+            if !labels.is_empty() {
+                out.push('{');
+                for (i, (name, v)) in labels.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    let _ = write!(out, "{name}=\"{}\"", escape(v, true));
+                }
+                out.push('}');
+            }
+            let _ = writeln!(out, " {}", number(*value));
+        }
+    }
+    if format == ExpositionFormat::OpenMetrics {
+        out.push_str("# EOF\n");
+    }
+    out
+}
+
+/// A value as both formats write it: `NaN`, `+Inf`, `-Inf`, or a decimal (never an exponent
+/// that a strict parser could refuse: Rust's `Display` for `f64` writes none).
+fn number(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
+    } else {
+        format!("{v}")
+    }
+}
+
+/// `text` with `\` and line feeds escaped, and `"` too where `quotes` (label values in both
+/// formats, OpenMetrics' HELP).
+fn escape(text: &str, quotes: bool) -> String {
+    let mut s = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => s.push_str("\\\\"),
+            '\n' => s.push_str("\\n"),
+            '"' if quotes => s.push_str("\\\""),
+            c => s.push(c),
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn family() -> CounterFamily {
+        CounterFamily {
+            name: "x_energy_joules",
+            help: "Energy; estimated=\"true\" marks a\\b",
+            unit: Some("joules"),
+            samples: vec![
+                (
+                    vec![("socket", "0".into()), ("model", "a\"b\nc".into())],
+                    1.5,
+                ),
+                (vec![], 2.0),
+            ],
+        }
+    }
+
+    #[test]
+    fn prometheus_text_names_the_sample_and_has_no_end_marker() {
+        let t = render(&[family()], ExpositionFormat::Prometheus);
+        assert_eq!(
+            t,
+            "# HELP x_energy_joules_total Energy; estimated=\"true\" marks a\\\\b\n\
+             # TYPE x_energy_joules_total counter\n\
+             x_energy_joules_total{socket=\"0\",model=\"a\\\"b\\nc\"} 1.5\n\
+             x_energy_joules_total 2\n"
+        );
+    }
+
+    #[test]
+    fn openmetrics_names_the_family_with_its_unit_and_ends_with_eof() {
+        let t = render(&[family()], ExpositionFormat::OpenMetrics);
+        assert_eq!(
+            t,
+            "# HELP x_energy_joules Energy; estimated=\\\"true\\\" marks a\\\\b\n\
+             # TYPE x_energy_joules counter\n\
+             # UNIT x_energy_joules joules\n\
+             x_energy_joules_total{socket=\"0\",model=\"a\\\"b\\nc\"} 1.5\n\
+             x_energy_joules_total 2\n\
+             # EOF\n"
+        );
+    }
+
+    #[test]
+    fn accept_header_chooses_openmetrics_only_when_preferred() {
+        use ExpositionFormat::*;
+        assert_eq!(ExpositionFormat::from_accept(None), Prometheus);
+        assert_eq!(ExpositionFormat::from_accept(Some("*/*")), Prometheus);
+        assert_eq!(
+            ExpositionFormat::from_accept(Some("text/plain;version=0.0.4")),
+            Prometheus
+        );
+        // What Prometheus 2.x sends.
+        assert_eq!(
+            ExpositionFormat::from_accept(Some("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")),
+            OpenMetrics
+        );
+        assert_eq!(
+            ExpositionFormat::from_accept(Some(
+                "text/plain;version=0.0.4, application/openmetrics-text;q=0.5"
+            )),
+            Prometheus
+        );
+        assert_eq!(
+            ExpositionFormat::from_accept(Some("application/openmetrics-text;q=0")),
+            Prometheus
+        );
+        assert_eq!(
+            ExpositionFormat::from_accept(Some("Application/OpenMetrics-Text")),
+            OpenMetrics
+        );
+    }
+
+    #[test]
+    fn special_values_are_spelled_as_both_formats_read_them() {
+        assert_eq!(number(f64::NAN), "NaN");
+        assert_eq!(number(f64::INFINITY), "+Inf");
+        assert_eq!(number(f64::NEG_INFINITY), "-Inf");
+        assert_eq!(number(1e21), "1000000000000000000000");
+        assert_eq!(number(0.25), "0.25");
+    }
+}
