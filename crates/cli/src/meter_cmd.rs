@@ -161,7 +161,7 @@ pub fn render_probe(r: &ProbeReport) -> String {
                 ""
             };
             let _ = writeln!(s, "{:<9} usable{est}", m.mechanism.as_str());
-            for c in &m.counters {
+            for (i, c) in m.counters.iter().enumerate() {
                 let safe = match c.wrap {
                     Wrap::AtMax(u64::MAX) => String::new(),
                     _ => format!("  read every ≤ {:.3} s", wattio_energy::max_safe_period(c)),
@@ -175,6 +175,9 @@ pub fn render_probe(r: &ProbeReport) -> String {
                     fmt_wrap(c.wrap, c.unit_j),
                 );
                 let _ = writeln!(s, "    from {}", c.origin);
+                if let Some(Some(u)) = m.update_periods.get(i) {
+                    let _ = writeln!(s, "    {}", u.describe());
+                }
             }
         } else {
             let _ = writeln!(s, "{:<9} not usable: {}", m.mechanism.as_str(), m.reason);
@@ -224,7 +227,7 @@ pub fn render_gpu_probe(g: &wattio_energy::GpuProbe) -> String {
             "{:<9} usable (GPUs, beside the CPU total; library {})",
             "nvml", g.lib
         );
-        for gpu in &g.gpus {
+        for (i, gpu) in g.gpus.iter().enumerate() {
             let how = match gpu.counter {
                 wattio_energy::GpuCounter::EnergyCounter => {
                     "energy counter (nvmlDeviceGetTotalEnergyConsumption, mJ)"
@@ -235,6 +238,9 @@ pub fn render_gpu_probe(g: &wattio_energy::GpuProbe) -> String {
             };
             let _ = writeln!(s, "  gpu {} {}  {}", gpu.index, gpu.name, gpu.uuid);
             let _ = writeln!(s, "    {how}: {}", gpu.label);
+            if let Some(Some(u)) = g.update_periods.get(i) {
+                let _ = writeln!(s, "    {}", u.describe());
+            }
             if let Some(n) = &gpu.note {
                 let _ = writeln!(s, "    note: {n}");
             }
@@ -357,6 +363,7 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
         .output
         .as_ref()
         .map(|_| ProgressLine::start(progress, a.duration));
+    let counters = source.counters().to_vec();
     let stats = match &a.output {
         Some(p) => {
             let f = std::fs::File::create(p).with_context(|| {
@@ -378,6 +385,9 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
         )?,
     };
     eprintln!("wattio record: {}", stats.summary());
+    for w in stats.repeat_warnings(&counters) {
+        eprintln!("wattio record: warning: {w}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -283,3 +283,25 @@ fn export_has_gpu_series_with_their_own_labels() {
         "{cpu}"
     );
 }
+
+#[test]
+fn probe_measures_how_often_each_gpu_counter_changes() {
+    // One GPU whose counter moves every 50 ms, as a real GPU's does; one read from power,
+    // which wattio integrates on every read, so it has no update period of its own.
+    let gpus =
+        "name=Slow,energy_w=200,energy_update_ms=50|name=Old,energy=unsupported,power_mw=60000";
+    let o = run(&mut wattio(gpus, None, &["probe", "--json"]));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let periods = v["gpu"]["update_periods"].as_array().unwrap();
+    assert_eq!(periods.len(), 2, "{periods:?}");
+    let ms = periods[0]["period_ms"].as_f64().unwrap();
+    assert!((40.0..=60.0).contains(&ms), "{ms} ms: {periods:?}");
+    assert!(periods[1].is_null(), "{periods:?}");
+    let o = run(&mut wattio(gpus, None, &["probe"]));
+    assert!(
+        text(&o.stdout).contains("    changes every "),
+        "{}",
+        text(&o.stdout)
+    );
+}

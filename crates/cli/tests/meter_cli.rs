@@ -519,3 +519,99 @@ fn fixture_command_refuses_to_overwrite() {
     let msr = mechanism(&v, "msr");
     assert_eq!(msr["usable"], true);
 }
+
+/// An intel-laptop fixture whose package counter `wattio fixture tick` moves every `interval`.
+fn fixture_ticking_every(dir: &Path, interval: &str) -> (std::path::PathBuf, Reaper) {
+    let fx = dir.join("fx");
+    let o = wattio(None, &["fixture", "intel-laptop", fx.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = dir.join("tick.csv");
+    let ticker = Command::new(BIN)
+        .args(["fixture", "tick", fx.to_str().unwrap(), "--watts", "10"])
+        .args(["--interval", interval, "--log", log.to_str().unwrap()])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let reaper = Reaper(vec![ticker]);
+    common::wait_until(10, "the ticker to start", || {
+        std::fs::read_to_string(&log).map_or(0, |s| s.lines().count()) >= 3
+    });
+    (fx, reaper)
+}
+
+#[test]
+fn probe_measures_how_often_a_counter_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (fx, _ticker) = fixture_ticking_every(dir.path(), "5ms");
+    let o = wattio(Some(&fx), &["probe", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let powercap = mechanism(&v, "powercap");
+    let counters = powercap["counters"].as_array().unwrap();
+    let periods = powercap["update_periods"].as_array().unwrap();
+    assert_eq!(counters.len(), periods.len());
+    for (c, p) in counters.iter().zip(periods) {
+        if c["domain"] == "package" {
+            let ms = p["period_ms"].as_f64().unwrap_or_else(|| panic!("{p}"));
+            assert!((4.0..=7.5).contains(&ms), "{ms} ms");
+        } else {
+            // The ticker moves the package counter only.
+            assert_eq!(p["changes"], 0, "{c} {p}");
+            assert!(p["period_ms"].is_null());
+        }
+    }
+    // The model's estimates have no counter to watch.
+    assert!(mechanism(&v, "model")["update_periods"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    let text = String::from_utf8_lossy(&wattio(Some(&fx), &["probe"]).stdout).into_owned();
+    assert!(text.contains("    changes every "), "{text}");
+    assert!(text.contains("    did not change twice in "), "{text}");
+}
+
+#[test]
+fn record_warns_when_rows_repeat_because_the_counter_changes_less_often() {
+    let dir = tempfile::tempdir().unwrap();
+    let (fx, _ticker) = fixture_ticking_every(dir.path(), "5ms");
+    let out = dir.path().join("rows.csv");
+    let args = |freq: &'static str| {
+        [
+            "record",
+            "--source",
+            "powercap",
+            "--domains",
+            "package",
+            "--freq",
+            freq,
+            "--duration",
+            "1s",
+            "-o",
+        ]
+    };
+    let mut a = args("1000").to_vec();
+    a.push(out.to_str().unwrap());
+    let o = wattio(Some(&fx), &a);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    let warning = e
+        .lines()
+        .find(|l| l.contains("warning:") && l.contains("repeat the previous value"))
+        .unwrap_or_else(|| panic!("no warning: {e}"));
+    assert!(warning.contains("socket 0 package"), "{warning}");
+    let ms: f64 = warning
+        .split("changed about every ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{warning}"));
+    assert!((4.0..=7.5).contains(&ms), "{warning}");
+    // At 20 Hz each row spans ten updates: no warning.
+    let mut a = args("20").to_vec();
+    a.push(out.to_str().unwrap());
+    let o = wattio(Some(&fx), &a);
+    assert!(
+        o.status.success() && !stderr(&o).contains("warning"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -13,6 +13,7 @@ use crate::perf::{self, PerfSource};
 use crate::powercap::{self, PowercapSource};
 use crate::root::SysRoot;
 use crate::types::{CounterSpec, Domain, Mechanism, Provenance};
+use crate::update_period::{is_hardware_counter, watch_update_periods, UpdatePeriod};
 use crate::Source;
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -52,6 +53,10 @@ pub struct MechanismStatus {
     pub fix: Option<String>,
     /// Things worth knowing: skipped zones, unknown wrap limits.
     pub notes: Vec<String>,
+    /// How often each counter changed while probe watched it, in the order of `counters`
+    /// (`None`: not watched: the model's estimates, eBPF's readings, which change at its own
+    /// timer's rate, or a source whose reads failed). Empty when not usable.
+    pub update_periods: Vec<Option<UpdatePeriod>>,
 }
 
 /// The result of probing every mechanism.
@@ -72,7 +77,7 @@ pub struct ProbeReport {
 
 fn status_from(
     mechanism: Mechanism,
-    r: Result<Box<dyn Source>, EnergyError>,
+    r: &Result<Box<dyn Source>, EnergyError>,
     notes: Vec<String>,
 ) -> MechanismStatus {
     match r {
@@ -93,10 +98,11 @@ fn status_from(
                 reason: String::new(),
                 fix: None,
                 notes,
+                update_periods: vec![],
             }
         }
         Err(e) => {
-            let (reason, fix) = split_error(&e);
+            let (reason, fix) = split_error(e);
             MechanismStatus {
                 mechanism,
                 usable: false,
@@ -104,6 +110,7 @@ fn status_from(
                 reason,
                 fix,
                 notes,
+                update_periods: vec![],
             }
         }
     }
@@ -277,10 +284,18 @@ pub fn discover(root: &SysRoot, params: ModelParams) -> ProbeReport {
         )
     });
     let mut mechanisms = Vec::new();
+    let mut watched: Vec<(usize, Box<dyn Source>)> = Vec::new();
     for m in Mechanism::ALL {
         let (r, notes) = open_mechanism(root, m, None, &params);
-        mechanisms.push(status_from(m, r, notes));
+        mechanisms.push(status_from(m, &r, notes));
+        if let (Ok(src), false) = (r, matches!(m, Mechanism::Model | Mechanism::Ebpf)) {
+            watched.push((mechanisms.len() - 1, src));
+        }
     }
+    let (gpu, gpu_source) =
+        crate::nvml::probe_nvml_keeping_source(&crate::nvml::nvml_lib_from_env());
+    let mut gpu = gpu;
+    watch_counters(&mut mechanisms, watched, &mut gpu, gpu_source);
     let chosen = Mechanism::AUTO
         .into_iter()
         .find(|&m| mechanisms.iter().any(|s| s.mechanism == m && s.usable));
@@ -308,7 +323,45 @@ pub fn discover(root: &SysRoot, params: ModelParams) -> ProbeReport {
         chosen,
         provenance,
         warnings,
-        gpu: crate::nvml::probe_nvml(&crate::nvml::nvml_lib_from_env()),
+        gpu,
+    }
+}
+
+/// How long probe watches the counters for their update periods: three updates of the slowest
+/// NVML energy counter (100 ms).
+const WATCH_BUDGET: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// Watches the usable hardware sources' counters (and the GPUs') together and records their
+/// update periods in the reports.
+fn watch_counters(
+    mechanisms: &mut [MechanismStatus],
+    mut watched: Vec<(usize, Box<dyn Source>)>,
+    gpu: &mut crate::nvml::GpuProbe,
+    mut gpu_source: Option<crate::nvml::NvmlSource>,
+) {
+    let mut sources: Vec<(&mut dyn Source, Vec<bool>)> = Vec::new();
+    for (_, src) in watched.iter_mut() {
+        let n = src.counters().len();
+        let on = (0..n)
+            .map(|i| is_hardware_counter(src.as_ref(), i))
+            .collect();
+        sources.push((src.as_mut(), on));
+    }
+    if let Some(g) = gpu_source.as_mut() {
+        let on = (0..g.counters().len())
+            .map(|i| is_hardware_counter(g, i))
+            .collect();
+        sources.push((g as &mut dyn Source, on));
+    }
+    if sources.is_empty() {
+        return;
+    }
+    let mut periods = watch_update_periods(&mut sources, WATCH_BUDGET).into_iter();
+    for (index, _) in &watched {
+        mechanisms[*index].update_periods = periods.next().unwrap_or_default();
+    }
+    if gpu_source.is_some() {
+        gpu.update_periods = periods.next().unwrap_or_default();
     }
 }
 

@@ -51,6 +51,7 @@ mod powercap;
 mod root;
 mod tdp;
 mod types;
+mod update_period;
 mod wrap;
 
 pub use accumulate::{Accumulator, CounterDelta};
@@ -82,6 +83,7 @@ pub use tdp::model_for_machine;
 pub use types::{
     join_provenance_labels, provenance_label, CounterSpec, Domain, Mechanism, Provenance, Wrap,
 };
+pub use update_period::{is_hardware_counter, watch_update_periods, UpdatePeriod};
 pub use wrap::max_safe_period;
 
 /// A set of energy counters read together.

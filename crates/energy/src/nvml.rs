@@ -64,35 +64,52 @@ pub struct GpuProbe {
     pub fix: Option<String>,
     /// GPUs left out, and why.
     pub notes: Vec<String>,
+    /// How often each GPU's counter changed while `probe` watched it, in the order of `gpus`
+    /// (`None` for a GPU read from integrated power: wattio's own integration changes on every
+    /// read). Empty when NVML is not usable or nothing watched it.
+    pub update_periods: Vec<Option<crate::update_period::UpdatePeriod>>,
 }
 
 /// Probes NVML through `lib`. Never fails: an unusable NVML is a report, not an error.
 pub fn probe_nvml(lib: &OsStr) -> GpuProbe {
+    probe_nvml_keeping_source(lib).0
+}
+
+/// As [`probe_nvml`], also returning the opened source (to watch its counters).
+pub(crate) fn probe_nvml_keeping_source(lib: &OsStr) -> (GpuProbe, Option<NvmlSource>) {
     let lib_s = lib.to_string_lossy().into_owned();
     match NvmlSource::open(lib) {
-        Ok(src) => GpuProbe {
-            mechanism: Mechanism::Nvml,
-            lib: lib_s,
-            usable: true,
-            gpus: src.gpus.clone(),
-            reason: String::new(),
-            fix: None,
-            notes: src.notes.clone(),
-        },
+        Ok(src) => (
+            GpuProbe {
+                mechanism: Mechanism::Nvml,
+                lib: lib_s,
+                usable: true,
+                gpus: src.gpus.clone(),
+                reason: String::new(),
+                fix: None,
+                notes: src.notes.clone(),
+                update_periods: vec![],
+            },
+            Some(src),
+        ),
         Err(e) => {
             let (reason, fix) = match e {
                 EnergyError::Unusable { reason, fix, .. } => (reason, Some(fix)),
                 other => (other.to_string(), None),
             };
-            GpuProbe {
-                mechanism: Mechanism::Nvml,
-                lib: lib_s,
-                usable: false,
-                gpus: vec![],
-                reason,
-                fix,
-                notes: vec![],
-            }
+            (
+                GpuProbe {
+                    mechanism: Mechanism::Nvml,
+                    lib: lib_s,
+                    usable: false,
+                    gpus: vec![],
+                    reason,
+                    fix,
+                    notes: vec![],
+                    update_periods: vec![],
+                },
+                None,
+            )
         }
     }
 }

@@ -93,9 +93,22 @@ pub struct SamplerStats {
     /// Read errors (first few, with a count of the rest).
     pub errors: Vec<String>,
     pub wall_s: f64,
+    /// Successful readings after the first.
+    pub reads: u64,
+    /// Per counter, the readings that found it where the previous one left it.
+    pub unchanged_reads: Vec<u64>,
 }
 
 impl SamplerStats {
+    fn count_changes(&mut self, deltas: &[CounterDelta]) {
+        self.reads += 1;
+        for (u, d) in self.unchanged_reads.iter_mut().zip(deltas) {
+            if d.joules == 0.0 && !d.wrapped {
+                *u += 1;
+            }
+        }
+    }
+
     /// A one-line summary for stderr.
     pub fn summary(&self) -> String {
         let mut s = format!(
@@ -115,6 +128,30 @@ impl SamplerStats {
             ));
         }
         s
+    }
+
+    /// One warning per counter that held the same value in at least half the readings while
+    /// it did change (a counter that never moved is another matter): its hardware updates it
+    /// less often than the rate asked, so the rows repeat values. Says how often it changed
+    /// and the rate that gives each row a new value.
+    pub fn repeat_warnings(&self, counters: &[CounterSpec]) -> Vec<String> {
+        let mut out = Vec::new();
+        for (c, &unchanged) in counters.iter().zip(&self.unchanged_reads) {
+            let changes = self.reads.saturating_sub(unchanged);
+            if self.reads == 0 || changes < 2 || unchanged * 2 < self.reads {
+                continue;
+            }
+            let period_ms = self.wall_s * 1e3 / changes as f64;
+            out.push(format!(
+                "{:.0} % of the readings of socket {} {} repeat the previous value: its counter changed about every {period_ms:.1} ms ({changes} changes in {:.1} s), less often than asked; --freq {:.0} or less gives each row a new value",
+                100.0 * unchanged as f64 / self.reads as f64,
+                c.socket,
+                c.domain.as_str(),
+                self.wall_s,
+                (1000.0 / period_ms).round().max(1.0),
+            ));
+        }
+        out
     }
 }
 
@@ -276,7 +313,10 @@ pub fn run_sampler<S: SampleSink>(
         read_index: 0,
         prev_index: 0,
     };
-    let mut stats = SamplerStats::default();
+    let mut stats = SamplerStats {
+        unchanged_reads: vec![0; n],
+        ..SamplerStats::default()
+    };
     let mut carry = vec![0f64; n];
     let mut carry_wrapped = false;
     let mut consecutive_errors = 0u32;
@@ -291,7 +331,10 @@ pub fn run_sampler<S: SampleSink>(
             .read_raw(&mut raw)
             .and_then(|_| acc.update(&raw, &mut deltas))
         {
-            Ok(()) => consecutive_errors = 0,
+            Ok(()) => {
+                consecutive_errors = 0;
+                stats.count_changes(&deltas);
+            }
             Err(e) => {
                 consecutive_errors += 1;
                 if stats.errors.len() < MAX_ERRORS_KEPT {
@@ -607,4 +650,51 @@ pub fn record_rows<W: Write + Send + 'static>(
     let sink = RowSink::with_attribution(source.as_ref(), format, out, attribution)
         .map_err(SamplerError::Write)?;
     run_sampler(source, cfg, cancel, sink).map(|(stats, _)| stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wattio_energy::{Domain, Wrap};
+
+    fn counter(domain: Domain) -> CounterSpec {
+        CounterSpec {
+            socket: 0,
+            domain,
+            unit_j: 1e-6,
+            wrap: Wrap::AtMax(u64::MAX),
+            origin: "test".into(),
+        }
+    }
+
+    #[test]
+    fn repeats_are_warned_only_for_a_moving_counter_read_mostly_unchanged() {
+        let stats = SamplerStats {
+            wall_s: 2.0,
+            reads: 2000,
+            // package: changed 400 times (every 5 ms); dram: never; core: changed in 1200.
+            unchanged_reads: vec![1600, 2000, 800],
+            ..SamplerStats::default()
+        };
+        let w = stats.repeat_warnings(&[
+            counter(Domain::Package),
+            counter(Domain::Dram),
+            counter(Domain::Core),
+        ]);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("80 % of the readings of socket 0 package"),
+            "{}",
+            w[0]
+        );
+        assert!(
+            w[0].contains("about every 5.0 ms (400 changes in 2.0 s)"),
+            "{}",
+            w[0]
+        );
+        assert!(w[0].contains("--freq 200 or less"), "{}", w[0]);
+        assert!(SamplerStats::default()
+            .repeat_warnings(&[counter(Domain::Package)])
+            .is_empty());
+    }
 }

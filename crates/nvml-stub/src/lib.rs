@@ -18,6 +18,7 @@
 //! | `name`, `uuid` | what `nvmlDeviceGetName` / `nvmlDeviceGetUUID` return |
 //! | `energy_mj` | the energy counter's value at `nvmlInit` (default 0) |
 //! | `energy_w` | the counter then grows at this many watts of wall-clock time |
+//! | `energy_update_ms` | the counter moves only every this many ms, as a real GPU's does (NVML's energy counter updates every 20 to 100 ms); default 0: on every call |
 //! | `energy=unsupported` | `nvmlDeviceGetTotalEnergyConsumption` returns `NVML_ERROR_NOT_SUPPORTED` (pre-Volta) |
 //! | `power_mw` | what `nvmlDeviceGetPowerUsage` returns (default: `energy_w` in mW) |
 //! | `power=unsupported` | `nvmlDeviceGetPowerUsage` returns `NVML_ERROR_NOT_SUPPORTED` |
@@ -50,6 +51,8 @@ pub struct StubGpu {
     pub uuid: String,
     pub energy_mj: u64,
     pub energy_w: f64,
+    /// The counter's update period in ms (0: it changes on every call).
+    pub energy_update_ms: f64,
     pub energy_supported: bool,
     pub power_mw: Option<u32>,
     pub power_supported: bool,
@@ -77,6 +80,7 @@ pub fn parse(spec: &str) -> Vec<StubGpu> {
                     "uuid" => gpu.uuid = v.to_string(),
                     "energy_mj" => gpu.energy_mj = v.parse().unwrap_or(0),
                     "energy_w" => gpu.energy_w = v.parse().unwrap_or(0.0),
+                    "energy_update_ms" => gpu.energy_update_ms = v.parse().unwrap_or(0.0),
                     "energy" => gpu.energy_supported = v != "unsupported",
                     "power_mw" => gpu.power_mw = v.parse().ok(),
                     "power" => gpu.power_supported = v != "unsupported",
@@ -231,7 +235,12 @@ pub unsafe extern "C" fn nvmlDeviceGetTotalEnergyConsumption(
     if energy.is_null() {
         return NVML_ERROR_INVALID_ARGUMENT;
     }
-    let t = elapsed_s().unwrap_or(0.0);
+    let mut t = elapsed_s().unwrap_or(0.0);
+    if g.energy_update_ms > 0.0 {
+        // The value of the counter's last update.
+        let step = g.energy_update_ms / 1000.0;
+        t = (t / step).floor() * step;
+    }
     *energy = g.energy_mj + (g.energy_w * t * 1000.0) as u64;
     NVML_SUCCESS
 }
