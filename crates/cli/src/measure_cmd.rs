@@ -110,6 +110,10 @@ fn progress_bar(total: usize) -> (indicatif::ProgressBar, Sink<BenchProgress>) {
     (bar, update)
 }
 
+/// Runs shorter than this are checked against the counters' update periods (the slowest, a
+/// GPU's at about 100 ms, needs 300 ms for three updates).
+const SHORT_RUN_S: f64 = 1.0;
+
 pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
     let argv_form = !a.argv.is_empty();
     if argv_form && !a.commands.is_empty() {
@@ -174,6 +178,20 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
             for e in &r.report.energy.read_errors {
                 eprintln!("wattio: warning: {e}");
             }
+        }
+    }
+    // A window a few counter updates long is mostly quantisation. Only short runs pay for
+    // learning the counters' periods (up to 300 ms), and only once.
+    let shortest_s = report
+        .benchmark
+        .results
+        .iter()
+        .flat_map(|c| &c.runs)
+        .map(|r| r.report.energy.duration_s)
+        .fold(f64::INFINITY, f64::min);
+    if shortest_s < SHORT_RUN_S {
+        for w in meter.short_window_warnings(shortest_s) {
+            eprintln!("wattio: warning: {w}");
         }
     }
 

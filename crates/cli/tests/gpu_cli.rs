@@ -305,3 +305,39 @@ fn probe_measures_how_often_each_gpu_counter_changes() {
         text(&o.stdout)
     );
 }
+
+#[test]
+fn measure_warns_when_a_run_spans_few_updates_of_a_counter() {
+    // The GPU counter moves every 100 ms: a 50 ms run sees at most one step of it.
+    let gpus = "name=Slow,energy_w=200,energy_update_ms=100";
+    let o = run(&mut wattio(
+        gpus,
+        None,
+        &["measure", "--source", "model", "--", "sleep", "0.05"],
+    ));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let e = text(&o.stderr);
+    let w = e
+        .lines()
+        .find(|l| l.contains("under three updates of the socket 0 gpu counter"))
+        .unwrap_or_else(|| panic!("no warning: {e}"));
+    assert!(w.starts_with("wattio: warning: a run lasted "), "{w}");
+    let ms: f64 = w
+        .split("(it changes every ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{w}"));
+    assert!((90.0..=110.0).contains(&ms), "{w}");
+    // A run of a second spans ten updates: no warning.
+    let o = run(&mut wattio(
+        gpus,
+        None,
+        &["measure", "--source", "model", "--", "sleep", "1"],
+    ));
+    assert!(
+        o.status.success() && !text(&o.stderr).contains("warning"),
+        "{}",
+        text(&o.stderr)
+    );
+}

@@ -7,7 +7,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use wattio_energy::{
     max_safe_period, open_source, Accumulator, CounterDelta, CounterSpec, Domain, EnergyError,
-    ModelParams, Provenance, Source, SourceChoice, SysRoot,
+    ModelParams, Provenance, Source, SourceChoice, SysRoot, UpdatePeriod,
 };
 
 /// What to open.
@@ -239,6 +239,27 @@ impl State {
     }
 }
 
+/// The meter's source read through its accumulator, as a [`Source`] (to watch its counters
+/// without losing a wrap).
+struct Polled<'a>(&'a mut State);
+
+impl Source for Polled<'_> {
+    fn provenance(&self) -> &Provenance {
+        self.0.source.provenance()
+    }
+    fn counters(&self) -> &[CounterSpec] {
+        self.0.source.counters()
+    }
+    fn counter_provenance(&self, i: usize) -> &Provenance {
+        self.0.source.counter_provenance(i)
+    }
+    fn read_raw(&mut self, out: &mut [u64]) -> Result<(), EnergyError> {
+        self.0.poll()?;
+        out.copy_from_slice(&self.0.raw);
+        Ok(())
+    }
+}
+
 /// An open energy source with a background poller.
 ///
 /// The poller reads every counter at least every `poll_period` (by default the shortest
@@ -374,6 +395,45 @@ impl Meter {
             totals_j: s.acc.totals_j().to_vec(),
             read_errors: std::mem::take(&mut s.errors),
         })
+    }
+
+    /// How often each counter changes, watched for up to `budget` (see
+    /// [`wattio_energy::watch_update_periods`]); `None` for estimates and integrated power.
+    /// The poller waits meanwhile; every reading still goes through the accumulator, so no wrap
+    /// is missed.
+    pub fn update_periods(&self, budget: Duration) -> Vec<Option<UpdatePeriod>> {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let n = s.source.counters().len();
+        let on = (0..n)
+            .map(|i| wattio_energy::is_hardware_counter(s.source.as_ref(), i))
+            .collect();
+        let mut polled = Polled(&mut s);
+        let mut sources: Vec<(&mut dyn Source, Vec<bool>)> = vec![(&mut polled, on)];
+        wattio_energy::watch_update_periods(&mut sources, budget)
+            .pop()
+            .unwrap_or_default()
+    }
+
+    /// One warning per hardware counter that a window of `window_s` seconds spans fewer than
+    /// three updates of: its figure is then mostly the counter's steps. Watches the counters
+    /// for up to 300 ms to learn their periods.
+    pub fn short_window_warnings(&self, window_s: f64) -> Vec<String> {
+        let periods = self.update_periods(Duration::from_millis(300));
+        self.specs
+            .iter()
+            .zip(periods)
+            .filter_map(|(c, p)| {
+                let period_ms = p?.period_ms?;
+                (window_s * 1e3 < 3.0 * period_ms).then(|| {
+                    format!(
+                        "a run lasted {:.0} ms, under three updates of the socket {} {} counter (it changes every {period_ms:.1} ms here): that figure is mostly the counter's steps; measure a longer run (repeat the work inside it)",
+                        window_s * 1e3,
+                        c.socket,
+                        c.domain.as_str()
+                    )
+                })
+            })
+            .collect()
     }
 
     /// The energy between two snapshots of this meter.
