@@ -29,7 +29,14 @@
 //!    `kernel.bpf_stats_enabled` set to 1 for the run and restored after; root). Skipped where
 //!    the build lacks the `ebpf` feature or the process may not use BPF.
 //!
-//! Prints Markdown tables; `docs/benchmarks/meter.md` holds a run.
+//! 5. What reading faster than a counter updates costs: a fixture's package counter advanced at
+//!    known watts every 1 ms (RAPL) or 50 ms (an NVML energy counter) by the fixture ticker,
+//!    read at 1 to 1000 Hz for `WATTIO_BENCH_QUANTISATION_SECONDS` (default 10) each; each
+//!    row's joules against the truth over its interval.
+//!
+//! `WATTIO_BENCH_PARTS` runs a comma-separated subset: `pacing` (1), `rates` (2 and 3),
+//! `standin` (4), `quantisation` (5). Prints Markdown tables; `docs/benchmarks/meter.md` holds
+//! runs.
 
 use std::time::Duration;
 use wattio_energy::{discover_powercap, MsrSource, PowercapSource};
@@ -572,6 +579,78 @@ fn cpu_beside_floor(fx: &std::path::Path, secs: f64, rounds: usize, out: &std::p
     }
 }
 
+/// Records each row's time and package joules (section 5).
+struct RowTimes(Vec<(u64, f64)>);
+
+impl SampleSink for RowTimes {
+    fn consume(&mut self, s: &Sample) -> std::io::Result<()> {
+        self.0.push((s.mono_ns, s.joules[0]));
+        Ok(())
+    }
+}
+
+/// Section 5: what reading faster than a counter updates costs. A fixture's package counter
+/// is advanced at known watts every `period` (1 ms: RAPL; 50 ms: an NVML energy counter) by
+/// the fixture ticker; the sampler reads it at 1 to 1000 Hz; each row's joules are compared
+/// with the truth over the row's interval (watts × its length).
+fn quantisation_error(dir: &std::path::Path, secs: f64) {
+    const WATTS: f64 = 10.0;
+    println!("\n## Rows faster than the counter: per-row error against the truth ({secs} s per rate, {WATTS} W)\n");
+    println!("Error of a row: |row joules − {WATTS} W × row interval| / ({WATTS} W × row interval). Total: the whole run's joules against {WATTS} W × its length.\n");
+    println!("| counter updates every | rate (Hz) | rows | rows repeating the previous value | per-row error p50 / p99 | total error |");
+    println!("|---|---|---:|---:|---|---:|");
+    for period_ms in [1u64, 50] {
+        for freq in [1.0, 10.0, 100.0, 1000.0] {
+            let fx = dir.join(format!("tick-{period_ms}-{freq}"));
+            let tree = fixture::intel_laptop(&fx).unwrap();
+            let cfg = fixture::TickConfig {
+                watts: WATTS,
+                interval: Duration::from_millis(period_ms),
+                ..fixture::TickConfig::default()
+            };
+            let ticker = fixture::Ticker::prepare(&tree, &cfg).unwrap();
+            let stop = Cancel::new().unwrap();
+            let rows = std::thread::scope(|scope| {
+                let ticking = scope.spawn(|| ticker.run(&stop, None));
+                // Let the ticker write its first values before the sampler primes.
+                std::thread::sleep(Duration::from_millis(2 * period_ms));
+                let sampler = SamplerConfig {
+                    freq_hz: freq,
+                    duration: Some(Duration::from_secs_f64(secs)),
+                    ..SamplerConfig::default()
+                };
+                let result = run_sampler(
+                    powercap_source(&fx),
+                    &sampler,
+                    &Cancel::new().unwrap(),
+                    RowTimes(Vec::new()),
+                );
+                stop.set();
+                ticking.join().unwrap().unwrap();
+                result.unwrap().1 .0
+            });
+            let mut errors = Vec::new();
+            let mut repeats = 0;
+            for w in rows.windows(2) {
+                let truth = WATTS * (w[1].0 - w[0].0) as f64 * 1e-9;
+                errors.push(100.0 * (w[1].1 - truth).abs() / truth);
+                repeats += usize::from(w[1].1 == 0.0);
+            }
+            let (first, last) = (rows[0].0, rows[rows.len() - 1].0);
+            let total_truth = WATTS * (last - first) as f64 * 1e-9;
+            let total: f64 = rows[1..].iter().map(|r| r.1).sum();
+            let q = |p| wattio_stats::quantile(&errors, p).unwrap_or(f64::NAN);
+            println!(
+                "| {period_ms} ms | {freq} | {} | {repeats} | {:.2} % / {:.1} % | {:.3} % |",
+                errors.len(),
+                q(0.5),
+                q(0.99),
+                100.0 * (total - total_truth).abs() / total_truth,
+            );
+        }
+    }
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; filters are not supported by this harness.
     let secs = env_secs("WATTIO_BENCH_SECONDS", 60.0);
@@ -582,9 +661,29 @@ fn main() {
     let out = dir.path().join("rows.csv");
 
     let rounds = env_secs("WATTIO_BENCH_ROUNDS", 6.0).max(1.0) as usize;
-    pacing_at_1000_hz(&fx, secs, rounds, &out);
-    cpu_beside_floor(&fx, cpu_secs, rounds.min(5), &out);
+    // WATTIO_BENCH_PARTS: a comma-separated subset of pacing, rates, quantisation, standin.
+    let parts = std::env::var("WATTIO_BENCH_PARTS").unwrap_or_default();
+    let part = |name: &str| parts.is_empty() || parts.split(',').any(|p| p.trim() == name);
+    if part("pacing") {
+        pacing_at_1000_hz(&fx, secs, rounds, &out);
+        cpu_beside_floor(&fx, cpu_secs, rounds.min(5), &out);
+    }
+    if part("rates") {
+        cpu_per_rate(&fx, cpu_secs, &out);
+    }
+    if part("quantisation") {
+        quantisation_error(
+            dir.path(),
+            env_secs("WATTIO_BENCH_QUANTISATION_SECONDS", 10.0),
+        );
+    }
+    if part("standin") {
+        standin_perf_and_ebpf(dir.path(), cpu_secs, &out);
+    }
+}
 
+/// Section 2: the process's CPU per read path and rate.
+fn cpu_per_rate(fx: &std::path::Path, cpu_secs: f64, out: &std::path::Path) {
     println!("\n## CPU time of the meter process ({cpu_secs} s per rate, timerfd, rows written to a file)\n");
     println!("| read path | rate (Hz) | CPU (% of one core) |");
     println!("|---|---|---|");
@@ -605,16 +704,19 @@ fn main() {
                 Mechanism::Model => {
                     Box::new(ModelSource::open(&SysRoot::new("/"), ModelParams::default()).unwrap())
                 }
-                Mechanism::Msr => Box::new(MsrSource::open(&SysRoot::new(&fx)).unwrap()),
-                _ => powercap_source(&fx),
+                Mechanism::Msr => Box::new(MsrSource::open(&SysRoot::new(fx)).unwrap()),
+                _ => powercap_source(fx),
             };
-            let (wall, cpu) = run(src, freq, cpu_secs, Pacing::Timerfd, &out);
+            let (wall, cpu) = run(src, freq, cpu_secs, Pacing::Timerfd, out);
             println!("| {name} | {freq} | {:.3} |", 100.0 * cpu / wall);
         }
     }
+}
 
+/// Section 4: perf and eBPF on the stand-in RAPL PMU.
+fn standin_perf_and_ebpf(dir: &std::path::Path, cpu_secs: f64, out: &std::path::Path) {
     println!("\n## perf and eBPF on the stand-in RAPL PMU (cpu-clock counter; {cpu_secs} s per rate, timerfd, rows written to a file)\n");
-    let standin = dir.path().join("standin");
+    let standin = dir.join("standin");
     fixture::FixtureTree::new(&standin)
         .unwrap()
         .standin_power_pmu("0", &[("energy-pkg", 1e-9)])
@@ -640,7 +742,7 @@ fn main() {
             };
             let held = hold_bpf_programs();
             let (ns0, cnt0) = bpf_program_time(&held);
-            let (wall, cpu) = run(src, freq, cpu_secs, Pacing::Timerfd, &out);
+            let (wall, cpu) = run(src, freq, cpu_secs, Pacing::Timerfd, out);
             let (ns1, cnt1) = bpf_program_time(&held);
             drop(held);
             let (prog, per_tick) = match (m, &stats) {
