@@ -319,7 +319,7 @@ fn measure_warns_when_a_run_spans_few_updates_of_a_counter() {
     let e = text(&o.stderr);
     let w = e
         .lines()
-        .find(|l| l.contains("under three updates of the socket 0 gpu counter"))
+        .find(|l| l.contains("under three updates of the gpu 0 counter"))
         .unwrap_or_else(|| panic!("no warning: {e}"));
     assert!(w.starts_with("wattio: warning: a run lasted "), "{w}");
     let ms: f64 = w

@@ -54,8 +54,8 @@ pub struct MechanismStatus {
     /// Things worth knowing: skipped zones, unknown wrap limits.
     pub notes: Vec<String>,
     /// How often each counter changed while probe watched it, in the order of `counters`
-    /// (`None`: not watched: the model's estimates, eBPF's readings, which change at its own
-    /// timer's rate, or a source whose reads failed). Empty when not usable.
+    /// (`None` for a counter whose reads failed). Empty when not usable, and for the model
+    /// (estimates, no counter) and eBPF (its readings change at its own timer's rate).
     pub update_periods: Vec<Option<UpdatePeriod>>,
 }
 

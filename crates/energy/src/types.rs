@@ -278,6 +278,15 @@ pub struct CounterSpec {
 }
 
 impl CounterSpec {
+    /// How messages name the counter: `socket 0 package`, or `gpu 1` for a GPU (whose
+    /// `socket` is its NVML index).
+    pub fn name(&self) -> String {
+        match self.domain {
+            Domain::Gpu => format!("gpu {}", self.socket),
+            d => format!("socket {} {}", self.socket, d.as_str()),
+        }
+    }
+
     /// Seconds until this counter wraps at a constant `watts` (None when the limit is unknown).
     pub fn seconds_to_wrap(&self, watts: f64) -> Option<f64> {
         match self.wrap {

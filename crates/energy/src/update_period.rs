@@ -19,12 +19,33 @@ pub struct UpdatePeriod {
     pub period_ms: Option<f64>,
     /// How long the counter was watched, in milliseconds.
     pub watched_ms: f64,
+    /// Readings of the counter while watching.
+    pub reads: u32,
 }
 
 impl UpdatePeriod {
+    /// Whether it changed at (nearly) every reading: then the period is the reading loop's,
+    /// and the counter's own is that or shorter.
+    pub fn changed_on_every_read(&self) -> bool {
+        self.changes >= 2 && self.changes + 1 >= self.reads
+    }
+
+    /// The shortest period the watch allows: the measured one, or, for a counter seen to
+    /// change once, half the watch (with a shorter period it would have changed twice).
+    pub fn at_least_ms(&self) -> Option<f64> {
+        match (self.period_ms, self.changes) {
+            (Some(p), _) => Some(p),
+            (None, 1) => Some(self.watched_ms / 2.0),
+            _ => None,
+        }
+    }
+
     /// "changes every 0.98 ms" or "did not change twice in 300 ms".
     pub fn describe(&self) -> String {
         match self.period_ms {
+            Some(p) if self.changed_on_every_read() => {
+                format!("changed on every reading, so every {p:.2} ms or more often")
+            }
             Some(p) => format!("changes every {p:.2} ms ({} changes watched)", self.changes),
             None => format!(
                 "did not change twice in {:.0} ms (a counter that does not move, or one slower than that)",
@@ -54,6 +75,7 @@ pub fn watch_update_periods(
         first_change: Vec<Option<Instant>>,
         last_change: Vec<Option<Instant>>,
         changes: Vec<u32>,
+        reads: u32,
         failed: bool,
     }
     let start = Instant::now();
@@ -69,6 +91,7 @@ pub fn watch_update_periods(
                 first_change: vec![None; n],
                 last_change: vec![None; n],
                 changes: vec![0; n],
+                reads: 0,
                 failed,
             }
         })
@@ -92,6 +115,7 @@ pub fn watch_update_periods(
                 w.failed = true;
                 continue;
             }
+            w.reads += 1;
             let now = Instant::now();
             for i in 0..w.raw.len() {
                 if w.raw[i] != w.last[i] {
@@ -123,6 +147,7 @@ pub fn watch_update_periods(
                         changes: w.changes[i],
                         period_ms,
                         watched_ms,
+                        reads: w.reads,
                     })
                 })
                 .collect()

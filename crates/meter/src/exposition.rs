@@ -35,16 +35,25 @@ pub enum ExpositionFormat {
 }
 
 impl ExpositionFormat {
-    /// The format an `Accept` header asks for: OpenMetrics when it names
-    /// `application/openmetrics-text` with a non-zero quality at least that of the Prometheus
-    /// text format (`text/plain`) or anything else it accepts; the Prometheus format otherwise,
-    /// and without the header.
+    /// The format an `Accept` header asks for (RFC 9110 §12.5.1): OpenMetrics when it names
+    /// `application/openmetrics-text` (or `application/*`) with a non-zero quality at least
+    /// that of the Prometheus text format, `text/plain`; the Prometheus format otherwise, and
+    /// without the header. Each type's quality is that of the most specific range matching it
+    /// (`text/plain` before `text/*` before `*/*`); types not served here (protobuf, JSON) do
+    /// not count.
     pub fn from_accept(accept: Option<&str>) -> ExpositionFormat {
         let Some(accept) = accept else {
             return ExpositionFormat::Prometheus;
         };
-        let mut openmetrics = 0.0f64;
-        let mut other = 0.0f64;
+        // (specificity, quality) of the best range seen for each type: 2 exact, 1 `type/*`,
+        // 0 `*/*`.
+        let mut openmetrics: Option<(u8, f64)> = None;
+        let mut text: Option<(u8, f64)> = None;
+        let better = |seen: &mut Option<(u8, f64)>, specificity: u8, quality: f64| {
+            if seen.is_none_or(|(s, q)| specificity > s || (specificity == s && quality > q)) {
+                *seen = Some((specificity, quality));
+            }
+        };
         for range in accept.split(',') {
             let mut params = range.split(';').map(str::trim);
             let media = params.next().unwrap_or("").to_ascii_lowercase();
@@ -52,13 +61,21 @@ impl ExpositionFormat {
                 .filter_map(|p| p.strip_prefix("q=").or_else(|| p.strip_prefix("Q=")))
                 .find_map(|q| q.trim().parse::<f64>().ok())
                 .unwrap_or(1.0);
-            if media == "application/openmetrics-text" {
-                openmetrics = openmetrics.max(quality);
-            } else {
-                other = other.max(quality);
+            match media.as_str() {
+                "application/openmetrics-text" => better(&mut openmetrics, 2, quality),
+                "application/*" => better(&mut openmetrics, 1, quality),
+                "text/plain" => better(&mut text, 2, quality),
+                "text/*" => better(&mut text, 1, quality),
+                "*/*" => {
+                    better(&mut openmetrics, 0, quality);
+                    better(&mut text, 0, quality);
+                }
+                _ => {}
             }
         }
-        if openmetrics > 0.0 && openmetrics >= other {
+        let text = text.map_or(0.0, |(_, q)| q);
+        // Named (not only through `*/*`, as curl sends), wanted, and not less than text.
+        if openmetrics.is_some_and(|(s, q)| s >= 1 && q > 0.0 && q >= text) {
             ExpositionFormat::OpenMetrics
         } else {
             ExpositionFormat::Prometheus
@@ -214,6 +231,24 @@ mod tests {
         assert_eq!(
             ExpositionFormat::from_accept(Some("Application/OpenMetrics-Text")),
             OpenMetrics
+        );
+        // Prometheus with protobuf first (native histograms): protobuf is not served here,
+        // and OpenMetrics is still preferred to the text format.
+        assert_eq!(
+            ExpositionFormat::from_accept(Some("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.5,application/openmetrics-text;version=1.0.0;q=0.4,application/openmetrics-text;version=0.0.1;q=0.3,text/plain;version=0.0.4;q=0.2,*/*;q=0.1")),
+            OpenMetrics
+        );
+        assert_eq!(
+            ExpositionFormat::from_accept(Some("application/*")),
+            OpenMetrics
+        );
+        assert_eq!(
+            ExpositionFormat::from_accept(Some("application/json")),
+            Prometheus
+        );
+        assert_eq!(
+            ExpositionFormat::from_accept(Some("text/*;q=0.9, application/openmetrics-text;q=0.8")),
+            Prometheus
         );
     }
 

@@ -254,7 +254,10 @@ impl Source for Polled<'_> {
         self.0.source.counter_provenance(i)
     }
     fn read_raw(&mut self, out: &mut [u64]) -> Result<(), EnergyError> {
-        self.0.poll()?;
+        if let Err(e) = self.0.poll() {
+            self.0.errors.push(e.to_string());
+            return Err(e);
+        }
         out.copy_from_slice(&self.0.raw);
         Ok(())
     }
@@ -423,13 +426,17 @@ impl Meter {
             .iter()
             .zip(periods)
             .filter_map(|(c, p)| {
-                let period_ms = p?.period_ms?;
+                let p = p?;
+                let period_ms = p.at_least_ms()?;
+                let how_often = match p.period_ms {
+                    Some(ms) => format!("it changes every {ms:.1} ms here"),
+                    None => format!("it changed once in {:.0} ms here", p.watched_ms),
+                };
                 (window_s * 1e3 < 3.0 * period_ms).then(|| {
                     format!(
-                        "a run lasted {:.0} ms, under three updates of the socket {} {} counter (it changes every {period_ms:.1} ms here): that figure is mostly the counter's steps; measure a longer run (repeat the work inside it)",
+                        "a run lasted {:.0} ms, under three updates of the {} counter ({how_often}): that figure is mostly the counter's steps; measure a longer run (repeat the work inside it)",
                         window_s * 1e3,
-                        c.socket,
-                        c.domain.as_str()
+                        c.name(),
                     )
                 })
             })

@@ -138,17 +138,22 @@ impl SamplerStats {
         let mut out = Vec::new();
         for (c, &unchanged) in counters.iter().zip(&self.unchanged_reads) {
             let changes = self.reads.saturating_sub(unchanged);
-            if self.reads == 0 || changes < 2 || unchanged * 2 < self.reads {
+            if self.reads == 0 || changes < 2 || unchanged * 2 <= self.reads {
                 continue;
             }
             let period_ms = self.wall_s * 1e3 / changes as f64;
+            // A rate no faster than the updates (never below record's 0.001 Hz floor).
+            let hz = 1000.0 / period_ms;
+            let freq = if hz >= 1.0 {
+                format!("{}", hz.floor())
+            } else {
+                format!("{}", ((hz * 1000.0).floor() / 1000.0).max(0.001))
+            };
             out.push(format!(
-                "{:.0} % of the readings of socket {} {} repeat the previous value: its counter changed about every {period_ms:.1} ms ({changes} changes in {:.1} s), less often than asked; --freq {:.0} or less gives each row a new value",
+                "{:.0} % of the readings of {} repeat the previous value: its counter changed about every {period_ms:.1} ms ({changes} changes in {:.1} s), less often than asked; --freq {freq} or less gives each row a new value",
                 100.0 * unchanged as f64 / self.reads as f64,
-                c.socket,
-                c.domain.as_str(),
+                c.name(),
                 self.wall_s,
-                (1000.0 / period_ms).round().max(1.0),
             ));
         }
         out
@@ -336,6 +341,14 @@ pub fn run_sampler<S: SampleSink>(
                 stats.count_changes(&deltas);
             }
             Err(e) => {
+                // The energy since the last good reading comes with the next one; this
+                // reading adds none (the deltas still hold the previous reading's).
+                for d in deltas.iter_mut() {
+                    *d = CounterDelta {
+                        joules: 0.0,
+                        wrapped: false,
+                    };
+                }
                 consecutive_errors += 1;
                 if stats.errors.len() < MAX_ERRORS_KEPT {
                     stats.errors.push(e.to_string());
@@ -696,5 +709,70 @@ mod tests {
         assert!(SamplerStats::default()
             .repeat_warnings(&[counter(Domain::Package)])
             .is_empty());
+    }
+
+    /// A counter that advances 1000 µJ a reading and whose fourth reading fails.
+    struct Flaky {
+        specs: Vec<CounterSpec>,
+        provenance: wattio_energy::Provenance,
+        reads: u64,
+        last_good: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    }
+
+    impl Source for Flaky {
+        fn provenance(&self) -> &wattio_energy::Provenance {
+            &self.provenance
+        }
+        fn counters(&self) -> &[CounterSpec] {
+            &self.specs
+        }
+        fn read_raw(&mut self, out: &mut [u64]) -> Result<(), EnergyError> {
+            self.reads += 1;
+            if self.reads == 4 {
+                return Err(EnergyError::Io {
+                    path: "/flaky".into(),
+                    err: io::Error::other("read failed once"),
+                });
+            }
+            out[0] = self.reads * 1000;
+            self.last_good
+                .store(out[0], std::sync::atomic::Ordering::Relaxed);
+            Ok(())
+        }
+    }
+
+    struct Total(f64);
+
+    impl SampleSink for Total {
+        fn consume(&mut self, s: &Sample) -> io::Result<()> {
+            self.0 += s.joules[0];
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_failed_reading_adds_no_energy_and_loses_none() {
+        let last_good = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let source = Flaky {
+            specs: vec![counter(Domain::Package)],
+            provenance: wattio_energy::Provenance::measured(wattio_energy::Mechanism::Powercap),
+            reads: 0,
+            last_good: last_good.clone(),
+        };
+        let cfg = SamplerConfig {
+            freq_hz: 1000.0,
+            duration: Some(Duration::from_millis(10)),
+            ..SamplerConfig::default()
+        };
+        let (stats, total) =
+            run_sampler(Box::new(source), &cfg, &Cancel::new().unwrap(), Total(0.0)).unwrap();
+        assert_eq!(stats.errors.len(), 1, "{:?}", stats.errors);
+        // Everything from the priming reading (1000 µJ) to the last good one, once.
+        let truth = (last_good.load(std::sync::atomic::Ordering::Relaxed) - 1000) as f64 * 1e-6;
+        assert!(
+            (total.0 - truth).abs() < 1e-9,
+            "{} J against {truth} J",
+            total.0
+        );
     }
 }
