@@ -19,6 +19,8 @@ use wattio_progress::Sink;
 pub struct MeasureArgs {
     #[command(flatten)]
     source: SourceArgs,
+    #[command(flatten)]
+    carbon: crate::meter_cmd::CarbonArgs,
     /// Measured runs per command [default: 1 for a command after `--`, 10 for shell commands].
     /// `--repeat` is its old name.
     #[arg(long, alias = "repeat", value_name = "N")]
@@ -151,6 +153,7 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
         ignore_failure: a.ignore_failure || single,
     };
 
+    let carbon = a.carbon.intensity()?;
     let cfg = a.source.config()?;
     let meter = a.source.open_meter()?;
     let n_cpus = online_cpus(&cfg.root)?;
@@ -166,7 +169,10 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
         bar.finish_and_clear();
         r?
     };
-    let report = Report::new(meter.provenance(), n_cpus, &plan, bench);
+    let mut report = Report::new(meter.provenance(), n_cpus, &plan, bench);
+    if let Some(intensity) = &carbon {
+        report = report.with_carbon(intensity);
+    }
 
     if exports.0.is_some() {
         write_export(exports.0, &serde_json::to_string_pretty(&report)?)?;

@@ -15,6 +15,29 @@ use wattio_progress::Sink;
 use wattio_units::{format_duration, parse_duration_bare, parse_duration_or_seconds, BareUnit};
 
 /// Options that choose and configure the energy source; shared by every command that meters.
+/// Where the carbon intensity of CO₂e figures comes from.
+#[derive(Args, Debug, Clone)]
+pub struct CarbonArgs {
+    /// Grams of CO2e per kWh of the electricity used: adds CO2e beside the energy figures
+    #[arg(long, value_name = "G_PER_KWH", conflicts_with = "region")]
+    carbon_intensity: Option<String>,
+    /// Country whose yearly carbon intensity to use, ISO 3166-1 alpha-3 (FRA, USA, DEU, …),
+    /// from wattio's table (Our World in Data via CodeCarbon): adds CO2e beside the energy
+    #[arg(long, value_name = "ISO3")]
+    region: Option<String>,
+}
+
+impl CarbonArgs {
+    /// The intensity asked for, if any.
+    pub fn intensity(&self) -> Result<Option<wattio_energy::CarbonIntensity>> {
+        Ok(match (&self.carbon_intensity, &self.region) {
+            (Some(g), _) => Some(wattio_energy::CarbonIntensity::given(g)?),
+            (None, Some(r)) => Some(wattio_energy::CarbonIntensity::for_region(r)?),
+            (None, None) => None,
+        })
+    }
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct SourceArgs {
     /// Mechanism: auto (perf, then powercap, then msr, then the model), perf, ebpf (perf's

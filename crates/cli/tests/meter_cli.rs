@@ -615,3 +615,112 @@ fn record_warns_when_rows_repeat_because_the_counter_changes_less_often() {
         stderr(&o)
     );
 }
+
+#[test]
+fn measure_gives_co2e_beside_the_energy_at_a_given_or_a_regional_intensity() {
+    // Given: every CO2e figure is its energy figure in kWh times the intensity.
+    let o = wattio(
+        None,
+        &[
+            "measure",
+            "--source",
+            "model",
+            "--carbon-intensity",
+            "360",
+            "--json",
+            "--",
+            "sleep",
+            "0.2",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let g = |k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"));
+    assert!(g("total_j") > 0.0);
+    assert!(
+        (g("co2e_g") - g("total_j") / 3.6e6 * 360.0).abs() < 1e-12,
+        "{v}"
+    );
+    assert!((g("attributed_co2e_g") - g("attributed_j") / 3.6e6 * 360.0).abs() < 1e-12);
+    assert_eq!(v["carbon_intensity"]["g_per_kwh"], 360.0);
+    assert_eq!(
+        v["carbon_intensity"]["source"],
+        "given (--carbon-intensity)"
+    );
+
+    // A region: the figure of its line in the shipped table.
+    let table = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../energy/data/carbon-intensity.tsv"),
+    )
+    .unwrap();
+    let deu: f64 = table
+        .lines()
+        .find(|l| l.starts_with("DEU\t"))
+        .and_then(|l| l.split('\t').nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    let o = wattio(
+        None,
+        &[
+            "measure", "--source", "model", "--region", "deu", "--runs", "2", "--json", "true",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["carbon_intensity"]["g_per_kwh"], deu);
+    let summary = &v["results"][0]["summary"];
+    let (total, co2e) = (
+        summary["total_j"]["mean"].as_f64().unwrap(),
+        summary["co2e_g"]["mean"].as_f64().unwrap(),
+    );
+    assert!((co2e - total / 3.6e6 * deu).abs() < 1e-12, "{summary}");
+
+    // The text names the intensity and says the energy under it is estimated.
+    let o = wattio(
+        None,
+        &[
+            "measure", "--source", "model", "--region", "FRA", "--", "true",
+        ],
+    );
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("CO2e "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains("ESTIMATED energy at ") && line.contains("g CO2e/kWh (FRA "),
+        "{line}"
+    );
+
+    // Bad input: one line with the fix, nothing measured.
+    let o = wattio(
+        None,
+        &[
+            "measure", "--source", "model", "--region", "FR", "--", "true",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("did you mean FRA (France)") && e.contains("--carbon-intensity"),
+        "{e}"
+    );
+    let o = wattio(
+        None,
+        &[
+            "measure",
+            "--source",
+            "model",
+            "--carbon-intensity",
+            "lots",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("grams of CO2e per kWh"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -32,6 +32,7 @@
 mod accumulate;
 mod arch;
 pub mod attribution;
+mod carbon;
 mod combined;
 mod cpu;
 mod discover;
@@ -55,6 +56,7 @@ mod update_period;
 mod wrap;
 
 pub use accumulate::{Accumulator, CounterDelta};
+pub use carbon::{format_co2e, regions, CarbonError, CarbonIntensity, Region};
 pub use combined::{open_with_gpus, CombinedSource};
 pub use cpu::{cpu_id, online_cpu_count, CpuId, Vendor};
 pub use discover::{discover, open_source, MechanismStatus, ProbeReport, SourceChoice};

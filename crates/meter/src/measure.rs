@@ -179,6 +179,33 @@ pub struct RunReport {
     pub exit_code: i32,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub signal: Option<i32>,
+    /// The CO₂e of the energy figures, with `--carbon-intensity` or `--region`.
+    #[serde(flatten, skip_serializing_if = "Option::is_none", default)]
+    pub co2e: Option<RunCo2e>,
+}
+
+/// The CO₂e of a run's energy figures at one carbon intensity: `co2e_g` of `total_j`,
+/// `attributed_co2e_g` of `attributed_j`, `gpu_co2e_g` of `gpu_j`. Estimated wherever the
+/// energy is, and always an estimate of the emissions (a yearly average intensity).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunCo2e {
+    pub co2e_g: f64,
+    pub attributed_co2e_g: f64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub gpu_co2e_g: Option<f64>,
+    pub carbon_intensity: wattio_energy::CarbonIntensity,
+}
+
+impl RunCo2e {
+    /// The CO₂e of `r`'s figures at `intensity`.
+    pub fn of(r: &RunReport, intensity: &wattio_energy::CarbonIntensity) -> RunCo2e {
+        RunCo2e {
+            co2e_g: intensity.co2e_g(r.energy.total_j),
+            attributed_co2e_g: intensity.co2e_g(r.attributed_j),
+            gpu_co2e_g: r.energy.gpu_j.map(|j| intensity.co2e_g(j)),
+            carbon_intensity: intensity.clone(),
+        }
+    }
 }
 
 /// The document `wattio measure --json` writes for a single run of one command: the run's
@@ -207,6 +234,7 @@ impl RunReport {
             exit_code: exit.code,
             signal: exit.signal,
             energy,
+            co2e: None,
         }
     }
 

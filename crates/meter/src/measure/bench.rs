@@ -109,6 +109,11 @@ pub struct CommandStats {
     pub attributed_j: Stat,
     pub mean_power_w: Stat,
     pub child_cpu_s: Stat,
+    /// The CO₂e of `total_j` and of `attributed_j`, with `--carbon-intensity` or `--region`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub co2e_g: Option<Stat>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub attributed_co2e_g: Option<Stat>,
 }
 
 impl CommandStats {
@@ -121,6 +126,18 @@ impl CommandStats {
             attributed_j: col(|r| r.attributed_j)?,
             mean_power_w: col(|r| r.mean_power_w)?,
             child_cpu_s: col(|r| r.child_cpu_s)?,
+            co2e_g: Stat::of(
+                &runs
+                    .iter()
+                    .filter_map(|r| r.co2e.as_ref().map(|c| c.co2e_g))
+                    .collect::<Vec<_>>(),
+            ),
+            attributed_co2e_g: Stat::of(
+                &runs
+                    .iter()
+                    .filter_map(|r| r.co2e.as_ref().map(|c| c.attributed_co2e_g))
+                    .collect::<Vec<_>>(),
+            ),
         })
     }
 }
@@ -367,6 +384,9 @@ pub struct Report {
     pub ignore_failure: bool,
     #[serde(flatten)]
     pub benchmark: Benchmark,
+    /// The intensity every `co2e_g` was computed at (`--carbon-intensity` or `--region`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub carbon_intensity: Option<wattio_energy::CarbonIntensity>,
 }
 
 impl Report {
@@ -387,7 +407,22 @@ impl Report {
             prepare: plan.prepare.as_ref().map(CommandSpec::display),
             ignore_failure: plan.ignore_failure,
             benchmark,
+            carbon_intensity: None,
         }
+    }
+
+    /// Adds the CO₂e of every run's figures, and of each command's statistics, at `intensity`.
+    pub fn with_carbon(mut self, intensity: &wattio_energy::CarbonIntensity) -> Report {
+        for c in &mut self.benchmark.results {
+            for r in &mut c.runs {
+                r.report.co2e = Some(crate::measure::RunCo2e::of(&r.report, intensity));
+            }
+            if c.summary.is_some() {
+                c.summary = CommandStats::of(&c.kept_runs().collect::<Vec<_>>());
+            }
+        }
+        self.carbon_intensity = Some(intensity.clone());
+        self
     }
 }
 

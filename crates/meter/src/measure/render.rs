@@ -5,6 +5,7 @@ use super::bench::{CommandResult, Report, Stat};
 use super::{RunReport, RunStatus};
 use crate::rows::csv_field;
 use std::fmt::Write as _;
+use wattio_energy::format_co2e;
 
 /// The report of one run of one command (`wattio measure -- cmd`).
 pub fn single_run(command: &str, r: &RunReport) -> String {
@@ -69,8 +70,31 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
         "command share {:.3} J, its CPU-time share of the total: {}",
         r.attributed_j, r.attributed_label
     );
+    if let Some(c) = &r.co2e {
+        let gpu = c
+            .gpu_co2e_g
+            .map(|g| format!(", gpu {}", format_co2e(g)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "CO2e         {} of the total, {} of the command's share{gpu} ({})",
+            format_co2e(c.co2e_g),
+            format_co2e(c.attributed_co2e_g),
+            co2e_basis(e.provenance.estimated, &c.carbon_intensity)
+        );
+    }
     let _ = writeln!(s, "exit code    {}", r.exit_code);
     s
+}
+
+/// What a CO₂e figure stands on: the intensity, and the energy's being an estimate.
+fn co2e_basis(estimated: bool, intensity: &wattio_energy::CarbonIntensity) -> String {
+    let energy = if estimated {
+        "ESTIMATED energy at "
+    } else {
+        "at "
+    };
+    format!("{energy}{}", intensity.label())
 }
 
 /// A unit for times of the size of `x`: scale, name, decimals.
@@ -182,6 +206,18 @@ pub fn text(rep: &Report) -> String {
                 if let Some(g) = gpu_line(c) {
                     s += &g;
                 }
+                if let (Some(t), Some(a), Some(ci)) =
+                    (&st.co2e_g, &st.attributed_co2e_g, &rep.carbon_intensity)
+                {
+                    let _ = writeln!(
+                        s,
+                        "  CO2e          {} ± {}, command {} ({})",
+                        format_co2e(t.mean),
+                        format_co2e(t.stddev),
+                        format_co2e(a.mean),
+                        co2e_basis(rep.provenance.estimated, ci)
+                    );
+                }
             }
             None => {
                 let _ = writeln!(s, "  no run kept: every run failed or was interrupted");
@@ -277,6 +313,10 @@ pub const CSV_COLUMNS: &[&str] = &[
     "estimated",
     "label",
     "attributed_label",
+    "co2e_mean_g",
+    "attributed_co2e_mean_g",
+    "carbon_intensity_g_per_kwh",
+    "carbon_intensity_source",
 ];
 
 /// One row per command: counts, statistics over the kept runs, the comparison, the labels.
@@ -314,6 +354,16 @@ pub fn csv(rep: &Report) -> String {
         row.push(rep.provenance.estimated.to_string());
         row.push(csv_field(&rep.label));
         row.push(csv_field(&rep.attributed_label));
+        // Empty without --carbon-intensity or --region.
+        row.push(num(st.and_then(|s| s.co2e_g).map(|x| x.mean)));
+        row.push(num(st.and_then(|s| s.attributed_co2e_g).map(|x| x.mean)));
+        row.push(num(rep.carbon_intensity.as_ref().map(|c| c.g_per_kwh)));
+        row.push(
+            rep.carbon_intensity
+                .as_ref()
+                .map(|c| csv_field(&c.source))
+                .unwrap_or_default(),
+        );
         s += &row.join(",");
         s.push('\n');
     }
@@ -381,6 +431,25 @@ pub fn markdown(rep: &Report) -> String {
         "\nEnergy: the machine's, {}. Command energy: {}. Mean ± σ over the kept runs; p: two-sided Wilcoxon rank-sum test of energy against the best command, Holm-adjusted.",
         rep.label, rep.attributed_label
     );
+    if let Some(ci) = &rep.carbon_intensity {
+        let _ = writeln!(s, "\nCO2e at {}:\n", ci.label());
+        for c in &rep.benchmark.results {
+            if let Some((t, a)) = c
+                .summary
+                .as_ref()
+                .and_then(|st| Some((st.co2e_g?, st.attributed_co2e_g?)))
+            {
+                let _ = writeln!(
+                    s,
+                    "- {}: {} ± {} (machine), {} (command)",
+                    md_code(&c.command),
+                    format_co2e(t.mean),
+                    format_co2e(t.stddev),
+                    format_co2e(a.mean)
+                );
+            }
+        }
+    }
     s
 }
 

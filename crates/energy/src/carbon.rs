@@ -1,0 +1,187 @@
+//! CO₂-equivalent emissions of an energy figure: joules × the carbon intensity of the
+//! electricity (grams of CO₂e per kWh), as CodeCarbon and Alumet report them.
+//!
+//! The intensity is given (`--carbon-intensity G_PER_KWH`) or looked up by country
+//! (`--region ISO3`) in a table shipped with wattio (`data/carbon-intensity.tsv`: Our World in
+//! Data's yearly figures, from Ember and the Energy Institute, CC BY 4.0, as compiled in
+//! CodeCarbon's `global_energy_mix.json`, MIT). A yearly national average is an estimate of
+//! what a kWh emitted where and when the work ran; the label says which figure was used.
+
+use serde::{Deserialize, Serialize};
+
+/// The shipped table: `ISO3 \t g/kWh \t year \t country` lines after `#` comments.
+const TABLE: &str = include_str!("../data/carbon-intensity.tsv");
+
+/// Where a carbon intensity comes from.
+const TABLE_SOURCE: &str = "Our World in Data via CodeCarbon";
+
+/// Grams of CO₂e per kWh of electricity, with where the figure comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CarbonIntensity {
+    pub g_per_kwh: f64,
+    /// `given (--carbon-intensity)` or `FRA 2023, Our World in Data (…) via CodeCarbon's …`.
+    pub source: String,
+}
+
+/// Why an intensity cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum CarbonError {
+    #[error(
+        "--carbon-intensity must be a number of grams of CO2e per kWh between 0 and 5000 (got {0})"
+    )]
+    BadIntensity(String),
+    #[error("--region {code}: not in wattio's table of carbon intensities{}: give the country's ISO 3166-1 alpha-3 code (FRA, USA, DEU, IND, …) or the figure itself with --carbon-intensity", suggest(.suggestions))]
+    UnknownRegion {
+        code: String,
+        /// Codes of countries whose code or name starts like the one given.
+        suggestions: Vec<String>,
+    },
+}
+
+impl CarbonIntensity {
+    /// An intensity the user gives, in g CO₂e per kWh.
+    pub fn given(text: &str) -> Result<CarbonIntensity, CarbonError> {
+        match text.trim().parse::<f64>() {
+            Ok(g) if g.is_finite() && (0.0..=5000.0).contains(&g) => Ok(CarbonIntensity {
+                g_per_kwh: g,
+                source: "given (--carbon-intensity)".into(),
+            }),
+            _ => Err(CarbonError::BadIntensity(text.into())),
+        }
+    }
+
+    /// The shipped table's figure for a country (ISO 3166-1 alpha-3, any case).
+    pub fn for_region(code: &str) -> Result<CarbonIntensity, CarbonError> {
+        let wanted = code.trim().to_ascii_uppercase();
+        regions()
+            .find(|r| r.code == wanted)
+            .map(|r| CarbonIntensity {
+                g_per_kwh: r.g_per_kwh,
+                source: format!("{} {}, {TABLE_SOURCE}", r.code, r.year),
+            })
+            .ok_or_else(|| CarbonError::UnknownRegion {
+                code: code.into(),
+                suggestions: regions()
+                    .filter(|r| {
+                        !wanted.is_empty()
+                            && (r.code.starts_with(&wanted)
+                                || r.country.to_ascii_uppercase().starts_with(&wanted))
+                    })
+                    .map(|r| format!("{} ({})", r.code, r.country))
+                    .take(5)
+                    .collect(),
+            })
+    }
+
+    /// Grams of CO₂e of `joules` of electricity.
+    pub fn co2e_g(&self, joules: f64) -> f64 {
+        joules / 3.6e6 * self.g_per_kwh
+    }
+
+    /// `56.0 g CO2e/kWh (FRA 2023, Our World in Data via CodeCarbon)`, the label shown beside
+    /// a CO₂e figure.
+    pub fn label(&self) -> String {
+        format!("{:.1} g CO2e/kWh ({})", self.g_per_kwh, self.source)
+    }
+}
+
+fn suggest(codes: &[String]) -> String {
+    if codes.is_empty() {
+        String::new()
+    } else {
+        format!(" (did you mean {}?)", codes.join(", "))
+    }
+}
+
+/// Grams of CO₂e in the unit that suits them: `12.3 µg`, `4.56 mg`, `7.89 g`, `1.23 kg`.
+pub fn format_co2e(grams: f64) -> String {
+    let (scale, unit) = match grams.abs() {
+        g if g >= 1000.0 => (1e-3, "kg"),
+        g if g >= 1.0 => (1.0, "g"),
+        g if g >= 1e-3 => (1e3, "mg"),
+        _ => (1e6, "µg"),
+    };
+    format!("{:.3} {unit}", grams * scale)
+}
+
+/// One country of the shipped table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Region {
+    pub code: String,
+    pub g_per_kwh: f64,
+    pub year: u32,
+    pub country: String,
+}
+
+/// Every country of the shipped table, in code order.
+pub fn regions() -> impl Iterator<Item = Region> {
+    TABLE
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let mut f = l.split('\t');
+            Some(Region {
+                code: f.next()?.to_string(),
+                g_per_kwh: f.next()?.parse().ok()?,
+                year: f.next()?.parse().ok()?,
+                country: f.next()?.to_string(),
+            })
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_line_of_the_shipped_table_parses() {
+        let data_lines = TABLE
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .count();
+        let parsed: Vec<Region> = regions().collect();
+        assert_eq!(parsed.len(), data_lines);
+        assert!(parsed.len() > 200);
+        for r in &parsed {
+            assert_eq!(r.code.len(), 3, "{r:?}");
+            assert!((0.0..=2000.0).contains(&r.g_per_kwh), "{r:?}");
+            assert!((2000..=2030).contains(&r.year), "{r:?}");
+        }
+    }
+
+    #[test]
+    fn a_kwh_emits_the_intensity_and_the_label_names_the_figure() {
+        let c = CarbonIntensity::given("400").unwrap();
+        assert!((c.co2e_g(3.6e6) - 400.0).abs() < 1e-9);
+        assert!((c.co2e_g(36.0) - 0.004).abs() < 1e-12);
+        assert_eq!(c.label(), "400.0 g CO2e/kWh (given (--carbon-intensity))");
+        let fra = CarbonIntensity::for_region("fra").unwrap();
+        let row = regions().find(|r| r.code == "FRA").unwrap();
+        assert_eq!(fra.g_per_kwh, row.g_per_kwh);
+        assert_eq!(
+            fra.source,
+            format!("FRA {}, Our World in Data via CodeCarbon", row.year)
+        );
+        assert_eq!(format_co2e(0.0000123), "12.300 µg");
+        assert_eq!(format_co2e(0.0456), "45.600 mg");
+        assert_eq!(format_co2e(7.891), "7.891 g");
+        assert_eq!(format_co2e(1234.0), "1.234 kg");
+    }
+
+    #[test]
+    fn bad_figures_and_unknown_regions_are_refused_with_the_fix() {
+        for bad in ["", "-1", "nan", "1e9", "lots"] {
+            assert!(CarbonIntensity::given(bad).is_err(), "{bad}");
+        }
+        let e = CarbonIntensity::for_region("FR").unwrap_err().to_string();
+        assert!(
+            e.contains("ISO 3166-1 alpha-3") && e.contains("--carbon-intensity"),
+            "{e}"
+        );
+        assert!(e.contains("did you mean FRA (France)"), "{e}");
+        let e = CarbonIntensity::for_region("germany")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("DEU (Germany)"), "{e}");
+    }
+}
