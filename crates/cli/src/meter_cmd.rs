@@ -469,6 +469,8 @@ pub struct ExportArgs {
     listen: String,
     #[command(flatten)]
     attribution: AttributionArgs,
+    #[command(flatten)]
+    carbon: CarbonArgs,
     /// With --by: at most this many per-process or per-cgroup series; the energy of the
     /// others goes to one `other` series (keeps Prometheus's cardinality bounded).
     #[arg(long, default_value_t = 50, requires = "by")]
@@ -476,6 +478,7 @@ pub struct ExportArgs {
 }
 
 pub fn export(a: ExportArgs) -> Result<ExitCode> {
+    let carbon = a.carbon.intensity()?;
     let meter = a.source.open_meter()?;
     let listener = std::net::TcpListener::bind(&a.listen).with_context(|| {
         format!(
@@ -485,7 +488,7 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
     })?;
     let addr = listener.local_addr()?;
     eprintln!(
-        "wattio export: OpenMetrics on http://{addr}/metrics ({}); Ctrl-C to stop",
+        "wattio export: metrics on http://{addr}/metrics ({}); Ctrl-C to stop",
         meter.provenance().label()
     );
     let live = match a.attribution.by {
@@ -503,6 +506,9 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
     let mut exporter = wattio_meter::Exporter::new(meter);
     if let Some((live, by)) = live {
         exporter = exporter.with_attribution(live, by, a.max_series);
+    }
+    if let Some(intensity) = carbon {
+        exporter = exporter.with_carbon(intensity);
     }
     let exporter = Arc::new(exporter);
     let cancel = crate::study_ui::cancel_on_signals()?;

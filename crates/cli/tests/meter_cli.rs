@@ -414,6 +414,8 @@ fn export_bodies_pass_promtool_the_openmetrics_parser_and_a_prometheus_scrape() 
             "model",
             "--by",
             "process",
+            "--carbon-intensity",
+            "300",
             "--listen",
             "127.0.0.1:0",
         ])
@@ -432,6 +434,25 @@ fn export_bodies_pass_promtool_the_openmetrics_parser_and_a_prometheus_scrape() 
         lint.status.success() && findings.trim().is_empty(),
         "{findings}\n{text}"
     );
+    // The CO2e series is its energy series at 300 g/kWh, from the same scrape.
+    let value = |prefix: &str| -> f64 {
+        body_of(&text)
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {prefix} in {text}"))
+    };
+    let joules = value("wattio_energy_joules_total{");
+    let grams = value("wattio_energy_co2e_grams_total{");
+    assert!(
+        (grams - joules / 3.6e6 * 300.0).abs() <= 1e-12 * joules.max(1.0),
+        "{text}"
+    );
+    assert!(
+        text.contains("carbon_intensity=\"300.0 g CO2e/kWh (given (--carbon-intensity))\""),
+        "{text}"
+    );
 
     // The OpenMetrics body through the reference parser of the Python client (strict about
     // metadata, units, `_total` and `# EOF`). promtool 2.42 lints only the 0.0.4 format.
@@ -448,6 +469,10 @@ fn export_bodies_pass_promtool_the_openmetrics_parser_and_a_prometheus_scrape() 
     assert!(parse.status.success(), "{}\n{om}", stderr(&parse));
     assert!(
         families.contains("wattio_energy_joules counter joules 1\n"),
+        "{families}"
+    );
+    assert!(
+        families.contains("wattio_energy_co2e_grams counter grams 1\n"),
         "{families}"
     );
     assert!(

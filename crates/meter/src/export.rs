@@ -102,6 +102,8 @@ pub struct Exporter {
     labels: Vec<EnergyLabels>,
     /// One scrape at a time: snapshots are applied in the order they were taken.
     totals: Mutex<Totals>,
+    /// With `--carbon-intensity` or `--region`: the CO₂e series beside the energy ones.
+    carbon: Option<wattio_energy::CarbonIntensity>,
 }
 
 const ENERGY_HELP: &str = "Energy consumed since the exporter started, per socket and domain; estimated=\"true\" marks model estimates (see the model label)";
@@ -134,7 +136,14 @@ impl Exporter {
                 read_errors: 0,
                 attribution: None,
             }),
+            carbon: None,
         }
+    }
+
+    /// Adds `wattio_energy_co2e_grams_total`, the CO₂e of each energy series at `intensity`.
+    pub fn with_carbon(mut self, intensity: wattio_energy::CarbonIntensity) -> Self {
+        self.carbon = Some(intensity);
+        self
     }
 
     /// Adds per-process or per-cgroup series (`wattio export --by`), at most `max_series` of
@@ -253,6 +262,24 @@ impl Exporter {
                 samples: vec![(vec![], t.read_errors as f64)],
             },
         ];
+        if let Some(ci) = &self.carbon {
+            let label = ci.label();
+            families.push(CounterFamily {
+                name: "wattio_energy_co2e_grams",
+                help: "CO2e of wattio_energy_joules_total at the carbon intensity its carbon_intensity label names (grams = joules / 3.6e6 x g/kWh); an estimate of the emissions wherever the energy is one",
+                unit: Some("grams"),
+                samples: self
+                    .labels
+                    .iter()
+                    .zip(&t.energy_j)
+                    .map(|(l, &j)| {
+                        let mut pairs = l.pairs();
+                        pairs.push(("carbon_intensity", label.clone()));
+                        (pairs, ci.co2e_g(j))
+                    })
+                    .collect(),
+            });
+        }
         if let Some(st) = &t.attribution {
             let (name, help) = match st.by {
                 By::Process => ("wattio_process_energy_joules", "Energy attributed to a process by its CPU-time share since its series started (comm=\"other\": processes past the series limit); see the attribution and estimated labels"),
