@@ -15,6 +15,8 @@ use wattio_units::{format_duration, parse_duration_or_seconds};
 pub struct TopArgs {
     #[command(flatten)]
     source: SourceArgs,
+    #[command(flatten)]
+    carbon: crate::meter_cmd::CarbonArgs,
     /// Attribute to processes or to cgroups (services, containers, pods).
     #[arg(long, default_value = "process", value_parser = parse_by)]
     by: By,
@@ -54,6 +56,7 @@ pub fn top(a: TopArgs) -> Result<ExitCode> {
             format_duration(a.interval)
         );
     }
+    let carbon = a.carbon.intensity()?;
     let meter = a.source.open_meter()?;
     let root = SysRoot::from_env();
     let n_cpus = wattio_energy::online_cpu_count(&root)?;
@@ -89,6 +92,10 @@ pub fn top(a: TopArgs) -> Result<ExitCode> {
                 continue;
             }
             Err(e) => return Err(e).context("reading CPU times failed 6 times in a row"),
+        };
+        let i = match &carbon {
+            Some(intensity) => i.with_carbon(intensity),
+            None => i,
         };
         let r = if a.json {
             serde_json::to_writer(&mut out, &i)

@@ -749,3 +749,68 @@ fn measure_gives_co2e_beside_the_energy_at_a_given_or_a_regional_intensity() {
         stderr(&o)
     );
 }
+
+#[test]
+fn top_gives_co2e_beside_each_energy_figure() {
+    let o = wattio(
+        None,
+        &[
+            "top",
+            "--source",
+            "model",
+            "--carbon-intensity",
+            "100",
+            "--once",
+            "--json",
+            "--interval",
+            "300ms",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let co2e = |j: &serde_json::Value| j.as_f64().unwrap() / 3.6e6 * 100.0;
+    let close =
+        |a: &serde_json::Value, b: f64| (a.as_f64().unwrap() - b).abs() <= 1e-15 + 1e-12 * b;
+    assert!(close(&v["co2e_g"], co2e(&v["total_j"])), "{v}");
+    assert!(close(&v["idle_co2e_g"], co2e(&v["idle_j"])), "{v}");
+    assert_eq!(v["carbon_intensity"]["g_per_kwh"], 100.0);
+    for e in v["entries"].as_array().unwrap() {
+        assert!(close(&e["co2e_g"], co2e(&e["energy_j"])), "{e}");
+        assert!(close(&e["total_co2e_g"], co2e(&e["total_energy_j"])), "{e}");
+    }
+    // The screen: a CO2e line with the intensity's source and a CO2E column.
+    let o = wattio(
+        None,
+        &[
+            "top",
+            "--source",
+            "model",
+            "--region",
+            "FRA",
+            "--once",
+            "--interval",
+            "300ms",
+        ],
+    );
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("CO2e ") && l.contains("(FRA ")),
+        "{text}"
+    );
+    assert!(text.contains(" CO2E "), "{text}");
+    // Without the flags, no CO2e anywhere.
+    let o = wattio(
+        None,
+        &[
+            "top",
+            "--source",
+            "model",
+            "--once",
+            "--json",
+            "--interval",
+            "300ms",
+        ],
+    );
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("co2e"));
+}

@@ -28,6 +28,17 @@ pub struct AttributedInterval {
     pub idle_policy: IdlePolicy,
     #[serde(flatten)]
     pub interval: Interval,
+    /// With a carbon intensity: the CO₂e of the interval's figures (each entry has its own).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub co2e: Option<IntervalCo2e>,
+}
+
+/// The CO₂e of an interval's `total_j` and `idle_j`, and the intensity used.
+#[derive(Debug, Clone, Serialize)]
+pub struct IntervalCo2e {
+    pub co2e_g: f64,
+    pub idle_co2e_g: f64,
+    pub carbon_intensity: wattio_energy::CarbonIntensity,
 }
 
 impl AttributedInterval {
@@ -41,7 +52,22 @@ impl AttributedInterval {
             label: attributed_label(&p.label()),
             idle_policy: policy,
             interval,
+            co2e: None,
         }
+    }
+
+    /// Adds the CO₂e of every figure of the interval at `intensity`.
+    pub fn with_carbon(mut self, intensity: &wattio_energy::CarbonIntensity) -> Self {
+        for e in &mut self.interval.entries {
+            e.co2e_g = Some(intensity.co2e_g(e.energy_j));
+            e.total_co2e_g = Some(intensity.co2e_g(e.total_energy_j));
+        }
+        self.co2e = Some(IntervalCo2e {
+            co2e_g: intensity.co2e_g(self.interval.total_j),
+            idle_co2e_g: intensity.co2e_g(self.interval.idle_j),
+            carbon_intensity: intensity.clone(),
+        });
+        self
     }
 }
 
@@ -148,6 +174,14 @@ pub fn render_top(
         i.busy_cpu_s,
         i.unseen_cpu_s
     );
+    if let Some(c) = &a.co2e {
+        let _ = writeln!(
+            s,
+            "CO2e {} since start at {}",
+            wattio_energy::format_co2e(c.carbon_intensity.co2e_g(since_start_j)),
+            c.carbon_intensity.label()
+        );
+    }
     if a.estimated {
         let _ = writeln!(
             s,
@@ -155,19 +189,32 @@ pub fn render_top(
         );
     }
     let _ = writeln!(s);
+    // The energy column, with its CO₂e beside it when a carbon intensity was given.
+    let energy_head = match a.co2e {
+        Some(_) => format!("{:>10} {:>11}", "ENERGY J", "CO2E"),
+        None => format!("{:>10}", "ENERGY J"),
+    };
+    let energy_cell = |e: &Entry| match e.total_co2e_g {
+        Some(g) => format!(
+            "{:>10.2} {:>11}",
+            e.total_energy_j,
+            wattio_energy::format_co2e(g)
+        ),
+        None => format!("{:>10.2}", e.total_energy_j),
+    };
     match a.by {
         By::Process => {
             let _ = writeln!(
                 s,
-                "{:>8}  {:<16} {:>9} {:>10} {:>7}  CGROUP",
-                "PID", "COMMAND", "POWER W", "ENERGY J", "CPU %"
+                "{:>8}  {:<16} {:>9} {energy_head} {:>7}  CGROUP",
+                "PID", "COMMAND", "POWER W", "CPU %"
             );
         }
         By::Cgroup => {
             let _ = writeln!(
                 s,
-                "{:>9} {:>10} {:>7}  {:<18} CGROUP",
-                "POWER W", "ENERGY J", "CPU %", "KIND"
+                "{:>9} {energy_head} {:>7}  {:<18} CGROUP",
+                "POWER W", "CPU %", "KIND"
             );
         }
     }
@@ -182,11 +229,11 @@ pub fn render_top(
             By::Process => {
                 let _ = writeln!(
                     s,
-                    "{:>8}  {:<16} {:>9.3} {:>10.2} {:>7.1}  {}",
+                    "{:>8}  {:<16} {:>9.3} {} {:>7.1}  {}",
                     e.pid.unwrap_or(0),
                     printable(e.comm.as_deref().unwrap_or("?")),
                     e.power_w,
-                    e.total_energy_j,
+                    energy_cell(e),
                     cpu_pct,
                     cg
                 );
@@ -194,9 +241,9 @@ pub fn render_top(
             By::Cgroup => {
                 let _ = writeln!(
                     s,
-                    "{:>9.3} {:>10.2} {:>7.1}  {:<18} {}",
+                    "{:>9.3} {} {:>7.1}  {:<18} {}",
                     e.power_w,
-                    e.total_energy_j,
+                    energy_cell(e),
                     cpu_pct,
                     wattio_energy::attribution::cgroup::kind(&cg),
                     cg
@@ -544,6 +591,8 @@ mod tests {
             energy_j: j,
             power_w: j,
             total_energy_j: j,
+            co2e_g: None,
+            total_co2e_g: None,
         }
     }
 
@@ -617,6 +666,7 @@ mod tests {
                 over_cpu_s: 0.0,
                 entries: vec![entry(7, 4.0), entry(8, 2.0)],
             },
+            co2e: None,
         };
         let s = render_top(&i, 10.0, 4.0, 1);
         assert!(s.contains("attributed (cpu-time share)"), "{s}");

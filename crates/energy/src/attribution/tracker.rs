@@ -94,6 +94,12 @@ pub struct Entry {
     pub power_w: f64,
     /// Joules attributed since the attributor started.
     pub total_energy_j: f64,
+    /// CO₂e of `energy_j` and of `total_energy_j`, where a carbon intensity was given
+    /// (`top --carbon-intensity` / `--region`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub co2e_g: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_co2e_g: Option<f64>,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -462,6 +468,8 @@ impl Attributor {
                     energy_j: 0.0,
                     power_w: 0.0,
                     total_energy_j: 0.0,
+                    co2e_g: None,
+                    total_co2e_g: None,
                 }
             })
             .collect()
@@ -519,6 +527,8 @@ impl Attributor {
                 energy_j: 0.0,
                 power_w: 0.0,
                 total_energy_j: 0.0,
+                co2e_g: None,
+                total_co2e_g: None,
             })
             .collect())
     }
