@@ -284,6 +284,8 @@ pub fn render_gpu_probe(g: &wattio_energy::GpuProbe) -> String {
 pub struct RecordArgs {
     #[command(flatten)]
     source: SourceArgs,
+    #[command(flatten)]
+    carbon: CarbonArgs,
     /// Samples per second (0.001 to 1000).
     #[arg(long, default_value_t = 10.0)]
     freq: f64,
@@ -331,6 +333,7 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
     if !(a.freq.is_finite() && (0.001..=1000.0).contains(&a.freq)) {
         bail!("--freq must be between 0.001 and 1000 Hz (got {})", a.freq);
     }
+    let carbon = a.carbon.intensity()?;
     let cfg = a.source.config()?;
     let (source, passed_over) = cfg.open_with_gpus()?;
     if source.provenance().estimated {
@@ -387,6 +390,9 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
         .as_ref()
         .map(|_| ProgressLine::start(progress, a.duration));
     let counters = source.counters().to_vec();
+    let estimated: Vec<bool> = (0..counters.len())
+        .map(|i| source.counter_provenance(i).estimated)
+        .collect();
     let stats = match &a.output {
         Some(p) => {
             let f = std::fs::File::create(p).with_context(|| {
@@ -408,6 +414,12 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
         )?,
     };
     eprintln!("wattio record: {}", stats.summary());
+    if let Some(intensity) = &carbon {
+        eprintln!("wattio record: CO2e at {}:", intensity.label());
+        for line in stats.co2e_lines(&counters, &estimated, intensity) {
+            eprintln!("  {line}");
+        }
+    }
     for w in stats.repeat_warnings(&counters) {
         eprintln!("wattio record: warning: {w}");
     }

@@ -814,3 +814,65 @@ fn top_gives_co2e_beside_each_energy_figure() {
     );
     assert!(!String::from_utf8_lossy(&o.stdout).contains("co2e"));
 }
+
+#[test]
+fn record_summary_gives_each_counters_joules_and_co2e() {
+    let dir = tempfile::tempdir().unwrap();
+    let (fx, _ticker) = fixture_ticking_every(dir.path(), "1ms");
+    let out = dir.path().join("rows.csv");
+    let o = wattio(
+        Some(&fx),
+        &[
+            "record",
+            "--source",
+            "powercap",
+            "--domains",
+            "package",
+            "--freq",
+            "10",
+            "--duration",
+            "1s",
+            "--carbon-intensity",
+            "360",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("wattio record: CO2e at 360.0 g CO2e/kWh (given (--carbon-intensity)):"),
+        "{e}"
+    );
+    let line = e
+        .lines()
+        .find(|l| l.trim_start().starts_with("socket 0 package: "))
+        .unwrap_or_else(|| panic!("{e}"));
+    // "socket 0 package: 10.012 J, CO2e 1.001 mg": the ticker's 10 W over about a second.
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let joules: f64 = fields[3].parse().unwrap();
+    assert!((8.0..=12.0).contains(&joules), "{line}");
+    let milligrams = fields[6].parse::<f64>().unwrap()
+        * match fields[7] {
+            "µg" => 1e-3,
+            "mg" => 1.0,
+            "g" => 1e3,
+            other => panic!("unit {other} in {line}"),
+        };
+    // 360 g/kWh is 0.1 mg per joule.
+    assert!(
+        (milligrams - joules * 0.1).abs() <= 0.001 + 1e-3 * milligrams,
+        "{line}"
+    );
+    // The rows hold the same joules.
+    let rows = std::fs::read_to_string(&out).unwrap();
+    let sum: f64 = rows
+        .lines()
+        .skip(1)
+        .map(|r| r.split(',').nth(4).unwrap().parse::<f64>().unwrap())
+        .sum();
+    assert!(
+        (sum - joules).abs() < 0.002,
+        "{sum} J in the rows, {joules} J in the summary"
+    );
+}

@@ -97,16 +97,47 @@ pub struct SamplerStats {
     pub reads: u64,
     /// Per counter, the readings that found it where the previous one left it.
     pub unchanged_reads: Vec<u64>,
+    /// Per counter, the joules of the run (every row's, added up).
+    pub energy_j: Vec<f64>,
 }
 
 impl SamplerStats {
     fn count_changes(&mut self, deltas: &[CounterDelta]) {
         self.reads += 1;
-        for (u, d) in self.unchanged_reads.iter_mut().zip(deltas) {
+        for ((u, j), d) in self
+            .unchanged_reads
+            .iter_mut()
+            .zip(self.energy_j.iter_mut())
+            .zip(deltas)
+        {
+            *j += d.joules;
             if d.joules == 0.0 && !d.wrapped {
                 *u += 1;
             }
         }
+    }
+
+    /// One line per counter with the run's joules and their CO₂e at `intensity`; `estimated`
+    /// says, per counter, whether its joules are a model's.
+    pub fn co2e_lines(
+        &self,
+        counters: &[CounterSpec],
+        estimated: &[bool],
+        intensity: &wattio_energy::CarbonIntensity,
+    ) -> Vec<String> {
+        counters
+            .iter()
+            .zip(&self.energy_j)
+            .zip(estimated)
+            .map(|((c, &j), &est)| {
+                format!(
+                    "{}: {j:.3} J{}, CO2e {}",
+                    c.name(),
+                    if est { " ESTIMATED" } else { "" },
+                    wattio_energy::format_co2e(intensity.co2e_g(j))
+                )
+            })
+            .collect()
     }
 
     /// A one-line summary for stderr.
@@ -320,6 +351,7 @@ pub fn run_sampler<S: SampleSink>(
     };
     let mut stats = SamplerStats {
         unchanged_reads: vec![0; n],
+        energy_j: vec![0.0; n],
         ..SamplerStats::default()
     };
     let mut carry = vec![0f64; n];
