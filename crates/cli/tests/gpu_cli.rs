@@ -341,3 +341,57 @@ fn measure_warns_when_a_run_spans_few_updates_of_a_counter() {
         text(&o.stderr)
     );
 }
+
+#[test]
+fn a_gpu_lost_mid_run_is_reported_while_the_others_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("gpus");
+    std::fs::write(&spec, "name=A,energy_w=100|name=B,energy_w=100").unwrap();
+    let rows = dir.path().join("rows.csv");
+    let child = Command::new(BIN)
+        .args([
+            "record",
+            "--source",
+            "model",
+            "--freq",
+            "20",
+            "--duration",
+            "1500ms",
+            "-o",
+        ])
+        .arg(&rows)
+        .env_remove("WATTIO_ROOT")
+        .env_remove("WATTIO_NVML_STUB")
+        .env("WATTIO_NVML_LIB", nvml_stub::built_library())
+        .env("WATTIO_NVML_STUB_FILE", &spec)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = Reaper(vec![child]);
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    // GPU 1 falls off the bus.
+    std::fs::write(&spec, "name=A,energy_w=100|name=B,energy_w=100,lost=yes").unwrap();
+    let o = child.0.pop().unwrap().wait_with_output().unwrap();
+    let e = text(&o.stderr);
+    assert!(o.status.success(), "{e}");
+    assert!(
+        e.contains("read errors (first: GPU 1: nvmlDeviceGetTotalEnergyConsumption failed"),
+        "{e}"
+    );
+    // After the loss GPU 0 still has energy in its rows and GPU 1 none.
+    let csv = std::fs::read_to_string(&rows).unwrap();
+    let last_rows = |socket: &str| -> Vec<f64> {
+        let r: Vec<f64> = csv
+            .lines()
+            .filter(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                f.len() > 4 && f[3] == "gpu" && f[2] == socket
+            })
+            .map(|l| l.split(',').nth(4).unwrap().parse().unwrap())
+            .collect();
+        r[r.len() - 5..].to_vec()
+    };
+    assert!(last_rows("0").iter().all(|&j| j > 0.0), "{csv}");
+    assert!(last_rows("1").iter().all(|&j| j == 0.0), "{csv}");
+}

@@ -79,6 +79,18 @@ impl Source for CombinedSource {
         }
         Ok(())
     }
+
+    fn take_counter_errors(&mut self) -> Vec<String> {
+        let mut errors = self
+            .cpu
+            .as_mut()
+            .map(|c| c.take_counter_errors())
+            .unwrap_or_default();
+        if let Some(gpu) = &mut self.gpu {
+            errors.extend(gpu.take_counter_errors());
+        }
+        errors
+    }
 }
 
 /// Opens the CPU source `choice` asks for (through `open_cpu`, given the CPU domains; e.g.

@@ -489,6 +489,9 @@ impl Source for Filtered {
         }
         Ok(())
     }
+    fn take_counter_errors(&mut self) -> Vec<String> {
+        self.inner.take_counter_errors()
+    }
 }
 
 #[cfg(test)]

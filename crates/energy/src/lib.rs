@@ -114,4 +114,10 @@ pub trait Source: Send {
         let _ = hz;
         Ok(())
     }
+    /// Failed reads of single counters since the last call, that `read_raw` went past (a
+    /// source of several devices, NVML's GPUs, keeps reading the others and repeats the failed
+    /// counter's last value). Callers report them as read errors.
+    fn take_counter_errors(&mut self) -> Vec<String> {
+        Vec::new()
+    }
 }

@@ -166,6 +166,9 @@ struct Gpu {
     handle: usize,
     index: u32,
     reading: Reading,
+    /// The last value handed out: repeated while a read fails, so the next good read's
+    /// delta carries the energy of the failed interval.
+    last_raw: u64,
 }
 
 /// NVML's GPUs as a [`Source`]: one counter per GPU.
@@ -198,6 +201,8 @@ pub struct NvmlSource {
     gpus: Vec<GpuInfo>,
     specs: Vec<CounterSpec>,
     provenances: Vec<Provenance>,
+    /// Reads of single GPUs that failed since [`Source::take_counter_errors`] last took them.
+    failed_reads: Vec<String>,
     provenance: Provenance,
     /// GPUs left out, and why.
     pub notes: Vec<String>,
@@ -252,6 +257,7 @@ impl NvmlSource {
                 handle,
                 index,
                 reading,
+                last_raw: 0,
             });
             gpus.push(GpuInfo {
                 index,
@@ -283,6 +289,7 @@ impl NvmlSource {
             gpus,
             provenance: Provenance::measured(Mechanism::Nvml),
             notes,
+            failed_reads: Vec::new(),
         })
     }
 
@@ -378,32 +385,57 @@ impl Source for NvmlSource {
         &self.provenances[i]
     }
 
+    /// Reads every GPU. One GPU's failure does not stop the others: its counter keeps its last
+    /// value (its energy for the interval comes with its next good read) and the error waits
+    /// in [`Source::take_counter_errors`]. Only when every GPU fails is the reading an error.
     fn read_raw(&mut self, out: &mut [u64]) -> Result<(), EnergyError> {
+        let mut failed = Vec::new();
         for (g, o) in self.gpus_state.iter_mut().zip(out.iter_mut()) {
             // SAFETY: `handle` came from `device_by_index` of this still-initialised `nvml`.
             let dev = unsafe { Device::new(g.handle as _, &self.nvml) };
             let index = g.index;
-            match &mut g.reading {
-                Reading::Counter => {
-                    *o = dev
-                        .total_energy_consumption()
-                        .map_err(|e| read_error(index, "nvmlDeviceGetTotalEnergyConsumption", e))?;
-                }
-                Reading::Power { total_uj, last } => {
-                    let mw = dev
-                        .power_usage()
-                        .map_err(|e| read_error(index, "nvmlDeviceGetPowerUsage", e))?;
-                    let now = Instant::now();
-                    if let Some((prev_mw, at)) = *last {
-                        let dt = now.saturating_duration_since(at).as_secs_f64();
-                        // mW × s = mJ; × 1000 = µJ.
-                        *total_uj += (prev_mw as f64 + mw as f64) / 2.0 * dt * 1000.0;
-                    }
-                    *last = Some((mw, now));
-                    *o = *total_uj as u64;
-                }
+            let value = match &mut g.reading {
+                Reading::Counter => dev
+                    .total_energy_consumption()
+                    .map_err(|e| read_error(index, "nvmlDeviceGetTotalEnergyConsumption", e)),
+                Reading::Power { total_uj, last } => dev
+                    .power_usage()
+                    .map_err(|e| read_error(index, "nvmlDeviceGetPowerUsage", e))
+                    .map(|mw| {
+                        let now = Instant::now();
+                        if let Some((prev_mw, at)) = *last {
+                            let dt = now.saturating_duration_since(at).as_secs_f64();
+                            // mW × s = mJ; × 1000 = µJ.
+                            *total_uj += (prev_mw as f64 + mw as f64) / 2.0 * dt * 1000.0;
+                        }
+                        *last = Some((mw, now));
+                        *total_uj as u64
+                    }),
+            };
+            match value {
+                Ok(v) => g.last_raw = v,
+                Err(e) => failed.push(e),
             }
+            *o = g.last_raw;
+        }
+        if !failed.is_empty() && failed.len() == self.gpus_state.len() {
+            return Err(failed.swap_remove(0));
+        }
+        self.failed_reads
+            .extend(failed.into_iter().map(|e| match e {
+                EnergyError::Unusable { reason, .. } => format!(
+                "{reason}; its rows hold 0 J until it answers again (check it with `nvidia-smi`)"
+            ),
+                other => other.to_string(),
+            }));
+        // Bounded if nobody takes them.
+        if self.failed_reads.len() > 100 {
+            self.failed_reads.drain(..50);
         }
         Ok(())
+    }
+
+    fn take_counter_errors(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.failed_reads)
     }
 }

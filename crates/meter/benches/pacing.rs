@@ -100,6 +100,9 @@ impl Source for ProbedSource {
         self.reads.lock().unwrap().push((start, mono_ns(), cpu));
         r
     }
+    fn take_counter_errors(&mut self) -> Vec<String> {
+        self.inner.take_counter_errors()
+    }
 }
 
 fn mono_ns() -> u64 {

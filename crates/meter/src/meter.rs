@@ -232,6 +232,7 @@ impl State {
     /// recorded in `errors` and the other counters still advance.
     fn poll(&mut self) -> Result<(), EnergyError> {
         self.source.read_raw(&mut self.raw)?;
+        self.errors.extend(self.source.take_counter_errors());
         if let Err(e) = self.acc.update(&self.raw, &mut self.deltas) {
             self.errors.push(e.to_string());
         }

@@ -371,6 +371,11 @@ pub fn run_sampler<S: SampleSink>(
             Ok(()) => {
                 consecutive_errors = 0;
                 stats.count_changes(&deltas);
+                for e in source.take_counter_errors() {
+                    if stats.errors.len() < MAX_ERRORS_KEPT {
+                        stats.errors.push(e);
+                    }
+                }
             }
             Err(e) => {
                 // The energy since the last good reading comes with the next one; this

@@ -22,6 +22,7 @@
 //! | `energy=unsupported` | `nvmlDeviceGetTotalEnergyConsumption` returns `NVML_ERROR_NOT_SUPPORTED` (pre-Volta) |
 //! | `power_mw` | what `nvmlDeviceGetPowerUsage` returns (default: `energy_w` in mW) |
 //! | `power=unsupported` | `nvmlDeviceGetPowerUsage` returns `NVML_ERROR_NOT_SUPPORTED` |
+//! | `lost=yes` | both readings return `NVML_ERROR_GPU_IS_LOST` (with `WATTIO_NVML_STUB_FILE`, a GPU lost mid-run) |
 //!
 //! `WATTIO_NVML_STUB_INIT=no_permission` (or `driver_not_loaded`) makes `nvmlInit_v2` fail with
 //! `NVML_ERROR_NO_PERMISSION` (or `NVML_ERROR_DRIVER_NOT_LOADED`).
@@ -40,6 +41,7 @@ pub const NVML_ERROR_NOT_SUPPORTED: c_uint = 3;
 pub const NVML_ERROR_NO_PERMISSION: c_uint = 4;
 pub const NVML_ERROR_INSUFFICIENT_SIZE: c_uint = 7;
 pub const NVML_ERROR_DRIVER_NOT_LOADED: c_uint = 9;
+pub const NVML_ERROR_GPU_IS_LOST: c_uint = 15;
 
 /// When `nvmlInit_v2` last succeeded (counters grow from there); `None` when not initialised.
 static STARTED: Mutex<Option<Instant>> = Mutex::new(None);
@@ -54,6 +56,8 @@ pub struct StubGpu {
     /// The counter's update period in ms (0: it changes on every call).
     pub energy_update_ms: f64,
     pub energy_supported: bool,
+    /// The GPU fell off the bus: every reading answers `NVML_ERROR_GPU_IS_LOST`.
+    pub lost: bool,
     pub power_mw: Option<u32>,
     pub power_supported: bool,
 }
@@ -82,6 +86,7 @@ pub fn parse(spec: &str) -> Vec<StubGpu> {
                     "energy_w" => gpu.energy_w = v.parse().unwrap_or(0.0),
                     "energy_update_ms" => gpu.energy_update_ms = v.parse().unwrap_or(0.0),
                     "energy" => gpu.energy_supported = v != "unsupported",
+                    "lost" => gpu.lost = v == "yes",
                     "power_mw" => gpu.power_mw = v.parse().ok(),
                     "power" => gpu.power_supported = v != "unsupported",
                     _ => {}
@@ -229,6 +234,9 @@ pub unsafe extern "C" fn nvmlDeviceGetTotalEnergyConsumption(
         Ok(g) => g,
         Err(e) => return e,
     };
+    if g.lost {
+        return NVML_ERROR_GPU_IS_LOST;
+    }
     if !g.energy_supported {
         return NVML_ERROR_NOT_SUPPORTED;
     }
@@ -256,6 +264,9 @@ pub unsafe extern "C" fn nvmlDeviceGetPowerUsage(
         Ok(g) => g,
         Err(e) => return e,
     };
+    if g.lost {
+        return NVML_ERROR_GPU_IS_LOST;
+    }
     if !g.power_supported {
         return NVML_ERROR_NOT_SUPPORTED;
     }
@@ -279,6 +290,7 @@ pub unsafe extern "C" fn nvmlErrorString(result: c_uint) -> *const c_char {
         NVML_ERROR_NOT_SUPPORTED => b"Not Supported\0",
         NVML_ERROR_NO_PERMISSION => b"Insufficient Permissions\0",
         NVML_ERROR_DRIVER_NOT_LOADED => b"Driver Not Loaded\0",
+        NVML_ERROR_GPU_IS_LOST => b"GPU is lost\0",
         _ => b"Unknown Error\0",
     };
     s.as_ptr() as *const c_char
