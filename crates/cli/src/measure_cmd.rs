@@ -112,6 +112,32 @@ fn progress_bar(total: usize) -> (indicatif::ProgressBar, Sink<BenchProgress>) {
     (bar, update)
 }
 
+/// Warnings on stderr: the runs' read errors, and counters a run was too short to see update
+/// three times.
+fn warn_about_runs(report: &Report, meter: &wattio_meter::Meter) {
+    for c in &report.benchmark.results {
+        for r in &c.runs {
+            for e in &r.report.energy.read_errors {
+                eprintln!("wattio: warning: {e}");
+            }
+        }
+    }
+    // A window a few counter updates long is mostly quantisation. Only short runs pay for
+    // learning the counters' periods (up to 300 ms), and only once.
+    let shortest_s = report
+        .benchmark
+        .results
+        .iter()
+        .flat_map(|c| &c.runs)
+        .map(|r| r.report.energy.duration_s)
+        .fold(f64::INFINITY, f64::min);
+    if shortest_s < SHORT_RUN_S {
+        for w in meter.short_window_warnings(shortest_s) {
+            eprintln!("wattio: warning: {w}");
+        }
+    }
+}
+
 /// Runs shorter than this are checked against the counters' update periods (the slowest, a
 /// GPU's at about 100 ms, needs 300 ms for three updates).
 const SHORT_RUN_S: f64 = 1.0;
@@ -179,27 +205,7 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
     }
     write_export(exports.1, &render::csv(&report))?;
     write_export(exports.2, &render::markdown(&report))?;
-    for c in &report.benchmark.results {
-        for r in &c.runs {
-            for e in &r.report.energy.read_errors {
-                eprintln!("wattio: warning: {e}");
-            }
-        }
-    }
-    // A window a few counter updates long is mostly quantisation. Only short runs pay for
-    // learning the counters' periods (up to 300 ms), and only once.
-    let shortest_s = report
-        .benchmark
-        .results
-        .iter()
-        .flat_map(|c| &c.runs)
-        .map(|r| r.report.energy.duration_s)
-        .fold(f64::INFINITY, f64::min);
-    if shortest_s < SHORT_RUN_S {
-        for w in meter.short_window_warnings(shortest_s) {
-            eprintln!("wattio: warning: {w}");
-        }
-    }
+    warn_about_runs(&report, &meter);
 
     let b = &report.benchmark;
     if single {

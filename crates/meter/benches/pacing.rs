@@ -39,7 +39,7 @@
 //! runs.
 
 use std::time::Duration;
-use wattio_energy::{discover_powercap, MsrSource, PowercapSource};
+use wattio_energy::{discover_powercap, mono_ns, MsrSource, PowercapSource};
 use wattio_energy::{Mechanism, ModelParams, ModelSource, Source, SourceChoice, SysRoot};
 use wattio_fixture as fixture;
 use wattio_meter::{run_sampler, Pacing, RecordFormat, RowSink, Sample, SampleSink, SamplerConfig};
@@ -103,16 +103,6 @@ impl Source for ProbedSource {
     fn take_counter_errors(&mut self) -> Vec<String> {
         self.inner.take_counter_errors()
     }
-}
-
-fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn powercap_source(dir: &std::path::Path) -> Box<dyn Source> {

@@ -13,7 +13,9 @@
 use std::io::{self, Write};
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::time::{Duration, Instant};
-use wattio_energy::{max_safe_period, Accumulator, CounterDelta, CounterSpec, EnergyError, Source};
+use wattio_energy::{
+    max_safe_period, mono_ns, Accumulator, CounterDelta, CounterSpec, EnergyError, Source,
+};
 use wattio_progress::{Cancel, Sink};
 
 use crate::meter::unix_now;
@@ -207,16 +209,6 @@ pub enum SamplerError {
     TooManyErrors(u32, String),
 }
 
-fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 fn ns_to_timespec(ns: u64) -> libc::timespec {
     libc::timespec {
         tv_sec: (ns / 1_000_000_000) as libc::time_t,
@@ -321,17 +313,7 @@ pub fn run_sampler<S: SampleSink>(
     let plan = ReadPlan::new(cfg, &specs);
     // A source on its own clock (eBPF's kernel timer) ticks as often as this loop reads.
     source.set_rate_hz(1e9 / plan.period_ns as f64)?;
-    let mut acc = Accumulator::new(&specs);
-    let mut raw = vec![0u64; n];
-    let mut deltas = vec![
-        CounterDelta {
-            joules: 0.0,
-            wrapped: false
-        };
-        n
-    ];
-    source.read_raw(&mut raw)?;
-    acc.update(&raw, &mut deltas)?;
+    let mut reader = Reader::prime(source, &specs)?;
 
     let (mut batches, writer) = Batches::start(sink, cfg)?;
     let start_wall = Instant::now();
@@ -356,7 +338,6 @@ pub fn run_sampler<S: SampleSink>(
     };
     let mut carry = vec![0f64; n];
     let mut carry_wrapped = false;
-    let mut consecutive_errors = 0u32;
     let writer_failed = loop {
         let stopping = cancel.is_set() || plan.all_read(clock.read_index);
         if !stopping && !clock.wait(&mut stats)? {
@@ -364,43 +345,12 @@ pub fn run_sampler<S: SampleSink>(
         }
         let now_ns = mono_ns();
         let unix_s = unix_now();
-        match source
-            .read_raw(&mut raw)
-            .and_then(|_| acc.update(&raw, &mut deltas))
-        {
-            Ok(()) => {
-                consecutive_errors = 0;
-                stats.count_changes(&deltas);
-                for e in source.take_counter_errors() {
-                    if stats.errors.len() < MAX_ERRORS_KEPT {
-                        stats.errors.push(e);
-                    }
-                }
-            }
-            Err(e) => {
-                // The energy since the last good reading comes with the next one; this
-                // reading adds none (the deltas still hold the previous reading's).
-                for d in deltas.iter_mut() {
-                    *d = CounterDelta {
-                        joules: 0.0,
-                        wrapped: false,
-                    };
-                }
-                consecutive_errors += 1;
-                if stats.errors.len() < MAX_ERRORS_KEPT {
-                    stats.errors.push(e.to_string());
-                }
-                if consecutive_errors >= MAX_CONSECUTIVE_ERRORS {
-                    drop(batches);
-                    let _ = writer.join();
-                    return Err(SamplerError::TooManyErrors(
-                        consecutive_errors,
-                        e.to_string(),
-                    ));
-                }
-            }
+        if let Err(e) = reader.read(&mut stats) {
+            drop(batches);
+            let _ = writer.join();
+            return Err(e);
         }
-        for (c, d) in carry.iter_mut().zip(&deltas) {
+        for (c, d) in carry.iter_mut().zip(&reader.deltas) {
             *c += d.joules;
             if d.wrapped {
                 carry_wrapped = true;
@@ -434,6 +384,85 @@ pub fn run_sampler<S: SampleSink>(
         Err(e) => Err(SamplerError::Write(e)),
         Ok(()) if writer_failed => Err(SamplerError::Write(io::Error::other("writer stopped"))),
         Ok(()) => Ok((stats, sink)),
+    }
+}
+
+/// The counters as the loop reads them: raw values through the accumulator into joules per
+/// counter, with the count of failed readings in a row.
+struct Reader {
+    source: Box<dyn Source>,
+    acc: Accumulator,
+    raw: Vec<u64>,
+    /// The last reading's joules per counter (zero after a failed reading).
+    deltas: Vec<CounterDelta>,
+    consecutive_errors: u32,
+}
+
+impl Reader {
+    /// Takes the first reading, which only primes the accumulator.
+    fn prime(mut source: Box<dyn Source>, specs: &[CounterSpec]) -> Result<Reader, SamplerError> {
+        let n = specs.len();
+        let mut acc = Accumulator::new(specs);
+        let mut raw = vec![0u64; n];
+        let mut deltas = vec![
+            CounterDelta {
+                joules: 0.0,
+                wrapped: false
+            };
+            n
+        ];
+        source.read_raw(&mut raw)?;
+        acc.update(&raw, &mut deltas)?;
+        Ok(Reader {
+            source,
+            acc,
+            raw,
+            deltas,
+            consecutive_errors: 0,
+        })
+    }
+
+    /// One reading into `deltas`, counted in `stats` with the source's failed counters. A
+    /// failed reading is kept in `stats.errors` and adds no energy (the energy since the last
+    /// good one comes with the next); [`MAX_CONSECUTIVE_ERRORS`] in a row end the run.
+    fn read(&mut self, stats: &mut SamplerStats) -> Result<(), SamplerError> {
+        let keep = |stats: &mut SamplerStats, e: String| {
+            if stats.errors.len() < MAX_ERRORS_KEPT {
+                stats.errors.push(e);
+            }
+        };
+        match self
+            .source
+            .read_raw(&mut self.raw)
+            .and_then(|_| self.acc.update(&self.raw, &mut self.deltas))
+        {
+            Ok(()) => {
+                self.consecutive_errors = 0;
+                stats.count_changes(&self.deltas);
+                for e in self.source.take_counter_errors() {
+                    keep(stats, e);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                // The deltas still hold the previous reading's.
+                for d in self.deltas.iter_mut() {
+                    *d = CounterDelta {
+                        joules: 0.0,
+                        wrapped: false,
+                    };
+                }
+                self.consecutive_errors += 1;
+                keep(stats, e.to_string());
+                if self.consecutive_errors >= MAX_CONSECUTIVE_ERRORS {
+                    return Err(SamplerError::TooManyErrors(
+                        self.consecutive_errors,
+                        e.to_string(),
+                    ));
+                }
+                Ok(())
+            }
+        }
     }
 }
 
