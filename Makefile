@@ -28,7 +28,7 @@ demo: build
 ## WATTIO_DEFAULT_MODEL=ccf-linear: the suites that check estimated labels on this machine see the same
 ## model whatever its CPU (the model tests clear it to test the default itself).
 ## WATTIO_NVML_LIB points at no library, so that on a machine with an NVIDIA driver the CPU tests
-## see no GPU rows; the GPU tests load the stand-in library (crates/nvml-stub) themselves.
+## see no GPU rows; the GPU tests load the stand-in library (crates/nvidia-stub) themselves.
 ## The eBPF mechanism is always built here (deps installed its toolchain) and WATTIO_REQUIRE_EBPF
 ## makes its tests, which load the BPF program into this kernel, fail instead of skipping without BPF.
 test: deps test-java test-rust unused-deps

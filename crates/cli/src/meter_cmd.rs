@@ -555,6 +555,22 @@ enum WorkloadKind {
         #[arg(long, alias = "seconds", default_value = "5s", value_parser = parse_duration_or_seconds)]
         duration: Duration,
     },
+    /// Keep an NVIDIA GPU busy with a spin kernel handed to the CUDA driver as PTX (no CUDA
+    /// toolkit needed: the driver's libcuda.so.1, or WATTIO_CUDA_LIB, is loaded at run time).
+    Gpu {
+        /// Percentage of each 100 ms period the GPU is kept busy, more than 0 and at most 100.
+        #[arg(long, default_value_t = 100.0)]
+        util: f64,
+        /// How long, e.g. 500ms, 5s or 1m (a plain number is seconds).
+        #[arg(long, alias = "seconds", default_value = "5s", value_parser = parse_duration_or_seconds)]
+        duration: Duration,
+        /// The CUDA device ordinal.
+        #[arg(long, default_value_t = 0)]
+        device: u32,
+        /// Print what it did as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub fn workload(a: WorkloadArgs) -> Result<ExitCode> {
@@ -586,6 +602,37 @@ pub fn workload(a: WorkloadArgs) -> Result<ExitCode> {
                 "workload spin: {cpu:.3} CPU-s in {} (load {load})",
                 format_duration(duration)
             );
+            Ok(ExitCode::SUCCESS)
+        }
+        WorkloadKind::Gpu {
+            util,
+            duration,
+            device,
+            json,
+        } => {
+            if duration.is_zero() {
+                bail!("--duration must be more than 0, e.g. 500ms or 5s");
+            }
+            let r = wattio_meter::gpu_load(&wattio_meter::GpuLoadConfig {
+                lib: wattio_meter::cuda_lib_from_env(),
+                device,
+                util: util / 100.0,
+                duration,
+            })?;
+            eprintln!(
+                "workload gpu: {} (device {}, {} SMs) busy {:.3} s of {:.3} s ({:.1} %, asked {util} %), {} launches of {} iterations",
+                r.device_name,
+                r.device,
+                r.multiprocessors,
+                r.busy_s,
+                r.elapsed_s,
+                100.0 * r.busy_fraction,
+                r.launches,
+                r.iters_per_launch
+            );
+            if json {
+                println!("{}", serde_json::to_string(&r)?);
+            }
             Ok(ExitCode::SUCCESS)
         }
     }

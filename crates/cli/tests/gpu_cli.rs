@@ -1,5 +1,5 @@
 //! GPUs through NVML end to end: the real binary loading the stand-in NVML library built from
-//! `crates/nvml-stub` (WATTIO_NVML_LIB), in `probe`, `record`, `measure` and `export`, beside the
+//! `crates/nvidia-stub` (WATTIO_NVML_LIB), in `probe`, `record`, `measure` and `export`, beside the
 //! CPU model (the CI machines have no RAPL).
 
 use std::process::{Command, Output, Stdio};
@@ -17,7 +17,7 @@ fn wattio(gpus: &str, init: Option<&str>, args: &[&str]) -> Command {
     c.args(args)
         .env_remove("WATTIO_ROOT")
         .env_remove("WATTIO_NVML_STUB_FILE")
-        .env("WATTIO_NVML_LIB", nvml_stub::built_library())
+        .env("WATTIO_NVML_LIB", nvidia_stub::built_library())
         .env("WATTIO_NVML_STUB", gpus);
     match init {
         Some(v) => c.env("WATTIO_NVML_STUB_INIT", v),
@@ -362,7 +362,7 @@ fn a_gpu_lost_mid_run_is_reported_while_the_others_go_on() {
         .arg(&rows)
         .env_remove("WATTIO_ROOT")
         .env_remove("WATTIO_NVML_STUB")
-        .env("WATTIO_NVML_LIB", nvml_stub::built_library())
+        .env("WATTIO_NVML_LIB", nvidia_stub::built_library())
         .env("WATTIO_NVML_STUB_FILE", &spec)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -394,4 +394,134 @@ fn a_gpu_lost_mid_run_is_reported_while_the_others_go_on() {
     };
     assert!(last_rows("0").iter().all(|&j| j > 0.0), "{csv}");
     assert!(last_rows("1").iter().all(|&j| j == 0.0), "{csv}");
+}
+
+/// `wattio` with the stand-in as both NVML and the CUDA driver, sharing `activity`.
+fn wattio_cuda(gpus: &str, activity: &std::path::Path, args: &[&str]) -> Command {
+    let mut c = wattio(gpus, None, args);
+    c.env("WATTIO_CUDA_LIB", nvidia_stub::built_library())
+        .env("WATTIO_GPU_STUB_DIR", activity)
+        .env_remove("WATTIO_CUDA_STUB_INIT");
+    c
+}
+
+/// The busy seconds the stand-in driver recorded for GPU 0, over all processes.
+fn recorded_busy_s(activity: &std::path::Path) -> f64 {
+    let mut us = 0u64;
+    for e in std::fs::read_dir(activity).unwrap().flatten() {
+        for line in std::fs::read_to_string(e.path()).unwrap().lines() {
+            let f: Vec<u64> = line
+                .split_whitespace()
+                .skip(1)
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            if line.starts_with("busy 0 ") {
+                us += f[2] - f[1];
+            }
+        }
+    }
+    us as f64 / 1e6
+}
+
+#[test]
+fn workload_gpu_keeps_the_gpu_busy_for_the_asked_share() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run(&mut wattio_cuda(
+        "name=Stub H200",
+        d.path(),
+        &[
+            "workload",
+            "gpu",
+            "--util",
+            "30",
+            "--duration",
+            "1s",
+            "--json",
+        ],
+    ));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["device_name"], "Stub H200");
+    let elapsed = v["elapsed_s"].as_f64().unwrap();
+    assert!((0.95..1.5).contains(&elapsed), "{v}");
+    // The driver's own record of kernel time (calibration included) against the asked 30 %.
+    let busy = recorded_busy_s(d.path());
+    assert!(
+        (busy / elapsed - 0.30).abs() < 0.06,
+        "{busy} s busy in {elapsed} s"
+    );
+    assert!(text(&o.stderr).contains("workload gpu: Stub H200 (device 0, 4 SMs)"));
+}
+
+#[test]
+fn measure_sees_the_gpu_load_in_the_gpu_counter() {
+    // 50 W idle, 200 W more while kernels run: a run at 100 % gives about 250 W.
+    let d = tempfile::tempdir().unwrap();
+    let o = run(&mut wattio_cuda(
+        "name=Stub H200,energy_w=50,busy_w=200",
+        d.path(),
+        &[
+            "measure",
+            "--source",
+            "model",
+            "--json",
+            "--",
+            BIN,
+            "workload",
+            "gpu",
+            "--duration",
+            "1s",
+        ],
+    ));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let dur = v["duration_s"].as_f64().unwrap();
+    let gpu = v["gpu_j"].as_f64().unwrap();
+    let expected = 50.0 * dur + 200.0 * recorded_busy_s(d.path());
+    assert!(
+        (gpu - expected).abs() < 0.02 * expected,
+        "{gpu} J measured, {expected} J from the driver's record over {dur} s"
+    );
+    assert!(gpu / dur > 200.0, "{gpu} J over {dur} s");
+}
+
+#[test]
+fn workload_gpu_without_a_driver_is_a_one_line_error_with_the_fix() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run(wattio_cuda(
+        "name=Stub H200",
+        d.path(),
+        &["workload", "gpu", "--duration", "100ms"],
+    )
+    .env("WATTIO_CUDA_LIB", "/nonexistent/libcuda.so.1"));
+    assert!(!o.status.success());
+    let e = text(&o.stderr);
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    assert!(
+        e.contains("cannot load the CUDA driver library /nonexistent/libcuda.so.1"),
+        "{e}"
+    );
+    assert!(e.contains("set WATTIO_CUDA_LIB"), "{e}");
+
+    let o = run(wattio_cuda(
+        "name=Stub H200",
+        d.path(),
+        &["workload", "gpu", "--duration", "100ms"],
+    )
+    .env("WATTIO_CUDA_STUB_INIT", "no_device"));
+    assert!(!o.status.success());
+    let e = text(&o.stderr);
+    assert!(
+        e.contains("cuInit failed: CUDA error 100 (no CUDA-capable device is detected)"),
+        "{e}"
+    );
+    assert!(e.contains("nvidia-smi -L"), "{e}");
+
+    let o = run(&mut wattio_cuda(
+        "name=Stub H200",
+        d.path(),
+        &["workload", "gpu", "--device", "3", "--duration", "100ms"],
+    ));
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("no CUDA device 3 (the driver lists 1)"));
 }

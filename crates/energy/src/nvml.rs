@@ -180,7 +180,7 @@ struct Gpu {
 /// without an NVIDIA driver, and a missing library only makes this mechanism unusable. It loads
 /// `libnvidia-ml.so.1` through the normal dynamic loader search, or the file named by
 /// `WATTIO_NVML_LIB`; the tests point that at a stand-in built from
-/// `crates/nvml-stub`.
+/// `crates/nvidia-stub`.
 ///
 /// One counter per GPU (domain [`Domain::Gpu`], `socket` = the GPU's NVML index), from
 /// `nvmlDeviceGetTotalEnergyConsumption`: millijoules since the driver was last loaded, on Volta

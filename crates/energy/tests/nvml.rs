@@ -1,5 +1,5 @@
 //! NVML through its real loading and calling code, against the stand-in library built from
-//! `crates/nvml-stub` (two GPUs, a counter at a known rate, a GPU without the energy counter,
+//! `crates/nvidia-stub` (two GPUs, a counter at a known rate, a GPU without the energy counter,
 //! the library missing, `nvmlInit` refused).
 //!
 //! The stand-in is configured through the process environment and NVML is process-global, so
@@ -30,7 +30,7 @@ fn stub(gpus: &str, init: Option<&str>) -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn lib() -> std::path::PathBuf {
-    nvml_stub::built_library()
+    nvidia_stub::built_library()
 }
 
 /// Joules per counter between two reads `gap` apart, and the seconds between the reads.

@@ -24,7 +24,8 @@
 //! * [`LiveAttribution`] and [`RecordAttribution`] — live per-process / per-cgroup attribution
 //!   over a meter (`top`, `record --by`, `export`), on [`wattio_energy::attribution`].
 //! * [`file_io_workload`] and [`spin_cpu`] — the built-in workloads of `wattio workload`, the
-//!   overhead study and calibration.
+//!   overhead study and calibration; [`gpu_load`] — `wattio workload gpu`, a spin kernel handed
+//!   to the CUDA driver as PTX.
 //! * [`Recording`] and [`MeasuredCommand`] — a `wattio record` file and a `wattio measure`
 //!   result as sections of a `wattio report` page ([`wattio_plot::ReportSection`]).
 
@@ -32,6 +33,7 @@ mod attribute;
 mod calibrate;
 mod export;
 mod exposition;
+mod gpu_load;
 pub mod measure;
 mod meter;
 mod report;
@@ -50,6 +52,9 @@ pub use calibrate::{
 };
 pub use export::{serve_metrics, Exporter};
 pub use exposition::ExpositionFormat;
+pub use gpu_load::{
+    cuda_lib_from_env, gpu_load, GpuLoadConfig, GpuLoadError, GpuLoadReport, CUDA_LIB_ENV, SPIN_PTX,
+};
 pub use meter::{unix_now, DomainEnergy, EnergyReport, Meter, MeterConfig, Snapshot};
 pub use report::{MeasuredCommand, RecordedCounter, Recording, RunFigures};
 pub use rows::{RecordFormat, RecordRow, RECORD_CSV_ENTITY_COLUMNS, RECORD_CSV_HEADER};

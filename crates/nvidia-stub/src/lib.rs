@@ -1,10 +1,14 @@
-//! A stand-in for the NVIDIA management library (`libnvidia-ml.so.1`), for tests only.
+//! A stand-in for the NVIDIA driver's user-space libraries, the management library
+//! (`libnvidia-ml.so.1`) and the CUDA driver (`libcuda.so.1`, [`cuda`]), for tests only: one
+//! shared library exporting both sets of symbols, loaded through `WATTIO_NVML_LIB` and
+//! `WATTIO_CUDA_LIB`.
 //!
 //! It exports, with the C ABI and NVML's names and return codes, the few functions wattio calls
 //! (NVML API reference, <https://docs.nvidia.com/deploy/nvml-api/>): `nvmlInit_v2`,
 //! `nvmlShutdown`, `nvmlSystemGetDriverVersion`, `nvmlDeviceGetCount_v2`,
 //! `nvmlDeviceGetHandleByIndex_v2`, `nvmlDeviceGetName`, `nvmlDeviceGetUUID`,
 //! `nvmlDeviceGetTotalEnergyConsumption` (mJ) and `nvmlDeviceGetPowerUsage` (mW), and
+//! `nvmlDeviceGetProcessUtilization`, `nvmlDeviceGetComputeRunningProcesses_v3` and
 //! `nvmlErrorString`. wattio loads it in place of the real library when `WATTIO_NVML_LIB` names
 //! it, so the real loading and calling code runs in CI without a GPU.
 //!
@@ -22,12 +26,21 @@
 //! | `energy=unsupported` | `nvmlDeviceGetTotalEnergyConsumption` returns `NVML_ERROR_NOT_SUPPORTED` (pre-Volta) |
 //! | `power_mw` | what `nvmlDeviceGetPowerUsage` returns (default: `energy_w` in mW) |
 //! | `power=unsupported` | `nvmlDeviceGetPowerUsage` returns `NVML_ERROR_NOT_SUPPORTED` |
+//! | `busy_w` | the counter grows by this many more watts while kernels of the stand-in CUDA driver run on it ([`activity`]) |
+//! | `process_util=unsupported` | `nvmlDeviceGetProcessUtilization` returns `NVML_ERROR_NOT_SUPPORTED` (processes are still listed, with their memory) |
 //! | `lost=yes` | both readings return `NVML_ERROR_GPU_IS_LOST` (with `WATTIO_NVML_STUB_FILE`, a GPU lost mid-run) |
+//!
+//! Per-process utilisation and running processes come from what processes did with the
+//! stand-in CUDA driver ([`activity`]): one sample per process per 100 ms in which its kernels
+//! ran, `smUtil` the percentage of those 100 ms, kept for 10 s, as the driver buffers them.
 //!
 //! `WATTIO_NVML_STUB_INIT=no_permission` (or `driver_not_loaded`) makes `nvmlInit_v2` fail with
 //! `NVML_ERROR_NO_PERMISSION` (or `NVML_ERROR_DRIVER_NOT_LOADED`).
 
 #![allow(non_snake_case)]
+
+pub mod activity;
+pub mod cuda;
 
 use std::ffi::{c_char, c_uint, c_ulonglong, c_void};
 use std::sync::Mutex;
@@ -39,12 +52,14 @@ pub const NVML_ERROR_UNINITIALIZED: c_uint = 1;
 pub const NVML_ERROR_INVALID_ARGUMENT: c_uint = 2;
 pub const NVML_ERROR_NOT_SUPPORTED: c_uint = 3;
 pub const NVML_ERROR_NO_PERMISSION: c_uint = 4;
+pub const NVML_ERROR_NOT_FOUND: c_uint = 6;
 pub const NVML_ERROR_INSUFFICIENT_SIZE: c_uint = 7;
 pub const NVML_ERROR_DRIVER_NOT_LOADED: c_uint = 9;
 pub const NVML_ERROR_GPU_IS_LOST: c_uint = 15;
 
-/// When `nvmlInit_v2` last succeeded (counters grow from there); `None` when not initialised.
-static STARTED: Mutex<Option<Instant>> = Mutex::new(None);
+/// When `nvmlInit_v2` last succeeded (counters grow from there), as an instant and in µs since
+/// the epoch; `None` when not initialised.
+static STARTED: Mutex<Option<(Instant, u64)>> = Mutex::new(None);
 
 /// One pretend GPU.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -55,7 +70,10 @@ pub struct StubGpu {
     pub energy_w: f64,
     /// The counter's update period in ms (0: it changes on every call).
     pub energy_update_ms: f64,
+    /// Watts added while the stand-in CUDA driver's kernels run on it.
+    pub busy_w: f64,
     pub energy_supported: bool,
+    pub process_util_supported: bool,
     /// The GPU fell off the bus: every reading answers `NVML_ERROR_GPU_IS_LOST`.
     pub lost: bool,
     pub power_mw: Option<u32>,
@@ -73,6 +91,7 @@ pub fn parse(spec: &str) -> Vec<StubGpu> {
                 name: format!("Stub GPU {i}"),
                 uuid: format!("GPU-00000000-0000-0000-0000-00000000000{i}"),
                 energy_supported: true,
+                process_util_supported: true,
                 power_supported: true,
                 ..StubGpu::default()
             };
@@ -86,6 +105,8 @@ pub fn parse(spec: &str) -> Vec<StubGpu> {
                     "energy_w" => gpu.energy_w = v.parse().unwrap_or(0.0),
                     "energy_update_ms" => gpu.energy_update_ms = v.parse().unwrap_or(0.0),
                     "energy" => gpu.energy_supported = v != "unsupported",
+                    "busy_w" => gpu.busy_w = v.parse().unwrap_or(0.0),
+                    "process_util" => gpu.process_util_supported = v != "unsupported",
                     "lost" => gpu.lost = v == "yes",
                     "power_mw" => gpu.power_mw = v.parse().ok(),
                     "power" => gpu.power_supported = v != "unsupported",
@@ -97,7 +118,7 @@ pub fn parse(spec: &str) -> Vec<StubGpu> {
         .collect()
 }
 
-fn gpus() -> Vec<StubGpu> {
+pub(crate) fn gpus() -> Vec<StubGpu> {
     let spec = match std::env::var_os("WATTIO_NVML_STUB_FILE") {
         Some(f) => std::fs::read_to_string(f).unwrap_or_default(),
         None => std::env::var("WATTIO_NVML_STUB").unwrap_or_default(),
@@ -109,20 +130,45 @@ fn elapsed_s() -> Option<f64> {
     STARTED
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .map(|t| t.elapsed().as_secs_f64())
+        .map(|(t, _)| t.elapsed().as_secs_f64())
+}
+
+/// When NVML was initialised, in µs since the epoch.
+fn started_us() -> u64 {
+    STARTED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .map_or(0, |(_, us)| us)
+}
+
+/// Seconds the stand-in CUDA driver's kernels ran on GPU `index` between `from_us` and `to_us`.
+fn busy_s(index: u32, from_us: u64, to_us: u64) -> f64 {
+    activity::read(index)
+        .values()
+        .map(|u| activity::busy_us_between(&u.busy, from_us, to_us))
+        .sum::<u64>() as f64
+        / 1e6
 }
 
 /// The GPU a handle stands for (handles are index + 1, never null).
 fn gpu_of(device: *mut c_void) -> Result<StubGpu, c_uint> {
+    gpu_and_index_of(device).map(|(g, _)| g)
+}
+
+fn gpu_and_index_of(device: *mut c_void) -> Result<(StubGpu, u32), c_uint> {
     if elapsed_s().is_none() {
         return Err(NVML_ERROR_UNINITIALIZED);
     }
     let i = (device as usize).wrapping_sub(1);
-    gpus().get(i).cloned().ok_or(NVML_ERROR_INVALID_ARGUMENT)
+    gpus()
+        .get(i)
+        .cloned()
+        .map(|g| (g, i as u32))
+        .ok_or(NVML_ERROR_INVALID_ARGUMENT)
 }
 
 /// Copies `s` with its NUL into `buf` of `len` bytes.
-unsafe fn put_str(s: &str, buf: *mut c_char, len: c_uint) -> c_uint {
+pub(crate) unsafe fn put_str(s: &str, buf: *mut c_char, len: c_uint) -> c_uint {
     if buf.is_null() {
         return NVML_ERROR_INVALID_ARGUMENT;
     }
@@ -145,7 +191,7 @@ pub unsafe extern "C" fn nvmlInit_v2() -> c_uint {
         _ => {}
     }
     let mut s = STARTED.lock().unwrap_or_else(|p| p.into_inner());
-    s.get_or_insert_with(Instant::now);
+    s.get_or_insert_with(|| (Instant::now(), activity::now_us()));
     NVML_SUCCESS
 }
 
@@ -161,7 +207,7 @@ pub unsafe extern "C" fn nvmlShutdown() -> c_uint {
 /// `buf` must hold `len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn nvmlSystemGetDriverVersion(buf: *mut c_char, len: c_uint) -> c_uint {
-    put_str("0.0-wattio-nvml-stub", buf, len)
+    put_str("0.0-wattio-nvidia-stub", buf, len)
 }
 
 /// # Safety
@@ -230,7 +276,7 @@ pub unsafe extern "C" fn nvmlDeviceGetTotalEnergyConsumption(
     device: *mut c_void,
     energy: *mut c_ulonglong,
 ) -> c_uint {
-    let g = match gpu_of(device) {
+    let (g, index) = match gpu_and_index_of(device) {
         Ok(g) => g,
         Err(e) => return e,
     };
@@ -249,7 +295,13 @@ pub unsafe extern "C" fn nvmlDeviceGetTotalEnergyConsumption(
         let step = g.energy_update_ms / 1000.0;
         t = (t / step).floor() * step;
     }
-    *energy = g.energy_mj + (g.energy_w * t * 1000.0) as u64;
+    let busy = if g.busy_w > 0.0 {
+        let from = started_us();
+        busy_s(index, from, from + (t * 1e6) as u64)
+    } else {
+        0.0
+    };
+    *energy = g.energy_mj + ((g.energy_w * t + g.busy_w * busy) * 1000.0) as u64;
     NVML_SUCCESS
 }
 
@@ -279,6 +331,132 @@ pub unsafe extern "C" fn nvmlDeviceGetPowerUsage(
     NVML_SUCCESS
 }
 
+/// `nvmlProcessUtilizationSample_t` (nvml.h).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProcessUtilizationSample {
+    pub pid: c_uint,
+    pub time_stamp: c_ulonglong,
+    pub sm_util: c_uint,
+    pub mem_util: c_uint,
+    pub enc_util: c_uint,
+    pub dec_util: c_uint,
+}
+
+/// `nvmlProcessInfo_t` (nvml.h, `_v3` of the call).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProcessInfo {
+    pub pid: c_uint,
+    pub used_gpu_memory: c_ulonglong,
+    pub gpu_instance_id: c_uint,
+    pub compute_instance_id: c_uint,
+}
+
+/// How long a sample covers and how long the driver keeps them, in µs.
+const SAMPLE_US: u64 = 100_000;
+const KEPT_US: u64 = 10_000_000;
+
+/// The utilisation samples of GPU `index` taken after `last_seen` (µs since the epoch): one per
+/// process per 100 ms slot, ended by now, in which its kernels ran.
+pub fn utilisation_samples(index: u32, last_seen: u64) -> Vec<ProcessUtilizationSample> {
+    let now = activity::now_us();
+    let first_end = (now.saturating_sub(KEPT_US).max(last_seen) / SAMPLE_US + 1) * SAMPLE_US;
+    let mut out = Vec::new();
+    for (pid, u) in activity::read(index) {
+        let mut end = first_end;
+        while end <= now {
+            let busy = activity::busy_us_between(&u.busy, end - SAMPLE_US, end);
+            if busy > 0 {
+                out.push(ProcessUtilizationSample {
+                    pid,
+                    time_stamp: end,
+                    sm_util: ((busy * 100 + SAMPLE_US / 2) / SAMPLE_US) as c_uint,
+                    ..Default::default()
+                });
+            }
+            end += SAMPLE_US;
+        }
+    }
+    out
+}
+
+/// Copies `items` into the caller's array of `*count`, NVML's way: the count needed and
+/// `NVML_ERROR_INSUFFICIENT_SIZE` when it is too small or null.
+unsafe fn put_array<T: Copy>(items: &[T], out: *mut T, count: *mut c_uint) -> c_uint {
+    if count.is_null() {
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    let room = *count as usize;
+    *count = items.len() as c_uint;
+    if out.is_null() || room < items.len() {
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    std::ptr::copy_nonoverlapping(items.as_ptr(), out, items.len());
+    NVML_SUCCESS
+}
+
+/// # Safety
+/// `utilization` must hold `*count` samples (or be null to ask for the count).
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetProcessUtilization(
+    device: *mut c_void,
+    utilization: *mut ProcessUtilizationSample,
+    count: *mut c_uint,
+    last_seen_time_stamp: c_ulonglong,
+) -> c_uint {
+    let (g, index) = match gpu_and_index_of(device) {
+        Ok(g) => g,
+        Err(e) => return e,
+    };
+    if g.lost {
+        return NVML_ERROR_GPU_IS_LOST;
+    }
+    if !g.process_util_supported {
+        return NVML_ERROR_NOT_SUPPORTED;
+    }
+    let samples = utilisation_samples(index, last_seen_time_stamp);
+    if samples.is_empty() {
+        if !count.is_null() {
+            *count = 0;
+        }
+        // What the driver answers when no process used the GPU since `last_seen`.
+        return NVML_ERROR_NOT_FOUND;
+    }
+    put_array(&samples, utilization, count)
+}
+
+/// # Safety
+/// `infos` must hold `*count` entries (or be null to ask for the count).
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
+    device: *mut c_void,
+    count: *mut c_uint,
+    infos: *mut ProcessInfo,
+) -> c_uint {
+    let (g, index) = match gpu_and_index_of(device) {
+        Ok(g) => g,
+        Err(e) => return e,
+    };
+    if g.lost {
+        return NVML_ERROR_GPU_IS_LOST;
+    }
+    let running: Vec<ProcessInfo> = activity::read(index)
+        .into_iter()
+        .filter(|(pid, _)| activity::alive(*pid))
+        .map(|(pid, u)| ProcessInfo {
+            pid,
+            used_gpu_memory: u.mem_bytes,
+            ..Default::default()
+        })
+        .collect();
+    if running.is_empty() && !count.is_null() {
+        *count = 0;
+        return NVML_SUCCESS;
+    }
+    put_array(&running, infos, count)
+}
+
 /// # Safety
 /// Returns a static NUL-terminated string.
 #[no_mangle]
@@ -291,19 +469,20 @@ pub unsafe extern "C" fn nvmlErrorString(result: c_uint) -> *const c_char {
         NVML_ERROR_NO_PERMISSION => b"Insufficient Permissions\0",
         NVML_ERROR_DRIVER_NOT_LOADED => b"Driver Not Loaded\0",
         NVML_ERROR_GPU_IS_LOST => b"GPU is lost\0",
+        NVML_ERROR_NOT_FOUND => b"Not Found\0",
         _ => b"Unknown Error\0",
     };
     s.as_ptr() as *const c_char
 }
 
 /// Where Cargo put the stand-in's shared library for the test binary calling this: next to
-/// it in `target/<profile>/deps/`, or in `target/<profile>/` (a crate that names `nvml-stub` as
+/// it in `target/<profile>/deps/`, or in `target/<profile>/` (a crate that names `nvidia-stub` as
 /// a dev-dependency gets it built by `cargo test`, in debug and in release alike). Panics with
 /// the command to run when it is not there.
 pub fn built_library() -> std::path::PathBuf {
     let exe = std::env::current_exe().expect("the test binary's own path");
     let name = format!(
-        "{}nvml_stub{}",
+        "{}nvidia_stub{}",
         std::env::consts::DLL_PREFIX,
         std::env::consts::DLL_SUFFIX
     );
@@ -314,7 +493,7 @@ pub fn built_library() -> std::path::PathBuf {
         }
     }
     panic!(
-        "{name} not found next to {}: build it with `cargo build -p nvml-stub` (add --release for release tests)",
+        "{name} not found next to {}: build it with `cargo build -p nvidia-stub` (add --release for release tests)",
         exe.display()
     )
 }
