@@ -507,11 +507,13 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
         Some(by) => {
             let root = SysRoot::from_env();
             let n_cpus = wattio_energy::online_cpu_count(&root)?;
-            Some((
+            let live =
                 wattio_meter::LiveAttribution::start(&meter, root, by, a.attribution.idle, n_cpus)
-                    .context("starting attribution")?,
-                by,
-            ))
+                    .context("starting attribution")?;
+            if let Some(note) = &live.gpu_note {
+                eprintln!("wattio export: warning: {note}");
+            }
+            Some((live, by))
         }
         None => None,
     };

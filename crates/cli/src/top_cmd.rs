@@ -62,6 +62,9 @@ pub fn top(a: TopArgs) -> Result<ExitCode> {
     let n_cpus = wattio_energy::online_cpu_count(&root)?;
     let mut live = LiveAttribution::start(&meter, root, a.by, a.idle, n_cpus)
         .context("starting attribution")?;
+    if let Some(note) = &live.gpu_note {
+        eprintln!("wattio top: warning: {note}");
+    }
     // Ctrl-C or SIGTERM wakes the wait for the next refresh and ends `top` there.
     let cancel = crate::study_ui::cancel_on_signals()?;
     let iterations = if a.once { Some(1) } else { a.iterations };

@@ -525,3 +525,223 @@ fn workload_gpu_without_a_driver_is_a_one_line_error_with_the_fix() {
     assert!(!o.status.success());
     assert!(text(&o.stderr).contains("no CUDA device 3 (the driver lists 1)"));
 }
+
+/// Two `workload gpu` processes on the stand-in GPU at `utils` percent for `secs`, and what
+/// `wattio top --json` said over one interval of `interval` while they ran.
+fn top_beside_two_gpu_loads(
+    gpus: &str,
+    utils: [&str; 2],
+    extra: &[&str],
+) -> (Vec<u32>, serde_json::Value) {
+    let d = tempfile::tempdir().unwrap();
+    let mut loads = Reaper(vec![]);
+    for util in utils {
+        loads.0.push(
+            wattio_cuda(
+                gpus,
+                d.path(),
+                &["workload", "gpu", "--util", util, "--duration", "6s"],
+            )
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+        );
+    }
+    let pids: Vec<u32> = loads.0.iter().map(|c| c.id()).collect();
+    // Both past their calibration.
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let mut args = vec![
+        "top",
+        "--source",
+        "model",
+        "--json",
+        "--interval",
+        "2s",
+        "--iterations",
+        "1",
+    ];
+    args.extend_from_slice(extra);
+    let o = run(&mut wattio_cuda(gpus, d.path(), &args));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    (pids, serde_json::from_slice(&o.stdout).unwrap())
+}
+
+fn gpu_j_of(v: &serde_json::Value, pid: u32) -> f64 {
+    v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["pid"] == pid)
+        .unwrap_or_else(|| panic!("no entry for pid {pid}: {v}"))["gpu_energy_j"]
+        .as_f64()
+        .unwrap()
+}
+
+#[test]
+fn top_splits_gpu_energy_between_processes_by_their_utilisation() {
+    // 100 W whatever runs: the GPU's joules over the interval are known.
+    let (pids, v) = top_beside_two_gpu_loads("name=Stub H200,energy_w=100", ["30", "60"], &[]);
+    let g = &v["gpus"][0];
+    assert_eq!(g["index"], 0);
+    assert_eq!(g["basis"], "utilisation");
+    assert_eq!(
+        g["label"],
+        "measured (nvml), attributed (gpu utilisation share)"
+    );
+    let e = g["energy_j"].as_f64().unwrap();
+    let interval = v["interval_s"].as_f64().unwrap();
+    assert!((e / interval - 100.0).abs() < 5.0, "{e} J in {interval} s");
+    let (a, b) = (gpu_j_of(&v, pids[0]), gpu_j_of(&v, pids[1]));
+    // Shares of the window: 30 % and 60 %, the rest idle (samples are whole 100 ms slots,
+    // and an interval's edges cut a slot: a tenth of the figure).
+    assert!((a / e - 0.30).abs() < 0.05, "{a} J of {e} J: {v}");
+    assert!((b / e - 0.60).abs() < 0.07, "{b} J of {e} J: {v}");
+    let idle = g["idle_j"].as_f64().unwrap();
+    assert!((a + b + idle - e).abs() < 1e-6 * e, "{v}");
+    // The workloads' CPU figures stay apart from their GPU figures.
+    let entry = v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["pid"] == pids[1])
+        .unwrap();
+    assert_eq!(entry["comm"], "wattio");
+    assert!(entry["total_gpu_energy_j"].as_f64().unwrap() >= b);
+}
+
+#[test]
+fn without_utilisation_samples_gpu_energy_goes_by_held_memory_and_says_so() {
+    let (pids, v) = top_beside_two_gpu_loads(
+        "name=Stub V100,energy_w=100,process_util=unsupported",
+        ["30", "60"],
+        &[],
+    );
+    let g = &v["gpus"][0];
+    assert_eq!(g["basis"], "memory");
+    assert_eq!(g["label"], "measured (nvml), attributed (gpu memory share)");
+    let e = g["energy_j"].as_f64().unwrap();
+    // Each holds the same 4 bytes: halves, whatever their utilisation.
+    for pid in pids {
+        assert!((gpu_j_of(&v, pid) / e - 0.5).abs() < 1e-6, "{v}");
+    }
+}
+
+#[test]
+fn top_screen_shows_the_gpu_line_and_column() {
+    let (_, v) = top_beside_two_gpu_loads("name=Stub H200,energy_w=100", ["50", "50"], &[]);
+    assert!(v["gpus"].as_array().unwrap().len() == 1);
+    let d = tempfile::tempdir().unwrap();
+    let o = run(&mut wattio_cuda(
+        "name=Stub H200,energy_w=100",
+        d.path(),
+        &[
+            "top",
+            "--source",
+            "model",
+            "--interval",
+            "200ms",
+            "--iterations",
+            "1",
+        ],
+    ));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let t = text(&o.stdout);
+    assert!(t.contains("gpu 0   "), "{t}");
+    assert!(
+        t.contains("measured (nvml), attributed (gpu utilisation share)"),
+        "{t}"
+    );
+    assert!(t.contains("GPU J"), "{t}");
+}
+
+#[test]
+fn export_by_process_has_gpu_series_split_by_utilisation_that_promtool_accepts() {
+    let gpus = "name=Stub H200,energy_w=100";
+    let d = tempfile::tempdir().unwrap();
+    let mut kids = Reaper(vec![]);
+    for util in ["30", "60"] {
+        kids.0.push(
+            wattio_cuda(
+                gpus,
+                d.path(),
+                &["workload", "gpu", "--util", util, "--duration", "6s"],
+            )
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+        );
+    }
+    let pids: Vec<u32> = kids.0.iter().map(|c| c.id()).collect();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    kids.0.push(
+        wattio_cuda(
+            gpus,
+            d.path(),
+            &[
+                "export",
+                "--source",
+                "model",
+                "--listen",
+                "127.0.0.1:0",
+                "--by",
+                "process",
+            ],
+        )
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap(),
+    );
+    let addr = common::exporter_addr(kids.0[2].stderr.take().unwrap());
+    let get = || common::http(&addr, "GET /metrics HTTP/1.1\r\n\r\n");
+    get();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    get();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let r = get();
+    let value_of = |prefix: &str, needle: &str| -> f64 {
+        let l = r
+            .lines()
+            .find(|l| l.starts_with(prefix) && l.contains(needle))
+            .unwrap_or_else(|| panic!("no {prefix} with {needle} in {r}"));
+        l.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let series = "wattio_process_gpu_energy_joules_total{";
+    let a = value_of(series, &format!("pid=\"{}\"", pids[0]));
+    let b = value_of(series, &format!("pid=\"{}\"", pids[1]));
+    // A series starts at 0 in the interval that earns it its place (that interval goes to
+    // "other"), so the ratio is that of the third scrape's interval: 2 to 1.
+    assert!((b / a - 2.0).abs() < 0.4, "{a} J and {b} J: {r}");
+    assert!(
+        r.contains("attribution=\"measured (nvml), attributed (gpu utilisation share)\""),
+        "{r}"
+    );
+    let gpu_total: f64 = value_of("wattio_energy_joules_total{", "domain=\"gpu\"");
+    let other = value_of(series, "comm=\"other\"");
+    let idle = value_of("wattio_gpu_unattributed_energy_joules_total", "");
+    assert!(
+        (a + b + other + idle - gpu_total).abs() < 0.01 * gpu_total,
+        "series {a} + {b} + other {other} + idle {idle} against the GPU's {gpu_total}: {r}"
+    );
+    let body = r.split_once("\r\n\r\n").unwrap().1;
+    let mut lint = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (make deps installs Debian's prometheus package)");
+    use std::io::Write as _;
+    lint.stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let o = lint.wait_with_output().unwrap();
+    assert!(
+        o.status.success() && o.stdout.is_empty() && o.stderr.is_empty(),
+        "promtool: {}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+}

@@ -77,7 +77,9 @@ pub use msr::{
     INTEL_DRAM_ENERGY, INTEL_PKG_ENERGY, INTEL_PLATFORM_ENERGY, INTEL_POWER_UNIT, INTEL_PP0_ENERGY,
     INTEL_PP1_ENERGY,
 };
-pub use nvml::{nvml_lib_from_env, probe_nvml, GpuCounter, GpuInfo, GpuProbe, NvmlSource};
+pub use nvml::{
+    nvml_lib_from_env, probe_nvml, GpuCounter, GpuInfo, GpuProbe, GpuProcessReader, NvmlSource,
+};
 pub use perf::{discover_power_pmu, PerfEvent, PerfSource, PowerPmu};
 pub use powercap::{discover_powercap, PowercapDiscovery, PowercapSource, PowercapZone};
 pub use root::SysRoot;

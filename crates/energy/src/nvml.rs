@@ -439,3 +439,156 @@ impl Source for NvmlSource {
         std::mem::take(&mut self.failed_reads)
     }
 }
+
+/// Reads which processes used each GPU since the previous read, for the attribution layer
+/// ([`crate::attribution::split_gpu`]): per-process utilisation samples
+/// (`nvmlDeviceGetProcessUtilization`, Maxwell and later) or, where a GPU does not support
+/// them, the memory each process with a compute context holds
+/// (`nvmlDeviceGetComputeRunningProcesses_v3`). A second NVML handle of its own (NVML counts
+/// its initialisations), so the energy source it sits beside is left as it is.
+pub struct GpuProcessReader {
+    // Declared first so the devices are forgotten before `nvmlShutdown`.
+    devices: Vec<ProcessDevice>,
+    nvml: Nvml,
+}
+
+struct ProcessDevice {
+    index: u32,
+    handle: usize,
+    /// The newest sample timestamp seen (µs, CPU clock), asked for samples after it.
+    last_seen_us: u64,
+    /// The smallest gap seen between two samples of one process: the driver's sampling period.
+    period_us: Option<u64>,
+    util_supported: bool,
+}
+
+impl std::fmt::Debug for GpuProcessReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuProcessReader").finish_non_exhaustive()
+    }
+}
+
+impl GpuProcessReader {
+    /// Opens NVML through `lib` for the GPUs `indices` (those the energy source reads); samples
+    /// from now on.
+    pub fn open(lib: &OsStr, indices: &[u32]) -> Result<GpuProcessReader, EnergyError> {
+        let lib_s = lib.to_string_lossy().into_owned();
+        let nvml = Nvml::builder()
+            .lib_path(lib)
+            .init()
+            .map_err(|e| init_error(&lib_s, e))?;
+        let now = now_us();
+        let mut devices = Vec::new();
+        for &index in indices {
+            let dev = nvml
+                .device_by_index(index)
+                .map_err(|e| read_error(index, "nvmlDeviceGetHandleByIndex", e))?;
+            // SAFETY: the handle is only turned back into a `Device` of this `nvml`.
+            let handle = unsafe { dev.handle() } as usize;
+            devices.push(ProcessDevice {
+                index,
+                handle,
+                last_seen_us: now,
+                period_us: None,
+                util_supported: true,
+            });
+        }
+        Ok(GpuProcessReader { devices, nvml })
+    }
+
+    /// What each GPU's processes did since the previous call (or since opening).
+    pub fn read(&mut self) -> Vec<crate::attribution::GpuUse> {
+        use crate::attribution::{GpuShareBasis, GpuUse};
+        let mut out = Vec::new();
+        for d in &mut self.devices {
+            // SAFETY: `handle` came from `device_by_index` of this still-initialised `nvml`.
+            let dev = unsafe { Device::new(d.handle as _, &self.nvml) };
+            let mut u = GpuUse {
+                index: d.index,
+                basis: None,
+                by_pid: vec![],
+                sample_period_s: None,
+                note: None,
+            };
+            if d.util_supported {
+                match utilisation_since(&dev, d) {
+                    Ok(by_pid) => {
+                        u.basis = Some(GpuShareBasis::Utilisation);
+                        u.by_pid = by_pid;
+                    }
+                    Err(NvmlError::NotSupported) => d.util_supported = false,
+                    Err(e) => u.note = Some(format!("nvmlDeviceGetProcessUtilization: {e}")),
+                }
+            }
+            if !d.util_supported {
+                match dev.running_compute_processes() {
+                    Ok(ps) => {
+                        u.basis = Some(GpuShareBasis::Memory);
+                        u.by_pid = ps
+                            .iter()
+                            .map(|p| {
+                                let bytes = match p.used_gpu_memory {
+                                    nvml_wrapper::enums::device::UsedGpuMemory::Used(b) => b as f64,
+                                    // Not reported (WDDM, some containers): equal shares.
+                                    nvml_wrapper::enums::device::UsedGpuMemory::Unavailable => 1.0,
+                                };
+                                (p.pid, bytes)
+                            })
+                            .collect();
+                    }
+                    Err(e) => {
+                        u.note = Some(format!(
+                            "nvmlDeviceGetProcessUtilization: not supported; nvmlDeviceGetComputeRunningProcesses: {e}"
+                        ))
+                    }
+                }
+            }
+            u.sample_period_s = d.period_us.map(|p| p as f64 / 1e6);
+            out.push(u);
+        }
+        out
+    }
+}
+
+/// Microseconds since the Unix epoch: the clock of NVML's sample timestamps.
+fn now_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+/// The sum of each process's `smUtil` samples newer than the device's last seen one; updates
+/// that and the sampling period. No sample since then (`NVML_ERROR_NOT_FOUND`) is nobody.
+fn utilisation_since(dev: &Device, d: &mut ProcessDevice) -> Result<Vec<(u32, f64)>, NvmlError> {
+    // A sample taken between the count and the fetch makes the fetch too small: ask again once.
+    let samples = match dev.process_utilization_stats(d.last_seen_us) {
+        Err(NvmlError::InsufficientSize(_)) => dev.process_utilization_stats(d.last_seen_us),
+        other => other,
+    };
+    let samples = match samples {
+        Ok(s) => s,
+        Err(NvmlError::NotFound) => return Ok(vec![]),
+        Err(e) => return Err(e),
+    };
+    let mut by_pid: std::collections::BTreeMap<u32, (f64, Vec<u64>)> = Default::default();
+    for s in samples.iter().filter(|s| s.timestamp > d.last_seen_us) {
+        let e = by_pid.entry(s.pid).or_default();
+        // smUtil is a percentage; anything beyond 100 is the driver's noise.
+        e.0 += s.sm_util.min(100) as f64;
+        e.1.push(s.timestamp);
+    }
+    for (_, ts) in by_pid.values_mut() {
+        ts.sort_unstable();
+        for w in ts.windows(2) {
+            let gap = w[1] - w[0];
+            // At least 1 ms: two samples of one period would say nothing about the period.
+            if gap >= 1000 && d.period_us.is_none_or(|p| gap < p) {
+                d.period_us = Some(gap);
+            }
+        }
+    }
+    if let Some(newest) = samples.iter().map(|s| s.timestamp).max() {
+        d.last_seen_us = d.last_seen_us.max(newest);
+    }
+    Ok(by_pid.into_iter().map(|(p, (w, _))| (p, w)).collect())
+}

@@ -77,9 +77,16 @@ pub struct LiveAttribution {
     attributor: Attributor,
     last: Snapshot,
     provenance: Provenance,
+    /// Who used each GPU, where the meter reads GPUs and NVML answers.
+    gpu_processes: Option<wattio_energy::GpuProcessReader>,
+    /// Why GPU energy is not split between processes although GPUs are read.
+    pub gpu_note: Option<String>,
     /// Joules since start, all entries and idle together, and idle alone.
     pub total_j: f64,
     pub idle_total_j: f64,
+    /// GPU joules since start, all of it and the part no process explains.
+    pub gpu_total_j: f64,
+    pub gpu_idle_total_j: f64,
 }
 
 impl LiveAttribution {
@@ -92,13 +99,37 @@ impl LiveAttribution {
         n_cpus: usize,
     ) -> io::Result<Self> {
         let attributor = Attributor::new(root, by, policy, n_cpus)?;
+        let gpu_indices: Vec<u32> = meter
+            .counters()
+            .iter()
+            .filter(|c| c.domain == wattio_energy::Domain::Gpu)
+            .map(|c| c.socket)
+            .collect();
+        let (gpu_processes, gpu_note) = if gpu_indices.is_empty() {
+            (None, None)
+        } else {
+            match wattio_energy::GpuProcessReader::open(
+                &wattio_energy::nvml_lib_from_env(),
+                &gpu_indices,
+            ) {
+                Ok(r) => (Some(r), None),
+                Err(e) => (
+                    None,
+                    Some(format!("GPU energy is not split between processes: {e}")),
+                ),
+            }
+        };
         let last = meter.snapshot().map_err(io::Error::other)?;
         Ok(LiveAttribution {
             attributor,
             last,
             provenance: meter.provenance().clone(),
+            gpu_processes,
+            gpu_note,
             total_j: 0.0,
             idle_total_j: 0.0,
+            gpu_total_j: 0.0,
+            gpu_idle_total_j: 0.0,
         })
     }
 
@@ -124,7 +155,27 @@ impl LiveAttribution {
     /// is lost from the attributed figures.
     pub fn step_to(&mut self, meter: &Meter, now: Snapshot) -> io::Result<AttributedInterval> {
         let r = meter.between(&self.last, &now);
-        let i = self.attributor.step(r.total_j, r.duration_s)?;
+        let mut i = self.attributor.step(r.total_j, r.duration_s)?;
+        if let Some(reader) = &mut self.gpu_processes {
+            let gpus: Vec<_> = reader
+                .read()
+                .into_iter()
+                .map(|u| {
+                    let d = r
+                        .domains
+                        .iter()
+                        .find(|d| d.domain == wattio_energy::Domain::Gpu && d.socket == u.index);
+                    let j = d.map_or(0.0, |d| d.energy_j);
+                    let label = d
+                        .and_then(|d| d.label.clone())
+                        .unwrap_or_else(|| "measured (nvml)".into());
+                    (u, j, label)
+                })
+                .collect();
+            self.attributor.attribute_gpus(&mut i, &gpus);
+            self.gpu_total_j += i.gpus.iter().map(|g| g.energy_j).sum::<f64>();
+            self.gpu_idle_total_j += i.gpus.iter().map(|g| g.idle_j).sum::<f64>();
+        }
         self.last = now;
         self.total_j += i.total_j;
         self.idle_total_j += i.idle_j;
@@ -185,7 +236,28 @@ pub fn render_top(
     if a.estimated {
         let _ = writeln!(
             s,
-            "ESTIMATED: no hardware energy counter; every figure below is a model estimate"
+            "ESTIMATED: no hardware energy counter; every CPU figure below is a model estimate"
+        );
+    }
+    for g in &i.gpus {
+        let w = |j: f64| {
+            if i.interval_s > 0.0 {
+                j / i.interval_s
+            } else {
+                0.0
+            }
+        };
+        let _ = writeln!(
+            s,
+            "gpu {} {:8.2} W  idle/unattributed {:7.2} W   {}{}",
+            g.index,
+            w(g.energy_j),
+            w(g.idle_j),
+            g.label,
+            g.note
+                .as_deref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default()
         );
     }
     let _ = writeln!(s);
@@ -194,6 +266,20 @@ pub fn render_top(
         Some(_) => format!("{:>10} {:>11}", "ENERGY J", "CO2E"),
         None => format!("{:>10}", "ENERGY J"),
     };
+    // With GPUs, the GPU joules attributed since start follow the CPU's.
+    let gpus = !i.gpus.is_empty();
+    let energy_head = if gpus {
+        format!("{energy_head} {:>10}", "GPU J")
+    } else {
+        energy_head
+    };
+    let gpu_cell = |e: &Entry| {
+        if gpus {
+            format!(" {:>10.2}", e.total_gpu_energy_j.unwrap_or(0.0))
+        } else {
+            String::new()
+        }
+    };
     let energy_cell = |e: &Entry| match e.total_co2e_g {
         Some(g) => format!(
             "{:>10.2} {:>11}",
@@ -201,7 +287,7 @@ pub fn render_top(
             wattio_energy::format_co2e(g)
         ),
         None => format!("{:>10.2}", e.total_energy_j),
-    };
+    } + &gpu_cell(e);
     match a.by {
         By::Process => {
             let _ = writeln!(
@@ -593,6 +679,8 @@ mod tests {
             total_energy_j: j,
             co2e_g: None,
             total_co2e_g: None,
+            gpu_energy_j: None,
+            total_gpu_energy_j: None,
         }
     }
 
@@ -665,6 +753,7 @@ mod tests {
                 unseen_cpu_s: 0.0,
                 over_cpu_s: 0.0,
                 entries: vec![entry(7, 4.0), entry(8, 2.0)],
+                gpus: vec![],
             },
             co2e: None,
         };

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wattio_energy::attribution::By;
-use wattio_energy::attribution::Key;
+use wattio_energy::attribution::{Entry, Key};
 use wattio_progress::Cancel;
 
 /// Labels of the energy counter.
@@ -76,14 +76,70 @@ impl EntityLabels {
 
 struct AttributionState {
     live: LiveAttribution,
+    by: By,
+    /// CPU energy per entity.
+    cpu: EntitySeriesSet,
+    /// GPU energy per entity, created at the first interval with GPUs in it.
+    gpu: Option<EntitySeriesSet>,
+    unattributed_j: f64,
+    gpu_unattributed_j: f64,
+}
+
+/// Bounded per-entity counter series of one kind of energy ([`SeriesGuard`]).
+struct EntitySeriesSet {
     guard: SeriesGuard,
     series: HashMap<Key, EntityLabels>,
     other: EntityLabels,
-    by: By,
     /// Joules per entity series since it started (sorted, so scrapes list them in one order).
     entities_j: BTreeMap<EntityLabels, f64>,
-    unattributed_j: f64,
     dropped_j: f64,
+}
+
+impl EntitySeriesSet {
+    fn new(other: EntityLabels, max_series: usize) -> Self {
+        EntitySeriesSet {
+            guard: SeriesGuard::new(max_series),
+            series: HashMap::new(),
+            entities_j: BTreeMap::from([(other.clone(), 0.0)]),
+            other,
+            dropped_j: 0.0,
+        }
+    }
+
+    /// Adds an interval's `entries` (their `energy_j`); `alive` says whether an entity without
+    /// energy this interval still exists.
+    fn add(&mut self, entries: &[Entry], alive: impl Fn(&Key) -> bool) {
+        let up = self.guard.update(entries, alive);
+        // Drop first: a new process may take the labels of one that just ended (same pid and
+        // command after pid reuse); its series must start afresh, not inherit the old one.
+        for k in &up.dropped {
+            if let Some(labels) = self.series.remove(k) {
+                self.entities_j.remove(&labels);
+            }
+        }
+        self.dropped_j += up.dropped_j;
+        let base = self.other.clone();
+        for s in &up.series {
+            let labels = self
+                .series
+                .entry(s.key.clone())
+                .or_insert_with(|| EntityLabels {
+                    comm: s.comm.clone().unwrap_or_default(),
+                    pid: s.pid.map(|p| p.to_string()).unwrap_or_default(),
+                    cgroup: s.cgroup.clone().unwrap_or_default(),
+                    ..base.clone()
+                });
+            *self.entities_j.entry(labels.clone()).or_insert(0.0) += s.delta_j;
+        }
+        *self.entities_j.entry(self.other.clone()).or_insert(0.0) += up.other_j;
+    }
+
+    fn samples(&self) -> Vec<(Vec<(&'static str, String)>, f64)> {
+        self.entities_j
+            .iter()
+            .map(|(l, &j)| (l.pairs(), j))
+            .collect()
+    }
 }
 
 /// What the counters have added up to, changed by one scrape at a time.
@@ -104,6 +160,8 @@ pub struct Exporter {
     totals: Mutex<Totals>,
     /// With `--carbon-intensity` or `--region`: the CO₂e series beside the energy ones.
     carbon: Option<wattio_energy::CarbonIntensity>,
+    /// The per-entity series limit of `--by` (each of CPU and GPU).
+    max_series: usize,
 }
 
 const ENERGY_HELP: &str = "Energy consumed since the exporter started, per socket and domain; estimated=\"true\" marks model estimates (see the model label)";
@@ -137,6 +195,7 @@ impl Exporter {
                 attribution: None,
             }),
             carbon: None,
+            max_series: 0,
         }
     }
 
@@ -148,7 +207,7 @@ impl Exporter {
 
     /// Adds per-process or per-cgroup series (`wattio export --by`), at most `max_series` of
     /// them plus `other`. `live` must follow this exporter's meter.
-    pub fn with_attribution(self, live: LiveAttribution, by: By, max_series: usize) -> Self {
+    pub fn with_attribution(mut self, live: LiveAttribution, by: By, max_series: usize) -> Self {
         let p = self.meter.provenance().clone();
         let other = EntityLabels {
             comm: if by == By::Process {
@@ -172,52 +231,57 @@ impl Exporter {
             t.last_j = live.last_totals_j().to_vec();
             t.attribution = Some(AttributionState {
                 live,
-                guard: SeriesGuard::new(max_series),
-                series: HashMap::new(),
-                entities_j: BTreeMap::from([(other.clone(), 0.0)]),
-                other,
                 by,
+                cpu: EntitySeriesSet::new(other, max_series),
+                gpu: None,
                 unattributed_j: 0.0,
-                dropped_j: 0.0,
+                gpu_unattributed_j: 0.0,
             });
         }
+        self.max_series = max_series;
         self
     }
 
     /// Attributes the interval up to `snap`; `false` when the CPU times could not be read (the
     /// next scrape attributes both intervals).
     fn attribute(&self, st: &mut AttributionState, snap: crate::meter::Snapshot) -> bool {
-        let interval = match st.live.step_to(&self.meter, snap) {
-            Ok(a) => a.interval,
+        let a = match st.live.step_to(&self.meter, snap) {
+            Ok(a) => a,
             Err(_) => return false,
         };
+        let interval = a.interval;
         st.unattributed_j += interval.idle_j;
         // An entity with no CPU time this interval may still be alive: keep its series unless
         // it is gone from /proc (process) or from the hierarchy (cgroup); the tracker knows.
         let live = &st.live;
-        let up = st.guard.update(&interval.entries, |k| live.is_alive(k));
-        // Drop first: a new process may take the labels of one that just ended (same pid and
-        // command after pid reuse); its series must start afresh, not inherit the old one.
-        for k in &up.dropped {
-            if let Some(labels) = st.series.remove(k) {
-                st.entities_j.remove(&labels);
-            }
+        st.cpu.add(&interval.entries, |k| live.is_alive(k));
+        if let Some(g) = interval.gpus.first() {
+            st.gpu_unattributed_j += interval.gpus.iter().map(|g| g.idle_j).sum::<f64>();
+            // The GPU series: the entries' GPU joules in place of their CPU joules.
+            let gpu_entries: Vec<Entry> = interval
+                .entries
+                .iter()
+                .filter_map(|e| {
+                    e.gpu_energy_j.map(|j| Entry {
+                        energy_j: j,
+                        ..e.clone()
+                    })
+                })
+                .collect();
+            let max = self.max_series;
+            let set = st.gpu.get_or_insert_with(|| {
+                EntitySeriesSet::new(
+                    EntityLabels {
+                        mechanism: "nvml".into(),
+                        estimated: "false".into(),
+                        attribution: g.label.clone(),
+                        ..st.cpu.other.clone()
+                    },
+                    max,
+                )
+            });
+            set.add(&gpu_entries, |k| live.is_alive(k));
         }
-        st.dropped_j += up.dropped_j;
-        let base = st.other.clone();
-        for s in &up.series {
-            let labels = st
-                .series
-                .entry(s.key.clone())
-                .or_insert_with(|| EntityLabels {
-                    comm: s.comm.clone().unwrap_or_default(),
-                    pid: s.pid.map(|p| p.to_string()).unwrap_or_default(),
-                    cgroup: s.cgroup.clone().unwrap_or_default(),
-                    ..base.clone()
-                });
-            *st.entities_j.entry(labels.clone()).or_insert(0.0) += s.delta_j;
-        }
-        *st.entities_j.entry(st.other.clone()).or_insert(0.0) += up.other_j;
         true
     }
 
@@ -289,13 +353,13 @@ impl Exporter {
                 name,
                 help,
                 unit: Some("joules"),
-                samples: st.entities_j.iter().map(|(l, &j)| (l.pairs(), j)).collect(),
+                samples: st.cpu.samples(),
             });
             families.push(CounterFamily {
                 name: "wattio_dropped_series_energy_joules",
                 help: "Energy of per-process or per-cgroup series dropped since start (their entity ended, or gave its place to another): series + other + dropped + unattributed add up to the package and DRAM energy",
                 unit: Some("joules"),
-                samples: vec![(vec![], st.dropped_j)],
+                samples: vec![(vec![], st.cpu.dropped_j)],
             });
             families.push(CounterFamily {
                 name: "wattio_unattributed_energy_joules",
@@ -303,6 +367,24 @@ impl Exporter {
                 unit: Some("joules"),
                 samples: vec![(vec![], st.unattributed_j)],
             });
+            if let Some(g) = &st.gpu {
+                let (name, help) = match st.by {
+                    By::Process => ("wattio_process_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to a process by its GPU utilisation share, or its memory share where the GPU reports no utilisation (see the attribution label), since its series started"),
+                    By::Cgroup => ("wattio_cgroup_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to the cgroup of the processes using them by their GPU utilisation share, or memory share (see the attribution label), since its series started"),
+                };
+                families.push(CounterFamily {
+                    name,
+                    help,
+                    unit: Some("joules"),
+                    samples: g.samples(),
+                });
+                families.push(CounterFamily {
+                    name: "wattio_gpu_unattributed_energy_joules",
+                    help: "GPU energy no process's use explains (idle GPUs), plus the GPU series dropped since start",
+                    unit: Some("joules"),
+                    samples: vec![(vec![], st.gpu_unattributed_j + g.dropped_j)],
+                });
+            }
         }
         families
     }

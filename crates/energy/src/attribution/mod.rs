@@ -11,6 +11,9 @@
 //! * [`split()`](split()), [`share_j`], [`Split`] and [`IdlePolicy`] — the formula (CPU-time
 //!   share, idle apart or shared), its label ([`attributed_label`]) and the CPU count its
 //!   capacity is taken of ([`machine_cpus`]);
+//! * [`split_gpu`], [`GpuUse`], [`GpuShareBasis`] — a GPU's energy split between the processes
+//!   using it, by utilisation samples or held memory (read by
+//!   [`crate::GpuProcessReader`]);
 //! * [`Attributor`] — interval attribution of a whole machine (`wattio top`, `record --by`,
 //!   `export`): [`Interval`]s of [`Entry`]s, one per [`Key`] (a process, [`ProcKey`], or a
 //!   cgroup), grouped [`By`] process or cgroup.
@@ -21,8 +24,10 @@
 
 pub mod cgroup;
 pub mod cputime;
+mod gpu;
 mod split;
 mod tracker;
 
+pub use gpu::{split_gpu, GpuShareBasis, GpuSplit, GpuUse};
 pub use split::{attributed_label, machine_cpus, share_j, split, IdlePolicy, Split};
-pub use tracker::{Attributor, By, Entry, Interval, Key, ProcKey};
+pub use tracker::{Attributor, By, Entry, GpuInterval, Interval, Key, ProcKey};

@@ -21,6 +21,7 @@
 
 use super::cgroup;
 use super::cputime::{self, ProcStat};
+use super::gpu::{split_gpu, GpuShareBasis, GpuUse};
 use super::split::{split, IdlePolicy};
 use crate::root::SysRoot;
 use serde::Serialize;
@@ -100,6 +101,13 @@ pub struct Entry {
     pub co2e_g: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total_co2e_g: Option<f64>,
+    /// GPU joules attributed in the interval (all GPUs), where GPUs are read: apart from
+    /// `energy_j`, as the meter keeps GPUs apart from the CPU total ([`Attributor::attribute_gpus`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_energy_j: Option<f64>,
+    /// GPU joules attributed since the attributor started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_gpu_energy_j: Option<f64>,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -122,8 +130,26 @@ pub struct Interval {
     /// CPU-seconds the entries have beyond the machine's busy time (read skew between the
     /// files, 10 ms ticks): a check that nothing is counted twice.
     pub over_cpu_s: f64,
-    /// Entries with CPU time in the interval, most energy first.
+    /// Entries with CPU time or GPU use in the interval, most energy (CPU and GPU) first.
     pub entries: Vec<Entry>,
+    /// Each GPU's split, where GPUs are read.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<GpuInterval>,
+}
+
+/// One GPU's energy in an interval and how it was split.
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuInterval {
+    pub index: u32,
+    pub energy_j: f64,
+    /// The part no process's use explains.
+    pub idle_j: f64,
+    /// `None` when NVML answered neither way (`note` says why): all of it is idle.
+    pub basis: Option<GpuShareBasis>,
+    /// E.g. `measured (nvml), attributed (gpu utilisation share)`.
+    pub label: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 struct ProcInfo {
@@ -159,6 +185,7 @@ pub struct Attributor {
     cgroup_mount: Option<std::path::PathBuf>,
     cgroups: HashMap<String, cgroup::Previous>,
     totals: HashMap<Key, f64>,
+    gpu_totals: HashMap<Key, f64>,
     last_busy_s: f64,
     /// When the CPU times were last read: the capacity of an interval is n_cpus × the time
     /// between two reads, which may differ from the energy window's length.
@@ -200,6 +227,7 @@ impl Attributor {
             cgroup_mount,
             cgroups: HashMap::new(),
             totals: HashMap::new(),
+            gpu_totals: HashMap::new(),
             last_scan: std::time::Instant::now(),
             generation: 0,
             buf: Vec::with_capacity(1024),
@@ -320,7 +348,107 @@ impl Attributor {
             unseen_cpu_s: (busy_cpu_s - seen).max(0.0),
             over_cpu_s: (seen - busy_cpu_s).max(0.0),
             entries,
+            gpus: vec![],
         })
+    }
+
+    /// Adds the GPUs' energy of the interval `interval` (just returned by a step): for each GPU,
+    /// its joules, what its processes did ([`GpuUse`], from [`crate::GpuProcessReader`]) and
+    /// the provenance label of its energy. Each process's share ([`split_gpu`]) goes to its
+    /// entry, or, by cgroup, to its cgroup's; one that used a GPU without CPU time in the
+    /// interval gets an entry of its own. A process no longer in `/proc`, or whose cgroup cannot
+    /// be read, keeps its pid as its name.
+    pub fn attribute_gpus(&mut self, interval: &mut Interval, gpus: &[(GpuUse, f64, String)]) {
+        for (u, energy_j, energy_label) in gpus {
+            let s = split_gpu(*energy_j, interval.interval_s, u, self.policy);
+            for (pid, j) in s.by_pid {
+                if j <= 0.0 {
+                    continue;
+                }
+                let entry = self.gpu_entry(interval, pid);
+                *entry.gpu_energy_j.get_or_insert(0.0) += j;
+            }
+            interval.gpus.push(GpuInterval {
+                index: u.index,
+                energy_j: energy_j.max(0.0),
+                idle_j: s.idle_j,
+                basis: u.basis,
+                label: match u.basis {
+                    Some(b) => format!("{energy_label}, {}", b.label()),
+                    None => energy_label.clone(),
+                },
+                note: u.note.clone(),
+            });
+        }
+        for e in &mut interval.entries {
+            if let Some(j) = e.gpu_energy_j {
+                let t = self.gpu_totals.entry(e.key.clone()).or_insert(0.0);
+                *t += j;
+                e.total_gpu_energy_j = Some(*t);
+            } else if let Some(t) = self.gpu_totals.get(&e.key) {
+                e.total_gpu_energy_j = Some(*t);
+            }
+        }
+        interval.entries.sort_by(|a, b| {
+            let all = |e: &Entry| e.energy_j + e.gpu_energy_j.unwrap_or(0.0);
+            all(b)
+                .total_cmp(&all(a))
+                .then(b.cpu_s.total_cmp(&a.cpu_s))
+                .then(a.key.cmp(&b.key))
+        });
+        let (procs, cgs) = (&self.procs, &self.cgroups);
+        self.gpu_totals.retain(|k, _| match k {
+            Key::Process(p) => procs.contains_key(p),
+            Key::Cgroup(c) => cgs.contains_key(c),
+        });
+    }
+
+    /// The entry of `interval` that process `pid`'s GPU use goes to, made when it has none.
+    fn gpu_entry<'a>(&self, interval: &'a mut Interval, pid: u32) -> &'a mut Entry {
+        let (key, comm, cgroup) = match self.by {
+            By::Process => match self.procs.iter().find(|(k, _)| k.pid == pid) {
+                Some((k, info)) => (
+                    Key::Process(*k),
+                    Some(info.comm.clone()),
+                    info.cgroup.clone().flatten(),
+                ),
+                None => (
+                    Key::Process(ProcKey {
+                        pid,
+                        start_ticks: 0,
+                    }),
+                    None,
+                    None,
+                ),
+            },
+            By::Cgroup => {
+                let cg = cgroup::cgroup_of(&self.root, pid).unwrap_or_else(|| format!("pid {pid}"));
+                (Key::Cgroup(cg.clone()), None, Some(cg))
+            }
+        };
+        if let Some(i) = interval.entries.iter().position(|e| e.key == key) {
+            return &mut interval.entries[i];
+        }
+        let cgroup = cgroup.or_else(|| cgroup::cgroup_of(&self.root, pid));
+        interval.entries.push(Entry {
+            pid: matches!(self.by, By::Process).then_some(pid),
+            comm: comm.or_else(|| match self.by {
+                By::Process => Some(format!("pid {pid}")),
+                By::Cgroup => None,
+            }),
+            cgroup,
+            cpu_s: 0.0,
+            children_cpu_s: 0.0,
+            energy_j: 0.0,
+            power_w: 0.0,
+            total_energy_j: self.totals.get(&key).copied().unwrap_or(0.0),
+            co2e_g: None,
+            total_co2e_g: None,
+            gpu_energy_j: None,
+            total_gpu_energy_j: None,
+            key,
+        });
+        interval.entries.last_mut().expect("just pushed")
     }
 
     /// Reads every process's CPU ticks; returns those with time since the previous scan.
@@ -470,6 +598,8 @@ impl Attributor {
                     total_energy_j: 0.0,
                     co2e_g: None,
                     total_co2e_g: None,
+                    gpu_energy_j: None,
+                    total_gpu_energy_j: None,
                 }
             })
             .collect()
@@ -529,6 +659,8 @@ impl Attributor {
                 total_energy_j: 0.0,
                 co2e_g: None,
                 total_co2e_g: None,
+                gpu_energy_j: None,
+                total_gpu_energy_j: None,
             })
             .collect())
     }
