@@ -2,7 +2,9 @@
 CARGO ?= cargo
 WATTIO := target/release/wattio
 
-.PHONY: all build demo demo-iobench test test-rust test-java unused-deps deps lint bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters fuzz soak
+HW_BUNDLE := hw-bundle
+
+.PHONY: hw-bundle hw-check test-hw all build demo demo-iobench test test-rust test-java unused-deps deps lint bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters fuzz soak
 
 all: build
 
@@ -53,6 +55,28 @@ demo-iobench: build
 	$(WATTIO) iobench --sizes tiny,small --ops read,write --runs 3 \
 	  --methods channel,omchannel,iostream,filereader,biostream,niof,guava,apache,scanner \
 	  -o results/demo-iobench
+
+## Hardware check (docs/results/gpu.md, docs/meter.md "Checking real hardware"): every hardware-facing
+## claim of the meter verified on this machine in one call, written to docs/results/hardware/.
+hw-check: build
+	python3 scripts/hw-check.py --wattio $(WATTIO)
+
+## The carried form of it, for a machine without Rust or a registry (the lent GPU machine): a
+## stripped wattio, the shared libraries it needs beyond libc, the script and the commit, in one
+## git-ignored folder well under 64 MiB. There: python3 hw-bundle/hw-check.py --out DIR
+hw-bundle: build
+	rm -rf $(HW_BUNDLE) && mkdir -p $(HW_BUNDLE)/lib
+	strip -o $(HW_BUNDLE)/wattio $(WATTIO)
+	cp scripts/hw-check.py $(HW_BUNDLE)/
+	ldd $(WATTIO) | awk '$$3 ~ /^\// && $$1 !~ /^(libc|libm|libgcc_s|ld-linux)/ {print $$3}' | xargs -r cp -L -t $(HW_BUNDLE)/lib
+	echo "$$(git rev-parse --short HEAD)$$(git diff --quiet HEAD || echo -dirty)" > $(HW_BUNDLE)/COMMIT
+	@size=$$(du -sm $(HW_BUNDLE) | cut -f1); echo "hw-bundle: $(HW_BUNDLE)/ is $$size MiB ($$(ls $(HW_BUNDLE) $(HW_BUNDLE)/lib | tr '\n' ' '))"; \
+	  [ $$size -lt 64 ] || { echo "hw-bundle: over 64 MiB"; exit 1; }
+
+## hw-check end to end without hardware (also part of make test, through cargo test): a fixture
+## ticking at a known power, the stand-in NVML and CUDA, a stand-in nvidia-smi.
+test-hw:
+	$(CARGO) test --release -p wattio --test hw_check
 
 ## Focused runs of one part (all of them are already in `make test`):
 ## statistics, report and overhead tests, plus the headless-Chromium rendering test of a report.

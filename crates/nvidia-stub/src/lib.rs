@@ -24,7 +24,7 @@
 //! | `energy_w` | the counter then grows at this many watts of wall-clock time |
 //! | `energy_update_ms` | the counter moves only every this many ms, as a real GPU's does (NVML's energy counter updates every 20 to 100 ms); default 0: on every call |
 //! | `energy=unsupported` | `nvmlDeviceGetTotalEnergyConsumption` returns `NVML_ERROR_NOT_SUPPORTED` (pre-Volta) |
-//! | `power_mw` | what `nvmlDeviceGetPowerUsage` returns (default: `energy_w` in mW) |
+//! | `power_mw` | what `nvmlDeviceGetPowerUsage` returns (default: `energy_w` plus `busy_w` × the share of the last second kernels ran, in mW: a one-second mean, as Ampere and later report) |
 //! | `power=unsupported` | `nvmlDeviceGetPowerUsage` returns `NVML_ERROR_NOT_SUPPORTED` |
 //! | `busy_w` | the counter grows by this many more watts while kernels of the stand-in CUDA driver run on it ([`activity`]) |
 //! | `process_util=unsupported` | `nvmlDeviceGetProcessUtilization` returns `NVML_ERROR_NOT_SUPPORTED` (processes are still listed, with their memory) |
@@ -312,7 +312,7 @@ pub unsafe extern "C" fn nvmlDeviceGetPowerUsage(
     device: *mut c_void,
     power: *mut c_uint,
 ) -> c_uint {
-    let g = match gpu_of(device) {
+    let (g, index) = match gpu_and_index_of(device) {
         Ok(g) => g,
         Err(e) => return e,
     };
@@ -325,9 +325,16 @@ pub unsafe extern "C" fn nvmlDeviceGetPowerUsage(
     if power.is_null() {
         return NVML_ERROR_INVALID_ARGUMENT;
     }
+    // As Ampere and later GPUs report it: the mean over the last second.
+    let busy_share = if g.busy_w > 0.0 {
+        let now = activity::now_us();
+        busy_s(index, now.saturating_sub(1_000_000), now)
+    } else {
+        0.0
+    };
     *power = g
         .power_mw
-        .unwrap_or((g.energy_w * 1000.0).round() as c_uint);
+        .unwrap_or(((g.energy_w + g.busy_w * busy_share) * 1000.0).round() as c_uint);
     NVML_SUCCESS
 }
 

@@ -1,0 +1,117 @@
+//! `scripts/hw-check.py --fixture` end to end: the hardware check the lent GPU machine runs,
+//! here on a fixture ticking at a known power (WATTIO_ROOT), the stand-in NVIDIA libraries and a
+//! stand-in nvidia-smi reading the same NVML, so the script cannot rot. Its figures are checked
+//! against the fixture's truth, and its computed differences against figures recomputed here.
+
+use std::path::Path;
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_wattio");
+
+fn script() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/hw-check.py")
+}
+
+#[test]
+fn hw_check_in_fixture_mode_measures_the_known_truth_and_writes_its_report() {
+    let out = tempfile::tempdir().unwrap();
+    let o = Command::new("python3")
+        .arg(script())
+        .args([
+            "--fixture",
+            "--watts",
+            "12.5",
+            "--budget",
+            "200",
+            "--wattio",
+            BIN,
+        ])
+        .arg("--stub-lib")
+        .arg(nvidia_stub::built_library())
+        .arg("--out")
+        .arg(out.path())
+        // As make test runs: no real NVML for the CPU tests; the script sets its own.
+        .env("WATTIO_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
+        .env_remove("WATTIO_ROOT")
+        .output()
+        .expect("python3");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let md = stdout
+        .trim()
+        .strip_prefix("hw-check: wrote ")
+        .and_then(|s| s.split(" (").next())
+        .unwrap_or_else(|| panic!("where it wrote: {stdout}"));
+    assert!(md.ends_with("-fixture.md"), "{md}");
+    let report = std::fs::read_to_string(md).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(md.replace(".md", ".json")).unwrap())
+            .unwrap();
+
+    // The report names the machine, the commands and the stand-ins.
+    assert!(
+        report.contains("every figure below comes from stand-ins"),
+        "{report}"
+    );
+    assert!(
+        report.contains("## Machine") && report.contains("kernel:"),
+        "{report}"
+    );
+    assert!(
+        report.contains("$ ") && report.contains(" measure --source powercap --json -- sleep 3"),
+        "{report}"
+    );
+
+    // RAPL: the fixture's two packages tick at 12.5 W each; powercap and msr read the same
+    // window within a few tenths of a percent of 25 W, idle and "loaded" alike.
+    let usable = v["probe"]["usable"].as_array().unwrap();
+    assert!(
+        usable.contains(&"powercap".into()) && usable.contains(&"msr".into()),
+        "{usable:?}"
+    );
+    for phase in ["idle", "load"] {
+        for m in ["powercap", "msr"] {
+            let r = &v["rapl"][phase][m];
+            let w = r["total_j"].as_f64().unwrap() / r["duration_s"].as_f64().unwrap();
+            assert!((w - 25.0).abs() < 0.25, "{phase} {m}: {w} W: {r}");
+            // The script's own difference against the truth is the one recomputed here.
+            let pct = r["vs_truth_pct"].as_f64().unwrap();
+            assert!((pct - 100.0 * (w - 25.0) / 25.0).abs() < 1e-6, "{r}");
+        }
+    }
+    let pacing = &v["pacing"];
+    assert!(
+        pacing["samples_per_s"].as_f64().unwrap() > 500.0,
+        "{pacing}"
+    );
+
+    // NVML against the stand-in nvidia-smi: the same counter, read by two programs.
+    let g = &v["nvml"]["0"];
+    let (w, smi) = (
+        g["wattio_j"].as_f64().unwrap(),
+        g["smi_counter_j"].as_f64().unwrap(),
+    );
+    assert!((w - smi).abs() < 0.005 * smi, "{g}");
+    assert!(
+        (g["vs_counter_pct"].as_f64().unwrap() - 100.0 * (w - smi) / smi).abs() < 1e-6,
+        "{g}"
+    );
+    // 70 W idle and 300 W more under the load for about 4 of 8 s: well above idle alone.
+    assert!(w > 70.0 * 8.0 * 1.3, "{g}");
+    assert!(g["smi_power_integrated_j"].as_f64().unwrap() > 0.0, "{g}");
+
+    // measure of the GPU load: its gpu_j, the stand-in's 370 W over about 3 s.
+    let m = &v["measure_gpu"];
+    let p = m["gpu_j"].as_f64().unwrap() / m["duration_s"].as_f64().unwrap();
+    assert!(p > 300.0 && p < 380.0, "{m}");
+    assert_eq!(v["gpu_load"], "wattio workload gpu");
+    // What a fixture cannot show is skipped with the reason.
+    assert!(
+        v["skipped"]["calibrate"]
+            .as_str()
+            .unwrap()
+            .contains("fixture"),
+        "{v}"
+    );
+}

@@ -1,0 +1,522 @@
+#!/usr/bin/env python3
+"""wattio hw-check: verify every hardware-facing claim of the meter on this machine, in one call.
+
+Runs from a carried bundle (`make hw-bundle`: a stripped `wattio` and this script) and needs
+nothing but Python 3's standard library. It writes
+`<out>/<host>-<date>.md` (machine, kernel, driver, wattio commit, every command, every figure,
+and the differences it computed) and `<out>/<host>-<date>.json` (the same figures), then prints
+where. What the machine lacks is skipped with the reason. Steps:
+
+1. `wattio probe` and `probe --json`, as found.
+2. Every usable RAPL mechanism (perf, powercap, msr, ebpf) measuring the same window side by side,
+   idle and under `wattio workload spin`, against each other and against
+   `perf stat -a -e power/energy-pkg/` where `perf` exists; `record --freq 1000` pacing and
+   wattio's own CPU time.
+3. NVML: `record --domains gpu` beside `nvidia-smi --query-gpu=...,total_energy_consumption
+   -lms 100` over idle then `wattio workload gpu`: the same counter must agree to a few tenths
+   of a percent; integrating nvidia-smi's power.draw is shown apart.
+4. `measure --json -- wattio workload gpu` (gpu_j), and `calibrate` where RAPL exists.
+
+--fixture runs it all end to end without hardware: a `wattio fixture` tree ticking at a known
+power stands in for RAPL (WATTIO_ROOT), the stand-in NVIDIA libraries (crates/nvidia-stub) for
+NVML and CUDA, and a stand-in `nvidia-smi` reading the same NVML through ctypes. The known truth
+is then compared too, which is what `make test-hw` checks.
+"""
+
+import argparse
+import ctypes
+import datetime
+import json
+import os
+import platform
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+MECHANISMS = ["perf", "powercap", "msr", "ebpf"]
+
+
+class Check:
+    def __init__(self, wattio, env, budget_s):
+        self.wattio = wattio
+        self.env = env
+        self.deadline = time.monotonic() + budget_s
+        self.md = []
+        self.results = {"skipped": {}}
+
+    def left(self):
+        return self.deadline - time.monotonic()
+
+    def skip(self, what, why):
+        self.results["skipped"][what] = why
+        self.md.append(f"*Skipped: {why}.*\n")
+        print(f"hw-check: skipping {what}: {why}", file=sys.stderr)
+
+    def run(self, cmd, timeout=120, show=True):
+        """Runs `cmd`; returns (rc, stdout, stderr, wall seconds, child CPU seconds)."""
+        timeout = max(1, min(timeout, self.left()))
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.monotonic()
+        try:
+            p = subprocess.run(cmd, env=self.env, capture_output=True, text=True, timeout=timeout)
+            rc, out, err = p.returncode, p.stdout, p.stderr
+        except subprocess.TimeoutExpired as e:
+            rc, out, err = 124, e.stdout or "", (e.stderr or "") + f"\n(timed out after {timeout:.0f} s)"
+            out = out if isinstance(out, str) else out.decode(errors="replace")
+            err = err if isinstance(err, str) else err.decode(errors="replace")
+        wall = time.monotonic() - t
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        if show:
+            self.md.append(f"```\n$ {shown(cmd)}   # rc {rc}, {wall:.2f} s\n```\n")
+        return rc, out, err, wall, cpu
+
+    def spawn(self, cmd, stdout=subprocess.DEVNULL):
+        self.md.append(f"```\n$ {shown(cmd)} &\n```\n")
+        return subprocess.Popen(cmd, env=self.env, stdout=stdout, stderr=subprocess.PIPE, text=True)
+
+
+def shown(cmd):
+    return " ".join(c if c and " " not in c else repr(c) for c in cmd)
+
+
+def rel(a, b):
+    """Relative difference of a against b, in percent."""
+    return None if not b else 100.0 * (a - b) / b
+
+
+def fmt(x, unit=""):
+    return "–" if x is None else f"{x:.4g}{unit}"
+
+
+def machine_info(c, fixture):
+    cpu = "unknown"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    driver = None
+    if shutil.which("nvidia-smi") and not fixture:
+        rc, out, _, _, _ = c.run(["nvidia-smi", "--query-gpu=index,name,driver_version",
+                                  "--format=csv,noheader"], 20, show=False)
+        driver = out.strip() if rc == 0 else None
+    here = os.path.dirname(os.path.abspath(__file__))
+    commit = None
+    for f in [os.path.join(here, "COMMIT")]:
+        if os.path.exists(f):
+            commit = open(f).read().strip()
+    if commit is None:
+        try:
+            commit = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"],
+                                    capture_output=True, text=True).stdout.strip() or None
+        except OSError:
+            pass
+    info = {
+        "host": socket.gethostname(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "kernel": platform.release(),
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "gpus_and_driver": driver,
+        "wattio_commit": commit,
+        "mode": "fixture (stand-ins at known power)" if fixture else "hardware",
+    }
+    c.results["machine"] = info
+    c.md.append("## Machine\n")
+    for k, v in info.items():
+        c.md.append(f"- {k}: {v if v is not None else 'not found'}")
+    c.md.append("")
+
+
+def probe(c):
+    c.md.append("## 1. probe\n")
+    rc, out, err, _, _ = c.run([c.wattio, "probe"], 60)
+    c.md.append("```\n" + out.strip() + "\n```\n")
+    rc, out, err, _, _ = c.run([c.wattio, "probe", "--json"], 60)
+    try:
+        p = json.loads(out)
+    except ValueError:
+        c.skip("probe --json", f"unreadable output (rc {rc}): {err.strip()[:200]}")
+        return [], None
+    usable = [m["mechanism"] for m in p.get("mechanisms", []) if m.get("usable") and m["mechanism"] in MECHANISMS]
+    why_not = {m["mechanism"]: m.get("reason", "") for m in p.get("mechanisms", []) if not m.get("usable")}
+    c.results["probe"] = {"usable": usable, "not_usable": why_not, "chosen": p.get("chosen"), "gpu": p.get("gpu")}
+    c.md.append(f"Usable RAPL mechanisms: {', '.join(usable) or 'none'}.\n")
+    for m, why in why_not.items():
+        c.md.append(f"- {m}: not usable: {why}")
+    c.md.append("")
+    return usable, p.get("gpu")
+
+
+def perf_stat_cmd(seconds):
+    return ["perf", "stat", "-a", "-x", ",", "-e", "power/energy-pkg/", "sleep", str(seconds)]
+
+
+def parse_perf_stat(err):
+    for line in err.splitlines():
+        f = line.split(",")
+        if len(f) > 2 and "energy-pkg" in line:
+            try:
+                return float(f[0])
+            except ValueError:
+                return None
+    return None
+
+
+def parse_turbostat(out):
+    """PkgWatt + RAMWatt of turbostat's summary line (header line, then values)."""
+    lines = [l.split() for l in out.splitlines() if l.strip()]
+    for head, values in zip(lines, lines[1:]):
+        if "PkgWatt" in head and len(values) == len(head):
+            try:
+                return sum(float(values[head.index(k)]) for k in ("PkgWatt", "RAMWatt") if k in head)
+            except ValueError:
+                return None
+    return None
+
+
+def rapl(c, usable, truth_w):
+    c.md.append("## 2. RAPL mechanisms side by side\n")
+    if not usable:
+        c.skip("rapl", "no RAPL mechanism is usable here (see probe)")
+        return
+    window = 3.0
+    rows = {}
+    for phase in ["idle", "load"]:
+        if c.left() < 60:
+            c.skip(f"rapl {phase}", "out of time")
+            break
+        load = None
+        if phase == "load":
+            load = c.spawn([c.wattio, "workload", "spin", "--load", "1", "--duration", f"{window + 2}s"])
+            time.sleep(0.5)
+        procs = {}
+        for m in usable:
+            procs[m] = c.spawn([c.wattio, "measure", "--source", m, "--json", "--", "sleep", str(window)],
+                               stdout=subprocess.PIPE)
+        perf = None
+        if shutil.which("perf") and "perf" in usable:
+            perf = c.spawn(perf_stat_cmd(window))
+        phase_rows = {}
+        for m, p in procs.items():
+            out, err = p.communicate(timeout=window + 60)
+            try:
+                v = json.loads(out)
+                phase_rows[m] = {"total_j": v["total_j"], "duration_s": v["duration_s"],
+                                 "power_w": v["total_j"] / v["duration_s"], "label": v.get("label") or v.get("mechanism")}
+            except (ValueError, KeyError):
+                phase_rows[m] = {"error": err.strip()[-300:]}
+        turbostat = None
+        if shutil.which("turbostat") and usable:
+            turbostat = c.spawn(["turbostat", "--quiet", "--Summary", "--show", "PkgWatt,RAMWatt",
+                                 "--interval", str(window), "--num_iterations", "1"], stdout=subprocess.PIPE)
+        if perf is not None:
+            _, err = perf.communicate(timeout=window + 60)
+            j = parse_perf_stat(err)
+            if j is not None:
+                phase_rows["perf stat (package)"] = {"total_j": j, "duration_s": window, "power_w": j / window}
+        if turbostat is not None:
+            out, _ = turbostat.communicate(timeout=window + 60)
+            w = parse_turbostat(out)
+            if w is not None:
+                phase_rows["turbostat (PkgWatt+RAMWatt)"] = {"total_j": w * window, "duration_s": window, "power_w": w}
+        if load is not None:
+            load.wait(timeout=window + 30)
+        ref_name = next((m for m in usable if "power_w" in phase_rows.get(m, {})), None)
+        ref = phase_rows[ref_name]["power_w"] if ref_name else None
+        c.md.append(f"**{phase}** ({window:.0f} s windows started together; differences against {ref_name}"
+                    + (f", and against the fixture's {truth_w:g} W" if truth_w else "") + ")\n")
+        c.md.append("| mechanism | J | W | vs " + str(ref_name) + (" | vs truth |" if truth_w else " |"))
+        c.md.append("|---|---|---|---|" + ("---|" if truth_w else ""))
+        for m, r in phase_rows.items():
+            if "power_w" not in r:
+                c.md.append(f"| {m} | error: {r.get('error', '')[:120]} | | |" + (" |" if truth_w else ""))
+                continue
+            r["vs_reference_pct"] = rel(r["power_w"], ref)
+            line = f"| {m} | {r['total_j']:.3f} | {r['power_w']:.3f} | {fmt(r['vs_reference_pct'], ' %')} |"
+            if truth_w:
+                r["vs_truth_pct"] = rel(r["power_w"], truth_w)
+                line += f" {fmt(r['vs_truth_pct'], ' %')} |"
+            c.md.append(line)
+        c.md.append("")
+        rows[phase] = phase_rows
+    c.results["rapl"] = rows
+    # Pacing at 1 kHz and wattio's own CPU, on the first usable mechanism.
+    m = usable[0]
+    if c.left() < 30:
+        c.skip("pacing", "out of time")
+        return
+    with tempfile.TemporaryDirectory() as d:
+        csv = os.path.join(d, "r.csv")
+        rc, out, err, wall, cpu = c.run([c.wattio, "record", "--source", m, "--freq", "1000",
+                                         "--duration", "3s", "-o", csv], 60)
+        rows_n, counters = 0, set()
+        if os.path.exists(csv):
+            for line in open(csv).read().splitlines()[1:]:
+                f = line.split(",")
+                if len(f) > 3:
+                    rows_n += 1
+                    counters.add((f[2], f[3]))
+        per_s = rows_n / max(1, len(counters)) / 3.0
+        c.results["pacing"] = {"mechanism": m, "samples_per_s": per_s, "wattio_cpu_s": cpu,
+                               "wattio_cpu_pct_of_core": 100.0 * cpu / max(wall, 1e-9), "rc": rc}
+        c.md.append(f"**1 kHz pacing** ({m}): {per_s:.1f} samples/s per counter over 3 s; wattio used "
+                    f"{cpu:.3f} CPU-s ({100.0 * cpu / max(wall, 1e-9):.2f} % of one core) for it.\n")
+
+
+class NvidiaSmi:
+    """Runs nvidia-smi beside wattio and parses its CSV lines."""
+
+    def __init__(self, c, cmd):
+        self.p = c.spawn(cmd + ["--query-gpu=timestamp,index,power.draw,total_energy_consumption",
+                                "--format=csv,noheader,nounits", "-lms", "100"], stdout=subprocess.PIPE)
+
+    def stop(self):
+        self.p.terminate()
+        out, _ = self.p.communicate(timeout=10)
+        rows = []
+        for line in out.splitlines():
+            f = [x.strip() for x in line.split(",")]
+            if len(f) < 4:
+                continue
+            try:
+                rows.append((time.time() if not f[0] else parse_ts(f[0]), int(f[1]), float(f[2]), float(f[3])))
+            except ValueError:
+                continue
+        return rows
+
+
+def parse_ts(s):
+    for form in ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S"):
+        try:
+            return datetime.datetime.strptime(s, form).timestamp()
+        except ValueError:
+            pass
+    raise ValueError(s)
+
+
+def interpolate(rows, t, col):
+    """Column `col` of nvidia-smi's rows at time `t`, linear between the two rows around it."""
+    for a, b in zip(rows, rows[1:]):
+        if a[0] <= t <= b[0]:
+            return a[col] if b[0] == a[0] else a[col] + (b[col] - a[col]) * (t - a[0]) / (b[0] - a[0])
+    return rows[-1][col]
+
+
+TORCH_LOAD = (
+    "import sys, time, torch\n"
+    "a = torch.randn(8192, 8192, device='cuda')\n"
+    "end = time.time() + float(sys.argv[1])\n"
+    "while time.time() < end:\n"
+    "    b = a @ a\n"
+    "    torch.cuda.synchronize()\n"
+)
+
+
+def gpu_load_cmd(c, seconds):
+    """wattio's own GPU load, or PyTorch's where the driver refuses wattio's PTX."""
+    if "gpu_load" not in c.results:
+        rc, _, err, _, _ = c.run([c.wattio, "workload", "gpu", "--duration", "300ms"], 60)
+        if rc == 0:
+            c.results["gpu_load"] = "wattio workload gpu"
+        else:
+            c.md.append(f"`wattio workload gpu` failed: {err.strip()[-300:]}\n")
+            rc2, _, _, _, _ = c.run([sys.executable, "-c", "import torch; assert torch.cuda.is_available()"], 60)
+            c.results["gpu_load"] = "pytorch matmul" if rc2 == 0 else None
+    if c.results["gpu_load"] == "wattio workload gpu":
+        return [c.wattio, "workload", "gpu", "--duration", f"{seconds}s"]
+    if c.results["gpu_load"] == "pytorch matmul":
+        return [sys.executable, "-c", TORCH_LOAD, str(seconds)]
+    return None
+
+
+def gpu(c, gpu_probe, smi_cmd, idle_s=3.0, load_s=4.0):
+    c.md.append("## 3. NVML beside nvidia-smi\n")
+    if not gpu_probe or not gpu_probe.get("usable"):
+        c.skip("nvml", "NVML is not usable here: " + ((gpu_probe or {}).get("reason") or "no GPU section in probe"))
+        return False
+    if c.left() < idle_s + load_s + 30:
+        c.skip("nvml", "out of time")
+        return True
+    total = idle_s + load_s + 1.0
+    # Chosen (and tried once) before the window opens, so the idle part stays idle.
+    load = gpu_load_cmd(c, load_s)
+    with tempfile.TemporaryDirectory() as d:
+        csv = os.path.join(d, "gpu.csv")
+        smi = NvidiaSmi(c, smi_cmd) if smi_cmd else None
+        if smi:
+            # nvidia-smi's rows must cover wattio's window on both sides.
+            time.sleep(1.0)
+        rec = c.spawn([c.wattio, "record", "--domains", "gpu", "--freq", "10", "--duration", f"{total}s", "-o", csv])
+        time.sleep(idle_s)
+        if load:
+            c.run(load, load_s + 60)
+        else:
+            c.skip("gpu load", "neither wattio workload gpu nor PyTorch could load the GPU: idle only")
+        rec.wait(timeout=total + 30)
+        if smi:
+            time.sleep(0.5)
+        smi_rows = smi.stop() if smi else []
+        # wattio's rows: timestamp,mechanism,socket,domain,energy_j,...: per GPU, the energy and
+        # the span of its rows.
+        w = {}
+        for line in open(csv).read().splitlines()[1:] if os.path.exists(csv) else []:
+            f = line.split(",")
+            if len(f) > 4 and f[3] == "gpu":
+                g = w.setdefault(int(f[2]), {"j": 0.0, "t0": None, "t1": None})
+                g["j"] += float(f[4])
+                t = float(f[0])
+                g["t0"] = t if g["t0"] is None else min(g["t0"], t)
+                g["t1"] = t if g["t1"] is None else max(g["t1"], t)
+    out = {}
+    c.md.append("| GPU | wattio J | nvidia-smi counter J | diff | nvidia-smi power.draw integrated J | diff |")
+    c.md.append("|---|---|---|---|---|---|")
+    for idx, g in sorted(w.items()):
+        rows = [r for r in smi_rows if r[1] == idx]
+        counter_j = integ_j = None
+        # The same window: wattio's first row covers the row period before it (10 Hz).
+        t0, t1 = g["t0"] - 0.1, g["t1"]
+        if len(rows) >= 2 and rows[0][0] <= t0 and rows[-1][0] >= t1:
+            counter_j = (interpolate(rows, t1, 3) - interpolate(rows, t0, 3)) / 1000.0
+            pts = [(t0, interpolate(rows, t0, 2))] + [(r[0], r[2]) for r in rows if t0 < r[0] < t1] \
+                + [(t1, interpolate(rows, t1, 2))]
+            integ_j = sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(pts, pts[1:]))
+        out[idx] = {"wattio_j": g["j"], "smi_counter_j": counter_j, "smi_power_integrated_j": integ_j,
+                    "vs_counter_pct": rel(g["j"], counter_j) if counter_j else None,
+                    "vs_power_integrated_pct": rel(g["j"], integ_j) if integ_j else None}
+        r = out[idx]
+        c.md.append(f"| {idx} | {g['j']:.3f} | {fmt(counter_j)} | {fmt(r['vs_counter_pct'], ' %')} | "
+                    f"{fmt(integ_j)} | {fmt(r['vs_power_integrated_pct'], ' %')} |")
+    c.md.append("")
+    if not smi_rows:
+        c.skip("nvidia-smi comparison", "nvidia-smi is not here" if not smi_cmd else "nvidia-smi printed no rows")
+    c.results["nvml"] = out
+    return True
+
+
+def measure_gpu_and_calibrate(c, has_gpu, usable, fixture):
+    c.md.append("## 4. measure a GPU load; calibrate\n")
+    if has_gpu and c.left() > 40:
+        load = gpu_load_cmd(c, 3)
+        rc, out, err, _, _ = c.run([c.wattio, "measure", "--json", "--"] + (load or ["sleep", "3"]), 90)
+        try:
+            v = json.loads(out)
+            c.results["measure_gpu"] = {k: v.get(k) for k in ["duration_s", "gpu_j", "gpu_label", "total_j", "mechanism", "estimated"]}
+            c.md.append(f"gpu_j {v.get('gpu_j')} J over {v.get('duration_s')} s ({v.get('gpu_label')}); "
+                        f"CPU total_j {v.get('total_j')} J.\n")
+        except ValueError:
+            c.skip("measure gpu", f"rc {rc}: {err.strip()[-300:]}")
+    elif not has_gpu:
+        c.skip("measure gpu", "no usable GPU")
+    if fixture:
+        c.skip("calibrate", "a fixture's /proc/stat does not move with the load, so there is no utilisation to fit")
+    elif usable and c.left() > 90:
+        with tempfile.TemporaryDirectory() as d:
+            model = os.path.join(d, "model.json")
+            rc, out, err, _, _ = c.run([c.wattio, "calibrate", "--source", usable[0], "--duration", "3s",
+                                        "--settle", "1s", "--levels", "0,0.5,1", "-o", model], 120)
+            c.results["calibrate"] = {"rc": rc, "output": (out + err).strip()[-2000:]}
+            c.md.append("```\n" + (out + err).strip()[-2000:] + "\n```\n")
+    elif not usable:
+        c.skip("calibrate", "no RAPL mechanism")
+
+
+STAND_IN_SMI = r'''#!/usr/bin/env python3
+# Stand-in nvidia-smi for hw-check --fixture: `--query-gpu=timestamp,index,power.draw,
+# total_energy_consumption --format=csv,noheader,nounits -lms N`, read through NVML (ctypes).
+import ctypes, datetime, os, sys, time
+lib = ctypes.CDLL(os.environ["WATTIO_NVML_LIB"])
+assert lib.nvmlInit_v2() == 0
+n = ctypes.c_uint(); lib.nvmlDeviceGetCount_v2(ctypes.byref(n))
+period = int(sys.argv[sys.argv.index("-lms") + 1]) / 1000.0
+while True:
+    for i in range(n.value):
+        h = ctypes.c_void_p(); lib.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(h))
+        e = ctypes.c_ulonglong(); p = ctypes.c_uint()
+        lib.nvmlDeviceGetTotalEnergyConsumption(h, ctypes.byref(e)); lib.nvmlDeviceGetPowerUsage(h, ctypes.byref(p))
+        ts = datetime.datetime.now().strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
+        print(f"{ts}, {i}, {p.value / 1000:.2f}, {e.value}", flush=True)
+    time.sleep(period)
+'''
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    here = os.path.dirname(os.path.abspath(__file__))
+    default_bin = os.path.join(here, "wattio")
+    if not os.path.exists(default_bin):
+        default_bin = os.path.join(here, "..", "target", "release", "wattio")
+    ap.add_argument("--wattio", default=default_bin, help="the wattio binary (default: next to this script)")
+    ap.add_argument("--out", default=os.path.join(here, "..", "docs", "results", "hardware"),
+                    help="where to write HOST-DATE.md and .json")
+    ap.add_argument("--budget", type=float, default=480, help="seconds of wall time at most (default 480)")
+    ap.add_argument("--fixture", action="store_true", help="no hardware: a fixture ticking at --watts and the stand-in NVIDIA libraries")
+    ap.add_argument("--stub-lib", help="with --fixture: the stand-in libnvidia_stub.so (crates/nvidia-stub)")
+    ap.add_argument("--watts", type=float, default=10.0, help="with --fixture: each package's power")
+    a = ap.parse_args()
+    wattio = os.path.abspath(a.wattio)
+    if not os.access(wattio, os.X_OK):
+        sys.exit(f"hw-check: no wattio binary at {wattio}: build one (make hw-bundle) or pass --wattio")
+    env = dict(os.environ)
+    # A bundle carries the shared libraries its wattio needs beyond libc (make hw-bundle).
+    bundled = os.path.join(os.path.dirname(wattio), "lib")
+    if os.path.isdir(bundled):
+        env["LD_LIBRARY_PATH"] = bundled + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    ticker = None
+    tmp = tempfile.mkdtemp(prefix="wattio-hw-check-")
+    truth_w = None
+    smi_cmd = ["nvidia-smi"] if shutil.which("nvidia-smi") else None
+    try:
+        if a.fixture:
+            if not a.stub_lib or not os.path.exists(a.stub_lib):
+                sys.exit("hw-check: --fixture needs --stub-lib PATH to libnvidia_stub.so (cargo build -p nvidia-stub)")
+            root = os.path.join(tmp, "root")
+            subprocess.run([wattio, "fixture", "intel-server", root], check=True, capture_output=True)
+            ticker = subprocess.Popen([wattio, "fixture", "tick", root, "--watts", str(a.watts)],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            activity = os.path.join(tmp, "gpu-activity")
+            os.mkdir(activity)
+            env.update({"WATTIO_ROOT": root, "WATTIO_NVML_LIB": a.stub_lib, "WATTIO_CUDA_LIB": a.stub_lib,
+                        "WATTIO_GPU_STUB_DIR": activity,
+                        "WATTIO_NVML_STUB": "name=Stand-in H200,uuid=GPU-00000000-0000-0000-0000-000000000200,energy_w=70,busy_w=300"})
+            smi = os.path.join(tmp, "nvidia-smi")
+            with open(smi, "w") as f:
+                f.write(STAND_IN_SMI)
+            os.chmod(smi, 0o755)
+            smi_cmd = [sys.executable, smi]
+            # Two packages tick at --watts each: the package + DRAM total is twice that.
+            truth_w = 2 * a.watts
+            time.sleep(0.3)
+        c = Check(wattio, env, a.budget)
+        machine_info(c, a.fixture)
+        usable, gpu_probe = probe(c)
+        rapl(c, usable, truth_w)
+        has_gpu = gpu(c, gpu_probe, smi_cmd)
+        measure_gpu_and_calibrate(c, has_gpu, usable, a.fixture)
+    finally:
+        if ticker:
+            ticker.terminate()
+            ticker.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(a.out, exist_ok=True)
+    info = c.results["machine"]
+    stem = f"{info['host']}-{datetime.date.today().isoformat()}" + ("-fixture" if a.fixture else "")
+    md_path = os.path.join(a.out, stem + ".md")
+    title = f"# wattio hw-check: {info['host']}, {info['date']}\n\nWritten by `scripts/hw-check.py`" \
+            f"{' --fixture (no hardware: every figure below comes from stand-ins)' if a.fixture else ''}.\n"
+    with open(md_path, "w") as f:
+        f.write(title + "\n" + "\n".join(c.md) + "\n")
+    with open(os.path.join(a.out, stem + ".json"), "w") as f:
+        json.dump(c.results, f, indent=1)
+    print(f"hw-check: wrote {md_path} (and .json beside it)")
+
+
+if __name__ == "__main__":
+    main()
