@@ -379,6 +379,19 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
                     eprintln!("wattio record: warning: {w}")
                 })),
             )
+            .map(|a| {
+                let gpus: Vec<(u32, String)> = source
+                    .counters()
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| c.domain == Domain::Gpu)
+                    .map(|(i, c)| (c.socket, source.counter_provenance(i).label()))
+                    .collect();
+                a.with_gpus(&gpus).unwrap_or_else(|(a, why)| {
+                    eprintln!("wattio record: warning: {why}");
+                    a
+                })
+            })
         }
         None => None,
     };

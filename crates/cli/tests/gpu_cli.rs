@@ -745,3 +745,147 @@ fn export_by_process_has_gpu_series_split_by_utilisation_that_promtool_accepts()
         text(&o.stderr)
     );
 }
+
+#[test]
+fn record_by_process_adds_gpu_rows_that_add_up_to_the_gpu_counter() {
+    let gpus = "name=Stub H200,energy_w=100";
+    let d = tempfile::tempdir().unwrap();
+    let mut loads = Reaper(vec![]);
+    for util in ["30", "60"] {
+        loads.0.push(
+            wattio_cuda(
+                gpus,
+                d.path(),
+                &["workload", "gpu", "--util", util, "--duration", "6s"],
+            )
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+        );
+    }
+    let pids: Vec<String> = loads.0.iter().map(|c| c.id().to_string()).collect();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let out = d.path().join("rows.csv");
+    let o = run(&mut wattio_cuda(
+        gpus,
+        d.path(),
+        &[
+            "record",
+            "--source",
+            "model",
+            "--by",
+            "process",
+            "--by-interval",
+            "1s",
+            "--duration",
+            "3.5s",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    ));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let mut r = csv::Reader::from_path(&out).unwrap();
+    let h = r.headers().unwrap().clone();
+    let col = |name: &str| h.iter().position(|c| c == name).unwrap();
+    let (domain, energy, entity, pid, mech, model) = (
+        col("domain"),
+        col("energy_j"),
+        col("entity"),
+        col("pid"),
+        col("mechanism"),
+        col("model"),
+    );
+    let (mut counter_j, mut rows_j) = (0.0, 0.0);
+    let mut by_pid = std::collections::HashMap::<String, f64>::new();
+    for rec in r.records() {
+        let rec = rec.unwrap();
+        if &rec[domain] != "gpu" {
+            continue;
+        }
+        let j: f64 = rec[energy].parse().unwrap();
+        if rec[entity].is_empty() {
+            counter_j += j;
+            continue;
+        }
+        rows_j += j;
+        assert_eq!(&rec[mech], "nvml", "{rec:?}");
+        assert!(
+            rec[model].ends_with("attributed (gpu utilisation share)"),
+            "{rec:?}"
+        );
+        if &rec[entity] == "process" {
+            *by_pid.entry(rec[pid].to_string()).or_default() += j;
+        }
+    }
+    // Every joule of the GPU counter is in the attribution rows (processes, other, idle).
+    assert!(
+        (rows_j - counter_j).abs() < 1e-6 * counter_j.max(1.0),
+        "{rows_j} against {counter_j}"
+    );
+    let (a, b) = (by_pid[&pids[0]], by_pid[&pids[1]]);
+    assert!(
+        (b / a - 2.0).abs() < 0.35,
+        "{a} J and {b} J of {counter_j} J"
+    );
+    assert!((a + b) / counter_j > 0.7, "{a} + {b} of {counter_j}");
+}
+
+#[test]
+fn measure_gives_the_command_its_share_of_the_gpu_beside_gpu_j() {
+    // Another process keeps the GPU busy 40 % of the time the whole run; the command, a shell
+    // whose child uses the GPU 30 %, gets its own share, not the other's.
+    let gpus = "name=Stub H200,energy_w=100";
+    let d = tempfile::tempdir().unwrap();
+    let _other = Reaper(vec![wattio_cuda(
+        gpus,
+        d.path(),
+        &["workload", "gpu", "--util", "40", "--duration", "6s"],
+    )
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap()]);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let script = format!("{BIN} workload gpu --util 30 --duration 3s; true");
+    let o = run(&mut wattio_cuda(
+        gpus,
+        d.path(),
+        &[
+            "measure", "--source", "model", "--json", "--", "sh", "-c", &script,
+        ],
+    ));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let gpu = v["gpu_j"].as_f64().unwrap();
+    let mine = v["gpu_attributed_j"].as_f64().unwrap();
+    assert_eq!(
+        v["gpu_attributed_label"],
+        "measured (nvml), attributed (gpu utilisation share)"
+    );
+    // About 30 % of the GPU's joules over the run (its calibration and start-up are inside the
+    // run too, a few percent).
+    assert!((mine / gpu - 0.30).abs() < 0.06, "{mine} J of {gpu} J: {v}");
+
+    // Text: a line of its own below the gpu line.
+    let o = run(&mut wattio_cuda(
+        gpus,
+        d.path(),
+        &[
+            "measure",
+            "--source",
+            "model",
+            "--",
+            BIN,
+            "workload",
+            "gpu",
+            "--util",
+            "50",
+            "--duration",
+            "1s",
+        ],
+    ));
+    let t = text(&o.stdout);
+    assert!(
+        t.contains("command GPU  ") && t.contains("its share of the GPUs' energy: measured (nvml), attributed (gpu utilisation share)"),
+        "{t}"
+    );
+}

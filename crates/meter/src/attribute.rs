@@ -513,6 +513,11 @@ impl SeriesGuard {
 pub struct RecordAttribution {
     attributor: Attributor,
     in_total: Vec<bool>,
+    /// Per counter: the GPU index of a GPU counter.
+    gpu_index: Vec<Option<u32>>,
+    /// Joules of each GPU (by index) since the interval started, and its energy's label.
+    gpu_acc: Vec<(u32, f64, String)>,
+    gpu_processes: Option<wattio_energy::GpuProcessReader>,
     interval_ns: u64,
     top: usize,
     acc_j: f64,
@@ -531,6 +536,9 @@ pub struct EntityRow {
     pub cgroup: Option<String>,
     pub cpu_s: f64,
     pub energy_j: f64,
+    /// On GPU rows (domain `gpu`, all GPUs together): the label of the split, e.g.
+    /// `measured (nvml), attributed (gpu utilisation share)`; `None` on CPU rows.
+    pub gpu_label: Option<String>,
 }
 
 impl RecordAttribution {
@@ -547,6 +555,12 @@ impl RecordAttribution {
         Ok(RecordAttribution {
             attributor: Attributor::new(root, by, policy, n_cpus)?,
             in_total: specs.iter().map(|s| s.domain.counts_in_total()).collect(),
+            gpu_index: specs
+                .iter()
+                .map(|s| (s.domain == wattio_energy::Domain::Gpu).then_some(s.socket))
+                .collect(),
+            gpu_acc: Vec::new(),
+            gpu_processes: None,
             interval_ns: u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX),
             top,
             acc_j: 0.0,
@@ -565,6 +579,33 @@ impl RecordAttribution {
 
     pub fn by(&self) -> By {
         self.attributor.by()
+    }
+
+    /// Adds GPU rows: each GPU's energy split between the processes using it
+    /// ([`Attributor::attribute_gpus`]). `labels`: each GPU counter's provenance label by GPU
+    /// index. `Err`: this attribution without GPU rows, and why NVML cannot say who used the
+    /// GPUs.
+    #[allow(clippy::result_large_err)]
+    pub fn with_gpus(mut self, labels: &[(u32, String)]) -> Result<Self, (Self, String)> {
+        if labels.is_empty() {
+            return Ok(self);
+        }
+        let indices: Vec<u32> = labels.iter().map(|(i, _)| *i).collect();
+        let reader = match wattio_energy::GpuProcessReader::open(
+            &wattio_energy::nvml_lib_from_env(),
+            &indices,
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                return Err((
+                    self,
+                    format!("GPU energy is not split between processes: {e}"),
+                ))
+            }
+        };
+        self.gpu_processes = Some(reader);
+        self.gpu_acc = labels.iter().map(|(i, l)| (*i, 0.0, l.clone())).collect();
+        Ok(self)
     }
 
     /// A failed read of CPU times is told once; recording goes on.
@@ -591,13 +632,18 @@ impl RecordAttribution {
             .filter(|(_, &t)| t)
             .map(|(j, _)| j)
             .sum::<f64>();
+        for (j, index) in joules.iter().zip(&self.gpu_index) {
+            if let Some(acc) = index.and_then(|i| self.gpu_acc.iter_mut().find(|g| g.0 == i)) {
+                acc.1 += j;
+            }
+        }
         let elapsed = mono_ns.saturating_sub(start);
         if elapsed < self.interval_ns && !last {
             return Ok(None);
         }
         // The CPU times are read here, on the writer thread, possibly later than the samples
         // were taken: the interval's capacity is the time between two reads of them.
-        let i = match self.attributor.step_timed(self.acc_j) {
+        let mut i = match self.attributor.step_timed(self.acc_j) {
             Ok(i) => i,
             // Nothing advanced: the next interval carries this one's energy and CPU time.
             Err(e) if !last => {
@@ -607,55 +653,128 @@ impl RecordAttribution {
             // The run ends and the last interval cannot be split: all of it is unattributed.
             Err(e) => {
                 self.warn(&e);
-                let rows = vec![EntityRow {
-                    entity: "idle",
-                    pid: None,
-                    comm: None,
-                    cgroup: None,
-                    cpu_s: 0.0,
-                    energy_j: self.acc_j,
-                }];
+                let mut rows = vec![EntityRow::idle(self.acc_j, None)];
                 self.acc_j = 0.0;
+                if self.gpu_processes.is_some() {
+                    let gpu_j: f64 = self
+                        .gpu_acc
+                        .iter_mut()
+                        .map(|g| std::mem::take(&mut g.1))
+                        .sum();
+                    let label = self.gpu_acc.first().map(|g| g.2.clone());
+                    rows.push(EntityRow::idle(gpu_j, label));
+                }
                 return Ok(Some(rows));
             }
         };
         self.acc_j = 0.0;
         self.start_ns = Some(mono_ns);
-        let entity = self.attributor.by().as_str();
-        let mut rows: Vec<EntityRow> = i
-            .entries
-            .iter()
-            .take(self.top)
-            .map(|e| EntityRow {
-                entity,
-                pid: e.pid,
-                comm: e.comm.clone(),
-                cgroup: e.cgroup.clone(),
-                cpu_s: e.cpu_s,
-                energy_j: e.energy_j,
-            })
-            .collect();
-        if i.entries.len() > self.top {
-            let rest = &i.entries[self.top..];
-            rows.push(EntityRow {
-                entity: "other",
-                pid: None,
-                comm: None,
-                cgroup: None,
-                cpu_s: rest.iter().map(|e| e.cpu_s).sum(),
-                energy_j: rest.iter().map(|e| e.energy_j).sum(),
-            });
+        if let Some(reader) = &mut self.gpu_processes {
+            let uses = reader.read();
+            let gpus: Vec<_> = uses
+                .into_iter()
+                .map(|u| {
+                    let (j, label) = self
+                        .gpu_acc
+                        .iter_mut()
+                        .find(|g| g.0 == u.index)
+                        .map_or((0.0, String::new()), |g| {
+                            (std::mem::take(&mut g.1), g.2.clone())
+                        });
+                    (u, j, label)
+                })
+                .collect();
+            self.attributor.attribute_gpus(&mut i, &gpus);
         }
-        rows.push(EntityRow {
+        let entity = self.attributor.by().as_str();
+        // CPU rows: entries with CPU time (a process that only used a GPU has none), most CPU
+        // energy first.
+        let mut by_cpu: Vec<Entry> = i.entries.clone();
+        by_cpu.sort_by(|a, b| b.energy_j.total_cmp(&a.energy_j));
+        let cpu_of = |e: &Entry| (e.cpu_s > 0.0 || e.gpu_energy_j.is_none()).then_some(e.energy_j);
+        let mut rows = entity_rows(entity, &by_cpu, self.top, cpu_of, None);
+        rows.push(EntityRow::idle(i.idle_j, None));
+        if !i.gpus.is_empty() {
+            // One label for the GPU rows: all GPUs' when they agree, else each GPU's joined.
+            let mut labels: Vec<&str> = i.gpus.iter().map(|g| g.label.as_str()).collect();
+            labels.dedup();
+            let label = labels.join("; ");
+            let mut by_gpu: Vec<Entry> = i.entries.clone();
+            by_gpu.sort_by(|a, b| {
+                b.gpu_energy_j
+                    .unwrap_or(0.0)
+                    .total_cmp(&a.gpu_energy_j.unwrap_or(0.0))
+            });
+            rows.extend(entity_rows(
+                entity,
+                &by_gpu,
+                self.top,
+                |e| e.gpu_energy_j,
+                Some(&label),
+            ));
+            rows.push(EntityRow::idle(
+                i.gpus.iter().map(|g| g.idle_j).sum(),
+                Some(label),
+            ));
+        }
+        Ok(Some(rows))
+    }
+}
+
+impl EntityRow {
+    /// The rest of an interval that no entry explains (`gpu_label`: of the GPUs).
+    fn idle(energy_j: f64, gpu_label: Option<String>) -> Self {
+        EntityRow {
             entity: "idle",
             pid: None,
             comm: None,
             cgroup: None,
             cpu_s: 0.0,
-            energy_j: i.idle_j,
-        });
-        Ok(Some(rows))
+            energy_j,
+            gpu_label,
+        }
     }
+}
+
+/// Rows of the first `top` entries that have a figure (`energy_of`), and one `other` row for
+/// the rest when there are more.
+fn entity_rows(
+    entity: &'static str,
+    entries: &[Entry],
+    top: usize,
+    energy_of: impl Fn(&Entry) -> Option<f64>,
+    gpu_label: Option<&str>,
+) -> Vec<EntityRow> {
+    let with: Vec<(&Entry, f64)> = entries
+        .iter()
+        .filter_map(|e| energy_of(e).map(|j| (e, j)))
+        .collect();
+    let mut rows: Vec<EntityRow> = with
+        .iter()
+        .take(top)
+        .map(|(e, j)| EntityRow {
+            entity,
+            pid: e.pid,
+            comm: e.comm.clone(),
+            cgroup: e.cgroup.clone(),
+            cpu_s: e.cpu_s,
+            energy_j: *j,
+            gpu_label: gpu_label.map(str::to_string),
+        })
+        .collect();
+    if with.len() > top {
+        let rest = &with[top..];
+        rows.push(EntityRow {
+            entity: "other",
+            pid: None,
+            comm: None,
+            cgroup: None,
+            cpu_s: rest.iter().map(|(e, _)| e.cpu_s).sum(),
+            energy_j: rest.iter().map(|(_, j)| j).sum(),
+            gpu_label: gpu_label.map(str::to_string),
+        });
+    }
+    rows
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@
 //! * [`render`] — the human summary, CSV and Markdown exports.
 
 pub mod bench;
+mod gpu_share;
 pub mod render;
 
 use crate::meter::{EnergyReport, Meter};
@@ -182,6 +183,13 @@ pub struct RunReport {
     /// The CO₂e of the energy figures, with `--carbon-intensity` or `--region`.
     #[serde(flatten, skip_serializing_if = "Option::is_none", default)]
     pub co2e: Option<RunCo2e>,
+    /// The command's share of `gpu_j`: its processes' share of each GPU's use during the run
+    /// (NVML utilisation samples, or held memory), where NVML says who used the GPUs.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub gpu_attributed_j: Option<f64>,
+    /// How `gpu_attributed_j` was made, e.g. `measured (nvml), attributed (gpu utilisation share)`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub gpu_attributed_label: Option<String>,
 }
 
 /// The CO₂e of a run's energy figures at one carbon intensity: `co2e_g` of `total_j`,
@@ -235,6 +243,8 @@ impl RunReport {
             signal: exit.signal,
             energy,
             co2e: None,
+            gpu_attributed_j: None,
+            gpu_attributed_label: None,
         }
     }
 
@@ -308,6 +318,8 @@ pub struct MeterExecutor<'m> {
     meter: &'m Meter,
     n_cpus: usize,
     inherit_io: bool,
+    /// The GPUs the meter reads (NVML indices): their energy is split by who used them.
+    gpu_indices: Vec<u32>,
 }
 
 impl<'m> MeterExecutor<'m> {
@@ -318,6 +330,12 @@ impl<'m> MeterExecutor<'m> {
             meter,
             n_cpus,
             inherit_io,
+            gpu_indices: meter
+                .counters()
+                .iter()
+                .filter(|c| c.domain == wattio_energy::Domain::Gpu)
+                .map(|c| c.socket)
+                .collect(),
         }
     }
 
@@ -337,16 +355,25 @@ impl<'m> MeterExecutor<'m> {
 
 impl Executor for MeterExecutor<'_> {
     fn run(&mut self, cmd: &CommandSpec) -> Result<RunReport, MeasureError> {
+        let gpu_reader = gpu_share::GpuShareWatcher::open(&self.gpu_indices);
         let before = self.meter.snapshot()?;
         let child = self.spawn(cmd)?;
+        let watcher = gpu_reader.map(|r| gpu_share::GpuShareWatcher::start(r, child.id()));
         let usage = cputime::wait_child(child).map_err(MeasureError::Wait)?;
         let after = self.meter.snapshot()?;
-        Ok(RunReport::new(
-            self.meter.between(&before, &after),
+        let energy = self.meter.between(&before, &after);
+        let share = watcher.and_then(|w| w.finish(&energy));
+        let mut r = RunReport::new(
+            energy,
             Exit::from_status(&usage.status),
             usage.cpu_s,
             self.n_cpus,
-        ))
+        );
+        if let Some(s) = share {
+            r.gpu_attributed_j = Some(s.energy_j);
+            r.gpu_attributed_label = Some(s.label);
+        }
+        Ok(r)
     }
 
     fn run_unmeasured(&mut self, cmd: &CommandSpec) -> Result<Exit, MeasureError> {

@@ -84,7 +84,7 @@ impl RowFormatter {
         let Some(template) = &self.entity else {
             return Ok(());
         };
-        let row = RecordRow {
+        let mut line = RecordRow {
             timestamp: unix_s,
             energy_j: row.energy_j,
             entity: Some(row.entity.to_string()),
@@ -94,6 +94,14 @@ impl RowFormatter {
             cpu_s: Some(row.cpu_s),
             ..template.clone()
         };
+        // A GPU row: the GPUs' energy, measured through NVML, whatever the CPU's mechanism.
+        if let Some(label) = &row.gpu_label {
+            line.mechanism = wattio_energy::Mechanism::Nvml;
+            line.domain = "gpu".into();
+            line.estimated = false;
+            line.model = Some(label.clone());
+        }
+        let row = line;
         self.line.clear();
         row.write(self.format, true, &mut self.line);
         w.write_all(self.line.as_bytes())
@@ -176,6 +184,7 @@ mod tests {
             cgroup: Some("/system.slice/x.service".into()),
             cpu_s: 0.5,
             energy_j: 1.25,
+            gpu_label: None,
         };
         f.write_entity_row(&mut out, 2.0, &row).unwrap();
         let text = String::from_utf8(out).unwrap();

@@ -61,6 +61,10 @@ pub const NVML_ERROR_GPU_IS_LOST: c_uint = 15;
 /// the epoch; `None` when not initialised.
 static STARTED: Mutex<Option<(Instant, u64)>> = Mutex::new(None);
 
+/// `nvmlInit` calls not yet matched by `nvmlShutdown`: as in NVML, only the last shutdown of a
+/// process uninitialises it.
+static INITS: Mutex<u32> = Mutex::new(0);
+
 /// One pretend GPU.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct StubGpu {
@@ -190,6 +194,7 @@ pub unsafe extern "C" fn nvmlInit_v2() -> c_uint {
         Ok("driver_not_loaded") => return NVML_ERROR_DRIVER_NOT_LOADED,
         _ => {}
     }
+    *INITS.lock().unwrap_or_else(|p| p.into_inner()) += 1;
     let mut s = STARTED.lock().unwrap_or_else(|p| p.into_inner());
     s.get_or_insert_with(|| (Instant::now(), activity::now_us()));
     NVML_SUCCESS
@@ -199,7 +204,11 @@ pub unsafe extern "C" fn nvmlInit_v2() -> c_uint {
 /// Called through the C ABI by an NVML user.
 #[no_mangle]
 pub unsafe extern "C" fn nvmlShutdown() -> c_uint {
-    *STARTED.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    let mut inits = INITS.lock().unwrap_or_else(|p| p.into_inner());
+    *inits = inits.saturating_sub(1);
+    if *inits == 0 {
+        *STARTED.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
     NVML_SUCCESS
 }
 

@@ -60,6 +60,12 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
             e.gpu_label.as_deref().unwrap_or("")
         );
     }
+    if let (Some(j), Some(l)) = (r.gpu_attributed_j, &r.gpu_attributed_label) {
+        let _ = writeln!(
+            s,
+            "command GPU  {j:.3} J, its share of the GPUs' energy: {l}"
+        );
+    }
     let _ = writeln!(
         s,
         "command CPU  {:.3} s (on {} CPUs)",
