@@ -526,20 +526,15 @@ fn workload_gpu_without_a_driver_is_a_one_line_error_with_the_fix() {
     assert!(text(&o.stderr).contains("no CUDA device 3 (the driver lists 1)"));
 }
 
-/// Two `workload gpu` processes on the stand-in GPU at `utils` percent for `secs`, and what
-/// `wattio top --json` said over one interval of `interval` while they ran.
-fn top_beside_two_gpu_loads(
-    gpus: &str,
-    utils: [&str; 2],
-    extra: &[&str],
-) -> (Vec<u32>, serde_json::Value) {
-    let d = tempfile::tempdir().unwrap();
+/// `workload gpu` processes on the stand-in GPU, one per `utils` percentage, for 6 s, sharing
+/// `activity`; returned once past their calibration (reaped when dropped), with their pids.
+fn gpu_loads(gpus: &str, activity: &std::path::Path, utils: &[&str]) -> (Reaper, Vec<u32>) {
     let mut loads = Reaper(vec![]);
     for util in utils {
         loads.0.push(
             wattio_cuda(
                 gpus,
-                d.path(),
+                activity,
                 &["workload", "gpu", "--util", util, "--duration", "6s"],
             )
             .stdout(Stdio::null())
@@ -548,9 +543,20 @@ fn top_beside_two_gpu_loads(
             .unwrap(),
         );
     }
-    let pids: Vec<u32> = loads.0.iter().map(|c| c.id()).collect();
-    // Both past their calibration.
+    let pids = loads.0.iter().map(|c| c.id()).collect();
     std::thread::sleep(std::time::Duration::from_millis(700));
+    (loads, pids)
+}
+
+/// Two `workload gpu` processes on the stand-in GPU at `utils` percent for `secs`, and what
+/// `wattio top --json` said over one interval of `interval` while they ran.
+fn top_beside_two_gpu_loads(
+    gpus: &str,
+    utils: [&str; 2],
+    extra: &[&str],
+) -> (Vec<u32>, serde_json::Value) {
+    let d = tempfile::tempdir().unwrap();
+    let (_loads, pids) = gpu_loads(gpus, d.path(), &utils);
     let mut args = vec![
         "top",
         "--source",
@@ -659,21 +665,7 @@ fn top_screen_shows_the_gpu_line_and_column() {
 fn export_by_process_has_gpu_series_split_by_utilisation_that_promtool_accepts() {
     let gpus = "name=Stub H200,energy_w=100";
     let d = tempfile::tempdir().unwrap();
-    let mut kids = Reaper(vec![]);
-    for util in ["30", "60"] {
-        kids.0.push(
-            wattio_cuda(
-                gpus,
-                d.path(),
-                &["workload", "gpu", "--util", util, "--duration", "6s"],
-            )
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-        );
-    }
-    let pids: Vec<u32> = kids.0.iter().map(|c| c.id()).collect();
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    let (mut kids, pids) = gpu_loads(gpus, d.path(), &["30", "60"]);
     kids.0.push(
         wattio_cuda(
             gpus,
@@ -750,21 +742,8 @@ fn export_by_process_has_gpu_series_split_by_utilisation_that_promtool_accepts()
 fn record_by_process_adds_gpu_rows_that_add_up_to_the_gpu_counter() {
     let gpus = "name=Stub H200,energy_w=100";
     let d = tempfile::tempdir().unwrap();
-    let mut loads = Reaper(vec![]);
-    for util in ["30", "60"] {
-        loads.0.push(
-            wattio_cuda(
-                gpus,
-                d.path(),
-                &["workload", "gpu", "--util", util, "--duration", "6s"],
-            )
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-        );
-    }
-    let pids: Vec<String> = loads.0.iter().map(|c| c.id().to_string()).collect();
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    let (_loads, pids) = gpu_loads(gpus, d.path(), &["30", "60"]);
+    let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
     let out = d.path().join("rows.csv");
     let o = run(&mut wattio_cuda(
         gpus,
