@@ -662,7 +662,7 @@ fn top_screen_shows_the_gpu_line_and_column() {
 }
 
 #[test]
-fn export_by_process_has_gpu_series_split_by_utilisation_that_promtool_accepts() {
+fn export_by_process_has_gpu_and_co2e_series_split_by_utilisation_that_promtool_accepts() {
     let gpus = "name=Stub H200,energy_w=100";
     let d = tempfile::tempdir().unwrap();
     let (mut kids, pids) = gpu_loads(gpus, d.path(), &["30", "60"]);
@@ -678,6 +678,8 @@ fn export_by_process_has_gpu_series_split_by_utilisation_that_promtool_accepts()
                 "127.0.0.1:0",
                 "--by",
                 "process",
+                "--carbon-intensity",
+                "360",
             ],
         )
         .stderr(Stdio::piped())
@@ -715,6 +717,23 @@ fn export_by_process_has_gpu_series_split_by_utilisation_that_promtool_accepts()
         (a + b + other + idle - gpu_total).abs() < 0.01 * gpu_total,
         "series {a} + {b} + other {other} + idle {idle} against the GPU's {gpu_total}: {r}"
     );
+    // Every energy series has its CO₂e twin, per entity too: grams = joules / 3.6e6 × g/kWh.
+    let grams = value_of(
+        "wattio_process_gpu_energy_co2e_grams_total{",
+        &format!("pid=\"{}\"", pids[1]),
+    );
+    assert!(
+        (grams - b / 3.6e6 * 360.0).abs() < 1e-9,
+        "{grams} g for {b} J"
+    );
+    for twin in [
+        "wattio_process_energy_co2e_grams_total{",
+        "wattio_unattributed_energy_co2e_grams_total",
+        "wattio_gpu_unattributed_energy_co2e_grams_total",
+        "wattio_energy_co2e_grams_total{",
+    ] {
+        assert!(r.contains(twin), "no {twin} in {r}");
+    }
     let body = r.split_once("\r\n\r\n").unwrap().1;
     let mut lint = Command::new("promtool")
         .args(["check", "metrics"])

@@ -309,8 +309,8 @@ impl Exporter {
     fn families(&self, t: &Totals) -> Vec<CounterFamily> {
         let mut families = vec![
             CounterFamily {
-                name: "wattio_energy_joules",
-                help: ENERGY_HELP,
+                name: "wattio_energy_joules".into(),
+                help: ENERGY_HELP.into(),
                 unit: Some("joules"),
                 samples: self
                     .labels
@@ -320,50 +320,33 @@ impl Exporter {
                     .collect(),
             },
             CounterFamily {
-                name: "wattio_read_errors",
-                help: "Counter reads that failed during a scrape",
+                name: "wattio_read_errors".into(),
+                help: "Counter reads that failed during a scrape".into(),
                 unit: None,
                 samples: vec![(vec![], t.read_errors as f64)],
             },
         ];
-        if let Some(ci) = &self.carbon {
-            let label = ci.label();
-            families.push(CounterFamily {
-                name: "wattio_energy_co2e_grams",
-                help: "CO2e of wattio_energy_joules_total at the carbon intensity its carbon_intensity label names (grams = joules / 3.6e6 x g/kWh); an estimate of the emissions wherever the energy is one",
-                unit: Some("grams"),
-                samples: self
-                    .labels
-                    .iter()
-                    .zip(&t.energy_j)
-                    .map(|(l, &j)| {
-                        let mut pairs = l.pairs();
-                        pairs.push(("carbon_intensity", label.clone()));
-                        (pairs, ci.co2e_g(j))
-                    })
-                    .collect(),
-            });
-        }
         if let Some(st) = &t.attribution {
             let (name, help) = match st.by {
                 By::Process => ("wattio_process_energy_joules", "Energy attributed to a process by its CPU-time share since its series started (comm=\"other\": processes past the series limit); see the attribution and estimated labels"),
                 By::Cgroup => ("wattio_cgroup_energy_joules", "Energy attributed to a cgroup (its own CPU time, children apart) since its series started (cgroup=\"other\": cgroups past the series limit); see the attribution and estimated labels"),
             };
             families.push(CounterFamily {
-                name,
-                help,
+                name: name.into(),
+                help: help.into(),
                 unit: Some("joules"),
                 samples: st.cpu.samples(),
             });
             families.push(CounterFamily {
-                name: "wattio_dropped_series_energy_joules",
-                help: "Energy of per-process or per-cgroup series dropped since start (their entity ended, or gave its place to another): series + other + dropped + unattributed add up to the package and DRAM energy",
+                name: "wattio_dropped_series_energy_joules".into(),
+                help: "Energy of per-process or per-cgroup series dropped since start (their entity ended, or gave its place to another): series + other + dropped + unattributed add up to the package and DRAM energy".into(),
                 unit: Some("joules"),
                 samples: vec![(vec![], st.cpu.dropped_j)],
             });
             families.push(CounterFamily {
-                name: "wattio_unattributed_energy_joules",
-                help: "Energy no process's or cgroup's CPU time explains (idle CPUs, unseen tasks)",
+                name: "wattio_unattributed_energy_joules".into(),
+                help: "Energy no process's or cgroup's CPU time explains (idle CPUs, unseen tasks)"
+                    .into(),
                 unit: Some("joules"),
                 samples: vec![(vec![], st.unattributed_j)],
             });
@@ -373,20 +356,53 @@ impl Exporter {
                     By::Cgroup => ("wattio_cgroup_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to the cgroup of the processes using them by their GPU utilisation share, or memory share (see the attribution label), since its series started"),
                 };
                 families.push(CounterFamily {
-                    name,
-                    help,
+                    name: name.into(),
+                    help: help.into(),
                     unit: Some("joules"),
                     samples: g.samples(),
                 });
                 families.push(CounterFamily {
-                    name: "wattio_gpu_unattributed_energy_joules",
-                    help: "GPU energy no process's use explains (idle GPUs), plus the GPU series dropped since start",
+                    name: "wattio_gpu_unattributed_energy_joules".into(),
+                    help: "GPU energy no process's use explains (idle GPUs), plus the GPU series dropped since start".into(),
                     unit: Some("joules"),
                     samples: vec![(vec![], st.gpu_unattributed_j + g.dropped_j)],
                 });
             }
         }
+        if let Some(ci) = &self.carbon {
+            let twins: Vec<CounterFamily> = families
+                .iter()
+                .filter(|f| f.unit == Some("joules"))
+                .map(|f| co2e_twin(f, ci))
+                .collect();
+            families.extend(twins);
+        }
         families
+    }
+}
+
+/// The CO₂e of an energy family at `ci`: `…_joules` → `…_co2e_grams`, each sample's grams
+/// with the intensity as a label.
+fn co2e_twin(f: &CounterFamily, ci: &wattio_energy::CarbonIntensity) -> CounterFamily {
+    let label = ci.label();
+    let stem = f.name.strip_suffix("_joules").unwrap_or(&f.name);
+    CounterFamily {
+        name: format!("{stem}_co2e_grams").into(),
+        help: format!(
+            "CO2e of {}_total at the carbon intensity its carbon_intensity label names (grams = joules / 3.6e6 x g/kWh); an estimate of the emissions wherever the energy is one",
+            f.name
+        )
+        .into(),
+        unit: Some("grams"),
+        samples: f
+            .samples
+            .iter()
+            .map(|(pairs, j)| {
+                let mut pairs = pairs.clone();
+                pairs.push(("carbon_intensity", label.clone()));
+                (pairs, ci.co2e_g(*j))
+            })
+            .collect(),
     }
 }
 

@@ -11,14 +11,15 @@
 //! Sample names, labels and values are the same in both, so a query works whichever format was
 //! scraped.
 
+use std::borrow::Cow;
 use std::fmt::Write;
 
 /// A counter family: its samples are `{name}_total{labels} value`.
 #[derive(Debug, Clone)]
 pub struct CounterFamily {
     /// The family name, without `_total`.
-    pub name: &'static str,
-    pub help: &'static str,
+    pub name: Cow<'static, str>,
+    pub help: Cow<'static, str>,
     /// The unit, a suffix of `name` as OpenMetrics requires (`joules`), if the family has one.
     pub unit: Option<&'static str>,
     /// Label pairs and value of each sample.
@@ -100,11 +101,11 @@ pub fn render(families: &[CounterFamily], format: ExpositionFormat) -> String {
         let sample = format!("{}_total", f.name);
         match format {
             ExpositionFormat::Prometheus => {
-                let _ = writeln!(out, "# HELP {sample} {}", escape(f.help, false));
+                let _ = writeln!(out, "# HELP {sample} {}", escape(&f.help, false));
                 let _ = writeln!(out, "# TYPE {sample} counter");
             }
             ExpositionFormat::OpenMetrics => {
-                let _ = writeln!(out, "# HELP {} {}", f.name, escape(f.help, true));
+                let _ = writeln!(out, "# HELP {} {}", f.name, escape(&f.help, true));
                 let _ = writeln!(out, "# TYPE {} counter", f.name);
                 if let Some(unit) = f.unit {
                     let _ = writeln!(out, "# UNIT {} {unit}", f.name);
@@ -165,8 +166,8 @@ mod tests {
 
     fn family() -> CounterFamily {
         CounterFamily {
-            name: "x_energy_joules",
-            help: "Energy; estimated=\"true\" marks a\\b",
+            name: "x_energy_joules".into(),
+            help: "Energy; estimated=\"true\" marks a\\b".into(),
             unit: Some("joules"),
             samples: vec![
                 (
