@@ -587,7 +587,11 @@ fn gpu_j_of(v: &serde_json::Value, pid: u32) -> f64 {
 #[test]
 fn top_splits_gpu_energy_between_processes_by_their_utilisation() {
     // 100 W whatever runs: the GPU's joules over the interval are known.
-    let (pids, v) = top_beside_two_gpu_loads("name=Stub H200,energy_w=100", ["30", "60"], &[]);
+    let (pids, v) = top_beside_two_gpu_loads(
+        "name=Stub H200,energy_w=100",
+        ["30", "60"],
+        &["--carbon-intensity", "360"],
+    );
     let g = &v["gpus"][0];
     assert_eq!(g["index"], 0);
     assert_eq!(g["basis"], "utilisation");
@@ -614,6 +618,17 @@ fn top_splits_gpu_energy_between_processes_by_their_utilisation() {
         .unwrap();
     assert_eq!(entry["comm"], "wattio");
     assert!(entry["total_gpu_energy_j"].as_f64().unwrap() >= b);
+    // And each GPU figure its CO₂e, as the CPU ones.
+    let g = |k: &str| entry[k].as_f64().unwrap();
+    assert!(
+        (g("gpu_co2e_g") - g("gpu_energy_j") / 3.6e6 * 360.0).abs() < 1e-12,
+        "{entry}"
+    );
+    assert!((g("total_gpu_co2e_g") - g("total_gpu_energy_j") / 3.6e6 * 360.0).abs() < 1e-12);
+    assert!(
+        (v["gpu_co2e_g"].as_f64().unwrap() - e / 3.6e6 * 360.0).abs() < 1e-12,
+        "{v}"
+    );
 }
 
 #[test]
@@ -848,7 +863,16 @@ fn measure_gives_the_command_its_share_of_the_gpu_beside_gpu_j() {
         gpus,
         d.path(),
         &[
-            "measure", "--source", "model", "--json", "--", "sh", "-c", &script,
+            "measure",
+            "--source",
+            "model",
+            "--carbon-intensity",
+            "360",
+            "--json",
+            "--",
+            "sh",
+            "-c",
+            &script,
         ],
     ));
     assert!(o.status.success(), "{}", text(&o.stderr));
@@ -862,6 +886,8 @@ fn measure_gives_the_command_its_share_of_the_gpu_beside_gpu_j() {
     // About 30 % of the GPU's joules over the run (its calibration and start-up are inside the
     // run too, a few percent).
     assert!((mine / gpu - 0.30).abs() < 0.06, "{mine} J of {gpu} J: {v}");
+    let grams = v["gpu_attributed_co2e_g"].as_f64().unwrap();
+    assert!((grams - mine / 3.6e6 * 360.0).abs() < 1e-12, "{v}");
 
     // Text: a line of its own below the gpu line.
     let o = run(&mut wattio_cuda(

@@ -38,6 +38,9 @@ pub struct AttributedInterval {
 pub struct IntervalCo2e {
     pub co2e_g: f64,
     pub idle_co2e_g: f64,
+    /// All GPUs' energy of the interval, where GPUs are read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_co2e_g: Option<f64>,
     pub carbon_intensity: wattio_energy::CarbonIntensity,
 }
 
@@ -61,10 +64,15 @@ impl AttributedInterval {
         for e in &mut self.interval.entries {
             e.co2e_g = Some(intensity.co2e_g(e.energy_j));
             e.total_co2e_g = Some(intensity.co2e_g(e.total_energy_j));
+            e.gpu_co2e_g = e.gpu_energy_j.map(|j| intensity.co2e_g(j));
+            e.total_gpu_co2e_g = e.total_gpu_energy_j.map(|j| intensity.co2e_g(j));
         }
+        let gpus = &self.interval.gpus;
         self.co2e = Some(IntervalCo2e {
             co2e_g: intensity.co2e_g(self.interval.total_j),
             idle_co2e_g: intensity.co2e_g(self.interval.idle_j),
+            gpu_co2e_g: (!gpus.is_empty())
+                .then(|| intensity.co2e_g(gpus.iter().map(|g| g.energy_j).sum())),
             carbon_intensity: intensity.clone(),
         });
         self
@@ -268,17 +276,22 @@ pub fn render_top(
     };
     // With GPUs, the GPU joules attributed since start follow the CPU's.
     let gpus = !i.gpus.is_empty();
-    let energy_head = if gpus {
-        format!("{energy_head} {:>10}", "GPU J")
-    } else {
-        energy_head
+    let energy_head = match (gpus, &a.co2e) {
+        (false, _) => energy_head,
+        (true, None) => format!("{energy_head} {:>10}", "GPU J"),
+        (true, Some(_)) => format!("{energy_head} {:>10} {:>11}", "GPU J", "GPU CO2E"),
     };
-    let gpu_cell = |e: &Entry| {
-        if gpus {
-            format!(" {:>10.2}", e.total_gpu_energy_j.unwrap_or(0.0))
-        } else {
-            String::new()
+    let gpu_cell = |e: &Entry| match (gpus, e.total_gpu_co2e_g) {
+        (false, _) => String::new(),
+        (true, Some(g)) => format!(
+            " {:>10.2} {:>11}",
+            e.total_gpu_energy_j.unwrap_or(0.0),
+            wattio_energy::format_co2e(g)
+        ),
+        (true, None) if a.co2e.is_some() => {
+            format!(" {:>10.2} {:>11}", e.total_gpu_energy_j.unwrap_or(0.0), "")
         }
+        (true, None) => format!(" {:>10.2}", e.total_gpu_energy_j.unwrap_or(0.0)),
     };
     let energy_cell = |e: &Entry| match e.total_co2e_g {
         Some(g) => format!(
@@ -800,6 +813,8 @@ mod tests {
             total_co2e_g: None,
             gpu_energy_j: None,
             total_gpu_energy_j: None,
+            gpu_co2e_g: None,
+            total_gpu_co2e_g: None,
         }
     }
 

@@ -201,6 +201,9 @@ pub struct RunCo2e {
     pub attributed_co2e_g: f64,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub gpu_co2e_g: Option<f64>,
+    /// Of `gpu_attributed_j`, the command's share of the GPUs' energy.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub gpu_attributed_co2e_g: Option<f64>,
     pub carbon_intensity: wattio_energy::CarbonIntensity,
 }
 
@@ -211,6 +214,7 @@ impl RunCo2e {
             co2e_g: intensity.co2e_g(r.energy.total_j),
             attributed_co2e_g: intensity.co2e_g(r.attributed_j),
             gpu_co2e_g: r.energy.gpu_j.map(|j| intensity.co2e_g(j)),
+            gpu_attributed_co2e_g: r.gpu_attributed_j.map(|j| intensity.co2e_g(j)),
             carbon_intensity: intensity.clone(),
         }
     }

@@ -108,6 +108,11 @@ pub struct Entry {
     /// GPU joules attributed since the attributor started.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total_gpu_energy_j: Option<f64>,
+    /// CO₂e of `gpu_energy_j` and of `total_gpu_energy_j`, with a carbon intensity.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_co2e_g: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_gpu_co2e_g: Option<f64>,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -446,6 +451,8 @@ impl Attributor {
             total_co2e_g: None,
             gpu_energy_j: None,
             total_gpu_energy_j: None,
+            gpu_co2e_g: None,
+            total_gpu_co2e_g: None,
             key,
         });
         interval.entries.last_mut().expect("just pushed")
@@ -600,6 +607,8 @@ impl Attributor {
                     total_co2e_g: None,
                     gpu_energy_j: None,
                     total_gpu_energy_j: None,
+                    gpu_co2e_g: None,
+                    total_gpu_co2e_g: None,
                 }
             })
             .collect()
@@ -661,6 +670,8 @@ impl Attributor {
                 total_co2e_g: None,
                 gpu_energy_j: None,
                 total_gpu_energy_j: None,
+                gpu_co2e_g: None,
+                total_gpu_co2e_g: None,
             })
             .collect())
     }

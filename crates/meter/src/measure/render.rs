@@ -80,7 +80,10 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
         let gpu = c
             .gpu_co2e_g
             .map(|g| format!(", gpu {}", format_co2e(g)))
-            .unwrap_or_default();
+            .unwrap_or_default()
+            + &c.gpu_attributed_co2e_g
+                .map(|g| format!(", the command's gpu share {}", format_co2e(g)))
+                .unwrap_or_default();
         let _ = writeln!(
             s,
             "CO2e         {} of the total, {} of the command's share{gpu} ({})",
