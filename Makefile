@@ -1,6 +1,7 @@
 # wattio — build, demo, test, bench.
 CARGO ?= cargo
-WATTIO := target/release/wattio
+# Where cargo puts the binary, CARGO_TARGET_DIR included.
+WATTIO := $(or $(CARGO_TARGET_DIR),target)/release/wattio
 
 HW_BUNDLE := hw-bundle
 
