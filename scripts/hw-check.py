@@ -29,6 +29,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import resource
 import shutil
 import socket
@@ -80,8 +81,19 @@ class Check:
         return subprocess.Popen(cmd, env=self.env, stdout=stdout, stderr=subprocess.PIPE, text=True)
 
 
+# Paths of this machine that a report must not carry: (path, what the report says instead).
+SCRUB = []
+
+
+def scrub(text):
+    """`text` without this machine's paths: wattio, Python, the stand-in, temporary files."""
+    for path, name in SCRUB:
+        text = text.replace(path, name)
+    return re.sub(re.escape(tempfile.gettempdir()) + r"/[\w.-]+", "$TMPDIR", text)
+
+
 def shown(cmd):
-    return " ".join(c if c and " " not in c else repr(c) for c in cmd)
+    return scrub(" ".join(c if c and " " not in c else repr(c) for c in cmd))
 
 
 def rel(a, b):
@@ -138,7 +150,7 @@ def machine_info(c, fixture):
 def probe(c):
     c.md.append("## 1. probe\n")
     rc, out, err, _, _ = c.run([c.wattio, "probe"], 60)
-    c.md.append("```\n" + out.strip() + "\n```\n")
+    c.md.append("```\n" + scrub(out.strip()) + "\n```\n")
     rc, out, err, _, _ = c.run([c.wattio, "probe", "--json"], 60)
     try:
         p = json.loads(out)
@@ -465,6 +477,10 @@ def main():
     if not os.access(wattio, os.X_OK):
         sys.exit(f"hw-check: no wattio binary at {wattio}: build one (make hw-bundle) or pass --wattio")
     env = dict(os.environ)
+    SCRUB.extend([(wattio, "wattio"), (sys.executable, "python3")])
+    if a.stub_lib:
+        SCRUB.append((os.path.abspath(a.stub_lib), "libnvidia_stub.so"))
+        SCRUB.append((a.stub_lib, "libnvidia_stub.so"))
     # A bundle carries the shared libraries its wattio needs beyond libc (make hw-bundle).
     bundled = os.path.join(os.path.dirname(wattio), "lib")
     if os.path.isdir(bundled):
@@ -511,10 +527,11 @@ def main():
     md_path = os.path.join(a.out, stem + ".md")
     title = f"# wattio hw-check: {info['host']}, {info['date']}\n\nWritten by `scripts/hw-check.py`" \
             f"{' --fixture (no hardware: every figure below comes from stand-ins)' if a.fixture else ''}.\n"
+    # The report names the programs, not where they lie on this machine.
     with open(md_path, "w") as f:
-        f.write(title + "\n" + "\n".join(c.md) + "\n")
+        f.write(scrub(title + "\n" + "\n".join(c.md) + "\n"))
     with open(os.path.join(a.out, stem + ".json"), "w") as f:
-        json.dump(c.results, f, indent=1)
+        f.write(scrub(json.dumps(c.results, indent=1)) + "\n")
     print(f"hw-check: wrote {md_path} (and .json beside it)")
 
 
