@@ -12,10 +12,14 @@ where. What the machine lacks is skipped with the reason. Steps:
    idle and under `wattio workload spin`, against each other and against
    `perf stat -a -e power/energy-pkg/` where `perf` exists; `record --freq 1000` pacing and
    wattio's own CPU time.
-3. NVML: `record --domains gpu` beside `nvidia-smi --query-gpu=...,total_energy_consumption
-   -lms 100` over idle then `wattio workload gpu`: the same counter must agree to a few tenths
-   of a percent; integrating nvidia-smi's power.draw is shown apart.
-4. `measure --json -- wattio workload gpu` (gpu_j), and `calibrate` where RAPL exists.
+3. NVML: `record --domains gpu` over idle then `wattio workload gpu`, beside the same counter
+   read by Python through the NVIDIA library (ctypes), beside nvidia-smi's
+   `total_energy_consumption` where that field exists, and beside nvidia-smi's `power.draw`
+   integrated (shown apart: a different figure).
+4. GPU energy per process: two `workload gpu` processes at 30 % and 60 % under `top --json`,
+   with the driver's raw `nvmlDeviceGetProcessUtilization` answer for the record.
+5. `measure --json -- wattio workload gpu` (gpu_j, the command's share), and `calibrate` where
+   RAPL exists.
 
 --fixture runs it all end to end without hardware: a `wattio fixture` tree ticking at a known
 power stands in for RAPL (WATTIO_ROOT), the stand-in NVIDIA libraries (crates/nvidia-stub) for
@@ -216,6 +220,11 @@ def rapl(c, usable, truth_w):
         perf = None
         if shutil.which("perf") and "perf" in usable:
             perf = c.spawn(perf_stat_cmd(window))
+        # turbostat prints its summary on stderr, after --interval.
+        turbostat = None
+        if shutil.which("turbostat"):
+            turbostat = c.spawn(["turbostat", "--quiet", "--Summary", "--show", "PkgWatt,RAMWatt",
+                                 "--interval", str(window), "--num_iterations", "1"])
         phase_rows = {}
         for m, p in procs.items():
             out, err = p.communicate(timeout=window + 60)
@@ -225,18 +234,14 @@ def rapl(c, usable, truth_w):
                                  "power_w": v["total_j"] / v["duration_s"], "label": v.get("label") or v.get("mechanism")}
             except (ValueError, KeyError):
                 phase_rows[m] = {"error": err.strip()[-300:]}
-        turbostat = None
-        if shutil.which("turbostat") and usable:
-            turbostat = c.spawn(["turbostat", "--quiet", "--Summary", "--show", "PkgWatt,RAMWatt",
-                                 "--interval", str(window), "--num_iterations", "1"], stdout=subprocess.PIPE)
         if perf is not None:
             _, err = perf.communicate(timeout=window + 60)
             j = parse_perf_stat(err)
             if j is not None:
                 phase_rows["perf stat (package)"] = {"total_j": j, "duration_s": window, "power_w": j / window}
         if turbostat is not None:
-            out, _ = turbostat.communicate(timeout=window + 60)
-            w = parse_turbostat(out)
+            out, err = turbostat.communicate(timeout=window + 60)
+            w = parse_turbostat(err) or parse_turbostat(out)
             if w is not None:
                 phase_rows["turbostat (PkgWatt+RAMWatt)"] = {"total_j": w * window, "duration_s": window, "power_w": w}
         if load is not None:
@@ -284,25 +289,92 @@ def rapl(c, usable, truth_w):
 
 
 class NvidiaSmi:
-    """Runs nvidia-smi beside wattio and parses its CSV lines."""
+    """Runs nvidia-smi beside wattio: power.draw, and its energy counter where this nvidia-smi
+    has the total_energy_consumption field (`--help-query-gpu` says; not every version does)."""
 
     def __init__(self, c, cmd):
-        self.p = c.spawn(cmd + ["--query-gpu=timestamp,index,power.draw,total_energy_consumption",
-                                "--format=csv,noheader,nounits", "-lms", "100"], stdout=subprocess.PIPE)
+        rc, helptext, _, _, _ = c.run(cmd + ["--help-query-gpu"], 30, show=False)
+        self.energy = rc == 0 and "total_energy_consumption" in helptext
+        fields = "timestamp,index,power.draw" + (",total_energy_consumption" if self.energy else "")
+        self.p = c.spawn(cmd + [f"--query-gpu={fields}", "--format=csv,noheader,nounits", "-lms", "100"],
+                         stdout=subprocess.PIPE)
 
     def stop(self):
+        """Rows of (unix time, GPU index, watts, millijoules or None)."""
         self.p.terminate()
         out, _ = self.p.communicate(timeout=10)
         rows = []
         for line in out.splitlines():
             f = [x.strip() for x in line.split(",")]
-            if len(f) < 4:
+            if len(f) < 3:
                 continue
             try:
-                rows.append((time.time() if not f[0] else parse_ts(f[0]), int(f[1]), float(f[2]), float(f[3])))
+                mj = float(f[3]) if self.energy and len(f) > 3 else None
+                rows.append((parse_ts(f[0]), int(f[1]), float(f[2]), mj))
             except ValueError:
                 continue
         return rows
+
+
+class NvmlPoller:
+    """Reads every GPU's energy counter (nvmlDeviceGetTotalEnergyConsumption, mJ) through the
+    NVIDIA library itself, with ctypes, every 100 ms: a reader of the same counter independent
+    of wattio's."""
+
+    def __init__(self, lib):
+        import threading
+        self.rows, self.stop_flag = [], False
+        try:
+            self.nvml = ctypes.CDLL(lib)
+            if self.nvml.nvmlInit_v2() != 0:
+                raise OSError("nvmlInit_v2 failed")
+            n = ctypes.c_uint()
+            self.nvml.nvmlDeviceGetCount_v2(ctypes.byref(n))
+            self.handles = []
+            for i in range(n.value):
+                h = ctypes.c_void_p()
+                self.nvml.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(h))
+                self.handles.append((i, h))
+        except (OSError, AttributeError) as e:
+            self.error = str(e)
+            self.thread = None
+            return
+        self.error = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        e = ctypes.c_ulonglong()
+        while not self.stop_flag:
+            for i, h in self.handles:
+                if self.nvml.nvmlDeviceGetTotalEnergyConsumption(h, ctypes.byref(e)) == 0:
+                    self.rows.append((time.time(), i, None, float(e.value)))
+            time.sleep(0.1)
+
+    def stop(self):
+        """Rows of (unix time, GPU index, None, millijoules)."""
+        self.stop_flag = True
+        if self.thread:
+            self.thread.join(timeout=5)
+            self.nvml.nvmlShutdown()
+        return self.rows
+
+
+def counter_j(rows, t0, t1):
+    """Joules of a millijoule counter (column 3) between t0 and t1, interpolated at both ends."""
+    rows = [r for r in rows if r[3] is not None]
+    if len(rows) < 2 or rows[0][0] > t0 or rows[-1][0] < t1:
+        return None
+    return (interpolate(rows, t1, 3) - interpolate(rows, t0, 3)) / 1000.0
+
+
+def power_integral_j(rows, t0, t1):
+    """The trapezoid integral of watts (column 2) from t0 to t1."""
+    if len(rows) < 2 or rows[0][0] > t0 or rows[-1][0] < t1:
+        return None
+    pts = [(t0, interpolate(rows, t0, 2))] + [(r[0], r[2]) for r in rows if t0 < r[0] < t1] \
+        + [(t1, interpolate(rows, t1, 2))]
+    return sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(pts, pts[1:]))
 
 
 def parse_ts(s):
@@ -363,9 +435,11 @@ def gpu(c, gpu_probe, smi_cmd, idle_s=3.0, load_s=4.0):
     with tempfile.TemporaryDirectory() as d:
         csv = os.path.join(d, "gpu.csv")
         smi = NvidiaSmi(c, smi_cmd) if smi_cmd else None
-        if smi:
-            # nvidia-smi's rows must cover wattio's window on both sides.
-            time.sleep(1.0)
+        poller = NvmlPoller(c.env.get("WATTIO_NVML_LIB") or "libnvidia-ml.so.1")
+        if poller.error:
+            c.md.append(f"The NVML library could not be read with ctypes: {poller.error}.\n")
+        # The other readers' rows must cover wattio's window on both sides.
+        time.sleep(1.0)
         rec = c.spawn([c.wattio, "record", "--domains", "gpu", "--freq", "10", "--duration", f"{total}s", "-o", csv])
         time.sleep(idle_s)
         if load:
@@ -373,9 +447,9 @@ def gpu(c, gpu_probe, smi_cmd, idle_s=3.0, load_s=4.0):
         else:
             c.skip("gpu load", "neither wattio workload gpu nor PyTorch could load the GPU: idle only")
         rec.wait(timeout=total + 30)
-        if smi:
-            time.sleep(0.5)
+        time.sleep(0.5)
         smi_rows = smi.stop() if smi else []
+        nvml_rows = poller.stop()
         # wattio's rows: timestamp,mechanism,socket,domain,energy_j,...: per GPU, the energy and
         # the span of its rows.
         w = {}
@@ -388,40 +462,116 @@ def gpu(c, gpu_probe, smi_cmd, idle_s=3.0, load_s=4.0):
                 g["t0"] = t if g["t0"] is None else min(g["t0"], t)
                 g["t1"] = t if g["t1"] is None else max(g["t1"], t)
     out = {}
-    c.md.append("| GPU | wattio J | nvidia-smi counter J | diff | nvidia-smi power.draw integrated J | diff |")
-    c.md.append("|---|---|---|---|---|---|")
+    c.md.append("Over the same span, per GPU: wattio's joules against the energy counter read by "
+                "Python through the NVIDIA library (ctypes), against nvidia-smi's "
+                "total_energy_consumption where it has that field, and against nvidia-smi's "
+                "power.draw integrated (a different figure: a mean or instantaneous power, "
+                "sampled every 100 ms).\n")
+    c.md.append("| GPU | wattio J | counter (ctypes) J | diff | nvidia-smi counter J | diff | nvidia-smi power.draw integrated J | diff |")
+    c.md.append("|---|---|---|---|---|---|---|---|")
     for idx, g in sorted(w.items()):
-        rows = [r for r in smi_rows if r[1] == idx]
-        counter_j = integ_j = None
         # The same window: wattio's first row covers the row period before it (10 Hz).
         t0, t1 = g["t0"] - 0.1, g["t1"]
-        if len(rows) >= 2 and rows[0][0] <= t0 and rows[-1][0] >= t1:
-            counter_j = (interpolate(rows, t1, 3) - interpolate(rows, t0, 3)) / 1000.0
-            pts = [(t0, interpolate(rows, t0, 2))] + [(r[0], r[2]) for r in rows if t0 < r[0] < t1] \
-                + [(t1, interpolate(rows, t1, 2))]
-            integ_j = sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(pts, pts[1:]))
-        out[idx] = {"wattio_j": g["j"], "smi_counter_j": counter_j, "smi_power_integrated_j": integ_j,
-                    "vs_counter_pct": rel(g["j"], counter_j) if counter_j else None,
-                    "vs_power_integrated_pct": rel(g["j"], integ_j) if integ_j else None}
-        r = out[idx]
-        c.md.append(f"| {idx} | {g['j']:.3f} | {fmt(counter_j)} | {fmt(r['vs_counter_pct'], ' %')} | "
-                    f"{fmt(integ_j)} | {fmt(r['vs_power_integrated_pct'], ' %')} |")
+        mine = [r for r in nvml_rows if r[1] == idx]
+        theirs = [r for r in smi_rows if r[1] == idx]
+        ct = counter_j(mine, t0, t1)
+        sc = counter_j(theirs, t0, t1)
+        pi = power_integral_j(theirs, t0, t1)
+        r = out[idx] = {"wattio_j": g["j"], "nvml_counter_j": ct, "smi_counter_j": sc, "smi_power_integrated_j": pi,
+                        "vs_nvml_counter_pct": rel(g["j"], ct) if ct else None,
+                        "vs_smi_counter_pct": rel(g["j"], sc) if sc else None,
+                        "vs_power_integrated_pct": rel(g["j"], pi) if pi else None}
+        c.md.append(f"| {idx} | {g['j']:.3f} | {fmt(ct)} | {fmt(r['vs_nvml_counter_pct'], ' %')} | "
+                    f"{fmt(sc)} | {fmt(r['vs_smi_counter_pct'], ' %')} | "
+                    f"{fmt(pi)} | {fmt(r['vs_power_integrated_pct'], ' %')} |")
     c.md.append("")
+    if smi and not smi.energy:
+        c.md.append("This nvidia-smi has no total_energy_consumption field.\n")
     if not smi_rows:
         c.skip("nvidia-smi comparison", "nvidia-smi is not here" if not smi_cmd else "nvidia-smi printed no rows")
     c.results["nvml"] = out
     return True
 
 
+def gpu_attribution(c, has_gpu):
+    """Two GPU loads at 30 % and 60 % side by side under `top`, and what the driver itself
+    returned for them (nvmlDeviceGetProcessUtilization through ctypes, raw)."""
+    c.md.append("## 4. GPU energy per process\n")
+    if not has_gpu:
+        c.skip("gpu attribution", "no usable GPU")
+        return
+    if c.left() < 40 or gpu_load_cmd(c, 5) is None or c.results.get("gpu_load") != "wattio workload gpu":
+        c.skip("gpu attribution", "needs wattio workload gpu and 40 s")
+        return
+    c.md.append("Two `wattio workload gpu` processes asked for 30 % and 60 % of the GPU. Without MPS "
+                "the driver time-slices their kernels, so each one's launch-to-synchronise time can "
+                "include the other's and the shares reached can be below the asked ones.\n")
+    loads = [c.spawn([c.wattio, "workload", "gpu", "--util", u, "--duration", "6s", "--json"], stdout=subprocess.PIPE)
+             for u in ("30", "60")]
+    time.sleep(1.0)
+    start_us = int(time.time() * 1e6)
+    rc, out, err, _, _ = c.run([c.wattio, "top", "--json", "--once", "--interval", "3s"], 30)
+    raw = raw_process_utilisation(c.env.get("WATTIO_NVML_LIB") or "libnvidia-ml.so.1", start_us)
+    for p in loads:
+        p.wait(timeout=30)
+    try:
+        v = json.loads(out.splitlines()[0])
+    except (ValueError, IndexError):
+        c.skip("gpu attribution", f"top --json: rc {rc}: {err.strip()[-300:]}")
+        return
+    pids = [p.pid for p in loads]
+    g = (v.get("gpus") or [{}])[0]
+    e = g.get("energy_j") or 0.0
+    shares = {}
+    for asked, pid in zip((0.3, 0.6), pids):
+        entry = next((x for x in v.get("entries", []) if x.get("pid") == pid), {})
+        j = entry.get("gpu_energy_j") or 0.0
+        shares[str(asked)] = j / e if e else None
+    c.results["gpu_attribution"] = {"label": g.get("label"), "gpu_energy_j": e, "idle_j": g.get("idle_j"),
+                                    "shares": shares, "raw_samples": raw}
+    c.md.append(f"GPU 0: {fmt(e)} J over {fmt(v.get('interval_s'))} s, {g.get('label')}; idle/unattributed "
+                f"{fmt(g.get('idle_j'))} J. Shares of the GPU's energy: asked 30 % → {fmt(100 * (shares['0.3'] or 0), ' %')}, "
+                f"asked 60 % → {fmt(100 * (shares['0.6'] or 0), ' %')}.\n")
+    c.md.append(f"What nvmlDeviceGetProcessUtilization returned for the window (pid, timestamp µs, smUtil): {raw}\n")
+
+
+def raw_process_utilisation(lib, since_us):
+    """The driver's own answer, for the record: [(pid, timestamp, smUtil)] since `since_us`."""
+
+    class Sample(ctypes.Structure):
+        _fields_ = [("pid", ctypes.c_uint), ("ts", ctypes.c_ulonglong), ("sm", ctypes.c_uint),
+                    ("mem", ctypes.c_uint), ("enc", ctypes.c_uint), ("dec", ctypes.c_uint)]
+
+    try:
+        nvml = ctypes.CDLL(lib)
+        if nvml.nvmlInit_v2() != 0:
+            return "nvmlInit_v2 failed"
+        h = ctypes.c_void_p()
+        nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(h))
+        n = ctypes.c_uint(0)
+        nvml.nvmlDeviceGetProcessUtilization(h, None, ctypes.byref(n), ctypes.c_ulonglong(since_us))
+        buf = (Sample * max(1, n.value + 8))()
+        n = ctypes.c_uint(len(buf))
+        r = nvml.nvmlDeviceGetProcessUtilization(h, buf, ctypes.byref(n), ctypes.c_ulonglong(since_us))
+        nvml.nvmlShutdown()
+        if r != 0:
+            return f"nvmlDeviceGetProcessUtilization returned {r}"
+        return [(buf[i].pid, buf[i].ts, buf[i].sm) for i in range(n.value)]
+    except (OSError, AttributeError) as e:
+        return str(e)
+
+
 def measure_gpu_and_calibrate(c, has_gpu, usable, fixture):
-    c.md.append("## 4. measure a GPU load; calibrate\n")
+    c.md.append("## 5. measure a GPU load; calibrate\n")
     if has_gpu and c.left() > 40:
         load = gpu_load_cmd(c, 3)
         rc, out, err, _, _ = c.run([c.wattio, "measure", "--json", "--"] + (load or ["sleep", "3"]), 90)
         try:
             v = json.loads(out)
-            c.results["measure_gpu"] = {k: v.get(k) for k in ["duration_s", "gpu_j", "gpu_label", "total_j", "mechanism", "estimated"]}
-            c.md.append(f"gpu_j {v.get('gpu_j')} J over {v.get('duration_s')} s ({v.get('gpu_label')}); "
+            c.results["measure_gpu"] = {k: v.get(k) for k in ["duration_s", "gpu_j", "gpu_label", "gpu_attributed_j",
+                                                               "gpu_attributed_label", "total_j", "mechanism", "estimated"]}
+            c.md.append(f"gpu_j {v.get('gpu_j')} J over {v.get('duration_s')} s ({v.get('gpu_label')}), of which the "
+                        f"command's share {v.get('gpu_attributed_j')} J ({v.get('gpu_attributed_label')}); "
                         f"CPU total_j {v.get('total_j')} J.\n")
         except ValueError:
             c.skip("measure gpu", f"rc {rc}: {err.strip()[-300:]}")
@@ -441,9 +591,12 @@ def measure_gpu_and_calibrate(c, has_gpu, usable, fixture):
 
 
 STAND_IN_SMI = r'''#!/usr/bin/env python3
-# Stand-in nvidia-smi for hw-check --fixture: `--query-gpu=timestamp,index,power.draw,
-# total_energy_consumption --format=csv,noheader,nounits -lms N`, read through NVML (ctypes).
+# Stand-in nvidia-smi for hw-check --fixture: `--query-gpu=timestamp,index,power.draw
+# --format=csv,noheader,nounits -lms N`, read through NVML (ctypes).
 import ctypes, datetime, os, sys, time
+if "--help-query-gpu" in sys.argv:
+    print('"timestamp"\n"index"\n"power.draw"')  # no total_energy_consumption, as some versions
+    sys.exit(0)
 lib = ctypes.CDLL(os.environ["WATTIO_NVML_LIB"])
 assert lib.nvmlInit_v2() == 0
 n = ctypes.c_uint(); lib.nvmlDeviceGetCount_v2(ctypes.byref(n))
@@ -454,7 +607,7 @@ while True:
         e = ctypes.c_ulonglong(); p = ctypes.c_uint()
         lib.nvmlDeviceGetTotalEnergyConsumption(h, ctypes.byref(e)); lib.nvmlDeviceGetPowerUsage(h, ctypes.byref(p))
         ts = datetime.datetime.now().strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
-        print(f"{ts}, {i}, {p.value / 1000:.2f}, {e.value}", flush=True)
+        print(f"{ts}, {i}, {p.value / 1000:.2f}", flush=True)
     time.sleep(period)
 '''
 
@@ -507,6 +660,9 @@ def main():
                 f.write(STAND_IN_SMI)
             os.chmod(smi, 0o755)
             smi_cmd = [sys.executable, smi]
+            # This process reads the stand-in NVML too (ctypes): it takes its GPUs from the same
+            # environment.
+            os.environ.update({k: env[k] for k in ("WATTIO_NVML_STUB", "WATTIO_GPU_STUB_DIR")})
             # Two packages tick at --watts each: the package + DRAM total is twice that.
             truth_w = 2 * a.watts
             time.sleep(0.3)
@@ -515,6 +671,7 @@ def main():
         usable, gpu_probe = probe(c)
         rapl(c, usable, truth_w)
         has_gpu = gpu(c, gpu_probe, smi_cmd)
+        gpu_attribution(c, has_gpu)
         measure_gpu_and_calibrate(c, has_gpu, usable, a.fixture)
     finally:
         if ticker:

@@ -573,7 +573,8 @@ enum WorkloadKind {
     /// Keep an NVIDIA GPU busy with a spin kernel handed to the CUDA driver as PTX (no CUDA
     /// toolkit needed: the driver's libcuda.so.1, or WATTIO_CUDA_LIB, is loaded at run time).
     Gpu {
-        /// Percentage of each 100 ms period the GPU is kept busy, more than 0 and at most 100.
+        /// Percentage of each 100 ms period the GPU is kept busy, more than 0 and at most 100
+        /// (as NVML sees it when this process is alone on the GPU: the driver time-slices two).
         #[arg(long, default_value_t = 100.0)]
         util: f64,
         /// How long, e.g. 500ms, 5s or 1m (a plain number is seconds).

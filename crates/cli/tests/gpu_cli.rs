@@ -705,22 +705,29 @@ fn export_by_process_has_gpu_and_co2e_series_split_by_utilisation_that_promtool_
     let get = || common::http(&addr, "GET /metrics HTTP/1.1\r\n\r\n");
     get();
     std::thread::sleep(std::time::Duration::from_millis(500));
-    get();
+    let r2 = get();
     std::thread::sleep(std::time::Duration::from_millis(1500));
     let r = get();
-    let value_of = |prefix: &str, needle: &str| -> f64 {
-        let l = r
-            .lines()
+    let value_in = |r: &str, prefix: &str, needle: &str| -> Option<f64> {
+        r.lines()
             .find(|l| l.starts_with(prefix) && l.contains(needle))
-            .unwrap_or_else(|| panic!("no {prefix} with {needle} in {r}"));
-        l.rsplit(' ').next().unwrap().parse().unwrap()
+            .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+    };
+    let value_of = |prefix: &str, needle: &str| -> f64 {
+        value_in(&r, prefix, needle).unwrap_or_else(|| panic!("no {prefix} with {needle} in {r}"))
     };
     let series = "wattio_process_gpu_energy_joules_total{";
-    let a = value_of(series, &format!("pid=\"{}\"", pids[0]));
-    let b = value_of(series, &format!("pid=\"{}\"", pids[1]));
     // A series starts at 0 in the interval that earns it its place (that interval goes to
-    // "other"), so the ratio is that of the third scrape's interval: 2 to 1.
-    assert!((b / a - 2.0).abs() < 0.4, "{a} J and {b} J: {r}");
+    // "other", and a load may have had no kernel in the first, short one): the last interval's
+    // growth of each is in the ratio of their utilisations, 2 to 1.
+    let growth = |pid: u32| {
+        let needle = format!("pid=\"{pid}\"");
+        value_of(series, &needle) - value_in(&r2, series, &needle).unwrap_or(0.0)
+    };
+    let (a, b) = (growth(pids[0]), growth(pids[1]));
+    assert!((b / a - 2.0).abs() < 0.4, "{a} J and {b} J: {r2}\n{r}");
+    let b = value_of(series, &format!("pid=\"{}\"", pids[1]));
+    let a = value_of(series, &format!("pid=\"{}\"", pids[0]));
     assert!(
         r.contains("attribution=\"measured (nvml), attributed (gpu utilisation share)\""),
         "{r}"
@@ -912,4 +919,136 @@ fn measure_gives_the_command_its_share_of_the_gpu_beside_gpu_j() {
         t.contains("command GPU  ") && t.contains("its share of the GPUs' energy: measured (nvml), attributed (gpu utilisation share)"),
         "{t}"
     );
+}
+
+#[test]
+fn a_process_that_leaves_mid_window_keeps_the_gpu_share_of_its_time() {
+    // One load at 60 % for 1 s inside a 2.5 s interval: 0.6 × 1 s of the GPU's busy time, a
+    // quarter of the window, whatever happened to it after.
+    let gpus = "name=Stub H200,energy_w=100";
+    let d = tempfile::tempdir().unwrap();
+    let top = wattio_cuda(
+        gpus,
+        d.path(),
+        &[
+            "top",
+            "--source",
+            "model",
+            "--json",
+            "--interval",
+            "2500ms",
+            "--iterations",
+            "1",
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut top = Reaper(vec![top]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let o = run(&mut wattio_cuda(
+        gpus,
+        d.path(),
+        &[
+            "workload",
+            "gpu",
+            "--util",
+            "60",
+            "--duration",
+            "1s",
+            "--json",
+        ],
+    ));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let load: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let o = top.0.pop().unwrap().wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let g = &v["gpus"][0];
+    let (e, window) = (
+        g["energy_j"].as_f64().unwrap(),
+        v["interval_s"].as_f64().unwrap(),
+    );
+    // The driver's record of its kernels, calibration included, against the window.
+    let busy = recorded_busy_s(d.path());
+    let gone = v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["gpu_energy_j"].as_f64().is_some_and(|j| j > 0.0))
+        .unwrap_or_else(|| panic!("no entry with GPU energy: {v}"));
+    let share = gone["gpu_energy_j"].as_f64().unwrap() / e;
+    assert!(
+        (share - busy / window).abs() < 0.06,
+        "{share} of the GPU for {busy} s busy in {window} s ({load}): {v}"
+    );
+    // It had ended by the end of the window: named by its pid.
+    assert!(gone["comm"].as_str().unwrap().starts_with("pid "), "{gone}");
+}
+
+#[test]
+fn a_gpu_whose_process_reading_fails_keeps_its_energy_idle_and_says_why() {
+    let d = tempfile::tempdir().unwrap();
+    let spec = d.path().join("gpus");
+    std::fs::write(&spec, "name=A,energy_w=100|name=B,energy_w=100").unwrap();
+    let activity = d.path().join("activity");
+    std::fs::create_dir(&activity).unwrap();
+    let (_loads, pids) = gpu_loads(
+        "name=A,energy_w=100|name=B,energy_w=100",
+        &activity,
+        &["50"],
+    );
+    let top = Command::new(BIN)
+        .args([
+            "top",
+            "--source",
+            "model",
+            "--json",
+            "--interval",
+            "1s",
+            "--iterations",
+            "2",
+        ])
+        .env_remove("WATTIO_ROOT")
+        .env_remove("WATTIO_NVML_STUB")
+        .env("WATTIO_NVML_LIB", nvidia_stub::built_library())
+        .env("WATTIO_NVML_STUB_FILE", &spec)
+        .env("WATTIO_GPU_STUB_DIR", &activity)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut top = Reaper(vec![top]);
+    std::thread::sleep(std::time::Duration::from_millis(1300));
+    // GPU 1 falls off the bus during the second interval.
+    std::fs::write(&spec, "name=A,energy_w=100|name=B,energy_w=100,lost=yes").unwrap();
+    let o = top.0.pop().unwrap().wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let second: serde_json::Value = serde_json::from_str(out.lines().nth(1).unwrap()).unwrap();
+    let g1 = &second["gpus"][1];
+    assert!(g1["basis"].is_null(), "{g1}");
+    assert!(
+        g1["note"]
+            .as_str()
+            .unwrap()
+            .contains("nvmlDeviceGetProcessUtilization"),
+        "{g1}"
+    );
+    assert_eq!(
+        g1["energy_j"].as_f64().unwrap(),
+        g1["idle_j"].as_f64().unwrap()
+    );
+    // GPU 0 goes on: the load on it still gets its share.
+    let g0 = &second["gpus"][0];
+    assert_eq!(g0["basis"], "utilisation", "{g0}");
+    let mine = second["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["pid"] == pids[0])
+        .unwrap_or_else(|| panic!("{second}"));
+    let share = mine["gpu_energy_j"].as_f64().unwrap() / g0["energy_j"].as_f64().unwrap();
+    assert!((share - 0.5).abs() < 0.1, "{share}: {second}");
 }

@@ -455,10 +455,9 @@ pub struct GpuProcessReader {
 struct ProcessDevice {
     index: u32,
     handle: usize,
-    /// The newest sample timestamp seen (µs, CPU clock), asked for samples after it.
+    /// When it was last read (µs, the CPU clock of NVML's timestamps): the next read asks for
+    /// the utilisation since then.
     last_seen_us: u64,
-    /// The smallest gap seen between two samples of one process: the driver's sampling period.
-    period_us: Option<u64>,
     util_supported: bool,
 }
 
@@ -489,7 +488,6 @@ impl GpuProcessReader {
                 index,
                 handle,
                 last_seen_us: now,
-                period_us: None,
                 util_supported: true,
             });
         }
@@ -507,9 +505,10 @@ impl GpuProcessReader {
                 index: d.index,
                 basis: None,
                 by_pid: vec![],
-                sample_period_s: None,
+                window_s: 0.0,
                 note: None,
             };
+            let since = d.last_seen_us;
             if d.util_supported {
                 match utilisation_since(&dev, d) {
                     Ok(by_pid) => {
@@ -543,7 +542,10 @@ impl GpuProcessReader {
                     }
                 }
             }
-            u.sample_period_s = d.period_us.map(|p| p as f64 / 1e6);
+            if !d.util_supported {
+                d.last_seen_us = now_us();
+            }
+            u.window_s = d.last_seen_us.saturating_sub(since) as f64 / 1e6;
             out.push(u);
         }
         out
@@ -557,38 +559,39 @@ fn now_us() -> u64 {
         .map_or(0, |d| d.as_micros() as u64)
 }
 
-/// The sum of each process's `smUtil` samples newer than the device's last seen one; updates
-/// that and the sampling period. No sample since then (`NVML_ERROR_NOT_FOUND`) is nobody.
+/// Each process's SM utilisation since the device's last read, as a fraction: NVML returns one
+/// sample per process that used the GPU, its `smUtil` the mean "since the previous query" when
+/// asked with that query's time (`nvml.h`); should a driver return several samples for one
+/// process, their mean. Moves the device's last read to now (or to the newest sample, if the
+/// driver's clock is ahead), also when nobody used the GPU (`NVML_ERROR_NOT_FOUND`), so that
+/// each window's means cover that window alone.
 fn utilisation_since(dev: &Device, d: &mut ProcessDevice) -> Result<Vec<(u32, f64)>, NvmlError> {
-    // A sample taken between the count and the fetch makes the fetch too small: ask again once.
+    let asked_at = now_us();
+    // A process that appears between the count and the fetch makes the fetch too small: ask
+    // again once.
     let samples = match dev.process_utilization_stats(d.last_seen_us) {
         Err(NvmlError::InsufficientSize(_)) => dev.process_utilization_stats(d.last_seen_us),
         other => other,
     };
     let samples = match samples {
         Ok(s) => s,
-        Err(NvmlError::NotFound) => return Ok(vec![]),
+        Err(NvmlError::NotFound) => {
+            d.last_seen_us = asked_at;
+            return Ok(vec![]);
+        }
         Err(e) => return Err(e),
     };
-    let mut by_pid: std::collections::BTreeMap<u32, (f64, Vec<u64>)> = Default::default();
+    let mut by_pid: std::collections::BTreeMap<u32, (f64, u32)> = Default::default();
     for s in samples.iter().filter(|s| s.timestamp > d.last_seen_us) {
         let e = by_pid.entry(s.pid).or_default();
         // smUtil is a percentage; anything beyond 100 is the driver's noise.
-        e.0 += s.sm_util.min(100) as f64;
-        e.1.push(s.timestamp);
+        e.0 += s.sm_util.min(100) as f64 / 100.0;
+        e.1 += 1;
     }
-    for (_, ts) in by_pid.values_mut() {
-        ts.sort_unstable();
-        for w in ts.windows(2) {
-            let gap = w[1] - w[0];
-            // At least 1 ms: two samples of one period would say nothing about the period.
-            if gap >= 1000 && d.period_us.is_none_or(|p| gap < p) {
-                d.period_us = Some(gap);
-            }
-        }
-    }
-    if let Some(newest) = samples.iter().map(|s| s.timestamp).max() {
-        d.last_seen_us = d.last_seen_us.max(newest);
-    }
-    Ok(by_pid.into_iter().map(|(p, (w, _))| (p, w)).collect())
+    let newest = samples.iter().map(|s| s.timestamp).max().unwrap_or(0);
+    d.last_seen_us = asked_at.max(newest);
+    Ok(by_pid
+        .into_iter()
+        .map(|(p, (sum, n))| (p, sum / n.max(1) as f64))
+        .collect())
 }

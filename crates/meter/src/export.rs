@@ -255,7 +255,7 @@ impl Exporter {
         // it is gone from /proc (process) or from the hierarchy (cgroup); the tracker knows.
         let live = &st.live;
         st.cpu.add(&interval.entries, |k| live.is_alive(k));
-        if let Some(g) = interval.gpus.first() {
+        if !interval.gpus.is_empty() {
             st.gpu_unattributed_j += interval.gpus.iter().map(|g| g.idle_j).sum::<f64>();
             // The GPU series: the entries' GPU joules in place of their CPU joules.
             let gpu_entries: Vec<Entry> = interval
@@ -268,19 +268,31 @@ impl Exporter {
                     })
                 })
                 .collect();
-            let max = self.max_series;
-            let set = st.gpu.get_or_insert_with(|| {
-                EntitySeriesSet::new(
+            // The series are made at the first interval in which a GPU's energy was split (its
+            // label names how); until then all of it is unattributed.
+            let mut labels: Vec<&str> = interval
+                .gpus
+                .iter()
+                .filter(|g| g.basis.is_some())
+                .map(|g| g.label.as_str())
+                .collect();
+            labels.dedup();
+            if st.gpu.is_none() && !labels.is_empty() {
+                st.gpu = Some(EntitySeriesSet::new(
                     EntityLabels {
                         mechanism: "nvml".into(),
                         estimated: "false".into(),
-                        attribution: g.label.clone(),
+                        attribution: labels.join("; "),
                         ..st.cpu.other.clone()
                     },
-                    max,
-                )
-            });
-            set.add(&gpu_entries, |k| live.is_alive(k));
+                    self.max_series,
+                ));
+            }
+            if let Some(set) = &mut st.gpu {
+                set.add(&gpu_entries, |k| live.is_alive(k));
+            } else {
+                st.gpu_unattributed_j += gpu_entries.iter().map(|e| e.energy_j).sum::<f64>();
+            }
         }
         true
     }

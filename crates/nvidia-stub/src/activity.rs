@@ -13,9 +13,10 @@
 //!
 //! Nothing is written, and no utilisation reported, without the variable.
 
-use std::collections::BTreeMap;
-use std::io::Write;
+use std::collections::{BTreeMap, HashMap};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 /// The directory the two stand-ins share, if any.
 pub fn dir() -> Option<PathBuf> {
@@ -52,6 +53,12 @@ pub struct ProcessUse {
     pub busy: Vec<(u64, u64)>,
 }
 
+/// What was parsed of each activity file so far: the bytes read and each GPU's use. The
+/// stand-in NVML reads the files on every energy reading (a meter may read every few ms), so
+/// only what was appended since is parsed.
+type Parsed = HashMap<PathBuf, (u64, BTreeMap<u32, ProcessUse>)>;
+static PARSED: Mutex<Option<Parsed>> = Mutex::new(None);
+
 /// Every process's use of GPU `gpu`, by pid.
 pub fn read(gpu: u32) -> BTreeMap<u32, ProcessUse> {
     let mut out = BTreeMap::new();
@@ -59,36 +66,47 @@ pub fn read(gpu: u32) -> BTreeMap<u32, ProcessUse> {
     let Ok(entries) = std::fs::read_dir(d) else {
         return out;
     };
+    let mut cache = PARSED.lock().unwrap_or_else(|p| p.into_inner());
+    let cache = cache.get_or_insert_with(HashMap::new);
     for e in entries.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
         };
-        let Ok(text) = std::fs::read_to_string(e.path()) else {
-            continue;
-        };
-        let mut u = ProcessUse::default();
-        let mut any = false;
-        for line in text.lines() {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            match f.as_slice() {
-                ["mem", g, b] if g.parse() == Ok(gpu) => {
-                    u.mem_bytes = b.parse().unwrap_or(0);
-                    any = true;
-                }
-                ["busy", g, s, t] if g.parse() == Ok(gpu) => {
-                    if let (Ok(s), Ok(t)) = (s.parse(), t.parse()) {
-                        u.busy.push((s, t));
-                        any = true;
-                    }
-                }
-                _ => {}
+        let path = e.path();
+        let (done, uses) = cache.entry(path.clone()).or_default();
+        if let Ok(mut f) = std::fs::File::open(&path) {
+            let mut text = String::new();
+            if f.seek(SeekFrom::Start(*done)).is_ok() && f.read_to_string(&mut text).is_ok() {
+                // Whole lines only: a line being appended is read next time.
+                let whole = text.rfind('\n').map_or(0, |i| i + 1);
+                parse_lines(&text[..whole], uses);
+                *done += whole as u64;
             }
         }
-        if any {
-            out.insert(pid, u);
+        if let Some(u) = uses.get(&gpu) {
+            out.insert(pid, u.clone());
         }
     }
     out
+}
+
+fn parse_lines(text: &str, uses: &mut BTreeMap<u32, ProcessUse>) {
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match f.as_slice() {
+            ["mem", g, b] => {
+                if let (Ok(g), Ok(b)) = (g.parse(), b.parse()) {
+                    uses.entry(g).or_default().mem_bytes = b;
+                }
+            }
+            ["busy", g, s, t] => {
+                if let (Ok(g), Ok(s), Ok(t)) = (g.parse(), s.parse(), t.parse()) {
+                    uses.entry(g).or_default().busy.push((s, t));
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Microseconds of `busy` that fall inside `[from, to)`.

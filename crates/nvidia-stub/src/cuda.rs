@@ -15,6 +15,7 @@
 use crate::activity;
 use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void, CStr};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 pub const CUDA_SUCCESS: c_int = 0;
 pub const CUDA_ERROR_INVALID_VALUE: c_int = 1;
@@ -42,8 +43,9 @@ struct State {
     modules: Vec<Vec<String>>,
     /// Loaded functions (index + 1).
     functions: Vec<String>,
-    /// Kernels launched and not yet synchronised: start and end, µs since the epoch.
-    pending: Vec<(u64, u64)>,
+    /// Kernels launched and not yet synchronised: start and end on the monotonic clock (the
+    /// wall clock may be stepped while one runs; a real GPU does not wait for it).
+    pending: Vec<(Instant, Instant)>,
     mem_bytes: u64,
 }
 
@@ -300,13 +302,10 @@ pub unsafe extern "C" fn cuLaunchKernel(
         .iter()
         .map(|&d| d as f64)
         .product::<f64>();
-    let dur_us = (iters * threads / THREAD_ITERS_PER_S * 1e6).round() as u64;
-    let start = s
-        .pending
-        .last()
-        .map_or(0, |&(_, e)| e)
-        .max(activity::now_us());
-    s.pending.push((start, start + dur_us.max(1)));
+    let dur = Duration::from_secs_f64((iters * threads / THREAD_ITERS_PER_S).max(1e-6));
+    let now = Instant::now();
+    let start = s.pending.last().map_or(now, |&(_, e)| e.max(now));
+    s.pending.push((start, start + dur));
     CUDA_SUCCESS
 }
 
@@ -322,13 +321,14 @@ pub unsafe extern "C" fn cuCtxSynchronize() -> c_int {
         (d, std::mem::take(&mut s.pending))
     };
     if let Some(&(_, end)) = pending.last() {
-        let now = activity::now_us();
-        if end > now {
-            std::thread::sleep(std::time::Duration::from_micros(end - now));
-        }
+        std::thread::sleep(end.saturating_duration_since(Instant::now()));
     }
+    // On the epoch clock for the stand-in NVML, as of now.
+    let (now, now_us) = (Instant::now(), activity::now_us());
+    let us =
+        |t: Instant| now_us.saturating_sub(now.saturating_duration_since(t).as_micros() as u64);
     for (a, b) in pending {
-        activity::append(&format!("busy {device} {a} {b}"));
+        activity::append(&format!("busy {device} {} {}", us(a), us(b)));
     }
     CUDA_SUCCESS
 }

@@ -31,8 +31,9 @@
 //! | `lost=yes` | both readings return `NVML_ERROR_GPU_IS_LOST` (with `WATTIO_NVML_STUB_FILE`, a GPU lost mid-run) |
 //!
 //! Per-process utilisation and running processes come from what processes did with the
-//! stand-in CUDA driver ([`activity`]): one sample per process per 100 ms in which its kernels
-//! ran, `smUtil` the percentage of those 100 ms, kept for 10 s, as the driver buffers them.
+//! stand-in CUDA driver ([`activity`]): as `nvml.h` documents the call, one sample per process
+//! whose kernels ran since `lastSeenTimeStamp` (at most the last 10 s), `smUtil` the percentage
+//! of that time they ran.
 //!
 //! `WATTIO_NVML_STUB_INIT=no_permission` (or `driver_not_loaded`) makes `nvmlInit_v2` fail with
 //! `NVML_ERROR_NO_PERMISSION` (or `NVML_ERROR_DRIVER_NOT_LOADED`).
@@ -369,32 +370,30 @@ pub struct ProcessInfo {
     pub compute_instance_id: c_uint,
 }
 
-/// How long a sample covers and how long the driver keeps them, in µs.
-const SAMPLE_US: u64 = 100_000;
+/// How long the driver keeps its samples, in µs.
 const KEPT_US: u64 = 10_000_000;
 
-/// The utilisation samples of GPU `index` taken after `last_seen` (µs since the epoch): one per
-/// process per 100 ms slot, ended by now, in which its kernels ran.
+/// The utilisation of GPU `index` since `last_seen` (µs since the epoch; 0: all that is kept),
+/// as NVML returns it: one sample per process whose kernels ran in that window, `smUtil` the
+/// percentage of the window they ran, stamped now.
 pub fn utilisation_samples(index: u32, last_seen: u64) -> Vec<ProcessUtilizationSample> {
     let now = activity::now_us();
-    let first_end = (now.saturating_sub(KEPT_US).max(last_seen) / SAMPLE_US + 1) * SAMPLE_US;
-    let mut out = Vec::new();
-    for (pid, u) in activity::read(index) {
-        let mut end = first_end;
-        while end <= now {
-            let busy = activity::busy_us_between(&u.busy, end - SAMPLE_US, end);
-            if busy > 0 {
-                out.push(ProcessUtilizationSample {
-                    pid,
-                    time_stamp: end,
-                    sm_util: ((busy * 100 + SAMPLE_US / 2) / SAMPLE_US) as c_uint,
-                    ..Default::default()
-                });
-            }
-            end += SAMPLE_US;
-        }
+    let from = last_seen.max(now.saturating_sub(KEPT_US));
+    if now <= from {
+        return vec![];
     }
-    out
+    activity::read(index)
+        .into_iter()
+        .filter_map(|(pid, u)| {
+            let busy = activity::busy_us_between(&u.busy, from, now);
+            (busy > 0).then(|| ProcessUtilizationSample {
+                pid,
+                time_stamp: now,
+                sm_util: ((busy * 100 + (now - from) / 2) / (now - from)) as c_uint,
+                ..Default::default()
+            })
+        })
+        .collect()
 }
 
 /// Copies `items` into the caller's array of `*count`, NVML's way: the count needed and

@@ -1,20 +1,19 @@
 //! A GPU's energy split between the processes using it.
 //!
-//! NVML reports, per GPU, utilisation samples per process (`nvmlDeviceGetProcessUtilization`:
-//! one sample per process per driver sampling period in which it used the GPU, `smUtil` the
-//! percentage of that period its kernels ran), or at least the processes holding a context and
-//! their memory (`nvmlDeviceGetComputeRunningProcesses`); NVML API reference, Device Queries,
-//! <https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html>. Given a GPU's
-//! energy `E` over a window of `W` seconds:
+//! NVML says who used a GPU in two ways (NVML API reference, Device Queries,
+//! <https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html>, and `nvml.h`):
+//! `nvmlDeviceGetProcessUtilization(device, …, lastSeenTimeStamp)` returns one sample per process
+//! that used the GPU, its `smUtil` the process's SM utilisation "since the previous query" when
+//! `lastSeenTimeStamp` is that query's time (the driver averages its own, finer samples), and
+//! `nvmlDeviceGetComputeRunningProcesses` lists the processes holding a compute context with the
+//! memory each holds. Given a GPU's energy `E` over a window, with `u_i` = process i's `smUtil`
+//! / 100 over the same window:
 //!
 //! ```text
-//! utilisation, sampling period P known
-//!   f_i = Σ smUtil_i / 100 · P / W           the share of the window process i kept the GPU busy
-//!   Apart   e_i = E · f_i / max(1, Σ f)       idle = E − Σ e_i
-//!   Shared  e_i = E · Σsm_i / Σ_j Σsm_j       idle = 0 (E when nobody used it)
-//! utilisation, P not yet known (fewer than two samples of one process so far): as Shared
+//! utilisation   Apart   e_i = E · u_i / max(1, Σ u)       idle = E − Σ e_i
+//!               Shared  e_i = E · u_i / Σ u               idle = 0 (E when nobody used it)
 //! memory (no utilisation samples: NVML_ERROR_NOT_SUPPORTED)
-//!   e_i = E · mem_i / Σ mem                  every joule, idle included, to the context holders
+//!               e_i = E · mem_i / Σ mem                   every joule, idle included, to the holders
 //! ```
 //!
 //! The same rule as the CPU's ([`super::split`]): what no process's use explains stays apart as
@@ -52,10 +51,11 @@ pub struct GpuUse {
     pub index: u32,
     /// `None` when neither reading answered (`note` says why): the energy stays idle.
     pub basis: Option<GpuShareBasis>,
-    /// Per process: the sum of its `smUtil` samples, or the bytes it holds.
+    /// Per process: its mean SM utilisation over the window as a fraction (0 to 1), or the
+    /// bytes it holds.
     pub by_pid: Vec<(u32, f64)>,
-    /// The driver's sampling period in seconds, where seen.
-    pub sample_period_s: Option<f64>,
+    /// The window's length in seconds (since the previous read).
+    pub window_s: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
@@ -67,8 +67,8 @@ pub struct GpuSplit {
     pub idle_j: f64,
 }
 
-/// Splits `energy_j`, the GPU's energy over `window_s` seconds, by `u` (see the module).
-pub fn split_gpu(energy_j: f64, window_s: f64, u: &GpuUse, policy: IdlePolicy) -> GpuSplit {
+/// Splits `energy_j`, the GPU's energy over the window `u` describes (see the module).
+pub fn split_gpu(energy_j: f64, u: &GpuUse, policy: IdlePolicy) -> GpuSplit {
     let energy_j = if energy_j.is_finite() {
         energy_j.max(0.0)
     } else {
@@ -77,26 +77,21 @@ pub fn split_gpu(energy_j: f64, window_s: f64, u: &GpuUse, policy: IdlePolicy) -
     let clean = |w: f64| if w.is_finite() && w > 0.0 { w } else { 0.0 };
     let weights: Vec<f64> = u.by_pid.iter().map(|&(_, w)| clean(w)).collect();
     let sum: f64 = weights.iter().sum();
-    let nobody = || GpuSplit {
-        by_pid: u.by_pid.iter().map(|&(p, _)| (p, 0.0)).collect(),
-        idle_j: energy_j,
-    };
     if u.basis.is_none() || sum <= 0.0 {
-        return nobody();
+        return GpuSplit {
+            by_pid: u.by_pid.iter().map(|&(p, _)| (p, 0.0)).collect(),
+            idle_j: energy_j,
+        };
     }
-    let fractions: Vec<f64> = match (u.basis, u.sample_period_s, policy) {
-        (Some(GpuShareBasis::Utilisation), Some(p), IdlePolicy::Apart) if window_s > 0.0 => {
-            let f: Vec<f64> = weights.iter().map(|w| w / 100.0 * p / window_s).collect();
-            let denom = f.iter().sum::<f64>().max(1.0);
-            f.iter().map(|x| x / denom).collect()
-        }
-        _ => weights.iter().map(|w| w / sum).collect(),
+    let denom = match (u.basis, policy) {
+        (Some(GpuShareBasis::Utilisation), IdlePolicy::Apart) => sum.max(1.0),
+        _ => sum,
     };
     let by_pid: Vec<(u32, f64)> = u
         .by_pid
         .iter()
-        .zip(&fractions)
-        .map(|(&(p, _), f)| (p, energy_j * f))
+        .zip(&weights)
+        .map(|(&(p, _), w)| (p, energy_j * w / denom))
         .collect();
     let given: f64 = by_pid.iter().map(|(_, j)| j).sum();
     GpuSplit {
@@ -109,84 +104,58 @@ pub fn split_gpu(energy_j: f64, window_s: f64, u: &GpuUse, policy: IdlePolicy) -
 mod tests {
     use super::*;
 
-    fn util(by_pid: Vec<(u32, f64)>, period: Option<f64>) -> GpuUse {
+    fn util(by_pid: Vec<(u32, f64)>) -> GpuUse {
         GpuUse {
             index: 0,
             basis: Some(GpuShareBasis::Utilisation),
             by_pid,
-            sample_period_s: period,
+            window_s: 2.0,
             note: None,
         }
     }
 
     #[test]
     fn hand_worked_utilisation() {
-        // 2 s window, samples every 0.1 s: A at 30 % for 20 samples (600), B at 60 % (1200).
-        // A kept the GPU busy 0.3 of the window, B 0.6: 300 J → 90 J and 180 J, idle 30 J.
-        let s = split_gpu(
-            300.0,
-            2.0,
-            &util(vec![(1, 600.0), (2, 1200.0)], Some(0.1)),
-            IdlePolicy::Apart,
-        );
+        // A at 30 %, B at 60 % of the window: 300 J → 90 J and 180 J, idle 30 J.
+        let s = split_gpu(300.0, &util(vec![(1, 0.3), (2, 0.6)]), IdlePolicy::Apart);
         assert!(
             (s.by_pid[0].1 - 90.0).abs() < 1e-9 && (s.by_pid[1].1 - 180.0).abs() < 1e-9,
             "{s:?}"
         );
         assert!((s.idle_j - 30.0).abs() < 1e-9);
-        let s = split_gpu(
-            300.0,
-            2.0,
-            &util(vec![(1, 600.0), (2, 1200.0)], Some(0.1)),
-            IdlePolicy::Shared,
-        );
+        let s = split_gpu(300.0, &util(vec![(1, 0.3), (2, 0.6)]), IdlePolicy::Shared);
         assert!((s.by_pid[0].1 - 100.0).abs() < 1e-9 && s.idle_j.abs() < 1e-9);
     }
 
     #[test]
-    fn over_full_samples_never_exceed_the_energy() {
-        // Samples read at the window's edges can add up to more than the window.
-        let s = split_gpu(
-            10.0,
-            1.0,
-            &util(vec![(1, 800.0), (2, 800.0)], Some(0.1)),
-            IdlePolicy::Apart,
-        );
+    fn over_full_utilisation_never_exceeds_the_energy() {
+        // Two processes time-sliced on one GPU can each report 80 %.
+        let s = split_gpu(10.0, &util(vec![(1, 0.8), (2, 0.8)]), IdlePolicy::Apart);
         assert!((s.by_pid.iter().map(|p| p.1).sum::<f64>() - 10.0).abs() < 1e-9);
         assert_eq!(s.idle_j, 0.0);
     }
 
     #[test]
-    fn unknown_period_and_memory_share_give_everything_to_the_processes() {
-        let s = split_gpu(
-            10.0,
-            1.0,
-            &util(vec![(1, 30.0), (2, 10.0)], None),
-            IdlePolicy::Apart,
-        );
-        assert_eq!(s.by_pid, vec![(1, 7.5), (2, 2.5)]);
+    fn memory_share_gives_everything_to_the_holders() {
         let m = GpuUse {
             basis: Some(GpuShareBasis::Memory),
-            ..util(vec![(1, 3e9), (2, 1e9)], None)
+            ..util(vec![(1, 3e9), (2, 1e9)])
         };
         assert_eq!(
-            split_gpu(8.0, 1.0, &m, IdlePolicy::Apart).by_pid,
+            split_gpu(8.0, &m, IdlePolicy::Apart).by_pid,
             vec![(1, 6.0), (2, 2.0)]
         );
     }
 
     #[test]
     fn nobody_or_no_reading_leaves_it_idle() {
-        let s = split_gpu(5.0, 1.0, &util(vec![], Some(0.1)), IdlePolicy::Apart);
+        let s = split_gpu(5.0, &util(vec![]), IdlePolicy::Apart);
         assert_eq!((s.by_pid.len(), s.idle_j), (0, 5.0));
         let none = GpuUse {
             basis: None,
-            ..util(vec![(1, 50.0)], Some(0.1))
+            ..util(vec![(1, 0.5)])
         };
-        assert_eq!(split_gpu(5.0, 1.0, &none, IdlePolicy::Shared).idle_j, 5.0);
-        assert_eq!(
-            split_gpu(f64::NAN, 1.0, &none, IdlePolicy::Shared).idle_j,
-            0.0
-        );
+        assert_eq!(split_gpu(5.0, &none, IdlePolicy::Shared).idle_j, 5.0);
+        assert_eq!(split_gpu(f64::NAN, &none, IdlePolicy::Shared).idle_j, 0.0);
     }
 }

@@ -365,7 +365,7 @@ impl Attributor {
     /// be read, keeps its pid as its name.
     pub fn attribute_gpus(&mut self, interval: &mut Interval, gpus: &[(GpuUse, f64, String)]) {
         for (u, energy_j, energy_label) in gpus {
-            let s = split_gpu(*energy_j, interval.interval_s, u, self.policy);
+            let s = split_gpu(*energy_j, u, self.policy);
             for (pid, j) in s.by_pid {
                 if j <= 0.0 {
                     continue;

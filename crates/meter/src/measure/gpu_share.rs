@@ -2,8 +2,9 @@
 //! reports it ([`wattio_energy::GpuProcessReader`]), kept for the processes of the command's
 //! tree, and split by [`attribution::split_gpu`] over the whole run.
 //!
-//! A thread reads NVML's per-process samples every 500 ms (the driver keeps only a few seconds of
-//! them) and decides once per pid whether it belongs to the command: the command itself, or a
+//! A thread reads each process's utilisation since its previous read every 500 ms (the driver
+//! keeps only a few seconds of samples), adds up each one's busy seconds, and decides once per
+//! pid whether it belongs to the command: the command itself, or a
 //! process whose chain of parents (`/proc/PID/stat`) reaches it. A process of the command that
 //! used a GPU and ended before the next read (under 500 ms) cannot be traced and its use stays
 //! outside the command's share.
@@ -32,13 +33,12 @@ struct Gathered {
     belongs: HashMap<u32, bool>,
 }
 
-/// One GPU's use over a run: per pid the summed weight, and the basis and sampling period
-/// last seen.
+/// One GPU's use over a run: per pid its busy seconds (utilisation × each read's window) or the
+/// most memory it held, and the basis last seen.
 #[derive(Default)]
 struct RunUse {
     by_pid: HashMap<u32, f64>,
     basis: Option<attribution::GpuShareBasis>,
-    period_s: Option<f64>,
 }
 
 /// Watches the GPUs while a command runs.
@@ -111,14 +111,23 @@ impl GpuShareWatcher {
                 continue;
             };
             let basis = run.basis;
+            let window_s = energy.duration_s.max(1e-9);
             let u = GpuUse {
                 index: d.socket,
                 basis,
-                by_pid: run.by_pid.iter().map(|(&p, &w)| (p, w)).collect(),
-                sample_period_s: run.period_s,
+                // Busy seconds over the run's: each process's mean utilisation over the run.
+                by_pid: run
+                    .by_pid
+                    .iter()
+                    .map(|(&p, &w)| match basis {
+                        Some(attribution::GpuShareBasis::Utilisation) => (p, w / window_s),
+                        _ => (p, w),
+                    })
+                    .collect(),
+                window_s,
                 note: None,
             };
-            let s = attribution::split_gpu(d.energy_j, energy.duration_s, &u, IdlePolicy::Apart);
+            let s = attribution::split_gpu(d.energy_j, &u, IdlePolicy::Apart);
             total += s
                 .by_pid
                 .iter()
@@ -155,9 +164,6 @@ fn gather(g: &mut Gathered, uses: Vec<GpuUse>, command: u32, root: &SysRoot) {
         if u.basis.is_some() {
             e.basis = u.basis;
         }
-        if u.sample_period_s.is_some() {
-            e.period_s = u.sample_period_s;
-        }
         for (pid, w) in u.by_pid {
             match u.basis {
                 // Memory is a level, not an amount: the largest seen stands for the run.
@@ -165,7 +171,7 @@ fn gather(g: &mut Gathered, uses: Vec<GpuUse>, command: u32, root: &SysRoot) {
                     let m = e.by_pid.entry(pid).or_insert(0.0);
                     *m = m.max(w);
                 }
-                _ => *e.by_pid.entry(pid).or_insert(0.0) += w,
+                _ => *e.by_pid.entry(pid).or_insert(0.0) += w * u.window_s,
             }
             g.belongs
                 .entry(pid)
