@@ -42,7 +42,7 @@ enum Command {
     Record(meter_cmd::RecordArgs),
     /// Run a command and report the energy it took, or compare commands (hyperfine for energy).
     Measure(measure_cmd::MeasureArgs),
-    /// Live view of which process or cgroup uses the energy (CPU-time share of the total).
+    /// Live view of which process, cgroup or VM uses the energy (CPU-time share of the total).
     Top(top_cmd::TopArgs),
     /// Serve an OpenMetrics endpoint with energy counters.
     Export(meter_cmd::ExportArgs),

@@ -313,7 +313,8 @@ pub struct RecordArgs {
 /// Per-process or per-cgroup attribution options of `record` and `export`.
 #[derive(Args, Debug, Clone)]
 pub struct AttributionArgs {
-    /// Also attribute the energy to each process or cgroup by its CPU-time share.
+    /// Also attribute the energy to each process, cgroup or virtual machine (`vm`: libvirt
+    /// domains, Proxmox VMs, plain QEMU processes) by its CPU-time share.
     #[arg(long, value_parser = |s: &str| s.parse::<By>())]
     pub by: Option<By>,
     /// Where the energy nobody's CPU time explains goes: apart (an idle/unattributed figure,

@@ -1,4 +1,4 @@
-//! `wattio top`: which process or cgroup is using the energy, live.
+//! `wattio top`: which process, cgroup or VM is using the energy, live.
 
 use crate::meter_cmd::SourceArgs;
 use anyhow::{bail, Context, Result};
@@ -17,7 +17,8 @@ pub struct TopArgs {
     source: SourceArgs,
     #[command(flatten)]
     carbon: crate::meter_cmd::CarbonArgs,
-    /// Attribute to processes or to cgroups (services, containers, pods).
+    /// Attribute to processes, to cgroups (services, containers, pods) or to virtual machines
+    /// (`vm`: libvirt domains, Proxmox VMs, plain QEMU processes; the host's own processes as one).
     #[arg(long, default_value = "process", value_parser = parse_by)]
     by: By,
     /// Time between refreshes, e.g. 500ms, 2s or 1m (a plain number is seconds).

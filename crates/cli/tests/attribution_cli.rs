@@ -410,7 +410,7 @@ fn export_by_process_keeps_the_series_bounded() {
 fn attribution_flags_are_checked() {
     let o = wattio(None, &["top", "--by", "thread"]);
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("use process or cgroup"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("use process, cgroup or vm"));
     let o = wattio(None, &["top", "--interval", "0"]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("--interval must be"));
@@ -425,4 +425,101 @@ fn attribution_flags_are_checked() {
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(e.trim().lines().count(), 1, "one line: {e}");
+}
+
+/// A process that looks to the host like a plain QEMU guest named `name`: a shell spinning one
+/// CPU under the name `qemu-system-x86_64`, with `-name guest=NAME` on its command line. (The
+/// QEMU of the real-guest test boots a kernel; this one only needs to be found.)
+fn fake_qemu(dir: &Path, name: &str) -> Child {
+    let exe = dir.join("qemu-system-x86_64");
+    if !exe.exists() {
+        std::fs::copy("/bin/sh", &exe).unwrap();
+    }
+    Command::new(&exe)
+        .args([
+            "-c",
+            "while :; do :; done",
+            "-name",
+            &format!("guest={name},debug-threads=on"),
+        ])
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn top_and_export_by_vm_find_a_qemu_guest_and_the_host() {
+    let d = tempfile::tempdir().unwrap();
+    let _vm = Reaper(vec![fake_qemu(d.path(), "t1")]);
+    let o = wattio(
+        None,
+        &[
+            "top",
+            "--by",
+            "vm",
+            "--source",
+            "model",
+            "--once",
+            "--json",
+            "--interval",
+            "1s",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["by"], "vm");
+    let entries = v["entries"].as_array().unwrap();
+    let t1 = entries
+        .iter()
+        .find(|e| e["vm"] == "t1")
+        .unwrap_or_else(|| panic!("no t1: {v}"));
+    // It spins one CPU for the whole interval.
+    assert!(t1["cpu_s"].as_f64().unwrap() > 0.7, "{t1}");
+    assert!(t1["energy_j"].as_f64().unwrap() > 0.0, "{t1}");
+    assert!(t1.get("pid").is_none(), "{t1}");
+    // Whatever else ran is the host's, apart.
+    assert!(
+        entries
+            .iter()
+            .all(|e| e["vm"] == "t1" || e["vm"] == "(host)"),
+        "{v}"
+    );
+    assert!(
+        v["label"]
+            .as_str()
+            .unwrap()
+            .ends_with(", attributed (cpu-time share)"),
+        "{v}"
+    );
+
+    // The exporter: a wattio_vm_energy_joules_total series per VM, which promtool accepts.
+    let child = Command::new(BIN)
+        .args([
+            "export",
+            "--source",
+            "model",
+            "--listen",
+            "127.0.0.1:0",
+            "--by",
+            "vm",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ex = Reaper(vec![child]);
+    let addr = common::exporter_addr(ex.0[0].stderr.take().unwrap());
+    let get = || common::http(&addr, "GET /metrics HTTP/1.1\r\n\r\n");
+    get();
+    std::thread::sleep(Duration::from_millis(500));
+    get();
+    std::thread::sleep(Duration::from_millis(700));
+    let r = get();
+    let line = r
+        .lines()
+        .find(|l| l.starts_with("wattio_vm_energy_joules_total{") && l.contains("vm=\"t1\""))
+        .unwrap_or_else(|| panic!("no t1 series: {r}"));
+    let j: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(j > 0.0, "{line}");
+    assert!(r.contains("vm=\"other\""), "{r}");
+    let body = r.split_once("\r\n\r\n").unwrap().1;
+    common::assert_promtool_accepts(body);
 }

@@ -757,26 +757,7 @@ fn export_by_process_has_gpu_and_co2e_series_split_by_utilisation_that_promtool_
         assert!(r.contains(twin), "no {twin} in {r}");
     }
     let body = r.split_once("\r\n\r\n").unwrap().1;
-    let mut lint = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool (make deps installs Debian's prometheus package)");
-    use std::io::Write as _;
-    lint.stdin
-        .take()
-        .unwrap()
-        .write_all(body.as_bytes())
-        .unwrap();
-    let o = lint.wait_with_output().unwrap();
-    assert!(
-        o.status.success() && o.stdout.is_empty() && o.stderr.is_empty(),
-        "promtool: {}{}",
-        text(&o.stdout),
-        text(&o.stderr)
-    );
+    common::assert_promtool_accepts(body);
 }
 
 #[test]

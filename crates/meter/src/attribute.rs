@@ -316,6 +316,13 @@ pub fn render_top(
                 "POWER W", "CPU %", "KIND"
             );
         }
+        By::Vm => {
+            let _ = writeln!(
+                s,
+                "{:>9} {energy_head} {:>7}  {:<24} CGROUP",
+                "POWER W", "CPU %", "VM"
+            );
+        }
     }
     for e in i.entries.iter().take(rows) {
         let cpu_pct = if i.interval_s > 0.0 {
@@ -346,6 +353,17 @@ pub fn render_top(
                     cpu_pct,
                     wattio_energy::attribution::cgroup::kind(&cg),
                     cg
+                );
+            }
+            By::Vm => {
+                let _ = writeln!(
+                    s,
+                    "{:>9.3} {} {:>7.1}  {:<24} {}",
+                    e.power_w,
+                    energy_cell(e),
+                    cpu_pct,
+                    printable(e.vm.as_deref().unwrap_or("?")),
+                    e.cgroup.as_deref().map(printable).unwrap_or_default()
                 );
             }
         }
@@ -389,6 +407,8 @@ pub struct EntitySeries {
     pub pid: Option<u32>,
     pub comm: Option<String>,
     pub cgroup: Option<String>,
+    /// By VM: the VM's name.
+    pub vm: Option<String>,
     /// Joules since the series started.
     pub total_j: f64,
     /// Joules in this interval (0 for a series created in it).
@@ -502,6 +522,7 @@ impl SeriesGuard {
                         pid: e.pid,
                         comm: e.comm.clone(),
                         cgroup: e.cgroup.clone(),
+                        vm: e.vm.clone(),
                         total_j: slot.total_j,
                         delta_j: delta,
                         cpu_s: e.cpu_s,
@@ -797,24 +818,16 @@ mod tests {
 
     fn entry(pid: u32, j: f64) -> Entry {
         Entry {
-            key: Key::Process(ProcKey {
-                pid,
-                start_ticks: 1,
-            }),
             pid: Some(pid),
             comm: Some(format!("p{pid}")),
-            cgroup: None,
             cpu_s: j,
-            children_cpu_s: 0.0,
             energy_j: j,
             power_w: j,
             total_energy_j: j,
-            co2e_g: None,
-            total_co2e_g: None,
-            gpu_energy_j: None,
-            total_gpu_energy_j: None,
-            gpu_co2e_g: None,
-            total_gpu_co2e_g: None,
+            ..Entry::new(Key::Process(ProcKey {
+                pid,
+                start_ticks: 1,
+            }))
         }
     }
 

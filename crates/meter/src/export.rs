@@ -55,6 +55,8 @@ pub(crate) struct EntityLabels {
     pub comm: String,
     pub pid: String,
     pub cgroup: String,
+    /// By VM: the VM's name (`vm="other"` past the limit); empty otherwise and then left out.
+    pub vm: String,
     pub mechanism: String,
     pub estimated: String,
     /// `attributed (cpu-time share)` with the total's provenance.
@@ -63,14 +65,20 @@ pub(crate) struct EntityLabels {
 
 impl EntityLabels {
     fn pairs(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let mut pairs = vec![
             ("comm", self.comm.clone()),
             ("pid", self.pid.clone()),
             ("cgroup", self.cgroup.clone()),
+        ];
+        if !self.vm.is_empty() {
+            pairs.push(("vm", self.vm.clone()));
+        }
+        pairs.extend([
             ("mechanism", self.mechanism.clone()),
             ("estimated", self.estimated.clone()),
             ("attribution", self.attribution.clone()),
-        ]
+        ]);
+        pairs
     }
 }
 
@@ -127,6 +135,7 @@ impl EntitySeriesSet {
                     comm: s.comm.clone().unwrap_or_default(),
                     pid: s.pid.map(|p| p.to_string()).unwrap_or_default(),
                     cgroup: s.cgroup.clone().unwrap_or_default(),
+                    vm: s.vm.clone().unwrap_or_default(),
                     ..base.clone()
                 });
             *self.entities_j.entry(labels.clone()).or_insert(0.0) += s.delta_j;
@@ -217,6 +226,11 @@ impl Exporter {
             },
             pid: String::new(),
             cgroup: if by == By::Cgroup {
+                "other".into()
+            } else {
+                String::new()
+            },
+            vm: if by == By::Vm {
                 "other".into()
             } else {
                 String::new()
@@ -342,6 +356,7 @@ impl Exporter {
             let (name, help) = match st.by {
                 By::Process => ("wattio_process_energy_joules", "Energy attributed to a process by its CPU-time share since its series started (comm=\"other\": processes past the series limit); see the attribution and estimated labels"),
                 By::Cgroup => ("wattio_cgroup_energy_joules", "Energy attributed to a cgroup (its own CPU time, children apart) since its series started (cgroup=\"other\": cgroups past the series limit); see the attribution and estimated labels"),
+                By::Vm => ("wattio_vm_energy_joules", "Energy attributed to a virtual machine (the CPU time of its QEMU process, vCPU and I/O threads, vhost workers; vm=\"(host)\": the host's own processes, vm=\"other\": VMs past the series limit) since its series started; see the attribution and estimated labels"),
             };
             families.push(CounterFamily {
                 name: name.into(),
@@ -365,6 +380,7 @@ impl Exporter {
             if let Some(g) = &st.gpu {
                 let (name, help) = match st.by {
                     By::Process => ("wattio_process_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to a process by its GPU utilisation share, or its memory share where the GPU reports no utilisation (see the attribution label), since its series started"),
+                    By::Vm => ("wattio_vm_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to the VM of the processes using them (a GPU passed through to a guest is not seen by the host's NVML) by their GPU utilisation share, or memory share (see the attribution label), since its series started"),
                     By::Cgroup => ("wattio_cgroup_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to the cgroup of the processes using them by their GPU utilisation share, or memory share (see the attribution label), since its series started"),
                 };
                 families.push(CounterFamily {

@@ -174,3 +174,28 @@ pub fn require(bin: &str, package: &str) -> bool {
     eprintln!("SKIPPED: {bin} not installed");
     false
 }
+
+/// Asserts that Prometheus's own linter, `promtool check metrics` (Debian's `prometheus`
+/// package, which `make deps` installs), finds nothing in the exposition `body`.
+pub fn assert_promtool_accepts(body: &str) {
+    use std::io::Write as _;
+    let mut lint = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool (make deps installs Debian's prometheus package)");
+    lint.stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let o = lint.wait_with_output().unwrap();
+    assert!(
+        o.status.success() && o.stdout.is_empty() && o.stderr.is_empty(),
+        "promtool: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

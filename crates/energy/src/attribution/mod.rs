@@ -14,6 +14,8 @@
 //! * [`split_gpu`], [`GpuUse`], [`GpuShareBasis`] — a GPU's energy split between the processes
 //!   using it, by utilisation samples or held memory (read by
 //!   [`crate::GpuProcessReader`]);
+//! * [`vm`] — which VM a host process belongs to (libvirt and Proxmox scopes, QEMU command lines,
+//!   vhost workers), for `--by vm`;
 //! * [`Attributor`] — interval attribution of a whole machine (`wattio top`, `record --by`,
 //!   `export`): [`Interval`]s of [`Entry`]s, one per [`Key`] (a process, [`ProcKey`], or a
 //!   cgroup), grouped [`By`] process or cgroup.
@@ -27,7 +29,8 @@ pub mod cputime;
 mod gpu;
 mod split;
 mod tracker;
+pub mod vm;
 
 pub use gpu::{split_gpu, GpuShareBasis, GpuSplit, GpuUse};
 pub use split::{attributed_label, machine_cpus, share_j, split, IdlePolicy, Split};
-pub use tracker::{Attributor, By, Entry, GpuInterval, Interval, Key, ProcKey};
+pub use tracker::{Attributor, By, Entry, GpuInterval, Interval, Key, ProcKey, HOST_ENTRY};

@@ -34,6 +34,8 @@ use std::io;
 pub enum By {
     Process,
     Cgroup,
+    /// Virtual machines on this host ([`super::vm`]), and the host's own processes as one entry.
+    Vm,
 }
 
 impl std::str::FromStr for By {
@@ -42,7 +44,8 @@ impl std::str::FromStr for By {
         match s {
             "process" | "pid" => Ok(By::Process),
             "cgroup" | "container" => Ok(By::Cgroup),
-            other => Err(format!("unknown --by '{other}': use process or cgroup")),
+            "vm" | "vms" => Ok(By::Vm),
+            other => Err(format!("unknown --by '{other}': use process, cgroup or vm")),
         }
     }
 }
@@ -52,6 +55,7 @@ impl By {
         match self {
             By::Process => "process",
             By::Cgroup => "cgroup",
+            By::Vm => "vm",
         }
     }
 }
@@ -68,7 +72,12 @@ pub struct ProcKey {
 pub enum Key {
     Process(ProcKey),
     Cgroup(String),
+    /// A VM by its name ([`HOST_ENTRY`] for the processes in no VM).
+    Vm(String),
 }
+
+/// The `--by vm` entry of the processes that belong to no VM: the host's own work.
+pub const HOST_ENTRY: &str = "(host)";
 
 /// One entry of an interval.
 #[derive(Debug, Clone, Serialize)]
@@ -83,6 +92,9 @@ pub struct Entry {
     pub comm: Option<String>,
     /// The cgroup v2 path (`None` where the process's cgroup could not be read).
     pub cgroup: Option<String>,
+    /// By VM: the VM's name, as the host names it ([`HOST_ENTRY`] for the host's processes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vm: Option<String>,
     /// CPU-seconds in the interval: its own plus `children_cpu_s`.
     pub cpu_s: f64,
     /// By process: CPU-seconds of children it reaped in the interval that no scan saw alive
@@ -117,6 +129,30 @@ pub struct Entry {
 
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
+}
+
+impl Entry {
+    /// An entry of `key` with no name, no time and no energy yet.
+    pub fn new(key: Key) -> Entry {
+        Entry {
+            key,
+            pid: None,
+            comm: None,
+            cgroup: None,
+            vm: None,
+            cpu_s: 0.0,
+            children_cpu_s: 0.0,
+            energy_j: 0.0,
+            power_w: 0.0,
+            total_energy_j: 0.0,
+            co2e_g: None,
+            total_co2e_g: None,
+            gpu_energy_j: None,
+            total_gpu_energy_j: None,
+            gpu_co2e_g: None,
+            total_gpu_co2e_g: None,
+        }
+    }
 }
 
 /// One interval's attribution.
@@ -163,6 +199,8 @@ struct ProcInfo {
     /// processes `top` lists sleep, and reading every one's at start-up cost a second file each.
     cgroup: Option<Option<String>>,
     ppid: u32,
+    /// By VM: its VM, found the first time it has CPU time (`Some(None)`: in no VM).
+    vm: Option<Option<String>>,
     last_ticks: u64,
     last_children_ticks: u64,
     /// Ticks of ended descendants already attributed (to them, while alive) that this
@@ -189,6 +227,8 @@ pub struct Attributor {
     procs: HashMap<ProcKey, ProcInfo>,
     cgroup_mount: Option<std::path::PathBuf>,
     cgroups: HashMap<String, cgroup::Previous>,
+    /// By VM: the VMs of the processes present at the last scan.
+    vms: std::collections::HashSet<String>,
     totals: HashMap<Key, f64>,
     gpu_totals: HashMap<Key, f64>,
     last_busy_s: f64,
@@ -219,7 +259,7 @@ impl Attributor {
                     ),
                 )
             })?),
-            By::Process => None,
+            By::Process | By::Vm => None,
         };
         let mut a = Attributor {
             last_busy_s: cputime::machine_busy_cpu_s(&root)?,
@@ -231,6 +271,7 @@ impl Attributor {
             procs: HashMap::new(),
             cgroup_mount,
             cgroups: HashMap::new(),
+            vms: Default::default(),
             totals: HashMap::new(),
             gpu_totals: HashMap::new(),
             last_scan: std::time::Instant::now(),
@@ -243,7 +284,7 @@ impl Attributor {
             a.stat_file_budget = stat_file_budget();
         }
         match a.by {
-            By::Process => {
+            By::Process | By::Vm => {
                 a.scan_processes()?;
             }
             By::Cgroup => {
@@ -263,6 +304,7 @@ impl Attributor {
         match key {
             Key::Process(p) => self.procs.contains_key(p),
             Key::Cgroup(c) => self.cgroups.contains_key(c),
+            Key::Vm(v) => self.vms.contains(v),
         }
     }
 
@@ -294,6 +336,11 @@ impl Attributor {
                 self.process_entries(d, busy_cpu_s)
             }
             By::Cgroup => self.scan_cgroups()?,
+            By::Vm => {
+                let d = self.scan_processes()?;
+                let e = self.process_entries(d, busy_cpu_s);
+                self.vm_entries(e)
+            }
         };
         self.last_busy_s = busy;
         let now = std::time::Instant::now();
@@ -325,22 +372,13 @@ impl Attributor {
         });
         let seen: f64 = cpu.iter().sum();
         // Forget the totals of entities that are gone.
-        match self.by {
-            By::Process => {
-                let procs = &self.procs;
-                self.totals.retain(|k, _| match k {
-                    Key::Process(p) => procs.contains_key(p),
-                    Key::Cgroup(_) => false,
-                });
-            }
-            By::Cgroup => {
-                let cgs = &self.cgroups;
-                self.totals.retain(|k, _| match k {
-                    Key::Cgroup(c) => cgs.contains_key(c),
-                    Key::Process(_) => false,
-                });
-            }
-        }
+        let alive: Vec<Key> = self
+            .totals
+            .keys()
+            .filter(|k| self.is_alive(k))
+            .cloned()
+            .collect();
+        self.totals.retain(|k, _| alive.contains(k));
         Ok(Interval {
             interval_s,
             total_j: if total_j.is_finite() {
@@ -401,16 +439,33 @@ impl Attributor {
                 .then(b.cpu_s.total_cmp(&a.cpu_s))
                 .then(a.key.cmp(&b.key))
         });
-        let (procs, cgs) = (&self.procs, &self.cgroups);
-        self.gpu_totals.retain(|k, _| match k {
-            Key::Process(p) => procs.contains_key(p),
-            Key::Cgroup(c) => cgs.contains_key(c),
-        });
+        let alive: Vec<Key> = self
+            .gpu_totals
+            .keys()
+            .filter(|k| self.is_alive(k))
+            .cloned()
+            .collect();
+        self.gpu_totals.retain(|k, _| alive.contains(k));
     }
 
     /// The entry of `interval` that process `pid`'s GPU use goes to, made when it has none.
-    fn gpu_entry<'a>(&self, interval: &'a mut Interval, pid: u32) -> &'a mut Entry {
+    fn gpu_entry<'a>(&mut self, interval: &'a mut Interval, pid: u32) -> &'a mut Entry {
         let (key, comm, cgroup) = match self.by {
+            By::Vm => {
+                let cg = cgroup::cgroup_of(&self.root, pid);
+                let key = self.procs.keys().find(|k| k.pid == pid).copied();
+                let vm = match key {
+                    Some(k) => self.vm_of(&k),
+                    None => {
+                        let comm = cputime::read_proc_stat(&self.root, pid)
+                            .map(|st| st.comm)
+                            .unwrap_or_default();
+                        super::vm::vm_of_process(&self.root, pid, &comm, cg.as_deref())
+                    }
+                }
+                .unwrap_or_else(|| HOST_ENTRY.to_string());
+                (Key::Vm(vm.clone()), Some(vm), cg)
+            }
             By::Process => match self.procs.iter().find(|(k, _)| k.pid == pid) {
                 Some((k, info)) => (
                     Key::Process(*k),
@@ -439,21 +494,15 @@ impl Attributor {
             pid: matches!(self.by, By::Process).then_some(pid),
             comm: comm.or_else(|| match self.by {
                 By::Process => Some(format!("pid {pid}")),
-                By::Cgroup => None,
+                By::Cgroup | By::Vm => None,
             }),
+            vm: match &key {
+                Key::Vm(v) => Some(v.clone()),
+                _ => None,
+            },
             cgroup,
-            cpu_s: 0.0,
-            children_cpu_s: 0.0,
-            energy_j: 0.0,
-            power_w: 0.0,
             total_energy_j: self.totals.get(&key).copied().unwrap_or(0.0),
-            co2e_g: None,
-            total_co2e_g: None,
-            gpu_energy_j: None,
-            total_gpu_energy_j: None,
-            gpu_co2e_g: None,
-            total_gpu_co2e_g: None,
-            key,
+            ..Entry::new(key)
         });
         interval.entries.last_mut().expect("just pushed")
     }
@@ -544,6 +593,7 @@ impl Attributor {
                             comm: st.comm,
                             cgroup: None,
                             ppid: st.ppid,
+                            vm: None,
                             last_ticks: st.cpu_ticks,
                             last_children_ticks: st.children_ticks,
                             debt: 0,
@@ -594,24 +644,64 @@ impl Attributor {
                 let info = &self.procs[&d.key];
                 let children = d.reaped as f64 * tick * scale;
                 Entry {
-                    key: Key::Process(d.key),
                     pid: Some(d.key.pid),
                     comm: Some(info.comm.clone()),
                     cgroup: info.cgroup.clone().flatten(),
                     cpu_s: d.own as f64 * tick + children,
                     children_cpu_s: children,
-                    energy_j: 0.0,
-                    power_w: 0.0,
-                    total_energy_j: 0.0,
-                    co2e_g: None,
-                    total_co2e_g: None,
-                    gpu_energy_j: None,
-                    total_gpu_energy_j: None,
-                    gpu_co2e_g: None,
-                    total_gpu_co2e_g: None,
+                    ..Entry::new(Key::Process(d.key))
                 }
             })
             .collect()
+    }
+
+    /// The VM of process `k` (cached on first use), `None` for a process in no VM.
+    fn vm_of(&mut self, k: &ProcKey) -> Option<String> {
+        let root = &self.root;
+        let info = self.procs.get_mut(k)?;
+        if info.vm.is_none() {
+            if info.cgroup.is_none() {
+                info.cgroup = Some(cgroup::cgroup_of(root, k.pid));
+            }
+            let cg = info.cgroup.clone().flatten();
+            info.vm = Some(super::vm::vm_of_process(
+                root,
+                k.pid,
+                &info.comm,
+                cg.as_deref(),
+            ));
+        }
+        info.vm.clone().flatten()
+    }
+
+    /// Process entries grouped by VM ([`super::vm`]), the processes in no VM as [`HOST_ENTRY`];
+    /// also notes which VMs are present.
+    fn vm_entries(&mut self, entries: Vec<Entry>) -> Vec<Entry> {
+        let mut by_vm: std::collections::BTreeMap<String, Entry> = Default::default();
+        for e in entries {
+            let Key::Process(k) = e.key else { continue };
+            let vm = self.vm_of(&k).unwrap_or_else(|| HOST_ENTRY.to_string());
+            let cg = e.cgroup.clone();
+            let g = by_vm.entry(vm.clone()).or_insert_with(|| Entry {
+                comm: Some(vm.clone()),
+                // The VM's scope, where its cgroup names it.
+                cgroup: cg.filter(|c| super::vm::vm_of_cgroup(c).is_some()),
+                vm: Some(vm.clone()),
+                ..Entry::new(Key::Vm(vm.clone()))
+            });
+            g.cpu_s += e.cpu_s;
+            g.children_cpu_s += e.children_cpu_s;
+        }
+        // Every process present, not only those with CPU time: a VM idle this interval is
+        // still there.
+        let keys: Vec<ProcKey> = self.procs.keys().copied().collect();
+        self.vms = keys
+            .iter()
+            .filter_map(|k| self.procs[k].vm.clone().flatten())
+            .collect();
+        self.vms.insert(HOST_ENTRY.to_string());
+        self.vms.extend(by_vm.keys().cloned());
+        by_vm.into_values().collect()
     }
 
     /// One `read` per process: of its `/proc/PID/stat` kept open since an earlier scan (from
@@ -657,21 +747,9 @@ impl Attributor {
             .into_iter()
             .filter(|(_, d)| *d > 0)
             .map(|(path, d)| Entry {
-                key: Key::Cgroup(path.clone()),
-                pid: None,
-                comm: None,
-                cgroup: Some(path),
+                cgroup: Some(path.clone()),
                 cpu_s: d as f64 * 1e-6,
-                children_cpu_s: 0.0,
-                energy_j: 0.0,
-                power_w: 0.0,
-                total_energy_j: 0.0,
-                co2e_g: None,
-                total_co2e_g: None,
-                gpu_energy_j: None,
-                total_gpu_energy_j: None,
-                gpu_co2e_g: None,
-                total_gpu_co2e_g: None,
+                ..Entry::new(Key::Cgroup(path))
             })
             .collect())
     }
@@ -780,6 +858,86 @@ mod tests {
         format!(
             "cpu  {busy_ticks} 0 0 100000 0 0 0 0 0 0\ncpu0 {busy_ticks} 0 0 50000 0 0 0 0 0 0\n"
         )
+    }
+
+    /// A host with a libvirt domain, a Proxmox VM, a plain QEMU process with its vhost worker,
+    /// and its own shell: by VM, each VM's processes together and the shell as the host.
+    #[test]
+    fn vms_by_the_cpu_time_of_their_processes() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        write(r, "/proc/stat", &proc_stat(1000));
+        let libvirt = "0::/machine.slice/machine-qemu\\x2d1\\x2dweb\\x2d1.scope/libvirt/emulator\n";
+        let procs: [(u32, &str, &str, &str); 5] = [
+            (
+                100,
+                "qemu-system-x86",
+                libvirt,
+                "qemu-system-x86_64\0-name\0guest=web-1\0",
+            ),
+            (
+                101,
+                "qemu-system-x86",
+                "0::/qemu.slice/101.scope\n",
+                "/usr/bin/kvm\0-id\0vm101\0",
+            ),
+            (
+                102,
+                "qemu-system-x86",
+                "0::/user.slice\n",
+                "qemu-system-x86_64\0-name\0guest=plain,debug-threads=on\0",
+            ),
+            (103, "vhost-102", "0::/\n", ""),
+            (200, "bash", "0::/user.slice\n", "bash\0"),
+        ];
+        for (pid, comm, cg, cmd) in procs {
+            write(r, &format!("/proc/{pid}/stat"), &stat_line(pid, comm, 0, 5));
+            write(r, &format!("/proc/{pid}/cgroup"), cg);
+            write(r, &format!("/proc/{pid}/cmdline"), cmd);
+        }
+        let mut a = Attributor::new(SysRoot::new(r), By::Vm, IdlePolicy::Apart, 4).unwrap();
+        // 1 s on 4 CPUs (4 CPU-s): web-1 1 s, 101 0.5 s, plain 0.4 s + vhost 0.2 s, bash 0.1 s.
+        write(r, "/proc/stat", &proc_stat(1220));
+        for (pid, comm, ticks) in [
+            (100, "qemu-system-x86", 100),
+            (101, "qemu-system-x86", 50),
+            (102, "qemu-system-x86", 40),
+            (103, "vhost-102", 20),
+            (200, "bash", 10),
+        ] {
+            write(
+                r,
+                &format!("/proc/{pid}/stat"),
+                &stat_line(pid, comm, ticks, 5),
+            );
+        }
+        let i = a.step(40.0, 1.0).unwrap();
+        let vm = |name: &str| {
+            i.entries
+                .iter()
+                .find(|e| e.vm.as_deref() == Some(name))
+                .unwrap_or_else(|| panic!("no {name}: {:?}", i.entries))
+        };
+        // 40 J over 4 CPU-s: 10 J per CPU-second.
+        assert!((vm("web-1").energy_j - 10.0).abs() < 1e-9);
+        assert!((vm("101").energy_j - 5.0).abs() < 1e-9);
+        assert!((vm("plain").energy_j - 6.0).abs() < 1e-9);
+        assert!((vm(HOST_ENTRY).energy_j - 1.0).abs() < 1e-9);
+        assert_eq!(i.entries.len(), 4);
+        assert_eq!(i.entries[0].vm.as_deref(), Some("web-1"));
+        assert_eq!(
+            vm("web-1").cgroup.as_deref(),
+            Some("/machine.slice/machine-qemu\\x2d1\\x2dweb\\x2d1.scope/libvirt/emulator")
+        );
+        assert!((i.idle_j - 18.0).abs() < 1e-9);
+        // A VM idle for an interval is still there; one whose QEMU ended is not.
+        write(r, "/proc/stat", &proc_stat(1230));
+        write(r, "/proc/200/stat", &stat_line(200, "bash", 20, 5));
+        std::fs::remove_dir_all(r.join("proc/101")).unwrap();
+        let i = a.step(4.0, 1.0).unwrap();
+        assert_eq!(i.entries.len(), 1);
+        assert!(a.is_alive(&Key::Vm("web-1".into())));
+        assert!(!a.is_alive(&Key::Vm("101".into())));
     }
 
     #[test]
