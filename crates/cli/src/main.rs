@@ -18,6 +18,7 @@ mod study_ui;
 mod testbed_cmd;
 mod top_cmd;
 mod transfer_cmd;
+mod vm_cmd;
 
 /// A switch given as `on` or `off` (`cache replay --ghost-hints`, `transfer --cpufreq`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -44,6 +45,8 @@ enum Command {
     Measure(measure_cmd::MeasureArgs),
     /// Live view of which process, cgroup or VM uses the energy (CPU-time share of the total).
     Top(top_cmd::TopArgs),
+    /// Energy for virtual machines: `vm publish` on a host hands each guest its measured share.
+    Vm(vm_cmd::VmArgs),
     /// Serve an OpenMetrics endpoint with energy counters.
     Export(meter_cmd::ExportArgs),
     /// Built-in workloads used by the demo and the overhead study.
@@ -102,6 +105,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Measure(a) => measure_cmd::measure(a),
         Command::Export(a) => meter_cmd::export(a),
         Command::Top(a) => top_cmd::top(a),
+        Command::Vm(a) => vm_cmd::vm(a),
         Command::Workload(a) => meter_cmd::workload(a),
         Command::Fixture(a) => meter_cmd::fixture(a),
         Command::Calibrate(a) => calibrate_cmd::calibrate(a),

@@ -427,6 +427,24 @@ fn attribution_flags_are_checked() {
     assert_eq!(e.trim().lines().count(), 1, "one line: {e}");
 }
 
+/// `wattio top --by vm --once --json` over one second, on this machine.
+fn top_by_vm_once() -> std::process::Output {
+    wattio(
+        None,
+        &[
+            "top",
+            "--by",
+            "vm",
+            "--source",
+            "model",
+            "--once",
+            "--json",
+            "--interval",
+            "1s",
+        ],
+    )
+}
+
 /// A process that looks to the host like a plain QEMU guest named `name`: a shell spinning one
 /// CPU under the name `qemu-system-x86_64`, with `-name guest=NAME` on its command line. (The
 /// QEMU of the real-guest test boots a kernel; this one only needs to be found.)
@@ -450,20 +468,7 @@ fn fake_qemu(dir: &Path, name: &str) -> Child {
 fn top_and_export_by_vm_find_a_qemu_guest_and_the_host() {
     let d = tempfile::tempdir().unwrap();
     let _vm = Reaper(vec![fake_qemu(d.path(), "t1")]);
-    let o = wattio(
-        None,
-        &[
-            "top",
-            "--by",
-            "vm",
-            "--source",
-            "model",
-            "--once",
-            "--json",
-            "--interval",
-            "1s",
-        ],
-    );
+    let o = top_by_vm_once();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["by"], "vm");
@@ -522,4 +527,92 @@ fn top_and_export_by_vm_find_a_qemu_guest_and_the_host() {
     assert!(r.contains("vm=\"other\""), "{r}");
     let body = r.split_once("\r\n\r\n").unwrap().1;
     common::assert_promtool_accepts(body);
+}
+
+#[test]
+fn vm_publish_hands_a_guest_its_share_and_the_guest_says_where_it_comes_from() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("vms");
+    let mut kids = Reaper(vec![fake_qemu(d.path(), "t1")]);
+    kids.0.push(
+        Command::new(BIN)
+            .args([
+                "vm",
+                "publish",
+                "--source",
+                "model",
+                "--interval",
+                "200ms",
+                "--dir",
+            ])
+            .arg(&dir)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let share = dir.join("t1");
+    common::wait_until(10, "the publisher to write t1's counter", || {
+        share.join("wattio-host.json").exists()
+    });
+    // The guest's side, with the share where it would mount it.
+    let guest = |args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .env("WATTIO_HOST_ENERGY", &share)
+            .env_remove("WATTIO_ROOT")
+            .output()
+            .unwrap()
+    };
+    let o = guest(&["probe", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["chosen"], "host", "{v}");
+    let o = guest(&["measure", "--json", "--", "sleep", "1"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(m["mechanism"], "host");
+    // The host estimates here (no RAPL), and the guest says both.
+    let label = m["total_label"].as_str().unwrap();
+    assert!(
+        label.starts_with("estimated (host: ccf-linear")
+            && label.ends_with("on the host, attributed to this VM (cpu-time share))"),
+        "{label}"
+    );
+    // t1 spins one of the host's CPUs: its share is a CPU's worth of the model's power, the
+    // same the host's own top gives it (a few hundred ms of publishing granularity aside).
+    let guest_w = m["total_j"].as_f64().unwrap() / m["duration_s"].as_f64().unwrap();
+    let host = top_by_vm_once();
+    let t: serde_json::Value = serde_json::from_slice(&host.stdout).unwrap();
+    let host_w = t["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["vm"] == "t1")
+        .unwrap()["power_w"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (guest_w - host_w).abs() < 0.35 * host_w,
+        "guest {guest_w} W, host {host_w} W"
+    );
+
+    // The publisher ends (SIGTERM): the guest is told, and falls back to the model.
+    let publisher = kids.0.pop().unwrap();
+    let o = common::terminate(publisher);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = guest(&["probe", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["chosen"], "model", "{v}");
+    let host_status = v["mechanisms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["mechanism"] == "host")
+        .unwrap();
+    assert!(
+        host_status["reason"]
+            .as_str()
+            .unwrap()
+            .contains("publisher for VM t1 has stopped"),
+        "{host_status}"
+    );
 }

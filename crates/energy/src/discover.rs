@@ -224,6 +224,12 @@ fn open_mechanism(
             }
             Err(e) => (Err(e), vec![]),
         },
+        Mechanism::Host => (
+            crate::host::HostSource::open(root)
+                .map(|s| Box::new(s) as Box<dyn Source>)
+                .and_then(|s| filter(s, domains)),
+            vec![],
+        ),
         Mechanism::Model => {
             let r = ModelSource::open(root, params.clone()).map(|s| Box::new(s) as Box<dyn Source>);
             // How the model was chosen (tdp-curve, or why it fell back to ccf-linear).
@@ -301,6 +307,9 @@ pub fn discover(root: &SysRoot, params: ModelParams) -> ProbeReport {
         .find(|&m| mechanisms.iter().any(|s| s.mechanism == m && s.usable));
     let provenance = chosen.map(|m| match m {
         Mechanism::Model => params.provenance(),
+        Mechanism::Host => crate::host::read_host_info(&crate::host::host_dir(root))
+            .map(|i| i.guest_provenance())
+            .unwrap_or_else(|_| Provenance::measured(m)),
         m => Provenance::measured(m),
     });
     let mut warnings = Vec::new();

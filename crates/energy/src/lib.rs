@@ -41,6 +41,7 @@ mod discover;
 #[cfg_attr(not(feature = "ebpf"), allow(dead_code))]
 mod ebpf;
 mod error;
+mod host;
 mod machine;
 mod model;
 mod model_choice;
@@ -64,6 +65,10 @@ pub use discover::{discover, open_source, MechanismStatus, ProbeReport, SourceCh
 pub use ebpf::EbpfSource;
 pub use ebpf::{mono_ns, Reading, SlotPlan, EBPF_BUILT_IN};
 pub use error::EnergyError;
+pub use host::{
+    host_dir, read_host_info, HostInfo, HostSource, DEFAULT_HOST_DIR, HOST_DIR_ENV, HOST_INFO,
+    HOST_ZONE,
+};
 pub use machine::Machine;
 pub use model::{ModelParams, ModelSource, CCF_MAX_W, CCF_MIN_W, HOST_ESTIMATE_SCOPE};
 pub use model_choice::ModelChoice;

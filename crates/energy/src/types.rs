@@ -93,6 +93,9 @@ pub enum Mechanism {
     Powercap,
     /// RAPL model-specific registers through `/dev/cpu/N/msr`.
     Msr,
+    /// Inside a VM: the energy the host measured and attributed to this VM, published by the
+    /// host's `wattio vm publish` in a shared tree ([`crate::HostSource`]).
+    Host,
     /// A utilisation model: figures are estimates, never measurements.
     Model,
     /// The NVIDIA management library (GPUs only): `nvmlDeviceGetTotalEnergyConsumption`, or
@@ -103,20 +106,23 @@ pub enum Mechanism {
 impl Mechanism {
     /// Every CPU mechanism, in the order `probe` lists them. [`Mechanism::Nvml`] measures GPUs
     /// and is probed apart ([`crate::probe_nvml`]).
-    pub const ALL: [Mechanism; 5] = [
+    pub const ALL: [Mechanism; 6] = [
         Mechanism::Perf,
         Mechanism::Ebpf,
         Mechanism::Powercap,
         Mechanism::Msr,
+        Mechanism::Host,
         Mechanism::Model,
     ];
 
     /// The order `--source auto` tries. eBPF reads the same counters as perf with more
-    /// machinery and no gain (Raffin & Trystram 2024, §V-D), so it is used only on request.
-    pub const AUTO: [Mechanism; 4] = [
+    /// machinery and no gain (Raffin & Trystram 2024, §V-D), so it is used only on request. The
+    /// host's share comes before the model: inside a VM it is a measurement where there is one.
+    pub const AUTO: [Mechanism; 5] = [
         Mechanism::Perf,
         Mechanism::Powercap,
         Mechanism::Msr,
+        Mechanism::Host,
         Mechanism::Model,
     ];
 
@@ -127,6 +133,7 @@ impl Mechanism {
             Mechanism::Ebpf => "ebpf",
             Mechanism::Powercap => "powercap",
             Mechanism::Msr => "msr",
+            Mechanism::Host => "host",
             Mechanism::Model => "model",
             Mechanism::Nvml => "nvml",
         }
@@ -147,10 +154,11 @@ impl FromStr for Mechanism {
             "ebpf" | "bpf" => Ok(Mechanism::Ebpf),
             "powercap" => Ok(Mechanism::Powercap),
             "msr" => Ok(Mechanism::Msr),
+            "host" => Ok(Mechanism::Host),
             "model" => Ok(Mechanism::Model),
             "nvml" => Ok(Mechanism::Nvml),
             other => Err(format!(
-                "unknown mechanism '{other}': use perf, ebpf, powercap, msr, model or nvml"
+                "unknown mechanism '{other}': use perf, ebpf, powercap, msr, host, model or nvml"
             )),
         }
     }

@@ -26,6 +26,8 @@
 //! * [`file_io_workload`] and [`spin_cpu`] — the built-in workloads of `wattio workload`, the
 //!   overhead study and calibration; [`gpu_load`] — `wattio workload gpu`, a spin kernel handed
 //!   to the CUDA driver as PTX.
+//! * [`VmPublisher`] — `wattio vm publish`: each VM's attributed energy as a counter its guest
+//!   reads with `--source host`.
 //! * [`Recording`] and [`MeasuredCommand`] — a `wattio record` file and a `wattio measure`
 //!   result as sections of a `wattio report` page ([`wattio_plot::ReportSection`]).
 
@@ -40,6 +42,7 @@ mod report;
 mod rows;
 mod sampler;
 mod sink;
+mod vm_publish;
 mod workload;
 
 pub use attribute::{
@@ -62,4 +65,5 @@ pub use sampler::{
     record_rows, run_sampler, Pacing, RecordProgress, RowSink, Sample, SampleSink, SamplerConfig,
     SamplerError, SamplerStats,
 };
+pub use vm_publish::{VmPublisher, DEFAULT_MAX_ENERGY_RANGE_UJ};
 pub use workload::{file_io_workload, spin_cpu, FileIoReport};
