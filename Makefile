@@ -5,7 +5,7 @@ WATTIO := $(or $(CARGO_TARGET_DIR),target)/release/wattio
 
 HW_BUNDLE := hw-bundle
 
-.PHONY: hw-bundle hw-check test-hw all build demo demo-iobench test test-rust test-java unused-deps deps lint bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters fuzz soak
+.PHONY: hw-bundle hw-check test-hw test-vm all build demo demo-iobench test test-rust test-java unused-deps deps lint bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters fuzz soak
 
 all: build
 
@@ -34,11 +34,12 @@ demo: build
 ## see no GPU rows; the GPU tests load the stand-in library (crates/nvidia-stub) themselves.
 ## The eBPF mechanism is always built here (deps installed its toolchain) and WATTIO_REQUIRE_EBPF
 ## makes its tests, which load the BPF program into this kernel, fail instead of skipping without BPF.
+## WATTIO_REQUIRE_VM likewise for the real-guest test (tests/vm_e2e.rs: QEMU, a kernel, busybox).
 test: deps test-java test-rust unused-deps
 
 test-rust:
 	WATTIO_REQUIRE_NGINX=1 WATTIO_NVML_LIB=/nonexistent/libnvidia-ml.so.1 WATTIO_DEFAULT_MODEL=ccf-linear \
-	  WATTIO_REQUIRE_EBPF=1 $(CARGO) test --workspace --release --features wattio-energy/ebpf
+	  WATTIO_REQUIRE_EBPF=1 WATTIO_REQUIRE_VM=1 $(CARGO) test --workspace --release --features wattio-energy/ebpf
 	$(CARGO) test --release --features wattio-energy/ebpf -p wattio-report --test browser -- --ignored
 
 ## No manifest declares a dependency its crate does not use (cargo-machete; the exceptions,
@@ -73,6 +74,12 @@ hw-bundle: build
 	echo "$$(git rev-parse --short HEAD)$$(git diff --quiet HEAD || echo -dirty)" > $(HW_BUNDLE)/COMMIT
 	@size=$$(du -sm $(HW_BUNDLE) | cut -f1); echo "hw-bundle: $(HW_BUNDLE)/ is $$size MiB ($$(ls $(HW_BUNDLE) $(HW_BUNDLE)/lib | tr '\n' ' '))"; \
 	  [ $$size -lt 64 ] || { echo "hw-bundle: over 64 MiB"; exit 1; }
+
+## A real guest (QEMU, TCG, Debian's kernel, an initramfs with busybox and wattio) measuring with
+## the energy its host attributed to it (`vm publish` on a fake RAPL at known power, shared over
+## 9p); about 30 s, also part of make test (WATTIO_REQUIRE_VM: fails instead of skipping).
+test-vm:
+	WATTIO_REQUIRE_VM=1 $(CARGO) test --release -p wattio --test vm_e2e -- --nocapture
 
 ## hw-check end to end without hardware (also part of make test, through cargo test): a fixture
 ## ticking at a known power, the stand-in NVML and CUDA, a stand-in nvidia-smi.

@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests and benchmarks use, when they are missing.
-# Each part of wattio lists what it needs in PACKAGES below; keep the list sorted.
+# Each part of wattio lists what it needs in PACKAGES below; keep the list sorted. The real-guest
+# test of `--source host` (crates/cli/tests/vm_e2e.rs) boots Debian's kernel (linux-image-amd64)
+# under qemu-system-x86 with busybox-static in an initramfs that cpio packs.
 set -euo pipefail
 PACKAGES=(
   apache2-bin
   aria2
+  busybox-static
   ca-certificates
   chromium
   clang
+  cpio
   curl
   iproute2
   iputils-ping
   libelf-dev
+  linux-image-amd64
   make
   maven
   nghttp2-client
@@ -21,6 +26,7 @@ PACKAGES=(
   prometheus
   python3
   python3-prometheus-client
+  qemu-system-x86
   strace
   stress-ng
   util-linux

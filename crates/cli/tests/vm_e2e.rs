@@ -1,0 +1,259 @@
+//! A real guest reads the energy its host attributed to it, end to end.
+//!
+//! The host: a `wattio fixture` tree ticking at a known power stands in for RAPL at the real
+//! powercap path (`scripts/fake-rapl-ns.sh`, a private mount namespace), and `wattio vm publish`
+//! runs there. The guest: `qemu-system-x86_64` (TCG) booting Debian's kernel with an initramfs
+//! holding busybox and wattio (`scripts/vm-guest-initramfs.sh`), the publisher's directory for it
+//! shared over 9p. The guest measures a busy loop with `--source host`; the host test reads the
+//! published counter and QEMU's CPU time at the guest's `WATTIO-START` and `WATTIO-END` console
+//! lines, and checks that the guest's figure says where it comes from and matches what the host
+//! attributed: the fixture's power × QEMU's share of the host's CPU time.
+//!
+//! Needs root, `qemu-system-x86`, `linux-image-amd64`, `busybox-static` and `cpio` (`make deps`
+//! installs them); without them it says what is missing and passes, unless `WATTIO_REQUIRE_VM`
+//! is set (as `make test` does), where it fails.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+mod common;
+use common::{Reaper, BIN};
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scripts")
+        .join(name)
+}
+
+/// The newest kernel with both an image in /boot and its modules, or what is missing.
+fn guest_kernel() -> Result<(PathBuf, String), String> {
+    let mut found: Vec<String> = std::fs::read_dir("/boot")
+        .map_err(|e| format!("/boot: {e}"))?
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.strip_prefix("vmlinuz-"))
+                .map(String::from)
+        })
+        .filter(|v| Path::new("/lib/modules").join(v).is_dir())
+        .collect();
+    found.sort();
+    let v = found
+        .pop()
+        .ok_or("no /boot/vmlinuz-* with its /lib/modules (apt-get install linux-image-amd64)")?;
+    Ok((PathBuf::from(format!("/boot/vmlinuz-{v}")), v))
+}
+
+fn missing() -> Option<String> {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout == b"0\n");
+    if !root {
+        return Some("not root (the fake RAPL needs a mount namespace)".into());
+    }
+    for tool in ["qemu-system-x86_64", "busybox", "cpio", "unshare"] {
+        if Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .map_or(true, |o| !o.status.success())
+        {
+            return Some(format!("{tool} not found (make deps installs it)"));
+        }
+    }
+    guest_kernel().err()
+}
+
+/// User + system seconds of process `pid`.
+fn cpu_s(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |x| x.1);
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15; after the command, 12 and 13 of the rest.
+    (ticks(11) + ticks(12)) / wattio_energy::attribution::cputime::ticks_per_s()
+}
+
+fn read_uj(path: &Path) -> u64 {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_guest_measures_with_the_energy_its_host_attributed_to_it() {
+    if let Some(why) = missing() {
+        assert!(
+            std::env::var_os("WATTIO_REQUIRE_VM").is_none(),
+            "WATTIO_REQUIRE_VM is set but {why}"
+        );
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let (kernel, kver) = guest_kernel().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let fx = d.path().join("fx");
+    let vms = d.path().join("vms");
+    let share = vms.join("g1");
+    std::fs::create_dir_all(&share).unwrap();
+    let o = Command::new(BIN)
+        .args(["fixture", "intel-server"])
+        .arg(&fx)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Two packages at 10 W each: the host's package + DRAM total is 20 W.
+    const HOST_W: f64 = 20.0;
+    let mut kids = Reaper(vec![Command::new(BIN)
+        .args(["fixture", "tick", "--watts", "10"])
+        .arg(&fx)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()]);
+    kids.0.push(
+        Command::new(script("fake-rapl-ns.sh"))
+            .arg(&fx)
+            .args([
+                "--",
+                BIN,
+                "vm",
+                "publish",
+                "--source",
+                "powercap",
+                "--interval",
+                "500ms",
+                "--dir",
+            ])
+            .arg(&vms)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let initrd = d.path().join("initrd.gz");
+    let o = Command::new(script("vm-guest-initramfs.sh"))
+        .arg(&initrd)
+        .arg(BIN)
+        .arg(&kver)
+        .arg("6")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut qemu = Command::new("qemu-system-x86_64")
+        .args([
+            "-name", "guest=g1", "-accel", "tcg", "-m", "512", "-smp", "1",
+        ])
+        .args([
+            "-nographic",
+            "-no-reboot",
+            "-nodefaults",
+            "-serial",
+            "stdio",
+            "-kernel",
+        ])
+        .arg(&kernel)
+        .arg("-initrd")
+        .arg(&initrd)
+        .args(["-append", "console=ttyS0 quiet panic=-1", "-virtfs"])
+        .arg(format!(
+            "local,path={},mount_tag=wattio,security_model=none,readonly=on",
+            share.display()
+        ))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let qemu_pid = qemu.id();
+    let out = qemu.stdout.take().unwrap();
+    kids.0.push(qemu);
+    // The console, line by line, with the counter and QEMU's CPU time read at the two marks.
+    let (tx, rx) = mpsc::channel();
+    let counter = share.join("intel-rapl:0/energy_uj");
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            // The firmware's terminal escapes may precede a mark on its line.
+            let l = line.trim_end();
+            let mark = (l.ends_with("WATTIO-START")
+                || l.ends_with("-END") && !l.ends_with("JSON-END"))
+            .then(|| (read_uj(&counter), cpu_s(qemu_pid), Instant::now()));
+            if tx.send((line, mark)).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let (mut start, mut end, mut console, mut json) = (None, None, String::new(), None);
+    let mut in_json = false;
+    while let Ok((line, mark)) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+    {
+        console.push_str(&line);
+        console.push('\n');
+        let l = line.trim();
+        match l {
+            _ if l.ends_with("WATTIO-START") => start = mark,
+            _ if l.ends_with("WATTIO-END") => end = mark,
+            "WATTIO-JSON-BEGIN" => {
+                in_json = true;
+                json = Some(String::new());
+            }
+            "WATTIO-JSON-END" => in_json = false,
+            _ if in_json => json.get_or_insert_with(String::new).push_str(l),
+            _ => {}
+        }
+    }
+    let (Some((c0, q0, t0)), Some((c1, q1, t1)), Some(json)) = (start, end, json) else {
+        panic!("the guest did not measure: {console}");
+    };
+    let m: serde_json::Value =
+        serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}\n{console}"));
+    // Where the figure comes from, in the guest's own words.
+    assert_eq!(m["mechanism"], "host", "{m}");
+    assert_eq!(m["estimated"], false, "{m}");
+    assert_eq!(
+        m["total_label"],
+        "measured (host powercap on the host, attributed to this VM (cpu-time share))"
+    );
+    // What the host attributed to g1 between the marks: the fixture's power × QEMU's share of
+    // the host's 2 CPUs ("idle apart": the share of all CPU time, not of the busy time).
+    let window_s = (t1 - t0).as_secs_f64();
+    let host_j = (c1 - c0) as f64 / 1e6;
+    let cpus = wattio_energy::attribution::machine_cpus(&wattio_energy::SysRoot::new("/")) as f64;
+    let expected_j = HOST_W * (q1 - q0) / cpus;
+    // Tolerance: one publishing interval of the VM's share at each end (0.5 s each), and the
+    // 10 ms ticks of QEMU's CPU time.
+    let slack = HOST_W / cpus * 1.0 + 0.5;
+    assert!(
+        (host_j - expected_j).abs() < slack,
+        "the counter grew {host_j} J over {window_s} s; QEMU used {} CPU-s, so {expected_j} J",
+        q1 - q0
+    );
+    // The guest measured inside that window (its wattio starting and stopping within it): at
+    // most what the counter grew, and most of it.
+    let guest_j = m["total_j"].as_f64().unwrap();
+    eprintln!(
+        "vm_e2e: between the guest's marks ({window_s:.2} s) QEMU used {:.2} CPU-s of {cpus} CPUs: the host attributed {host_j:.3} J (expected {expected_j:.3} J at {HOST_W} W); the guest measured {guest_j:.3} J over {} s",
+        q1 - q0,
+        m["duration_s"]
+    );
+    let (guest_w, host_w) = (
+        guest_j / m["duration_s"].as_f64().unwrap(),
+        host_j / window_s,
+    );
+    assert!(
+        (guest_w - host_w).abs() < 0.15 * host_w,
+        "guest {guest_w} W, host {host_w} W"
+    );
+    assert!(
+        guest_j <= host_j + 1e-6 && guest_j > 0.5 * host_j,
+        "guest {guest_j} J in {} s, host counter {host_j} J in {window_s} s",
+        m["duration_s"]
+    );
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Builds the initramfs of a minimal guest that measures a command with wattio's `host`
+# mechanism: Debian's static busybox, a wattio binary with the shared libraries it needs, the
+# modules of the host's Debian kernel package that virtio and 9p need, and an /init that mounts
+# the 9p share tagged `wattio` at /run/wattio-host, runs
+#     wattio measure --source host --json -- timeout SECONDS sh -c 'while :; do :; done'
+# between the console lines WATTIO-START and WATTIO-END, prints its JSON between WATTIO-JSON-BEGIN
+# and WATTIO-JSON-END, and powers off. No disk image, no network: boots in seconds under TCG.
+#
+# usage: scripts/vm-guest-initramfs.sh OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS]
+# (crates/cli/tests/vm_e2e.rs builds one; qemu-system-x86_64 -kernel /boot/vmlinuz-VERSION
+#  -initrd OUT.cpio.gz -append console=ttyS0 -virtfs local,path=DIR,mount_tag=wattio,… boots it)
+set -euo pipefail
+
+die() {
+    echo "vm-guest-initramfs: $*" >&2
+    exit 2
+}
+
+[ $# -ge 3 ] || die "usage: $0 OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS]"
+out=$(realpath -m "$1")
+bin=$2
+kver=$3
+seconds=${4:-3}
+busybox=$(command -v busybox) || die "busybox not found: apt-get install busybox-static"
+file -L "$busybox" 2>/dev/null | grep -q "statically linked" ||
+    ldd "$busybox" 2>&1 | grep -q "not a dynamic executable" ||
+    die "$busybox is not static: apt-get install busybox-static"
+[ -x "$bin" ] || die "no wattio binary at $bin"
+[ -d "/lib/modules/$kver" ] || die "no modules for kernel $kver: apt-get install linux-image-amd64"
+command -v cpio >/dev/null || die "cpio not found: apt-get install cpio"
+
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+mkdir -p "$root"/{bin,usr/bin,proc,sys,dev,run/wattio-host,modules,tmp}
+cp "$busybox" "$root/bin/busybox"
+# The binary without its debug information (a tenth of the size), and every library it loads.
+strip -o "$root/usr/bin/wattio" "$bin" 2>/dev/null || cp "$bin" "$root/usr/bin/wattio"
+for lib in $(ldd "$bin" | awk '$3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'); do
+    mkdir -p "$root$(dirname "$lib")"
+    cp -L "$lib" "$root$lib"
+done
+
+# virtio-pci and 9p over virtio, in dependency order.
+: >"$root/modules.order"
+for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci netfs fscache 9pnet 9pnet_virtio 9p; do
+    f=$(modinfo -n -k "$kver" "$m" 2>/dev/null) || die "module $m not found for $kver"
+    case $f in
+    *.ko) cp "$f" "$root/modules/$m.ko" ;;
+    *.ko.xz) xz -dc "$f" >"$root/modules/$m.ko" ;;
+    *.ko.zst) zstd -dcq "$f" >"$root/modules/$m.ko" ;;
+    (builtin) continue ;;
+    *) die "module $m: unexpected file $f" ;;
+    esac
+    echo "$m.ko" >>"$root/modules.order"
+done
+
+cat >"$root/init" <<EOF
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin:/usr/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+for m in \$(cat /modules.order); do insmod /modules/\$m || echo "WATTIO-ERROR insmod \$m"; done
+mount -t 9p -o trans=virtio,version=9p2000.L,ro wattio /run/wattio-host || echo "WATTIO-ERROR mount 9p"
+i=0
+while [ ! -f /run/wattio-host/wattio-host.json ] && [ \$i -lt 300 ]; do sleep 0.1; i=\$((i+1)); done
+echo WATTIO-START
+wattio measure --source host --json -- timeout $seconds sh -c 'while :; do :; done' >/tmp/out.json 2>/tmp/err.txt
+echo WATTIO-END
+echo WATTIO-JSON-BEGIN
+cat /tmp/out.json
+echo WATTIO-JSON-END
+cat /tmp/err.txt
+poweroff -f
+EOF
+chmod +x "$root/init"
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1 >"$out")
+echo "vm-guest-initramfs: wrote $out ($(du -h "$out" | cut -f1))"
