@@ -4,10 +4,10 @@
 # modules of the host's Debian kernel package that virtio and 9p need, and an /init that mounts
 # the 9p share tagged `wattio` at /run/wattio-host, runs
 #     wattio measure --source host --json -- timeout SECONDS sh -c 'while :; do :; done'
-# between the console lines WATTIO-START and WATTIO-END, prints its JSON between WATTIO-JSON-BEGIN
+# (or `sleep SECONDS` with WORKLOAD idle) between the console lines WATTIO-START and WATTIO-END, prints its JSON between WATTIO-JSON-BEGIN
 # and WATTIO-JSON-END, and powers off. No disk image, no network: boots in seconds under TCG.
 #
-# usage: scripts/vm-guest-initramfs.sh OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS]
+# usage: scripts/vm-guest-initramfs.sh OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS [spin|idle]]
 # (crates/cli/tests/vm_e2e.rs builds one; qemu-system-x86_64 -kernel /boot/vmlinuz-VERSION
 #  -initrd OUT.cpio.gz -append console=ttyS0 -virtfs local,path=DIR,mount_tag=wattio,… boots it)
 set -euo pipefail
@@ -17,11 +17,16 @@ die() {
     exit 2
 }
 
-[ $# -ge 3 ] || die "usage: $0 OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS]"
+[ $# -ge 3 ] || die "usage: $0 OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS [spin|idle]]"
 out=$(realpath -m "$1")
 bin=$2
 kver=$3
 seconds=${4:-3}
+case ${5:-spin} in
+spin) workload="timeout $seconds sh -c 'while :; do :; done'" ;;
+idle) workload="sleep $seconds" ;;
+*) die "workload must be spin or idle, not $5" ;;
+esac
 busybox=$(command -v busybox) || die "busybox not found: apt-get install busybox-static"
 file -L "$busybox" 2>/dev/null | grep -q "statically linked" ||
     ldd "$busybox" 2>&1 | grep -q "not a dynamic executable" ||
@@ -67,7 +72,7 @@ mount -t 9p -o trans=virtio,version=9p2000.L,ro wattio /run/wattio-host || echo 
 i=0
 while [ ! -f /run/wattio-host/wattio-host.json ] && [ \$i -lt 300 ]; do sleep 0.1; i=\$((i+1)); done
 echo WATTIO-START
-wattio measure --source host --json -- timeout $seconds sh -c 'while :; do :; done' >/tmp/out.json 2>/tmp/err.txt
+wattio measure --source host --json -- $workload >/tmp/out.json 2>/tmp/err.txt
 echo WATTIO-END
 echo WATTIO-JSON-BEGIN
 cat /tmp/out.json

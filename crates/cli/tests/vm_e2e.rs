@@ -4,10 +4,11 @@
 //! powercap path (`scripts/fake-rapl-ns.sh`, a private mount namespace), and `wattio vm publish`
 //! runs there. The guest: `qemu-system-x86_64` (TCG) booting Debian's kernel with an initramfs
 //! holding busybox and wattio (`scripts/vm-guest-initramfs.sh`), the publisher's directory for it
-//! shared over 9p. The guest measures a busy loop with `--source host`; the host test reads the
-//! published counter and QEMU's CPU time at the guest's `WATTIO-START` and `WATTIO-END` console
-//! lines, and checks that the guest's figure says where it comes from and matches what the host
-//! attributed: the fixture's power × QEMU's share of the host's CPU time.
+//! shared over 9p. Two guests run side by side: g1 measures a busy loop with `--source host`, g2
+//! a sleep. The host test reads the published counter and QEMU's CPU time at each guest's
+//! `WATTIO-START` and `WATTIO-END` console lines, and checks that the guest's figure says where it
+//! comes from and matches what the host attributed (the fixture's power × QEMU's share of the
+//! host's CPU time), and that the sleeping guest gets a small fraction of the busy one's.
 //!
 //! Needs root, `qemu-system-x86`, `linux-image-amd64`, `busybox-static` and `cpio` (`make deps`
 //! installs them); without them it says what is missing and passes, unless `WATTIO_REQUIRE_VM`
@@ -99,8 +100,6 @@ fn a_guest_measures_with_the_energy_its_host_attributed_to_it() {
     let d = tempfile::tempdir().unwrap();
     let fx = d.path().join("fx");
     let vms = d.path().join("vms");
-    let share = vms.join("g1");
-    std::fs::create_dir_all(&share).unwrap();
     let o = Command::new(BIN)
         .args(["fixture", "intel-server"])
         .arg(&fx)
@@ -136,84 +135,13 @@ fn a_guest_measures_with_the_energy_its_host_attributed_to_it() {
             .spawn()
             .unwrap(),
     );
-    let initrd = d.path().join("initrd.gz");
-    let o = Command::new(script("vm-guest-initramfs.sh"))
-        .arg(&initrd)
-        .arg(BIN)
-        .arg(&kver)
-        .arg("6")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let mut qemu = Command::new("qemu-system-x86_64")
-        .args([
-            "-name", "guest=g1", "-accel", "tcg", "-m", "512", "-smp", "1",
-        ])
-        .args([
-            "-nographic",
-            "-no-reboot",
-            "-nodefaults",
-            "-serial",
-            "stdio",
-            "-kernel",
-        ])
-        .arg(&kernel)
-        .arg("-initrd")
-        .arg(&initrd)
-        .args(["-append", "console=ttyS0 quiet panic=-1", "-virtfs"])
-        .arg(format!(
-            "local,path={},mount_tag=wattio,security_model=none,readonly=on",
-            share.display()
-        ))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let qemu_pid = qemu.id();
-    let out = qemu.stdout.take().unwrap();
-    kids.0.push(qemu);
-    // The console, line by line, with the counter and QEMU's CPU time read at the two marks.
-    let (tx, rx) = mpsc::channel();
-    let counter = share.join("intel-rapl:0/energy_uj");
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines() {
-            let Ok(line) = line else { break };
-            // The firmware's terminal escapes may precede a mark on its line.
-            let l = line.trim_end();
-            let mark = (l.ends_with("WATTIO-START")
-                || l.ends_with("-END") && !l.ends_with("JSON-END"))
-            .then(|| (read_uj(&counter), cpu_s(qemu_pid), Instant::now()));
-            if tx.send((line, mark)).is_err() {
-                break;
-            }
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(240);
-    let (mut start, mut end, mut console, mut json) = (None, None, String::new(), None);
-    let mut in_json = false;
-    while let Ok((line, mark)) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
-    {
-        console.push_str(&line);
-        console.push('\n');
-        let l = line.trim();
-        match l {
-            _ if l.ends_with("WATTIO-START") => start = mark,
-            _ if l.ends_with("WATTIO-END") => end = mark,
-            "WATTIO-JSON-BEGIN" => {
-                in_json = true;
-                json = Some(String::new());
-            }
-            "WATTIO-JSON-END" => in_json = false,
-            _ if in_json => json.get_or_insert_with(String::new).push_str(l),
-            _ => {}
-        }
-    }
-    let (Some((c0, q0, t0)), Some((c1, q1, t1)), Some(json)) = (start, end, json) else {
-        panic!("the guest did not measure: {console}");
-    };
-    let m: serde_json::Value =
-        serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}\n{console}"));
+    // Two guests side by side: g1 keeps its vCPU busy, g2 sleeps.
+    let g1 = Guest::boot(&mut kids, d.path(), &kernel, &kver, &vms, "g1", "spin");
+    let g2 = Guest::boot(&mut kids, d.path(), &kernel, &kver, &vms, "g2", "idle");
+    let (idle, idle_m) = g2.wait();
+    let (busy, m) = g1.wait();
+    let (c0, q0, t0) = busy.start;
+    let (c1, q1, t1) = busy.end;
     // Where the figure comes from, in the guest's own words.
     assert_eq!(m["mechanism"], "host", "{m}");
     assert_eq!(m["estimated"], false, "{m}");
@@ -256,4 +184,136 @@ fn a_guest_measures_with_the_energy_its_host_attributed_to_it() {
         "guest {guest_j} J in {} s, host counter {host_j} J in {window_s} s",
         m["duration_s"]
     );
+    // The sleeping guest: labelled the same, and a small fraction of the busy one's power (its
+    // QEMU still runs timers and the console, and the guest's wattio itself).
+    assert_eq!(idle_m["mechanism"], "host", "{idle_m}");
+    let idle_w = idle_m["total_j"].as_f64().unwrap() / idle_m["duration_s"].as_f64().unwrap();
+    let idle_host_w =
+        (idle.end.0 - idle.start.0) as f64 / 1e6 / (idle.end.2 - idle.start.2).as_secs_f64();
+    eprintln!("vm_e2e: the sleeping guest g2 measured {idle_w:.3} W (its host counter {idle_host_w:.3} W), the busy g1 {guest_w:.3} W");
+    assert!(
+        idle_w < 0.5 * guest_w,
+        "idle g2 {idle_w} W, busy g1 {guest_w} W"
+    );
+}
+
+/// What the host saw at a guest's mark: the published counter (µJ), QEMU's CPU seconds, when.
+type Mark = (u64, f64, Instant);
+
+/// A guest booting, its console read line by line on a thread.
+struct Guest {
+    name: &'static str,
+    rx: mpsc::Receiver<(String, Option<Mark>)>,
+}
+
+/// A guest's marks and its measurement.
+struct Marks {
+    start: Mark,
+    end: Mark,
+}
+
+impl Guest {
+    /// Boots guest `name` running `workload` (spin or idle) for 6 s, its share `vms/name`.
+    fn boot(
+        kids: &mut Reaper,
+        dir: &Path,
+        kernel: &Path,
+        kver: &str,
+        vms: &Path,
+        name: &'static str,
+        workload: &str,
+    ) -> Guest {
+        let share = vms.join(name);
+        std::fs::create_dir_all(&share).unwrap();
+        let initrd = dir.join(format!("{name}.gz"));
+        let o = Command::new(script("vm-guest-initramfs.sh"))
+            .arg(&initrd)
+            .arg(BIN)
+            .arg(kver)
+            .args(["6", workload])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let mut qemu = Command::new("qemu-system-x86_64")
+            .args([
+                "-name",
+                &format!("guest={name}"),
+                "-accel",
+                "tcg",
+                "-m",
+                "512",
+                "-smp",
+                "1",
+            ])
+            .args([
+                "-nographic",
+                "-no-reboot",
+                "-nodefaults",
+                "-serial",
+                "stdio",
+                "-kernel",
+            ])
+            .arg(kernel)
+            .arg("-initrd")
+            .arg(&initrd)
+            .args(["-append", "console=ttyS0 quiet panic=-1", "-virtfs"])
+            .arg(format!(
+                "local,path={},mount_tag=wattio,security_model=none,readonly=on",
+                share.display()
+            ))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let qemu_pid = qemu.id();
+        let out = qemu.stdout.take().unwrap();
+        kids.0.push(qemu);
+        let (tx, rx) = mpsc::channel();
+        let counter = share.join("intel-rapl:0/energy_uj");
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                // The firmware's terminal escapes may precede a mark on its line.
+                let l = line.trim_end();
+                let mark = (l.ends_with("WATTIO-START") || l.ends_with("WATTIO-END"))
+                    .then(|| (read_uj(&counter), cpu_s(qemu_pid), Instant::now()));
+                if tx.send((line, mark)).is_err() {
+                    break;
+                }
+            }
+        });
+        Guest { name, rx }
+    }
+
+    /// Waits for the guest to power off: its marks and its `measure --json`.
+    fn wait(self) -> (Marks, serde_json::Value) {
+        let deadline = Instant::now() + Duration::from_secs(240);
+        let (mut start, mut end, mut console, mut json) = (None, None, String::new(), None);
+        let mut in_json = false;
+        while let Ok((line, mark)) = self
+            .rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            console.push_str(&line);
+            console.push('\n');
+            let l = line.trim();
+            match l {
+                _ if l.ends_with("WATTIO-START") => start = mark,
+                _ if l.ends_with("WATTIO-END") => end = mark,
+                "WATTIO-JSON-BEGIN" => {
+                    in_json = true;
+                    json = Some(String::new());
+                }
+                "WATTIO-JSON-END" => in_json = false,
+                _ if in_json => json.get_or_insert_with(String::new).push_str(l),
+                _ => {}
+            }
+        }
+        let (Some(start), Some(end), Some(json)) = (start, end, json) else {
+            panic!("guest {} did not measure: {console}", self.name);
+        };
+        let m = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}\n{console}"));
+        (Marks { start, end }, m)
+    }
 }
