@@ -58,9 +58,13 @@ fn publish(a: PublishArgs) -> Result<ExitCode> {
             format_duration(a.interval)
         );
     }
-    if a.max_energy_range_uj < 1_000_000 {
+    // A VM drawing up to 2 kW must not wrap its counter more than a quarter of the way in one
+    // write, nor may the range overflow a guest's arithmetic.
+    let least = (8_000.0 * a.interval.as_secs_f64()).max(1_000.0) * 1e6;
+    if (a.max_energy_range_uj as f64) < least || a.max_energy_range_uj > 1 << 62 {
         bail!(
-            "--max-energy-range-uj must be at least 1000000 (1 J; got {}): a counter that wraps faster than its guest reads it loses energy",
+            "--max-energy-range-uj must be between {least:.0} ({:.0} J, so that no VM wraps its counter within a few --interval) and 2^62 (got {})",
+            least / 1e6,
             a.max_energy_range_uj
         );
     }

@@ -136,11 +136,28 @@ impl HostSource {
                 "start `wattio vm publish` on the host again; until then the estimate is all there is",
             ));
         }
-        let zone_dir = dir.join(HOST_ZONE);
-        let max = std::fs::read_to_string(zone_dir.join("max_energy_range_uj"))
+        // Three missed writes, and at least 5 s: a busy host may write late.
+        let stale_after =
+            Duration::from_secs_f64((3.0 * info.interval_s.clamp(0.001, 3600.0)).max(5.0));
+        // A publisher killed without a word leaves `running: true`: the file's age says it.
+        if let Some(age) = std::fs::metadata(dir.join(HOST_INFO))
+            .and_then(|m| m.modified())
             .ok()
-            .and_then(|s| s.trim().parse::<u64>().ok())
-            .filter(|&m| m > 0);
+            .and_then(|t| std::time::SystemTime::now().duration_since(t).ok())
+        {
+            if age > stale_after {
+                return Err(unusable(
+                    format!(
+                        "the host last updated this VM's energy {:.0} s ago (VM {}): its publisher is not running, or this VM moved to a host without it",
+                        age.as_secs_f64(),
+                        info.vm
+                    ),
+                    "start `wattio vm publish` on this VM's host (or check the guest's clock); until then the estimate is all there is",
+                ));
+            }
+        }
+        let zone_dir = dir.join(HOST_ZONE);
+        let max = read_max(&zone_dir);
         let counter = zone_dir.join("energy_uj");
         let specs = vec![CounterSpec {
             socket: 0,
@@ -158,8 +175,7 @@ impl HostSource {
             dir,
             heartbeat: (info.heartbeat, now),
             last_check: now,
-            // Three missed writes, and at least 5 s: a busy host may write late.
-            stale_after: Duration::from_secs_f64((3.0 * info.interval_s).max(5.0)),
+            stale_after,
         })
     }
 
@@ -175,6 +191,18 @@ impl HostSource {
                 format!("the host's publisher for VM {} stopped", info.vm),
                 "start `wattio vm publish` on the host again",
             ));
+        }
+        // The wrap the counter was opened with must still hold, or a decrease would be read as a
+        // wrap that never happened.
+        if let Wrap::AtMax(m) = self.specs[0].wrap {
+            if read_max(self.counter.parent().unwrap_or(Path::new("/"))) != Some(m) {
+                return Err(unusable(
+                    format!(
+                        "the host changed this VM's counter range (max_energy_range_uj was {m})"
+                    ),
+                    "start the measurement again",
+                ));
+            }
         }
         if info.heartbeat != self.heartbeat.0 {
             self.heartbeat = (info.heartbeat, Instant::now());
@@ -206,6 +234,14 @@ impl Source for HostSource {
         out[0] = read_uj(&self.counter)?;
         Ok(())
     }
+}
+
+/// The zone's `max_energy_range_uj`, if readable and positive.
+fn read_max(zone_dir: &Path) -> Option<u64> {
+    std::fs::read_to_string(zone_dir.join("max_energy_range_uj"))
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .filter(|&m| m > 0)
 }
 
 /// The decimal microjoules of the counter file at `path`.
@@ -295,6 +331,25 @@ mod tests {
         tree(&dir, &info(true), 1, 1 << 40);
         std::fs::write(dir.join(HOST_ZONE).join("energy_uj"), "lots\n").unwrap();
         assert!(HostSource::open(&SysRoot::new(d.path())).is_err());
+    }
+
+    #[test]
+    fn a_share_nobody_updates_is_refused_at_open() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("run/wattio-host");
+        tree(&dir, &info(true), 1, 1 << 40);
+        // Left by a publisher killed a minute ago, still saying it runs.
+        let old = std::time::SystemTime::now() - Duration::from_secs(60);
+        std::fs::File::options()
+            .write(true)
+            .open(dir.join(HOST_INFO))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let e = HostSource::open(&SysRoot::new(d.path()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("last updated this VM's energy 60 s ago"), "{e}");
     }
 
     #[test]

@@ -54,20 +54,28 @@ impl VmPublisher {
             dir: dir.to_path_buf(),
             host,
             interval_s,
-            max_range_uj: max_range_uj.max(1),
+            // `total % (max + 1)` must not overflow.
+            max_range_uj: max_range_uj.clamp(1, u64::MAX - 1),
             heartbeat: 0,
             vms: BTreeMap::new(),
         })
     }
 
-    /// The directory of VM `name`: its name, with `/` and a leading `.` made harmless.
+    /// The directory of VM `name`: its name with `%`, `/`, NUL and a leading `.` percent-encoded,
+    /// so that no two names share a directory and none leaves `dir`.
     pub fn vm_dir(&self, name: &str) -> PathBuf {
-        let mut safe: String = name
-            .chars()
-            .map(|c| if c == '/' || c == '\0' { '_' } else { c })
-            .collect();
-        if safe.starts_with('.') {
-            safe.replace_range(0..1, "_");
+        let mut safe = String::with_capacity(name.len());
+        for (i, c) in name.chars().enumerate() {
+            match c {
+                '%' => safe.push_str("%25"),
+                '/' => safe.push_str("%2F"),
+                '\0' => safe.push_str("%00"),
+                '.' if i == 0 => safe.push_str("%2E"),
+                c => safe.push(c),
+            }
+        }
+        if safe.is_empty() {
+            safe.push('%');
         }
         self.dir.join(safe)
     }
@@ -76,27 +84,35 @@ impl VmPublisher {
     /// every known VM's files. `Err` only when nothing could be written.
     pub fn publish(&mut self, interval: &Interval) -> io::Result<Vec<String>> {
         self.heartbeat += 1;
+        let mut problems = Vec::new();
         for e in &interval.entries {
             let Some(vm) = e.vm.as_deref().filter(|v| *v != HOST_ENTRY) else {
                 continue;
             };
             if !self.vms.contains_key(vm) {
-                let total = self.load_state(vm);
-                self.vms.insert(vm.to_string(), (total, 0.0));
+                match self.load_state(vm) {
+                    Ok(total) => {
+                        self.vms.insert(vm.to_string(), (total, 0.0));
+                    }
+                    // Not published at all rather than published wrong.
+                    Err(e) => {
+                        problems.push(e.to_string());
+                        continue;
+                    }
+                }
             }
             let (total, frac) = self.vms.get_mut(vm).expect("just inserted");
             let uj = e.energy_j.max(0.0) * 1e6 + *frac;
             *total = total.saturating_add(uj.floor() as u64);
             *frac = uj.fract();
         }
-        let mut problems = Vec::new();
         let names: Vec<String> = self.vms.keys().cloned().collect();
         for vm in names {
             if let Err(e) = self.write_vm(&vm, true) {
                 problems.push(format!("{vm}: {e}"));
             }
         }
-        if !problems.is_empty() && problems.len() == self.vms.len() {
+        if !problems.is_empty() && self.vms.is_empty() {
             return Err(io::Error::other(problems.join("; ")));
         }
         Ok(problems)
@@ -115,11 +131,42 @@ impl VmPublisher {
         self.vms.get(vm).map(|v| v.0)
     }
 
-    fn load_state(&self, vm: &str) -> u64 {
-        std::fs::read_to_string(self.vm_dir(vm).join(STATE))
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(0)
+    /// The saved total of VM `vm` (0 for a VM never published here). A state that exists but
+    /// cannot be read, or was saved with another wrap, is an error: starting again from 0, or
+    /// wrapping elsewhere, would make the guest's counter go back or jump.
+    fn load_state(&self, vm: &str) -> io::Result<u64> {
+        let path = self.vm_dir(vm).join(STATE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!(
+                        "{}: {e}; the counter of VM {vm} cannot go on from its saved total",
+                        path.display()
+                    ),
+                ))
+            }
+        };
+        let mut it = text.split_whitespace();
+        let total = it.next().and_then(|t| t.parse::<u64>().ok());
+        let max = it.next().and_then(|t| t.parse::<u64>().ok());
+        match (total, max) {
+            (Some(t), Some(m)) if m == self.max_range_uj => Ok(t),
+            (Some(_), Some(m)) => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "VM {vm} was published with --max-energy-range-uj {m}, not {}: its guest would see a jump; use {m}, or remove {} to start its counter again (its guests then restart their measurements)",
+                    self.max_range_uj,
+                    path.display()
+                ),
+            )),
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{} is not a wattio state file ({text:?}); remove it to start VM {vm}'s counter again", path.display()),
+            )),
+        }
     }
 
     fn write_vm(&self, vm: &str, running: bool) -> io::Result<()> {
@@ -127,8 +174,11 @@ impl VmPublisher {
         let zone = dir.join(HOST_ZONE);
         std::fs::create_dir_all(&zone)?;
         let total = self.vms.get(vm).map_or(0, |v| v.0);
-        // The state first: a crash after it never makes the counter go back.
-        write_atomic(&dir.join(STATE), &format!("{total}\n"))?;
+        // The state first, synced: a crash after it never makes the counter go back.
+        write_atomic(
+            &dir.join(STATE),
+            &format!("{total} {}\n", self.max_range_uj),
+        )?;
         write_atomic(&zone.join("name"), "package-0\n")?;
         write_atomic(
             &zone.join("max_energy_range_uj"),
@@ -153,10 +203,22 @@ impl VmPublisher {
     }
 }
 
-/// Writes `text` to a temporary file beside `path` and renames it over `path`.
+/// Writes `text` to a new temporary file beside `path` and renames it over `path`. The
+/// temporary file is created exclusively and never through a symbolic link (the publisher runs
+/// as root in a directory a guest's share exposes), and synced before the rename.
 fn write_atomic(path: &Path, text: &str) -> io::Result<()> {
-    let tmp = path.with_extension("wattio-tmp");
-    std::fs::write(&tmp, text)?;
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension(format!("wattio-tmp-{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o644)
+        .open(&tmp)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()?;
     std::fs::rename(&tmp, path)
 }
 
@@ -267,11 +329,33 @@ mod tests {
     }
 
     #[test]
+    fn a_restart_with_another_wrap_or_an_unreadable_state_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let host = Provenance::measured(Mechanism::Powercap);
+        let mut p = VmPublisher::new(d.path(), host.clone(), 1.0, 1 << 38).unwrap();
+        p.publish(&interval(&[("w", 1.0)])).unwrap();
+        let mut q = VmPublisher::new(d.path(), host.clone(), 1.0, 1 << 30).unwrap();
+        let e = q.publish(&interval(&[("w", 1.0)])).unwrap_err().to_string();
+        assert!(
+            e.contains("was published with --max-energy-range-uj 274877906944"),
+            "{e}"
+        );
+        std::fs::write(p.vm_dir("w").join(STATE), "").unwrap();
+        let mut q = VmPublisher::new(d.path(), host, 1.0, 1 << 38).unwrap();
+        let e = q.publish(&interval(&[("w", 1.0)])).unwrap_err().to_string();
+        assert!(e.contains("is not a wattio state file"), "{e}");
+    }
+
+    #[test]
     fn vm_names_cannot_leave_the_directory() {
         let d = tempfile::tempdir().unwrap();
         let p =
             VmPublisher::new(d.path(), Provenance::measured(Mechanism::Powercap), 1.0, 1).unwrap();
-        assert_eq!(p.vm_dir("../etc"), d.path().join("_._etc"));
-        assert_eq!(p.vm_dir("a/b"), d.path().join("a_b"));
+        assert_eq!(p.vm_dir("../etc"), d.path().join("%2E.%2Fetc"));
+        assert_eq!(p.vm_dir("a/b"), d.path().join("a%2Fb"));
+        // No two names share a directory.
+        assert_ne!(p.vm_dir("a/b"), p.vm_dir("a%2Fb"));
+        assert_ne!(p.vm_dir(".x"), p.vm_dir("%2Ex"));
+        assert_eq!(p.vm_dir("web-1"), d.path().join("web-1"));
     }
 }

@@ -301,11 +301,7 @@ impl Attributor {
 
     /// Whether the process or cgroup `key` was present at the last step.
     pub fn is_alive(&self, key: &Key) -> bool {
-        match key {
-            Key::Process(p) => self.procs.contains_key(p),
-            Key::Cgroup(c) => self.cgroups.contains_key(c),
-            Key::Vm(v) => self.vms.contains(v),
-        }
+        key_alive(key, &self.procs, &self.cgroups, &self.vms)
     }
 
     pub fn policy(&self) -> IdlePolicy {
@@ -372,13 +368,8 @@ impl Attributor {
         });
         let seen: f64 = cpu.iter().sum();
         // Forget the totals of entities that are gone.
-        let alive: Vec<Key> = self
-            .totals
-            .keys()
-            .filter(|k| self.is_alive(k))
-            .cloned()
-            .collect();
-        self.totals.retain(|k, _| alive.contains(k));
+        let (procs, cgroups, vms) = (&self.procs, &self.cgroups, &self.vms);
+        self.totals.retain(|k, _| key_alive(k, procs, cgroups, vms));
         Ok(Interval {
             interval_s,
             total_j: if total_j.is_finite() {
@@ -439,13 +430,9 @@ impl Attributor {
                 .then(b.cpu_s.total_cmp(&a.cpu_s))
                 .then(a.key.cmp(&b.key))
         });
-        let alive: Vec<Key> = self
-            .gpu_totals
-            .keys()
-            .filter(|k| self.is_alive(k))
-            .cloned()
-            .collect();
-        self.gpu_totals.retain(|k, _| alive.contains(k));
+        let (procs, cgroups, vms) = (&self.procs, &self.cgroups, &self.vms);
+        self.gpu_totals
+            .retain(|k, _| key_alive(k, procs, cgroups, vms));
     }
 
     /// The entry of `interval` that process `pid`'s GPU use goes to, made when it has none.
@@ -583,6 +570,12 @@ impl Attributor {
                     info.last_ticks = st.cpu_ticks;
                     info.last_children_ticks = st.children_ticks;
                     info.ppid = st.ppid;
+                    if info.comm != st.comm {
+                        // An exec (libvirt and Proxmox start QEMU as a child that moves into the
+                        // VM's scope, then execs): its cgroup and VM are read again.
+                        info.cgroup = None;
+                        info.vm = None;
+                    }
                     info.comm = st.comm;
                     (own, grown - paid)
                 }
@@ -752,6 +745,20 @@ impl Attributor {
                 ..Entry::new(Key::Cgroup(path))
             })
             .collect())
+    }
+}
+
+/// Whether `key` is among the processes, cgroups or VMs present at the last scan.
+fn key_alive(
+    key: &Key,
+    procs: &HashMap<ProcKey, ProcInfo>,
+    cgroups: &HashMap<String, cgroup::Previous>,
+    vms: &std::collections::HashSet<String>,
+) -> bool {
+    match key {
+        Key::Process(p) => procs.contains_key(p),
+        Key::Cgroup(c) => cgroups.contains_key(c),
+        Key::Vm(v) => vms.contains(v),
     }
 }
 
