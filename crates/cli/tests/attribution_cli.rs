@@ -352,23 +352,7 @@ fn record_by_process_rows_add_up_to_the_counters() {
 #[test]
 fn export_by_process_keeps_the_series_bounded() {
     let _kids = Reaper(vec![spin(0.3, 6.0), spin(0.2, 6.0), spin(0.1, 6.0)]);
-    let child = Command::new(BIN)
-        .args([
-            "export",
-            "--source",
-            "model",
-            "--listen",
-            "127.0.0.1:0",
-            "--by",
-            "process",
-            "--max-series",
-            "2",
-        ])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut ex = Reaper(vec![child]);
-    let addr = common::exporter_addr(ex.0[0].stderr.take().unwrap());
+    let (_ex, addr) = model_exporter(&["--by", "process", "--max-series", "2"]);
     let get = || common::http(&addr, "GET /metrics HTTP/1.1\r\n\r\n");
     get();
     std::thread::sleep(Duration::from_millis(1500));
@@ -425,6 +409,19 @@ fn attribution_flags_are_checked() {
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(e.trim().lines().count(), 1, "one line: {e}");
+}
+
+/// `wattio export --source model` on a free loopback port with `extra` flags, and its address.
+fn model_exporter(extra: &[&str]) -> (Reaper, String) {
+    let child = Command::new(BIN)
+        .args(["export", "--source", "model", "--listen", "127.0.0.1:0"])
+        .args(extra)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ex = Reaper(vec![child]);
+    let addr = common::exporter_addr(ex.0[0].stderr.take().unwrap());
+    (ex, addr)
 }
 
 /// `wattio top --by vm --once --json` over one second, on this machine.
@@ -497,21 +494,7 @@ fn top_and_export_by_vm_find_a_qemu_guest_and_the_host() {
     );
 
     // The exporter: a wattio_vm_energy_joules_total series per VM, which promtool accepts.
-    let child = Command::new(BIN)
-        .args([
-            "export",
-            "--source",
-            "model",
-            "--listen",
-            "127.0.0.1:0",
-            "--by",
-            "vm",
-        ])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut ex = Reaper(vec![child]);
-    let addr = common::exporter_addr(ex.0[0].stderr.take().unwrap());
+    let (_ex, addr) = model_exporter(&["--by", "vm"]);
     let get = || common::http(&addr, "GET /metrics HTTP/1.1\r\n\r\n");
     get();
     std::thread::sleep(Duration::from_millis(500));

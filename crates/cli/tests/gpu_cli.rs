@@ -26,6 +26,21 @@ fn wattio(gpus: &str, init: Option<&str>, args: &[&str]) -> Command {
     c
 }
 
+/// wattio's GPUs read from the stand-in described by the file `spec`, read again at every call
+/// (so a test can change a GPU mid-run).
+trait WithStubFile {
+    fn with_stub_file(&mut self, spec: &std::path::Path) -> &mut Self;
+}
+
+impl WithStubFile for Command {
+    fn with_stub_file(&mut self, spec: &std::path::Path) -> &mut Self {
+        self.env_remove("WATTIO_ROOT")
+            .env_remove("WATTIO_NVML_STUB")
+            .env("WATTIO_NVML_LIB", nvidia_stub::built_library())
+            .env("WATTIO_NVML_STUB_FILE", spec)
+    }
+}
+
 fn run(c: &mut Command) -> Output {
     c.output().expect("run wattio")
 }
@@ -360,10 +375,7 @@ fn a_gpu_lost_mid_run_is_reported_while_the_others_go_on() {
             "-o",
         ])
         .arg(&rows)
-        .env_remove("WATTIO_ROOT")
-        .env_remove("WATTIO_NVML_STUB")
-        .env("WATTIO_NVML_LIB", nvidia_stub::built_library())
-        .env("WATTIO_NVML_STUB_FILE", &spec)
+        .with_stub_file(&spec)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -991,10 +1003,7 @@ fn a_gpu_whose_process_reading_fails_keeps_its_energy_idle_and_says_why() {
             "--iterations",
             "2",
         ])
-        .env_remove("WATTIO_ROOT")
-        .env_remove("WATTIO_NVML_STUB")
-        .env("WATTIO_NVML_LIB", nvidia_stub::built_library())
-        .env("WATTIO_NVML_STUB_FILE", &spec)
+        .with_stub_file(&spec)
         .env("WATTIO_GPU_STUB_DIR", &activity)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

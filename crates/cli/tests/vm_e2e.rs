@@ -77,12 +77,9 @@ fn missing() -> Option<String> {
 
 /// User + system seconds of process `pid`.
 fn cpu_s(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let after = stat.rsplit_once(')').map_or("", |x| x.1);
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    // utime and stime are fields 14 and 15; after the command, 12 and 13 of the rest.
-    (ticks(11) + ticks(12)) / wattio_energy::attribution::cputime::ticks_per_s()
+    use wattio_energy::attribution::cputime;
+    cputime::read_proc_stat(&wattio_energy::SysRoot::new("/"), pid)
+        .map_or(0.0, |st| st.cpu_ticks as f64 / cputime::ticks_per_s())
 }
 
 fn read_uj(path: &Path) -> u64 {

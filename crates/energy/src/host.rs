@@ -248,16 +248,12 @@ fn read_max(zone_dir: &Path) -> Option<u64> {
 fn read_uj(path: &Path) -> Result<u64, EnergyError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| unusable(format!("{}: {e}", path.display()), SHARE_FIX))?;
-    let t = text.trim();
-    t.parse::<u64>()
-        .ok()
-        .filter(|_| t.bytes().all(|b| b.is_ascii_digit()))
-        .ok_or_else(|| EnergyError::Malformed {
-            path: path.to_path_buf(),
-            content: t.chars().take(40).collect(),
-            expected: "a decimal number of microjoules".into(),
-            fix: "the host's share holds something else: check what is mounted there".into(),
-        })
+    crate::powercap::parse_uj(text.as_bytes()).ok_or_else(|| EnergyError::Malformed {
+        path: path.to_path_buf(),
+        content: text.trim().chars().take(40).collect(),
+        expected: "a decimal number of microjoules".into(),
+        fix: "the host's share holds something else: check what is mounted there".into(),
+    })
 }
 
 #[cfg(test)]

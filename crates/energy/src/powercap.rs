@@ -216,7 +216,7 @@ impl PowercapSource {
 }
 
 /// Parses the decimal content of an `energy_uj` file.
-fn parse_uj(bytes: &[u8]) -> Option<u64> {
+pub(crate) fn parse_uj(bytes: &[u8]) -> Option<u64> {
     let s = std::str::from_utf8(bytes).ok()?.trim();
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;

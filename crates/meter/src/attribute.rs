@@ -212,23 +212,33 @@ pub fn render_top(
     idle_since_start_j: f64,
     rows: usize,
 ) -> String {
+    let mut s = top_header(a, since_start_j, idle_since_start_j);
+    s.push('\n');
+    s.push_str(&top_table(a, rows));
+    s
+}
+
+/// Joules over the interval as watts (0 for an empty interval).
+fn per_s(i: &Interval, j: f64) -> f64 {
+    if i.interval_s > 0.0 {
+        j / i.interval_s
+    } else {
+        0.0
+    }
+}
+
+/// `top`'s header: the totals and idle share, CO₂e since start, the *estimated* warning, and a
+/// line per GPU.
+fn top_header(a: &AttributedInterval, since_start_j: f64, idle_since_start_j: f64) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     let i = &a.interval;
-    let total_w = if i.interval_s > 0.0 {
-        i.total_j / i.interval_s
-    } else {
-        0.0
-    };
-    let idle_w = if i.interval_s > 0.0 {
-        i.idle_j / i.interval_s
-    } else {
-        0.0
-    };
     let _ = writeln!(s, "wattio top — by {} — {}", a.by.as_str(), a.label);
     let _ = writeln!(
         s,
-        "total {total_w:8.2} W  {since_start_j:10.1} J since start   idle/unattributed {idle_w:7.2} W ({:4.1} %)  {idle_since_start_j:10.1} J   busy {:.2} CPU-s, unseen {:.2}",
+        "total {:8.2} W  {since_start_j:10.1} J since start   idle/unattributed {:7.2} W ({:4.1} %)  {idle_since_start_j:10.1} J   busy {:.2} CPU-s, unseen {:.2}",
+        per_s(i, i.total_j),
+        per_s(i, i.idle_j),
         if i.total_j > 0.0 { 100.0 * i.idle_j / i.total_j } else { 0.0 },
         i.busy_cpu_s,
         i.unseen_cpu_s
@@ -248,19 +258,12 @@ pub fn render_top(
         );
     }
     for g in &i.gpus {
-        let w = |j: f64| {
-            if i.interval_s > 0.0 {
-                j / i.interval_s
-            } else {
-                0.0
-            }
-        };
         let _ = writeln!(
             s,
             "gpu {} {:8.2} W  idle/unattributed {:7.2} W   {}{}",
             g.index,
-            w(g.energy_j),
-            w(g.idle_j),
+            per_s(i, g.energy_j),
+            per_s(i, g.idle_j),
             g.label,
             g.note
                 .as_deref()
@@ -268,105 +271,94 @@ pub fn render_top(
                 .unwrap_or_default()
         );
     }
-    let _ = writeln!(s);
-    // The energy column, with its CO₂e beside it when a carbon intensity was given.
-    let energy_head = match a.co2e {
-        Some(_) => format!("{:>10} {:>11}", "ENERGY J", "CO2E"),
-        None => format!("{:>10}", "ENERGY J"),
-    };
-    // With GPUs, the GPU joules attributed since start follow the CPU's.
+    s
+}
+
+/// `top`'s table: the column heads for `a.by`, one line per entry (at most `rows`), and what the
+/// others add up to.
+fn top_table(a: &AttributedInterval, rows: usize) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let i = &a.interval;
+    let carbon = a.co2e.is_some();
     let gpus = !i.gpus.is_empty();
-    let energy_head = match (gpus, &a.co2e) {
-        (false, _) => energy_head,
-        (true, None) => format!("{energy_head} {:>10}", "GPU J"),
-        (true, Some(_)) => format!("{energy_head} {:>10} {:>11}", "GPU J", "GPU CO2E"),
-    };
-    let gpu_cell = |e: &Entry| match (gpus, e.total_gpu_co2e_g) {
-        (false, _) => String::new(),
-        (true, Some(g)) => format!(
-            " {:>10.2} {:>11}",
-            e.total_gpu_energy_j.unwrap_or(0.0),
-            wattio_energy::format_co2e(g)
+    // Energy since start, its CO₂e beside it with a carbon intensity, and the same for the GPUs
+    // where there are any.
+    let pair = |j: f64, g: Option<f64>| match carbon {
+        true => format!(
+            "{j:>10.2} {:>11}",
+            g.map(wattio_energy::format_co2e).unwrap_or_default()
         ),
-        (true, None) if a.co2e.is_some() => {
-            format!(" {:>10.2} {:>11}", e.total_gpu_energy_j.unwrap_or(0.0), "")
-        }
-        (true, None) => format!(" {:>10.2}", e.total_gpu_energy_j.unwrap_or(0.0)),
+        false => format!("{j:>10.2}"),
     };
-    let energy_cell = |e: &Entry| match e.total_co2e_g {
-        Some(g) => format!(
-            "{:>10.2} {:>11}",
-            e.total_energy_j,
-            wattio_energy::format_co2e(g)
-        ),
-        None => format!("{:>10.2}", e.total_energy_j),
-    } + &gpu_cell(e);
-    match a.by {
-        By::Process => {
-            let _ = writeln!(
-                s,
-                "{:>8}  {:<16} {:>9} {energy_head} {:>7}  CGROUP",
-                "PID", "COMMAND", "POWER W", "CPU %"
-            );
-        }
-        By::Cgroup => {
-            let _ = writeln!(
-                s,
-                "{:>9} {energy_head} {:>7}  {:<18} CGROUP",
-                "POWER W", "CPU %", "KIND"
-            );
-        }
-        By::Vm => {
-            let _ = writeln!(
-                s,
-                "{:>9} {energy_head} {:>7}  {:<24} CGROUP",
-                "POWER W", "CPU %", "VM"
-            );
-        }
+    let head_pair = |j: &str, g: &str| match carbon {
+        true => format!("{j:>10} {g:>11}"),
+        false => format!("{j:>10}"),
+    };
+    let mut energy_head = head_pair("ENERGY J", "CO2E");
+    if gpus {
+        energy_head = format!("{energy_head} {}", head_pair("GPU J", "GPU CO2E"));
     }
-    for e in i.entries.iter().take(rows) {
-        let cpu_pct = if i.interval_s > 0.0 {
-            100.0 * e.cpu_s / i.interval_s
-        } else {
-            0.0
-        };
-        let cg = printable(e.cgroup.as_deref().unwrap_or("?"));
-        match a.by {
-            By::Process => {
-                let _ = writeln!(
-                    s,
-                    "{:>8}  {:<16} {:>9.3} {} {:>7.1}  {}",
-                    e.pid.unwrap_or(0),
-                    printable(e.comm.as_deref().unwrap_or("?")),
-                    e.power_w,
-                    energy_cell(e),
-                    cpu_pct,
-                    cg
-                );
-            }
-            By::Cgroup => {
-                let _ = writeln!(
-                    s,
-                    "{:>9.3} {} {:>7.1}  {:<18} {}",
-                    e.power_w,
-                    energy_cell(e),
-                    cpu_pct,
-                    wattio_energy::attribution::cgroup::kind(&cg),
-                    cg
-                );
-            }
-            By::Vm => {
-                let _ = writeln!(
-                    s,
-                    "{:>9.3} {} {:>7.1}  {:<24} {}",
-                    e.power_w,
-                    energy_cell(e),
-                    cpu_pct,
-                    printable(e.vm.as_deref().unwrap_or("?")),
-                    e.cgroup.as_deref().map(printable).unwrap_or_default()
-                );
-            }
+    let energy_cell = |e: &Entry| {
+        let cpu = pair(e.total_energy_j, e.total_co2e_g);
+        match gpus {
+            true => format!(
+                "{cpu} {}",
+                pair(e.total_gpu_energy_j.unwrap_or(0.0), e.total_gpu_co2e_g)
+            ),
+            false => cpu,
         }
+    };
+    let _ = match a.by {
+        By::Process => writeln!(
+            s,
+            "{:>8}  {:<16} {:>9} {energy_head} {:>7}  CGROUP",
+            "PID", "COMMAND", "POWER W", "CPU %"
+        ),
+        By::Cgroup => writeln!(
+            s,
+            "{:>9} {energy_head} {:>7}  {:<18} CGROUP",
+            "POWER W", "CPU %", "KIND"
+        ),
+        By::Vm => writeln!(
+            s,
+            "{:>9} {energy_head} {:>7}  {:<24} CGROUP",
+            "POWER W", "CPU %", "VM"
+        ),
+    };
+    for e in i.entries.iter().take(rows) {
+        let cpu_pct = 100.0 * per_s(i, e.cpu_s);
+        let cg = printable(e.cgroup.as_deref().unwrap_or("?"));
+        let _ = match a.by {
+            By::Process => writeln!(
+                s,
+                "{:>8}  {:<16} {:>9.3} {} {:>7.1}  {}",
+                e.pid.unwrap_or(0),
+                printable(e.comm.as_deref().unwrap_or("?")),
+                e.power_w,
+                energy_cell(e),
+                cpu_pct,
+                cg
+            ),
+            By::Cgroup => writeln!(
+                s,
+                "{:>9.3} {} {:>7.1}  {:<18} {}",
+                e.power_w,
+                energy_cell(e),
+                cpu_pct,
+                wattio_energy::attribution::cgroup::kind(&cg),
+                cg
+            ),
+            By::Vm => writeln!(
+                s,
+                "{:>9.3} {} {:>7.1}  {:<24} {}",
+                e.power_w,
+                energy_cell(e),
+                cpu_pct,
+                printable(e.vm.as_deref().unwrap_or("?")),
+                e.cgroup.as_deref().map(printable).unwrap_or_default()
+            ),
+        };
     }
     if i.entries.len() > rows {
         let rest: f64 = i.entries[rows..].iter().map(|e| e.power_w).sum();

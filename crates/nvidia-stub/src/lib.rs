@@ -160,6 +160,16 @@ fn gpu_of(device: *mut c_void) -> Result<StubGpu, c_uint> {
     gpu_and_index_of(device).map(|(g, _)| g)
 }
 
+/// The GPU of a handle and its index, or `NVML_ERROR_GPU_IS_LOST` for a GPU that fell off the
+/// bus (`lost=yes`): what every reading checks first.
+fn answering_gpu(device: *mut c_void) -> Result<(StubGpu, u32), c_uint> {
+    let (g, index) = gpu_and_index_of(device)?;
+    if g.lost {
+        return Err(NVML_ERROR_GPU_IS_LOST);
+    }
+    Ok((g, index))
+}
+
 fn gpu_and_index_of(device: *mut c_void) -> Result<(StubGpu, u32), c_uint> {
     if elapsed_s().is_none() {
         return Err(NVML_ERROR_UNINITIALIZED);
@@ -286,13 +296,10 @@ pub unsafe extern "C" fn nvmlDeviceGetTotalEnergyConsumption(
     device: *mut c_void,
     energy: *mut c_ulonglong,
 ) -> c_uint {
-    let (g, index) = match gpu_and_index_of(device) {
+    let (g, index) = match answering_gpu(device) {
         Ok(g) => g,
         Err(e) => return e,
     };
-    if g.lost {
-        return NVML_ERROR_GPU_IS_LOST;
-    }
     if !g.energy_supported {
         return NVML_ERROR_NOT_SUPPORTED;
     }
@@ -322,13 +329,10 @@ pub unsafe extern "C" fn nvmlDeviceGetPowerUsage(
     device: *mut c_void,
     power: *mut c_uint,
 ) -> c_uint {
-    let (g, index) = match gpu_and_index_of(device) {
+    let (g, index) = match answering_gpu(device) {
         Ok(g) => g,
         Err(e) => return e,
     };
-    if g.lost {
-        return NVML_ERROR_GPU_IS_LOST;
-    }
     if !g.power_supported {
         return NVML_ERROR_NOT_SUPPORTED;
     }
@@ -420,13 +424,10 @@ pub unsafe extern "C" fn nvmlDeviceGetProcessUtilization(
     count: *mut c_uint,
     last_seen_time_stamp: c_ulonglong,
 ) -> c_uint {
-    let (g, index) = match gpu_and_index_of(device) {
+    let (g, index) = match answering_gpu(device) {
         Ok(g) => g,
         Err(e) => return e,
     };
-    if g.lost {
-        return NVML_ERROR_GPU_IS_LOST;
-    }
     if !g.process_util_supported {
         return NVML_ERROR_NOT_SUPPORTED;
     }
@@ -449,13 +450,10 @@ pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
     count: *mut c_uint,
     infos: *mut ProcessInfo,
 ) -> c_uint {
-    let (g, index) = match gpu_and_index_of(device) {
+    let (_, index) = match answering_gpu(device) {
         Ok(g) => g,
         Err(e) => return e,
     };
-    if g.lost {
-        return NVML_ERROR_GPU_IS_LOST;
-    }
     let running: Vec<ProcessInfo> = activity::read(index)
         .into_iter()
         .filter(|(pid, _)| activity::alive(*pid))
