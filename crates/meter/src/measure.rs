@@ -277,8 +277,10 @@ pub enum MeasureError {
     Spawn { cmd: String, err: std::io::Error },
     #[error("waiting for the command failed: {0}")]
     Wait(std::io::Error),
+    // Not `#[from]`: that would make the energy error this one's source too, and an error
+    // chain (`{:#}`) would print it twice.
     #[error("reading energy: {0}")]
-    Energy(#[from] wattio_energy::EnergyError),
+    Energy(wattio_energy::EnergyError),
     #[error("command '{command}' failed in {phase} {run} of {of} with exit code {code}{hint}: fix it (--show-output shows its output), or pass --ignore-failure to leave failed runs out of the statistics", hint = code_hint(*code))]
     Failed {
         command: String,
@@ -294,6 +296,12 @@ pub enum MeasureError {
         before: String,
         code: i32,
     },
+}
+
+impl From<wattio_energy::EnergyError> for MeasureError {
+    fn from(e: wattio_energy::EnergyError) -> Self {
+        MeasureError::Energy(e)
+    }
 }
 
 fn code_hint(code: i32) -> &'static str {

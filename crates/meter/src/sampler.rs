@@ -196,7 +196,7 @@ impl SamplerStats {
 /// Errors of a sampling run.
 #[derive(Debug, thiserror::Error)]
 pub enum SamplerError {
-    #[error("{0}")]
+    #[error(transparent)]
     Energy(#[from] EnergyError),
     /// The io::Error is the source, so a closed pipe is found in the error chain.
     #[error("writing samples failed (check free space and the output path)")]

@@ -76,6 +76,6 @@ pub enum OverheadError {
     Study(#[from] wattio_runner::StudyError),
     #[error(transparent)]
     Log(#[from] wattio_runner::LogError),
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] std::io::Error),
 }
