@@ -2,12 +2,17 @@
 # Builds the initramfs of a minimal guest that measures a command with wattio's `host`
 # mechanism: Debian's static busybox, a wattio binary with the shared libraries it needs, the
 # modules of the host's Debian kernel package that virtio and 9p need, and an /init that mounts
-# the 9p share tagged `wattio` at /run/wattio-host, runs
+# the 9p share tagged `wattio` at /run/wattio-host, prints WATTIO-READY, waits for the host's
+# files to appear there, runs
 #     wattio measure --source host --json -- timeout SECONDS sh -c 'while :; do :; done'
-# (or `sleep SECONDS` with WORKLOAD idle) between the console lines WATTIO-START and WATTIO-END, prints its JSON between WATTIO-JSON-BEGIN
-# and WATTIO-JSON-END, and powers off. No disk image, no network: boots in seconds under TCG.
+# (or `sleep SECONDS` with WORKLOAD idle) between the console lines WATTIO-START and WATTIO-END,
+# prints its JSON between WATTIO-JSON-BEGIN and WATTIO-JSON-END, and powers off. WORKLOAD
+# lifecycle spins, then, after WATTIO-ORPHAN, measures `sleep 2×SECONDS` (the host has stopped
+# feeding it), prints its exit status as WATTIO-RC N and its error, and its `probe --json`
+# between WATTIO-PROBE-BEGIN and WATTIO-PROBE-END. No disk image, no network: boots in seconds
+# under TCG.
 #
-# usage: scripts/vm-guest-initramfs.sh OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS [spin|idle]]
+# usage: scripts/vm-guest-initramfs.sh OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS [spin|idle|lifecycle]]
 # (crates/cli/tests/vm_e2e.rs builds one; qemu-system-x86_64 -kernel /boot/vmlinuz-VERSION
 #  -initrd OUT.cpio.gz -append console=ttyS0 -virtfs local,path=DIR,mount_tag=wattio,… boots it)
 set -euo pipefail
@@ -17,15 +22,26 @@ die() {
     exit 2
 }
 
-[ $# -ge 3 ] || die "usage: $0 OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS [spin|idle]]"
+[ $# -ge 3 ] || die "usage: $0 OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS [spin|idle|lifecycle]]"
 out=$(realpath -m "$1")
 bin=$2
 kver=$3
 seconds=${4:-3}
+after=""
 case ${5:-spin} in
 spin) workload="timeout $seconds sh -c 'while :; do :; done'" ;;
 idle) workload="sleep $seconds" ;;
-*) die "workload must be spin or idle, not $5" ;;
+lifecycle)
+    workload="timeout $seconds sh -c 'while :; do :; done'"
+    after="echo WATTIO-ORPHAN
+wattio measure --source host --json -- sleep $((2 * seconds)) >/tmp/orphan.json 2>/tmp/orphan.txt
+echo WATTIO-RC \$?
+cat /tmp/orphan.txt
+echo WATTIO-PROBE-BEGIN
+wattio probe --json
+echo WATTIO-PROBE-END"
+    ;;
+*) die "workload must be spin, idle or lifecycle, not $5" ;;
 esac
 busybox=$(command -v busybox) || die "busybox not found: apt-get install busybox-static"
 # ldd fails on a static binary, saying so.
@@ -75,6 +91,7 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 for m in \$(cat /modules.order); do insmod /modules/\$m || echo "WATTIO-ERROR insmod \$m"; done
 mount -t 9p -o trans=virtio,version=9p2000.L,ro wattio /run/wattio-host || echo "WATTIO-ERROR mount 9p"
+echo WATTIO-READY
 i=0
 while [ ! -f /run/wattio-host/wattio-host.json ] && [ \$i -lt 300 ]; do sleep 0.1; i=\$((i+1)); done
 echo WATTIO-START
@@ -84,6 +101,7 @@ echo WATTIO-JSON-BEGIN
 cat /tmp/out.json
 echo WATTIO-JSON-END
 cat /tmp/err.txt
+$after
 poweroff -f
 EOF
 chmod +x "$root/init"

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use wattio_energy::attribution::{By, IdlePolicy, HOST_ENTRY};
 use wattio_energy::SysRoot;
+use wattio_energy::MAX_VM_POWER_W;
 use wattio_meter::{LiveAttribution, VmPublisher, DEFAULT_MAX_ENERGY_RANGE_UJ};
 use wattio_units::{format_duration, parse_duration_or_seconds};
 
@@ -37,9 +38,10 @@ struct PublishArgs {
     /// Time between two updates, 100ms to 1m (a plain number is seconds).
     #[arg(long, default_value = "1s", value_parser = parse_duration_or_seconds)]
     interval: Duration,
-    /// Where each counter wraps to 0, as a RAPL counter does (default 2^38 µJ, about 275 kJ).
-    #[arg(long, default_value_t = DEFAULT_MAX_ENERGY_RANGE_UJ)]
-    max_energy_range_uj: u64,
+    /// Where each counter wraps to 0, as a RAPL counter does (default 2^38 µJ, about 275 kJ, or
+    /// the next power of two that a long --interval needs).
+    #[arg(long)]
+    max_energy_range_uj: Option<u64>,
     /// Stop after this many updates (default: until Ctrl-C or SIGTERM).
     #[arg(long, short = 'n', value_parser = clap::value_parser!(u64).range(1..))]
     iterations: Option<u64>,
@@ -58,14 +60,17 @@ fn publish(a: PublishArgs) -> Result<ExitCode> {
             format_duration(a.interval)
         );
     }
-    // A VM drawing up to 2 kW must not wrap its counter more than a quarter of the way in one
-    // write, nor may the range overflow a guest's arithmetic.
-    let least = (8_000.0 * a.interval.as_secs_f64()).max(1_000.0) * 1e6;
-    if (a.max_energy_range_uj as f64) < least || a.max_energy_range_uj > 1 << 62 {
+    // A VM drawing up to MAX_VM_POWER_W must not wrap its counter more than a quarter of the
+    // way in one write plus a guest's read period (1 s at most), nor may the range overflow a
+    // guest's arithmetic.
+    let least = 4.0 * MAX_VM_POWER_W * (a.interval.as_secs_f64() + 1.0) * 1e6;
+    let range = a
+        .max_energy_range_uj
+        .unwrap_or_else(|| DEFAULT_MAX_ENERGY_RANGE_UJ.max((least as u64).next_power_of_two()));
+    if (range as f64) < least || range > 1 << 62 {
         bail!(
-            "--max-energy-range-uj must be between {least:.0} ({:.0} J, so that no VM wraps its counter within a few --interval) and 2^62 (got {})",
+            "--max-energy-range-uj must be between {least:.0} ({:.0} J, so that no VM wraps its counter within a few --interval) and 2^62 (got {range})",
             least / 1e6,
-            a.max_energy_range_uj
         );
     }
     let meter = a.source.open_meter()?;
@@ -77,7 +82,7 @@ fn publish(a: PublishArgs) -> Result<ExitCode> {
         &a.dir,
         meter.provenance().clone(),
         a.interval.as_secs_f64(),
-        a.max_energy_range_uj,
+        range,
     )?;
     eprintln!(
         "wattio vm publish: every {} into {}/VM/ ({}, attributed by CPU-time share); Ctrl-C stops",

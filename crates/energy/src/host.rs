@@ -18,7 +18,11 @@
 //! wrap), the provenance from `wattio-host.json`, so that every figure says *measured on the host
 //! (MECHANISM), attributed to this VM (cpu-time share)*. A tree whose publisher stopped, or a
 //! heartbeat that stops moving (the host's wattio ended, or the VM migrated to a host without
-//! it), makes the reading fail with the reason rather than report a flat or jumping counter.
+//! it), makes the reading fail with the reason rather than report a flat or jumping counter. A
+//! publisher that restarts within that time (the three missed writes below) is no failure: it
+//! goes on from its saved total. A counter that goes back further than a wrap explains (the
+//! publisher lost its total, or another VM's share was mounted) fails every later reading: the
+//! figures up to it stand, none after it.
 
 use crate::error::EnergyError;
 use crate::types::{CounterSpec, Domain, Mechanism, Provenance, Wrap};
@@ -35,6 +39,10 @@ pub const HOST_DIR_ENV: &str = "WATTIO_HOST_ENERGY";
 pub const HOST_ZONE: &str = "intel-rapl:0";
 /// The file beside it that says where the energy comes from.
 pub const HOST_INFO: &str = "wattio-host.json";
+/// The most a VM is assumed to draw: the publisher keeps its counter's range wide enough that
+/// such a VM wraps it at most a quarter of the way per write, and the guest takes a decrease for
+/// a wrap only where this power over the time since its last read explains it.
+pub const MAX_VM_POWER_W: f64 = 2000.0;
 
 /// What the host says about the counter it publishes for one VM (`wattio-host.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -115,10 +123,20 @@ pub struct HostSource {
     counter: PathBuf,
     provenance: Provenance,
     dir: PathBuf,
+    /// The VM the share was opened for.
+    vm: String,
     /// The heartbeat last seen, and since when it has not moved.
     heartbeat: (u64, Instant),
+    /// Since when the publisher has said it stopped (it may be restarting).
+    stopped_since: Option<Instant>,
     last_check: Instant,
     stale_after: Duration,
+    /// The publisher's time between writes.
+    interval: Duration,
+    /// The last value read, and when.
+    last: Option<(u64, Instant)>,
+    /// Why the counter can no longer be trusted, once it cannot.
+    broken: Option<(String, &'static str)>,
 }
 
 impl HostSource {
@@ -136,15 +154,16 @@ impl HostSource {
                 "start `wattio vm publish` on the host again; until then the estimate is all there is",
             ));
         }
-        // Three missed writes, and at least 5 s: a busy host may write late.
+        // Three missed writes, and at least 5 s: a busy host may write late, and a restarting
+        // publisher needs a moment.
         let stale_after =
             Duration::from_secs_f64((3.0 * info.interval_s.clamp(0.001, 3600.0)).max(5.0));
         // A publisher killed without a word leaves `running: true`: the file's age says it.
-        if let Some(age) = std::fs::metadata(dir.join(HOST_INFO))
+        let age = std::fs::metadata(dir.join(HOST_INFO))
             .and_then(|m| m.modified())
             .ok()
-            .and_then(|t| std::time::SystemTime::now().duration_since(t).ok())
-        {
+            .and_then(|t| std::time::SystemTime::now().duration_since(t).ok());
+        if let Some(age) = age {
             if age > stale_after {
                 return Err(unusable(
                     format!(
@@ -168,30 +187,67 @@ impl HostSource {
         }];
         read_uj(&counter)?;
         let now = Instant::now();
+        // The heartbeat was last seen to move when the file was written (as far as the two
+        // clocks agree).
+        let beat_at = age
+            .and_then(|a| now.checked_sub(a.min(stale_after)))
+            .unwrap_or(now);
         Ok(HostSource {
             specs,
             counter,
             provenance: info.guest_provenance(),
             dir,
-            heartbeat: (info.heartbeat, now),
+            vm: info.vm,
+            heartbeat: (info.heartbeat, beat_at),
+            stopped_since: None,
             last_check: now,
             stale_after,
+            interval: Duration::from_secs_f64(info.interval_s.clamp(0.001, 3600.0)),
+            last: None,
+            broken: None,
         })
     }
 
-    /// Checks, at most once a second, that the publisher is still writing.
+    /// Checks, at most once a second while all is well and at every read once it is not, that
+    /// the publisher is still writing: a reading right after a failed check must not succeed
+    /// on the flat counter.
     fn check_alive(&mut self) -> Result<(), EnergyError> {
         if self.last_check.elapsed() < Duration::from_secs(1) {
             return Ok(());
         }
+        self.check_alive_now()?;
         self.last_check = Instant::now();
+        Ok(())
+    }
+
+    fn check_alive_now(&mut self) -> Result<(), EnergyError> {
         let info = read_host_info(&self.dir)?;
-        if !info.running {
-            return Err(unusable(
-                format!("the host's publisher for VM {} stopped", info.vm),
-                "start `wattio vm publish` on the host again",
+        if info.vm != self.vm {
+            self.broken = Some((
+                format!(
+                    "the share now holds VM {}'s energy, not VM {}'s (another VM's directory was mounted here)",
+                    info.vm, self.vm
+                ),
+                "mount this VM's own directory of the host's share, then start the measurement again",
             ));
         }
+        if !info.running {
+            // A restart writes `running: false`, then the new publisher goes on from its saved
+            // total: only a stop that lasts is a failure.
+            let since = *self.stopped_since.get_or_insert_with(Instant::now);
+            if since.elapsed() > self.stale_after {
+                return Err(unusable(
+                    format!(
+                        "the host's publisher for VM {} stopped {:.0} s ago",
+                        info.vm,
+                        since.elapsed().as_secs_f64()
+                    ),
+                    "start `wattio vm publish` on the host again, or use --source model",
+                ));
+            }
+            return Ok(());
+        }
+        self.stopped_since = None;
         // The wrap the counter was opened with must still hold, or a decrease would be read as a
         // wrap that never happened.
         if let Wrap::AtMax(m) = self.specs[0].wrap {
@@ -231,7 +287,41 @@ impl Source for HostSource {
 
     fn read_raw(&mut self, out: &mut [u64]) -> Result<(), EnergyError> {
         self.check_alive()?;
-        out[0] = read_uj(&self.counter)?;
+        if let Some((reason, fix)) = &self.broken {
+            return Err(unusable(reason.clone(), fix));
+        }
+        let raw = read_uj(&self.counter)?;
+        self.check_continuity(raw)?;
+        out[0] = raw;
+        Ok(())
+    }
+}
+
+impl HostSource {
+    /// A decrease is a wrap only where the range minus the old value plus the new is energy a VM
+    /// could have drawn since the last read (and one write of the publisher before it).
+    fn check_continuity(&mut self, raw: u64) -> Result<(), EnergyError> {
+        let now = Instant::now();
+        if let Some((prev, at)) = self.last {
+            if raw < prev {
+                let plausible_uj =
+                    MAX_VM_POWER_W * 1e6 * (now.duration_since(at) + self.interval).as_secs_f64()
+                        + 1e6;
+                let wrapped_uj = match self.specs[0].wrap {
+                    Wrap::AtMax(max) => (max - prev.min(max)) as f64 + raw as f64 + 1.0,
+                    Wrap::Unknown => f64::INFINITY,
+                };
+                if wrapped_uj > plausible_uj {
+                    let reason = format!(
+                        "the host's counter for VM {} went back from {prev} to {raw} µJ, which no wrap explains (its publisher lost its saved total, or the share changed)",
+                        self.vm
+                    );
+                    self.broken = Some((reason.clone(), "start the measurement again"));
+                    return Err(unusable(reason, "start the measurement again"));
+                }
+            }
+        }
+        self.last = Some((raw, now));
         Ok(())
     }
 }
@@ -359,6 +449,8 @@ mod tests {
         s.heartbeat.1 = Instant::now() - Duration::from_secs(10);
         let e = s.read_raw(&mut [0]).unwrap_err().to_string();
         assert!(e.contains("heartbeat 7 unchanged"), "{e}");
+        // The next reading, however soon, checks again.
+        assert!(s.read_raw(&mut [0]).is_err());
         // A moving heartbeat is fine.
         let mut next = info(true);
         next.heartbeat = 8;
@@ -367,5 +459,75 @@ mod tests {
         let mut raw = [0];
         s.read_raw(&mut raw).unwrap();
         assert_eq!(raw, [2]);
+    }
+
+    #[test]
+    fn a_publisher_restarting_is_waited_for_and_one_that_stays_stopped_is_not() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("run/wattio-host");
+        tree(&dir, &info(true), 1_000, 1 << 40);
+        let mut s = HostSource::open(&SysRoot::new(d.path())).unwrap();
+        // SIGTERM: the old publisher's last write says it stopped.
+        tree(&dir, &info(false), 1_500, 1 << 40);
+        s.last_check = Instant::now() - Duration::from_secs(2);
+        let mut raw = [0];
+        s.read_raw(&mut raw).unwrap();
+        assert_eq!(raw, [1_500]);
+        // The new one goes on from the saved total, its heartbeat starting again.
+        let mut again = info(true);
+        again.heartbeat = 1;
+        tree(&dir, &again, 1_700, 1 << 40);
+        s.last_check = Instant::now() - Duration::from_secs(2);
+        s.read_raw(&mut raw).unwrap();
+        assert_eq!(raw, [1_700]);
+        assert!(s.stopped_since.is_none());
+        // One that stays stopped past the heartbeat's allowance fails the reading.
+        tree(&dir, &info(false), 1_700, 1 << 40);
+        s.last_check = Instant::now() - Duration::from_secs(2);
+        s.read_raw(&mut raw).unwrap();
+        s.stopped_since = Some(Instant::now() - s.stale_after - Duration::from_secs(1));
+        s.last_check = Instant::now() - Duration::from_secs(2);
+        let e = s.read_raw(&mut raw).unwrap_err().to_string();
+        assert!(e.contains("publisher for VM web-1 stopped 6 s ago"), "{e}");
+    }
+
+    #[test]
+    fn a_wrap_is_read_through_and_a_counter_that_went_back_fails_for_good() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("run/wattio-host");
+        let max = 4_000_000_000_000;
+        tree(&dir, &info(true), max - 5_000_000, max);
+        let mut s = HostSource::open(&SysRoot::new(d.path())).unwrap();
+        let mut raw = [0];
+        s.read_raw(&mut raw).unwrap();
+        // 10 J later, across the wrap: a decrease that 10 J explains.
+        std::fs::write(dir.join(HOST_ZONE).join("energy_uj"), "4999999\n").unwrap();
+        s.read_raw(&mut raw).unwrap();
+        assert_eq!(raw, [4_999_999]);
+        // Back from 5 J to 2 J: a wrap would be 4 MJ in a moment, more than any VM draws.
+        std::fs::write(dir.join(HOST_ZONE).join("energy_uj"), "2000000\n").unwrap();
+        let e = s.read_raw(&mut raw).unwrap_err().to_string();
+        assert!(
+            e.contains("went back from 4999999 to 2000000 µJ, which no wrap explains"),
+            "{e}"
+        );
+        // Even once it has grown past where it was: the figures after a reset are not this
+        // counter's.
+        std::fs::write(dir.join(HOST_ZONE).join("energy_uj"), "9000000\n").unwrap();
+        assert!(s.read_raw(&mut raw).is_err());
+    }
+
+    #[test]
+    fn another_vms_share_mounted_mid_run_fails_the_reading() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("run/wattio-host");
+        tree(&dir, &info(true), 1_000, 1 << 40);
+        let mut s = HostSource::open(&SysRoot::new(d.path())).unwrap();
+        let mut other = info(true);
+        other.vm = "db-2".into();
+        tree(&dir, &other, 9_000, 1 << 40);
+        s.last_check = Instant::now() - Duration::from_secs(2);
+        let e = s.read_raw(&mut [0]).unwrap_err().to_string();
+        assert!(e.contains("holds VM db-2's energy, not VM web-1's"), "{e}");
     }
 }

@@ -67,7 +67,7 @@ pub use ebpf::{mono_ns, Reading, SlotPlan, EBPF_BUILT_IN};
 pub use error::EnergyError;
 pub use host::{
     host_dir, read_host_info, HostInfo, HostSource, DEFAULT_HOST_DIR, HOST_DIR_ENV, HOST_INFO,
-    HOST_ZONE,
+    HOST_ZONE, MAX_VM_POWER_W,
 };
 pub use machine::Machine;
 pub use model::{ModelParams, ModelSource, CCF_MAX_W, CCF_MIN_W, HOST_ESTIMATE_SCOPE};
