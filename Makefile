@@ -5,7 +5,7 @@ WATTIO := $(or $(CARGO_TARGET_DIR),target)/release/wattio
 
 HW_BUNDLE := hw-bundle
 
-.PHONY: hw-bundle hw-check test-hw test-vm all build demo demo-iobench test test-rust test-java unused-deps deps lint bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters fuzz soak
+.PHONY: hw-bundle hw-check test-hw test-vm all build demo demo-iobench test test-rust test-java unused-deps deps lint bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters compare-vm-meters fuzz soak
 
 all: build
 
@@ -141,6 +141,13 @@ fmt:
 ## WATTIO_PEERS_CACHE). About 5 minutes once they are. Results: docs/results/meters.md.
 compare-meters: build
 	./scripts/compare-meters.py
+
+## make compare-vm-meters: what two real guests (QEMU, TCG) see from wattio's vm publish and from
+## Scaphandre's qemu exporter on the same fake host counter, against the known truth (root; NOT
+## part of make test; needs make deps' QEMU and kernel). About 3 minutes once Scaphandre is
+## installed. Results: a section of docs/results/meters.md.
+compare-vm-meters: build
+	./scripts/compare-vm-meters.py
 
 ## make bench: benchmarks whose results go to docs/benchmarks/.
 bench: build

@@ -131,13 +131,15 @@ def quote(text, head=3, last=8):
 
 
 def install_scaphandre(cache):
+    """Scaphandre with its json exporter (this script) and its qemu exporter (compare-vm-meters)."""
     exe = os.path.join(cache, "scaphandre", "bin", "scaphandre")
-    if os.access(exe, os.X_OK) and SCAPHANDRE_VERSION in run([exe, "--version"])[1]:
+    if (os.access(exe, os.X_OK) and SCAPHANDRE_VERSION in run([exe, "--version"])[1]
+            and "qemu" in run([exe, "--help"])[1]):
         return exe, None
     say(f"installing Scaphandre {SCAPHANDRE_VERSION} from crates.io into {cache} (once; minutes)")
     env = dict(os.environ, CARGO_BUILD_JOBS="1", CARGO_TARGET_DIR=os.path.join(cache, "cargo-target"))
     rc, out = run(["nice", "-n", "19", "cargo", "install", "scaphandre", "--version", SCAPHANDRE_VERSION,
-                   "--locked", "--no-default-features", "--features", "json",
+                   "--locked", "--no-default-features", "--features", "json,qemu",
                    "--root", os.path.join(cache, "scaphandre")], env=env)
     if rc != 0:
         return None, f"`cargo install scaphandre --version {SCAPHANDRE_VERSION}` failed:\n{tail(out)}"
@@ -579,7 +581,7 @@ def main():
     if why:
         failures[f"Scaphandre {SCAPHANDRE_VERSION}"] = why
     else:
-        versions["Scaphandre"] = run([peers["scaphandre"], "--version"])[1].split()[-1] + " (crates.io, features json)"
+        versions["Scaphandre"] = run([peers["scaphandre"], "--version"])[1].split()[-1] + " (crates.io, features json, qemu)"
     peers["python"], why = install_venv(a.cache)
     if why:
         failures["CodeCarbon and pyJoules"] = why
@@ -698,7 +700,8 @@ def main():
     say(f"wrote {a.out}")
 
 
-if __name__ == "__main__":
+def run_main(prog, main, cleaned_up):
+    """Runs `main`: a Fail is one line and exit 2; SIGINT or SIGTERM clean up and exit 130."""
     def interrupted(signum, _frame):
         raise KeyboardInterrupt
     # SIGINT too: a shell that starts this in the background leaves SIGINT ignored.
@@ -707,8 +710,12 @@ if __name__ == "__main__":
     try:
         main()
     except Fail as e:
-        print(f"compare-meters: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:
-        print("compare-meters: interrupted; namespaces, ticker and tools cleaned up", file=sys.stderr)
+        print(f"{prog}: interrupted; {cleaned_up}", file=sys.stderr)
         sys.exit(130)
+
+
+if __name__ == "__main__":
+    run_main("compare-meters", main, "namespaces, ticker and tools cleaned up")

@@ -9,8 +9,11 @@
 # prints its JSON between WATTIO-JSON-BEGIN and WATTIO-JSON-END, and powers off. WORKLOAD
 # lifecycle spins, then, after WATTIO-ORPHAN, measures `sleep 2×SECONDS` (the host has stopped
 # feeding it), prints its exit status as WATTIO-RC N and its error, and its `probe --json`
-# between WATTIO-PROBE-BEGIN and WATTIO-PROBE-END. No disk image, no network: boots in seconds
-# under TCG.
+# between WATTIO-PROBE-BEGIN and WATTIO-PROBE-END. Where the VM also has a 9p share tagged
+# `scaph` (Scaphandre's qemu exporter's tree, scripts/compare-vm-meters.py), it is mounted at
+# /run/scaph, waited for too, and both counters are printed as `WATTIO-COUNTERS WATTIO_UJ
+# SCAPH_UJ` just before WATTIO-START and just after WATTIO-END. No disk image, no network: boots
+# in seconds under TCG.
 #
 # usage: scripts/vm-guest-initramfs.sh OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS [spin|idle|lifecycle]]
 # (crates/cli/tests/vm_e2e.rs builds one; qemu-system-x86_64 -kernel /boot/vmlinuz-VERSION
@@ -53,7 +56,7 @@ command -v cpio >/dev/null || die "cpio not found: apt-get install cpio"
 
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
-mkdir -p "$root"/{bin,usr/bin,proc,sys,dev,run/wattio-host,modules,tmp}
+mkdir -p "$root"/{bin,usr/bin,proc,sys,dev,run/wattio-host,run/scaph,modules,tmp}
 cp "$busybox" "$root/bin/busybox"
 # The binary without its debug information (a tenth of the size), and every library it loads.
 strip -o "$root/usr/bin/wattio" "$bin" 2>/dev/null || cp "$bin" "$root/usr/bin/wattio"
@@ -91,12 +94,22 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 for m in \$(cat /modules.order); do insmod /modules/\$m || echo "WATTIO-ERROR insmod \$m"; done
 mount -t 9p -o trans=virtio,version=9p2000.L,ro wattio /run/wattio-host || echo "WATTIO-ERROR mount 9p"
+scaph=""
+mount -t 9p -o trans=virtio,version=9p2000.L,ro scaph /run/scaph 2>/dev/null && scaph=/run/scaph/intel-rapl:0/energy_uj
+counters() {
+    [ -n "\$scaph" ] && echo "WATTIO-COUNTERS \$(cat /run/wattio-host/intel-rapl:0/energy_uj) \$(cat \$scaph)"
+}
 echo WATTIO-READY
 i=0
 while [ ! -f /run/wattio-host/wattio-host.json ] && [ \$i -lt 300 ]; do sleep 0.1; i=\$((i+1)); done
+# Scaphandre writes a VM's file after three of its 5 s steps.
+i=0
+while [ -n "\$scaph" ] && [ ! -s \$scaph ] && [ \$i -lt 900 ]; do sleep 0.1; i=\$((i+1)); done
+counters
 echo WATTIO-START
 wattio measure --source host --json -- $workload >/tmp/out.json 2>/tmp/err.txt
 echo WATTIO-END
+counters
 echo WATTIO-JSON-BEGIN
 cat /tmp/out.json
 echo WATTIO-JSON-END
