@@ -144,25 +144,28 @@ impl HostSource {
     /// is none, when it is malformed, or when its publisher has stopped.
     pub fn open(root: &SysRoot) -> Result<HostSource, EnergyError> {
         let dir = host_dir(root);
-        let info = read_host_info(&dir)?;
-        if !info.running {
-            return Err(unusable(
-                format!(
-                    "the host's publisher for VM {} has stopped (its last write says so)",
-                    info.vm
-                ),
-                "start `wattio vm publish` on the host again; until then the estimate is all there is",
-            ));
+        let mut info = read_host_info(&dir)?;
+        let mut stale_after = stale_allowance(&info);
+        // A publisher that stopped within the allowance may be restarting: wait for it, as a
+        // running reader does.
+        let mut age = info_age(&dir);
+        let give_up = Instant::now() + stale_after.saturating_sub(age.unwrap_or_default());
+        while !info.running {
+            if Instant::now() >= give_up {
+                return Err(unusable(
+                    format!(
+                        "the host's publisher for VM {} has stopped (its last write says so)",
+                        info.vm
+                    ),
+                    "start `wattio vm publish` on the host again; until then the estimate is all there is",
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            info = read_host_info(&dir)?;
+            stale_after = stale_allowance(&info);
+            age = info_age(&dir);
         }
-        // Three missed writes, and at least 5 s: a busy host may write late, and a restarting
-        // publisher needs a moment.
-        let stale_after =
-            Duration::from_secs_f64((3.0 * info.interval_s.clamp(0.001, 3600.0)).max(5.0));
         // A publisher killed without a word leaves `running: true`: the file's age says it.
-        let age = std::fs::metadata(dir.join(HOST_INFO))
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| std::time::SystemTime::now().duration_since(t).ok());
         if let Some(age) = age {
             if age > stale_after {
                 return Err(unusable(
@@ -326,6 +329,21 @@ impl HostSource {
     }
 }
 
+/// How long a publisher may go without writing before its guests give up: three missed writes,
+/// and at least 5 s (a busy host may write late, and a restarting publisher needs a moment).
+fn stale_allowance(info: &HostInfo) -> Duration {
+    Duration::from_secs_f64((3.0 * info.interval_s.clamp(0.001, 3600.0)).max(5.0))
+}
+
+/// How long ago `wattio-host.json` was written, by this machine's clock (`None` where it is in
+/// the future).
+fn info_age(dir: &Path) -> Option<Duration> {
+    std::fs::metadata(dir.join(HOST_INFO))
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| std::time::SystemTime::now().duration_since(t).ok())
+}
+
 /// The zone's `max_energy_range_uj`, if readable and positive.
 fn read_max(zone_dir: &Path) -> Option<u64> {
     std::fs::read_to_string(zone_dir.join("max_energy_range_uj"))
@@ -357,6 +375,16 @@ mod tests {
         std::fs::write(z.join("energy_uj"), format!("{uj}\n")).unwrap();
         std::fs::write(z.join("max_energy_range_uj"), format!("{max}\n")).unwrap();
         std::fs::write(dir.join(HOST_INFO), serde_json::to_string(info).unwrap()).unwrap();
+    }
+
+    /// Makes `wattio-host.json` in `dir` look written `secs` ago.
+    fn age(dir: &Path, secs: u64) {
+        std::fs::File::options()
+            .write(true)
+            .open(dir.join(HOST_INFO))
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - Duration::from_secs(secs))
+            .unwrap();
     }
 
     fn info(running: bool) -> HostInfo {
@@ -405,6 +433,7 @@ mod tests {
         );
         let dir = d.path().join("run/wattio-host");
         tree(&dir, &info(false), 1, 1 << 40);
+        age(&dir, 60);
         let e = HostSource::open(&SysRoot::new(d.path()))
             .unwrap_err()
             .to_string();
@@ -425,13 +454,7 @@ mod tests {
         let dir = d.path().join("run/wattio-host");
         tree(&dir, &info(true), 1, 1 << 40);
         // Left by a publisher killed a minute ago, still saying it runs.
-        let old = std::time::SystemTime::now() - Duration::from_secs(60);
-        std::fs::File::options()
-            .write(true)
-            .open(dir.join(HOST_INFO))
-            .unwrap()
-            .set_modified(old)
-            .unwrap();
+        age(&dir, 60);
         let e = HostSource::open(&SysRoot::new(d.path()))
             .unwrap_err()
             .to_string();
@@ -489,6 +512,42 @@ mod tests {
         s.last_check = Instant::now() - Duration::from_secs(2);
         let e = s.read_raw(&mut raw).unwrap_err().to_string();
         assert!(e.contains("publisher for VM web-1 stopped 6 s ago"), "{e}");
+    }
+
+    #[test]
+    fn opening_while_the_publisher_restarts_waits_for_it() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("run/wattio-host");
+        // Stopped 4 s ago: within the 5 s a restart is given.
+        tree(&dir, &info(false), 1_000, 1 << 40);
+        age(&dir, 4);
+        let writer = {
+            let dir = dir.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                tree(&dir, &info(true), 1_200, 1 << 40);
+            })
+        };
+        let started = Instant::now();
+        let mut s = HostSource::open(&SysRoot::new(d.path())).unwrap();
+        writer.join().unwrap();
+        assert!(started.elapsed() >= Duration::from_millis(300));
+        let mut raw = [0];
+        s.read_raw(&mut raw).unwrap();
+        assert_eq!(raw, [1_200]);
+        // One that does not come back is refused once the allowance is spent (1 s left here).
+        tree(&dir, &info(false), 1_200, 1 << 40);
+        age(&dir, 4);
+        let started = Instant::now();
+        let e = HostSource::open(&SysRoot::new(d.path()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("has stopped"), "{e}");
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[test]
