@@ -37,6 +37,7 @@ import importlib.util
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import tempfile
@@ -208,21 +209,25 @@ def one_run(a, watts, kernel, kver, scaph):
         # Both publishers start once the QEMUs run: without /proc/modules, fake-rapl-ns.sh's
         # --proc-modules shows Scaphandre only the processes that exist when it starts.
         say("starting wattio vm publish and scaphandre qemu on the fake host")
-        log_w = open(os.path.join(work, "publish.log"), "w")
-        procs.append(subprocess.Popen([NS, fx, "--", WATTIO, "vm", "publish", "--source", "powercap",
-                                       "--dir", vms], stdout=log_w, stderr=subprocess.STDOUT))
-        log_s = open(os.path.join(work, "scaphandre.log"), "w")
+        with open(os.path.join(work, "publish.log"), "w") as log:
+            procs.append(subprocess.Popen([NS, fx, "--", WATTIO, "vm", "publish", "--source", "powercap",
+                                           "--dir", vms], stdout=log, stderr=subprocess.STDOUT))
         bind = ("mount -t tmpfs wattio-var /var/lib && mkdir -p /var/lib/libvirt/scaphandre && "
-                f"mount --bind {scaph_dir} /var/lib/libvirt/scaphandre && exec {scaph} qemu")
+                f"mount --bind {shlex.quote(scaph_dir)} /var/lib/libvirt/scaphandre && "
+                f"exec {shlex.quote(scaph)} qemu")
         ns_opts = [] if os.path.exists("/proc/modules") else ["--proc-modules"]
-        procs.append(subprocess.Popen([NS, *ns_opts, fx, "--", "sh", "-c", bind],
-                                      stdout=log_s, stderr=subprocess.STDOUT))
+        with open(os.path.join(work, "scaphandre.log"), "w") as log:
+            procs.append(subprocess.Popen([NS, *ns_opts, fx, "--", "sh", "-c", bind],
+                                          stdout=log, stderr=subprocess.STDOUT))
         for g in guests:
             say(f"waiting for {g.name} to measure")
             g.wait_for("END", a.seconds + 180)
         for g in guests:
-            g.proc.wait(timeout=60)
-        rows = [result(g, watts) for g in guests]
+            try:
+                g.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                raise Fail(f"guest {g.name} did not power off within 60 s of its measurement")
+        rows = [result(g, watts, os.path.join(vms, g.name)) for g in guests]
         scaph_log = open(os.path.join(work, "scaphandre.log")).read()
     finally:
         for g in guests:
@@ -239,15 +244,26 @@ def one_run(a, watts, kernel, kver, scaph):
     return rows, scaph_log
 
 
-def result(g, watts):
+def online_cpus():
+    """The host's online CPUs (/sys/devices/system/cpu/online), as the publisher counts them."""
+    n = 0
+    for part in open("/sys/devices/system/cpu/online").read().strip().split(","):
+        lo, _, hi = part.partition("-")
+        n += int(hi or lo) - int(lo) + 1
+    return n
+
+
+def result(g, watts, vm_dir):
     """One guest's row: the truth, and what each counter grew by in the guest's window."""
     if len(g.counters) < 2 or "START" not in g.marks or "END" not in g.marks:
         raise Fail(f"guest {g.name} printed no counters:\n" + "\n".join(g.lines[-15:]))
     (q0, t0), (q1, t1) = g.marks["START"], g.marks["END"]
     window = t1 - t0
-    truth = 2 * watts * (q1 - q0) / os.cpu_count()
+    truth = 2 * watts * (q1 - q0) / online_cpus()
     (w0, s0), (w1, s1) = g.counters[0], g.counters[-1]
-    wattio_j = grew(w0, w1, 2 ** 38) / 1e6 if grew(w0, w1, 2 ** 38) is not None else None
+    wrap = int(open(os.path.join(vm_dir, "intel-rapl:0", "max_energy_range_uj")).read())
+    wattio_uj = grew(w0, w1, wrap)
+    wattio_j = None if wattio_uj is None else wattio_uj / 1e6
     scaph_uj = grew(s0, s1, None)
     m = json.loads(g.block("JSON") or "{}")
     return {"watts": watts, "guest": g.name, "window": window, "qemu_cpu": q1 - q0, "truth": truth, "wattio": wattio_j,
@@ -278,7 +294,7 @@ def write(a, rows, wall_s, wattio_v, scaph_v, scaph_log):
              "and an initramfs of busybox and wattio) each mount both trees over 9p and print both "
              f"counters just before and just after a {a.seconds} s workload: g1 spins its vCPU, g2 sleeps. "
              "**Truth**: the fixture's power × the guest's QEMU process's CPU-seconds over the window / "
-             f"the host's {os.cpu_count()} CPUs, read by the script from `/proc` at the guest's console "
+             f"the host's {online_cpus()} CPUs, read by the script from `/proc` at the guest's console "
              "lines: the CPU-time share, idle left to the host, that both tools say they apply. wattio's counter moves once per interval (1 s), so either end of a window may be up to one interval's share off (1.6 % of a busy guest's 60 s).")
     w.append("")
     w.append("| W per package | guest | window (s) | QEMU CPU-s | truth (J) | wattio counter (J) | error | wattio measure in the guest (J, over s) | Scaphandre counter (J) | error |")

@@ -7,8 +7,8 @@
 #     wattio measure --source host --json -- timeout SECONDS sh -c 'while :; do :; done'
 # (or `sleep SECONDS` with WORKLOAD idle) between the console lines WATTIO-START and WATTIO-END,
 # prints its JSON between WATTIO-JSON-BEGIN and WATTIO-JSON-END, and powers off. WORKLOAD
-# lifecycle spins, then, after WATTIO-ORPHAN, measures `sleep 2×SECONDS` (the host has stopped
-# feeding it), prints its exit status as WATTIO-RC N and its error, and its `probe --json`
+# lifecycle spins (printing WATTIO-RUNNING once its wattio has opened the share), then, after
+# WATTIO-ORPHAN, measures `sleep 2×SECONDS` (printing WATTIO-OPENED as it starts), prints its exit status as WATTIO-RC N and its error, and its `probe --json`
 # between WATTIO-PROBE-BEGIN and WATTIO-PROBE-END. Where the VM also has a 9p share tagged
 # `scaph` (Scaphandre's qemu exporter's tree, scripts/compare-vm-meters.py), it is mounted at
 # /run/scaph, waited for too, and both counters are printed as `WATTIO-COUNTERS WATTIO_UJ
@@ -35,9 +35,10 @@ case ${5:-spin} in
 spin) workload="timeout $seconds sh -c 'while :; do :; done'" ;;
 idle) workload="sleep $seconds" ;;
 lifecycle)
-    workload="timeout $seconds sh -c 'while :; do :; done'"
+    # The measured command runs once wattio has opened the share: its marks say so.
+    workload="sh -c 'echo WATTIO-RUNNING >/dev/console; exec timeout $seconds sh -c \"while :; do :; done\"'"
     after="echo WATTIO-ORPHAN
-wattio measure --source host --json -- sleep $((2 * seconds)) >/tmp/orphan.json 2>/tmp/orphan.txt
+wattio measure --source host --json -- sh -c 'echo WATTIO-OPENED >/dev/console; exec sleep $((2 * seconds))' >/tmp/orphan.json 2>/tmp/orphan.txt
 echo WATTIO-RC \$?
 cat /tmp/orphan.txt
 echo WATTIO-PROBE-BEGIN

@@ -315,6 +315,14 @@ fn a_guest_lives_through_a_publisher_restart_a_pause_and_a_publisher_that_dies()
     // The counter as the host publishes it, every 20 ms until the guest is done.
     let counter = lab.host.vms.join("g3/intel-rapl:0/energy_uj");
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Stops the watcher however the test ends.
+    struct StopOnDrop(std::sync::Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for StopOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    let stop_watcher = StopOnDrop(done.clone());
     let watcher = {
         let done = done.clone();
         std::thread::spawn(move || {
@@ -331,8 +339,9 @@ fn a_guest_lives_through_a_publisher_restart_a_pause_and_a_publisher_that_dies()
             seen
         })
     };
-    g.pump_until("START");
-    // 2 s into the busy loop: the publisher is stopped (it says so) and another one started.
+    // The guest's wattio has opened the share and runs the busy loop.
+    g.pump_until("RUNNING");
+    // 2 s into it: the publisher is stopped (it says so) and another one started.
     std::thread::sleep(Duration::from_secs(2));
     let o = common::terminate(lab.kids.0.pop().unwrap());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -343,14 +352,14 @@ fn a_guest_lives_through_a_publisher_restart_a_pause_and_a_publisher_that_dies()
     qmp.execute("stop");
     std::thread::sleep(Duration::from_secs(1));
     qmp.execute("cont");
-    g.pump_until("END");
-    // Its publisher dies without a word (SIGKILL, as when the VM moves to a host without one)
-    // and the guest measures again.
+    // The guest measures again; once its wattio has opened the share, the publisher dies without
+    // a word (SIGKILL, as when the VM moves to a host without one).
+    g.pump_until("OPENED");
     let mut publisher = lab.kids.0.pop().unwrap();
     publisher.kill().unwrap();
     publisher.wait().unwrap();
     let run = g.finish();
-    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    drop(stop_watcher);
     let seen = watcher.join().unwrap();
 
     // Through the restart and the pause, the counter never went back, and the guest measured.
@@ -361,6 +370,12 @@ fn a_guest_lives_through_a_publisher_restart_a_pause_and_a_publisher_that_dies()
     );
     let m = run.json("JSON");
     assert_eq!(m["mechanism"], "host", "{m}\n{}", run.console);
+    // Not one failed reading through it.
+    assert!(
+        m.get("read_errors")
+            .is_none_or(|e| e.as_array().is_some_and(|a| a.is_empty())),
+        "{m}"
+    );
     let guest_j = m["total_j"].as_f64().unwrap();
     let host_j = grew_uj(run.marks["START"].0, run.marks["END"].0) as f64 / 1e6;
     eprintln!(
@@ -374,14 +389,17 @@ fn a_guest_lives_through_a_publisher_restart_a_pause_and_a_publisher_that_dies()
     );
     // The second measurement fails with the reason, and the guest then uses the model,
     // saying why.
-    let rc = run.lines_after("WATTIO-RC").unwrap_or_default();
+    let rc = run
+        .lines_after("WATTIO-RC")
+        .unwrap_or_else(|| panic!("no WATTIO-RC line:\n{}", run.console));
+    let orphan = &run.console[run.console.find("WATTIO-ORPHAN").unwrap()..];
+    let said = orphan
+        .lines()
+        .find(|l| l.contains("wattio: error"))
+        .unwrap_or("");
     eprintln!(
-        "vm_e2e: with its publisher killed, the guest's measurement exited {} saying: {}",
-        rc.trim(),
-        run.console
-            .lines()
-            .find(|l| l.contains("stopped updating"))
-            .unwrap_or("")
+        "vm_e2e: with its publisher killed, the guest's measurement exited {} saying: {said}",
+        rc.trim()
     );
     assert!(
         rc.trim() != "0",
@@ -389,8 +407,7 @@ fn a_guest_lives_through_a_publisher_restart_a_pause_and_a_publisher_that_dies()
         run.console
     );
     assert!(
-        run.console
-            .contains("the host stopped updating this VM's energy"),
+        said.contains("the host stopped updating this VM's energy"),
         "{}",
         run.console
     );

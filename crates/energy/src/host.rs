@@ -149,7 +149,11 @@ impl HostSource {
         // A publisher that stopped within the allowance may be restarting: wait for it, as a
         // running reader does.
         let mut age = info_age(&dir);
-        let give_up = Instant::now() + stale_after.saturating_sub(age.unwrap_or_default());
+        // At most 5 s, however long the publisher's interval: probes and `auto` open this too.
+        let give_up = Instant::now()
+            + stale_after
+                .min(Duration::from_secs(5))
+                .saturating_sub(age.unwrap_or_default());
         while !info.running {
             if Instant::now() >= give_up {
                 return Err(unusable(
@@ -250,7 +254,13 @@ impl HostSource {
             }
             return Ok(());
         }
-        self.stopped_since = None;
+        if self.stopped_since.take().is_some() {
+            // A new publisher: its heartbeat counts from now, whatever its value.
+            self.heartbeat = (info.heartbeat, Instant::now());
+        }
+        // A publisher restarted with another --interval: its timing from now on.
+        self.stale_after = stale_allowance(&info);
+        self.interval = Duration::from_secs_f64(info.interval_s.clamp(0.001, 3600.0));
         // The wrap the counter was opened with must still hold, or a decrease would be read as a
         // wrap that never happened.
         if let Wrap::AtMax(m) = self.specs[0].wrap {
@@ -301,27 +311,28 @@ impl Source for HostSource {
 }
 
 impl HostSource {
-    /// A decrease is a wrap only where the range minus the old value plus the new is energy a VM
-    /// could have drawn since the last read (and one write of the publisher before it).
+    /// The counter may only grow by energy a VM could have drawn since the last read (and one
+    /// write of the publisher before it), a wrap included: a decrease that no wrap explains, or
+    /// a leap, means the counter is no longer the one this measurement started with (its
+    /// publisher lost its saved total, a state file was restored, another share was mounted).
     fn check_continuity(&mut self, raw: u64) -> Result<(), EnergyError> {
         let now = Instant::now();
         if let Some((prev, at)) = self.last {
-            if raw < prev {
-                let plausible_uj =
-                    MAX_VM_POWER_W * 1e6 * (now.duration_since(at) + self.interval).as_secs_f64()
-                        + 1e6;
-                let wrapped_uj = match self.specs[0].wrap {
-                    Wrap::AtMax(max) => (max - prev.min(max)) as f64 + raw as f64 + 1.0,
-                    Wrap::Unknown => f64::INFINITY,
-                };
-                if wrapped_uj > plausible_uj {
-                    let reason = format!(
-                        "the host's counter for VM {} went back from {prev} to {raw} µJ, which no wrap explains (its publisher lost its saved total, or the share changed)",
-                        self.vm
-                    );
-                    self.broken = Some((reason.clone(), "start the measurement again"));
-                    return Err(unusable(reason, "start the measurement again"));
-                }
+            let plausible_uj =
+                MAX_VM_POWER_W * 1e6 * (now.duration_since(at) + self.interval).as_secs_f64() + 1e6;
+            let grew_uj = match (raw >= prev, self.specs[0].wrap) {
+                (true, _) => (raw - prev) as f64,
+                (false, Wrap::AtMax(max)) => (max - prev.min(max)) as f64 + raw as f64 + 1.0,
+                (false, Wrap::Unknown) => f64::INFINITY,
+            };
+            if grew_uj > plausible_uj {
+                let how = if raw < prev { "went back" } else { "leapt" };
+                let reason = format!(
+                    "the host's counter for VM {} {how} from {prev} to {raw} µJ, more than any VM draws in the time (its publisher lost or restored its saved total, or the share changed)",
+                    self.vm
+                );
+                self.broken = Some((reason.clone(), "start the measurement again"));
+                return Err(unusable(reason, "start the measurement again"));
             }
         }
         self.last = Some((raw, now));
@@ -374,7 +385,10 @@ mod tests {
         std::fs::write(z.join("name"), "package-0\n").unwrap();
         std::fs::write(z.join("energy_uj"), format!("{uj}\n")).unwrap();
         std::fs::write(z.join("max_energy_range_uj"), format!("{max}\n")).unwrap();
-        std::fs::write(dir.join(HOST_INFO), serde_json::to_string(info).unwrap()).unwrap();
+        // Renamed into place, as the publisher does: `open` may be polling it meanwhile.
+        let tmp = dir.join("info.tmp");
+        std::fs::write(&tmp, serde_json::to_string(info).unwrap()).unwrap();
+        std::fs::rename(&tmp, dir.join(HOST_INFO)).unwrap();
     }
 
     /// Makes `wattio-host.json` in `dir` look written `secs` ago.
@@ -567,12 +581,28 @@ mod tests {
         std::fs::write(dir.join(HOST_ZONE).join("energy_uj"), "2000000\n").unwrap();
         let e = s.read_raw(&mut raw).unwrap_err().to_string();
         assert!(
-            e.contains("went back from 4999999 to 2000000 µJ, which no wrap explains"),
+            e.contains("went back from 4999999 to 2000000 µJ, more than any VM draws"),
             "{e}"
         );
         // Even once it has grown past where it was: the figures after a reset are not this
         // counter's.
         std::fs::write(dir.join(HOST_ZONE).join("energy_uj"), "9000000\n").unwrap();
+        assert!(s.read_raw(&mut raw).is_err());
+    }
+
+    #[test]
+    fn a_counter_that_leaps_forward_fails_for_good() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("run/wattio-host");
+        tree(&dir, &info(true), 1_000_000, 1 << 40);
+        let mut s = HostSource::open(&SysRoot::new(d.path())).unwrap();
+        let mut raw = [0];
+        s.read_raw(&mut raw).unwrap();
+        // 1 MJ in a moment: another VM's counter, or a restored state.
+        std::fs::write(dir.join(HOST_ZONE).join("energy_uj"), "1000001000000\n").unwrap();
+        let e = s.read_raw(&mut raw).unwrap_err().to_string();
+        assert!(e.contains("leapt from 1000000 to 1000001000000 µJ"), "{e}");
+        std::fs::write(dir.join(HOST_ZONE).join("energy_uj"), "1000100\n").unwrap();
         assert!(s.read_raw(&mut raw).is_err());
     }
 
