@@ -312,33 +312,7 @@ fn a_guest_lives_through_a_publisher_restart_a_pause_and_a_publisher_that_dies()
     g.pump_until("READY");
     // The publisher is the last of the lab's processes while it runs.
     lab.kids.0.push(lab.host.publisher());
-    // The counter as the host publishes it, every 20 ms until the guest is done.
-    let counter = lab.host.vms.join("g3/intel-rapl:0/energy_uj");
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    // Stops the watcher however the test ends.
-    struct StopOnDrop(std::sync::Arc<std::sync::atomic::AtomicBool>);
-    impl Drop for StopOnDrop {
-        fn drop(&mut self) {
-            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
-        }
-    }
-    let stop_watcher = StopOnDrop(done.clone());
-    let watcher = {
-        let done = done.clone();
-        std::thread::spawn(move || {
-            let mut seen = vec![];
-            while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                if let Some(v) = std::fs::read_to_string(&counter)
-                    .ok()
-                    .and_then(|s| s.trim().parse::<u64>().ok())
-                {
-                    seen.push(v);
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            seen
-        })
-    };
+    let watcher = Watcher::start(lab.host.vms.join("g3/intel-rapl:0/energy_uj"));
     // The guest's wattio has opened the share and runs the busy loop.
     g.pump_until("RUNNING");
     // 2 s into it: the publisher is stopped (it says so) and another one started.
@@ -359,8 +333,7 @@ fn a_guest_lives_through_a_publisher_restart_a_pause_and_a_publisher_that_dies()
     publisher.kill().unwrap();
     publisher.wait().unwrap();
     let run = g.finish();
-    drop(stop_watcher);
-    let seen = watcher.join().unwrap();
+    let seen = watcher.finish();
 
     // Through the restart and the pause, the counter never went back, and the guest measured.
     assert!(seen.len() > 100, "{} reads", seen.len());
@@ -424,6 +397,49 @@ fn a_guest_lives_through_a_publisher_restart_a_pause_and_a_publisher_that_dies()
         why.contains("its publisher is not running, or this VM moved to a host without it"),
         "{why}"
     );
+}
+
+/// A thread reading a published counter every 20 ms, until [`Watcher::finish`] or the test
+/// ends.
+struct Watcher {
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Vec<u64>>>,
+}
+
+impl Watcher {
+    fn start(counter: PathBuf) -> Watcher {
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = done.clone();
+        let thread = std::thread::spawn(move || {
+            let mut seen = vec![];
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Some(v) = std::fs::read_to_string(&counter)
+                    .ok()
+                    .and_then(|s| s.trim().parse::<u64>().ok())
+                {
+                    seen.push(v);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            seen
+        });
+        Watcher {
+            done,
+            thread: Some(thread),
+        }
+    }
+
+    /// The values read, in order.
+    fn finish(mut self) -> Vec<u64> {
+        self.done.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.take().unwrap().join().unwrap()
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.done.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// A QMP connection to a QEMU's monitor socket.
