@@ -44,18 +44,16 @@ import tempfile
 import threading
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NS = os.path.join(REPO, "scripts", "fake-rapl-ns.sh")
-INITRAMFS = os.path.join(REPO, "scripts", "vm-guest-initramfs.sh")
-WATTIO = os.path.join(REPO, "target", "release", "wattio")
-BEGIN = "<!-- make compare-vm-meters writes from here to its end marker -->"
-END = "<!-- end of what make compare-vm-meters writes -->"
-
-# The peers' installation and the machine line are compare-meters.py's.
-_spec = importlib.util.spec_from_file_location("compare_meters", os.path.join(REPO, "scripts", "compare-meters.py"))
+# The paths, the peers' installation and the machine line are compare-meters.py's.
+_spec = importlib.util.spec_from_file_location(
+    "compare_meters", os.path.join(os.path.dirname(os.path.abspath(__file__)), "compare-meters.py"))
 cm = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cm)
 Fail, run, tail = cm.Fail, cm.run, cm.tail
+REPO, NS, WATTIO = cm.REPO, cm.NS, cm.WATTIO
+INITRAMFS = os.path.join(REPO, "scripts", "vm-guest-initramfs.sh")
+BEGIN = "<!-- make compare-vm-meters writes from here to its end marker -->"
+END = "<!-- end of what make compare-vm-meters writes -->"
 
 
 def say(msg):

@@ -379,6 +379,27 @@ fn read_uj(path: &Path) -> Result<u64, EnergyError> {
 mod tests {
     use super::*;
 
+    /// A temporary root and, under it, where the guest looks for the share.
+    fn share() -> (tempfile::TempDir, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("run/wattio-host");
+        (d, dir)
+    }
+
+    fn open(root: &tempfile::TempDir) -> Result<HostSource, EnergyError> {
+        HostSource::open(&SysRoot::new(root.path()))
+    }
+
+    /// Rewrites the counter `energy_uj` to `text`.
+    fn set_uj(dir: &Path, text: &str) {
+        std::fs::write(dir.join(HOST_ZONE).join("energy_uj"), text).unwrap();
+    }
+
+    /// Makes the next reading check the publisher again (checks run at most once a second).
+    fn due(s: &mut HostSource) {
+        s.last_check = Instant::now() - Duration::from_secs(2);
+    }
+
     fn tree(dir: &Path, info: &HostInfo, uj: u64, max: u64) {
         let z = dir.join(HOST_ZONE);
         std::fs::create_dir_all(&z).unwrap();
@@ -414,10 +435,9 @@ mod tests {
 
     #[test]
     fn the_guest_reads_the_hosts_counter_with_its_provenance() {
-        let d = tempfile::tempdir().unwrap();
-        let dir = d.path().join("run/wattio-host");
+        let (d, dir) = share();
         tree(&dir, &info(true), 5_000_000, 1 << 40);
-        let mut s = HostSource::open(&SysRoot::new(d.path())).unwrap();
+        let mut s = open(&d).unwrap();
         assert_eq!(
             s.provenance().label(),
             "measured (host powercap on the host, attributed to this VM (cpu-time share))"
@@ -438,9 +458,7 @@ mod tests {
     #[test]
     fn no_share_a_stopped_publisher_or_garbage_say_why() {
         let d = tempfile::tempdir().unwrap();
-        let e = HostSource::open(&SysRoot::new(d.path()))
-            .unwrap_err()
-            .to_string();
+        let e = open(&d).unwrap_err().to_string();
         assert!(
             e.contains("no energy shared by the host") && e.contains("wattio vm publish"),
             "{e}"
@@ -448,41 +466,33 @@ mod tests {
         let dir = d.path().join("run/wattio-host");
         tree(&dir, &info(false), 1, 1 << 40);
         age(&dir, 60);
-        let e = HostSource::open(&SysRoot::new(d.path()))
-            .unwrap_err()
-            .to_string();
+        let e = open(&d).unwrap_err().to_string();
         assert!(e.contains("publisher for VM web-1 has stopped"), "{e}");
         std::fs::write(dir.join(HOST_INFO), "garbage").unwrap();
-        let e = HostSource::open(&SysRoot::new(d.path()))
-            .unwrap_err()
-            .to_string();
+        let e = open(&d).unwrap_err().to_string();
         assert!(e.contains("is not a wattio host file"), "{e}");
         tree(&dir, &info(true), 1, 1 << 40);
-        std::fs::write(dir.join(HOST_ZONE).join("energy_uj"), "lots\n").unwrap();
-        assert!(HostSource::open(&SysRoot::new(d.path())).is_err());
+        set_uj(&dir, "lots\n");
+        assert!(open(&d).is_err());
     }
 
     #[test]
     fn a_share_nobody_updates_is_refused_at_open() {
-        let d = tempfile::tempdir().unwrap();
-        let dir = d.path().join("run/wattio-host");
+        let (d, dir) = share();
         tree(&dir, &info(true), 1, 1 << 40);
         // Left by a publisher killed a minute ago, still saying it runs.
         age(&dir, 60);
-        let e = HostSource::open(&SysRoot::new(d.path()))
-            .unwrap_err()
-            .to_string();
+        let e = open(&d).unwrap_err().to_string();
         assert!(e.contains("last updated this VM's energy 60 s ago"), "{e}");
     }
 
     #[test]
     fn a_heartbeat_that_stops_fails_the_reading() {
-        let d = tempfile::tempdir().unwrap();
-        let dir = d.path().join("run/wattio-host");
+        let (d, dir) = share();
         tree(&dir, &info(true), 1, 1 << 40);
-        let mut s = HostSource::open(&SysRoot::new(d.path())).unwrap();
+        let mut s = open(&d).unwrap();
         s.stale_after = Duration::from_millis(0);
-        s.last_check = Instant::now() - Duration::from_secs(2);
+        due(&mut s);
         s.heartbeat.1 = Instant::now() - Duration::from_secs(10);
         let e = s.read_raw(&mut [0]).unwrap_err().to_string();
         assert!(e.contains("heartbeat 7 unchanged"), "{e}");
@@ -492,7 +502,7 @@ mod tests {
         let mut next = info(true);
         next.heartbeat = 8;
         tree(&dir, &next, 2, 1 << 40);
-        s.last_check = Instant::now() - Duration::from_secs(2);
+        due(&mut s);
         let mut raw = [0];
         s.read_raw(&mut raw).unwrap();
         assert_eq!(raw, [2]);
@@ -500,13 +510,12 @@ mod tests {
 
     #[test]
     fn a_publisher_restarting_is_waited_for_and_one_that_stays_stopped_is_not() {
-        let d = tempfile::tempdir().unwrap();
-        let dir = d.path().join("run/wattio-host");
+        let (d, dir) = share();
         tree(&dir, &info(true), 1_000, 1 << 40);
-        let mut s = HostSource::open(&SysRoot::new(d.path())).unwrap();
+        let mut s = open(&d).unwrap();
         // SIGTERM: the old publisher's last write says it stopped.
         tree(&dir, &info(false), 1_500, 1 << 40);
-        s.last_check = Instant::now() - Duration::from_secs(2);
+        due(&mut s);
         let mut raw = [0];
         s.read_raw(&mut raw).unwrap();
         assert_eq!(raw, [1_500]);
@@ -514,24 +523,23 @@ mod tests {
         let mut again = info(true);
         again.heartbeat = 1;
         tree(&dir, &again, 1_700, 1 << 40);
-        s.last_check = Instant::now() - Duration::from_secs(2);
+        due(&mut s);
         s.read_raw(&mut raw).unwrap();
         assert_eq!(raw, [1_700]);
         assert!(s.stopped_since.is_none());
         // One that stays stopped past the heartbeat's allowance fails the reading.
         tree(&dir, &info(false), 1_700, 1 << 40);
-        s.last_check = Instant::now() - Duration::from_secs(2);
+        due(&mut s);
         s.read_raw(&mut raw).unwrap();
         s.stopped_since = Some(Instant::now() - s.stale_after - Duration::from_secs(1));
-        s.last_check = Instant::now() - Duration::from_secs(2);
+        due(&mut s);
         let e = s.read_raw(&mut raw).unwrap_err().to_string();
         assert!(e.contains("publisher for VM web-1 stopped 6 s ago"), "{e}");
     }
 
     #[test]
     fn opening_while_the_publisher_restarts_waits_for_it() {
-        let d = tempfile::tempdir().unwrap();
-        let dir = d.path().join("run/wattio-host");
+        let (d, dir) = share();
         // Stopped 4 s ago: within the 5 s a restart is given.
         tree(&dir, &info(false), 1_000, 1 << 40);
         age(&dir, 4);
@@ -543,7 +551,7 @@ mod tests {
             })
         };
         let started = Instant::now();
-        let mut s = HostSource::open(&SysRoot::new(d.path())).unwrap();
+        let mut s = open(&d).unwrap();
         writer.join().unwrap();
         assert!(started.elapsed() >= Duration::from_millis(300));
         let mut raw = [0];
@@ -553,9 +561,7 @@ mod tests {
         tree(&dir, &info(false), 1_200, 1 << 40);
         age(&dir, 4);
         let started = Instant::now();
-        let e = HostSource::open(&SysRoot::new(d.path()))
-            .unwrap_err()
-            .to_string();
+        let e = open(&d).unwrap_err().to_string();
         assert!(e.contains("has stopped"), "{e}");
         assert!(
             started.elapsed() < Duration::from_secs(3),
@@ -566,19 +572,18 @@ mod tests {
 
     #[test]
     fn a_wrap_is_read_through_and_a_counter_that_went_back_fails_for_good() {
-        let d = tempfile::tempdir().unwrap();
-        let dir = d.path().join("run/wattio-host");
+        let (d, dir) = share();
         let max = 4_000_000_000_000;
         tree(&dir, &info(true), max - 5_000_000, max);
-        let mut s = HostSource::open(&SysRoot::new(d.path())).unwrap();
+        let mut s = open(&d).unwrap();
         let mut raw = [0];
         s.read_raw(&mut raw).unwrap();
         // 10 J later, across the wrap: a decrease that 10 J explains.
-        std::fs::write(dir.join(HOST_ZONE).join("energy_uj"), "4999999\n").unwrap();
+        set_uj(&dir, "4999999\n");
         s.read_raw(&mut raw).unwrap();
         assert_eq!(raw, [4_999_999]);
         // Back from 5 J to 2 J: a wrap would be 4 MJ in a moment, more than any VM draws.
-        std::fs::write(dir.join(HOST_ZONE).join("energy_uj"), "2000000\n").unwrap();
+        set_uj(&dir, "2000000\n");
         let e = s.read_raw(&mut raw).unwrap_err().to_string();
         assert!(
             e.contains("went back from 4999999 to 2000000 µJ, more than any VM draws"),
@@ -586,36 +591,34 @@ mod tests {
         );
         // Even once it has grown past where it was: the figures after a reset are not this
         // counter's.
-        std::fs::write(dir.join(HOST_ZONE).join("energy_uj"), "9000000\n").unwrap();
+        set_uj(&dir, "9000000\n");
         assert!(s.read_raw(&mut raw).is_err());
     }
 
     #[test]
     fn a_counter_that_leaps_forward_fails_for_good() {
-        let d = tempfile::tempdir().unwrap();
-        let dir = d.path().join("run/wattio-host");
+        let (d, dir) = share();
         tree(&dir, &info(true), 1_000_000, 1 << 40);
-        let mut s = HostSource::open(&SysRoot::new(d.path())).unwrap();
+        let mut s = open(&d).unwrap();
         let mut raw = [0];
         s.read_raw(&mut raw).unwrap();
         // 1 MJ in a moment: another VM's counter, or a restored state.
-        std::fs::write(dir.join(HOST_ZONE).join("energy_uj"), "1000001000000\n").unwrap();
+        set_uj(&dir, "1000001000000\n");
         let e = s.read_raw(&mut raw).unwrap_err().to_string();
         assert!(e.contains("leapt from 1000000 to 1000001000000 µJ"), "{e}");
-        std::fs::write(dir.join(HOST_ZONE).join("energy_uj"), "1000100\n").unwrap();
+        set_uj(&dir, "1000100\n");
         assert!(s.read_raw(&mut raw).is_err());
     }
 
     #[test]
     fn another_vms_share_mounted_mid_run_fails_the_reading() {
-        let d = tempfile::tempdir().unwrap();
-        let dir = d.path().join("run/wattio-host");
+        let (d, dir) = share();
         tree(&dir, &info(true), 1_000, 1 << 40);
-        let mut s = HostSource::open(&SysRoot::new(d.path())).unwrap();
+        let mut s = open(&d).unwrap();
         let mut other = info(true);
         other.vm = "db-2".into();
         tree(&dir, &other, 9_000, 1 << 40);
-        s.last_check = Instant::now() - Duration::from_secs(2);
+        due(&mut s);
         let e = s.read_raw(&mut [0]).unwrap_err().to_string();
         assert!(e.contains("holds VM db-2's energy, not VM web-1's"), "{e}");
     }
