@@ -5,7 +5,7 @@ WATTIO := $(or $(CARGO_TARGET_DIR),target)/release/wattio
 
 HW_BUNDLE := hw-bundle
 
-.PHONY: hw-bundle hw-check test-hw test-vm all build demo demo-iobench test test-rust test-java unused-deps deps lint bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters compare-vm-meters fuzz soak
+.PHONY: hw-bundle hw-check test-hw test-vm all build demo demo-iobench test test-rust test-java unused-deps deps lint lint-test bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters compare-vm-meters fuzz soak
 
 all: build
 
@@ -35,7 +35,7 @@ demo: build
 ## The eBPF mechanism is always built here (deps installed its toolchain) and WATTIO_REQUIRE_EBPF
 ## makes its tests, which load the BPF program into this kernel, fail instead of skipping without BPF.
 ## WATTIO_REQUIRE_VM likewise for the real-guest test (tests/vm_e2e.rs: QEMU, a kernel, busybox).
-test: deps test-java test-rust unused-deps
+test: deps lint-test test-java test-rust unused-deps
 
 test-rust:
 	WATTIO_REQUIRE_NGINX=1 WATTIO_NVML_LIB=/nonexistent/libnvidia-ml.so.1 WATTIO_DEFAULT_MODEL=ccf-linear \
@@ -127,6 +127,12 @@ bench-transfer:
 ## Results: docs/results/serve.md.
 bench-serve: build
 	./scripts/bench-serve.py
+
+## make test fails on a lint too: rustfmt, and clippy -D warnings on every target with the eBPF
+## feature on (the superset of the code; `make lint` also checks the build without it).
+lint-test:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets --features wattio-energy/ebpf -- -D warnings
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -183,6 +183,21 @@ pub fn render_probe(r: &ProbeReport) -> String {
             } else {
                 ""
             };
+            if m.beside {
+                let _ = writeln!(
+                    s,
+                    "{:<9} usable (beside the CPU total, never added to it; polled on its own thread)",
+                    m.mechanism.as_str()
+                );
+                for (c, label) in m.counters.iter().zip(&m.labels) {
+                    let _ = writeln!(s, "  {:<11} {label}", c.name());
+                    let _ = writeln!(s, "    from {}", c.origin);
+                }
+                for n in &m.notes {
+                    let _ = writeln!(s, "  note: {n}");
+                }
+                continue;
+            }
             let _ = writeln!(s, "{:<9} usable{est}", m.mechanism.as_str());
             for (i, c) in m.counters.iter().enumerate() {
                 let safe = match c.wrap {
@@ -236,6 +251,23 @@ pub fn render_probe(r: &ProbeReport) -> String {
         _ => {
             let _ = writeln!(s, "verdict: nothing usable; apply one of the fixes above");
         }
+    }
+    let beside: Vec<String> = r
+        .mechanisms
+        .iter()
+        .filter(|m| m.beside && m.usable)
+        .flat_map(|m| {
+            m.counters
+                .iter()
+                .map(move |c| format!("{} ({})", c.name(), m.mechanism))
+        })
+        .collect();
+    if !beside.is_empty() {
+        let _ = writeln!(
+            s,
+            "beside it, every command also reads: {}",
+            beside.join(", ")
+        );
     }
     s
 }
@@ -660,7 +692,8 @@ pub fn workload(a: WorkloadArgs) -> Result<ExitCode> {
 pub struct FixtureArgs {
     #[command(subcommand)]
     action: Option<FixtureAction>,
-    /// intel-server (two sockets, DRAM unit quirk), amd-epyc (per-core energy, SMT) or intel-laptop (psys, mmio).
+    /// intel-server (two sockets, DRAM unit quirk), amd-epyc (per-core energy, SMT), intel-laptop (psys, mmio)
+    /// or server-platform (intel-server with an ACPI power meter and a BMC that answers in 2 s).
     #[arg(required = true, value_parser = clap::builder::PossibleValuesParser::new(wattio_fixture::MACHINES))]
     machine: Option<String>,
     /// Directory to create the tree in (must not exist or be empty).
@@ -729,8 +762,14 @@ pub fn fixture(a: FixtureArgs) -> Result<ExitCode> {
     }
     wattio_fixture::build(&machine, &dir)
         .with_context(|| format!("writing the fixture into {}", dir.display()))?;
+    let bmc = dir.join(wattio_fixture::FAKE_BMC_DIR).join("ipmitool");
+    let env = if bmc.exists() {
+        format!("{}={} ", wattio_energy::IPMITOOL_ENV, bmc.display())
+    } else {
+        String::new()
+    };
     eprintln!(
-        "wrote a {machine} fixture; try: WATTIO_ROOT={} wattio probe, or make it live with `wattio fixture tick {} --watts 10`",
+        "wrote a {machine} fixture; try: {env}WATTIO_ROOT={} wattio probe, or make it live with `wattio fixture tick {} --watts 10`",
         dir.display(),
         dir.display()
     );

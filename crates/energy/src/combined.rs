@@ -1,18 +1,23 @@
-//! CPU and GPU counters read together: one [`Source`] whose counters are a CPU source's (RAPL
-//! or the model) followed by NVML's, each keeping its own provenance.
+//! Every meter a command reads, as one: a [`Source`] whose counters are a CPU source's (RAPL or
+//! the model), then NVML's GPUs, then the platform meters and devices read beside them, each
+//! counter keeping its own provenance.
 
 use crate::discover::SourceChoice;
 use crate::error::EnergyError;
+use crate::model::ModelParams;
 use crate::nvml::NvmlSource;
+use crate::registry::OpenRequest;
+use crate::root::SysRoot;
 use crate::types::{CounterSpec, Domain, Mechanism, Provenance};
 use crate::Source;
 use std::ffi::OsStr;
 
-/// The counters of a CPU source followed by those of a GPU source.
+/// The counters of several sources read as one: a CPU source's, then NVML's GPUs, then the
+/// meters read beside them (platform, devices), each counter keeping its own provenance.
 pub struct CombinedSource {
-    cpu: Option<Box<dyn Source>>,
-    gpu: Option<Box<dyn Source>>,
-    n_cpu: usize,
+    parts: Vec<Box<dyn Source>>,
+    /// Where each part's counters start in the combined order.
+    starts: Vec<usize>,
     specs: Vec<CounterSpec>,
 }
 
@@ -22,32 +27,55 @@ impl CombinedSource {
         cpu: Option<Box<dyn Source>>,
         gpu: Option<Box<dyn Source>>,
     ) -> Option<CombinedSource> {
-        if cpu.is_none() && gpu.is_none() {
+        CombinedSource::of(cpu.into_iter().chain(gpu).collect())
+    }
+
+    /// The parts in this order (the first one's provenance is the whole's); `None` when there
+    /// is none. Two meters of one scope from different parts (two platform meters) keep apart:
+    /// the later one's number moves past the earlier's, so no report adds them up.
+    pub fn of(parts: Vec<Box<dyn Source>>) -> Option<CombinedSource> {
+        if parts.is_empty() {
             return None;
         }
-        let n_cpu = cpu.as_ref().map_or(0, |s| s.counters().len());
-        let specs = cpu
-            .iter()
-            .chain(gpu.iter())
-            .flat_map(|s| s.counters().iter().cloned())
-            .collect();
+        let mut starts = Vec::with_capacity(parts.len());
+        let mut specs: Vec<CounterSpec> = Vec::new();
+        for (k, part) in parts.iter().enumerate() {
+            starts.push(specs.len());
+            let before = specs.len();
+            for c in part.counters() {
+                let mut c = c.clone();
+                let own_scope =
+                    matches!(c.domain, Domain::Platform | Domain::Device | Domain::Psys);
+                if k > 0 && own_scope {
+                    while specs[..before]
+                        .iter()
+                        .any(|s| s.domain == c.domain && s.socket == c.socket)
+                    {
+                        c.socket += 1;
+                    }
+                }
+                specs.push(c);
+            }
+        }
         Some(CombinedSource {
-            cpu,
-            gpu,
-            n_cpu,
+            parts,
+            starts,
             specs,
         })
+    }
+
+    /// The part holding combined counter `i`, and `i` within it.
+    fn locate(&self, i: usize) -> (usize, usize) {
+        let k = self.starts.partition_point(|&s| s <= i).saturating_sub(1);
+        (k, i - self.starts[k])
     }
 }
 
 impl Source for CombinedSource {
-    /// The CPU source's provenance (the one `total_j` carries), or the GPU's without a CPU.
+    /// The first part's provenance (the one `total_j` carries: the CPU's, or the GPUs' without
+    /// a CPU).
     fn provenance(&self) -> &Provenance {
-        match (&self.cpu, &self.gpu) {
-            (Some(c), _) => c.provenance(),
-            (None, Some(g)) => g.provenance(),
-            (None, None) => unreachable!("CombinedSource::new refuses two missing sources"),
-        }
+        self.parts[0].provenance()
     }
 
     fn counters(&self) -> &[CounterSpec] {
@@ -55,42 +83,135 @@ impl Source for CombinedSource {
     }
 
     fn counter_provenance(&self, i: usize) -> &Provenance {
-        match (&self.cpu, &self.gpu) {
-            (Some(c), _) if i < self.n_cpu => c.counter_provenance(i),
-            (_, Some(g)) => g.counter_provenance(i - self.n_cpu),
-            _ => self.provenance(),
-        }
+        let (k, j) = self.locate(i);
+        self.parts[k].counter_provenance(j)
     }
 
+    /// The reader's rate goes to the first part (a CPU source on its own clock, eBPF's).
     fn set_rate_hz(&mut self, hz: f64) -> Result<(), EnergyError> {
-        match &mut self.cpu {
-            Some(cpu) => cpu.set_rate_hz(hz),
-            None => Ok(()),
-        }
+        self.parts[0].set_rate_hz(hz)
     }
 
     fn read_raw(&mut self, out: &mut [u64]) -> Result<(), EnergyError> {
-        let (c, g) = out.split_at_mut(self.n_cpu);
-        if let Some(cpu) = &mut self.cpu {
-            cpu.read_raw(c)?;
-        }
-        if let Some(gpu) = &mut self.gpu {
-            gpu.read_raw(g)?;
+        let mut rest = out;
+        for part in &mut self.parts {
+            let (mine, tail) = rest.split_at_mut(part.counters().len());
+            part.read_raw(mine)?;
+            rest = tail;
         }
         Ok(())
     }
 
     fn take_counter_errors(&mut self) -> Vec<String> {
-        let mut errors = self
-            .cpu
-            .as_mut()
-            .map(|c| c.take_counter_errors())
-            .unwrap_or_default();
-        if let Some(gpu) = &mut self.gpu {
-            errors.extend(gpu.take_counter_errors());
-        }
-        errors
+        self.parts
+            .iter_mut()
+            .flat_map(|p| p.take_counter_errors())
+            .collect()
     }
+}
+
+/// Moves a platform meter's or device's number past those of the same scope in `earlier` (the
+/// counters of the sources before it), so two meters of one scope are never added up.
+pub(crate) fn keep_apart(earlier: &[CounterSpec], c: &mut CounterSpec) {
+    if !BESIDE_DOMAINS.contains(&c.domain) {
+        return;
+    }
+    while earlier
+        .iter()
+        .any(|s| s.domain == c.domain && s.socket == c.socket)
+    {
+        c.socket += 1;
+    }
+}
+
+/// The domains the meters beside the CPU cover (platform meters and devices), which
+/// `--domains` may ask for.
+const BESIDE_DOMAINS: [Domain; 2] = [Domain::Platform, Domain::Device];
+
+/// The meters opened beside the CPU, and why each one passed over was.
+pub type BesideMeters = (Vec<Box<dyn Source>>, Vec<String>);
+
+/// Opens the meters read beside the CPU (every [`crate::Role::Beside`] mechanism of the
+/// registry) that cover `domains` (all when `None`): those usable, and, for each one passed
+/// over, why. Asked for by `--domains` and none usable: an error saying why each failed.
+pub fn open_beside(
+    root: &SysRoot,
+    domains: Option<&[Domain]>,
+) -> Result<BesideMeters, EnergyError> {
+    let asked: Option<Vec<Domain>> = domains.map(|d| {
+        d.iter()
+            .copied()
+            .filter(|d| BESIDE_DOMAINS.contains(d))
+            .collect()
+    });
+    if asked.as_ref().is_some_and(|a| a.is_empty()) {
+        return Ok((vec![], vec![]));
+    }
+    let params = ModelParams::default();
+    let request = OpenRequest {
+        root,
+        domains: asked.as_deref(),
+        params: &params,
+    };
+    let (mut opened, mut passed_over) = (Vec::new(), Vec::new());
+    for m in Mechanism::beside() {
+        match crate::registry::open(m, &request).0 {
+            Ok(s) => opened.push(s),
+            Err(e) => passed_over.push(format!("{m}: {}", crate::discover::split_error(&e).0)),
+        }
+    }
+    if let (Some(a), true) = (&asked, opened.is_empty()) {
+        let names: Vec<&str> = a.iter().map(|d| d.as_str()).collect();
+        return Err(EnergyError::Invalid(format!(
+            "--domains asks for {} but no meter of it can be read here ({}); `wattio probe` lists what is",
+            names.join(" and "),
+            passed_over.join("; ")
+        )));
+    }
+    Ok((opened, passed_over))
+}
+
+/// [`open_with_gpus`] followed by the meters read beside the CPU ([`open_beside`]): every
+/// source a command reads, in one. `domains` may name CPU domains, `gpu`, `platform` and
+/// `device`; what is passed over is returned as with `open_with_gpus` (the beside meters
+/// only when `--domains` asked for them: elsewhere they are usually absent, and `probe` says
+/// why).
+pub fn open_all(
+    choice: SourceChoice,
+    domains: Option<&[Domain]>,
+    nvml_lib: &OsStr,
+    root: &SysRoot,
+    open_cpu: impl FnOnce(Option<&[Domain]>) -> Result<(Box<dyn Source>, Vec<String>), EnergyError>,
+) -> Result<(Box<dyn Source>, Vec<String>), EnergyError> {
+    let inner: Option<Vec<Domain>> = domains.map(|d| {
+        d.iter()
+            .copied()
+            .filter(|d| !BESIDE_DOMAINS.contains(d))
+            .collect()
+    });
+    let beside_only = inner.as_ref().is_some_and(|d| d.is_empty());
+    let (beside, beside_passed_over) = open_beside(root, domains)?;
+    let (main, mut passed_over) = if beside_only {
+        (None, vec![])
+    } else {
+        let (s, p) = open_with_gpus(choice, inner.as_deref(), nvml_lib, open_cpu)?;
+        (Some(s), p)
+    };
+    if domains.is_some() {
+        passed_over.extend(beside_passed_over);
+    }
+    if beside.is_empty() {
+        if let Some(m) = main {
+            return Ok((m, passed_over));
+        }
+    }
+    let parts: Vec<Box<dyn Source>> = main.into_iter().chain(beside).collect();
+    let src = CombinedSource::of(parts).ok_or_else(|| {
+        EnergyError::Invalid(
+            "no domain selected: give --domains a CPU domain, gpu, platform or device".into(),
+        )
+    })?;
+    Ok((Box::new(src), passed_over))
 }
 
 /// Opens the CPU source `choice` asks for (through `open_cpu`, given the CPU domains; e.g.

@@ -11,6 +11,7 @@ use crate::model::{ModelParams, ModelSource};
 use crate::msr::MsrSource;
 use crate::perf::{self, PerfSource};
 use crate::powercap::{self, PowercapSource};
+use crate::registry::{self, OpenRequest, Opened};
 use crate::root::SysRoot;
 use crate::types::{CounterSpec, Domain, Mechanism, Provenance};
 use crate::update_period::{is_hardware_counter, watch_update_periods, UpdatePeriod};
@@ -21,7 +22,7 @@ use std::collections::BTreeSet;
 /// Which mechanism to open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SourceChoice {
-    /// The first usable of perf, powercap, MSR, model ([`Mechanism::AUTO`]).
+    /// The first usable of perf, powercap, MSR, host, model ([`Mechanism::auto`]).
     Auto,
     /// Exactly this mechanism, or an error saying why not.
     Only(Mechanism),
@@ -53,6 +54,12 @@ pub struct MechanismStatus {
     pub fix: Option<String>,
     /// Things worth knowing: skipped zones, unknown wrap limits.
     pub notes: Vec<String>,
+    /// Read beside the CPU's mechanism whenever usable (a platform meter, devices), not
+    /// chosen by `--source`.
+    pub beside: bool,
+    /// Each counter's provenance label, in the order of `counters` (`measured (hwmon
+    /// power_meter power1_average)`).
+    pub labels: Vec<String>,
     /// How often each counter changed while probe watched it, in the order of `counters`
     /// (`None` for a counter whose reads failed). Empty when not usable, and for the model
     /// (estimates, no counter) and eBPF (its readings change at its own timer's rate).
@@ -75,7 +82,7 @@ pub struct ProbeReport {
     pub gpu: crate::nvml::GpuProbe,
 }
 
-fn status_from(
+pub(crate) fn status_from(
     mechanism: Mechanism,
     r: &Result<Box<dyn Source>, EnergyError>,
     notes: Vec<String>,
@@ -94,6 +101,10 @@ fn status_from(
             MechanismStatus {
                 mechanism,
                 usable: true,
+                beside: Mechanism::beside().contains(&mechanism),
+                labels: (0..src.counters().len())
+                    .map(|i| src.counter_provenance(i).label())
+                    .collect(),
                 counters: src.counters().to_vec(),
                 reason: String::new(),
                 fix: None,
@@ -106,6 +117,8 @@ fn status_from(
             MechanismStatus {
                 mechanism,
                 usable: false,
+                beside: Mechanism::beside().contains(&mechanism),
+                labels: vec![],
                 counters: vec![],
                 reason,
                 fix,
@@ -116,7 +129,7 @@ fn status_from(
     }
 }
 
-fn split_error(e: &EnergyError) -> (String, Option<String>) {
+pub(crate) fn split_error(e: &EnergyError) -> (String, Option<String>) {
     match e {
         EnergyError::Unusable { reason, fix, .. } => (reason.clone(), Some(fix.clone())),
         EnergyError::Permission { path, fix } => (
@@ -158,92 +171,119 @@ fn check_alive(mut src: Box<dyn Source>) -> Result<Box<dyn Source>, EnergyError>
     })
 }
 
-/// Opens one mechanism, returning its source and discovery notes.
+/// NVML reads GPUs: it is opened beside the CPU source, never as one.
+pub(crate) fn refuse_nvml_as_cpu(_: &OpenRequest) -> Opened {
+    (
+        Err(EnergyError::Unusable {
+            mechanism: Mechanism::Nvml,
+            reason: "nvml reads GPUs, not the CPU".into(),
+            fix: "read GPUs with --domains gpu (or --source nvml for GPUs alone)".into(),
+        }),
+        vec![],
+    )
+}
+
+/// The perf-events `power` PMU.
+pub(crate) fn open_perf(req: &OpenRequest) -> Opened {
+    let (root, domains) = (req.root, req.domains);
+    match perf::discover_power_pmu(root) {
+        Ok(pmu) => {
+            let notes = pmu.notes.clone();
+            if pmu.events.is_empty() {
+                return (
+                    Err(EnergyError::Unusable {
+                        mechanism: Mechanism::Perf,
+                        reason: "the power PMU advertises no usable energy event".into(),
+                        fix: perf::MISSING_FIX.into(),
+                    }),
+                    notes,
+                );
+            }
+            let r = PerfSource::open(root, &pmu, domains).map(|s| Box::new(s) as Box<dyn Source>);
+            (
+                r.and_then(check_alive).and_then(|s| filter(s, domains)),
+                notes,
+            )
+        }
+        Err(e) => (Err(e), vec![]),
+    }
+}
+
+/// The powercap sysfs tree.
+pub(crate) fn open_powercap(req: &OpenRequest) -> Opened {
+    match powercap::discover_powercap(req.root) {
+        Ok(d) => {
+            let mut notes = d.notes.clone();
+            for z in &d.zones {
+                if let Err(why) = &z.max_uj {
+                    notes.push(format!("{}: max_energy_range_uj unusable ({why})", z.id));
+                }
+            }
+            let r = PowercapSource::open(&d.zones).map(|s| Box::new(s) as Box<dyn Source>);
+            (
+                r.and_then(check_alive).and_then(|s| filter(s, req.domains)),
+                notes,
+            )
+        }
+        Err(e) => (Err(e), vec![]),
+    }
+}
+
+/// RAPL's model-specific registers.
+pub(crate) fn open_msr(req: &OpenRequest) -> Opened {
+    match MsrSource::open(req.root) {
+        Ok(s) => {
+            let notes = s.notes.clone();
+            (
+                check_alive(Box::new(s)).and_then(|s| filter(s, req.domains)),
+                notes,
+            )
+        }
+        Err(e) => (Err(e), vec![]),
+    }
+}
+
+/// In a guest, the share its host published.
+pub(crate) fn open_host(req: &OpenRequest) -> Opened {
+    (
+        crate::host::HostSource::open(req.root)
+            .map(|s| Box::new(s) as Box<dyn Source>)
+            .and_then(|s| filter(s, req.domains)),
+        vec![],
+    )
+}
+
+/// The utilisation model.
+pub(crate) fn open_model(req: &OpenRequest) -> Opened {
+    let r = ModelSource::open(req.root, req.params.clone()).map(|s| Box::new(s) as Box<dyn Source>);
+    // How the model was chosen (tdp-curve, or why it fell back to ccf-linear).
+    (
+        r.and_then(|s| filter(s, req.domains)),
+        req.params.notes.clone(),
+    )
+}
+
+/// Opens one mechanism through the registry, returning its source and discovery notes.
 fn open_mechanism(
     root: &SysRoot,
     mechanism: Mechanism,
     domains: Option<&[Domain]>,
     params: &ModelParams,
-) -> (Result<Box<dyn Source>, EnergyError>, Vec<String>) {
-    match mechanism {
-        // GPUs only: opened beside the CPU source by `combined::open_with_gpus`.
-        Mechanism::Nvml => (
-            Err(EnergyError::Unusable {
-                mechanism,
-                reason: "nvml reads GPUs, not the CPU".into(),
-                fix: "read GPUs with --domains gpu (or --source nvml for GPUs alone)".into(),
-            }),
-            vec![],
-        ),
-        Mechanism::Perf => match perf::discover_power_pmu(root) {
-            Ok(pmu) => {
-                let notes = pmu.notes.clone();
-                if pmu.events.is_empty() {
-                    return (
-                        Err(EnergyError::Unusable {
-                            mechanism,
-                            reason: "the power PMU advertises no usable energy event".into(),
-                            fix: perf::MISSING_FIX.into(),
-                        }),
-                        notes,
-                    );
-                }
-                let r =
-                    PerfSource::open(root, &pmu, domains).map(|s| Box::new(s) as Box<dyn Source>);
-                (
-                    r.and_then(check_alive).and_then(|s| filter(s, domains)),
-                    notes,
-                )
-            }
-            Err(e) => (Err(e), vec![]),
+) -> Opened {
+    registry::open(
+        mechanism,
+        &OpenRequest {
+            root,
+            domains,
+            params,
         },
-        Mechanism::Ebpf => open_ebpf(root, domains),
-        Mechanism::Powercap => match powercap::discover_powercap(root) {
-            Ok(d) => {
-                let mut notes = d.notes.clone();
-                for z in &d.zones {
-                    if let Err(why) = &z.max_uj {
-                        notes.push(format!("{}: max_energy_range_uj unusable ({why})", z.id));
-                    }
-                }
-                let r = PowercapSource::open(&d.zones).map(|s| Box::new(s) as Box<dyn Source>);
-                (
-                    r.and_then(check_alive).and_then(|s| filter(s, domains)),
-                    notes,
-                )
-            }
-            Err(e) => (Err(e), vec![]),
-        },
-        Mechanism::Msr => match MsrSource::open(root) {
-            Ok(s) => {
-                let notes = s.notes.clone();
-                (
-                    check_alive(Box::new(s)).and_then(|s| filter(s, domains)),
-                    notes,
-                )
-            }
-            Err(e) => (Err(e), vec![]),
-        },
-        Mechanism::Host => (
-            crate::host::HostSource::open(root)
-                .map(|s| Box::new(s) as Box<dyn Source>)
-                .and_then(|s| filter(s, domains)),
-            vec![],
-        ),
-        Mechanism::Model => {
-            let r = ModelSource::open(root, params.clone()).map(|s| Box::new(s) as Box<dyn Source>);
-            // How the model was chosen (tdp-curve, or why it fell back to ccf-linear).
-            (r.and_then(|s| filter(s, domains)), params.notes.clone())
-        }
-    }
+    )
 }
 
 /// Opens the eBPF mechanism. Where it cannot be used for want of RAPL, a note says whether BPF
 /// itself would work here, so a user knows what a machine with RAPL would need.
-fn open_ebpf(
-    root: &SysRoot,
-    domains: Option<&[Domain]>,
-) -> (Result<Box<dyn Source>, EnergyError>, Vec<String>) {
+pub(crate) fn open_ebpf(req: &OpenRequest) -> Opened {
+    let (root, domains) = (req.root, req.domains);
     if !crate::ebpf::EBPF_BUILT_IN {
         return (Err(crate::ebpf::not_built()), vec![]);
     }
@@ -291,10 +331,24 @@ pub fn discover(root: &SysRoot, params: ModelParams) -> ProbeReport {
     });
     let mut mechanisms = Vec::new();
     let mut watched: Vec<(usize, Box<dyn Source>)> = Vec::new();
-    for m in Mechanism::ALL {
+    // The meters beside the CPU numbered as a command's combined source numbers them.
+    let mut beside_counters: Vec<CounterSpec> = Vec::new();
+    for m in Mechanism::all().into_iter().chain(Mechanism::beside()) {
         let (r, notes) = open_mechanism(root, m, None, &params);
-        mechanisms.push(status_from(m, &r, notes));
-        if let (Ok(src), false) = (r, matches!(m, Mechanism::Model | Mechanism::Ebpf)) {
+        let mut status = status_from(m, &r, notes);
+        if status.beside {
+            let before = beside_counters.len();
+            for c in &mut status.counters {
+                crate::combined::keep_apart(&beside_counters[..before], c);
+                beside_counters.push(c.clone());
+            }
+        }
+        mechanisms.push(status);
+        // The model has no counter and eBPF ticks on its own timer; the meters read beside the
+        // CPU are polled on their own clock and say their update period in their notes.
+        let own_clock =
+            matches!(m, Mechanism::Model | Mechanism::Ebpf) || Mechanism::beside().contains(&m);
+        if let (Ok(src), false) = (r, own_clock) {
             watched.push((mechanisms.len() - 1, src));
         }
     }
@@ -302,7 +356,7 @@ pub fn discover(root: &SysRoot, params: ModelParams) -> ProbeReport {
         crate::nvml::probe_nvml_keeping_source(&crate::nvml::nvml_lib_from_env());
     let mut gpu = gpu;
     watch_counters(&mut mechanisms, watched, &mut gpu, gpu_source);
-    let chosen = Mechanism::AUTO
+    let chosen = Mechanism::auto()
         .into_iter()
         .find(|&m| mechanisms.iter().any(|s| s.mechanism == m && s.usable));
     let provenance = chosen.map(|m| match m {
@@ -418,7 +472,7 @@ pub fn open_source(
             .map(|s| (s, vec![])),
         SourceChoice::Auto => {
             let mut passed_over = Vec::new();
-            for m in Mechanism::AUTO {
+            for m in Mechanism::auto() {
                 match open_mechanism(root, m, domains, &params).0 {
                     Ok(s) => return Ok((s, passed_over)),
                     Err(e) => passed_over.push(format!("{m}: {}", split_error(&e).0)),
@@ -440,7 +494,7 @@ struct Filtered {
     scratch: Vec<u64>,
 }
 
-fn filter(
+pub(crate) fn filter(
     inner: Box<dyn Source>,
     domains: Option<&[Domain]>,
 ) -> Result<Box<dyn Source>, EnergyError> {

@@ -14,7 +14,7 @@
 //!
 //! The part that needs a BPF toolchain (loading the program, the ring buffer) is behind the Cargo
 //! feature `ebpf`; without it [`open`] says how to get a build that has it. The records' layout
-//! and the bookkeeping from records to counts ([`Reading`], [`SlotPlan`], [`NewestCounts`]) are
+//! and the bookkeeping from records to counts ([`RingRecord`], [`SlotPlan`], [`NewestCounts`]) are
 //! plain Rust, always built and tested.
 
 use crate::error::EnergyError;
@@ -47,7 +47,7 @@ pub(crate) const KERNEL_FIX: &str = "the eBPF mechanism needs Linux >= 5.8 built
 /// One record of the ring buffer: the raw counts of the events opened on `cpu` (map indices
 /// `first .. first + count`), read at `mono_ns` (CLOCK_MONOTONIC, `bpf_ktime_get_ns`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Reading {
+pub struct RingRecord {
     pub mono_ns: u64,
     pub cpu: u32,
     pub first: u32,
@@ -57,12 +57,12 @@ pub struct Reading {
     pub counts: [u64; MAX_EVENTS_PER_CPU],
 }
 
-impl Reading {
+impl RingRecord {
     /// Bytes of `struct reading` in `bpf/rapl.bpf.c`.
     pub const SIZE: usize = 24 + 8 * MAX_EVENTS_PER_CPU;
 
     /// Parses one record as the program wrote it (native byte order); `None` when it is short.
-    pub fn decode(b: &[u8]) -> Option<Reading> {
+    pub fn decode(b: &[u8]) -> Option<RingRecord> {
         if b.len() < Self::SIZE {
             return None;
         }
@@ -72,7 +72,7 @@ impl Reading {
         for (i, c) in counts.iter_mut().enumerate() {
             *c = u64_at(24 + 8 * i);
         }
-        Some(Reading {
+        Some(RingRecord {
             mono_ns: u64_at(0),
             cpu: u32_at(8),
             first: u32_at(12),
@@ -164,7 +164,7 @@ impl NewestCounts {
     /// Takes one record. A record that does not match the plan, or whose reads failed in the
     /// kernel, is an error and changes nothing; an older record than one already taken is
     /// ignored (the ring buffer orders records by their commit, not by their timestamps).
-    pub fn apply(&mut self, r: &Reading) -> Result<(), EnergyError> {
+    pub fn apply(&mut self, r: &RingRecord) -> Result<(), EnergyError> {
         let Some(k) = self
             .plan
             .cpus
@@ -208,7 +208,7 @@ impl NewestCounts {
     }
 }
 
-/// CLOCK_MONOTONIC now, in nanoseconds: the clock of [`Reading::mono_ns`] (`bpf_ktime_get_ns`).
+/// CLOCK_MONOTONIC now, in nanoseconds: the clock of [`RingRecord::mono_ns`] (`bpf_ktime_get_ns`).
 pub fn mono_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -264,8 +264,8 @@ mod tests {
     use super::*;
     use crate::perf;
 
-    fn reading(cpu: u32, first: u32, counts: &[u64]) -> Reading {
-        let mut r = Reading {
+    fn reading(cpu: u32, first: u32, counts: &[u64]) -> RingRecord {
+        let mut r = RingRecord {
             mono_ns: 1,
             cpu,
             first,
@@ -283,9 +283,9 @@ mod tests {
         r.error = -22;
         r.mono_ns = 123_456_789;
         let b = r.encode();
-        assert_eq!(b.len(), Reading::SIZE);
-        assert_eq!(Reading::decode(&b), Some(r));
-        assert_eq!(Reading::decode(&b[..Reading::SIZE - 1]), None);
+        assert_eq!(b.len(), RingRecord::SIZE);
+        assert_eq!(RingRecord::decode(&b), Some(r));
+        assert_eq!(RingRecord::decode(&b[..RingRecord::SIZE - 1]), None);
     }
 
     #[test]
@@ -397,7 +397,7 @@ mod tests {
             let mut r = reading(0, 0, &[count]);
             r.mono_ns = t;
             newest
-                .apply(&Reading::decode(&r.encode()).unwrap())
+                .apply(&RingRecord::decode(&r.encode()).unwrap())
                 .unwrap();
             newest.counts[0]
         });

@@ -17,6 +17,15 @@
 //! [`open_source`] opens the best one or the [`SourceChoice`] asked for. Where a figure comes from
 //! is its [`Provenance`] ([`Mechanism`], [`provenance_label`]).
 //!
+//! Not every meter is a fast counter. A [`Reading`] says what it is ([`ReadingKind`]: a counter,
+//! an instantaneous power, a window average, a model's estimate, an interval), when it was
+//! measured and when it arrived, and its channel's [`Scope`]; an [`Integrator`] turns a channel's
+//! readings into joules by the rule of its kind. Slow meters (a BMC's DCMI power reading through
+//! [`IpmiMeter`], the hwmon channels of [`HwmonMeter`]) are [`ReadingSource`]s polled on their own
+//! thread by a [`PolledSource`], so they never delay the sampling loop. Every mechanism is one
+//! line of the source registry (`registry.rs`), which `probe`, `--source` and the
+//! meters read beside the CPU's ([`Role::Beside`]) all follow.
+//!
 //! GPUs are read through NVML ([`NvmlSource`], the NVIDIA management library loaded at run time;
 //! [`probe_nvml`]) and can be read together with any CPU mechanism ([`open_with_gpus`], a
 //! [`CombinedSource`]); each counter then says its own provenance
@@ -42,6 +51,8 @@ mod discover;
 mod ebpf;
 mod error;
 mod host;
+mod hwmon;
+mod ipmi;
 mod machine;
 mod model;
 mod model_choice;
@@ -49,7 +60,10 @@ mod model_file;
 mod msr;
 mod nvml;
 mod perf;
+mod polled;
 mod powercap;
+mod reading;
+mod registry;
 mod root;
 mod tdp;
 mod types;
@@ -58,17 +72,19 @@ mod wrap;
 
 pub use accumulate::{Accumulator, CounterDelta};
 pub use carbon::{format_co2e, regions, CarbonError, CarbonIntensity, Region};
-pub use combined::{open_with_gpus, CombinedSource};
+pub use combined::{open_all, open_beside, open_with_gpus, BesideMeters, CombinedSource};
 pub use cpu::{cpu_id, online_cpu_count, CpuId, Vendor};
 pub use discover::{discover, open_source, MechanismStatus, ProbeReport, SourceChoice};
 #[cfg(feature = "ebpf")]
 pub use ebpf::EbpfSource;
-pub use ebpf::{mono_ns, Reading, SlotPlan, EBPF_BUILT_IN};
+pub use ebpf::{mono_ns, RingRecord, SlotPlan, EBPF_BUILT_IN};
 pub use error::EnergyError;
 pub use host::{
     host_dir, read_host_info, HostInfo, HostSource, DEFAULT_HOST_DIR, HOST_DIR_ENV, HOST_INFO,
     HOST_ZONE, MAX_VM_POWER_W,
 };
+pub use hwmon::HwmonMeter;
+pub use ipmi::{parse_dcmi_reading, DcmiReading, IpmiMeter, IPMITOOL_ENV};
 pub use machine::Machine;
 pub use model::{ModelParams, ModelSource, CCF_MAX_W, CCF_MIN_W, HOST_ESTIMATE_SCOPE};
 pub use model_choice::ModelChoice;
@@ -86,11 +102,17 @@ pub use nvml::{
     nvml_lib_from_env, probe_nvml, GpuCounter, GpuInfo, GpuProbe, GpuProcessReader, NvmlSource,
 };
 pub use perf::{discover_power_pmu, PerfEvent, PerfSource, PowerPmu};
+pub use polled::{PolledSource, ReadingSource};
 pub use powercap::{discover_powercap, PowercapDiscovery, PowercapSource, PowercapZone};
+pub use reading::{
+    Channel, IntegrationError, Integrator, Reading, ReadingKind, ReadingValue, StepEnergy,
+};
+pub use registry::Role;
 pub use root::SysRoot;
 pub use tdp::model_for_machine;
 pub use types::{
-    join_provenance_labels, provenance_label, CounterSpec, Domain, Mechanism, Provenance, Wrap,
+    join_provenance_labels, provenance_label, CounterSpec, Domain, Mechanism, Provenance, Scope,
+    Wrap,
 };
 pub use update_period::{is_hardware_counter, watch_update_periods, UpdatePeriod};
 pub use wrap::max_safe_period;

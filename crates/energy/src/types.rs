@@ -4,7 +4,9 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// A RAPL domain (or the model's stand-in for one), or a whole GPU board (NVML).
+/// What part of the machine a counter or reading covers: its scope. A RAPL domain (or the
+/// model's stand-in for one), a whole GPU board (NVML), the whole machine as a platform meter
+/// sees it (a BMC, the ACPI power meter), or one device or board rail (hwmon).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Domain {
@@ -21,17 +23,28 @@ pub enum Domain {
     /// A discrete NVIDIA GPU, read through NVML; the counter's `socket` is the GPU's index.
     /// Never in the CPU total: reported beside it (`gpu_j`).
     Gpu,
+    /// The whole machine, from a platform meter outside the CPU (a BMC's DCMI power reading,
+    /// the ACPI power meter): it includes every other domain, so it is never added to them.
+    Platform,
+    /// One device or board rail (an hwmon channel of a driver that is neither a platform meter
+    /// nor a CPU or GPU), reported on its own: it may overlap the other domains.
+    Device,
 }
+
+/// A reading's scope is its domain: the part of the machine it covers.
+pub type Scope = Domain;
 
 impl Domain {
     /// Every domain, in the order reports list them.
-    pub const ALL: [Domain; 6] = [
+    pub const ALL: [Domain; 8] = [
         Domain::Package,
         Domain::Core,
         Domain::Uncore,
         Domain::Dram,
         Domain::Psys,
         Domain::Gpu,
+        Domain::Platform,
+        Domain::Device,
     ];
 
     /// The short lowercase name used in CSV, JSON and metrics.
@@ -43,6 +56,8 @@ impl Domain {
             Domain::Dram => "dram",
             Domain::Psys => "psys",
             Domain::Gpu => "gpu",
+            Domain::Platform => "platform",
+            Domain::Device => "device",
         }
     }
 
@@ -70,97 +85,131 @@ impl FromStr for Domain {
             // discrete GPUs read through NVML.
             "uncore" | "pp1" => Ok(Domain::Uncore),
             "dram" | "ram" => Ok(Domain::Dram),
-            "psys" | "platform" => Ok(Domain::Psys),
+            "psys" => Ok(Domain::Psys),
             "gpu" | "gpus" | "nvml" => Ok(Domain::Gpu),
+            // `platform` was once an alias of psys (RAPL's platform domain); it now names the
+            // platform meters outside the CPU (BMC, ACPI power meter).
+            "platform" | "machine" => Ok(Domain::Platform),
+            "device" | "devices" => Ok(Domain::Device),
             other => Err(format!(
-                "unknown domain '{other}': use package, core, uncore, dram, psys or gpu"
+                "unknown domain '{other}': use package, core, uncore, dram, psys, gpu, platform or device"
             )),
         }
     }
 }
 
-/// How energy figures were obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mechanism {
+/// How energy figures were obtained: the name of a mechanism in the source registry
+/// (`registry.rs`), which says what each one reads, in which order `--source auto` tries them and
+/// how to open it. A mechanism is its lowercase name, written as such in CSV, JSON and metrics;
+/// its order is the registry's.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Mechanism(&'static str);
+
+// The built-in mechanisms keep the names they had as enum variants, so `Mechanism::Perf` reads as
+// before; a mechanism added later is a constant in its own file and a line in the registry.
+#[allow(non_upper_case_globals)]
+impl Mechanism {
     /// The perf-events `power` PMU (`perf_event_open`).
-    Perf,
+    pub const Perf: Mechanism = Mechanism("perf");
     /// The same perf events read in the kernel by a BPF program on a timer, handed to user
     /// space through a ring buffer (Raffin & Trystram 2024, §III-F). Only on request (feature
     /// `ebpf`).
-    Ebpf,
+    pub const Ebpf: Mechanism = Mechanism("ebpf");
     /// The powercap sysfs tree (`/sys/class/powercap/intel-rapl*`).
-    Powercap,
+    pub const Powercap: Mechanism = Mechanism("powercap");
     /// RAPL model-specific registers through `/dev/cpu/N/msr`.
-    Msr,
+    pub const Msr: Mechanism = Mechanism("msr");
     /// Inside a VM: the energy the host measured and attributed to this VM, published by the
     /// host's `wattio vm publish` in a shared tree ([`crate::HostSource`]).
-    Host,
+    pub const Host: Mechanism = Mechanism("host");
     /// A utilisation model: figures are estimates, never measurements.
-    Model,
+    pub const Model: Mechanism = Mechanism("model");
     /// The NVIDIA management library (GPUs only): `nvmlDeviceGetTotalEnergyConsumption`, or
     /// `nvmlDeviceGetPowerUsage` integrated over time where that counter is not supported.
-    Nvml,
-}
+    pub const Nvml: Mechanism = Mechanism("nvml");
 
-impl Mechanism {
-    /// Every CPU mechanism, in the order `probe` lists them. [`Mechanism::Nvml`] measures GPUs
-    /// and is probed apart ([`crate::probe_nvml`]).
-    pub const ALL: [Mechanism; 6] = [
-        Mechanism::Perf,
-        Mechanism::Ebpf,
-        Mechanism::Powercap,
-        Mechanism::Msr,
-        Mechanism::Host,
-        Mechanism::Model,
-    ];
+    /// A mechanism of this name; its registry entry makes it known to `--source`, `probe` and
+    /// the result files.
+    pub(crate) const fn named(name: &'static str) -> Mechanism {
+        Mechanism(name)
+    }
+
+    /// Every CPU mechanism, in the order `probe` lists them. GPUs (NVML) and the meters read
+    /// beside the CPU (platform meters, devices) are listed apart ([`Mechanism::beside`]).
+    pub fn all() -> Vec<Mechanism> {
+        crate::registry::mechanisms(|role| matches!(role, crate::registry::Role::Cpu { .. }))
+    }
 
     /// The order `--source auto` tries. eBPF reads the same counters as perf with more
     /// machinery and no gain (Raffin & Trystram 2024, §V-D), so it is used only on request. The
     /// host's share comes before the model: inside a VM it is a measurement where there is one.
-    pub const AUTO: [Mechanism; 5] = [
-        Mechanism::Perf,
-        Mechanism::Powercap,
-        Mechanism::Msr,
-        Mechanism::Host,
-        Mechanism::Model,
-    ];
+    pub fn auto() -> Vec<Mechanism> {
+        crate::registry::mechanisms(|role| {
+            matches!(role, crate::registry::Role::Cpu { auto: true })
+        })
+    }
+
+    /// The mechanisms read beside the CPU's whenever they are usable (platform meters, devices).
+    pub fn beside() -> Vec<Mechanism> {
+        crate::registry::mechanisms(|role| matches!(role, crate::registry::Role::Beside))
+    }
 
     /// The lowercase name used on the command line and in outputs.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Mechanism::Perf => "perf",
-            Mechanism::Ebpf => "ebpf",
-            Mechanism::Powercap => "powercap",
-            Mechanism::Msr => "msr",
-            Mechanism::Host => "host",
-            Mechanism::Model => "model",
-            Mechanism::Nvml => "nvml",
-        }
+        self.0
+    }
+}
+
+impl fmt::Debug for Mechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
     }
 }
 
 impl fmt::Display for Mechanism {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.0)
+    }
+}
+
+impl PartialOrd for Mechanism {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Mechanism {
+    /// The registry's order (perf, ebpf, powercap, msr, host, model, nvml, then the meters read
+    /// beside them), as the enum this type replaced sorted.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        let key = |m: &Mechanism| (crate::registry::position(*m), m.0);
+        key(self).cmp(&key(other))
     }
 }
 
 impl FromStr for Mechanism {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "perf" | "perf-events" | "perf_event" => Ok(Mechanism::Perf),
-            "ebpf" | "bpf" => Ok(Mechanism::Ebpf),
-            "powercap" => Ok(Mechanism::Powercap),
-            "msr" => Ok(Mechanism::Msr),
-            "host" => Ok(Mechanism::Host),
-            "model" => Ok(Mechanism::Model),
-            "nvml" => Ok(Mechanism::Nvml),
-            other => Err(format!(
-                "unknown mechanism '{other}': use perf, ebpf, powercap, msr, host, model or nvml"
-            )),
-        }
+        crate::registry::lookup(s).ok_or_else(|| {
+            format!(
+                "unknown mechanism '{}': use {}",
+                s.trim(),
+                crate::registry::names_for_humans()
+            )
+        })
+    }
+}
+
+impl Serialize for Mechanism {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Mechanism {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -286,11 +335,14 @@ pub struct CounterSpec {
 }
 
 impl CounterSpec {
-    /// How messages name the counter: `socket 0 package`, or `gpu 1` for a GPU (whose
-    /// `socket` is its NVML index).
+    /// How messages name the counter: `socket 0 package`, `gpu 1` for a GPU (whose
+    /// `socket` is its NVML index), `platform 0` or `device 3` for the meters read beside the
+    /// CPU (the number tells two of them apart).
     pub fn name(&self) -> String {
         match self.domain {
-            Domain::Gpu => format!("gpu {}", self.socket),
+            Domain::Gpu | Domain::Platform | Domain::Device => {
+                format!("{} {}", self.domain.as_str(), self.socket)
+            }
             d => format!("socket {} {}", self.socket, d.as_str()),
         }
     }
@@ -313,9 +365,12 @@ mod tests {
         for d in Domain::ALL {
             assert_eq!(d.as_str().parse::<Domain>().unwrap(), d);
         }
-        for m in Mechanism::ALL {
+        for m in Mechanism::all().into_iter().chain(Mechanism::beside()) {
             assert_eq!(m.as_str().parse::<Mechanism>().unwrap(), m);
+            let json = serde_json::to_string(&m).unwrap();
+            assert_eq!(serde_json::from_str::<Mechanism>(&json).unwrap(), m);
         }
+        assert!(Mechanism::Perf < Mechanism::Model && Mechanism::Model < Mechanism::Nvml);
         assert_eq!("nvml".parse::<Mechanism>().unwrap(), Mechanism::Nvml);
         assert_eq!("gpu".parse::<Domain>().unwrap(), Domain::Gpu);
         assert_eq!("pp1".parse::<Domain>().unwrap(), Domain::Uncore);

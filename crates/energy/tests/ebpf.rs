@@ -15,7 +15,7 @@ use wattio_energy::{
     discover, discover_power_pmu, open_source, Accumulator, CounterDelta, Domain, EnergyError,
     Mechanism, MechanismStatus, ModelParams, ProbeReport, Source, SourceChoice, SysRoot,
 };
-use wattio_energy::{mono_ns, EbpfSource, Reading};
+use wattio_energy::{mono_ns, EbpfSource, RingRecord};
 use wattio_fixture::{BusyCpus, FixtureTree};
 
 /// 1 W of package and 0.5 W of DRAM per stand-in package.
@@ -93,7 +93,7 @@ fn readings_arrive_at_the_timer_rate_and_agree_with_direct_reads() {
     let plan = src.plan().clone();
     assert_eq!(plan.cpus.len(), cpus, "one timer per package CPU");
     for &(cpu, first, count) in &plan.cpus {
-        let mine: Vec<&Reading> = readings.iter().filter(|r| r.cpu == cpu).collect();
+        let mine: Vec<&RingRecord> = readings.iter().filter(|r| r.cpu == cpu).collect();
         assert!(
             mine.iter()
                 .all(|r| (r.first, r.count, r.error) == (first, count, 0)),

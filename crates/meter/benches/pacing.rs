@@ -400,6 +400,9 @@ fn lateness_us(times: &[(u64, u64)]) -> Vec<f64> {
 enum Loop {
     Floor,
     Sampler(Mechanism, Pacing),
+    /// The powercap fixture with the platform meters beside it: an ACPI power meter (hwmon)
+    /// and a BMC that answers in 2 s, both polled on their own threads.
+    WithPlatformMeters,
 }
 
 impl Loop {
@@ -409,11 +412,28 @@ impl Loop {
             Loop::Sampler(Mechanism::Msr, _) => "wattio, MSR fixture (4 counters)",
             Loop::Sampler(_, Pacing::Sleep) => "sleep (badsleep), powercap fixture",
             Loop::Sampler(..) => "wattio, powercap fixture (1 counter)",
+            Loop::WithPlatformMeters => {
+                "wattio, powercap fixture + ACPI power meter + BMC answering in 2 s (3 counters)"
+            }
+        }
+    }
+
+    fn pacing(self) -> Pacing {
+        match self {
+            Loop::Sampler(_, pacing) => pacing,
+            _ => Pacing::Timerfd,
         }
     }
 
     fn source(self, fx: &std::path::Path) -> Box<dyn Source> {
         match self {
+            Loop::WithPlatformMeters => {
+                let (beside, passed_over) =
+                    wattio_energy::open_beside(&SysRoot::new(fx), None).unwrap();
+                assert_eq!(beside.len(), 2, "platform meters: {passed_over:?}");
+                let parts = std::iter::once(powercap_source(fx)).chain(beside).collect();
+                Box::new(wattio_energy::CombinedSource::of(parts).unwrap())
+            }
             Loop::Sampler(Mechanism::Msr, _) => {
                 Box::new(MsrSource::open(&SysRoot::new(fx)).unwrap())
             }
@@ -438,6 +458,7 @@ fn pacing_at_1000_hz(fx: &std::path::Path, secs: f64, rounds: usize, out: &std::
     let loops = [
         Loop::Floor,
         Loop::Sampler(Mechanism::Powercap, Pacing::Timerfd),
+        Loop::WithPlatformMeters,
         Loop::Sampler(Mechanism::Msr, Pacing::Timerfd),
         Loop::Sampler(Mechanism::Powercap, Pacing::Sleep),
     ];
@@ -449,8 +470,8 @@ fn pacing_at_1000_hz(fx: &std::path::Path, secs: f64, rounds: usize, out: &std::
             let switches0 = involuntary_switches();
             let times = match *l {
                 Loop::Floor => bare_timerfd_loop(1000.0, per_round).0,
-                Loop::Sampler(_, pacing) => {
-                    let run = run_probed(l.source(fx), per_round, pacing, out);
+                Loop::Sampler(..) | Loop::WithPlatformMeters => {
+                    let run = run_probed(l.source(fx), per_round, l.pacing(), out);
                     let c = late_causes(&run);
                     total.causes.own_work += c.own_work;
                     total.causes.writer += c.writer;
@@ -526,6 +547,7 @@ fn cpu_beside_floor(fx: &std::path::Path, secs: f64, rounds: usize, out: &std::p
     let loops = [
         Loop::Floor,
         Loop::Sampler(Mechanism::Powercap, Pacing::Timerfd),
+        Loop::WithPlatformMeters,
         Loop::Sampler(Mechanism::Msr, Pacing::Timerfd),
     ];
     let mut shares: Vec<Vec<f64>> = loops.iter().map(|_| Vec::new()).collect();
@@ -536,7 +558,9 @@ fn cpu_beside_floor(fx: &std::path::Path, secs: f64, rounds: usize, out: &std::p
                     let (_, wall, cpu) = bare_timerfd_loop(1000.0, secs);
                     (wall, cpu)
                 }
-                Loop::Sampler(_, pacing) => run(l.source(fx), 1000.0, secs, pacing, out),
+                Loop::Sampler(..) | Loop::WithPlatformMeters => {
+                    run(l.source(fx), 1000.0, secs, l.pacing(), out)
+                }
             };
             share.push(100.0 * cpu / wall);
         }
@@ -650,7 +674,20 @@ fn main() {
     let cpu_secs = env_secs("WATTIO_BENCH_CPU_SECONDS", 10.0);
     let dir = tempfile::tempdir().unwrap();
     let fx = dir.path().join("fx");
-    fixture::intel_laptop(&fx).unwrap();
+    let tree = fixture::intel_laptop(&fx).unwrap();
+    // The platform meters of the WithPlatformMeters loop: an ACPI power meter in hwmon and a
+    // BMC whose stand-in ipmitool answers in 2 s.
+    tree.hwmon(
+        0,
+        "power_meter",
+        &[
+            ("power1_average", "150000000".into()),
+            ("power1_average_interval", "1000".into()),
+        ],
+    )
+    .unwrap();
+    let ipmitool = tree.fake_bmc(fixture::BMC_W, fixture::BMC_DELAY_S).unwrap();
+    std::env::set_var(wattio_energy::IPMITOOL_ENV, ipmitool);
     let out = dir.path().join("rows.csv");
 
     let rounds = env_secs("WATTIO_BENCH_ROUNDS", 6.0).max(1.0) as usize;

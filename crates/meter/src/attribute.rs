@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::io;
 use wattio_energy::attribution::Key;
 use wattio_energy::attribution::{attributed_label, Attributor, By, Entry, IdlePolicy, Interval};
-use wattio_energy::{CounterSpec, Provenance, SysRoot};
+use wattio_energy::{CounterSpec, Domain, Provenance, SysRoot};
 use wattio_progress::Sink;
 
 /// One attributed interval with its provenance: what `wattio top --once --json` prints (the
@@ -31,6 +31,10 @@ pub struct AttributedInterval {
     /// With a carbon intensity: the CO₂e of the interval's figures (each entry has its own).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub co2e: Option<IntervalCo2e>,
+    /// The platform meters and devices read beside the CPU over the interval, each on its own
+    /// (never in `total_j`, never attributed to processes).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub beside: Vec<crate::DomainEnergy>,
 }
 
 /// The CO₂e of an interval's `total_j` and `idle_j`, and the intensity used.
@@ -56,6 +60,7 @@ impl AttributedInterval {
             idle_policy: policy,
             interval,
             co2e: None,
+            beside: Vec::new(),
         }
     }
 
@@ -187,12 +192,18 @@ impl LiveAttribution {
         self.last = now;
         self.total_j += i.total_j;
         self.idle_total_j += i.idle_j;
-        Ok(AttributedInterval::new(
+        let mut a = AttributedInterval::new(
             i,
             self.attributor.by(),
             self.attributor.policy(),
             &self.provenance,
-        ))
+        );
+        a.beside = r
+            .domains
+            .into_iter()
+            .filter(|d| matches!(d.domain, Domain::Platform | Domain::Device))
+            .collect();
+        Ok(a)
     }
 }
 
@@ -255,6 +266,16 @@ fn top_header(a: &AttributedInterval, since_start_j: f64, idle_since_start_j: f6
         let _ = writeln!(
             s,
             "ESTIMATED: no hardware energy counter; every CPU figure below is a model estimate"
+        );
+    }
+    for m in &a.beside {
+        let _ = writeln!(
+            s,
+            "{} {} {:8.2} W   {} (beside the total, not in it)",
+            m.domain,
+            m.socket,
+            per_s(i, m.energy_j),
+            m.label.as_deref().unwrap_or("")
         );
     }
     for g in &i.gpus {
@@ -895,8 +916,18 @@ mod tests {
                 gpus: vec![],
             },
             co2e: None,
+            beside: vec![crate::DomainEnergy {
+                socket: 1,
+                domain: Domain::Platform,
+                energy_j: 50.0,
+                label: Some("measured (ipmi dcmi, 1 s average)".into()),
+            }],
         };
         let s = render_top(&i, 10.0, 4.0, 1);
+        assert!(
+            s.contains("platform 1    25.00 W   measured (ipmi dcmi, 1 s average) (beside the total, not in it)"),
+            "{s}"
+        );
         assert!(s.contains("attributed (cpu-time share)"), "{s}");
         assert!(s.contains("ESTIMATED"), "{s}");
         assert!(s.contains("40.0 %"), "{s}");

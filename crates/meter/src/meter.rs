@@ -35,15 +35,16 @@ impl Default for MeterConfig {
 }
 
 impl MeterConfig {
-    /// Opens the configured CPU source together with NVML's GPUs
-    /// ([`wattio_energy::open_with_gpus`]: GPUs when `domains` asks for `gpu`, or, with
-    /// no `domains`, whenever NVML is usable; the library from `WATTIO_NVML_LIB`); also returns
-    /// why CPU mechanisms were passed over (auto).
+    /// Opens the configured CPU source together with NVML's GPUs and the meters read beside
+    /// them ([`wattio_energy::open_all`]: GPUs when `domains` asks for `gpu`, or, with
+    /// no `domains`, whenever NVML is usable, the library from `WATTIO_NVML_LIB`; platform
+    /// meters and devices likewise); also returns why mechanisms were passed over.
     pub fn open_with_gpus(&self) -> Result<(Box<dyn Source>, Vec<String>), EnergyError> {
-        wattio_energy::open_with_gpus(
+        wattio_energy::open_all(
             self.choice,
             self.domains.as_deref(),
             &wattio_energy::nvml_lib_from_env(),
+            &self.root,
             |cpu_domains| {
                 let mut cpu = self.clone();
                 cpu.domains = cpu_domains.map(<[Domain]>::to_vec);
@@ -156,7 +157,11 @@ impl EnergyReport {
                 }),
             }
         }
-        domains.sort_by_key(|d| (d.socket, d.domain));
+        // CPU domains (and GPUs) by socket, then the meters beside them (platform, devices).
+        domains.sort_by_key(|d| {
+            let beside = matches!(d.domain, Domain::Platform | Domain::Device);
+            (beside, d.socket, d.domain)
+        });
         // `+ 0.0`: an empty sum is -0.0 (GPUs alone, no CPU domain), printed as "-0.000".
         let total_j = domains
             .iter()

@@ -2,7 +2,7 @@
 //! filling its maps, attaching it to one cpu-clock timer per package CPU, and draining its ring
 //! buffer.
 
-use super::{mono_ns, NewestCounts, Reading, SlotPlan, DEFAULT_HZ, KERNEL_FIX};
+use super::{mono_ns, NewestCounts, RingRecord, SlotPlan, DEFAULT_HZ, KERNEL_FIX};
 use crate::error::EnergyError;
 use crate::perf::{self, PowerPmu};
 use crate::root::SysRoot;
@@ -129,13 +129,13 @@ struct Timer {
 /// object whose map it maps, the timers (detaching the program) before the events.
 pub struct EbpfSource {
     ring: RingBuffer<'static>,
-    inbox: Arc<Mutex<Vec<Reading>>>,
+    inbox: Arc<Mutex<Vec<RingRecord>>>,
     timers: Vec<Timer>,
     provenance: Provenance,
     specs: Vec<CounterSpec>,
     newest: NewestCounts,
     period_ns: u64,
-    scratch: Vec<Reading>,
+    scratch: Vec<RingRecord>,
     /// The RAPL events (also held by the program's event array), for direct reads.
     events: Vec<File>,
     object: libbpf_rs::Object,
@@ -173,13 +173,13 @@ impl EbpfSource {
             update("slots", &cpu.to_ne_bytes(), &value)?;
         }
 
-        let inbox: Arc<Mutex<Vec<Reading>>> = Arc::default();
+        let inbox: Arc<Mutex<Vec<RingRecord>>> = Arc::default();
         let sink = Arc::clone(&inbox);
         let readings = map(&object, "readings");
         let mut builder = RingBufferBuilder::new();
         builder
             .add(&readings, move |data: &[u8]| {
-                if let Some(r) = Reading::decode(data) {
+                if let Some(r) = RingRecord::decode(data) {
                     sink.lock().unwrap_or_else(|e| e.into_inner()).push(r);
                 }
                 0
@@ -236,7 +236,7 @@ impl EbpfSource {
     }
 
     /// Appends every record the program handed over since the last call, in ring-buffer order.
-    pub fn drain(&mut self, out: &mut Vec<Reading>) -> Result<(), EnergyError> {
+    pub fn drain(&mut self, out: &mut Vec<RingRecord>) -> Result<(), EnergyError> {
         self.ring.consume().map_err(|e| EnergyError::Io {
             path: "eBPF ring buffer".into(),
             err: std::io::Error::other(format!("{e:#}")),

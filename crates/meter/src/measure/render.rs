@@ -5,7 +5,7 @@ use super::bench::{CommandResult, Report, Stat};
 use super::{RunReport, RunStatus};
 use crate::rows::csv_field;
 use std::fmt::Write as _;
-use wattio_energy::format_co2e;
+use wattio_energy::{format_co2e, Domain};
 
 /// The report of one run of one command (`wattio measure -- cmd`).
 pub fn single_run(command: &str, r: &RunReport) -> String {
@@ -20,13 +20,12 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
             .as_deref()
             .map(|l| format!("  {l}"))
             .unwrap_or_default();
-        let _ = writeln!(
-            s,
-            "  socket {} {:<8} {:>12.3} J{own}",
-            d.socket,
-            d.domain.as_str(),
-            d.energy_j
-        );
+        let name = match d.domain {
+            // Meters beside the CPU are numbered, not sockets; never in the total.
+            Domain::Platform | Domain::Device => format!("{} {:<10}", d.domain, d.socket),
+            _ => format!("socket {} {:<8}", d.socket, d.domain.as_str()),
+        };
+        let _ = writeln!(s, "  {name} {:>12.3} J{own}", d.energy_j);
     }
     if let Some(p) = e.psys_j {
         let _ = writeln!(s, "  psys (whole platform, not in total) {p:.3} J");
