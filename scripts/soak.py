@@ -11,7 +11,8 @@ still serves at the end. Results go to stdout as Markdown and to SOAK_JSON when 
 
 Environment: WATTIO_BIN (default target/release/wattio), SOAK_SECONDS, CLEAN_SECONDS,
 H2LOAD_CONNECTIONS (32), SLOWLORIS (3 addresses x SLOWLORIS_PER_ADDRESS, 100),
-SLOW_READERS (60), SILENT (300), PER_CLIENT (--max-connections-per-client, 32).
+SLOW_READERS (60), SILENT (300), PER_CLIENT (--max-connections-per-client; default off, as
+`serve`'s own default).
 """
 
 import json
@@ -33,7 +34,7 @@ CONNS = int(os.environ.get("H2LOAD_CONNECTIONS", "32"))
 PER_ADDRESS = int(os.environ.get("SLOWLORIS_PER_ADDRESS", "100"))
 SLOW_READERS = int(os.environ.get("SLOW_READERS", "60"))
 SILENT = int(os.environ.get("SILENT", "300"))
-PER_CLIENT = int(os.environ.get("PER_CLIENT", "32"))
+PER_CLIENT = os.environ.get("PER_CLIENT", "off")
 SLOWLORIS_ADDRS = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
 READER_ADDR = "127.0.0.5"
 SILENT_ADDR = "127.0.0.6"
@@ -71,7 +72,8 @@ class Server:
         self.port = free_port()
         self.proc = subprocess.Popen(
             [BIN, "serve", root, "--listen", f"127.0.0.1:{self.port}", "--tls-cert", cert,
-             "--tls-key", key, "--max-connections-per-client", str(PER_CLIENT)],
+             "--tls-key", key]
+            + ([] if PER_CLIENT == "off" else ["--max-connections-per-client", PER_CLIENT]),
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.time() + 10
         while time.time() < deadline:
@@ -273,8 +275,9 @@ def main():
             "ratio": rps / clean_rps if clean_rps else 0,
             "still_serving": still and alive,
             "config": {"h2load_connections": CONNS, "per_client": PER_CLIENT,
-                       "server": "wattio serve --tls-cert --tls-key --max-connections-per-client "
-                                 f"{PER_CLIENT} (defaults otherwise: 256 connections, 60 s idle, 10 s handshake)"},
+                       "server": "wattio serve --tls-cert --tls-key"
+                                 + ("" if PER_CLIENT == "off" else f" --max-connections-per-client {PER_CLIENT}")
+                                 + " (defaults otherwise: 256 connections, 60 s idle, 10 s handshake)"},
         }
         if os.environ.get("SOAK_JSON"):
             with open(os.environ["SOAK_JSON"], "w") as f:

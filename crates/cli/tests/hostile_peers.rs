@@ -780,6 +780,92 @@ fn fds(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
 }
 
+/// A full server stays open (issue 33): with `serve`'s defaults (no per-client limit) and 4
+/// connections allowed, 400 silent connects from one address, over TLS and over plain HTTP,
+/// used to keep every slot and lock a real client out. Now a new connection takes the place of
+/// the one that has waited longest without a request: a real client is served at its first
+/// attempt while the flood stays connected, and the server's descriptors stay bounded.
+#[test]
+fn silent_connects_cannot_lock_a_real_client_out_of_a_full_server() {
+    let src = tempfile::tempdir().unwrap();
+    std::fs::write(src.path().join("f.bin"), bytes(61, 5000)).unwrap();
+    let pki = TestPki::new();
+    let cert = pki.server(
+        "s",
+        &["127.0.0.1"],
+        transfer_common::certs::Validity::Current,
+    );
+    for tls in [true, false] {
+        let mut args = vec!["--max-connections", "4"];
+        if tls {
+            args.extend([
+                "--tls-cert",
+                path_str(&cert.cert),
+                "--tls-key",
+                path_str(&cert.key),
+            ]);
+        }
+        let srv = serve(src.path(), &args, &[]);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let silent: Vec<tokio::net::TcpStream> = rt.block_on(async {
+            let mut v = Vec::new();
+            for _ in 0..400 {
+                let s = tokio::net::TcpSocket::new_v4().unwrap();
+                s.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+                if let Ok(c) = s
+                    .connect(format!("127.0.0.1:{}", srv.port).parse().unwrap())
+                    .await
+                {
+                    v.push(c);
+                }
+            }
+            v
+        });
+        assert!(silent.len() >= 390, "{} connects", silent.len());
+        std::thread::sleep(Duration::from_millis(300));
+        let scheme = if tls { "https" } else { "http" };
+        let url = format!("{scheme}://127.0.0.1:{}/f.bin", srv.port);
+        let dst = tempfile::tempdir().unwrap();
+        let t = Instant::now();
+        // --retries 0: the first attempt of each request must be served.
+        let out = fetch(
+            &url,
+            dst.path(),
+            &[
+                "--cacert",
+                path_str(&pki.ca_pem()),
+                "--max-channels",
+                "1",
+                "--retries",
+                "0",
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{scheme}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            std::fs::read(dst.path().join("f.bin")).unwrap(),
+            bytes(61, 5000)
+        );
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "{scheme}: {:?}",
+            t.elapsed()
+        );
+        let most = fds(srv.child.id());
+        assert!(
+            most < 120,
+            "{scheme}: {most} descriptors open under 400 silent connects"
+        );
+        drop(silent);
+    }
+}
+
 /// Silent TCP connects to a TLS server with 256 descriptors and few connections allowed:
 /// they pushed it to its descriptor limit (the handshake ran before a connection permit was
 /// taken) and a real client timed out. Now connections past the limit are refused at once

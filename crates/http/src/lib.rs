@@ -27,6 +27,7 @@ mod listing;
 mod protocol;
 mod server;
 pub mod tls;
+mod waiting;
 
 pub use error::HttpError;
 pub use listing::{

@@ -20,6 +20,7 @@ use crate::jail;
 use crate::listing::{ListingCache, LISTING_PATH};
 use crate::protocol::{self, Condition, Method, Parsed, RangeAnswer, Reject, Request, Validators};
 use crate::tls::Conn;
+use crate::waiting::{Ticket, WaitingRoom};
 use rustix::fs::{Mode, OFlags};
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -51,8 +52,10 @@ const MAX_ACCEPT_BACKOFF: Duration = Duration::from_secs(1);
 pub struct ServerConfig {
     /// The served directory.
     pub root: PathBuf,
-    /// Connections served at once (TLS handshakes included); further ones get 503 and are
-    /// closed.
+    /// Connections served at once (TLS handshakes included). When all are taken, a new one
+    /// takes the place of the connection that has waited longest without a complete request
+    /// (silent, mid-handshake, a head trickling in, an idle keep-alive); when none waits,
+    /// it gets 503 (over TLS: closed).
     pub max_connections: usize,
     /// Connections served at once to one client address; `None`: no limit of its own.
     pub max_connections_per_client: Option<usize>,
@@ -93,6 +96,9 @@ struct Shared {
     listings: Arc<ListingCache>,
     /// Open connections per client address (only with a per-client limit).
     per_client: Mutex<HashMap<IpAddr, usize>>,
+    /// The connections waiting for a request, which give way to a new one when all slots are
+    /// taken.
+    waiting: Arc<WaitingRoom>,
 }
 
 /// A bound server, not yet running.
@@ -181,6 +187,7 @@ impl Server {
                 cfg,
                 listings,
                 per_client: Mutex::new(HashMap::new()),
+                waiting: Arc::new(WaitingRoom::default()),
             }),
         })
     }
@@ -223,32 +230,66 @@ impl Server {
             };
             let _ = sock.set_nodelay(true);
             let shared = self.shared.clone();
+            let acceptor = self.tls.clone();
             // The permit is taken before the TLS handshake: a flood of handshakes is bounded
             // like a flood of connections.
-            let admitted = ClientSlot::take(&shared, peer.ip())
-                .and_then(|slot| Some((slot, limit.clone().try_acquire_owned().ok()?)));
-            let acceptor = self.tls.clone();
-            match admitted {
-                Some((slot, permit)) => {
-                    tokio::spawn(async move {
-                        if let Some(mut conn) = handshake(sock, acceptor, &shared).await {
-                            let _ = serve_connection(&mut conn, &shared).await;
-                        }
-                        drop((slot, permit));
-                    });
+            let Some(slot) = ClientSlot::take(&shared, peer.ip()) else {
+                refuse_or_drop(sock, acceptor, shared, &refusing);
+                continue;
+            };
+            if let Ok(permit) = limit.clone().try_acquire_owned() {
+                tokio::spawn(serve_admitted(sock, acceptor, shared, slot, permit));
+                continue;
+            }
+            // Full: the connection that has waited longest for a request gives its slot up.
+            match shared.waiting.evict_oldest() {
+                Some(permit) => {
+                    tokio::spawn(serve_admitted(sock, acceptor, shared, slot, permit));
                 }
-                // Refused: over plain HTTP answered 503 while few are; over TLS, and past that,
-                // closed at once (dropped): a handshake to say 503 costs more CPU than a
-                // flood of connections is worth.
-                None if acceptor.is_some() => {}
                 None => {
-                    let Ok(refusal) = refusing.clone().try_acquire_owned() else {
-                        continue;
-                    };
-                    tokio::spawn(refuse(sock, shared, refusal));
+                    drop(slot);
+                    refuse_or_drop(sock, acceptor, shared, &refusing);
                 }
             }
         }
+    }
+}
+
+/// Serves one admitted connection, holding its slot's `permit`: its TLS handshake, then its
+/// requests, waiting in the [`WaitingRoom`] whenever it has no complete request, and closed
+/// when evicted from it (its permit then goes to the connection that evicted it).
+async fn serve_admitted(
+    sock: TcpStream,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+    shared: Arc<Shared>,
+    slot: ClientSlot,
+    permit: OwnedSemaphorePermit,
+) {
+    let mut ticket = shared.waiting.admit(permit);
+    let conn = tokio::select! {
+        conn = handshake(sock, acceptor, &shared) => conn,
+        _ = ticket.evicted() => None,
+    };
+    if let Some(mut conn) = conn {
+        let _ = serve_connection(&mut conn, &shared, &mut ticket).await;
+    }
+    drop((ticket, slot));
+}
+
+/// A connection past a limit: over plain HTTP answered 503 while few are; over TLS, and past
+/// that, closed at once (dropped): a handshake to say 503 costs more CPU than a flood of
+/// connections is worth.
+fn refuse_or_drop(
+    sock: TcpStream,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+    shared: Arc<Shared>,
+    refusing: &Arc<Semaphore>,
+) {
+    if acceptor.is_some() {
+        return;
+    }
+    if let Ok(refusal) = refusing.clone().try_acquire_owned() {
+        tokio::spawn(refuse(sock, shared, refusal));
     }
 }
 
@@ -445,7 +486,7 @@ async fn write_head_timeout(sock: &mut Conn, sh: &Shared) -> io::Result<()> {
     .map(|_| ())
 }
 
-async fn serve_connection(sock: &mut Conn, sh: &Shared) -> io::Result<()> {
+async fn serve_connection(sock: &mut Conn, sh: &Shared, ticket: &mut Ticket) -> io::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
     let mut tmp = [0u8; 8192];
     // a head must arrive whole within one idle timeout, so a peer trickling bytes cannot hold a
@@ -456,11 +497,16 @@ async fn serve_connection(sock: &mut Conn, sh: &Shared) -> io::Result<()> {
             Ok(Parsed::Complete(req, n)) => {
                 buf.drain(..n);
                 head_started = None;
+                if !ticket.busy() {
+                    // evicted for a newer connection while its head was arriving
+                    return Ok(());
+                }
                 let keep = respond(sock, sh, &req).await?;
                 if !keep {
                     close(sock, sh).await;
                     return Ok(());
                 }
+                ticket.wait();
             }
             Ok(Parsed::Partial) => {
                 let budget = match head_started {
@@ -470,7 +516,11 @@ async fn serve_connection(sock: &mut Conn, sh: &Shared) -> io::Result<()> {
                     },
                     None => sh.cfg.idle_timeout,
                 };
-                let r = tokio::time::timeout(budget, sock.read(&mut tmp)).await;
+                let r = tokio::select! {
+                    r = tokio::time::timeout(budget, sock.read(&mut tmp)) => r,
+                    // the server is full and this connection waited longest: it gives way
+                    _ = ticket.evicted() => return Ok(()),
+                };
                 if head_started.is_none() {
                     head_started = Some(Instant::now());
                 }
@@ -976,6 +1026,7 @@ mod tests {
             listings: Arc::new(ListingCache::new(&root).unwrap()),
             cfg: ServerConfig::new(&root),
             per_client: Mutex::new(HashMap::new()),
+            waiting: Arc::new(WaitingRoom::default()),
             root,
         };
         let comps = ["sub".to_string(), "f".to_string()];

@@ -204,28 +204,60 @@ fn random_garbage_never_kills_the_server() {
     );
 }
 
+/// Full, a server makes room by closing the connection that has waited longest without a
+/// request (here an idle keep-alive), and answers 503 only when none waits: every slot is busy
+/// with a response under way.
 #[test]
-fn connection_limit_answers_503() {
+fn connection_limit_evicts_the_longest_waiting_and_answers_503_when_none_waits() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("a"), b"a").unwrap();
-    let mut cfg = ServerConfig::new(d.path());
-    cfg.max_connections = 2;
-    let h = ServerHandle::start(cfg, "127.0.0.1:0").unwrap();
-    let mut held: Vec<TcpStream> = (0..2).map(|_| connect(&h)).collect();
-    // make sure both are accepted and being served
-    for s in held.iter_mut() {
+    std::fs::write(d.path().join("big"), vec![7u8; 64 << 20]).unwrap();
+    let start = || {
+        let mut cfg = ServerConfig::new(d.path());
+        cfg.max_connections = 2;
+        ServerHandle::start(cfg, "127.0.0.1:0").unwrap()
+    };
+    let get_a = |s: &mut TcpStream| {
         s.write_all(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-        assert_eq!(read_response(s, false).0, 200);
+        read_response(s, false).0
+    };
+
+    // Two idle keep-alives: a third connection takes the place of the one idle longest.
+    let h = start();
+    let mut held: Vec<TcpStream> = (0..2).map(|_| connect(&h)).collect();
+    for s in held.iter_mut() {
+        assert_eq!(get_a(s), 200);
+        std::thread::sleep(Duration::from_millis(20));
     }
     let mut third = connect(&h);
-    assert_eq!(read_response(&mut third, false).0, 503);
-    drop(held);
+    assert_eq!(get_a(&mut third), 200);
+    let mut b = [0u8; 1];
+    assert_eq!(
+        held[0].read(&mut b).unwrap(),
+        0,
+        "the longest idle is closed"
+    );
+    assert_eq!(get_a(&mut held[1]), 200, "the other keeps its slot");
+    drop((h, held, third));
+
+    // Two responses under way to peers that do not read: none waits, a newcomer gets 503.
+    let h = start();
+    let mut busy: Vec<TcpStream> = (0..2).map(|_| connect(&h)).collect();
+    for s in busy.iter_mut() {
+        s.write_all(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let mut head = [0u8; 12];
+        s.read_exact(&mut head).unwrap();
+        assert_eq!(&head, b"HTTP/1.1 200");
+    }
+    let mut fourth = connect(&h);
+    assert_eq!(read_response(&mut fourth, false).0, 503);
+    drop(busy);
     // slots free again
     let t = std::time::Instant::now();
     loop {
         let mut s = connect(&h);
-        s.write_all(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-        if read_response(&mut s, false).0 == 200 {
+        if get_a(&mut s) == 200 {
             break;
         }
         assert!(t.elapsed() < Duration::from_secs(5));
