@@ -237,6 +237,22 @@ fn export_and_top_show_each_platform_meter_with_its_label() {
 }
 
 #[test]
+fn a_meter_beside_the_cpu_is_not_a_source_instead_of_it() {
+    let p = platform();
+    let o = p
+        .command(&["measure", "--source", "ipmi", "--", "true"])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        e.contains("ipmi is read beside the CPU's mechanism, not instead of it")
+            && e.lines().count() == 1,
+        "{e}"
+    );
+}
+
+#[test]
 fn the_fixture_command_says_how_to_reach_its_bmc() {
     let dir = tempfile::tempdir().unwrap();
     let tree = dir.path().join("fx");

@@ -467,6 +467,9 @@ pub fn open_source(
     params: ModelParams,
 ) -> Result<(Box<dyn Source>, Vec<String>), EnergyError> {
     match choice {
+        SourceChoice::Only(m) if Mechanism::beside().contains(&m) => Err(EnergyError::Invalid(format!(
+            "{m} is read beside the CPU's mechanism, not instead of it: it is read whenever usable; --domains platform,device reads the meters beside the CPU alone"
+        ))),
         SourceChoice::Only(m) => open_mechanism(root, m, domains, &params)
             .0
             .map(|s| (s, vec![])),
