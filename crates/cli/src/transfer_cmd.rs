@@ -24,7 +24,9 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub listen: String,
-    /// Connections served at once, TLS handshakes included; more get 503.
+    /// Connections served at once, TLS handshakes included; when all are taken, a new one
+    /// replaces the connection that has waited longest without a request, and gets 503 only
+    /// when none waits.
     #[arg(long, default_value_t = 256)]
     pub max_connections: usize,
     /// Connections served at once to one client address; more get 503 (default: no limit of

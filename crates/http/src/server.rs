@@ -238,13 +238,14 @@ impl Server {
                 continue;
             };
             if let Ok(permit) = limit.clone().try_acquire_owned() {
-                tokio::spawn(serve_admitted(sock, acceptor, shared, slot, permit));
+                tokio::spawn(serve_admitted(sock, peer, acceptor, shared, slot, permit));
                 continue;
             }
-            // Full: the connection that has waited longest for a request gives its slot up.
-            match shared.waiting.evict_oldest() {
+            // Full: the longest-waiting connection of the client with the most waiting ones gives
+            // its slot up (waiting.rs).
+            match shared.waiting.make_room_for(client_of(peer.ip())) {
                 Some(permit) => {
-                    tokio::spawn(serve_admitted(sock, acceptor, shared, slot, permit));
+                    tokio::spawn(serve_admitted(sock, peer, acceptor, shared, slot, permit));
                 }
                 None => {
                     drop(slot);
@@ -260,12 +261,13 @@ impl Server {
 /// when evicted from it (its permit then goes to the connection that evicted it).
 async fn serve_admitted(
     sock: TcpStream,
+    peer: SocketAddr,
     acceptor: Option<tokio_rustls::TlsAcceptor>,
     shared: Arc<Shared>,
     slot: ClientSlot,
     permit: OwnedSemaphorePermit,
 ) {
-    let mut ticket = shared.waiting.admit(permit);
+    let mut ticket = shared.waiting.admit(client_of(peer.ip()), permit);
     let conn = tokio::select! {
         conn = handshake(sock, acceptor, &shared) => conn,
         _ = ticket.evicted() => None,
