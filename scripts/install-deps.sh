@@ -9,6 +9,7 @@ PACKAGES=(
   aria2
   busybox-static
   ca-certificates
+  caddy
   chromium
   clang
   cpio
@@ -16,6 +17,7 @@ PACKAGES=(
   iproute2
   iputils-ping
   libelf-dev
+  lighttpd
   linux-image-amd64
   make
   maven

@@ -1,11 +1,13 @@
 //! `wattio transfer` from servers that carry no wattio listing, started by the tests on
 //! loopback: nginx `autoindex` (HTML and JSON), Apache `mod_autoindex` (fancy table and plain
-//! list), `python3 -m http.server` (no `Range`); URL lists in aria2's format; checksum files
+//! list), `python3 -m http.server` (no `Range`), Caddy's `file_server browse` and lighttpd's
+//! `mod_dirlisting`; URL lists in aria2's format; checksum files
 //! written by the reference tools (`sha256sum`, `md5sum`, `sha512sum`, `xxhsum`); SIGKILL of
 //! the client and a rerun that fetches only what is missing. Copies are compared with `diff -r`.
 //!
 //! `make test` sets WATTIO_REQUIRE_NGINX, which turns a missing server into a failure rather
-//! than a skip (nginx, apache2-bin and python3 come from scripts/install-deps.sh).
+//! than a skip (nginx, apache2-bin, caddy, lighttpd and python3 come from
+//! scripts/install-deps.sh).
 
 mod common;
 // the transfer crate's test helpers: nginx on loopback, datasets, the test CA
@@ -132,6 +134,55 @@ fn apache(root: &Path, index_options: &str) -> Option<Server> {
         .spawn()
         .unwrap();
     Some(started(child, port, dir, "apache2"))
+}
+
+/// Caddy's `file_server browse` (Debian's caddy) serving `root`: its pages are titled with the
+/// path alone, which no "Index of" rule would take.
+fn caddy(root: &Path) -> Option<Server> {
+    if !require("/usr/bin/caddy", "caddy") {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let child = Command::new("/usr/bin/caddy")
+        .args(["file-server", "--browse", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--root")
+        .arg(root)
+        // Caddy keeps its state (certificates, autosave) under XDG_DATA_HOME/XDG_CONFIG_HOME
+        .env("XDG_DATA_HOME", dir.path())
+        .env("XDG_CONFIG_HOME", dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Some(started(child, port, dir, "caddy"))
+}
+
+/// lighttpd (Debian's lighttpd) in the foreground with `mod_dirlisting` serving `root`.
+fn lighttpd(root: &Path) -> Option<Server> {
+    if !require("/usr/sbin/lighttpd", "lighttpd") {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let conf = format!(
+        "server.document-root = \"{}\"\nserver.bind = \"127.0.0.1\"\nserver.port = {port}\n\
+         server.modules += (\"mod_dirlisting\")\ndir-listing.activate = \"enable\"\n\
+         dir-listing.encoding = \"utf-8\"\nserver.errorlog = \"{}/error.log\"\n",
+        root.display(),
+        dir.path().display()
+    );
+    std::fs::write(dir.path().join("lighttpd.conf"), conf).unwrap();
+    let child = Command::new("/usr/sbin/lighttpd")
+        .arg("-D")
+        .arg("-f")
+        .arg(dir.path().join("lighttpd.conf"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Some(started(child, port, dir, "lighttpd"))
 }
 
 fn make_world_readable(root: &Path) {
@@ -545,6 +596,32 @@ fn apache_fancy_table_and_plain_list_indexes() {
         let v = copy(&ap.url("/"), dst.path(), "max-throughput", &[]);
         assert_eq!(v["source_detail"], "apache mod_autoindex", "{options}");
         assert_eq!(v["whole_file_streams"].as_array().unwrap().len(), 0);
+        assert_identical(src.path(), dst.path());
+    }
+}
+
+/// An index is recognised by its links, not a title: Caddy titles its `browse` pages with the
+/// path alone (refused as "not a directory index" before), lighttpd with "Index of"; both copy
+/// the awkward names and nested directories byte for byte, and Caddy's exact sizes are taken
+/// from its page (no `HEAD` per file).
+#[test]
+fn caddy_browse_and_lighttpd_dir_listing_copy_awkward_names_byte_identical() {
+    let src = tempfile::tempdir().unwrap();
+    make_tree(src.path(), AWKWARD);
+    let total: usize = AWKWARD.iter().map(|f| f.1).sum();
+    for (server, detail) in [
+        (caddy(src.path()), "caddy file_server browse"),
+        (lighttpd(src.path()), "lighttpd dir-listing"),
+    ] {
+        let Some(server) = server else {
+            return;
+        };
+        let dst = tempfile::tempdir().unwrap();
+        let v = copy(&server.url("/"), dst.path(), "max-throughput", &[]);
+        assert_eq!(v["source_kind"], "directory-index", "{detail}");
+        assert_eq!(v["source_detail"], detail);
+        assert_eq!(v["files"], AWKWARD.len(), "{detail}");
+        assert_eq!(v["bytes"], total, "{detail}");
         assert_identical(src.path(), dst.path());
     }
 }

@@ -52,6 +52,8 @@ const INDEXES: &[&[u8]] = &[
     b"<html><head><title>Index of /data/</title></head><body><h1>Index of /data/</h1><hr><pre><a href=\"../\">../</a>\n<a href=\"sub/\">sub/</a>  01-Jan-2024 00:00  -\n<a href=\"a%20b.bin\">a b.bin</a>  01-Jan-2024 00:00  12345\n</pre><hr></body></html>",
     br#"[{"name":"a.bin","type":"file","mtime":"Mon, 01 Jan 2024 00:00:00 GMT","size":100},{"name":"d","type":"directory","mtime":"Mon, 01 Jan 2024 00:00:00 GMT"}]"#,
     b"<!DOCTYPE HTML><html><body><h1>Directory listing for /data/</h1><ul><li><a href=\"x.txt\">x.txt</a></li><li><a href=\"../../etc/\">up</a></li><li><a href=\"http://elsewhere/y\">y</a></li></ul></body></html>",
+    // Caddy's browse page, recognised by its links: breadcrumbs, sort links, sizes in data-order
+    b"<title>/data/</title><h1><a href=\"/\">/</a><a href=\"\">data</a></h1><a href=\"?sort=size&order=asc\">Size</a><tr><td><a href=\"./d%20e/\"><svg></svg><span class=\"name\">d e/</span></a></td><td data-order=\"-1\">-</td></tr><tr><td><a href=\"./x.bin\"><span class=\"name\">x.bin</span></a></td><td data-order=\"18446744073709551615\">16 EiB</td></tr><a rel=\"noopener\" href=\"https://caddyserver.com\">Caddy</a>",
 ];
 
 #[test]
