@@ -780,6 +780,30 @@ fn fds(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
 }
 
+/// `n` TCP connections from 127.0.0.2 to `port` that never send a byte (those the kernel
+/// completed; a connect the server's backlog refused is left out).
+fn silent_connects(port: u16, n: usize) -> Vec<TcpStream> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut v = Vec::new();
+        for _ in 0..n {
+            let s = tokio::net::TcpSocket::new_v4().unwrap();
+            s.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+            if let Ok(c) = s
+                .connect(format!("127.0.0.1:{port}").parse().unwrap())
+                .await
+            {
+                // a plain socket, so it outlives this runtime
+                v.push(c.into_std().unwrap());
+            }
+        }
+        v
+    })
+}
+
 /// A full server stays open (issue 33): with `serve`'s defaults (no per-client limit) and 4
 /// connections allowed, 400 silent connects from one address, over TLS and over plain HTTP,
 /// used to keep every slot and lock a real client out. Now a new connection takes the place of
@@ -806,24 +830,7 @@ fn silent_connects_cannot_lock_a_real_client_out_of_a_full_server() {
             ]);
         }
         let srv = serve(src.path(), &args, &[]);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let silent: Vec<tokio::net::TcpStream> = rt.block_on(async {
-            let mut v = Vec::new();
-            for _ in 0..400 {
-                let s = tokio::net::TcpSocket::new_v4().unwrap();
-                s.bind("127.0.0.2:0".parse().unwrap()).unwrap();
-                if let Ok(c) = s
-                    .connect(format!("127.0.0.1:{}", srv.port).parse().unwrap())
-                    .await
-                {
-                    v.push(c);
-                }
-            }
-            v
-        });
+        let silent = silent_connects(srv.port, 400);
         assert!(silent.len() >= 390, "{} connects", silent.len());
         std::thread::sleep(Duration::from_millis(300));
         let scheme = if tls { "https" } else { "http" };
@@ -898,23 +905,8 @@ fn silent_tls_connects_cannot_exhaust_descriptors() {
         &["prlimit", "--nofile=256:256", "--"],
     );
     let pid = srv.child.id();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let silent: Vec<tokio::net::TcpStream> = rt.block_on(async {
-        let mut v = Vec::new();
-        for _ in 0..378 {
-            let s = tokio::net::TcpSocket::new_v4().unwrap();
-            s.bind("127.0.0.2:0".parse().unwrap()).unwrap();
-            v.push(
-                s.connect(format!("127.0.0.1:{}", srv.port).parse().unwrap())
-                    .await
-                    .unwrap(),
-            );
-        }
-        v
-    });
+    let silent = silent_connects(srv.port, 378);
+    assert_eq!(silent.len(), 378);
     let mut most = 0;
     let t = Instant::now();
     while t.elapsed() < Duration::from_millis(1500) {
