@@ -2,7 +2,7 @@
 //! `ccf-linear(arch=…)` model, the default on VMs whose CPU name hides the part.
 
 use crate::cpu::{self, CpuId, Vendor};
-use crate::model::ModelParams;
+use crate::model_params::ModelParams;
 use crate::root::SysRoot;
 use std::sync::OnceLock;
 

@@ -4,9 +4,9 @@
 
 use crate::discover::SourceChoice;
 use crate::error::EnergyError;
-use crate::model::ModelParams;
+use crate::model_params::ModelParams;
 use crate::nvml::NvmlSource;
-use crate::registry::OpenRequest;
+use crate::opening::OpenRequest;
 use crate::root::SysRoot;
 use crate::types::{CounterSpec, Domain, Mechanism, Provenance};
 use crate::Source;
@@ -110,20 +110,6 @@ impl Source for CombinedSource {
     }
 }
 
-/// Moves a platform meter's or device's number past those of the same scope in `earlier` (the
-/// counters of the sources before it), so two meters of one scope are never added up.
-pub(crate) fn keep_apart(earlier: &[CounterSpec], c: &mut CounterSpec) {
-    if !BESIDE_DOMAINS.contains(&c.domain) {
-        return;
-    }
-    while earlier
-        .iter()
-        .any(|s| s.domain == c.domain && s.socket == c.socket)
-    {
-        c.socket += 1;
-    }
-}
-
 /// The domains the meters beside the CPU cover (platform meters and devices), which
 /// `--domains` may ask for.
 const BESIDE_DOMAINS: [Domain; 2] = [Domain::Platform, Domain::Device];
@@ -157,7 +143,7 @@ pub fn open_beside(
     for m in Mechanism::beside() {
         match crate::registry::open(m, &request).0 {
             Ok(s) => opened.push(s),
-            Err(e) => passed_over.push(format!("{m}: {}", crate::discover::split_error(&e).0)),
+            Err(e) => passed_over.push(format!("{m}: {}", crate::opening::split_error(&e).0)),
         }
     }
     if let (Some(a), true) = (&asked, opened.is_empty()) {

@@ -7,11 +7,9 @@
 //! through more machinery for no gain (same section), so auto never picks it: only on request.
 
 use crate::error::EnergyError;
-use crate::model::{ModelParams, ModelSource};
-use crate::msr::MsrSource;
-use crate::perf::{self, PerfSource};
-use crate::powercap::{self, PowercapSource};
-use crate::registry::{self, OpenRequest, Opened};
+use crate::model_params::ModelParams;
+use crate::opening::{split_error, OpenRequest, Opened};
+use crate::registry;
 use crate::root::SysRoot;
 use crate::types::{CounterSpec, Domain, Mechanism, Provenance};
 use crate::update_period::{is_hardware_counter, watch_update_periods, UpdatePeriod};
@@ -129,140 +127,6 @@ pub(crate) fn status_from(
     }
 }
 
-pub(crate) fn split_error(e: &EnergyError) -> (String, Option<String>) {
-    match e {
-        EnergyError::Unusable { reason, fix, .. } => (reason.clone(), Some(fix.clone())),
-        EnergyError::Permission { path, fix } => (
-            format!("{}: permission denied", path.display()),
-            Some(fix.clone()),
-        ),
-        EnergyError::Missing { path, fix } => {
-            (format!("{}: not found", path.display()), Some(fix.clone()))
-        }
-        EnergyError::Malformed { fix, .. } => (e.to_string(), Some(fix.clone())),
-        other => (other.to_string(), None),
-    }
-}
-
-/// Refuses a hardware source whose counters all read zero and stay at zero for 50 ms.
-///
-/// Some hypervisors expose RAPL events whose counters never move; using them gives the "silent
-/// 0 W" that issue trackers are full of (scaphandre #214, #351). A live counter is essentially
-/// never exactly zero, so the 50 ms wait only happens in the suspicious case.
-fn check_alive(mut src: Box<dyn Source>) -> Result<Box<dyn Source>, EnergyError> {
-    let n = src.counters().len();
-    let mut raw = vec![0u64; n];
-    src.read_raw(&mut raw)?;
-    if raw.iter().any(|&v| v != 0) {
-        return Ok(src);
-    }
-    std::thread::sleep(std::time::Duration::from_millis(50));
-    src.read_raw(&mut raw)?;
-    if raw.iter().any(|&v| v != 0) {
-        return Ok(src);
-    }
-    Err(EnergyError::Unusable {
-        mechanism: src.provenance().mechanism,
-        reason: format!(
-            "its {} counter(s) read 0 and did not advance in 50 ms: the energy events are exposed but not backed by working counters (typical of VMs)",
-            n
-        ),
-        fix: "nothing to fix on this machine: use bare metal for measurements; wattio falls back to the labelled model".into(),
-    })
-}
-
-/// NVML reads GPUs: it is opened beside the CPU source, never as one.
-pub(crate) fn refuse_nvml_as_cpu(_: &OpenRequest) -> Opened {
-    (
-        Err(EnergyError::Unusable {
-            mechanism: Mechanism::Nvml,
-            reason: "nvml reads GPUs, not the CPU".into(),
-            fix: "read GPUs with --domains gpu (or --source nvml for GPUs alone)".into(),
-        }),
-        vec![],
-    )
-}
-
-/// The perf-events `power` PMU.
-pub(crate) fn open_perf(req: &OpenRequest) -> Opened {
-    let (root, domains) = (req.root, req.domains);
-    match perf::discover_power_pmu(root) {
-        Ok(pmu) => {
-            let notes = pmu.notes.clone();
-            if pmu.events.is_empty() {
-                return (
-                    Err(EnergyError::Unusable {
-                        mechanism: Mechanism::Perf,
-                        reason: "the power PMU advertises no usable energy event".into(),
-                        fix: perf::MISSING_FIX.into(),
-                    }),
-                    notes,
-                );
-            }
-            let r = PerfSource::open(root, &pmu, domains).map(|s| Box::new(s) as Box<dyn Source>);
-            (
-                r.and_then(check_alive).and_then(|s| filter(s, domains)),
-                notes,
-            )
-        }
-        Err(e) => (Err(e), vec![]),
-    }
-}
-
-/// The powercap sysfs tree.
-pub(crate) fn open_powercap(req: &OpenRequest) -> Opened {
-    match powercap::discover_powercap(req.root) {
-        Ok(d) => {
-            let mut notes = d.notes.clone();
-            for z in &d.zones {
-                if let Err(why) = &z.max_uj {
-                    notes.push(format!("{}: max_energy_range_uj unusable ({why})", z.id));
-                }
-            }
-            let r = PowercapSource::open(&d.zones).map(|s| Box::new(s) as Box<dyn Source>);
-            (
-                r.and_then(check_alive).and_then(|s| filter(s, req.domains)),
-                notes,
-            )
-        }
-        Err(e) => (Err(e), vec![]),
-    }
-}
-
-/// RAPL's model-specific registers.
-pub(crate) fn open_msr(req: &OpenRequest) -> Opened {
-    match MsrSource::open(req.root) {
-        Ok(s) => {
-            let notes = s.notes.clone();
-            (
-                check_alive(Box::new(s)).and_then(|s| filter(s, req.domains)),
-                notes,
-            )
-        }
-        Err(e) => (Err(e), vec![]),
-    }
-}
-
-/// In a guest, the share its host published.
-pub(crate) fn open_host(req: &OpenRequest) -> Opened {
-    (
-        crate::host::HostSource::open(req.root)
-            .map(|s| Box::new(s) as Box<dyn Source>)
-            .and_then(|s| filter(s, req.domains)),
-        vec![],
-    )
-}
-
-/// The utilisation model.
-pub(crate) fn open_model(req: &OpenRequest) -> Opened {
-    let r = ModelSource::open(req.root, req.params.clone()).map(|s| Box::new(s) as Box<dyn Source>);
-    // How the model was chosen (tdp-curve, or why it fell back to ccf-linear).
-    (
-        r.and_then(|s| filter(s, req.domains)),
-        req.params.notes.clone(),
-    )
-}
-
 /// Opens one mechanism through the registry, returning its source and discovery notes.
 fn open_mechanism(
     root: &SysRoot,
@@ -278,47 +142,6 @@ fn open_mechanism(
             params,
         },
     )
-}
-
-/// Opens the eBPF mechanism. Where it cannot be used for want of RAPL, a note says whether BPF
-/// itself would work here, so a user knows what a machine with RAPL would need.
-pub(crate) fn open_ebpf(req: &OpenRequest) -> Opened {
-    let (root, domains) = (req.root, req.domains);
-    if !crate::ebpf::EBPF_BUILT_IN {
-        return (Err(crate::ebpf::not_built()), vec![]);
-    }
-    let bpf_note = || {
-        match crate::ebpf::bpf_check(root) {
-        Ok(()) => "BPF itself works here (the program loads and attaches to a cpu-clock timer); only RAPL is missing".to_string(),
-        Err(e) => format!("BPF would fail here too: {}", split_error(&e).0),
-    }
-    };
-    let unusable = |reason: String| {
-        EnergyError::Unusable {
-        mechanism: Mechanism::Ebpf,
-        reason,
-        fix: "eBPF reads RAPL through the perf `power` PMU, which this kernel does not expose (VM, or `sudo modprobe rapl`); use --source powercap or msr".into(),
-    }
-    };
-    match perf::discover_power_pmu(root) {
-        Ok(pmu) if pmu.events.is_empty() => (
-            Err(unusable(
-                "the power PMU advertises no usable energy event".into(),
-            )),
-            [pmu.notes, vec![bpf_note()]].concat(),
-        ),
-        Ok(pmu) => {
-            let r = crate::ebpf::open(root, &pmu, domains);
-            (
-                r.and_then(check_alive).and_then(|s| filter(s, domains)),
-                pmu.notes,
-            )
-        }
-        Err(e) => (
-            Err(unusable(format!("no RAPL perf PMU: {}", split_error(&e).0))),
-            vec![bpf_note()],
-        ),
-    }
 }
 
 /// Probes every mechanism under `root`.
@@ -339,7 +162,7 @@ pub fn discover(root: &SysRoot, params: ModelParams) -> ProbeReport {
         if status.beside {
             let before = beside_counters.len();
             for c in &mut status.counters {
-                crate::combined::keep_apart(&beside_counters[..before], c);
+                c.keep_apart(&beside_counters[..before]);
                 beside_counters.push(c.clone());
             }
         }
@@ -486,77 +309,6 @@ pub fn open_source(
                 passed_over.join("; ")
             )))
         }
-    }
-}
-
-/// A source restricted to some domains.
-struct Filtered {
-    inner: Box<dyn Source>,
-    keep: Vec<usize>,
-    specs: Vec<CounterSpec>,
-    scratch: Vec<u64>,
-}
-
-pub(crate) fn filter(
-    inner: Box<dyn Source>,
-    domains: Option<&[Domain]>,
-) -> Result<Box<dyn Source>, EnergyError> {
-    let Some(domains) = domains else {
-        return Ok(inner);
-    };
-    let keep: Vec<usize> = inner
-        .counters()
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| domains.contains(&c.domain))
-        .map(|(i, _)| i)
-        .collect();
-    if keep.len() == inner.counters().len() {
-        return Ok(inner);
-    }
-    if keep.is_empty() {
-        let have: BTreeSet<_> = inner.counters().iter().map(|c| c.domain.as_str()).collect();
-        return Err(EnergyError::Unusable {
-            mechanism: inner.provenance().mechanism,
-            reason: format!(
-                "none of the requested domains is available (it has: {})",
-                have.into_iter().collect::<Vec<_>>().join(", ")
-            ),
-            fix: "pick --domains from what `wattio probe` lists".into(),
-        });
-    }
-    let specs = keep.iter().map(|&i| inner.counters()[i].clone()).collect();
-    let scratch = vec![0; inner.counters().len()];
-    Ok(Box::new(Filtered {
-        inner,
-        keep,
-        specs,
-        scratch,
-    }))
-}
-
-impl Source for Filtered {
-    fn provenance(&self) -> &Provenance {
-        self.inner.provenance()
-    }
-    fn counter_provenance(&self, i: usize) -> &Provenance {
-        self.inner.counter_provenance(self.keep[i])
-    }
-    fn counters(&self) -> &[CounterSpec] {
-        &self.specs
-    }
-    fn set_rate_hz(&mut self, hz: f64) -> Result<(), EnergyError> {
-        self.inner.set_rate_hz(hz)
-    }
-    fn read_raw(&mut self, out: &mut [u64]) -> Result<(), EnergyError> {
-        self.inner.read_raw(&mut self.scratch)?;
-        for (o, &i) in out.iter_mut().zip(&self.keep) {
-            *o = self.scratch[i];
-        }
-        Ok(())
-    }
-    fn take_counter_errors(&mut self) -> Vec<String> {
-        self.inner.take_counter_errors()
     }
 }
 

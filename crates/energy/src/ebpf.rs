@@ -259,6 +259,51 @@ pub(crate) fn bpf_check(root: &SysRoot) -> Result<(), EnergyError> {
     }
 }
 
+/// Opens the eBPF mechanism. Where it cannot be used for want of RAPL, a note says whether BPF
+/// itself would work here, so a user knows what a machine with RAPL would need.
+pub(crate) fn open_mechanism(req: &crate::opening::OpenRequest) -> crate::opening::Opened {
+    let (root, domains) = (req.root, req.domains);
+    if !crate::ebpf::EBPF_BUILT_IN {
+        return (Err(crate::ebpf::not_built()), vec![]);
+    }
+    let bpf_note = || {
+        match crate::ebpf::bpf_check(root) {
+        Ok(()) => "BPF itself works here (the program loads and attaches to a cpu-clock timer); only RAPL is missing".to_string(),
+        Err(e) => format!("BPF would fail here too: {}", crate::opening::split_error(&e).0),
+    }
+    };
+    let unusable = |reason: String| {
+        crate::error::EnergyError::Unusable {
+        mechanism: crate::types::Mechanism::Ebpf,
+        reason,
+        fix: "eBPF reads RAPL through the perf `power` PMU, which this kernel does not expose (VM, or `sudo modprobe rapl`); use --source powercap or msr".into(),
+    }
+    };
+    match crate::perf::discover_power_pmu(root) {
+        Ok(pmu) if pmu.events.is_empty() => (
+            Err(unusable(
+                "the power PMU advertises no usable energy event".into(),
+            )),
+            [pmu.notes, vec![bpf_note()]].concat(),
+        ),
+        Ok(pmu) => {
+            let r = crate::ebpf::open(root, &pmu, domains);
+            (
+                r.and_then(crate::opening::check_alive)
+                    .and_then(|s| crate::opening::filter(s, domains)),
+                pmu.notes,
+            )
+        }
+        Err(e) => (
+            Err(unusable(format!(
+                "no RAPL perf PMU: {}",
+                crate::opening::split_error(&e).0
+            ))),
+            vec![bpf_note()],
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

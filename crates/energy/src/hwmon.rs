@@ -12,9 +12,9 @@
 //! firmware on each read.
 
 use crate::error::EnergyError;
+use crate::opening::{OpenRequest, Opened};
 use crate::polled::{PolledSource, ReadingSource};
 use crate::reading::{Channel, Reading, ReadingKind, ReadingValue};
-use crate::registry::{OpenRequest, Opened};
 use crate::root::SysRoot;
 use crate::types::{Domain, Mechanism, Provenance, Wrap};
 use crate::Source;
@@ -313,12 +313,12 @@ impl HwmonMeter {
 }
 
 /// The registry's entry point: every hwmon channel, polled on its own thread.
-pub(crate) fn open(req: &OpenRequest) -> Opened {
+pub(crate) fn open_mechanism(req: &OpenRequest) -> Opened {
     match HwmonMeter::open(req.root) {
         Ok((meter, notes)) => (
             PolledSource::start(Box::new(meter))
                 .map(|s| Box::new(s) as Box<dyn Source>)
-                .and_then(|s| crate::discover::filter(s, req.domains)),
+                .and_then(|s| crate::opening::filter(s, req.domains)),
             notes,
         ),
         Err(e) => (Err(e), vec![]),

@@ -10,9 +10,9 @@
 //! same. Offered whenever the kernel shows an IPMI device.
 
 use crate::error::EnergyError;
+use crate::opening::{OpenRequest, Opened};
 use crate::polled::{PolledSource, ReadingSource};
 use crate::reading::{Channel, Reading, ReadingKind, ReadingValue};
-use crate::registry::{OpenRequest, Opened};
 use crate::types::{Domain, Mechanism, Provenance};
 use crate::Source;
 use std::io::Read;
@@ -261,7 +261,7 @@ impl ReadingSource for IpmiMeter {
 }
 
 /// The registry's entry point.
-pub(crate) fn open(req: &OpenRequest) -> Opened {
+pub(crate) fn open_mechanism(req: &OpenRequest) -> Opened {
     let meter = IpmiMeter::open(req);
     let notes = match &meter {
         Ok(m) => vec![format!(
@@ -274,7 +274,7 @@ pub(crate) fn open(req: &OpenRequest) -> Opened {
         meter
             .and_then(|m| PolledSource::start(Box::new(m)))
             .map(|s| Box::new(s) as Box<dyn Source>)
-            .and_then(|s| crate::discover::filter(s, req.domains)),
+            .and_then(|s| crate::opening::filter(s, req.domains)),
         notes,
     )
 }

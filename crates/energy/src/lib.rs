@@ -57,8 +57,10 @@ mod machine;
 mod model;
 mod model_choice;
 mod model_file;
+mod model_params;
 mod msr;
 mod nvml;
+mod opening;
 mod perf;
 mod polled;
 mod powercap;
@@ -86,9 +88,10 @@ pub use host::{
 pub use hwmon::HwmonMeter;
 pub use ipmi::{parse_dcmi_reading, DcmiReading, IpmiMeter, IPMITOOL_ENV};
 pub use machine::Machine;
-pub use model::{ModelParams, ModelSource, CCF_MAX_W, CCF_MIN_W, HOST_ESTIMATE_SCOPE};
+pub use model::ModelSource;
 pub use model_choice::ModelChoice;
 pub use model_file::{load_model_file, FitSummary, LevelResult, ModelFile, MODEL_FILE_FORMAT};
+pub use model_params::{ModelParams, CCF_MAX_W, CCF_MIN_W, HOST_ESTIMATE_SCOPE};
 pub use msr::MsrSource;
 /// The RAPL model-specific register addresses (Intel SDM vol. 4; AMD PPR for family 19h), and
 /// where a register sits in a regular file standing in for `/dev/cpu/N/msr`: what the MSR

@@ -3,7 +3,7 @@
 //! curve or a calibrated model file.
 
 use crate::error::EnergyError;
-use crate::model::ModelParams;
+use crate::model_params::ModelParams;
 use crate::root::SysRoot;
 use std::path::PathBuf;
 

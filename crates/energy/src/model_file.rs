@@ -11,7 +11,7 @@
 //! the calibration measured and how well the curve predicted levels it was not fitted on.
 
 use crate::error::EnergyError;
-use crate::model::ModelParams;
+use crate::model_params::ModelParams;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 

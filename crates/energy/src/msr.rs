@@ -384,6 +384,21 @@ impl Source for MsrSource {
     }
 }
 
+/// RAPL's model-specific registers.
+pub(crate) fn open_mechanism(req: &crate::opening::OpenRequest) -> crate::opening::Opened {
+    match crate::msr::MsrSource::open(req.root) {
+        Ok(s) => {
+            let notes = s.notes.clone();
+            (
+                crate::opening::check_alive(Box::new(s))
+                    .and_then(|s| crate::opening::filter(s, req.domains)),
+                notes,
+            )
+        }
+        Err(e) => (Err(e), vec![]),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -595,3 +595,15 @@ fn utilisation_since(dev: &Device, d: &mut ProcessDevice) -> Result<Vec<(u32, f6
         .map(|(p, (sum, n))| (p, sum / n.max(1) as f64))
         .collect())
 }
+
+/// NVML reads GPUs: it is opened beside the CPU source, never as one.
+pub(crate) fn open_mechanism(_: &crate::opening::OpenRequest) -> crate::opening::Opened {
+    (
+        Err(crate::error::EnergyError::Unusable {
+            mechanism: crate::types::Mechanism::Nvml,
+            reason: "nvml reads GPUs, not the CPU".into(),
+            fix: "read GPUs with --domains gpu (or --source nvml for GPUs alone)".into(),
+        }),
+        vec![],
+    )
+}

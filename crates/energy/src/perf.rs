@@ -382,6 +382,34 @@ impl Source for PerfSource {
     }
 }
 
+/// The perf-events `power` PMU.
+pub(crate) fn open_mechanism(req: &crate::opening::OpenRequest) -> crate::opening::Opened {
+    let (root, domains) = (req.root, req.domains);
+    match crate::perf::discover_power_pmu(root) {
+        Ok(pmu) => {
+            let notes = pmu.notes.clone();
+            if pmu.events.is_empty() {
+                return (
+                    Err(crate::error::EnergyError::Unusable {
+                        mechanism: crate::types::Mechanism::Perf,
+                        reason: "the power PMU advertises no usable energy event".into(),
+                        fix: crate::perf::MISSING_FIX.into(),
+                    }),
+                    notes,
+                );
+            }
+            let r = crate::perf::PerfSource::open(root, &pmu, domains)
+                .map(|s| Box::new(s) as Box<dyn crate::Source>);
+            (
+                r.and_then(crate::opening::check_alive)
+                    .and_then(|s| crate::opening::filter(s, domains)),
+                notes,
+            )
+        }
+        Err(e) => (Err(e), vec![]),
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -250,6 +250,28 @@ impl Source for PowercapSource {
     }
 }
 
+/// The powercap sysfs tree.
+pub(crate) fn open_mechanism(req: &crate::opening::OpenRequest) -> crate::opening::Opened {
+    match crate::powercap::discover_powercap(req.root) {
+        Ok(d) => {
+            let mut notes = d.notes.clone();
+            for z in &d.zones {
+                if let Err(why) = &z.max_uj {
+                    notes.push(format!("{}: max_energy_range_uj unusable ({why})", z.id));
+                }
+            }
+            let r = crate::powercap::PowercapSource::open(&d.zones)
+                .map(|s| Box::new(s) as Box<dyn crate::Source>);
+            (
+                r.and_then(crate::opening::check_alive)
+                    .and_then(|s| crate::opening::filter(s, req.domains)),
+                notes,
+            )
+        }
+        Err(e) => (Err(e), vec![]),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

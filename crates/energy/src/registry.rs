@@ -8,12 +8,11 @@
 //! opened next to the CPU's whenever they are usable, so `measure`, `record`, `top` and `export`
 //! all read them without a line of their own.
 
-use crate::discover;
 use crate::error::EnergyError;
-use crate::model::ModelParams;
-use crate::root::SysRoot;
-use crate::types::{Domain, Mechanism};
-use crate::Source;
+use crate::opening::{OpenRequest, Opened};
+use crate::types::Mechanism;
+use serde::Deserialize;
+use std::str::FromStr;
 
 /// What a mechanism measures, which decides when it is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,19 +28,6 @@ pub enum Role {
     Beside,
 }
 
-/// What opening a mechanism needs.
-pub struct OpenRequest<'a> {
-    pub root: &'a SysRoot,
-    /// Only counters of these domains (all when `None`).
-    pub domains: Option<&'a [Domain]>,
-    /// The model, for the model mechanism.
-    pub params: &'a ModelParams,
-}
-
-/// A source, or why it cannot be opened; and what discovery noticed on the way (skipped zones,
-/// how the model was chosen), which `probe` shows either way.
-pub type Opened = (Result<Box<dyn Source>, EnergyError>, Vec<String>);
-
 /// One line of the registry.
 pub struct Registered {
     pub mechanism: Mechanism,
@@ -54,15 +40,15 @@ pub struct Registered {
 /// Every mechanism, in the order `probe` lists them and `--source auto` tries them.
 #[rustfmt::skip]
 static REGISTRY: &[Registered] = &[
-    Registered { mechanism: Mechanism::Perf, aliases: &["perf-events", "perf_event"], role: Role::Cpu { auto: true }, open: discover::open_perf },
-    Registered { mechanism: Mechanism::Ebpf, aliases: &["bpf"], role: Role::Cpu { auto: false }, open: discover::open_ebpf },
-    Registered { mechanism: Mechanism::Powercap, aliases: &[], role: Role::Cpu { auto: true }, open: discover::open_powercap },
-    Registered { mechanism: Mechanism::Msr, aliases: &[], role: Role::Cpu { auto: true }, open: discover::open_msr },
-    Registered { mechanism: Mechanism::Host, aliases: &[], role: Role::Cpu { auto: true }, open: discover::open_host },
-    Registered { mechanism: Mechanism::Model, aliases: &[], role: Role::Cpu { auto: true }, open: discover::open_model },
-    Registered { mechanism: Mechanism::Nvml, aliases: &[], role: Role::Gpu, open: discover::refuse_nvml_as_cpu },
-    Registered { mechanism: crate::hwmon::MECHANISM, aliases: &[], role: Role::Beside, open: crate::hwmon::open },
-    Registered { mechanism: crate::ipmi::MECHANISM, aliases: &["dcmi", "bmc"], role: Role::Beside, open: crate::ipmi::open },
+    Registered { mechanism: Mechanism::Perf, aliases: &["perf-events", "perf_event"], role: Role::Cpu { auto: true }, open: crate::perf::open_mechanism },
+    Registered { mechanism: Mechanism::Ebpf, aliases: &["bpf"], role: Role::Cpu { auto: false }, open: crate::ebpf::open_mechanism },
+    Registered { mechanism: Mechanism::Powercap, aliases: &[], role: Role::Cpu { auto: true }, open: crate::powercap::open_mechanism },
+    Registered { mechanism: Mechanism::Msr, aliases: &[], role: Role::Cpu { auto: true }, open: crate::msr::open_mechanism },
+    Registered { mechanism: Mechanism::Host, aliases: &[], role: Role::Cpu { auto: true }, open: crate::host::open_mechanism },
+    Registered { mechanism: Mechanism::Model, aliases: &[], role: Role::Cpu { auto: true }, open: crate::model::open_mechanism },
+    Registered { mechanism: Mechanism::Nvml, aliases: &[], role: Role::Gpu, open: crate::nvml::open_mechanism },
+    Registered { mechanism: crate::hwmon::MECHANISM, aliases: &[], role: Role::Beside, open: crate::hwmon::open_mechanism },
+    Registered { mechanism: crate::ipmi::MECHANISM, aliases: &["dcmi", "bmc"], role: Role::Beside, open: crate::ipmi::open_mechanism },
 ];
 
 /// The registry's entry for `mechanism`.
@@ -116,6 +102,63 @@ pub(crate) fn open(mechanism: Mechanism, request: &OpenRequest) -> Opened {
             ))),
             vec![],
         ),
+    }
+}
+
+// Mechanism's order, names and lists are the registry's: they are implemented here, beside the
+// table, so the type itself (types.rs) depends on nothing.
+impl Mechanism {
+    /// Every CPU mechanism, in the order `probe` lists them. GPUs (NVML) and the meters read
+    /// beside the CPU (platform meters, devices) are listed apart ([`Mechanism::beside`]).
+    pub fn all() -> Vec<Mechanism> {
+        mechanisms(|role| matches!(role, Role::Cpu { .. }))
+    }
+
+    /// The order `--source auto` tries. eBPF reads the same counters as perf with more
+    /// machinery and no gain (Raffin & Trystram 2024, §V-D), so it is used only on request. The
+    /// host's share comes before the model: inside a VM it is a measurement where there is one.
+    pub fn auto() -> Vec<Mechanism> {
+        mechanisms(|role| matches!(role, Role::Cpu { auto: true }))
+    }
+
+    /// The mechanisms read beside the CPU's whenever they are usable (platform meters, devices).
+    pub fn beside() -> Vec<Mechanism> {
+        mechanisms(|role| matches!(role, Role::Beside))
+    }
+}
+
+impl PartialOrd for Mechanism {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Mechanism {
+    /// The registry's order (perf, ebpf, powercap, msr, host, model, nvml, then the meters read
+    /// beside them), as the enum this type replaced sorted.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        let key = |m: &Mechanism| (position(*m), m.as_str());
+        key(self).cmp(&key(other))
+    }
+}
+
+impl FromStr for Mechanism {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        lookup(s).ok_or_else(|| {
+            format!(
+                "unknown mechanism '{}': use {}",
+                s.trim(),
+                names_for_humans()
+            )
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Mechanism {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
     }
 }
 

@@ -2,7 +2,7 @@
 //! load → power curve.
 
 use crate::cpu;
-use crate::model::ModelParams;
+use crate::model_params::ModelParams;
 use crate::root::SysRoot;
 use std::collections::HashMap;
 use std::sync::OnceLock;

@@ -134,26 +134,6 @@ impl Mechanism {
         Mechanism(name)
     }
 
-    /// Every CPU mechanism, in the order `probe` lists them. GPUs (NVML) and the meters read
-    /// beside the CPU (platform meters, devices) are listed apart ([`Mechanism::beside`]).
-    pub fn all() -> Vec<Mechanism> {
-        crate::registry::mechanisms(|role| matches!(role, crate::registry::Role::Cpu { .. }))
-    }
-
-    /// The order `--source auto` tries. eBPF reads the same counters as perf with more
-    /// machinery and no gain (Raffin & Trystram 2024, §V-D), so it is used only on request. The
-    /// host's share comes before the model: inside a VM it is a measurement where there is one.
-    pub fn auto() -> Vec<Mechanism> {
-        crate::registry::mechanisms(|role| {
-            matches!(role, crate::registry::Role::Cpu { auto: true })
-        })
-    }
-
-    /// The mechanisms read beside the CPU's whenever they are usable (platform meters, devices).
-    pub fn beside() -> Vec<Mechanism> {
-        crate::registry::mechanisms(|role| matches!(role, crate::registry::Role::Beside))
-    }
-
     /// The lowercase name used on the command line and in outputs.
     pub fn as_str(self) -> &'static str {
         self.0
@@ -172,44 +152,9 @@ impl fmt::Display for Mechanism {
     }
 }
 
-impl PartialOrd for Mechanism {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Mechanism {
-    /// The registry's order (perf, ebpf, powercap, msr, host, model, nvml, then the meters read
-    /// beside them), as the enum this type replaced sorted.
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        let key = |m: &Mechanism| (crate::registry::position(*m), m.0);
-        key(self).cmp(&key(other))
-    }
-}
-
-impl FromStr for Mechanism {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        crate::registry::lookup(s).ok_or_else(|| {
-            format!(
-                "unknown mechanism '{}': use {}",
-                s.trim(),
-                crate::registry::names_for_humans()
-            )
-        })
-    }
-}
-
 impl Serialize for Mechanism {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for Mechanism {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let name = std::borrow::Cow::<'de, str>::deserialize(d)?;
-        name.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -344,6 +289,20 @@ impl CounterSpec {
                 format!("{} {}", self.domain.as_str(), self.socket)
             }
             d => format!("socket {} {}", self.socket, d.as_str()),
+        }
+    }
+
+    /// Moves a platform meter's or device's number past those of the same scope in `earlier`
+    /// (the counters of the sources before it), so two meters of one scope are never added up.
+    pub(crate) fn keep_apart(&mut self, earlier: &[CounterSpec]) {
+        if !matches!(self.domain, Domain::Platform | Domain::Device) {
+            return;
+        }
+        while earlier
+            .iter()
+            .any(|s| s.domain == self.domain && s.socket == self.socket)
+        {
+            self.socket += 1;
         }
     }
 
