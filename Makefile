@@ -5,7 +5,7 @@ WATTIO := $(or $(CARGO_TARGET_DIR),target)/release/wattio
 
 HW_BUNDLE := hw-bundle
 
-.PHONY: hw-bundle hw-check test-hw test-vm all build demo demo-iobench test test-rust test-java unused-deps deps lint lint-test bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters compare-vm-meters fuzz soak
+.PHONY: hw-bundle hw-check test-hw test-vm all build demo demo-iobench test test-rust test-java unused-deps deps lint lint-test compare-builds bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters compare-vm-meters fuzz soak
 
 all: build
 
@@ -127,6 +127,12 @@ bench-transfer:
 ## Results: docs/results/serve.md.
 bench-serve: build
 	./scripts/bench-serve.py
+
+## The outputs a refactor must leave as they were (record CSV, measure --json, the exporter's
+## body, the report page), compared between this build and OLD=path/to/an/older/wattio on the
+## static intel-server fixture, clock-dependent fields masked.
+compare-builds: build
+	python3 scripts/compare-builds.py $(OLD) $(WATTIO)
 
 ## make test fails on a lint too: rustfmt, and clippy -D warnings on every target with the eBPF
 ## feature on (the superset of the code; `make lint` also checks the build without it).
