@@ -13,6 +13,7 @@ mod measure_cmd;
 mod meter_cmd;
 mod output_file;
 mod overhead_cmd;
+mod probe_cmd;
 mod report_cmd;
 mod study_ui;
 mod testbed_cmd;
@@ -38,7 +39,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// List energy mechanisms, domains, units, wrap limits and permissions, with fixes.
-    Probe(meter_cmd::ProbeArgs),
+    Probe(probe_cmd::ProbeArgs),
     /// Sample energy counters to CSV or JSON lines.
     Record(meter_cmd::RecordArgs),
     /// Run a command and report the energy it took, or compare commands (hyperfine for energy).
@@ -100,7 +101,7 @@ fn main() -> ExitCode {
 
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Probe(a) => meter_cmd::probe(a),
+        Command::Probe(a) => probe_cmd::probe(a),
         Command::Record(a) => meter_cmd::record(a),
         Command::Measure(a) => measure_cmd::measure(a),
         Command::Export(a) => meter_cmd::export(a),

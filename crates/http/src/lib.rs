@@ -19,10 +19,13 @@
 
 pub mod checksum;
 mod civil;
+mod confine;
 mod error;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
+mod handle;
 pub mod jail;
+mod limits;
 mod listing;
 mod protocol;
 mod server;
@@ -30,6 +33,7 @@ pub mod tls;
 mod waiting;
 
 pub use error::HttpError;
+pub use handle::ServerHandle;
 pub use listing::{
     is_safe_relative, write_listing, ListedBlocks, ListedFile, Listing, LISTING_PATH,
 };
@@ -37,5 +41,5 @@ pub use protocol::{
     parse_response_head, percent_decode, percent_encode_path, ContentRange, ResponseError,
     ResponseHead, MAX_RESPONSE_HEAD,
 };
-pub use server::{Server, ServerConfig, ServerHandle};
+pub use server::{Server, ServerConfig};
 pub use tls::{tls_server_config, ClientTlsOptions};

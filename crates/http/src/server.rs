@@ -15,13 +15,13 @@
 //! without following links ([`crate::jail`]) and without blocking (`O_NONBLOCK`, so a FIFO in
 //! the tree cannot hold a worker), and only regular files are served.
 
+use crate::confine::{confine, resolve, Confine};
 use crate::error::{one_line, HttpError};
-use crate::jail;
+use crate::limits::{client_of, ensure_descriptors, ClientSlot, REFUSING_AT_ONCE};
 use crate::listing::{ListingCache, LISTING_PATH};
 use crate::protocol::{self, Condition, Method, Parsed, RangeAnswer, Reject, Request, Validators};
 use crate::tls::Conn;
 use crate::waiting::{Ticket, WaitingRoom};
-use rustix::fs::{Mode, OFlags};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs::File;
@@ -37,13 +37,6 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wattio_progress::Sink;
 
-/// Plain-HTTP connections past a limit that are still answered `503` at once; further ones
-/// (and every one over TLS) are closed as soon as they are accepted, so refusing costs no more
-/// descriptors than this.
-const REFUSING_AT_ONCE: usize = 32;
-/// Descriptors the process needs besides its connections (standard streams, the runtime's
-/// epoll and wakers, the listener, the root, listing builds).
-const BASE_DESCRIPTORS: u64 = 64;
 /// Longest back-off between failed `accept`s.
 const MAX_ACCEPT_BACKOFF: Duration = Duration::from_secs(1);
 
@@ -88,17 +81,17 @@ impl ServerConfig {
     }
 }
 
-struct Shared {
+pub(crate) struct Shared {
     /// The served root, canonical, and a descriptor of it every file is opened beneath.
-    root: PathBuf,
-    root_fd: OwnedFd,
-    cfg: ServerConfig,
-    listings: Arc<ListingCache>,
+    pub(crate) root: PathBuf,
+    pub(crate) root_fd: OwnedFd,
+    pub(crate) cfg: ServerConfig,
+    pub(crate) listings: Arc<ListingCache>,
     /// Open connections per client address (only with a per-client limit).
-    per_client: Mutex<HashMap<IpAddr, usize>>,
+    pub(crate) per_client: Mutex<HashMap<IpAddr, usize>>,
     /// The connections waiting for a request, which give way to a new one when all slots are
     /// taken.
-    waiting: Arc<WaitingRoom>,
+    pub(crate) waiting: Arc<WaitingRoom>,
 }
 
 /// A bound server, not yet running.
@@ -106,39 +99,6 @@ pub struct Server {
     listener: TcpListener,
     shared: Arc<Shared>,
     tls: Option<tokio_rustls::TlsAcceptor>,
-}
-
-/// Descriptors `cfg` may hold at once: a socket and a file per connection, the sockets of
-/// connections being refused, and the process's own.
-fn descriptors_needed(cfg: &ServerConfig) -> u64 {
-    2 * cfg.max_connections as u64 + REFUSING_AT_ONCE as u64 + BASE_DESCRIPTORS
-}
-
-/// Raises the soft `RLIMIT_NOFILE` to what `cfg` needs (up to the hard limit), or says which
-/// limit to change.
-fn ensure_descriptors(cfg: &ServerConfig) -> anyhow::Result<()> {
-    use rustix::process::{getrlimit, setrlimit, Resource};
-    let need = descriptors_needed(cfg);
-    let mut lim = getrlimit(Resource::Nofile);
-    if lim.current.is_none_or(|c| c >= need) {
-        return Ok(());
-    }
-    if lim.maximum.is_some_and(|m| m < need) {
-        let most = lim
-            .maximum
-            .unwrap_or(0)
-            .saturating_sub(REFUSING_AT_ONCE as u64 + BASE_DESCRIPTORS)
-            / 2;
-        anyhow::bail!(
-            "--max-connections {} needs {need} file descriptors (2 per connection + {}), but this process may open at most {}; lower --max-connections to {most} or raise the limit (ulimit -n)",
-            cfg.max_connections,
-            REFUSING_AT_ONCE as u64 + BASE_DESCRIPTORS,
-            lim.maximum.unwrap_or(0)
-        );
-    }
-    lim.current = Some(need);
-    setrlimit(Resource::Nofile, lim)
-        .map_err(|e| anyhow::anyhow!("cannot raise the file-descriptor limit to {need}: {e}"))
 }
 
 impl Server {
@@ -295,62 +255,6 @@ fn refuse_or_drop(
     }
 }
 
-/// One connection counted against its client address's limit while it lives.
-struct ClientSlot {
-    shared: Arc<Shared>,
-    ip: Option<IpAddr>,
-}
-
-/// The client a connection counts against: its IPv4 address (an IPv4-mapped IPv6 one read as
-/// IPv4), or the /64 network of its IPv6 address (the least a site gets, so one client cannot
-/// pass the limit by taking more of its own addresses).
-fn client_of(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
-        },
-        v4 => v4,
-    }
-}
-
-impl ClientSlot {
-    /// A slot for a connection from `ip`, or `None` when its client has its limit.
-    fn take(shared: &Arc<Shared>, ip: IpAddr) -> Option<ClientSlot> {
-        let ip = client_of(ip);
-        let Some(max) = shared.cfg.max_connections_per_client else {
-            return Some(ClientSlot {
-                shared: shared.clone(),
-                ip: None,
-            });
-        };
-        let mut m = shared.per_client.lock().unwrap();
-        let n = m.entry(ip).or_insert(0);
-        if *n >= max {
-            return None;
-        }
-        *n += 1;
-        Some(ClientSlot {
-            shared: shared.clone(),
-            ip: Some(ip),
-        })
-    }
-}
-
-impl Drop for ClientSlot {
-    fn drop(&mut self) {
-        if let Some(ip) = self.ip {
-            let mut m = self.shared.per_client.lock().unwrap();
-            if let Some(n) = m.get_mut(&ip) {
-                *n -= 1;
-                if *n == 0 {
-                    m.remove(&ip);
-                }
-            }
-        }
-    }
-}
-
 /// The connection ready for HTTP: the TLS handshake done within its deadline, or `None`.
 async fn handshake(
     sock: TcpStream,
@@ -388,64 +292,6 @@ async fn refuse(sock: TcpStream, shared: Arc<Shared>, _refusal: OwnedSemaphorePe
         conn.shutdown().await.ok()
     })
     .await;
-}
-
-/// A server running on its own thread and runtime (tests, benches). Dropping it stops the
-/// runtime, which drops every connection at once, as a killed server would.
-pub struct ServerHandle {
-    pub addr: SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl ServerHandle {
-    /// Starts a server for `cfg` on `addr` (e.g. `127.0.0.1:0`).
-    pub fn start(cfg: ServerConfig, addr: &str) -> Result<ServerHandle, HttpError> {
-        let (tx_addr, rx_addr) = std::sync::mpsc::channel();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let addr = addr.to_string();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                let server = match Server::bind(cfg, &addr).await {
-                    Ok(s) => s,
-                    Err(e) => {
-                        let _ = tx_addr.send(Err(e));
-                        return;
-                    }
-                };
-                let _ = tx_addr.send(Ok(server.local_addr().expect("bound")));
-                tokio::select! {
-                    _ = server.run() => {}
-                    _ = stop_rx => {}
-                }
-            });
-            rt.shutdown_background();
-        });
-        let addr = rx_addr.recv().map_err(|_| HttpError::Listen {
-            message: "server thread died".into(),
-        })??;
-        Ok(ServerHandle {
-            addr,
-            stop: Some(stop_tx),
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for ServerHandle {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }
 
 /// The error of a write that made no progress within the idle timeout.
@@ -851,62 +697,6 @@ async fn respond_listing(
     }
 }
 
-enum Confine {
-    NotFound,
-    Denied,
-    Outside,
-}
-
-/// The real path of decoded components under the root, refusing anything whose real path
-/// (after symlinks) is outside it.
-fn resolve(sh: &Shared, comps: &[String]) -> Result<PathBuf, Confine> {
-    let mut p = sh.root.clone();
-    for c in comps {
-        p.push(c);
-    }
-    let real = p.canonicalize().map_err(|_| Confine::NotFound)?;
-    if real.starts_with(&sh.root) {
-        Ok(real)
-    } else {
-        Err(Confine::Outside)
-    }
-}
-
-/// Opens what the decoded components name beneath the root: links inside the root are
-/// resolved first ([`resolve`]), then the resolved path is opened from the root's descriptor
-/// refusing every link, so a component swapped for a link between the two steps is refused
-/// rather than followed. `O_NONBLOCK`: opening a FIFO does not wait for a writer. `None` for
-/// the root itself (a directory, never served as a file).
-fn confine(sh: &Shared, comps: &[String]) -> Result<Option<File>, Confine> {
-    // Most paths hold no link: opened beneath the root refusing every link, such a path opens
-    // the very file the two steps below would, for one openat2 instead of a readlink per
-    // component. Anything else (a link, an error to classify) takes the two steps.
-    if !comps.is_empty() {
-        let rel = comps.join("/");
-        if let Ok(fd) = jail::open_beneath(sh.root_fd.as_fd(), &rel, OPEN_FLAGS, Mode::empty()) {
-            return Ok(Some(File::from(fd)));
-        }
-    }
-    open_resolved(sh, &resolve(sh, comps)?)
-}
-
-/// How served files are opened: `O_NONBLOCK`, so opening a FIFO does not wait for a writer.
-const OPEN_FLAGS: OFlags = OFlags::RDONLY.union(OFlags::NONBLOCK);
-
-/// Opens a real path [`resolve`] gave, from the root's descriptor, following no link.
-fn open_resolved(sh: &Shared, real: &std::path::Path) -> Result<Option<File>, Confine> {
-    let rel = real.strip_prefix(&sh.root).map_err(|_| Confine::Outside)?;
-    let Some(rel) = rel.to_str().filter(|r| !r.is_empty()) else {
-        return Ok(None);
-    };
-    match jail::open_beneath(sh.root_fd.as_fd(), rel, OPEN_FLAGS, Mode::empty()) {
-        Ok(fd) => Ok(Some(File::from(fd))),
-        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Err(Confine::Denied),
-        Err(e) if jail::is_link_error(&e) => Err(Confine::Outside),
-        Err(_) => Err(Confine::NotFound),
-    }
-}
-
 /// Sends `len` bytes of `file` from `off`: with sendfile(2) on a plain connection, read and
 /// encrypted on a TLS one; paced to `cfg.rate_limit`.
 async fn send_file(
@@ -986,6 +776,8 @@ async fn sendfile_some(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::confine::open_resolved;
+    use crate::limits::{descriptors_needed, BASE_DESCRIPTORS};
 
     #[test]
     fn clients_are_addresses_and_ipv6_networks() {

@@ -42,12 +42,13 @@ mod report;
 mod rows;
 mod sampler;
 mod sink;
+mod top;
 mod vm_publish;
 mod workload;
 
 pub use attribute::{
-    render_top, AttributedInterval, EntityRow, EntitySeries, LiveAttribution, RecordAttribution,
-    SeriesGuard, SeriesUpdate,
+    AttributedInterval, EntityRow, EntitySeries, LiveAttribution, RecordAttribution, SeriesGuard,
+    SeriesUpdate,
 };
 pub use calibrate::{
     calibrate, open_rapl, CalibrateConfig, CalibrateError, DriverChoice, LoadDriver, SpinDriver,
@@ -65,5 +66,6 @@ pub use sampler::{
     record_rows, run_sampler, Pacing, RecordProgress, RowSink, Sample, SampleSink, SamplerConfig,
     SamplerError, SamplerStats,
 };
+pub use top::render_top;
 pub use vm_publish::{VmPublisher, DEFAULT_MAX_ENERGY_RANGE_UJ};
 pub use workload::{file_io_workload, spin_cpu, FileIoReport};

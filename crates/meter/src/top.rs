@@ -1,0 +1,191 @@
+//! `wattio top`'s screen: a header with the interval's totals, its idle share, CO₂e, the
+//! *estimated* warning, the meters beside the CPU and the GPUs, then one line per process,
+//! cgroup or VM.
+
+use crate::attribute::AttributedInterval;
+use wattio_energy::attribution::{By, Entry, Interval};
+
+/// A name from /proc or cgroupfs, fit for a terminal: control characters (an escape sequence
+/// in a process name) become `?`, as procps does.
+fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
+/// The live `wattio top` screen: a header with the totals, the label and the idle share, then
+/// one line per entry (at most `rows`), most power first.
+pub fn render_top(
+    a: &AttributedInterval,
+    since_start_j: f64,
+    idle_since_start_j: f64,
+    rows: usize,
+) -> String {
+    let mut s = top_header(a, since_start_j, idle_since_start_j);
+    s.push('\n');
+    s.push_str(&top_table(a, rows));
+    s
+}
+
+/// Joules over the interval as watts (0 for an empty interval).
+fn per_s(i: &Interval, j: f64) -> f64 {
+    if i.interval_s > 0.0 {
+        j / i.interval_s
+    } else {
+        0.0
+    }
+}
+
+/// `top`'s header: the totals and idle share, CO₂e since start, the *estimated* warning, and a
+/// line per GPU.
+fn top_header(a: &AttributedInterval, since_start_j: f64, idle_since_start_j: f64) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let i = &a.interval;
+    let _ = writeln!(s, "wattio top — by {} — {}", a.by.as_str(), a.label);
+    let _ = writeln!(
+        s,
+        "total {:8.2} W  {since_start_j:10.1} J since start   idle/unattributed {:7.2} W ({:4.1} %)  {idle_since_start_j:10.1} J   busy {:.2} CPU-s, unseen {:.2}",
+        per_s(i, i.total_j),
+        per_s(i, i.idle_j),
+        if i.total_j > 0.0 { 100.0 * i.idle_j / i.total_j } else { 0.0 },
+        i.busy_cpu_s,
+        i.unseen_cpu_s
+    );
+    if let Some(c) = &a.co2e {
+        let _ = writeln!(
+            s,
+            "CO2e {} since start at {}",
+            wattio_energy::format_co2e(c.carbon_intensity.co2e_g(since_start_j)),
+            c.carbon_intensity.label()
+        );
+    }
+    if a.estimated {
+        let _ = writeln!(
+            s,
+            "ESTIMATED: no hardware energy counter; every CPU figure below is a model estimate"
+        );
+    }
+    for m in &a.beside {
+        let _ = writeln!(
+            s,
+            "{} {} {:8.2} W   {} (beside the total, not in it)",
+            m.domain,
+            m.socket,
+            per_s(i, m.energy_j),
+            m.label.as_deref().unwrap_or("")
+        );
+    }
+    for g in &i.gpus {
+        let _ = writeln!(
+            s,
+            "gpu {} {:8.2} W  idle/unattributed {:7.2} W   {}{}",
+            g.index,
+            per_s(i, g.energy_j),
+            per_s(i, g.idle_j),
+            g.label,
+            g.note
+                .as_deref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default()
+        );
+    }
+    s
+}
+
+/// `top`'s table: the column heads for `a.by`, one line per entry (at most `rows`), and what the
+/// others add up to.
+fn top_table(a: &AttributedInterval, rows: usize) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let i = &a.interval;
+    let carbon = a.co2e.is_some();
+    let gpus = !i.gpus.is_empty();
+    // Energy since start, its CO₂e beside it with a carbon intensity, and the same for the GPUs
+    // where there are any.
+    let pair = |j: f64, g: Option<f64>| match carbon {
+        true => format!(
+            "{j:>10.2} {:>11}",
+            g.map(wattio_energy::format_co2e).unwrap_or_default()
+        ),
+        false => format!("{j:>10.2}"),
+    };
+    let head_pair = |j: &str, g: &str| match carbon {
+        true => format!("{j:>10} {g:>11}"),
+        false => format!("{j:>10}"),
+    };
+    let mut energy_head = head_pair("ENERGY J", "CO2E");
+    if gpus {
+        energy_head = format!("{energy_head} {}", head_pair("GPU J", "GPU CO2E"));
+    }
+    let energy_cell = |e: &Entry| {
+        let cpu = pair(e.total_energy_j, e.total_co2e_g);
+        match gpus {
+            true => format!(
+                "{cpu} {}",
+                pair(e.total_gpu_energy_j.unwrap_or(0.0), e.total_gpu_co2e_g)
+            ),
+            false => cpu,
+        }
+    };
+    let _ = match a.by {
+        By::Process => writeln!(
+            s,
+            "{:>8}  {:<16} {:>9} {energy_head} {:>7}  CGROUP",
+            "PID", "COMMAND", "POWER W", "CPU %"
+        ),
+        By::Cgroup => writeln!(
+            s,
+            "{:>9} {energy_head} {:>7}  {:<18} CGROUP",
+            "POWER W", "CPU %", "KIND"
+        ),
+        By::Vm => writeln!(
+            s,
+            "{:>9} {energy_head} {:>7}  {:<24} CGROUP",
+            "POWER W", "CPU %", "VM"
+        ),
+    };
+    for e in i.entries.iter().take(rows) {
+        let cpu_pct = 100.0 * per_s(i, e.cpu_s);
+        let cg = printable(e.cgroup.as_deref().unwrap_or("?"));
+        let _ = match a.by {
+            By::Process => writeln!(
+                s,
+                "{:>8}  {:<16} {:>9.3} {} {:>7.1}  {}",
+                e.pid.unwrap_or(0),
+                printable(e.comm.as_deref().unwrap_or("?")),
+                e.power_w,
+                energy_cell(e),
+                cpu_pct,
+                cg
+            ),
+            By::Cgroup => writeln!(
+                s,
+                "{:>9.3} {} {:>7.1}  {:<18} {}",
+                e.power_w,
+                energy_cell(e),
+                cpu_pct,
+                wattio_energy::attribution::cgroup::kind(&cg),
+                cg
+            ),
+            By::Vm => writeln!(
+                s,
+                "{:>9.3} {} {:>7.1}  {:<24} {}",
+                e.power_w,
+                energy_cell(e),
+                cpu_pct,
+                printable(e.vm.as_deref().unwrap_or("?")),
+                e.cgroup.as_deref().map(printable).unwrap_or_default()
+            ),
+        };
+    }
+    if i.entries.len() > rows {
+        let rest: f64 = i.entries[rows..].iter().map(|e| e.power_w).sum();
+        let _ = writeln!(
+            s,
+            "… {} more entries, {rest:.3} W together",
+            i.entries.len() - rows
+        );
+    }
+    s
+}
