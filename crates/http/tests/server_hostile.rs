@@ -6,7 +6,7 @@
 mod common;
 
 use common::{connect, connect_from, get, header, read_response};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 use wattio_http::{ServerConfig, ServerHandle};
@@ -48,16 +48,27 @@ fn a_client_that_stops_reading_is_dropped_after_the_idle_timeout() {
     stuck
         .set_write_timeout(Some(Duration::from_secs(5)))
         .unwrap();
+    stuck
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
     let heads = "HEAD /a HTTP/1.1\r\nHost: x\r\n\r\n".repeat(20_000);
-    // the server reads what fits and stops reading while its writes are stuck: ours may
-    // block too, which the write timeout ends
-    let _ = stuck.write_all(heads.as_bytes());
+    // The server reads what fits and stops reading while its writes are stuck, so this write
+    // may block (until the server drops us, or its own timeout): it runs on its own thread.
+    let mut writer = stuck.try_clone().unwrap();
+    let writing = std::thread::spawn(move || {
+        let _ = writer.write_all(heads.as_bytes());
+    });
+    // The first byte of an answer: from here the server is busy writing to this connection,
+    // not waiting for a request it could be evicted from, and the idle timeout runs.
+    let mut first = [0u8; 1];
+    stuck.read_exact(&mut first).unwrap();
     let waited = until_status(&h, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n", 200, 15);
     assert!(
         waited >= Duration::from_millis(500),
         "never held: {waited:?}"
     );
     drop(stuck);
+    writing.join().unwrap();
 }
 
 /// One address may hold `--max-connections-per-client` connections; another address is still
