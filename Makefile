@@ -5,7 +5,7 @@ WATTIO := $(or $(CARGO_TARGET_DIR),target)/release/wattio
 
 HW_BUNDLE := hw-bundle
 
-.PHONY: hw-bundle hw-check test-hw test-vm all build demo demo-iobench test test-rust test-java unused-deps deps lint lint-test compare-builds bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters compare-vm-meters fuzz soak
+.PHONY: hw-bundle hw-check test-hw test-vm all build demo demo-iobench test test-rust test-java unused-deps deps lint lint-test compare-builds bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters compare-vm-meters fuzz soak bench-small-files bench-scale
 
 all: build
 
@@ -127,6 +127,16 @@ bench-transfer:
 ## Results: docs/results/serve.md.
 bench-serve: build
 	./scripts/bench-serve.py
+
+## Many small files from nginx's autoindex on loopback: wattio beside wget2, rclone and aria2, each
+## into an ext4 image of its own, fresh and just-deleted, interleaved rounds (root; NOT part of make
+## test; about 6 minutes at the default 20,000 files). Results: docs/results/scale.md, goal 2.
+bench-small-files: build
+	./scripts/install-deps.sh
+	./scripts/bench-small-files.py
+
+## Every scale benchmark of docs/results/scale.md (issue 33): the soak (goal 1) and the small files.
+bench-scale: soak bench-small-files
 
 ## The outputs a refactor must leave as they were (record CSV, measure --json, the exporter's
 ## body, the report page), compared between this build and OLD=path/to/an/older/wattio on the

@@ -29,6 +29,7 @@ PACKAGES=(
   python3
   python3-prometheus-client
   qemu-system-x86
+  rclone
   strace
   stress-ng
   util-linux

@@ -444,13 +444,19 @@ impl Serve {
     }
 }
 
-/// Waits until the `.done` log of `name` in `dst` holds a record, for at most 20 s.
-fn wait_for_record(dst: &Path, name: &str) {
+/// Waits until the `.done` log of `name` in `dst` holds a record, for at most 20 s, while the
+/// transfer that writes it runs (its stderr shown if it ends first).
+fn wait_for_record(dst: &Path, name: &str, transfer: &mut Child) {
     let t = Instant::now();
     loop {
         let log = dst.join(format!("{name}.wattio-part.done"));
         if std::fs::metadata(log).is_ok_and(|m| m.len() > 32) {
             return;
+        }
+        if let Some(status) = transfer.try_wait().unwrap() {
+            let mut err = String::new();
+            let _ = transfer.stderr.take().unwrap().read_to_string(&mut err);
+            panic!("the transfer ended ({status}) before it recorded a range of {name}: {err}");
         }
         assert!(
             t.elapsed() < Duration::from_secs(20),
@@ -481,7 +487,7 @@ fn resume_never_mixes_two_versions_of_a_file() {
             "--sla",
             "target:12mbit",
         ]);
-        wait_for_record(dst.path(), name);
+        wait_for_record(dst.path(), name, &mut child);
         child.kill().unwrap();
         child.wait().unwrap();
     }
@@ -558,6 +564,27 @@ fn calls(log: &str) -> Vec<Call> {
     out
 }
 
+/// The `strace -f -y` log of the system calls `syscalls` (a comma list) of a successful
+/// `wattio transfer ARGS` without CPU actuation, meter or progress.
+fn strace_transfer(syscalls: &str, args: &[&str]) -> String {
+    let traces = tempfile::tempdir().unwrap();
+    let trace = traces.path().join("trace.txt");
+    let out = Command::new("strace")
+        .args(["-f", "-y", "-qq", "-o"])
+        .arg(&trace)
+        .args(["-e", &format!("trace={syscalls}"), BIN, "transfer"])
+        .args(args)
+        .args(["--cpu-actuator", "none", "--no-meter", "--no-progress"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read_to_string(&trace).unwrap()
+}
+
 /// The durability order, read from the system calls of a real transfer (`strace -f -y`):
 /// every `.done` record is written after the part file's data was synced, every file is
 /// synced after its last write and before its rename into place, and its directory is synced
@@ -574,38 +601,20 @@ fn data_is_synced_before_its_records_and_renames() {
     }
     let srv = serve(src.path(), &[], &[]);
     let dst = tempfile::tempdir().unwrap();
-    let traces = tempfile::tempdir().unwrap();
-    let trace = traces.path().join("trace.txt");
-    let out = Command::new("strace")
-        .args(["-f", "-y", "-qq", "-o"])
-        .arg(&trace)
-        .args([
-            "-e",
-            "trace=pwrite64,write,fdatasync,fsync,rename,renameat,renameat2",
-            BIN,
-            "transfer",
+    let log = strace_transfer(
+        "pwrite64,write,fdatasync,fsync,rename,renameat,renameat2",
+        &[
             &srv.url("/"),
             path_str(dst.path()),
             // 24 Mbit/s: two seconds or more, ranges recorded every interval
             "--sla",
             "target:24mbit",
-            "--cpu-actuator",
-            "none",
-            "--no-meter",
             "--rtt",
             "1ms",
             "--interval",
             "200ms",
-            "--no-progress",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
-    let log = std::fs::read_to_string(&trace).unwrap();
     let calls = calls(&log);
     let dest = dst.path().canonicalize().unwrap();
     let dest = dest.to_str().unwrap();
@@ -651,6 +660,85 @@ fn data_is_synced_before_its_records_and_renames() {
         records > 0,
         "no record was written: the check checked nothing"
     );
+}
+
+/// Many small files, one create each: a file that arrives within one interval is written as
+/// its part file alone (no `.done` log made and deleted beside it: the old protocol made one
+/// per file with `--fsync off`), and a batch of files in one directory is put into place with
+/// one directory sync, not one per file (the old protocol: one per file). The files are byte
+/// for byte the server's.
+#[test]
+fn small_files_cost_one_create_each_and_share_directory_syncs() {
+    if !common::require("/usr/bin/strace", "strace") {
+        return;
+    }
+    const FILES: usize = 200;
+    let src = tempfile::tempdir().unwrap();
+    for i in 0..FILES {
+        std::fs::write(
+            src.path().join(format!("f{i:03}.bin")),
+            bytes(i as u64, 4096),
+        )
+        .unwrap();
+    }
+    let srv = serve(src.path(), &[], &[]);
+    for fsync in ["on", "off"] {
+        let dst = tempfile::tempdir().unwrap();
+        let log = strace_transfer(
+            "openat,unlinkat,fsync",
+            &[
+                &srv.url("/"),
+                path_str(dst.path()),
+                "--sla",
+                "max-throughput",
+                "--interval",
+                "10s",
+                "--fsync",
+                fsync,
+            ],
+        );
+        for i in 0..FILES {
+            let name = format!("f{i:03}.bin");
+            assert_eq!(
+                std::fs::read(dst.path().join(&name)).unwrap(),
+                std::fs::read(src.path().join(&name)).unwrap(),
+                "{name} (--fsync {fsync})"
+            );
+        }
+        let calls = calls(&log);
+        let dest = dst.path().canonicalize().unwrap();
+        let dest = dest.to_str().unwrap();
+        let count = |name: &str, pred: &dyn Fn(&Call) -> bool| {
+            calls.iter().filter(|c| c.name == name && pred(c)).count()
+        };
+        let part_creates = count("openat", &|c| {
+            c.line.contains("O_CREAT") && c.line.contains(".wattio-part\"")
+        });
+        let logs = count("openat", &|c| {
+            c.line.contains("O_CREAT") && c.line.contains(".wattio-part.done\"")
+        });
+        // (a stale log's removal is tried for every new file: it finds none, `ENOENT`)
+        let log_unlinks = count("unlinkat", &|c| {
+            c.line.contains(".wattio-part.done\"") && c.line.trim_end().ends_with("= 0")
+        });
+        let dir_syncs = count("fsync", &|c| c.fd_path == dest);
+        assert_eq!(part_creates, FILES, "--fsync {fsync}: one create per file");
+        // only a file in flight when an interval's records are written (every 200 ms in slow
+        // start) gets a log, deleted once the file is in place
+        assert!(
+            logs <= FILES / 20 && log_unlinks == logs,
+            "--fsync {fsync}: {logs} .done logs made, {log_unlinks} deleted, for {FILES} files"
+        );
+        if fsync == "on" {
+            assert!(
+                (1..FILES).contains(&dir_syncs),
+                "{dir_syncs} directory syncs for {FILES} files: not batched"
+            );
+        } else {
+            assert_eq!(dir_syncs, 0, "--fsync off synced the directory");
+        }
+        eprintln!("--fsync {fsync}: {dir_syncs} directory syncs for {FILES} files");
+    }
 }
 
 /// `-k` covers the server named on the command line only: a redirect to another server with
@@ -963,7 +1051,7 @@ fn a_file_that_changes_during_the_copy_starts_over() {
     // 4 MiB ranges, four asked at first on two connections of 8 MB/s, about three seconds
     let srv = serve(src.path(), &["--rate-limit", "8MB/s"], &[]);
     let dst = tempfile::tempdir().unwrap();
-    let child = start_transfer(&[
+    let mut child = start_transfer(&[
         &srv.url("/f.bin"),
         path_str(dst.path()),
         "--sla",
@@ -972,7 +1060,7 @@ fn a_file_that_changes_during_the_copy_starts_over() {
         "2",
         "--json",
     ]);
-    wait_for_record(dst.path(), "f.bin");
+    wait_for_record(dst.path(), "f.bin", &mut child);
     std::fs::write(src.path().join("f.new"), &new).unwrap();
     std::fs::rename(src.path().join("f.new"), src.path().join("f.bin")).unwrap();
     let v = ok_json(&child.wait_with_output().unwrap());

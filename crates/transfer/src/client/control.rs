@@ -80,10 +80,15 @@ pub(super) async fn transfer_async(
         .await?;
     let seconds = tuning.shared.started.elapsed().as_secs_f64();
     energy.tail(tuning.last_tick);
-    // what arrived since the last interval, for a rerun (also after an error or a cancel)
+    // the verified files still waiting go into place, and what arrived since the last
+    // interval becomes resumable (also after an error or a cancel)
     {
         let sh = tuning.shared.clone();
-        tokio::task::spawn_blocking(move || sh.sync_records()).await?;
+        tokio::task::spawn_blocking(move || {
+            sh.place_waiting();
+            sh.sync_records()
+        })
+        .await?;
     }
     if let Some(mut f) = tuning.shared.fatal.lock().unwrap().take() {
         if !tuning.shared.fatal_advised.load(Ordering::SeqCst) {
@@ -350,6 +355,7 @@ fn plan_transfer(
         retries: opts.retries,
         started: Instant::now(),
         unsynced: Mutex::new(Vec::new()),
+        placing: Default::default(),
         restarted: Mutex::new(Vec::new()),
         restart_piece: plan.bdp_bytes.max(MIN_CHUNK),
     });
@@ -519,9 +525,9 @@ impl<'a> Tuning<'a> {
     }
 
     /// Runs the loop until every file is done (discovery and the streams too), or the transfer
-    /// failed or was cancelled: every 20 ms it takes in the files discovery found, keeps each
-    /// partition's channel count at its budget and tells the progress; every timeout it runs
-    /// a tuning interval.
+    /// failed or was cancelled: every 20 ms it puts verified files into place, takes in the
+    /// files discovery found, keeps each partition's channel count at its budget and tells the
+    /// progress; every timeout it runs a tuning interval.
     async fn run(
         &mut self,
         cancel: &Cancel,
@@ -542,6 +548,12 @@ impl<'a> Tuning<'a> {
             }
             if shared.failed() {
                 break;
+            }
+            // verified files into place, off the runtime (see `placing`)
+            if shared.placing.due() {
+                shared.placing.start();
+                let sh = shared.clone();
+                tokio::task::spawn_blocking(move || sh.place_waiting());
             }
             // files the index walk found since the last tick
             incoming

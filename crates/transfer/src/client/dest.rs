@@ -70,11 +70,6 @@ impl Dest {
         })
     }
 
-    /// Whether data is synced before its records and renames.
-    pub(super) fn syncs(&self) -> bool {
-        self.sync
-    }
-
     /// `DEST/rel`, for messages.
     pub(super) fn shown(&self, rel: &str) -> String {
         self.path.join(rel).display().to_string()
@@ -228,12 +223,37 @@ impl Dest {
     /// then syncs the directory so the rename survives a power cut. The caller has synced the
     /// data first ([`Dest::sync_data`]).
     pub(super) fn rename_into_place(&self, from: &str, to: &str) -> io::Result<()> {
-        let (dir, to_last) = self.parent(to, false)?;
-        let (_, from_last) = self.parent(from, false)?;
-        let at = self.at(&dir);
-        rfs::renameat(at, from_last.as_str(), at, to_last.as_str())?;
+        self.rename_all_into_place(&[(from, to)])
+            .map_err(|(_, e)| e)
+    }
+
+    /// [`Dest::rename_into_place`] for many files, each directory synced once after all the
+    /// renames (a group commit: one directory sync per batch, not one per file). On an error,
+    /// which pair (its index) and why; the pairs before it were renamed.
+    pub(super) fn rename_all_into_place(
+        &self,
+        pairs: &[(&str, &str)],
+    ) -> Result<(), (usize, io::Error)> {
+        // each directory once, with the first pair renamed into it (named by its error)
+        let mut dirs: Vec<(&str, Option<Arc<OwnedFd>>, usize)> = Vec::new();
+        for (k, &(from, to)) in pairs.iter().enumerate() {
+            let renamed = (|| {
+                let (dir, to_last) = self.parent(to, false)?;
+                let (_, from_last) = self.parent(from, false)?;
+                let at = self.at(&dir);
+                rfs::renameat(at, from_last.as_str(), at, to_last.as_str())?;
+                let dir_rel = to.rsplit_once('/').map_or("", |(d, _)| d);
+                if !dirs.iter().any(|(d, _, _)| *d == dir_rel) {
+                    dirs.push((dir_rel, dir, k));
+                }
+                io::Result::Ok(())
+            })();
+            renamed.map_err(|e| (k, e))?;
+        }
         if self.sync {
-            rfs::fsync(at)?;
+            for (_, dir, k) in &dirs {
+                rfs::fsync(self.at(dir)).map_err(|e| (*k, e.into()))?;
+            }
         }
         Ok(())
     }

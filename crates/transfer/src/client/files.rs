@@ -398,6 +398,10 @@ pub(super) struct FileJob {
     /// files never holds more descriptors than files in flight.
     pub(super) file: Mutex<Option<Arc<File>>>,
     pub(super) done_log: Mutex<Option<File>>,
+    /// A `.done` log exists on disk (an earlier run's, or one this run began): deleted when
+    /// the file is placed. Most small files finish before their first record is due and never
+    /// have one, which saves a create and an unlink per file.
+    pub(super) logged: AtomicBool,
     /// Ranges that arrived whose data is not synced to disk yet: their records go to the
     /// `.done` log only after it is ([`FileJob::sync_records`]), so that after a power cut no
     /// record claims bytes the disk does not hold.
@@ -453,14 +457,11 @@ impl FileJob {
     }
 
     /// Notes a finished range: its record waits for the data to be synced (see
-    /// [`FileJob::sync_records`]); written at once when syncing is off. Returns true when it
-    /// is the first record waiting (the caller then lists the file for the next sync).
+    /// [`FileJob::sync_records`]), or with syncing off for the next interval all the same, so
+    /// that a file finished within one interval never gets a log. Returns true when it is the
+    /// first record waiting (the caller then lists the file for the next sync).
     pub(super) fn log_done(&self, offset: u64, len: u64) -> bool {
         if len == 0 {
-            return false;
-        }
-        if !self.dest.syncs() {
-            let _ = self.append_records(&[(offset, len)]);
             return false;
         }
         let mut u = self.unsynced.lock().unwrap();
@@ -492,6 +493,7 @@ impl FileJob {
         let mut out = Vec::with_capacity(recs.len() * 16 + 128);
         if g.is_none() {
             let f = self.dest.append(&self.done_rel())?;
+            self.logged.store(true, Ordering::SeqCst);
             if f.metadata()?.len() == 0 {
                 out = log_header(self.validator.lock().unwrap().as_ref());
             }
@@ -515,8 +517,15 @@ impl FileJob {
     pub(super) fn forget_progress(&self) {
         let mut log = self.done_log.lock().unwrap();
         *log = None;
-        let _ = self.dest.remove(&self.done_rel());
+        self.remove_log();
         self.unsynced.lock().unwrap().clear();
+    }
+
+    /// Deletes the `.done` log, when there is one.
+    pub(super) fn remove_log(&self) {
+        if self.logged.swap(false, Ordering::SeqCst) {
+            let _ = self.dest.remove(&self.done_rel());
+        }
     }
 
     /// Marks the file finished and closes it: a record sync racing with the rename cannot

@@ -16,8 +16,8 @@
 //! `walk` (directory indexes), `fetch` (the requests that find files and sizes), [`published`]
 //! (publisher checksums), `stream` (files of unknown size), `resume` (part files and `.done`
 //! logs), `jobs` (the file list, which grows while an index is walked), `queue` (chunk queues), `state` (what the loop and channels share), `control` (the
-//! control loop), `channel` (the channels), `pace` (EETT's rate cap), `verify` (checksums and
-//! rename) and [`options`]; the `--json` summary's types are [`crate::summary`]. Tuner construction and timeouts are
+//! control loop), `channel` (the channels), `pace` (EETT's rate cap), `verify` (checksums), `placing` (synced
+//! renames into place, in batches) and [`options`]; the `--json` summary's types are [`crate::summary`]. Tuner construction and timeouts are
 //! [`wattio_tuner::StartRules`] and [`wattio_tuner::Timeouts`].
 
 mod channel;
@@ -34,6 +34,7 @@ mod jobs;
 mod mirrors;
 mod options;
 mod pace;
+mod placing;
 mod published;
 mod queue;
 mod response;

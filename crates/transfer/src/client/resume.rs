@@ -291,6 +291,8 @@ pub(super) fn prepare(
             in_order: Mutex::new(in_order),
             file: Mutex::new(None),
             done_log: Mutex::new(None),
+            // a fresh file's log was deleted above
+            logged: AtomicBool::new(!fresh),
             unsynced: Mutex::new(Vec::new()),
             fresh: AtomicBool::new(fresh),
             remaining: AtomicU64::new(left),

@@ -4,6 +4,7 @@
 use super::conn::{Connector, Stream};
 use super::files::SourceKind;
 use super::jobs::Jobs;
+use super::placing::Placing;
 use super::queue::{Chunk, PartQueue};
 use super::url::HttpUrl;
 use super::validator::Validator;
@@ -53,6 +54,8 @@ pub(super) struct Shared {
     /// Files with finished ranges whose records wait for their data to be synced (see
     /// [`FileJob::sync_records`]); the control loop syncs them every interval and at the end.
     pub(super) unsynced: Mutex<Vec<usize>>,
+    /// Verified files waiting to be put into place (see `placing`).
+    pub(super) placing: Placing,
     /// Files that started over in this run because the server's copy changed under them.
     pub(super) restarted: Mutex<Vec<String>>,
     /// The piece a file that starts over is cut into (the plan's BDP, at least `MIN_CHUNK`).

@@ -11,8 +11,9 @@ use std::fs::File;
 use std::sync::atomic::Ordering;
 use wattio_http::checksum;
 
-/// Verifies a fully received file and renames it into place: its data synced first, the
-/// directory after, so that after a power cut a file under its final name is whole.
+/// Verifies a fully received file and queues it to be put into place (`placing`: its data
+/// synced first, the directory after, so that after a power cut a file under its final name is
+/// whole).
 pub(super) fn finish_file(sh: &Shared, i: usize) {
     let j = &sh.files[i];
     // Ok(ranges to fetch again, empty when the file is good; whether the listing's checksum
@@ -60,19 +61,10 @@ pub(super) fn finish_file(sh: &Shared, i: usize) {
         }
         drop(f);
         j.close_finished();
-        j.dest
-            .rename_into_place(&part_rel, &j.rel)
-            .map_err(|e| j.dest.failed(&j.rel, "rename into", &e))?;
-        let _ = j.dest.remove(&j.done_rel());
         Ok((Vec::new(), false))
     })();
     match res {
-        Ok((refetch, _)) if refetch.is_empty() => {
-            if j.xxh3.is_some() || j.blocks.is_some() || j.expect.is_some() {
-                sh.verified.fetch_add(1, Ordering::SeqCst);
-            }
-            sh.files_done.fetch_add(1, Ordering::SeqCst);
-        }
+        Ok((refetch, _)) if refetch.is_empty() => sh.queue_for_placing(i),
         Ok((refetch, by_listing)) => {
             // checksum mismatch: fetch the bad blocks (or the whole file) once more, then give
             // up; an empty file has nothing to fetch again

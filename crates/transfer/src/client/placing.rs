@@ -1,0 +1,87 @@
+//! Verified files put into place in batches (a group commit): each file's data synced (by the
+//! thread that verified it), then all renamed to their final names, then each of their
+//! directories synced once, and only then counted as done. A file under its final name is
+//! whole after a power cut, as with one file at a time, but a batch of small files in one
+//! directory costs one directory sync, not one each.
+//!
+//! Files wait here at most one control-loop tick (20 ms) or until [`PLACE_BATCH`] wait; the
+//! control loop places what waits on every tick and at the end.
+
+use super::state::Shared;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+/// Verified files waiting beyond this many are placed by the thread that verified the last
+/// one, so a fast stream of small files never piles up behind a slow disk.
+pub(super) const PLACE_BATCH: usize = 256;
+
+/// The files verified and not yet in place.
+#[derive(Default)]
+pub(super) struct Placing {
+    waiting: Mutex<Vec<usize>>,
+    /// Held while a batch is placed: batches go into place one after another.
+    placing: Mutex<()>,
+    /// A placement is running or spawned (the control loop starts no second one).
+    busy: AtomicBool,
+}
+
+impl Placing {
+    /// Whether files wait and no placement runs: the control loop then starts one.
+    pub(super) fn due(&self) -> bool {
+        !self.busy.load(Ordering::SeqCst) && !self.waiting.lock().unwrap().is_empty()
+    }
+
+    /// Marks a placement as started by the control loop (see [`Placing::due`]).
+    pub(super) fn start(&self) {
+        self.busy.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Shared {
+    /// Queues verified file `i` for placing; places the batch at once when it is full.
+    pub(super) fn queue_for_placing(&self, i: usize) {
+        let full = {
+            let mut w = self.placing.waiting.lock().unwrap();
+            w.push(i);
+            w.len() >= PLACE_BATCH
+        };
+        if full {
+            self.place_waiting();
+        }
+    }
+
+    /// Puts every waiting file into place. Blocks on the disk: run it off the runtime's
+    /// threads. Files that cannot be placed fail the transfer (with the file named).
+    pub(super) fn place_waiting(&self) {
+        let _one_at_a_time = self.placing.placing.lock().unwrap();
+        let batch = std::mem::take(&mut *self.placing.waiting.lock().unwrap());
+        if !batch.is_empty() {
+            self.place(&batch);
+        }
+        self.placing.busy.store(false, Ordering::SeqCst);
+    }
+
+    fn place(&self, batch: &[usize]) {
+        // 1. each file's data was synced when it was verified (`finish_file`, on many threads
+        // at once); 2. renamed, each directory synced once
+        let names: Vec<(String, &str)> = batch
+            .iter()
+            .map(|&i| (self.files[i].part_rel(), self.files[i].rel.as_str()))
+            .collect();
+        let pairs: Vec<(&str, &str)> = names.iter().map(|(p, r)| (p.as_str(), *r)).collect();
+        // every job shares the transfer's one destination
+        let dest = &self.files[batch[0]].dest;
+        if let Err((k, e)) = dest.rename_all_into_place(&pairs) {
+            return self.fail(dest.failed(pairs[k].1, "rename into", &e));
+        }
+        // 3. done
+        for &i in batch {
+            let j = &self.files[i];
+            j.remove_log();
+            if j.xxh3.is_some() || j.blocks.is_some() || j.expect.is_some() {
+                self.verified.fetch_add(1, Ordering::SeqCst);
+            }
+            self.files_done.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
