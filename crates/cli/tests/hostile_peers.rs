@@ -662,30 +662,31 @@ fn data_is_synced_before_its_records_and_renames() {
     );
 }
 
-/// Many small files, one create each: a file that arrives within one interval is written as
-/// its part file alone (no `.done` log made and deleted beside it: the old protocol made one
-/// per file with `--fsync off`), and a batch of files in one directory is put into place with
-/// one directory sync, not one per file (the old protocol: one per file). The files are byte
-/// for byte the server's.
+/// Many small files, one create each and synced in batches: a file that arrives within one
+/// interval is written as its part file alone (no `.done` log made and deleted beside it: the
+/// old protocol made one per file with `--fsync off`), and files are put into place in
+/// batches, every file's data synced (its own `fdatasync` or a `syncfs`) after its last write
+/// and before its rename, the rename synced after (its directory's `fsync` or a `syncfs`), with
+/// far fewer syncs than files (the old protocol: two per file). The files are byte for byte the
+/// server's; with `--fsync off`, nothing is synced.
 #[test]
-fn small_files_cost_one_create_each_and_share_directory_syncs() {
+fn small_files_cost_one_create_each_and_are_synced_in_batches() {
     if !common::require("/usr/bin/strace", "strace") {
         return;
     }
     const FILES: usize = 200;
     let src = tempfile::tempdir().unwrap();
+    let rel = |i: usize| format!("{}/f{i:03}.bin", ["a", "b"][i % 2]);
     for i in 0..FILES {
-        std::fs::write(
-            src.path().join(format!("f{i:03}.bin")),
-            bytes(i as u64, 4096),
-        )
-        .unwrap();
+        let path = src.path().join(rel(i));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes(i as u64, 4096)).unwrap();
     }
     let srv = serve(src.path(), &[], &[]);
     for fsync in ["on", "off"] {
         let dst = tempfile::tempdir().unwrap();
         let log = strace_transfer(
-            "openat,unlinkat,fsync",
+            "openat,unlinkat,pwrite64,fdatasync,fsync,syncfs,rename,renameat,renameat2",
             &[
                 &srv.url("/"),
                 path_str(dst.path()),
@@ -698,30 +699,34 @@ fn small_files_cost_one_create_each_and_share_directory_syncs() {
             ],
         );
         for i in 0..FILES {
-            let name = format!("f{i:03}.bin");
             assert_eq!(
-                std::fs::read(dst.path().join(&name)).unwrap(),
-                std::fs::read(src.path().join(&name)).unwrap(),
-                "{name} (--fsync {fsync})"
+                std::fs::read(dst.path().join(rel(i))).unwrap(),
+                std::fs::read(src.path().join(rel(i))).unwrap(),
+                "{} (--fsync {fsync})",
+                rel(i)
             );
         }
         let calls = calls(&log);
         let dest = dst.path().canonicalize().unwrap();
         let dest = dest.to_str().unwrap();
-        let count = |name: &str, pred: &dyn Fn(&Call) -> bool| {
-            calls.iter().filter(|c| c.name == name && pred(c)).count()
-        };
-        let part_creates = count("openat", &|c| {
-            c.line.contains("O_CREAT") && c.line.contains(".wattio-part\"")
+        let count = |pred: &dyn Fn(&Call) -> bool| calls.iter().filter(|c| pred(c)).count();
+        let part_creates = count(&|c| {
+            c.name == "openat" && c.line.contains("O_CREAT") && c.line.contains(".wattio-part\"")
         });
-        let logs = count("openat", &|c| {
-            c.line.contains("O_CREAT") && c.line.contains(".wattio-part.done\"")
+        let logs = count(&|c| {
+            c.name == "openat"
+                && c.line.contains("O_CREAT")
+                && c.line.contains(".wattio-part.done\"")
         });
         // (a stale log's removal is tried for every new file: it finds none, `ENOENT`)
-        let log_unlinks = count("unlinkat", &|c| {
-            c.line.contains(".wattio-part.done\"") && c.line.trim_end().ends_with("= 0")
+        let log_unlinks = count(&|c| {
+            c.name == "unlinkat"
+                && c.line.contains(".wattio-part.done\"")
+                && c.line.trim_end().ends_with("= 0")
         });
-        let dir_syncs = count("fsync", &|c| c.fd_path == dest);
+        let in_dest = |c: &Call| c.fd_path.starts_with(dest);
+        let syncs =
+            count(&|c| ["fdatasync", "fsync", "syncfs"].contains(&c.name.as_str()) && in_dest(c));
         assert_eq!(part_creates, FILES, "--fsync {fsync}: one create per file");
         // only a file in flight when an interval's records are written (every 200 ms in slow
         // start) gets a log, deleted once the file is in place
@@ -729,15 +734,41 @@ fn small_files_cost_one_create_each_and_share_directory_syncs() {
             logs <= FILES / 20 && log_unlinks == logs,
             "--fsync {fsync}: {logs} .done logs made, {log_unlinks} deleted, for {FILES} files"
         );
-        if fsync == "on" {
-            assert!(
-                (1..FILES).contains(&dir_syncs),
-                "{dir_syncs} directory syncs for {FILES} files: not batched"
-            );
-        } else {
-            assert_eq!(dir_syncs, 0, "--fsync off synced the directory");
+        eprintln!("--fsync {fsync}: {syncs} syncs for {FILES} files");
+        if fsync == "off" {
+            assert_eq!(syncs, 0, "--fsync off synced");
+            continue;
         }
-        eprintln!("--fsync {fsync}: {dir_syncs} directory syncs for {FILES} files");
+        assert!(
+            syncs < FILES,
+            "{syncs} syncs for {FILES} files: not batched"
+        );
+        for i in 0..FILES {
+            let (dir, name) = rel(i)
+                .split_once('/')
+                .map(|(d, n)| (d.to_string(), n.to_string()))
+                .unwrap();
+            let part = format!("{dest}/{dir}/{name}.wattio-part");
+            let rename = calls
+                .iter()
+                .position(|c| {
+                    c.name.starts_with("rename") && c.line.contains(&format!("\"{name}\""))
+                })
+                .unwrap_or_else(|| panic!("{name} never renamed"));
+            let write = calls[..rename]
+                .iter()
+                .rposition(|c| c.name == "pwrite64" && c.fd_path == part)
+                .unwrap_or_else(|| panic!("{name}: no write before its rename"));
+            let data_synced = calls[write..rename].iter().any(|c| {
+                (c.name == "syncfs" && in_dest(c)) || (c.name == "fdatasync" && c.fd_path == part)
+            });
+            assert!(data_synced, "{name} renamed before its data was synced");
+            let dir_path = format!("{dest}/{dir}");
+            let name_synced = calls[rename..].iter().any(|c| {
+                (c.name == "syncfs" && in_dest(c)) || (c.name == "fsync" && c.fd_path == dir_path)
+            });
+            assert!(name_synced, "{name}: its rename was never synced");
+        }
     }
 }
 

@@ -472,6 +472,10 @@ impl FileJob {
     /// Syncs the part file's data, then writes the records of the ranges that were waiting
     /// for it. Nothing to do when none wait or the file is closed (finished: its log is gone).
     pub(super) fn sync_records(&self) -> std::io::Result<()> {
+        // held to the end: a restart for a new version (which takes it to write) cannot drop
+        // the log between taking these records and writing them, which would put the old
+        // version's ranges under the new version's header
+        let _version = self.version.read().unwrap();
         let recs = std::mem::take(&mut *self.unsynced.lock().unwrap());
         if recs.is_empty() {
             return Ok(());

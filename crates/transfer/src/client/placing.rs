@@ -1,8 +1,8 @@
-//! Verified files put into place in batches (a group commit): each file's data synced (by the
-//! thread that verified it), then all renamed to their final names, then each of their
-//! directories synced once, and only then counted as done. A file under its final name is
-//! whole after a power cut, as with one file at a time, but a batch of small files in one
-//! directory costs one directory sync, not one each.
+//! Verified files put into place in batches (a group commit): the files' data synced, then all
+//! renamed to their final names, then the renames synced, and only then counted as done
+//! ([`super::dest::Dest::place_all`]). A file under its final name is whole after a power cut, as
+//! with one file at a time, but a batch of small files costs two `syncfs` calls, not an
+//! `fdatasync` and a directory `fsync` each.
 //!
 //! Files wait here at most one control-loop tick (20 ms) or until [`PLACE_BATCH`] wait; the
 //! control loop places what waits on every tick and at the end.
@@ -62,8 +62,7 @@ impl Shared {
     }
 
     fn place(&self, batch: &[usize]) {
-        // 1. each file's data was synced when it was verified (`finish_file`, on many threads
-        // at once); 2. renamed, each directory synced once
+        // 1. data synced, 2. renamed, 3. the renames synced (`Dest::place_all`)
         let names: Vec<(String, &str)> = batch
             .iter()
             .map(|&i| (self.files[i].part_rel(), self.files[i].rel.as_str()))
@@ -71,8 +70,8 @@ impl Shared {
         let pairs: Vec<(&str, &str)> = names.iter().map(|(p, r)| (p.as_str(), *r)).collect();
         // every job shares the transfer's one destination
         let dest = &self.files[batch[0]].dest;
-        if let Err((k, e)) = dest.rename_all_into_place(&pairs) {
-            return self.fail(dest.failed(pairs[k].1, "rename into", &e));
+        if let Err((k, what, e)) = dest.place_all(&pairs) {
+            return self.fail(dest.failed(pairs[k].1, what, &e));
         }
         // 3. done
         for &i in batch {

@@ -1,5 +1,5 @@
-//! Verification of a received file (size, whole-file or per-block XXH3-64), its rename into
-//! place, and the one re-fetch of what did not match.
+//! Verification of a received file (size, whole-file or per-block XXH3-64), its hand-over to
+//! `placing`, and the one re-fetch of what did not match.
 
 use super::dest::Dest;
 use super::files::{BlockDigests, FileJob};
@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use wattio_http::checksum;
 
 /// Verifies a fully received file and queues it to be put into place (`placing`: its data
-/// synced first, the directory after, so that after a power cut a file under its final name is
+/// synced first, the rename after, so that after a power cut a file under its final name is
 /// whole).
 pub(super) fn finish_file(sh: &Shared, i: usize) {
     let j = &sh.files[i];
@@ -53,7 +53,7 @@ pub(super) fn finish_file(sh: &Shared, i: usize) {
         if published == Some(false) {
             return Ok((vec![(0, j.size)], false));
         }
-        j.dest.sync_data(&f).map_err(|e| in_dest("sync", e))?;
+        // its data is synced when it is put into place, with the others of its batch
         if let Some(v) = j.validator.lock().unwrap().as_ref() {
             // what a rerun compares with the server's validators (best effort: not every
             // file system keeps extended attributes)
