@@ -9,10 +9,11 @@ own (a loop-mounted image, so that every run starts from the same state):
 - mode `deleted`: the previous run's copy was deleted just before (the case where ext4's
   inode allocator skips recently deleted inodes, which makes every create dearer).
 
-Per run: wall time, the tool's own CPU-s (user + system, from wait4), the whole machine's busy
-CPU-s over the run (/proc/stat: nginx, kworkers and journal threads included), and the time of
-the `sync` run after it (the writeback the tool left behind: wattio syncs each file's data before
-renaming it into place, the others do not sync). Every copy is checked: file count and bytes.
+Per run: wall time, the tool's own CPU-s (user + system) and peak RSS (from wait4), the whole
+machine's busy CPU-s over the run (/proc/stat: nginx, kworkers and journal threads included),
+and the time of the `sync` run after it (the writeback the tool left behind: wattio syncs each
+file's data before renaming it into place, the others do not sync). Every copy is checked: file
+count and bytes. The tools run in turn, in reverse order every other round.
 
 Knobs (environment): FILES (20000), DIRS (100), SIZE (4096), ROUNDS (2), MODES ("fresh
 deleted"), TOOLS ("wattio wget2 rclone aria2"; `wattio-old` runs WATTIO_OLD, another build),
@@ -226,7 +227,7 @@ def one_run(tool, mode, fs, base, lst):
         bad = bad or f"exit {code}: {err[-1] if err else ''}"
     return {"tool": tool, "mode": mode, "wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime,
             "sys_cpu_s": ru.ru_stime, "machine_busy_s": busy, "sync_after_s": sync_s,
-            "files_per_s": FILES / wall, "problem": bad}
+            "files_per_s": FILES / wall, "peak_rss_mib": ru.ru_maxrss / 1024, "problem": bad}
 
 
 def main():
@@ -248,7 +249,7 @@ def main():
             fs.make()
         for r in range(ROUNDS):
             for mode in MODES:
-                for tool in TOOLS:
+                for tool in TOOLS if r % 2 == 0 else TOOLS[::-1]:
                     row = one_run(tool, mode, fs, base, lst)
                     row["round"] = r + 1
                     rows.append(row)
@@ -269,18 +270,19 @@ def main():
     print(f"{FILES} files of {SIZE} B in {DIRS} directories, nginx autoindex over {scheme}, "
           f"into {fs_kind} (a loop-mounted image), medians of {ROUNDS}\n")
     print("| mode | tool | wall s | files/s | own CPU-s | of it kernel | CPU-s per 1,000 files "
-          "| machine CPU-s | sync after s | problems |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+          "| machine CPU-s | sync after s | peak RSS MiB | problems |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for mode in MODES:
         for tool in TOOLS:
             rs = [x for x in rows if x["tool"] == tool and x["mode"] == mode]
             med = {k: statistics.median(x[k] for x in rs) for k in
-                   ("wall_s", "cpu_s", "sys_cpu_s", "machine_busy_s", "sync_after_s")}
+                   ("wall_s", "cpu_s", "sys_cpu_s", "machine_busy_s", "sync_after_s",
+                    "peak_rss_mib")}
             probs = "; ".join(sorted({x["problem"] for x in rs if x["problem"]})) or "none"
             print(f"| {mode} | {tool} | {med['wall_s']:.2f} | {FILES / med['wall_s']:,.0f} | "
                   f"{med['cpu_s']:.2f} | {med['sys_cpu_s']:.2f} | "
                   f"{med['cpu_s'] * 1000 / FILES:.3f} | {med['machine_busy_s']:.2f} | "
-                  f"{med['sync_after_s']:.2f} | {probs} |")
+                  f"{med['sync_after_s']:.2f} | {med['peak_rss_mib']:.0f} | {probs} |")
 
 
 if __name__ == "__main__":
