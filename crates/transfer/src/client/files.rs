@@ -393,7 +393,9 @@ pub(super) struct FileJob {
     pub(super) block_sums: Mutex<Vec<Option<u64>>>,
     /// The publisher's digest (checksum file, URL list), and its state over the bytes so far.
     pub(super) expect: Option<Expected>,
-    pub(super) in_order: Mutex<Option<InOrderHasher>>,
+    /// Boxed: a hasher's state is hundreds of bytes, and most files have no publisher digest
+    /// (every byte of a [`FileJob`] is paid once per file of the dataset).
+    pub(super) in_order: Mutex<Option<Box<InOrderHasher>>>,
     /// Opened on first use and closed when the file is finished, so a dataset of many small
     /// files never holds more descriptors than files in flight.
     pub(super) file: Mutex<Option<Arc<File>>>,

@@ -245,7 +245,7 @@ impl FileJob {
             .lock()
             .unwrap()
             .take()
-            .unwrap_or_else(|| InOrderHasher::new(e.algo, self.size, &[]));
+            .map_or_else(|| InOrderHasher::new(e.algo, self.size, &[]), |h| *h);
         let got = h.finish(|o, b| f.read_exact_at(b, o))?;
         Ok(Some(got == e.digest))
     }
@@ -253,7 +253,8 @@ impl FileJob {
     /// Starts the publisher digest over (the file is fetched again).
     pub(super) fn restart_published(&self) {
         if let Some(e) = &self.expect {
-            *self.in_order.lock().unwrap() = Some(InOrderHasher::new(e.algo, self.size, &[]));
+            *self.in_order.lock().unwrap() =
+                Some(Box::new(InOrderHasher::new(e.algo, self.size, &[])));
         }
     }
 }

@@ -54,7 +54,10 @@ pub(super) fn earlier_log(dest: &Dest, rel: &str, size: u64) -> Option<DoneLog> 
 /// A batch of files made ready to fetch: their jobs, the ranges each still misses, and what
 /// earlier runs had already done.
 pub(super) struct Prepared {
-    pub(super) jobs: Vec<FileJob>,
+    /// Boxed: they move into [`super::jobs::Jobs`] as they are, never copied (a list of many
+    /// small files would otherwise be held twice while it moves).
+    #[allow(clippy::vec_box)]
+    pub(super) jobs: Vec<Box<FileJob>>,
     pub(super) missing: Vec<Vec<(u64, u64)>>,
     pub(super) earlier: EarlierRuns,
 }
@@ -277,8 +280,8 @@ pub(super) fn prepare(
         let in_order = s
             .expect
             .as_ref()
-            .map(|x| InOrderHasher::new(x.algo, s.size, &done));
-        jobs.push(FileJob {
+            .map(|x| Box::new(InOrderHasher::new(x.algo, s.size, &done)));
+        jobs.push(Box::new(FileJob {
             rel: s.rel,
             dest: dest.clone(),
             source: FileSource::new(s.origin, s.url_path, s.mirrors),
@@ -302,7 +305,7 @@ pub(super) fn prepare(
             version: RwLock::new(0),
             restarts: AtomicU32::new(0),
             finished: AtomicBool::new(false),
-        });
+        }));
     }
     Ok(Prepared {
         jobs,
