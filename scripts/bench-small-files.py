@@ -16,7 +16,7 @@ file's data before renaming it into place, the others do not sync). Every copy i
 count and bytes. The tools run in turn, in reverse order every other round.
 
 Knobs (environment): FILES (20000), DIRS (100), SIZE (4096), ROUNDS (2), MODES ("fresh
-deleted"), TOOLS ("wattio wget2 rclone aria2"; `wattio-old` runs WATTIO_OLD, another build),
+deleted"), TOOLS ("wattio wget2 rclone aria2", and curl; `wattio-old` runs WATTIO_OLD, another build),
 JOURNAL (1; 0 makes the image without a journal, as some cloud images' root file systems),
 TLS (1: nginx over HTTPS with a CA the script makes), THREADS (16: the others' parallel
 transfers; wattio tunes its own), WORK (a directory on a disk, default
@@ -155,7 +155,17 @@ def command(tool, base, dest, lst):
                "--file-allocation=none", "--auto-file-renaming=false", "--summary-interval=0",
                "--allow-overwrite=true"]
         return cmd + ([f"--ca-certificate={ca}"] if TLS else [])
-    fail(f"unknown tool {tool}; pick from wattio wget2 rclone aria2")
+    if tool == "curl":
+        # every URL of the list, DIRS directories made as needed, THREADS at a time
+        cfg = WORK / "curl-run.txt"
+        with cfg.open("w") as f:
+            for url, sub in zip(*[iter(lst.read_text().splitlines())] * 2):
+                out = dest / sub.split("DEST/", 1)[1] / url.rsplit("/", 1)[1]
+                f.write(f'url = "{url}"\noutput = "{out}"\n')
+        cmd = ["curl", "-sS", "--fail", "--create-dirs", "-Z", "--parallel-max", str(THREADS),
+               "-K", str(cfg)]
+        return cmd + (["--cacert", str(ca)] if TLS else [])
+    fail(f"unknown tool {tool}; pick from wattio wget2 rclone aria2 curl")
 
 
 def busy_ticks():
@@ -270,8 +280,8 @@ def main():
     print(f"{FILES} files of {SIZE} B in {DIRS} directories, nginx autoindex over {scheme}, "
           f"into {fs_kind} (a loop-mounted image), medians of {ROUNDS}\n")
     print("| mode | tool | wall s | files/s | own CPU-s | of it kernel | CPU-s per 1,000 files "
-          "| machine CPU-s | sync after s | peak RSS MiB | problems |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "| CPU-s per GB | machine CPU-s | sync after s | peak RSS MiB | problems |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for mode in MODES:
         for tool in TOOLS:
             rs = [x for x in rows if x["tool"] == tool and x["mode"] == mode]
@@ -281,7 +291,8 @@ def main():
             probs = "; ".join(sorted({x["problem"] for x in rs if x["problem"]})) or "none"
             print(f"| {mode} | {tool} | {med['wall_s']:.2f} | {FILES / med['wall_s']:,.0f} | "
                   f"{med['cpu_s']:.2f} | {med['sys_cpu_s']:.2f} | "
-                  f"{med['cpu_s'] * 1000 / FILES:.3f} | {med['machine_busy_s']:.2f} | "
+                  f"{med['cpu_s'] * 1000 / FILES:.3f} | {med['cpu_s'] * 1e9 / (FILES * SIZE):.2f} | "
+                  f"{med['machine_busy_s']:.2f} | "
                   f"{med['sync_after_s']:.2f} | {med['peak_rss_mib']:.0f} | {probs} |")
 
 
