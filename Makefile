@@ -5,7 +5,7 @@ WATTIO := $(or $(CARGO_TARGET_DIR),target)/release/wattio
 
 HW_BUNDLE := hw-bundle
 
-.PHONY: hw-bundle hw-check test-hw test-vm all build demo demo-iobench test test-rust test-java unused-deps deps lint lint-test compare-builds bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters compare-vm-meters fuzz soak bench-small-files bench-scale
+.PHONY: hw-bundle hw-check test-hw test-vm all build demo demo-iobench test test-rust test-java unused-deps deps lint lint-test compare-builds bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters compare-vm-meters fuzz soak bench-small-files bench-bulk bench-scale
 
 all: build
 
@@ -135,8 +135,16 @@ bench-small-files: build
 	./scripts/install-deps.sh
 	./scripts/bench-small-files.py
 
-## Every scale benchmark of docs/results/scale.md (issue 33): the soak (goal 1) and the small files.
-bench-scale: soak bench-small-files
+## One 4 GiB file from nginx on loopback, HTTP and HTTPS: wattio beside curl, aria2, wget2 and rclone,
+## CPU-s per GB (root; NOT part of make test; about 6 minutes). Results: docs/results/scale.md, goal 5.
+bench-bulk: build
+	./scripts/install-deps.sh
+	FILES=1 DIRS=1 SIZE=4294967296 MODES=fresh TOOLS="wattio curl aria2 wget2 rclone" ./scripts/bench-small-files.py
+	FILES=1 DIRS=1 SIZE=4294967296 MODES=fresh TOOLS="wattio curl aria2 wget2 rclone" TLS=1 ./scripts/bench-small-files.py
+
+## Every scale benchmark of docs/results/scale.md (issue 33): the soak (goal 1), the small files
+## (goal 2) and the bulk bytes (goal 5).
+bench-scale: soak bench-small-files bench-bulk
 
 ## The outputs a refactor must leave as they were (record CSV, measure --json, the exporter's
 ## body, the report page), compared between this build and OLD=path/to/an/older/wattio on the

@@ -9,20 +9,22 @@ own (a loop-mounted image, so that every run starts from the same state):
 - mode `deleted`: the previous run's copy was deleted just before (the case where ext4's
   inode allocator skips recently deleted inodes, which makes every create dearer).
 
-Per run: wall time, the tool's own CPU-s (user + system) and peak RSS (from wait4), the whole
-machine's busy CPU-s over the run (/proc/stat: nginx, kworkers and journal threads included),
-and the time of the `sync` run after it (the writeback the tool left behind: wattio syncs each
-file's data before renaming it into place, the others do not sync). Every copy is checked: file
-count and bytes. The tools run in turn, in reverse order every other round.
+Per run: wall time, the tool's own CPU-s (user + system, from wait4) and peak RSS (GNU time's
+%M), the whole machine's busy CPU-s over the run (/proc/stat: nginx, kworkers and journal
+threads included), and the time of the `sync` run after it (the writeback the tool left
+behind: wattio syncs each file's data before renaming it into place, the others do not sync).
+Every copy is checked: file count and bytes. The tools run in turn, in reverse order every
+other round.
 
 Knobs (environment): FILES (20000), DIRS (100), SIZE (4096), ROUNDS (2), MODES ("fresh
-deleted"), TOOLS ("wattio wget2 rclone aria2", and curl; `wattio-old` runs WATTIO_OLD, another build),
-JOURNAL (1; 0 makes the image without a journal, as some cloud images' root file systems),
-TLS (1: nginx over HTTPS with a CA the script makes), THREADS (16: the others' parallel
-transfers; wattio tunes its own), WORK (a directory on a disk, default
+deleted"), TOOLS ("wattio wget2 rclone aria2", and curl; `wattio-old` runs WATTIO_OLD, another
+build), JOURNAL (1; 0 makes the image without a journal, as some cloud images' root file
+systems), TLS (1: nginx over HTTPS with a CA the script makes), THREADS (16: the others'
+parallel transfers; wattio tunes its own), WORK (a directory on a disk, default
 /var/tmp/wattio-bench-small), WATTIO_BIN (default target/release/wattio), WATTIO_ARGS (extra
-arguments for wattio). Writes a Markdown table to stdout and the raw rows as
-CSV to WORK/results.csv. Run as root (loop mounts).
+arguments for wattio). FILES=1 DIRS=1 SIZE=4294967296 MODES=fresh is the bulk-bytes benchmark
+(`make bench-bulk`: one 4 GiB file, CPU-s per GB). Writes a Markdown table to stdout and the
+raw rows as CSV to WORK/results.csv. Run as root (loop mounts).
 """
 
 import csv
@@ -67,12 +69,21 @@ def dataset():
     if (data / ".complete").exists():
         return data
     shutil.rmtree(data, ignore_errors=True)
-    rnd = os.urandom(SIZE + 4096)
+    # at most 64 MiB of random bytes, repeated in a larger file: the script itself stays small
+    # (its children start with its peak RSS as theirs)
+    piece = min(SIZE, 64 << 20)
+    rnd = os.urandom(piece + 4096)
     for i in range(FILES):
         d = data / f"d{i % DIRS:03}"
         d.mkdir(parents=True, exist_ok=True)
         off = i % 4096
-        (d / f"f{i:07}.bin").write_bytes(i.to_bytes(8, "little") + rnd[off : off + SIZE - 8])
+        with (d / f"f{i:07}.bin").open("wb") as f:
+            f.write(i.to_bytes(8, "little"))
+            left = SIZE - 8
+            while left > 0:
+                n = min(left, piece)
+                f.write(rnd[off : off + n])
+                left -= n
     (data / ".complete").touch()
     return data
 
@@ -223,8 +234,16 @@ def one_run(tool, mode, fs, base, lst):
     cmd = command(tool, base, dest, lst)
     env = dict(os.environ, RCLONE_CONFIG=str(WORK / "rclone.conf"))
     b0, t0 = busy_ticks(), time.monotonic()
+    # peak RSS from GNU time: a child of this script would inherit the script's own peak as
+    # its ru_maxrss floor
+    rss_file = WORK / "maxrss.txt"
+    cmd = ["/usr/bin/time", "-f", "%M", "-o", str(rss_file), *cmd]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, ru = os.wait4(p.pid, 0)
+    try:
+        peak_kib = int(rss_file.read_text().split()[-1])
+    except (OSError, ValueError, IndexError):
+        peak_kib = 0
     wall = time.monotonic() - t0
     busy = (busy_ticks() - b0) / CLK
     err = p.stderr.read().decode(errors="replace").strip().splitlines()
@@ -237,12 +256,14 @@ def one_run(tool, mode, fs, base, lst):
         bad = bad or f"exit {code}: {err[-1] if err else ''}"
     return {"tool": tool, "mode": mode, "wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime,
             "sys_cpu_s": ru.ru_stime, "machine_busy_s": busy, "sync_after_s": sync_s,
-            "files_per_s": FILES / wall, "peak_rss_mib": ru.ru_maxrss / 1024, "problem": bad}
+            "files_per_s": FILES / wall, "peak_rss_mib": peak_kib / 1024, "problem": bad}
 
 
 def main():
     if os.geteuid() != 0:
         fail("run as root (it loop-mounts an ext4 image)")
+    if not os.access("/usr/bin/time", os.X_OK):
+        fail("/usr/bin/time not found; run ./scripts/install-deps.sh (Debian's package time)")
     for t in TOOLS:
         exe = {"wattio": WATTIO, "wattio-old": WATTIO_OLD, "aria2": "aria2c"}.get(t, t)
         if not shutil.which(exe):

@@ -32,6 +32,7 @@ PACKAGES=(
   rclone
   strace
   stress-ng
+  time
   util-linux
   wget
   wget2

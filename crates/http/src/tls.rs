@@ -520,6 +520,17 @@ pub enum Conn {
     Tls(Box<tokio_rustls::TlsStream<TcpStream>>),
 }
 
+impl Conn {
+    /// Writes `bytes` and flushes them. Over TLS, `write_all` alone can leave the last record
+    /// in rustls's buffer (tokio-rustls's `poll_write` reports bytes as written once rustls holds
+    /// them, even when the socket would block), and a request left there is never answered.
+    pub async fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        use tokio::io::AsyncWriteExt;
+        self.write_all(bytes).await?;
+        self.flush().await
+    }
+}
+
 impl AsyncRead for Conn {
     fn poll_read(
         self: Pin<&mut Self>,

@@ -19,7 +19,6 @@ use std::os::unix::fs::FileExt;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
 use wattio_http::checksum;
 use wattio_http::{ContentRange, ResponseHead};
 
@@ -395,7 +394,7 @@ impl Connection<'_> {
                 self.server.authority(),
             ));
         }
-        self.wire.s.write_all(out.as_bytes()).await?;
+        self.wire.s.send(out.as_bytes()).await?;
         self.sent = self.inflight.len();
         Ok(())
     }

@@ -11,7 +11,7 @@ use crate::error::{fail, failure, Failure, Kind};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt};
 use wattio_http::{parse_response_head, ResponseHead};
 
 /// Largest body read whole (an index page or a checksum file).
@@ -258,7 +258,7 @@ pub(super) async fn fetch(
     read_body: bool,
 ) -> anyhow::Result<Fetched> {
     let mut s = connector.connect(url).await?;
-    s.write_all(request(url, method, path, extra_headers, true).as_bytes())
+    s.send(request(url, method, path, extra_headers, true).as_bytes())
         .await?;
     let mut deadline = Deadline::new();
     let mut buf = Vec::new();
@@ -335,7 +335,7 @@ pub(super) async fn probe_on(
     url: &HttpUrl,
     path: &str,
 ) -> anyhow::Result<(ResponseHead, Option<Stream>)> {
-    s.write_all(request(url, "GET", path, "Range: bytes=0-0\r\n", false).as_bytes())
+    s.send(request(url, "GET", path, "Range: bytes=0-0\r\n", false).as_bytes())
         .await?;
     let mut buf = Vec::new();
     let mut deadline = Deadline::new();
@@ -452,7 +452,7 @@ async fn head_on_one_connection(
                     sent.push_back(p);
                 }
                 if !out.is_empty() {
-                    s.write_all(out.as_bytes()).await?;
+                    s.send(out.as_bytes()).await?;
                 }
                 let Some(front) = sent.pop_front() else {
                     // nothing unread is left on it: it can serve the next round

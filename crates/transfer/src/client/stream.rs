@@ -16,7 +16,6 @@ use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
 use wattio_http::checksum;
 use wattio_http::{parse_response_head, ResponseHead};
 
@@ -174,7 +173,7 @@ async fn stream_once(
         f.url_path,
         origin.authority()
     );
-    s.write_all(req.as_bytes()).await?;
+    s.send(req.as_bytes()).await?;
     let mut buf = vec![0u8; 256 * 1024];
     // the head within the discovery deadline; the body may take as long as it keeps coming
     let mut deadline = Deadline::new();
