@@ -1,8 +1,8 @@
 //! Opening what a request names beneath the served root, and nothing outside it: links
 //! inside the root resolved, the result opened from the root's descriptor following no link.
 
+use crate::config::Shared;
 use crate::jail;
-use crate::server::Shared;
 use rustix::fs::{Mode, OFlags};
 use std::fs::File;
 use std::io;

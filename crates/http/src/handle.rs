@@ -1,7 +1,8 @@
 //! [`ServerHandle`]: a server on a thread and runtime of its own, for tests and benchmarks.
 
+use crate::config::ServerConfig;
 use crate::error::HttpError;
-use crate::server::{Server, ServerConfig};
+use crate::server::Server;
 use std::net::SocketAddr;
 
 /// A server running on its own thread and runtime (tests, benches). Dropping it stops the

@@ -19,6 +19,7 @@
 
 pub mod checksum;
 mod civil;
+mod config;
 mod confine;
 mod error;
 #[cfg(any(test, feature = "fuzzing"))]
@@ -32,6 +33,7 @@ mod server;
 pub mod tls;
 mod waiting;
 
+pub use config::ServerConfig;
 pub use error::HttpError;
 pub use handle::ServerHandle;
 pub use listing::{
@@ -41,5 +43,5 @@ pub use protocol::{
     parse_response_head, percent_decode, percent_encode_path, ContentRange, ResponseError,
     ResponseHead, MAX_RESPONSE_HEAD,
 };
-pub use server::{Server, ServerConfig};
+pub use server::Server;
 pub use tls::{tls_server_config, ClientTlsOptions};

@@ -2,7 +2,7 @@
 //! IPv4 address or an IPv6 /64), and the descriptors they all need, checked against
 //! `RLIMIT_NOFILE` at start-up.
 
-use crate::server::{ServerConfig, Shared};
+use crate::config::{ServerConfig, Shared};
 use std::net::IpAddr;
 use std::sync::Arc;
 

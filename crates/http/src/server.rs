@@ -15,6 +15,7 @@
 //! without following links ([`crate::jail`]) and without blocking (`O_NONBLOCK`, so a FIFO in
 //! the tree cannot hold a worker), and only regular files are served.
 
+use crate::config::{ServerConfig, Shared};
 use crate::confine::{confine, resolve, Confine};
 use crate::error::{one_line, HttpError};
 use crate::limits::{client_of, ensure_descriptors, ClientSlot, REFUSING_AT_ONCE};
@@ -26,73 +27,17 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{FileExt, MetadataExt};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use wattio_progress::Sink;
 
 /// Longest back-off between failed `accept`s.
 const MAX_ACCEPT_BACKOFF: Duration = Duration::from_secs(1);
-
-/// Server settings.
-#[derive(Debug, Clone)]
-pub struct ServerConfig {
-    /// The served directory.
-    pub root: PathBuf,
-    /// Connections served at once (TLS handshakes included). When all are taken, a new one
-    /// takes the place of the connection that has waited longest without a complete request
-    /// (silent, mid-handshake, a head trickling in, an idle keep-alive); when none waits,
-    /// it gets 503 (over TLS: closed).
-    pub max_connections: usize,
-    /// Connections served at once to one client address; `None`: no limit of its own.
-    pub max_connections_per_client: Option<usize>,
-    /// A connection idle, or a peer not reading (no progress on a write), this long is closed.
-    pub idle_timeout: Duration,
-    /// A TLS handshake not done within this is dropped.
-    pub handshake_timeout: Duration,
-    /// Per-connection pacing of response bodies in bytes/s (tests and demos: makes a loopback
-    /// transfer last long enough to interrupt it). `None` = unpaced.
-    pub rate_limit: Option<f64>,
-    /// Serve HTTPS with this configuration ([`crate::tls_server_config`]); `None` = HTTP.
-    pub tls: Option<Arc<rustls::ServerConfig>>,
-    /// Where the server tells what goes wrong without stopping it (failing `accept`s).
-    pub warnings: Sink<str>,
-}
-
-impl ServerConfig {
-    /// Defaults for serving `root`.
-    pub fn new(root: impl Into<PathBuf>) -> Self {
-        ServerConfig {
-            root: root.into(),
-            max_connections: 256,
-            max_connections_per_client: None,
-            idle_timeout: Duration::from_secs(60),
-            handshake_timeout: Duration::from_secs(10),
-            rate_limit: None,
-            tls: None,
-            warnings: Sink::none(),
-        }
-    }
-}
-
-pub(crate) struct Shared {
-    /// The served root, canonical, and a descriptor of it every file is opened beneath.
-    pub(crate) root: PathBuf,
-    pub(crate) root_fd: OwnedFd,
-    pub(crate) cfg: ServerConfig,
-    pub(crate) listings: Arc<ListingCache>,
-    /// Open connections per client address (only with a per-client limit).
-    pub(crate) per_client: Mutex<HashMap<IpAddr, usize>>,
-    /// The connections waiting for a request, which give way to a new one when all slots are
-    /// taken.
-    pub(crate) waiting: Arc<WaitingRoom>,
-}
 
 /// A bound server, not yet running.
 pub struct Server {
@@ -778,6 +723,7 @@ mod tests {
     use super::*;
     use crate::confine::open_resolved;
     use crate::limits::{descriptors_needed, BASE_DESCRIPTORS};
+    use std::net::IpAddr;
 
     #[test]
     fn clients_are_addresses_and_ipv6_networks() {

@@ -8,34 +8,11 @@
 //! control loop places what waits on every tick and at the end.
 
 use super::state::Shared;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::Ordering;
 
 /// Verified files waiting beyond this many are placed by the thread that verified the last
 /// one, so a fast stream of small files never piles up behind a slow disk.
 pub(super) const PLACE_BATCH: usize = 256;
-
-/// The files verified and not yet in place.
-#[derive(Default)]
-pub(super) struct Placing {
-    waiting: Mutex<Vec<usize>>,
-    /// Held while a batch is placed: batches go into place one after another.
-    placing: Mutex<()>,
-    /// A placement is running or spawned (the control loop starts no second one).
-    busy: AtomicBool,
-}
-
-impl Placing {
-    /// Whether files wait and no placement runs: the control loop then starts one.
-    pub(super) fn due(&self) -> bool {
-        !self.busy.load(Ordering::SeqCst) && !self.waiting.lock().unwrap().is_empty()
-    }
-
-    /// Marks a placement as started by the control loop (see [`Placing::due`]).
-    pub(super) fn start(&self) {
-        self.busy.store(true, Ordering::SeqCst);
-    }
-}
 
 impl Shared {
     /// Queues verified file `i` for placing; places the batch at once when it is full.

@@ -4,7 +4,6 @@
 use super::conn::{Connector, Stream};
 use super::files::SourceKind;
 use super::jobs::Jobs;
-use super::placing::Placing;
 use super::queue::{Chunk, PartQueue};
 use super::url::HttpUrl;
 use super::validator::Validator;
@@ -184,5 +183,27 @@ impl Shared {
     }
     pub(super) fn failed(&self) -> bool {
         self.fatal.lock().unwrap().is_some()
+    }
+}
+
+/// The files verified and not yet in place (put there by `placing`).
+#[derive(Default)]
+pub(super) struct Placing {
+    pub(super) waiting: Mutex<Vec<usize>>,
+    /// Held while a batch is placed: batches go into place one after another.
+    pub(super) placing: Mutex<()>,
+    /// A placement is running or spawned (the control loop starts no second one).
+    pub(super) busy: AtomicBool,
+}
+
+impl Placing {
+    /// Whether files wait and no placement runs: the control loop then starts one.
+    pub(super) fn due(&self) -> bool {
+        !self.busy.load(Ordering::SeqCst) && !self.waiting.lock().unwrap().is_empty()
+    }
+
+    /// Marks a placement as started by the control loop (see [`Placing::due`]).
+    pub(super) fn start(&self) {
+        self.busy.store(true, Ordering::SeqCst);
     }
 }
