@@ -18,11 +18,11 @@ use super::queue::build_queues;
 use super::resume::{EarlierRuns, Prepared};
 use super::source::first_url;
 use super::state::{Shared, SPARE_MAX_AGE};
-use super::stream::{stream_file, Streamed};
+use super::stream::{spawn_streaming, StreamedFile};
 use super::url::HttpUrl;
 use super::verify::finish_file;
 use crate::actuator::CpuActuator;
-use crate::error::{failure, Failure, Kind};
+use crate::error::{failure, Failure};
 use crate::summary::{
     ChecksumFileReport, IntervalLog, TransferSummary, Verification, UNVERIFIED_LISTED,
 };
@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::error::TryRecvError;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use tokio::task::JoinHandle;
 use wattio_energy::attribution::cputime;
 use wattio_energy::EnergyError;
@@ -360,84 +360,6 @@ fn plan_transfer(
         restart_piece: plan.bdp_bytes.max(MIN_CHUNK),
     });
     (ctl, plan, shared)
-}
-
-/// A file of unknown size as it came.
-struct StreamedFile {
-    rel: String,
-    /// It had a publisher digest, and it matched.
-    published: bool,
-    bytes: u64,
-    /// It was complete from an earlier run.
-    skipped: bool,
-    /// That digest resists a forger (see [`strong`]).
-    strong: bool,
-}
-
-/// Files of unknown size: one stream at a time beside the planned transfer.
-fn spawn_streaming(
-    shared: &Arc<Shared>,
-    dest: &Arc<Dest>,
-    mut todo: UnboundedReceiver<SourceFile>,
-) -> JoinHandle<Vec<StreamedFile>> {
-    let sh = shared.clone();
-    let dest = dest.clone();
-    tokio::spawn(async move {
-        let mut done = Vec::new();
-        while let Some(f) = todo.recv().await {
-            if sh.failed() {
-                break;
-            }
-            let origin = sh.origin(f.origin);
-            // what the planned files still need of DEST
-            let reserved = || {
-                sh.parts
-                    .iter()
-                    .map(|p| p.remaining.load(Ordering::Relaxed))
-                    .fold(0u64, u64::saturating_add)
-            };
-            let received = &sh.received;
-            match stream_file(
-                &sh.connector,
-                &origin,
-                &f,
-                &dest,
-                sh.retries,
-                received,
-                &reserved,
-            )
-            .await
-            {
-                Ok(Streamed::Refused(msg)) => {
-                    sh.fail_advised(msg);
-                    break;
-                }
-                Ok(Streamed::Fetched(n)) => done.push(StreamedFile::new(f, n, false)),
-                Ok(Streamed::Skipped(n)) => done.push(StreamedFile::new(f, n, true)),
-                Err(e) => {
-                    sh.fail(Failure::classify(&e, Some(Kind::Unreachable)));
-                    break;
-                }
-            }
-        }
-        // the publisher's digests of the streamed files that matched
-        let verified = done.iter().filter(|f| f.published).count();
-        sh.verified.fetch_add(verified, Ordering::SeqCst);
-        done
-    })
-}
-
-impl StreamedFile {
-    fn new(f: SourceFile, bytes: u64, skipped: bool) -> StreamedFile {
-        let strong = strong(&f);
-        StreamedFile {
-            published: f.expect.is_some(),
-            rel: f.rel,
-            bytes,
-            skipped,
-            strong,
-        }
-    }
 }
 
 /// Each partition's bytes still to fetch.
@@ -847,13 +769,6 @@ fn verification(
             .collect(),
         resumed_unchecked: earlier.resumed_unchecked.clone(),
     }
-}
-
-/// Whether a file's publisher digest resists a forger (SHA-2, BLAKE2b).
-fn strong(f: &SourceFile) -> bool {
-    f.expect
-        .as_ref()
-        .is_some_and(|e| e.algo.collision_resistant())
 }
 
 /// The servers named on the command line (the source URL, or every URL of the URL list):

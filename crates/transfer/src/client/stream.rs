@@ -3,19 +3,23 @@
 //! wget and aria2 fetch it. The tuners plan with sizes, so these run beside the planned
 //! transfer, one at a time, on a connection of their own; their bytes count in the summary.
 //! Nothing says how much of such a file a cut-short stream missed, so an interrupted one is
-//! fetched again whole.
+//! fetched again whole. [`spawn_streaming`] fetches them, one after another, while the control
+//! loop runs the planned transfer.
 
 use super::conn::{Connector, Stream};
 use super::dest::{with_suffix, Dest, Entry, PART_SUFFIX};
 use super::fetch::{unterminated, ChunkedDecoder, Deadline};
 use super::files::{url_string, SourceFile};
 use super::published::mismatch;
+use super::state::Shared;
 use super::url::HttpUrl;
 use crate::error::{fail, failure, Failure, Kind};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::task::JoinHandle;
 use wattio_http::checksum;
 use wattio_http::{parse_response_head, ResponseHead};
 
@@ -256,4 +260,89 @@ async fn stream_once(
     dest.sync_data(&out)
         .map_err(|e| dest.failed(part, "sync", &e))?;
     Ok((written, hasher.map(|h| h.finish())))
+}
+
+/// A file of unknown size as it came.
+pub(super) struct StreamedFile {
+    pub(super) rel: String,
+    /// It had a publisher digest, and it matched.
+    pub(super) published: bool,
+    pub(super) bytes: u64,
+    /// It was complete from an earlier run.
+    pub(super) skipped: bool,
+    /// That digest resists a forger (see [`strong`]).
+    pub(super) strong: bool,
+}
+
+/// Files of unknown size: one stream at a time beside the planned transfer.
+pub(super) fn spawn_streaming(
+    shared: &Arc<Shared>,
+    dest: &Arc<Dest>,
+    mut todo: UnboundedReceiver<SourceFile>,
+) -> JoinHandle<Vec<StreamedFile>> {
+    let sh = shared.clone();
+    let dest = dest.clone();
+    tokio::spawn(async move {
+        let mut done = Vec::new();
+        while let Some(f) = todo.recv().await {
+            if sh.failed() {
+                break;
+            }
+            let origin = sh.origin(f.origin);
+            // what the planned files still need of DEST
+            let reserved = || {
+                sh.parts
+                    .iter()
+                    .map(|p| p.remaining.load(Ordering::Relaxed))
+                    .fold(0u64, u64::saturating_add)
+            };
+            let received = &sh.received;
+            match stream_file(
+                &sh.connector,
+                &origin,
+                &f,
+                &dest,
+                sh.retries,
+                received,
+                &reserved,
+            )
+            .await
+            {
+                Ok(Streamed::Refused(msg)) => {
+                    sh.fail_advised(msg);
+                    break;
+                }
+                Ok(Streamed::Fetched(n)) => done.push(StreamedFile::new(f, n, false)),
+                Ok(Streamed::Skipped(n)) => done.push(StreamedFile::new(f, n, true)),
+                Err(e) => {
+                    sh.fail(Failure::classify(&e, Some(Kind::Unreachable)));
+                    break;
+                }
+            }
+        }
+        // the publisher's digests of the streamed files that matched
+        let verified = done.iter().filter(|f| f.published).count();
+        sh.verified.fetch_add(verified, Ordering::SeqCst);
+        done
+    })
+}
+
+impl StreamedFile {
+    fn new(f: SourceFile, bytes: u64, skipped: bool) -> StreamedFile {
+        let strong = strong(&f);
+        StreamedFile {
+            published: f.expect.is_some(),
+            rel: f.rel,
+            bytes,
+            skipped,
+            strong,
+        }
+    }
+}
+
+/// Whether a file's publisher digest resists a forger (SHA-2, BLAKE2b).
+fn strong(f: &SourceFile) -> bool {
+    f.expect
+        .as_ref()
+        .is_some_and(|e| e.algo.collision_resistant())
 }
