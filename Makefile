@@ -5,7 +5,7 @@ WATTIO := $(or $(CARGO_TARGET_DIR),target)/release/wattio
 
 HW_BUNDLE := hw-bundle
 
-.PHONY: hw-bundle hw-check test-hw test-vm all build demo demo-iobench test test-rust test-java unused-deps deps lint lint-test compare-builds bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters compare-vm-meters fuzz soak bench-small-files bench-bulk bench-scale
+.PHONY: hw-bundle hw-check test-hw test-vm all build demo demo-iobench test test-rust test-java unused-deps deps lint lint-test compare-builds bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters compare-vm-meters fuzz soak bench-small-files bench-bulk bench-scale bench-agent
 
 all: build
 
@@ -144,7 +144,12 @@ bench-bulk: build
 
 ## Every scale benchmark of docs/results/scale.md (issue 33): the soak (goal 1), the small files
 ## (goal 2) and the bulk bytes (goal 5).
-bench-scale: soak bench-small-files bench-bulk
+bench-scale: soak bench-small-files bench-bulk bench-agent
+
+## The node agent's cost at 1,000 / 5,000 / 10,000 live processes: top and export through the BPF
+## task iterator and through /proc, against procps top (issue 33, goal 4).
+bench-agent: build
+	./scripts/bench-agent.py
 
 ## The outputs a refactor must leave as they were (record CSV, measure --json, the exporter's
 ## body, the report page), compared between this build and OLD=path/to/an/older/wattio on the

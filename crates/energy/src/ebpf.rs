@@ -26,6 +26,8 @@ use crate::Source;
 #[cfg(feature = "ebpf")]
 mod bpf;
 #[cfg(feature = "ebpf")]
+pub(crate) use bpf::quiet_libbpf;
+#[cfg(feature = "ebpf")]
 pub use bpf::EbpfSource;
 
 /// Events one CPU's record carries; `MAX_EVENTS_PER_CPU` in `bpf/rapl.bpf.c` (RAPL has at most

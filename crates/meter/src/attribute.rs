@@ -730,6 +730,7 @@ mod tests {
                 over_cpu_s: 0.0,
                 entries: vec![entry(7, 4.0), entry(8, 2.0)],
                 gpus: vec![],
+                cpu_times: None,
             },
             co2e: None,
             beside: vec![crate::DomainEnergy {

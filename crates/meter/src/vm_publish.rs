@@ -245,6 +245,7 @@ mod tests {
                 })
                 .collect(),
             gpus: vec![],
+            cpu_times: None,
         }
     }
 

@@ -54,6 +54,40 @@ pub struct ProcStat {
     pub start_ticks: u64,
 }
 
+/// A process's CPU times in nanoseconds, as attribution by process keeps them: from the task
+/// iterator to the nanosecond ([`super::task_iter`]), from `/proc/PID/stat` to the tick.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcTimes {
+    pub pid: u32,
+    pub comm: String,
+    pub ppid: u32,
+    /// On-CPU time, ended threads included.
+    pub cpu_ns: u64,
+    /// On-CPU time of the children it has waited for (cutime + cstime).
+    pub children_ns: u64,
+    /// Start time after boot in clock ticks, as `/proc/PID/stat` gives it (field 22).
+    pub start_ticks: u64,
+}
+
+impl ProcTimes {
+    /// A stat line's times, each tick `ns_per_tick` nanoseconds.
+    pub fn from_stat(st: ProcStat, ns_per_tick: u64) -> ProcTimes {
+        ProcTimes {
+            pid: st.pid,
+            comm: st.comm,
+            ppid: st.ppid,
+            cpu_ns: st.cpu_ticks.saturating_mul(ns_per_tick),
+            children_ns: st.children_ticks.saturating_mul(ns_per_tick),
+            start_ticks: st.start_ticks,
+        }
+    }
+}
+
+/// Nanoseconds per clock tick ([`ticks_per_s`]).
+pub fn ns_per_tick() -> u64 {
+    (1e9 / ticks_per_s().max(1.0)).round() as u64
+}
+
 /// Parses a `/proc/PID/stat` line (see proc(5)). `comm` is found between the first `(` and
 /// the *last* `)`, since it may itself contain parentheses.
 pub fn parse_proc_stat(line: &str) -> Option<ProcStat> {

@@ -16,6 +16,8 @@
 //!   [`crate::GpuProcessReader`]);
 //! * [`vm`] — which VM a host process belongs to (libvirt and Proxmox scopes, QEMU command lines,
 //!   vhost workers), for `--by vm`;
+//! * [`task_iter`] — every process's CPU times in one read of a BPF task iterator, the cheap path
+//!   of attribution by process where BPF is available (the /proc path elsewhere);
 //! * [`Attributor`] — interval attribution of a whole machine (`wattio top`, `record --by`,
 //!   `export`): [`Interval`]s of [`Entry`]s, one per [`Key`] (a process, [`ProcKey`], or a
 //!   cgroup), grouped [`By`] process or cgroup.
@@ -27,10 +29,13 @@
 pub mod cgroup;
 pub mod cputime;
 mod gpu;
+mod proc_reader;
 mod split;
+pub mod task_iter;
 mod tracker;
 pub mod vm;
 
 pub use gpu::{split_gpu, GpuShareBasis, GpuSplit, GpuUse};
+pub use proc_reader::CPU_TIMES_ENV;
 pub use split::{attributed_label, machine_cpus, share_j, split, IdlePolicy, Split};
 pub use tracker::{Attributor, By, Entry, GpuInterval, Interval, Key, ProcKey, HOST_ENTRY};

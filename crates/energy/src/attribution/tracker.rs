@@ -20,8 +20,9 @@
 //!   ([`cgroup::own_deltas`]).
 
 use super::cgroup;
-use super::cputime::{self, ProcStat};
+use super::cputime::{self, ProcTimes};
 use super::gpu::{split_gpu, GpuShareBasis, GpuUse};
+use super::proc_reader::{ProcReader, CPU_TIMES_ENV};
 use super::split::{split, IdlePolicy};
 use crate::root::SysRoot;
 use serde::Serialize;
@@ -176,6 +177,9 @@ pub struct Interval {
     /// Each GPU's split, where GPUs are read.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gpus: Vec<GpuInterval>,
+    /// By process or VM: where the CPU times were read ([`Attributor::cpu_times_source`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_times: Option<&'static str>,
 }
 
 /// One GPU's energy in an interval and how it was split.
@@ -201,15 +205,15 @@ struct ProcInfo {
     ppid: u32,
     /// By VM: its VM, found the first time it has CPU time (`Some(None)`: in no VM).
     vm: Option<Option<String>>,
-    last_ticks: u64,
-    last_children_ticks: u64,
-    /// Ticks of ended descendants already attributed (to them, while alive) that this
+    last_ns: u64,
+    last_children_ns: u64,
+    /// Nanoseconds of ended descendants already attributed (to them, while alive) that this
     /// process's cutime + cstime has not shown yet: kept until it does.
     debt: u64,
     seen: u64,
 }
 
-/// A process's CPU ticks in an interval, before the reaped part is capped.
+/// A process's CPU nanoseconds in an interval, before the reaped part is capped.
 struct ProcDelta {
     key: ProcKey,
     own: u64,
@@ -223,7 +227,8 @@ pub struct Attributor {
     by: By,
     policy: IdlePolicy,
     n_cpus: usize,
-    ticks_per_s: f64,
+    /// Nanoseconds per clock tick (the /proc path's unit).
+    ns_per_tick: u64,
     procs: HashMap<ProcKey, ProcInfo>,
     cgroup_mount: Option<std::path::PathBuf>,
     cgroups: HashMap<String, cgroup::Previous>,
@@ -236,19 +241,27 @@ pub struct Attributor {
     /// between two reads, which may differ from the energy window's length.
     last_scan: std::time::Instant,
     generation: u64,
-    buf: Vec<u8>,
-    /// Open `/proc/PID/stat` files of the live processes, with the scan that last listed them:
-    /// read again from offset 0 each scan instead of opened and closed (a third of a scan's
-    /// CPU). Only under the real `/proc`, where a reaped process's file answers `ESRCH`, so a
-    /// reused PID is opened afresh; a fixture's file would keep its old content.
-    stat_files: HashMap<u32, (std::fs::File, u64)>,
-    /// How many of those may be open: half the descriptor limit, at most 8192.
-    stat_file_budget: usize,
+    /// Every process's CPU times, by the task iterator or /proc (by process or VM).
+    reader: ProcReader,
 }
 
 impl Attributor {
-    /// Starts attributing on a machine of `n_cpus` online CPUs; reads the starting CPU times.
+    /// Starts attributing on a machine of `n_cpus` online CPUs; reads the starting CPU times,
+    /// by process from the reader `WATTIO_CPU_TIMES` names ([`CPU_TIMES_ENV`]).
     pub fn new(root: SysRoot, by: By, policy: IdlePolicy, n_cpus: usize) -> io::Result<Self> {
+        let wanted = std::env::var(CPU_TIMES_ENV).unwrap_or_default();
+        Self::with_cpu_times(root, by, policy, n_cpus, &wanted)
+    }
+
+    /// As [`Attributor::new`], reading process CPU times as `cpu_times` says (`auto`, `proc` or
+    /// `bpf`, as `WATTIO_CPU_TIMES`).
+    pub fn with_cpu_times(
+        root: SysRoot,
+        by: By,
+        policy: IdlePolicy,
+        n_cpus: usize,
+        cpu_times: &str,
+    ) -> io::Result<Self> {
         let cgroup_mount = match by {
             By::Cgroup => Some(cgroup::v2_mount(&root).ok_or_else(|| {
                 io::Error::new(
@@ -261,13 +274,17 @@ impl Attributor {
             })?),
             By::Process | By::Vm => None,
         };
+        let reader = match by {
+            By::Process | By::Vm => ProcReader::open(&root, Some(cpu_times))?,
+            By::Cgroup => ProcReader::open(&root, None)?,
+        };
         let mut a = Attributor {
             last_busy_s: cputime::machine_busy_cpu_s(&root)?,
             root,
             by,
             policy,
             n_cpus: n_cpus.max(1),
-            ticks_per_s: cputime::ticks_per_s(),
+            ns_per_tick: cputime::ns_per_tick(),
             procs: HashMap::new(),
             cgroup_mount,
             cgroups: HashMap::new(),
@@ -276,13 +293,8 @@ impl Attributor {
             gpu_totals: HashMap::new(),
             last_scan: std::time::Instant::now(),
             generation: 0,
-            buf: Vec::with_capacity(1024),
-            stat_files: HashMap::new(),
-            stat_file_budget: 0,
+            reader,
         };
-        if a.root.is_real() {
-            a.stat_file_budget = stat_file_budget();
-        }
         match a.by {
             By::Process | By::Vm => {
                 a.scan_processes()?;
@@ -297,6 +309,15 @@ impl Attributor {
 
     pub fn by(&self) -> By {
         self.by
+    }
+
+    /// Where process CPU times are read from (by process or VM): `bpf task iterator` or
+    /// `/proc/PID/stat`; `None` by cgroup (`cpu.stat`).
+    pub fn cpu_times_source(&self) -> Option<&'static str> {
+        match self.by {
+            By::Cgroup => None,
+            By::Process | By::Vm => Some(self.reader.source()),
+        }
     }
 
     /// Whether the process or cgroup `key` was present at the last step.
@@ -383,6 +404,7 @@ impl Attributor {
             over_cpu_s: (seen - busy_cpu_s).max(0.0),
             entries,
             gpus: vec![],
+            cpu_times: self.cpu_times_source(),
         })
     }
 
@@ -494,29 +516,15 @@ impl Attributor {
         interval.entries.last_mut().expect("just pushed")
     }
 
-    /// Reads every process's CPU ticks; returns those with time since the previous scan.
+    /// Reads every process's CPU times; returns those with time since the previous scan.
     fn scan_processes(&mut self) -> io::Result<Vec<ProcDelta>> {
         self.generation += 1;
         let gen = self.generation;
         let first = gen == 1;
-        let proc_dir = self.root.path("/proc");
-        let dir = std::fs::read_dir(&proc_dir).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("{}: {e}; is /proc mounted?", proc_dir.display()),
-            )
-        })?;
-        let mut current: Vec<(ProcKey, ProcStat)> = Vec::new();
-        for e in dir.flatten() {
-            let name = e.file_name();
-            let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            let Some(st) = self.read_stat(pid) else {
-                continue; // ended between the listing and the read
-            };
+        let mut current: Vec<(ProcKey, ProcTimes)> = Vec::new();
+        for st in self.reader.read_all()? {
             let key = ProcKey {
-                pid,
+                pid: st.pid,
                 start_ticks: st.start_ticks,
             };
             if let Some(info) = self.procs.get_mut(&key) {
@@ -524,7 +532,6 @@ impl Attributor {
             }
             current.push((key, st));
         }
-        self.stat_files.retain(|_, (_, seen)| *seen == gen);
         // Processes gone since the previous scan: what their reaper's cutime + cstime will show
         // of them (their own time, their children's, and what those owed) was attributed
         // already, so it becomes a debt of the nearest ancestor still alive (normally the
@@ -533,12 +540,7 @@ impl Attributor {
             .procs
             .iter()
             .filter(|(_, i)| i.seen != gen)
-            .map(|(k, i)| {
-                (
-                    k.pid,
-                    (i.ppid, i.last_ticks + i.last_children_ticks + i.debt),
-                )
-            })
+            .map(|(k, i)| (k.pid, (i.ppid, i.last_ns + i.last_children_ns + i.debt)))
             .collect();
         self.procs.retain(|_, i| i.seen == gen);
         // Built only when something ended: most refreshes of `top` see no process end.
@@ -563,12 +565,12 @@ impl Attributor {
         for (key, st) in current {
             let (own, reaped) = match self.procs.get_mut(&key) {
                 Some(info) => {
-                    let own = st.cpu_ticks.saturating_sub(info.last_ticks);
-                    let grown = st.children_ticks.saturating_sub(info.last_children_ticks);
+                    let own = st.cpu_ns.saturating_sub(info.last_ns);
+                    let grown = st.children_ns.saturating_sub(info.last_children_ns);
                     let paid = grown.min(info.debt);
                     info.debt -= paid;
-                    info.last_ticks = st.cpu_ticks;
-                    info.last_children_ticks = st.children_ticks;
+                    info.last_ns = st.cpu_ns;
+                    info.last_children_ns = st.children_ns;
                     info.ppid = st.ppid;
                     if info.comm != st.comm {
                         // An exec (libvirt and Proxmox start QEMU as a child that moves into the
@@ -587,8 +589,8 @@ impl Attributor {
                             cgroup: None,
                             ppid: st.ppid,
                             vm: None,
-                            last_ticks: st.cpu_ticks,
-                            last_children_ticks: st.children_ticks,
+                            last_ns: st.cpu_ns,
+                            last_children_ns: st.children_ns,
                             debt: 0,
                             seen: gen,
                         },
@@ -597,7 +599,7 @@ impl Attributor {
                     if first {
                         (0, 0)
                     } else {
-                        (st.cpu_ticks, st.children_ticks)
+                        (st.cpu_ns, st.children_ns)
                     }
                 }
             };
@@ -621,9 +623,9 @@ impl Attributor {
     /// time that their own time leaves unexplained (plus two ticks per entry of read skew), so
     /// a child reaped by a process that never knew it (a reparented orphan) is not counted twice.
     fn process_entries(&self, deltas: Vec<ProcDelta>, busy_cpu_s: f64) -> Vec<Entry> {
-        let tick = 1.0 / self.ticks_per_s;
-        let own_s: f64 = deltas.iter().map(|d| d.own as f64 * tick).sum();
-        let reaped_s: f64 = deltas.iter().map(|d| d.reaped as f64 * tick).sum();
+        let tick = self.ns_per_tick as f64 * 1e-9;
+        let own_s: f64 = deltas.iter().map(|d| d.own as f64 * 1e-9).sum();
+        let reaped_s: f64 = deltas.iter().map(|d| d.reaped as f64 * 1e-9).sum();
         let slack = 2.0 * tick * deltas.len() as f64;
         let room = (busy_cpu_s - own_s).max(0.0) + slack;
         let scale = if reaped_s > room {
@@ -635,12 +637,12 @@ impl Attributor {
             .into_iter()
             .map(|d| {
                 let info = &self.procs[&d.key];
-                let children = d.reaped as f64 * tick * scale;
+                let children = d.reaped as f64 * 1e-9 * scale;
                 Entry {
                     pid: Some(d.key.pid),
                     comm: Some(info.comm.clone()),
                     cgroup: info.cgroup.clone().flatten(),
-                    cpu_s: d.own as f64 * tick + children,
+                    cpu_s: d.own as f64 * 1e-9 + children,
                     children_cpu_s: children,
                     ..Entry::new(Key::Process(d.key))
                 }
@@ -697,30 +699,6 @@ impl Attributor {
         by_vm.into_values().collect()
     }
 
-    /// One `read` per process: of its `/proc/PID/stat` kept open since an earlier scan (from
-    /// offset 0, so the kernel formats it afresh), else opened now and kept while the budget
-    /// allows. A kept file that fails (the process was reaped: `ESRCH`) is dropped and the
-    /// path opened again, which finds the PID's new process if it was reused. A stat line is a
-    /// few hundred bytes; a full buffer falls back to reading the rest.
-    fn read_stat(&mut self, pid: u32) -> Option<ProcStat> {
-        let gen = self.generation;
-        if let Some((f, seen)) = self.stat_files.get_mut(&pid) {
-            if read_whole_at_start(f, &mut self.buf).is_ok() {
-                *seen = gen;
-                return cputime::parse_proc_stat(&String::from_utf8_lossy(&self.buf));
-            }
-            self.stat_files.remove(&pid);
-        }
-        let path = self.root.path(format!("/proc/{pid}/stat"));
-        let f = std::fs::File::open(path).ok()?;
-        read_whole_at_start(&f, &mut self.buf).ok()?;
-        if self.stat_files.len() < self.stat_file_budget {
-            self.stat_files.insert(pid, (f, gen));
-        }
-        // comm is any 15 bytes, cut mid-character at times: never lose a process to UTF-8.
-        cputime::parse_proc_stat(&String::from_utf8_lossy(&self.buf))
-    }
-
     /// Reads every cgroup's usage; returns those with time of their own since the previous
     /// scan ([`cgroup::own_deltas`]).
     fn scan_cgroups(&mut self) -> io::Result<Vec<Entry>> {
@@ -762,55 +740,44 @@ fn key_alive(
     }
 }
 
-/// Reads all of `f` from offset 0 into `buf` (`pread`, so a kept `/proc` file is formatted
-/// afresh): one call for a stat line, more only for a longer file.
-fn read_whole_at_start(f: &std::fs::File, buf: &mut Vec<u8>) -> io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    buf.clear();
-    let mut chunk = [0u8; 1024];
-    loop {
-        let n = f.read_at(&mut chunk, buf.len() as u64)?;
-        buf.extend_from_slice(&chunk[..n]);
-        if n < chunk.len() {
-            return Ok(());
-        }
-    }
-}
-
-/// How many `/proc/PID/stat` files a process scan may keep open: half the soft descriptor
-/// limit, so the rest of the process keeps room, and at most 8192.
-fn stat_file_budget() -> usize {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes the limit into `lim`, which outlives the call.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return 0;
-    }
-    ((lim.rlim_cur / 2) as usize).min(8192)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A child killed and reaped when the test ends, passed or not.
+    struct Reaped(std::process::Child);
+
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
 
     /// Under the real `/proc` the stat files stay open between scans: a busy process's kept
     /// file shows its new ticks, and a reaped process's file is dropped with the process.
     #[test]
     fn kept_stat_files_follow_real_processes() {
-        let mut a = Attributor::new(SysRoot::new("/"), By::Process, IdlePolicy::Apart, 2).unwrap();
-        assert!(a.stat_file_budget > 0);
-        let mut busy = std::process::Command::new("sh")
-            .args(["-c", "while :; do :; done"])
-            .spawn()
-            .unwrap();
+        let root = SysRoot::new("/");
+        let mut a =
+            Attributor::with_cpu_times(root, By::Process, IdlePolicy::Apart, 2, "proc").unwrap();
+        assert!(a.reader.stat_file_budget > 0);
+        let busy = Reaped(
+            std::process::Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .unwrap(),
+        );
+        let busy = &busy.0;
         let mut idle = std::process::Command::new("sleep")
             .arg("30")
             .spawn()
             .unwrap();
         a.step(1.0, 0.1).unwrap();
-        assert!(a.stat_files.contains_key(&busy.id()) && a.stat_files.contains_key(&idle.id()));
+        assert!(
+            a.reader.stat_files.contains_key(&busy.id())
+                && a.reader.stat_files.contains_key(&idle.id())
+        );
         std::thread::sleep(std::time::Duration::from_millis(300));
         let iv = a.step(1.0, 0.3).unwrap();
         let busy_s: f64 = iv
@@ -826,10 +793,8 @@ mod tests {
         idle.kill().unwrap();
         idle.wait().unwrap();
         a.step(1.0, 0.1).unwrap();
-        assert!(!a.stat_files.contains_key(&idle.id()));
+        assert!(!a.reader.stat_files.contains_key(&idle.id()));
         assert!(a.procs.keys().all(|k| k.pid != idle.id()));
-        busy.kill().unwrap();
-        busy.wait().unwrap();
     }
 
     #[test]
@@ -837,7 +802,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         write(d.path(), "/proc/stat", &proc_stat(0));
         let a = Attributor::new(SysRoot::new(d.path()), By::Process, IdlePolicy::Apart, 2).unwrap();
-        assert_eq!(a.stat_file_budget, 0);
+        assert_eq!(a.reader.stat_file_budget, 0);
     }
 
     fn stat_line(pid: u32, comm: &str, ticks: u64, start: u64) -> String {

@@ -20,7 +20,8 @@ static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/rapl.bpf.o"));
 /// libbpf's last messages (its warnings explain a refused load); printed nowhere by default.
 static LIBBPF_LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-fn quiet_libbpf() {
+/// Keeps libbpf's messages for the errors (the task iterator loads through it too).
+pub(crate) fn quiet_libbpf() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, |_, msg: String| {

@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""make bench-agent: what the node agent costs as the number of processes grows (issue 33, goal 4).
+
+For each process count (NPROCS, default "1000 5000 10000" live processes on the machine, sleepers
+spread over 200 cgroups where a cgroup v2 hierarchy is writable, 20 of them busy at 2 % of a CPU
+each), in ROUNDS interleaved rounds of DURATION seconds:
+
+* `wattio top --by process --json --interval 1`, reading CPU times through the BPF task iterator
+  and through /proc (WATTIO_CPU_TIMES=bpf / proc), and `--by cgroup`;
+* procps `top -b -d 1`;
+* `wattio export --by process --max-series 20000`, scraped once a second by this script, through
+  both readers: the exporter's CPU, the scrape latency (p50, p99) and the series per scrape.
+
+CPU time is the tool's own (wait4 rusage, user + system: the kernel's work in a read counts), RSS
+its peak (GNU time's %M; the exporter's VmHWM). Whole-system cost: the task iterator runs only inside the agent's own read,
+with no program attached to a scheduler event, so nothing else changes; `perf bench sched pipe`
+with and without `top` running shows it (where perf is installed).
+
+Prints Markdown tables. Knobs: NPROCS, ROUNDS (3), DURATION (20), WATTIO_BIN.
+"""
+import os
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+W = os.environ.get("WATTIO_BIN", os.path.join(ROOT, "target/release/wattio"))
+NPROCS = [int(x) for x in os.environ.get("NPROCS", "1000 5000 10000").split()]
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
+DURATION = int(os.environ.get("DURATION", "20"))
+BUSY = 20
+CGROUPS = 200
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def live_processes():
+    return sum(1 for d in os.listdir("/proc") if d.isdigit())
+
+
+def cgroup_parent():
+    """A fresh cgroup v2 directory to hold the sleepers' cgroups, or None."""
+    for mount in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup"):
+        if os.path.exists(os.path.join(mount, "cgroup.controllers")):
+            d = os.path.join(mount, f"wattio-bench-agent-{os.getpid()}")
+            try:
+                os.mkdir(d)
+                return d
+            except OSError:
+                return None
+    return None
+
+
+class Population:
+    """Sleepers up to a target count of live processes, spread over cgroups, plus busy ones."""
+
+    def __init__(self):
+        self.procs = []
+        self.parent = cgroup_parent()
+        self.groups = []
+        if self.parent:
+            for i in range(CGROUPS):
+                g = os.path.join(self.parent, f"g{i:03}")
+                os.mkdir(g)
+                self.groups.append(g)
+        for _ in range(BUSY):
+            self.spawn([W, "workload", "spin", "--load", "0.02", "--duration", "100000s"])
+
+    def spawn(self, argv):
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if self.groups:
+            with open(os.path.join(self.groups[len(self.procs) % len(self.groups)], "cgroup.procs"), "w") as f:
+                f.write(str(p.pid))
+        self.procs.append(p)
+
+    def grow_to(self, n):
+        while live_processes() < n:
+            for _ in range(min(500, n - live_processes())):
+                self.spawn(["sleep", "100000"])
+        log(f"processes on the machine: {live_processes()}")
+
+    def end(self):
+        for p in self.procs:
+            p.kill()
+        for p in self.procs:
+            p.wait()
+        for g in self.groups:
+            os.rmdir(g)
+        if self.parent:
+            os.rmdir(self.parent)
+
+
+def run_measured(argv, env=None):
+    """CPU seconds and peak RSS (KiB) of a command run to its end. The RSS is GNU time's: a child
+    of this script would count the script's own pages copied at fork."""
+    out = f"/tmp/bench-agent-time-{os.getpid()}"
+    p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", out] + argv, stdout=subprocess.DEVNULL,
+                         env=env)
+    _, status, ru = os.wait4(p.pid, 0)
+    if status != 0:
+        sys.exit(f"{argv} failed: {status}")
+    with open(out) as f:
+        rss = int(f.read().split()[-1])
+    os.unlink(out)
+    return ru.ru_utime + ru.ru_stime, rss
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def exporter(reader, fresh=0):
+    """The exporter's CPU seconds, peak RSS, scrape latencies (s) and series per scrape; with
+    `fresh`, that many sleepers start after the exporter (each with CPU time of its own, so each
+    gets a series) and end with it."""
+    port = free_port()
+    env = dict(os.environ, WATTIO_CPU_TIMES=reader)
+    p = subprocess.Popen([W, "export", "--by", "process", "--max-series", "20000", "--listen",
+                          f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         env=env)
+    url = f"http://127.0.0.1:{port}/metrics"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=5).read()
+            break
+        except OSError:
+            if time.monotonic() > deadline or p.poll() is not None:
+                p.kill()
+                sys.exit("the exporter did not answer within 30 s")
+            time.sleep(0.2)
+    extra = [subprocess.Popen(["sleep", "100000"]) for _ in range(fresh)]
+    first = None
+    if fresh:
+        # The first scrape after they started reads each new process's cgroup once: timed
+        # apart from the steady scrapes.
+        time.sleep(2)
+        t = time.monotonic()
+        urllib.request.urlopen(url, timeout=30).read()
+        first = time.monotonic() - t
+    lat, series = [], []
+    start = time.monotonic()
+    for i in range(DURATION):
+        time.sleep(max(0.0, start + i + 1 - time.monotonic()))
+        t = time.monotonic()
+        body = urllib.request.urlopen(url, timeout=10).read()
+        lat.append(time.monotonic() - t)
+        series.append(body.count(b"\nwattio_process_energy_joules_total{"))
+    with open(f"/proc/{p.pid}/status") as f:
+        rss = next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
+    p.send_signal(signal.SIGTERM)
+    _, _, ru = os.wait4(p.pid, 0)
+    for x in extra:
+        x.kill()
+        x.wait()
+    return ru.ru_utime + ru.ru_stime, rss, lat, series, first
+
+
+def q(xs, f):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(f * (len(xs) - 1))))]
+
+
+def perf_sched(with_top):
+    """`perf bench sched pipe` ops/s, with `wattio top` (task iterator) beside it or not."""
+    top = None
+    if with_top:
+        top = subprocess.Popen([W, "top", "--json", "--interval", "1", "-n", "1000"],
+                               stdout=subprocess.DEVNULL, env=dict(os.environ, WATTIO_CPU_TIMES="bpf"))
+        time.sleep(2)
+    out = subprocess.run(["perf", "bench", "sched", "pipe", "-l", "200000"], capture_output=True,
+                         text=True).stdout
+    if top:
+        top.kill()
+        top.wait()
+    for line in out.splitlines():
+        if "ops/sec" in line:
+            return float(line.split()[0])
+    return float("nan")
+
+
+def main():
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    log(f"machine: {os.cpu_count()} vCPU, kernel {os.uname().release}")
+    pop = Population()
+    rows, export_rows = [], []
+    try:
+        for n in NPROCS:
+            pop.grow_to(n)
+            cpu = {}
+            rss = {}
+            exp = {}
+            for r in range(ROUNDS):
+                for tool in ("wattio-bpf", "wattio-proc", "wattio-cgroup", "top-b", "export-bpf", "export-proc"):
+                    if tool.startswith("export"):
+                        c, m, lat, series, _ = exporter(tool.split("-")[1])
+                        e = exp.setdefault(tool, {"cpu": [], "rss": [], "lat": [], "series": []})
+                        e["cpu"].append(c)
+                        e["rss"].append(m)
+                        e["lat"] += lat
+                        e["series"] += series
+                        log(f"{n} round {r + 1} {tool}: {c:.3f} CPU-s, p99 scrape {q(lat, 0.99) * 1e3:.1f} ms")
+                        continue
+                    if tool == "top-b":
+                        argv, env = ["top", "-b", "-d", "1", "-n", str(DURATION)], None
+                    else:
+                        by = "cgroup" if tool == "wattio-cgroup" else "process"
+                        reader = "proc" if tool == "wattio-proc" else "bpf"
+                        argv = [W, "top", "--by", by, "--json", "--interval", "1", "-n", str(DURATION)]
+                        env = dict(os.environ, WATTIO_CPU_TIMES=reader)
+                    c, m = run_measured(argv, env)
+                    cpu.setdefault(tool, []).append(c)
+                    rss.setdefault(tool, []).append(m)
+                    log(f"{n} round {r + 1} {tool}: {c:.3f} CPU-s")
+            top_b = statistics.median(cpu["top-b"])
+            for tool, xs in cpu.items():
+                rows.append((n, tool, xs, statistics.median(xs) / top_b, max(rss[tool])))
+            for tool, e in exp.items():
+                export_rows.append((n, tool, e, statistics.median(e["cpu"]) / top_b))
+        for reader in ("bpf", "proc"):
+            c, m, lat, series, first = exporter(reader, fresh=10000)
+            export_rows.append((f"{live_processes()} + 10000 fresh", f"export-{reader} (first scrape after they started: {first * 1e3:.0f} ms)",
+                                {"cpu": [c], "rss": [m], "lat": lat, "series": series},
+                                float("nan")))
+            log(f"10000 fresh {reader}: p99 scrape {q(lat, 0.99) * 1e3:.1f} ms, {max(series)} series")
+    finally:
+        pop.end()
+    print(f"\n| live processes | tool (1 s refresh, {DURATION} s, {ROUNDS} rounds) | CPU-s per round | median / procps top -b | peak RSS |")
+    print("|---:|---|---|---:|---:|")
+    for n, tool, xs, ratio, m in rows:
+        print(f"| {n} | {tool} | {', '.join(f'{x:.3f}' for x in xs)} | {ratio:.3f} | {m / 1024:.1f} MiB |")
+    print(f"\n| live processes | exporter, scraped every second | CPU-s per round | median / procps top -b | scrape p50 | scrape p99 | series per scrape | peak RSS |")
+    print("|---:|---|---|---:|---:|---:|---:|---:|")
+    for n, tool, e, ratio in export_rows:
+        print(f"| {n} | {tool} | {', '.join(f'{x:.3f}' for x in e['cpu'])} | {ratio:.3f} | "
+              f"{q(e['lat'], 0.5) * 1e3:.1f} ms | {q(e['lat'], 0.99) * 1e3:.1f} ms | "
+              f"{min(e['series'])}-{max(e['series'])} | {max(e['rss']) / 1024:.1f} MiB |")
+    if shutil.which("perf"):
+        off = [perf_sched(False) for _ in range(3)]
+        on = [perf_sched(True) for _ in range(3)]
+        print("\n| `perf bench sched pipe -l 200000` | ops/s (each run) | median |")
+        print("|---|---|---:|")
+        print(f"| agent off | {', '.join(f'{x:.0f}' for x in off)} | {statistics.median(off):.0f} |")
+        print(f"| `wattio top` (task iterator) running | {', '.join(f'{x:.0f}' for x in on)} | {statistics.median(on):.0f} |")
+
+
+if __name__ == "__main__":
+    main()
