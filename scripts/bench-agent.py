@@ -16,7 +16,11 @@ its peak (GNU time's %M; the exporter's VmHWM). Whole-system cost: the task iter
 with no program attached to a scheduler event, so nothing else changes; `perf bench sched pipe`
 with and without `top` running shows it (where perf is installed).
 
-Prints Markdown tables. Knobs: NPROCS, ROUNDS (3), DURATION (20), WATTIO_BIN.
+Then churn: `wattio top --by process` (task iterator) for CHURN_S seconds while processes are
+born and reaped at CHURN_RATE per second, its RSS sampled every CHURN_S / 10 seconds.
+
+Prints Markdown tables. Knobs: NPROCS, ROUNDS (3), DURATION (20), CHURN_S (3600; 0 skips it),
+CHURN_RATE (200), PARTS ("cost churn"), WATTIO_BIN.
 """
 import os
 import resource
@@ -34,6 +38,9 @@ W = os.environ.get("WATTIO_BIN", os.path.join(ROOT, "target/release/wattio"))
 NPROCS = [int(x) for x in os.environ.get("NPROCS", "1000 5000 10000").split()]
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 DURATION = int(os.environ.get("DURATION", "20"))
+CHURN_S = int(os.environ.get("CHURN_S", "3600"))
+CHURN_RATE = int(os.environ.get("CHURN_RATE", "200"))
+PARTS = os.environ.get("PARTS", "cost churn").split()
 BUSY = 20
 CGROUPS = 200
 
@@ -189,10 +196,48 @@ def perf_sched(with_top):
     return float("nan")
 
 
+def churn():
+    """RSS samples (s, KiB) of `wattio top` while processes are born and reaped at CHURN_RATE/s,
+    and the rate reached."""
+    top = subprocess.Popen([W, "top", "--json", "--interval", "1", "-n", str(CHURN_S + 5)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           env=dict(os.environ, WATTIO_CPU_TIMES="bpf"))
+    samples, born = [], 0
+    start = time.monotonic()
+    every = max(1, CHURN_S // 10)
+    next_sample = start + 2
+    while time.monotonic() - start < CHURN_S:
+        t = time.monotonic()
+        batch = [subprocess.Popen(["true"]) for _ in range(max(1, CHURN_RATE // 10))]
+        for b in batch:
+            b.wait()
+        born += len(batch)
+        if time.monotonic() >= next_sample:
+            with open(f"/proc/{top.pid}/status") as f:
+                rss = next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+            samples.append((time.monotonic() - start, rss))
+            next_sample += every
+        time.sleep(max(0.0, t + 0.1 - time.monotonic()))
+    top.kill()
+    top.wait()
+    return samples, born / (time.monotonic() - start)
+
+
 def main():
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     log(f"machine: {os.cpu_count()} vCPU, kernel {os.uname().release}")
+    if "cost" in PARTS:
+        cost()
+    if "churn" in PARTS and CHURN_S > 0:
+        samples, rate = churn()
+        print(f"\n| `wattio top --by process` (task iterator) under churn, {rate:.0f} processes born and reaped per second | RSS |")
+        print("|---|---:|")
+        for t, kib in samples:
+            print(f"| after {t:.0f} s | {kib / 1024:.1f} MiB |")
+
+
+def cost():
     pop = Population()
     rows, export_rows = [], []
     try:
