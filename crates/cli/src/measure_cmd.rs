@@ -38,6 +38,10 @@ pub struct MeasureArgs {
     /// otherwise their input and output are /dev/null).
     #[arg(long)]
     show_output: bool,
+    /// Do not sync after each run. By default a run whose command dirtied data is followed by
+    /// sync(2), measured apart as its sync phase: the writeback the command caused.
+    #[arg(long)]
+    no_sync: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -187,6 +191,9 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
     // after it and report the runs done.
     let cancel = crate::study_ui::cancel_on_signals()?;
     let mut exec = MeterExecutor::new(&meter, n_cpus, single || a.show_output);
+    if !a.no_sync {
+        exec = exec.syncing(cfg.root.clone());
+    }
     let bench = if single || a.show_output {
         run_benchmark(&plan, &mut exec, &cancel, &Sink::none())?
     } else {

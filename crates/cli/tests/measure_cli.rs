@@ -410,3 +410,83 @@ fn bad_invocations_are_refused_with_one_line_before_anything_runs() {
         assert!(!ran.exists(), "{args:?} ran the command");
     }
 }
+
+/// A scratch directory on a disk-backed file system (tmpfs pages are never dirty: they have no
+/// writeback, so a command writing there has nothing to sync).
+fn disk_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in("/var/tmp").expect("a directory under /var/tmp")
+}
+
+/// `measure -- dd … of=FILE` waits for the writeback it caused: a sync phase with the bytes the
+/// command dirtied, its own time and energy apart from the total, and the command's share of it
+/// labelled; with `--no-sync` there is none, and a command that wrote nothing has none either.
+#[test]
+fn a_writing_command_is_followed_by_its_measured_sync_unless_no_sync() {
+    let d = disk_dir();
+    let of = format!("of={}", d.path().join("out").display());
+    let dd = [
+        "dd",
+        "if=/dev/zero",
+        &of,
+        "bs=1M",
+        "count=64",
+        "status=none",
+    ];
+    let mut args = vec!["--json", "--"];
+    args.extend(dd);
+    let o = wattio(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    let s = &v["sync"];
+    assert!(s.is_object(), "no sync phase: {v}");
+    assert!(f(&s["written_bytes"]) >= (64u64 << 20) as f64, "{s}");
+    assert!(f(&s["duration_s"]) > 0.0 && f(&s["total_j"]) > 0.0, "{s}");
+    let share = f(&s["dirty_share"]);
+    assert!(share > 0.0 && share <= 1.0, "{s}");
+    assert!(f(&s["attributed_j"]) <= f(&s["total_j"]), "{s}");
+    let label = s["attributed_label"].as_str().unwrap();
+    assert!(
+        label.starts_with("estimated (model: ccf-linear(")
+            && label.ends_with("attributed (sync's cpu-time share × dirty-data share)"),
+        "{label}"
+    );
+
+    let mut args = vec!["--json", "--no-sync", "--"];
+    args.extend(dd);
+    let o = wattio(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(json(&o).get("sync").is_none(), "--no-sync still synced");
+
+    let o = wattio(&["--json", "--", "sh", "-c", BUSY]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        json(&o).get("sync").is_none(),
+        "a command that wrote nothing was synced"
+    );
+}
+
+/// The text summary names the sync phase and the command's share of it.
+#[test]
+fn the_summary_shows_the_sync_phase() {
+    let d = disk_dir();
+    let of = format!("of={}", d.path().join("out").display());
+    let o = wattio(&[
+        "--",
+        "dd",
+        "if=/dev/zero",
+        &of,
+        "bs=1M",
+        "count=8",
+        "status=none",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        t.contains("sync         ") && t.contains("after the command"),
+        "{t}"
+    );
+    assert!(
+        t.contains("sync share   ") && t.contains("dirty-data share"),
+        "{t}"
+    );
+}

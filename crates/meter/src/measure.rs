@@ -18,6 +18,7 @@
 pub mod bench;
 mod gpu_share;
 pub mod render;
+pub mod sync;
 
 use crate::meter::{EnergyReport, Meter};
 use serde::{Deserialize, Serialize};
@@ -190,6 +191,10 @@ pub struct RunReport {
     /// How `gpu_attributed_j` was made, e.g. `measured (nvml), attributed (gpu utilisation share)`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub gpu_attributed_label: Option<String>,
+    /// The writeback the command left dirty, synced and measured after it (not in `total_j`);
+    /// absent with `--no-sync` or when the command dirtied nothing.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub sync: Option<sync::SyncPhase>,
 }
 
 /// The CO₂e of a run's energy figures at one carbon intensity: `co2e_g` of `total_j`,
@@ -249,6 +254,7 @@ impl RunReport {
             co2e: None,
             gpu_attributed_j: None,
             gpu_attributed_label: None,
+            sync: None,
         }
     }
 
@@ -277,6 +283,10 @@ pub enum MeasureError {
     Spawn { cmd: String, err: std::io::Error },
     #[error("waiting for the command failed: {0}")]
     Wait(std::io::Error),
+    #[error(
+        "measuring the sync after the command: {0}; pass --no-sync to leave the writeback out"
+    )]
+    Sync(std::io::Error),
     // Not `#[from]`: that would make the energy error this one's source too, and an error
     // chain (`{:#}`) would print it twice.
     #[error("reading energy: {0}")]
@@ -332,6 +342,8 @@ pub struct MeterExecutor<'m> {
     inherit_io: bool,
     /// The GPUs the meter reads (NVML indices): their energy is split by who used them.
     gpu_indices: Vec<u32>,
+    /// Where to read `/proc/meminfo` and `/proc/stat` for the sync phase; `None`: no sync.
+    sync_root: Option<SysRoot>,
 }
 
 impl<'m> MeterExecutor<'m> {
@@ -348,7 +360,35 @@ impl<'m> MeterExecutor<'m> {
                 .filter(|c| c.domain == wattio_energy::Domain::Gpu)
                 .map(|c| c.socket)
                 .collect(),
+            sync_root: None,
         }
+    }
+
+    /// After each run whose command dirtied data, syncs and measures that as the run's sync
+    /// phase ([`sync`]), reading `/proc` under `root`.
+    pub fn syncing(mut self, root: SysRoot) -> Self {
+        self.sync_root = Some(root);
+        self
+    }
+
+    /// The sync phase after a run that ended at `after`, whose command dirtied `written_bytes`.
+    fn sync_phase(
+        &self,
+        root: &SysRoot,
+        after: &crate::meter::Snapshot,
+        written_bytes: u64,
+    ) -> Result<sync::SyncPhase, MeasureError> {
+        let start = sync::SyncStart::read(root).map_err(MeasureError::Sync)?;
+        sync::sync_all();
+        let end = self.meter.snapshot()?;
+        let busy = cputime::machine_busy_cpu_s(root).map_err(MeasureError::Sync)?;
+        Ok(sync::SyncPhase::new(
+            &self.meter.between(after, &end),
+            (busy - start.busy_cpu_s).max(0.0),
+            self.n_cpus,
+            written_bytes,
+            start.dirty_bytes,
+        ))
     }
 
     fn spawn(&self, cmd: &CommandSpec) -> Result<std::process::Child, MeasureError> {
@@ -384,6 +424,11 @@ impl Executor for MeterExecutor<'_> {
         if let Some(s) = share {
             r.gpu_attributed_j = Some(s.energy_j);
             r.gpu_attributed_label = Some(s.label);
+        }
+        if let Some(root) = &self.sync_root {
+            if usage.written_bytes > 0 {
+                r.sync = Some(self.sync_phase(root, &after, usage.written_bytes)?);
+            }
         }
         Ok(r)
     }

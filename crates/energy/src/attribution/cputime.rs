@@ -233,6 +233,9 @@ pub struct ChildUsage {
     pub cpu_s: f64,
     pub user_s: f64,
     pub sys_s: f64,
+    /// Bytes it and its waited-for descendants dirtied in the page cache or wrote directly
+    /// (`ru_oublock` × 512: the task's `write_bytes`).
+    pub written_bytes: u64,
 }
 
 /// `wait4` on one child, retrying on EINTR: its status and resource usage.
@@ -251,6 +254,7 @@ pub fn wait4_child(pid: u32) -> io::Result<ChildUsage> {
                 cpu_s: user_s + sys_s,
                 user_s,
                 sys_s,
+                written_bytes: (ru.ru_oublock.max(0) as u64).saturating_mul(512),
             });
         }
         let e = io::Error::last_os_error();

@@ -75,6 +75,21 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
         "command share {:.3} J, its CPU-time share of the total: {}",
         r.attributed_j, r.attributed_label
     );
+    if let Some(y) = &r.sync {
+        let _ = writeln!(
+            s,
+            "sync         {:.3} s after the command, {:.3} J (whole machine, not in the total), {:.3} busy CPU-s",
+            y.duration_s, y.total_j, y.busy_cpu_s
+        );
+        let _ = writeln!(
+            s,
+            "sync share   {:.3} J: the command wrote {} of the {} dirty: {}",
+            y.attributed_j,
+            format_bytes(y.written_bytes),
+            format_bytes(y.dirty_bytes),
+            y.attributed_label
+        );
+    }
     if let Some(c) = &r.co2e {
         let gpu = c
             .gpu_co2e_g
@@ -93,6 +108,15 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
     }
     let _ = writeln!(s, "exit code    {}", r.exit_code);
     s
+}
+
+/// Bytes in MiB (KiB below one MiB).
+fn format_bytes(b: u64) -> String {
+    if b < 1 << 20 {
+        format!("{:.1} KiB", b as f64 / 1024.0)
+    } else {
+        format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
+    }
 }
 
 /// What a CO₂e figure stands on: the intensity, and the energy's being an estimate.

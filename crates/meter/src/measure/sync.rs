@@ -145,7 +145,9 @@ mod tests {
         assert_eq!(p.dirty_share, 0.25);
         // 10 J over 2 s on 2 CPUs: 2.5 J per CPU-second; 0.25 CPU-s.
         assert!((p.attributed_j - 0.625).abs() < 1e-9, "{p:?}");
-        assert!(p.attributed_label.ends_with("attributed (sync's cpu-time share × dirty-data share)"));
+        assert!(p
+            .attributed_label
+            .ends_with("attributed (sync's cpu-time share × dirty-data share)"));
         let all = SyncPhase::new(&e, 1.0, 2, 300 << 20, 100 << 20);
         assert_eq!(all.dirty_share, 1.0);
         assert_eq!(SyncPhase::new(&e, 1.0, 2, 1, 0).dirty_share, 1.0);
