@@ -90,10 +90,11 @@ pub fn parse_dirty_bytes(meminfo: &str) -> Option<u64> {
     Some((kib("Dirty")? + kib("Writeback")?) * 1024)
 }
 
-/// The machine's dirty and under-writeback bytes now.
-pub fn dirty_bytes(root: &SysRoot) -> io::Result<u64> {
-    let path = root.path("/proc/meminfo");
-    let text = std::fs::read_to_string(&path)
+/// The machine's dirty and under-writeback bytes now, from the running kernel's
+/// `/proc/meminfo` (never a fixture's: `sync(2)` writes the real machine's dirty data).
+pub fn dirty_bytes() -> io::Result<u64> {
+    let path = std::path::Path::new("/proc/meminfo");
+    let text = std::fs::read_to_string(path)
         .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
     parse_dirty_bytes(&text).ok_or_else(|| {
         io::Error::new(
@@ -103,7 +104,8 @@ pub fn dirty_bytes(root: &SysRoot) -> io::Result<u64> {
     })
 }
 
-/// What the sync phase needs to know before it starts.
+/// What the sync phase needs to know before it starts: the dirty bytes, and the busy time under
+/// `root`, which the meter's figures are read under too.
 pub(crate) struct SyncStart {
     pub dirty_bytes: u64,
     pub busy_cpu_s: f64,
@@ -112,7 +114,7 @@ pub(crate) struct SyncStart {
 impl SyncStart {
     pub(crate) fn read(root: &SysRoot) -> io::Result<SyncStart> {
         Ok(SyncStart {
-            dirty_bytes: dirty_bytes(root)?,
+            dirty_bytes: dirty_bytes()?,
             busy_cpu_s: cputime::machine_busy_cpu_s(root)?,
         })
     }
