@@ -32,14 +32,15 @@ fn until_status(h: &ServerHandle, req: &str, want: u16, secs: u64) -> Duration {
     }
 }
 
-/// Pipelined `HEAD`s on a socket with a 4 KiB receive buffer that is never read: the answers
-/// fill both buffers and the server's write makes no progress. With one connection allowed,
-/// that client held the server for good (every other one got 503); the write now gives up
-/// after the idle timeout.
+/// Pipelined `GET`s of a 1 MiB file on a socket with a 4 KiB receive buffer that is never read:
+/// 64 MiB of answers fill both buffers, whatever their sizes, and the server's write makes no
+/// progress. With one connection allowed, that client held the server for good (every other one
+/// got 503); the write now gives up after the idle timeout.
 #[test]
 fn a_client_that_stops_reading_is_dropped_after_the_idle_timeout() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("a"), b"a").unwrap();
+    std::fs::write(d.path().join("big"), vec![7u8; 1 << 20]).unwrap();
     let mut cfg = ServerConfig::new(d.path());
     cfg.max_connections = 1;
     cfg.idle_timeout = Duration::from_secs(1);
@@ -51,12 +52,14 @@ fn a_client_that_stops_reading_is_dropped_after_the_idle_timeout() {
     stuck
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
-    let heads = "HEAD /a HTTP/1.1\r\nHost: x\r\n\r\n".repeat(20_000);
+    // Answers far beyond any socket buffer (HEADs' answers could all fit in an autotuned 4 MiB
+    // send buffer, leaving the server idle and the connection evictable).
+    let gets = "GET /big HTTP/1.1\r\nHost: x\r\n\r\n".repeat(64);
     // The server reads what fits and stops reading while its writes are stuck, so this write
     // may block (until the server drops us, or its own timeout): it runs on its own thread.
     let mut writer = stuck.try_clone().unwrap();
     let writing = std::thread::spawn(move || {
-        let _ = writer.write_all(heads.as_bytes());
+        let _ = writer.write_all(gets.as_bytes());
     });
     // The first byte of an answer: from here the server is busy writing to this connection,
     // not waiting for a request it could be evicted from, and the idle timeout runs.
