@@ -12,8 +12,9 @@
 //! sockets (one short-lived thread per connection, capped), parsing requests with `httparse`.
 
 use crate::attribute::{LiveAttribution, SeriesGuard};
-use crate::exposition::{render, CounterFamily, ExpositionFormat};
+use crate::exposition::{render, CounterFamily, ExpositionFormat, Labels};
 use crate::meter::Meter;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -37,13 +38,13 @@ pub(crate) struct EnergyLabels {
 }
 
 impl EnergyLabels {
-    fn pairs(&self) -> Vec<(&'static str, String)> {
+    fn pairs(&self) -> Labels<'_> {
         vec![
-            ("socket", self.socket.clone()),
-            ("domain", self.domain.clone()),
-            ("mechanism", self.mechanism.clone()),
-            ("estimated", self.estimated.clone()),
-            ("model", self.model.clone()),
+            ("socket", Cow::from(&self.socket)),
+            ("domain", Cow::from(&self.domain)),
+            ("mechanism", Cow::from(&self.mechanism)),
+            ("estimated", Cow::from(&self.estimated)),
+            ("model", Cow::from(&self.model)),
         ]
     }
 }
@@ -64,19 +65,19 @@ pub(crate) struct EntityLabels {
 }
 
 impl EntityLabels {
-    fn pairs(&self) -> Vec<(&'static str, String)> {
+    fn pairs(&self) -> Labels<'_> {
         let mut pairs = vec![
-            ("comm", self.comm.clone()),
-            ("pid", self.pid.clone()),
-            ("cgroup", self.cgroup.clone()),
+            ("comm", Cow::from(&self.comm)),
+            ("pid", Cow::from(&self.pid)),
+            ("cgroup", Cow::from(&self.cgroup)),
         ];
         if !self.vm.is_empty() {
-            pairs.push(("vm", self.vm.clone()));
+            pairs.push(("vm", Cow::from(&self.vm)));
         }
         pairs.extend([
-            ("mechanism", self.mechanism.clone()),
-            ("estimated", self.estimated.clone()),
-            ("attribution", self.attribution.clone()),
+            ("mechanism", Cow::from(&self.mechanism)),
+            ("estimated", Cow::from(&self.estimated)),
+            ("attribution", Cow::from(&self.attribution)),
         ]);
         pairs
     }
@@ -143,7 +144,7 @@ impl EntitySeriesSet {
         *self.entities_j.entry(self.other.clone()).or_insert(0.0) += up.other_j;
     }
 
-    fn samples(&self) -> Vec<(Vec<(&'static str, String)>, f64)> {
+    fn samples(&self) -> Vec<(Labels<'_>, f64)> {
         self.entities_j
             .iter()
             .map(|(l, &j)| (l.pairs(), j))
@@ -332,7 +333,7 @@ impl Exporter {
         render(&self.families(t), format)
     }
 
-    fn families(&self, t: &Totals) -> Vec<CounterFamily> {
+    fn families<'a>(&'a self, t: &'a Totals) -> Vec<CounterFamily<'a>> {
         let mut families = vec![
             CounterFamily {
                 name: "wattio_energy_joules".into(),
@@ -411,7 +412,7 @@ impl Exporter {
 
 /// The CO₂e of an energy family at `ci`: `…_joules` → `…_co2e_grams`, each sample's grams
 /// with the intensity as a label.
-fn co2e_twin(f: &CounterFamily, ci: &wattio_energy::CarbonIntensity) -> CounterFamily {
+fn co2e_twin<'a>(f: &CounterFamily<'a>, ci: &wattio_energy::CarbonIntensity) -> CounterFamily<'a> {
     let label = ci.label();
     let stem = f.name.strip_suffix("_joules").unwrap_or(&f.name);
     CounterFamily {
@@ -427,7 +428,7 @@ fn co2e_twin(f: &CounterFamily, ci: &wattio_energy::CarbonIntensity) -> CounterF
             .iter()
             .map(|(pairs, j)| {
                 let mut pairs = pairs.clone();
-                pairs.push(("carbon_intensity", label.clone()));
+                pairs.push(("carbon_intensity", Cow::Owned(label.clone())));
                 (pairs, ci.co2e_g(*j))
             })
             .collect(),

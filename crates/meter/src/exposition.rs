@@ -14,16 +14,20 @@
 use std::borrow::Cow;
 use std::fmt::Write;
 
-/// A counter family: its samples are `{name}_total{labels} value`.
+/// One sample's label pairs (name, value), the values borrowed where they can be.
+pub type Labels<'a> = Vec<(&'static str, Cow<'a, str>)>;
+
+/// A counter family: its samples are `{name}_total{labels} value`. Label values borrow from
+/// whoever keeps the series (a scrape of 10,000 series copies no label).
 #[derive(Debug, Clone)]
-pub struct CounterFamily {
+pub struct CounterFamily<'a> {
     /// The family name, without `_total`.
     pub name: Cow<'static, str>,
     pub help: Cow<'static, str>,
     /// The unit, a suffix of `name` as OpenMetrics requires (`joules`), if the family has one.
     pub unit: Option<&'static str>,
     /// Label pairs and value of each sample.
-    pub samples: Vec<(Vec<(&'static str, String)>, f64)>,
+    pub samples: Vec<(Labels<'a>, f64)>,
 }
 
 /// Which text format a response carries.
@@ -95,7 +99,7 @@ impl ExpositionFormat {
 }
 
 /// Renders `families` in `format`.
-pub fn render(families: &[CounterFamily], format: ExpositionFormat) -> String {
+pub fn render(families: &[CounterFamily<'_>], format: ExpositionFormat) -> String {
     let mut out = String::new();
     for f in families {
         let sample = format!("{}_total", f.name);
@@ -120,11 +124,16 @@ pub fn render(families: &[CounterFamily], format: ExpositionFormat) -> String {
                     if i > 0 {
                         out.push(',');
                     }
-                    let _ = write!(out, "{name}=\"{}\"", escape(v, true));
+                    out.push_str(name);
+                    out.push_str("=\"");
+                    escape_into(&mut out, v, true);
+                    out.push('"');
                 }
                 out.push('}');
             }
-            let _ = writeln!(out, " {}", number(*value));
+            out.push(' ');
+            push_number(&mut out, *value);
+            out.push('\n');
         }
     }
     if format == ExpositionFormat::OpenMetrics {
@@ -135,13 +144,13 @@ pub fn render(families: &[CounterFamily], format: ExpositionFormat) -> String {
 
 /// A value as both formats write it: `NaN`, `+Inf`, `-Inf`, or a decimal (never an exponent
 /// that a strict parser could refuse: Rust's `Display` for `f64` writes none).
-fn number(v: f64) -> String {
+fn push_number(out: &mut String, v: f64) {
     if v.is_nan() {
-        "NaN".into()
+        out.push_str("NaN");
     } else if v.is_infinite() {
-        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
+        out.push_str(if v > 0.0 { "+Inf" } else { "-Inf" });
     } else {
-        format!("{v}")
+        let _ = write!(out, "{v}");
     }
 }
 
@@ -149,22 +158,32 @@ fn number(v: f64) -> String {
 /// formats, OpenMetrics' HELP).
 fn escape(text: &str, quotes: bool) -> String {
     let mut s = String::with_capacity(text.len());
+    escape_into(&mut s, text, quotes);
+    s
+}
+
+/// [`escape`] appended to `out`; a value with nothing to escape (nearly all) is copied whole.
+fn escape_into(out: &mut String, text: &str, quotes: bool) {
+    let special = |b: u8| b == b'\\' || b == b'\n' || (quotes && b == b'"');
+    if !text.bytes().any(special) {
+        out.push_str(text);
+        return;
+    }
     for c in text.chars() {
         match c {
-            '\\' => s.push_str("\\\\"),
-            '\n' => s.push_str("\\n"),
-            '"' if quotes => s.push_str("\\\""),
-            c => s.push(c),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '"' if quotes => out.push_str("\\\""),
+            c => out.push(c),
         }
     }
-    s
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn family() -> CounterFamily {
+    fn family() -> CounterFamily<'static> {
         CounterFamily {
             name: "x_energy_joules".into(),
             help: "Energy; estimated=\"true\" marks a\\b".into(),
@@ -251,6 +270,12 @@ mod tests {
             ExpositionFormat::from_accept(Some("text/*;q=0.9, application/openmetrics-text;q=0.8")),
             Prometheus
         );
+    }
+
+    fn number(v: f64) -> String {
+        let mut s = String::new();
+        push_number(&mut s, v);
+        s
     }
 
     #[test]
