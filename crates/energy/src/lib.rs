@@ -87,7 +87,7 @@ pub use host::{
 };
 pub use hwmon::HwmonMeter;
 pub use ipmi::{parse_dcmi_reading, DcmiReading, IpmiMeter, IPMITOOL_ENV};
-pub use machine::Machine;
+pub use machine::{meminfo_bytes, Machine};
 pub use model::ModelSource;
 pub use model_choice::ModelChoice;
 pub use model_file::{load_model_file, FitSummary, LevelResult, ModelFile, MODEL_FILE_FORMAT};

@@ -57,10 +57,18 @@ pub(crate) fn virtualised(root: &SysRoot) -> bool {
         .unwrap_or(false)
 }
 
-/// `MemTotal:   16337456 kB` → bytes (the kernel's `kB` is KiB, `fs/proc/meminfo.c`).
+/// `MemTotal:   16337456 kB` → bytes.
 fn mem_total_bytes(meminfo: &str) -> Option<u64> {
-    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let mut f = line["MemTotal:".len()..].split_whitespace();
+    meminfo_bytes(meminfo, "MemTotal")
+}
+
+/// The field `key` of a `/proc/meminfo` text (`Dirty:   1024 kB`) in bytes: the kernel's `kB`
+/// is KiB (`fs/proc/meminfo.c`); a field in another unit, or missing, is `None`.
+pub fn meminfo_bytes(meminfo: &str, key: &str) -> Option<u64> {
+    let line = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))?;
+    let mut f = line.split_whitespace();
     let kib: u64 = f.next()?.parse().ok()?;
     (f.next() == Some("kB")).then(|| kib.checked_mul(1024))?
 }

@@ -48,24 +48,30 @@ fn choose_cpu_times(root: &SysRoot, wanted: &str) -> io::Result<CpuTimes> {
         }
         return Ok(CpuTimes::Proc);
     }
-    #[cfg(feature = "ebpf")]
-    match task_iter::TaskIter::open() {
-        Ok(it) => return Ok(CpuTimes::TaskIter(it)),
-        Err(e) if required => {
-            return Err(io::Error::other(format!(
-                "{CPU_TIMES_ENV}=bpf: {e}; run as root (CAP_BPF and CAP_PERFMON) or set {CPU_TIMES_ENV}=proc"
-            )))
-        }
-        Err(_) => return Ok(CpuTimes::Proc),
+    match open_task_iter() {
+        Ok(c) => Ok(c),
+        Err(why) if required => Err(io::Error::other(format!("{CPU_TIMES_ENV}=bpf: {why}"))),
+        Err(_) => Ok(CpuTimes::Proc),
     }
-    #[allow(unreachable_code)]
-    if required {
-        return Err(io::Error::other(format!(
-            "{CPU_TIMES_ENV}=bpf: this build has no BPF support; {}",
-            crate::ebpf::NOT_BUILT_FIX
-        )));
-    }
-    Ok(CpuTimes::Proc)
+}
+
+/// The task iterator, or why it cannot be used here and what to do.
+#[cfg(feature = "ebpf")]
+fn open_task_iter() -> Result<CpuTimes, String> {
+    task_iter::TaskIter::open()
+        .map(CpuTimes::TaskIter)
+        .map_err(|e| {
+            format!("{e}; run as root (CAP_BPF and CAP_PERFMON) or set {CPU_TIMES_ENV}=proc")
+        })
+}
+
+/// A build without the `ebpf` feature has no task iterator.
+#[cfg(not(feature = "ebpf"))]
+fn open_task_iter() -> Result<CpuTimes, String> {
+    Err(format!(
+        "this build has no BPF support; {}",
+        crate::ebpf::NOT_BUILT_FIX
+    ))
 }
 
 /// Reads every process's CPU times, the cheapest way this machine allows.

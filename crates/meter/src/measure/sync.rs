@@ -17,7 +17,7 @@
 use serde::{Deserialize, Serialize};
 use std::io;
 use wattio_energy::attribution::{self, cputime};
-use wattio_energy::SysRoot;
+use wattio_energy::{meminfo_bytes, SysRoot};
 
 use crate::meter::EnergyReport;
 
@@ -78,16 +78,7 @@ impl SyncPhase {
 
 /// `Dirty` + `Writeback` of a `/proc/meminfo` text, in bytes.
 pub fn parse_dirty_bytes(meminfo: &str) -> Option<u64> {
-    let kib = |name: &str| -> Option<u64> {
-        meminfo
-            .lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))?
-            .split_whitespace()
-            .next()?
-            .parse()
-            .ok()
-    };
-    Some((kib("Dirty")? + kib("Writeback")?) * 1024)
+    meminfo_bytes(meminfo, "Dirty")?.checked_add(meminfo_bytes(meminfo, "Writeback")?)
 }
 
 /// The machine's dirty and under-writeback bytes now, from the running kernel's
