@@ -444,6 +444,11 @@ fn a_writing_command_is_followed_by_its_measured_sync_unless_no_sync() {
     let share = f(&s["dirty_share"]);
     assert!(share > 0.0 && share <= 1.0, "{s}");
     assert!(f(&s["attributed_j"]) <= f(&s["total_j"]), "{s}");
+    let total = s["total_label"].as_str().unwrap();
+    assert!(
+        total.starts_with("estimated (model: ccf-linear("),
+        "{total}"
+    );
     let label = s["attributed_label"].as_str().unwrap();
     assert!(
         label.starts_with("estimated (model: ccf-linear(")

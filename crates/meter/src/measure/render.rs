@@ -78,8 +78,15 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
     if let Some(y) = &r.sync {
         let _ = writeln!(
             s,
-            "sync         {:.3} s after the command, {:.3} J (whole machine, not in the total), {:.3} busy CPU-s",
-            y.duration_s, y.total_j, y.busy_cpu_s
+            "sync         {:.3} s after the command, {:.3} J (whole machine, not in the total){}, {:.3} busy CPU-s",
+            y.duration_s,
+            y.total_j,
+            if e.provenance.estimated {
+                " ESTIMATED"
+            } else {
+                ""
+            },
+            y.busy_cpu_s
         );
         let _ = writeln!(
             s,

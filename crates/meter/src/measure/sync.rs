@@ -27,6 +27,8 @@ pub struct SyncPhase {
     pub duration_s: f64,
     /// The machine's energy over the sync (as the run's `total_j`: packages + DRAM).
     pub total_j: f64,
+    /// Where `total_j` comes from: `measured (perf)` or `estimated (model: …)`.
+    pub total_label: String,
     /// The machine's busy CPU-seconds in the sync (`/proc/stat`).
     pub busy_cpu_s: f64,
     /// Bytes the command dirtied or wrote (`ru_oublock` × 512).
@@ -55,6 +57,7 @@ impl SyncPhase {
         } else {
             (written_bytes as f64 / dirty_bytes as f64).min(1.0)
         };
+        let total_label = energy.provenance_label();
         SyncPhase {
             duration_s: energy.duration_s,
             total_j: energy.total_j,
@@ -69,9 +72,9 @@ impl SyncPhase {
                 busy_cpu_s * dirty_share,
             ),
             attributed_label: format!(
-                "{}, attributed (sync's cpu-time share × dirty-data share)",
-                energy.provenance_label()
+                "{total_label}, attributed (sync's cpu-time share × dirty-data share)"
             ),
+            total_label,
         }
     }
 }
