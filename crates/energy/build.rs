@@ -16,7 +16,7 @@ fn main() {
         return;
     }
     println!("cargo:rerun-if-env-changed=CLANG");
-    for name in ["rapl", "tasks"] {
+    for name in ["rapl", "tasks", "kio"] {
         compile(name);
     }
 }

@@ -26,9 +26,9 @@ use crate::Source;
 #[cfg(feature = "ebpf")]
 mod bpf;
 #[cfg(feature = "ebpf")]
-pub(crate) use bpf::quiet_libbpf;
-#[cfg(feature = "ebpf")]
 pub use bpf::EbpfSource;
+#[cfg(feature = "ebpf")]
+pub(crate) use bpf::{libbpf_last_message, quiet_libbpf};
 
 /// Events one CPU's record carries; `MAX_EVENTS_PER_CPU` in `bpf/rapl.bpf.c` (RAPL has at most
 /// five domains per package).

@@ -731,6 +731,7 @@ mod tests {
                 entries: vec![entry(7, 4.0), entry(8, 2.0)],
                 gpus: vec![],
                 cpu_times: None,
+                kernel_io: None,
             },
             co2e: None,
             beside: vec![crate::DomainEnergy {

@@ -76,6 +76,9 @@ fn top_header(a: &AttributedInterval, since_start_j: f64, idle_since_start_j: f6
             m.label.as_deref().unwrap_or("")
         );
     }
+    if let Some(k) = &i.kernel_io {
+        let _ = writeln!(s, "{}", kernel_io_line(i, k));
+    }
     for g in &i.gpus {
         let _ = writeln!(
             s,
@@ -91,6 +94,27 @@ fn top_header(a: &AttributedInterval, since_start_j: f64, idle_since_start_j: f6
         );
     }
     s
+}
+
+/// The kernel I/O work of an interval, in CPUs' worth: what was charged to owners by kind, what
+/// had no owner, and the label.
+fn kernel_io_line(i: &Interval, k: &wattio_energy::attribution::kernel_io::Summary) -> String {
+    let kinds = |m: &std::collections::BTreeMap<&str, f64>| {
+        m.iter()
+            .map(|(kind, s)| format!("{kind} {:.3}", per_s(i, *s)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let owned: f64 = k.owned_cpu_s.values().sum();
+    let unowned: f64 = k.unowned_cpu_s.values().sum();
+    format!(
+        "kernel I/O {:.3} CPUs charged to its owners ({}), {:.3} with no owner ({})   {}",
+        per_s(i, owned),
+        kinds(&k.owned_cpu_s),
+        per_s(i, unowned),
+        kinds(&k.unowned_cpu_s),
+        k.label
+    )
 }
 
 /// `top`'s table: the column heads for `a.by`, one line per entry (at most `rows`), and what the

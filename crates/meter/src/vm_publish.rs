@@ -246,6 +246,7 @@ mod tests {
                 .collect(),
             gpus: vec![],
             cpu_times: None,
+            kernel_io: None,
         }
     }
 

@@ -16,11 +16,14 @@
 //!   [`crate::GpuProcessReader`]);
 //! * [`vm`] — which VM a host process belongs to (libvirt and Proxmox scopes, QEMU command lines,
 //!   vhost workers), for `--by vm`;
+//! * [`kernel_io`] — the kernel's I/O work (kworker writeback, block completions, network
+//!   softirqs) timed by a BPF program and moved from the task that ran it to the process whose
+//!   I/O caused it, labelled [`kernel_io::LABEL`];
 //! * [`task_iter`] — every process's CPU times in one read of a BPF task iterator, the cheap path
 //!   of attribution by process where BPF is available (the /proc path elsewhere);
 //! * [`Attributor`] — interval attribution of a whole machine (`wattio top`, `record --by`,
 //!   `export`): [`Interval`]s of [`Entry`]s, one per [`Key`] (a process, [`ProcKey`], or a
-//!   cgroup), grouped [`By`] process or cgroup.
+//!   cgroup), grouped [`By`] process or cgroup (the types in `entry.rs`).
 //!
 //! With a RAPL mechanism the total is measured and the split is a model: figures are labelled
 //! `attributed (cpu-time share)` next to the mechanism ([`attributed_label`]). With the
@@ -28,14 +31,17 @@
 
 pub mod cgroup;
 pub mod cputime;
+mod entry;
 mod gpu;
+pub mod kernel_io;
 mod proc_reader;
 mod split;
 pub mod task_iter;
 mod tracker;
 pub mod vm;
 
+pub use entry::{By, Entry, GpuInterval, Interval, KernelIoSummary, Key, ProcKey, HOST_ENTRY};
 pub use gpu::{split_gpu, GpuShareBasis, GpuSplit, GpuUse};
 pub use proc_reader::CPU_TIMES_ENV;
 pub use split::{attributed_label, machine_cpus, share_j, split, IdlePolicy, Split};
-pub use tracker::{Attributor, By, Entry, GpuInterval, Interval, Key, ProcKey, HOST_ENTRY};
+pub use tracker::Attributor;

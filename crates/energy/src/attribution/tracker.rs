@@ -21,181 +21,14 @@
 
 use super::cgroup;
 use super::cputime::{self, ProcTimes};
-use super::gpu::{split_gpu, GpuShareBasis, GpuUse};
+use super::entry::{By, Entry, GpuInterval, Interval, Key, ProcKey, HOST_ENTRY};
+use super::gpu::{split_gpu, GpuUse};
+use super::kernel_io::{KernelIo, KERNEL_IO_ENV};
 use super::proc_reader::{ProcReader, CPU_TIMES_ENV};
 use super::split::{split, IdlePolicy};
 use crate::root::SysRoot;
-use serde::Serialize;
 use std::collections::HashMap;
 use std::io;
-
-/// What the energy is attributed to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum By {
-    Process,
-    Cgroup,
-    /// Virtual machines on this host ([`super::vm`]), and the host's own processes as one entry.
-    Vm,
-}
-
-impl std::str::FromStr for By {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "process" | "pid" => Ok(By::Process),
-            "cgroup" | "container" => Ok(By::Cgroup),
-            "vm" | "vms" => Ok(By::Vm),
-            other => Err(format!("unknown --by '{other}': use process, cgroup or vm")),
-        }
-    }
-}
-
-impl By {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            By::Process => "process",
-            By::Cgroup => "cgroup",
-            By::Vm => "vm",
-        }
-    }
-}
-
-/// Names one process across pid reuse: pid and start time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ProcKey {
-    pub pid: u32,
-    pub start_ticks: u64,
-}
-
-/// An attributed entity: a process or a cgroup.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Key {
-    Process(ProcKey),
-    Cgroup(String),
-    /// A VM by its name ([`HOST_ENTRY`] for the processes in no VM).
-    Vm(String),
-}
-
-/// The `--by vm` entry of the processes that belong to no VM: the host's own work.
-pub const HOST_ENTRY: &str = "(host)";
-
-/// One entry of an interval.
-#[derive(Debug, Clone, Serialize)]
-pub struct Entry {
-    #[serde(skip)]
-    pub key: Key,
-    /// The process id (absent when attributing by cgroup).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
-    /// The command name (absent when attributing by cgroup).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub comm: Option<String>,
-    /// The cgroup v2 path (`None` where the process's cgroup could not be read).
-    pub cgroup: Option<String>,
-    /// By VM: the VM's name, as the host names it ([`HOST_ENTRY`] for the host's processes).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub vm: Option<String>,
-    /// CPU-seconds in the interval: its own plus `children_cpu_s`.
-    pub cpu_s: f64,
-    /// By process: CPU-seconds of children it reaped in the interval that no scan saw alive
-    /// (part of `cpu_s`).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub children_cpu_s: f64,
-    /// Joules attributed in the interval.
-    pub energy_j: f64,
-    /// `energy_j / interval_s`.
-    pub power_w: f64,
-    /// Joules attributed since the attributor started.
-    pub total_energy_j: f64,
-    /// CO₂e of `energy_j` and of `total_energy_j`, where a carbon intensity was given
-    /// (`top --carbon-intensity` / `--region`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub co2e_g: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub total_co2e_g: Option<f64>,
-    /// GPU joules attributed in the interval (all GPUs), where GPUs are read: apart from
-    /// `energy_j`, as the meter keeps GPUs apart from the CPU total ([`Attributor::attribute_gpus`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gpu_energy_j: Option<f64>,
-    /// GPU joules attributed since the attributor started.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub total_gpu_energy_j: Option<f64>,
-    /// CO₂e of `gpu_energy_j` and of `total_gpu_energy_j`, with a carbon intensity.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gpu_co2e_g: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub total_gpu_co2e_g: Option<f64>,
-}
-
-fn is_zero(x: &f64) -> bool {
-    *x == 0.0
-}
-
-impl Entry {
-    /// An entry of `key` with no name, no time and no energy yet.
-    pub fn new(key: Key) -> Entry {
-        Entry {
-            key,
-            pid: None,
-            comm: None,
-            cgroup: None,
-            vm: None,
-            cpu_s: 0.0,
-            children_cpu_s: 0.0,
-            energy_j: 0.0,
-            power_w: 0.0,
-            total_energy_j: 0.0,
-            co2e_g: None,
-            total_co2e_g: None,
-            gpu_energy_j: None,
-            total_gpu_energy_j: None,
-            gpu_co2e_g: None,
-            total_gpu_co2e_g: None,
-        }
-    }
-}
-
-/// One interval's attribution.
-#[derive(Debug, Clone, Serialize)]
-pub struct Interval {
-    pub interval_s: f64,
-    /// The interval's energy (the meter's total: packages + DRAM).
-    pub total_j: f64,
-    /// The part no entry's CPU time explains.
-    pub idle_j: f64,
-    /// Busy CPU-seconds of the machine in the interval (`/proc/stat`).
-    pub busy_cpu_s: f64,
-    /// Busy CPU-seconds not found in any entry: by process, children not (yet) waited for and
-    /// interrupt time; by cgroup, read skew.
-    pub unseen_cpu_s: f64,
-    /// CPU-seconds the entries have beyond the machine's busy time (read skew between the
-    /// files, 10 ms ticks): a check that nothing is counted twice.
-    pub over_cpu_s: f64,
-    /// Entries with CPU time or GPU use in the interval, most energy (CPU and GPU) first.
-    pub entries: Vec<Entry>,
-    /// Each GPU's split, where GPUs are read.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub gpus: Vec<GpuInterval>,
-    /// By process or VM: where the CPU times were read ([`Attributor::cpu_times_source`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cpu_times: Option<&'static str>,
-}
-
-/// One GPU's energy in an interval and how it was split.
-#[derive(Debug, Clone, Serialize)]
-pub struct GpuInterval {
-    pub index: u32,
-    pub energy_j: f64,
-    /// The part no process's use explains.
-    pub idle_j: f64,
-    /// `None` when NVML answered neither way (`note` says why): all of it is idle.
-    pub basis: Option<GpuShareBasis>,
-    /// E.g. `measured (nvml), attributed (gpu utilisation share)`.
-    pub label: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
 
 struct ProcInfo {
     comm: String,
@@ -243,6 +76,8 @@ pub struct Attributor {
     generation: u64,
     /// Every process's CPU times, by the task iterator or /proc (by process or VM).
     reader: ProcReader,
+    /// The kernel's I/O work, moved to its owners ([`KernelIo`]), where its program loads.
+    kernel_io: Option<KernelIo>,
 }
 
 impl Attributor {
@@ -278,6 +113,7 @@ impl Attributor {
             By::Process | By::Vm => ProcReader::open(&root, Some(cpu_times))?,
             By::Cgroup => ProcReader::open(&root, None)?,
         };
+        let root_for_kio = root.clone();
         let mut a = Attributor {
             last_busy_s: cputime::machine_busy_cpu_s(&root)?,
             root,
@@ -293,6 +129,10 @@ impl Attributor {
             gpu_totals: HashMap::new(),
             last_scan: std::time::Instant::now(),
             generation: 0,
+            kernel_io: KernelIo::open(
+                &std::env::var(KERNEL_IO_ENV).unwrap_or_default(),
+                &root_for_kio,
+            )?,
             reader,
         };
         match a.by {
@@ -347,15 +187,22 @@ impl Attributor {
     fn step_inner(&mut self, total_j: f64, interval_s: Option<f64>) -> io::Result<Interval> {
         let busy = cputime::machine_busy_cpu_s(&self.root)?;
         let busy_cpu_s = (busy - self.last_busy_s).max(0.0);
+        let (by, ns_per_tick) = (self.by, self.ns_per_tick);
+        let mut kernel_io = None;
+        let mut with_kernel_io = |mut e: Vec<Entry>, kio: Option<&mut KernelIo>| {
+            kernel_io = kio.map(|k| k.step(&mut e, by, ns_per_tick));
+            e
+        };
         let deltas = match self.by {
             By::Process => {
                 let d = self.scan_processes()?;
-                self.process_entries(d, busy_cpu_s)
+                with_kernel_io(self.process_entries(d, busy_cpu_s), self.kernel_io.as_mut())
             }
-            By::Cgroup => self.scan_cgroups()?,
+            By::Cgroup => with_kernel_io(self.scan_cgroups()?, self.kernel_io.as_mut()),
             By::Vm => {
                 let d = self.scan_processes()?;
                 let e = self.process_entries(d, busy_cpu_s);
+                let e = with_kernel_io(e, self.kernel_io.as_mut());
                 self.vm_entries(e)
             }
         };
@@ -370,6 +217,9 @@ impl Attributor {
             .zip(s.entries_j)
             .map(|(mut e, j)| {
                 e.energy_j = j;
+                if e.cpu_s > 0.0 {
+                    e.kernel_io_j = j * (e.kernel_io_cpu_s / e.cpu_s).min(1.0);
+                }
                 e.power_w = if interval_s > 0.0 {
                     j / interval_s
                 } else {
@@ -405,6 +255,7 @@ impl Attributor {
             entries,
             gpus: vec![],
             cpu_times: self.cpu_times_source(),
+            kernel_io,
         })
     }
 

@@ -26,7 +26,7 @@ pub(crate) fn quiet_libbpf() {
     ONCE.call_once(|| {
         libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, |_, msg: String| {
             let mut log = LIBBPF_LOG.lock().unwrap_or_else(|e| e.into_inner());
-            if log.len() >= 16 {
+            if log.len() >= 64 {
                 log.remove(0);
             }
             log.push(msg.trim().trim_start_matches("libbpf: ").to_string());
@@ -35,12 +35,22 @@ pub(crate) fn quiet_libbpf() {
 }
 
 /// `e` as an [`EnergyError`] naming the step, libbpf's last message and the fix its kind calls for.
-fn bpf_error(root: &SysRoot, step: &str, e: libbpf_rs::Error) -> EnergyError {
-    let last = LIBBPF_LOG
+/// libbpf's last message, which says why a load was refused.
+pub(crate) fn libbpf_last_message() -> Option<String> {
+    if std::env::var_os("WATTIO_BPF_LOG").is_some() {
+        for l in LIBBPF_LOG.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            eprintln!("libbpf: {l}");
+        }
+    }
+    LIBBPF_LOG
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .last()
-        .cloned();
+        .cloned()
+}
+
+fn bpf_error(root: &SysRoot, step: &str, e: libbpf_rs::Error) -> EnergyError {
+    let last = libbpf_last_message();
     let mut reason = format!("{step} failed: {e:#}");
     if let Some(last) = last {
         reason.push_str(&format!(" (libbpf: {last})"));

@@ -1,0 +1,149 @@
+//! Loading `bpf/kio.bpf.c` and reading its maps.
+
+use std::io;
+
+use libbpf_rs::{MapCore, MapFlags, ObjectBuilder};
+
+use super::{DoerRecord, OwnerRecord, Snapshot};
+
+static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kio.bpf.o"));
+
+/// Bytes of `struct owner_work` and `struct doer_work`.
+const OWNER_BYTES: usize = 72;
+const DOER_BYTES: usize = 48;
+
+/// The kernel I/O program, loaded and attached to its tracepoints and functions.
+pub struct Tracer {
+    _links: Vec<libbpf_rs::Link>,
+    object: libbpf_rs::Object,
+}
+
+fn comm(b: &[u8]) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..end]).into_owned()
+}
+
+fn u64_at(b: &[u8], o: usize) -> u64 {
+    u64::from_ne_bytes(b[o..o + 8].try_into().expect("8 bytes"))
+}
+
+/// Decodes an `owners` record of `tgid`; `None` for a value of another size.
+pub fn decode_owner(tgid: u32, b: &[u8]) -> Option<OwnerRecord> {
+    (b.len() == OWNER_BYTES).then(|| OwnerRecord {
+        tgid,
+        ns: std::array::from_fn(|k| u64_at(b, 8 * k)),
+        cgroup_id: u64_at(b, 40),
+        start_ns: u64_at(b, 48),
+        comm: comm(&b[56..72]),
+    })
+}
+
+/// Decodes a `doers` record of `tgid`.
+pub fn decode_doer(tgid: u32, b: &[u8]) -> Option<DoerRecord> {
+    (b.len() == DOER_BYTES).then(|| DoerRecord {
+        tgid,
+        task_ns: u64_at(b, 0),
+        irq_ns: u64_at(b, 8),
+        cgroup_id: u64_at(b, 16),
+        start_ns: u64_at(b, 24),
+        comm: comm(&b[32..48]),
+    })
+}
+
+impl Tracer {
+    /// Loads and attaches the program; the error names the step that failed and why.
+    pub fn open() -> io::Result<Tracer> {
+        if !crate::attribution::task_iter::in_initial_pid_namespace() {
+            return Err(io::Error::other(
+                "not in the initial pid namespace: the kernel I/O program's pids would not match /proc",
+            ));
+        }
+        crate::ebpf::quiet_libbpf();
+        let fail = |step: &str, e: libbpf_rs::Error| {
+            let why = crate::ebpf::libbpf_last_message()
+                .map(|m| format!(" (libbpf: {m})"))
+                .unwrap_or_default();
+            io::Error::other(format!("{step}: {e}{why}"))
+        };
+        let object = ObjectBuilder::default()
+            .open_memory(OBJECT)
+            .map_err(|e| fail("opening the kernel I/O program", e))?
+            .load()
+            .map_err(|e| fail("loading the kernel I/O program", e))?;
+        let mut links = Vec::new();
+        for prog in object.progs_mut() {
+            let name = prog.name().to_string_lossy().into_owned();
+            links.push(
+                prog.attach()
+                    .map_err(|e| fail(&format!("attaching the kernel I/O program {name}"), e))?,
+            );
+        }
+        Ok(Tracer {
+            _links: links,
+            object,
+        })
+    }
+
+    fn map(&self, name: &str) -> libbpf_rs::Map<'_> {
+        self.object
+            .maps()
+            .find(|m| m.name() == name)
+            .unwrap_or_else(|| panic!("bpf/kio.bpf.c defines the map {name}"))
+    }
+
+    fn array(&self, name: &str) -> [u64; 5] {
+        let m = self.map(name);
+        std::array::from_fn(|k| {
+            m.lookup(&(k as u32).to_ne_bytes(), MapFlags::ANY)
+                .ok()
+                .flatten()
+                .filter(|v| v.len() == 8)
+                .map(|v| u64_at(&v, 0))
+                .unwrap_or(0)
+        })
+    }
+
+    /// Every record of the hash map `name` keyed by tgid, decoded.
+    fn records<R>(
+        &self,
+        name: &str,
+        decode: fn(u32, &[u8]) -> Option<R>,
+    ) -> std::collections::HashMap<u32, R> {
+        let m = self.map(name);
+        m.keys()
+            .filter_map(|k| {
+                let tgid = u32::from_ne_bytes(<[u8; 4]>::try_from(k.as_slice()).ok()?);
+                let v = m.lookup(&k, MapFlags::ANY).ok().flatten()?;
+                Some((tgid, decode(tgid, &v)?))
+            })
+            .collect()
+    }
+
+    /// Every owner's and doer's counters now.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut s = Snapshot {
+            unowned_ns: self.array("unowned"),
+            ..Snapshot::default()
+        };
+        s.owners = self.records("owners", decode_owner);
+        s.doers = self.records("doers", decode_doer);
+        s
+    }
+
+    /// Watches process `tgid` and the processes it starts from now on (`wattio measure`).
+    pub fn watch(&self, tgid: u32) -> io::Result<()> {
+        self.map("watched")
+            .update(&tgid.to_ne_bytes(), &[1], MapFlags::ANY)
+            .map_err(io::Error::other)
+    }
+
+    /// Stops watching `tgid` (its children started meanwhile stay watched).
+    pub fn unwatch(&self, tgid: u32) {
+        let _ = self.map("watched").delete(&tgid.to_ne_bytes());
+    }
+
+    /// The kernel I/O work done for watched processes since the program loaded, by kind.
+    pub fn watched_ns(&self) -> [u64; 5] {
+        self.array("watched_ns")
+    }
+}
