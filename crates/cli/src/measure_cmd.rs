@@ -194,6 +194,9 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
     if !a.no_sync {
         exec = exec.syncing(cfg.root.clone());
     }
+    let kio_mode =
+        std::env::var(wattio_energy::attribution::kernel_io::KERNEL_IO_ENV).unwrap_or_default();
+    exec = exec.with_kernel_io(&cfg.root, &kio_mode)?;
     let bench = if single || a.show_output {
         run_benchmark(&plan, &mut exec, &cancel, &Sink::none())?
     } else {

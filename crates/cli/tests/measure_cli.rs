@@ -9,14 +9,24 @@ use std::process::{Command, Output};
 const BIN: &str = env!("CARGO_BIN_EXE_wattio");
 const BUSY: &str = "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done";
 
+/// `wattio measure --source model ARGS` without the kernel I/O program (`WATTIO_KERNEL_IO=off`:
+/// the figures these tests check are those of the CPU-time and dirty-data shares).
 fn wattio(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .arg("measure")
+    wattio_kernel_io(args, "off")
+}
+
+/// `wattio measure --source model ARGS` with `WATTIO_KERNEL_IO=mode` (empty: unset, the default).
+fn wattio_kernel_io(args: &[&str], mode: &str) -> Output {
+    let mut c = Command::new(BIN);
+    c.arg("measure")
         .args(["--source", "model"])
         .args(args)
         .env_remove("WATTIO_ROOT")
-        .output()
-        .expect("run wattio")
+        .env_remove("WATTIO_KERNEL_IO");
+    if !mode.is_empty() {
+        c.env("WATTIO_KERNEL_IO", mode);
+    }
+    c.output().expect("run wattio")
 }
 
 fn stderr(o: &Output) -> String {
@@ -467,6 +477,54 @@ fn a_writing_command_is_followed_by_its_measured_sync_unless_no_sync() {
     assert!(
         json(&o).get("sync").is_none(),
         "a command that wrote nothing was synced"
+    );
+}
+
+/// By default, where the kernel I/O program loads (root), the command is charged the kernel's
+/// I/O work done for it: the block completions of its run, and in the sync the kworkers'
+/// writeback of its pages, measured and labelled so, in place of the dirty-data share.
+#[test]
+fn the_kernel_io_work_done_for_a_writer_is_measured() {
+    let d = disk_dir();
+    let of = format!("of={}", d.path().join("out").display());
+    let args = [
+        "--json",
+        "--",
+        "dd",
+        "if=/dev/zero",
+        &of,
+        "bs=1M",
+        "count=256",
+        "status=none",
+    ];
+    let o = wattio_kernel_io(&args, "");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    let Some(k) = v.get("kernel_io") else {
+        assert!(
+            std::env::var_os("WATTIO_REQUIRE_EBPF").is_none_or(|r| r != "1"),
+            "no kernel_io with WATTIO_REQUIRE_EBPF=1: {v}"
+        );
+        eprintln!("skipped: the kernel I/O program did not load (not root?)");
+        return;
+    };
+    let label = k["attributed_label"].as_str().unwrap();
+    assert!(
+        label.contains("attributed (kernel I/O work: writeback"),
+        "{label}"
+    );
+    let s = &v["sync"];
+    let in_sync = f(&s["kernel_io_cpu_s"]);
+    assert!(in_sync > 0.0, "no writeback measured for 256 MiB: {s}");
+    assert!(
+        in_sync <= f(&s["busy_cpu_s"]) + 0.02,
+        "more than the machine did: {s}"
+    );
+    let label = s["attributed_label"].as_str().unwrap();
+    assert!(label.contains("attributed (kernel I/O work"), "{label}");
+    assert!(
+        f(&s["attributed_j"]) > 0.0 && f(&s["attributed_j"]) <= f(&s["total_j"]),
+        "{s}"
     );
 }
 

@@ -219,6 +219,14 @@ struct {
 	__type(value, __u64);
 } watched_ns SEC(".maps");
 
+/* Interrupt-frame time that watched processes gave to others' I/O work (index 0). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} watched_gave_ns SEC(".maps");
+
 static __always_inline void add(void *map, __u32 kind, __u64 ns)
 {
 	__u64 *v = bpf_map_lookup_elem(map, &kind);
@@ -293,9 +301,11 @@ static __always_inline void charge_doer(__u64 ns, int irq)
 		if (!d)
 			return;
 	}
-	if (irq)
+	if (irq) {
 		__sync_fetch_and_add(&d->irq_ns, ns);
-	else
+		if (bpf_map_lookup_elem(&watched, &tgid))
+			add(&watched_gave_ns, 0, ns);
+	} else
 		__sync_fetch_and_add(&d->task_ns, ns);
 }
 

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, ExitStatus, Stdio};
-use wattio_energy::attribution::{self, cputime};
+use wattio_energy::attribution::{self, cputime, kernel_io};
 use wattio_energy::SysRoot;
 
 /// A command to run.
@@ -195,6 +195,46 @@ pub struct RunReport {
     /// absent with `--no-sync` or when the command dirtied nothing.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub sync: Option<sync::SyncPhase>,
+    /// The kernel's I/O work done for the command during its run (kworker writeback, block
+    /// completions, network softirqs), where the kernel I/O program is loaded.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub kernel_io: Option<KernelIoShare>,
+}
+
+/// The kernel's I/O work done for a command in a window, and its energy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelIoShare {
+    /// CPU-seconds by kind of work (`writeback`, `block completion`, `network receive`, …).
+    pub cpu_s_by_kind: std::collections::BTreeMap<String, f64>,
+    /// Their sum, less the interrupt time already in the command's own CPU time.
+    pub cpu_s: f64,
+    /// The window's energy's CPU-time share for `cpu_s` (`attribution::share_j`).
+    pub attributed_j: f64,
+    /// The total's label, then `attributed (kernel I/O work: …)`.
+    pub attributed_label: String,
+}
+
+impl KernelIoShare {
+    /// The work between two readings of the watched counters, in a window of `total_j` joules
+    /// (labelled `total_label`) over `duration_s` on `n_cpus` CPUs.
+    pub fn new(
+        (before, after): (&kernel_io::Watched, &kernel_io::Watched),
+        total_j: f64,
+        duration_s: f64,
+        total_label: &str,
+        n_cpus: usize,
+    ) -> KernelIoShare {
+        let (by_kind, cpu_s) = before.between(after);
+        KernelIoShare {
+            cpu_s_by_kind: by_kind
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            cpu_s,
+            attributed_j: attribution::share_j(total_j, n_cpus, duration_s, cpu_s),
+            attributed_label: format!("{total_label}, {}", kernel_io::LABEL),
+        }
+    }
 }
 
 /// The CO₂e of a run's energy figures at one carbon intensity: `co2e_g` of `total_j`,
@@ -255,6 +295,7 @@ impl RunReport {
             gpu_attributed_j: None,
             gpu_attributed_label: None,
             sync: None,
+            kernel_io: None,
         }
     }
 
@@ -287,6 +328,9 @@ pub enum MeasureError {
         "measuring the sync after the command: {0}; pass --no-sync to leave the writeback out"
     )]
     Sync(std::io::Error),
+    /// The kernel I/O program: its message names the fix (root, or WATTIO_KERNEL_IO=off).
+    #[error("{0}")]
+    KernelIo(std::io::Error),
     // Not `#[from]`: that would make the energy error this one's source too, and an error
     // chain (`{:#}`) would print it twice.
     #[error("reading energy: {0}")]
@@ -344,6 +388,8 @@ pub struct MeterExecutor<'m> {
     gpu_indices: Vec<u32>,
     /// Where to read `/proc/meminfo` and `/proc/stat` for the sync phase; `None`: no sync.
     sync_root: Option<SysRoot>,
+    /// The kernel I/O program, watching each command's processes.
+    kernel_io: Option<kernel_io::KernelIo>,
 }
 
 impl<'m> MeterExecutor<'m> {
@@ -361,7 +407,15 @@ impl<'m> MeterExecutor<'m> {
                 .map(|c| c.socket)
                 .collect(),
             sync_root: None,
+            kernel_io: None,
         }
+    }
+
+    /// Charges each command the kernel's I/O work done for it ([`KernelIoShare`]), where the
+    /// kernel I/O program loads (`mode` as `WATTIO_KERNEL_IO`).
+    pub fn with_kernel_io(mut self, root: &SysRoot, mode: &str) -> Result<Self, MeasureError> {
+        self.kernel_io = kernel_io::KernelIo::open(mode, root).map_err(MeasureError::KernelIo)?;
+        Ok(self)
     }
 
     /// After each run whose command dirtied data, syncs and measures that as the run's sync
@@ -408,12 +462,29 @@ impl<'m> MeterExecutor<'m> {
 impl Executor for MeterExecutor<'_> {
     fn run(&mut self, cmd: &CommandSpec) -> Result<RunReport, MeasureError> {
         let gpu_reader = gpu_share::GpuShareWatcher::open(&self.gpu_indices);
+        let kio = self.kernel_io.as_ref();
+        let kio_before = kio.map(|k| k.watched());
         let before = self.meter.snapshot()?;
-        let child = self.spawn(cmd)?;
+        // Watched from its fork on: this process is watched across the spawn only.
+        let me = std::process::id();
+        if let Some(k) = kio {
+            k.watch(me).map_err(MeasureError::KernelIo)?;
+        }
+        let spawned = self.spawn(cmd);
+        if let Some(k) = kio {
+            k.unwatch(me);
+        }
+        let child = spawned?;
         let watcher = gpu_reader.map(|r| gpu_share::GpuShareWatcher::start(r, child.id()));
         let usage = cputime::wait_child(child).map_err(MeasureError::Wait)?;
         let after = self.meter.snapshot()?;
+        let kio_after = kio.map(|k| k.watched());
         let energy = self.meter.between(&before, &after);
+        let kernel_io = kio_before.zip(kio_after).map(|(b, a)| {
+            let label = energy.provenance_label();
+            let (j, s) = (energy.total_j, energy.duration_s);
+            KernelIoShare::new((&b, &a), j, s, &label, self.n_cpus)
+        });
         let share = watcher.and_then(|w| w.finish(&energy));
         let mut r = RunReport::new(
             energy,
@@ -425,9 +496,19 @@ impl Executor for MeterExecutor<'_> {
             r.gpu_attributed_j = Some(s.energy_j);
             r.gpu_attributed_label = Some(s.label);
         }
+        r.kernel_io = kernel_io;
         if let Some(root) = &self.sync_root {
             if usage.written_bytes > 0 {
-                r.sync = Some(self.sync_phase(root, &after, usage.written_bytes)?);
+                let mut phase = self.sync_phase(root, &after, usage.written_bytes)?;
+                if let Some((k, b)) = kio.zip(kio_after) {
+                    // The writeback and completions done for the command during the sync,
+                    // measured, in place of the dirty-data share.
+                    let (j, s) = (phase.total_j, phase.duration_s);
+                    let label = phase.total_label.clone();
+                    let w = (&b, &k.watched());
+                    phase.charge_measured(&KernelIoShare::new(w, j, s, &label, self.n_cpus));
+                }
+                r.sync = Some(phase);
             }
         }
         Ok(r)

@@ -23,7 +23,7 @@
 //! interrupt time apart (`CONFIG_IRQ_TIME_ACCOUNTING`, kernel/sched/cputime.c), where it is in
 //! no task's but ksoftirqd's ([`irq_time_apart`]).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 pub use super::entry::KernelIoSummary as Summary;
 use super::entry::{By, Entry, Key, ProcKey};
@@ -131,6 +131,38 @@ impl Work {
             doers,
             unowned_ns,
         }
+    }
+}
+
+/// The kernel I/O work of the watched processes (`wattio measure`'s command), cumulative.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Watched {
+    /// Done for them, by kind ([`KINDS`]).
+    pub ns: [u64; 5],
+    /// Interrupt-frame time they gave to I/O work, theirs or others'.
+    pub gave_ns: u64,
+    irq_time_apart: bool,
+}
+
+impl Watched {
+    /// The work done for the watched processes from `self` to `later`, in CPU-seconds by kind,
+    /// and its total less what their own CPU time already holds (interrupt frames that ran on
+    /// top of them, unless interrupt time is accounted apart): what to add to their CPU time.
+    pub fn between(&self, later: &Watched) -> (BTreeMap<&'static str, f64>, f64) {
+        let mut by_kind = BTreeMap::new();
+        let mut total = 0u64;
+        for (k, name) in KINDS.iter().enumerate() {
+            let d = later.ns[k].saturating_sub(self.ns[k]);
+            if d > 0 {
+                by_kind.insert(*name, d as f64 * 1e-9);
+                total += d;
+            }
+        }
+        let held = match self.irq_time_apart {
+            true => 0,
+            false => later.gave_ns.saturating_sub(self.gave_ns),
+        };
+        (by_kind, total.saturating_sub(held) as f64 * 1e-9)
     }
 }
 
@@ -366,10 +398,36 @@ impl KernelIo {
         match never {}
     }
 
-    /// The program, for `measure`'s watched processes.
-    #[cfg(feature = "ebpf")]
-    pub fn tracer(&self) -> &Tracer {
-        &self.tracer
+    /// Watches process `tgid` and every process it starts from now on (`wattio measure`
+    /// watches itself around the spawn of its command, then [`KernelIo::unwatch`]es itself).
+    pub fn watch(&self, tgid: u32) -> std::io::Result<()> {
+        #[cfg(feature = "ebpf")]
+        return self.tracer.watch(tgid);
+        #[cfg(not(feature = "ebpf"))]
+        {
+            let _ = tgid;
+            Ok(())
+        }
+    }
+
+    pub fn unwatch(&self, tgid: u32) {
+        #[cfg(feature = "ebpf")]
+        self.tracer.unwatch(tgid);
+        #[cfg(not(feature = "ebpf"))]
+        let _ = tgid;
+    }
+
+    /// The watched processes' counters now ([`Watched::between`] gives a window's work).
+    pub fn watched(&self) -> Watched {
+        #[cfg(feature = "ebpf")]
+        let (ns, gave_ns) = self.tracer.watched_ns();
+        #[cfg(not(feature = "ebpf"))]
+        let (ns, gave_ns) = ([0; 5], 0);
+        Watched {
+            ns,
+            gave_ns,
+            irq_time_apart: self.irq_time_apart,
+        }
     }
 
     /// The work since the previous step.

@@ -75,6 +75,24 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
         "command share {:.3} J, its CPU-time share of the total: {}",
         r.attributed_j, r.attributed_label
     );
+    if let Some(k) = &r.kernel_io {
+        let kinds: Vec<String> = k
+            .cpu_s_by_kind
+            .iter()
+            .map(|(kind, cpu_s)| format!("{kind} {cpu_s:.4}"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "kernel I/O   {:.3} J for {:.3} CPU-s done for the command ({}): {}",
+            k.attributed_j,
+            k.cpu_s,
+            match kinds.is_empty() {
+                true => "none".to_string(),
+                false => kinds.join(", "),
+            },
+            k.attributed_label
+        );
+    }
     if let Some(y) = &r.sync {
         let _ = writeln!(
             s,
@@ -88,9 +106,13 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
             },
             y.busy_cpu_s
         );
+        let measured = y
+            .kernel_io_cpu_s
+            .map(|c| format!(", {c:.3} CPU-s of kernel I/O work done for it in the sync"))
+            .unwrap_or_default();
         let _ = writeln!(
             s,
-            "sync share   {:.3} J: the command wrote {} of the {} dirty: {}",
+            "sync share   {:.3} J: the command wrote {} of the {} dirty{measured}: {}",
             y.attributed_j,
             format_bytes(y.written_bytes),
             format_bytes(y.dirty_bytes),

@@ -41,9 +41,25 @@ pub struct SyncPhase {
     pub attributed_j: f64,
     /// E.g. `measured (perf), attributed (sync's cpu-time share × dirty-data share)`.
     pub attributed_label: String,
+    /// The kernel I/O work done for the command during the sync, in CPU-seconds, where the
+    /// kernel I/O program measured it (then `attributed_j` is its share, not the estimate).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub kernel_io_cpu_s: Option<f64>,
 }
 
 impl SyncPhase {
+    /// Charges the command what the kernel I/O program measured was done for it during the
+    /// sync, instead of the sync's CPU-time share × dirty-data share.
+    pub fn charge_measured(&mut self, k: &crate::measure::KernelIoShare) {
+        self.attributed_j = k.attributed_j.min(self.total_j);
+        self.attributed_label = format!(
+            "{}, {}",
+            self.total_label,
+            wattio_energy::attribution::kernel_io::LABEL
+        );
+        self.kernel_io_cpu_s = Some(k.cpu_s);
+    }
+
     /// The phase from its energy, the machine's busy time in it and the two byte counts.
     pub fn new(
         energy: &EnergyReport,
@@ -75,6 +91,7 @@ impl SyncPhase {
                 "{total_label}, attributed (sync's cpu-time share × dirty-data share)"
             ),
             total_label,
+            kernel_io_cpu_s: None,
         }
     }
 }

@@ -91,6 +91,7 @@ impl Tracer {
             .unwrap_or_else(|| panic!("bpf/kio.bpf.c defines the map {name}"))
     }
 
+    /// The first (up to) five entries of the array map `name` (0 past its end).
     fn array(&self, name: &str) -> [u64; 5] {
         let m = self.map(name);
         std::array::from_fn(|k| {
@@ -142,8 +143,9 @@ impl Tracer {
         let _ = self.map("watched").delete(&tgid.to_ne_bytes());
     }
 
-    /// The kernel I/O work done for watched processes since the program loaded, by kind.
-    pub fn watched_ns(&self) -> [u64; 5] {
-        self.array("watched_ns")
+    /// The kernel I/O work done for watched processes since the program loaded, by kind, and
+    /// the interrupt-frame time they gave to others' (or their own) I/O work.
+    pub fn watched_ns(&self) -> ([u64; 5], u64) {
+        (self.array("watched_ns"), self.array("watched_gave_ns")[0])
     }
 }
