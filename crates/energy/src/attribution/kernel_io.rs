@@ -71,7 +71,7 @@ pub struct DoerRecord {
 
 /// The program's counters at one moment.
 #[derive(Debug, Clone, Default)]
-pub struct Snapshot {
+pub struct Counters {
     pub owners: HashMap<u32, OwnerRecord>,
     pub doers: HashMap<u32, DoerRecord>,
     pub unowned_ns: [u64; 5],
@@ -88,7 +88,7 @@ pub struct Work {
 impl Work {
     /// The growth from `prev` to `now`. A record new since `prev`, or of another process under
     /// a reused tgid, counts whole.
-    pub fn between(prev: &Snapshot, now: &Snapshot) -> Work {
+    pub fn between(prev: &Counters, now: &Counters) -> Work {
         let owners = now
             .owners
             .values()
@@ -331,7 +331,7 @@ pub fn cgroup_ids(mount: &std::path::Path) -> HashMap<u64, String> {
 pub struct KernelIo {
     #[cfg(feature = "ebpf")]
     tracer: Tracer,
-    prev: Snapshot,
+    prev: Counters,
     irq_time_apart: bool,
     cgroup_mount: Option<std::path::PathBuf>,
     cgroup_paths: HashMap<u64, String>,

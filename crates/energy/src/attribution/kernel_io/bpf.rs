@@ -4,7 +4,7 @@ use std::io;
 
 use libbpf_rs::{MapCore, MapFlags, ObjectBuilder};
 
-use super::{DoerRecord, OwnerRecord, Snapshot};
+use super::{Counters, DoerRecord, OwnerRecord};
 
 static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kio.bpf.o"));
 
@@ -121,10 +121,10 @@ impl Tracer {
     }
 
     /// Every owner's and doer's counters now.
-    pub fn snapshot(&self) -> Snapshot {
-        let mut s = Snapshot {
+    pub fn snapshot(&self) -> Counters {
+        let mut s = Counters {
             unowned_ns: self.array("unowned"),
-            ..Snapshot::default()
+            ..Counters::default()
         };
         s.owners = self.records("owners", decode_owner);
         s.doers = self.records("doers", decode_doer);

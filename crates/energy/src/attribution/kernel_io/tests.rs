@@ -44,13 +44,13 @@ fn cx(irq_time_apart: bool) -> Context<'static> {
 
 #[test]
 fn growth_between_snapshots_counts_reused_tgids_whole() {
-    let mut prev = Snapshot::default();
+    let mut prev = Counters::default();
     prev.owners.insert(5, owner(5, [100, 0, 0, 0, 0]));
     let mut reused = owner(6, [0, 0, 40, 0, 0]);
     reused.start_ns = 9;
     prev.owners.insert(6, reused);
     prev.unowned_ns = [1, 2, 3, 4, 5];
-    let mut now = Snapshot::default();
+    let mut now = Counters::default();
     now.owners.insert(5, owner(5, [250, 0, 0, 0, 0]));
     now.owners.insert(6, owner(6, [0, 0, 30, 0, 0]));
     now.owners.insert(8, owner(8, [0, 0, 0, 0, 0]));
