@@ -19,8 +19,16 @@ with and without `top` running shows it (where perf is installed).
 Then churn: `wattio top --by process` (task iterator) for CHURN_S seconds while processes are
 born and reaped at CHURN_RATE per second, its RSS sampled every CHURN_S / 10 seconds.
 
+Then the kernel I/O program (PARTS "kio", attribution/kernel_io.rs): what it costs the machine's
+own work, in ROUNDS interleaved rounds of three agents (none, `wattio top` with
+WATTIO_KERNEL_IO=off, and with =bpf): `perf bench sched pipe` ops/s (its sched_switch hook),
+a 1 GiB buffered write with fdatasync (its per-folio hook) and 1 GiB over loopback TCP (its
+per-send, per-segment hooks), each as throughput, and `top`'s own CPU-s over the three loads.
+The cost and churn parts run with WATTIO_KERNEL_IO=off unless it is set: their figures are the
+agent's reading of CPU times.
+
 Prints Markdown tables. Knobs: NPROCS, ROUNDS (3), DURATION (20), CHURN_S (3600; 0 skips it),
-CHURN_RATE (200), PARTS ("cost churn"), WATTIO_BIN.
+CHURN_RATE (200), PARTS ("cost churn kio"), WATTIO_BIN.
 """
 import os
 import resource
@@ -40,7 +48,7 @@ ROUNDS = int(os.environ.get("ROUNDS", "3"))
 DURATION = int(os.environ.get("DURATION", "20"))
 CHURN_S = int(os.environ.get("CHURN_S", "3600"))
 CHURN_RATE = int(os.environ.get("CHURN_RATE", "200"))
-PARTS = os.environ.get("PARTS", "cost churn").split()
+PARTS = os.environ.get("PARTS", "cost churn kio").split()
 BUSY = 20
 CGROUPS = 200
 
@@ -223,12 +231,83 @@ def churn():
     return samples, born / (time.monotonic() - start)
 
 
+LOOPBACK_SERVER = """
+import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+print(s.getsockname()[1], flush=True)
+c, _ = s.accept()
+while c.recv(1 << 20):
+    pass
+"""
+LOOPBACK_CLIENT = """
+import socket, sys
+c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+b = b"x" * (1 << 20)
+for _ in range(1024):
+    c.sendall(b)
+c.close()
+"""
+
+
+def kio_loads():
+    """(sched pipe ops/s, buffered write MB/s, loopback MB/s) on the machine as it is."""
+    ops = float("nan")
+    if shutil.which("perf"):
+        out = subprocess.run(["perf", "bench", "sched", "pipe", "-l", "200000"],
+                             capture_output=True, text=True).stdout
+        ops = next((float(l.split()[0]) for l in out.splitlines() if "ops/sec" in l), ops)
+    path = f"/var/tmp/wattio-bench-kio-{os.getpid()}"
+    t = time.monotonic()
+    subprocess.run(["dd", "if=/dev/zero", f"of={path}", "bs=1M", "count=1024", "conv=fdatasync",
+                    "status=none"], check=True)
+    write = 1024 / (time.monotonic() - t)
+    os.unlink(path)
+    server = subprocess.Popen([sys.executable, "-c", LOOPBACK_SERVER], stdout=subprocess.PIPE, text=True)
+    port = server.stdout.readline().strip()
+    t = time.monotonic()
+    subprocess.run([sys.executable, "-c", LOOPBACK_CLIENT, port], check=True)
+    server.wait()
+    loop = 1024 / (time.monotonic() - t)
+    return ops, write, loop
+
+
+def kio():
+    modes = [("no agent", None), ("`wattio top`, WATTIO_KERNEL_IO=off", "off"),
+             ("`wattio top`, WATTIO_KERNEL_IO=bpf", "bpf")]
+    res = {m: [] for m, _ in modes}
+    for r in range(ROUNDS):
+        for name, mode in modes:
+            top = None
+            if mode:
+                top = subprocess.Popen([W, "top", "--json", "--interval", "1", "-n", "100000"],
+                                       stdout=subprocess.DEVNULL,
+                                       env=dict(os.environ, WATTIO_KERNEL_IO=mode))
+                time.sleep(2)
+            ops, write, loop = kio_loads()
+            cpu = float("nan")
+            if top:
+                top.send_signal(signal.SIGINT)
+                _, status, ru = os.wait4(top.pid, 0)
+                cpu = ru.ru_utime + ru.ru_stime
+            res[name].append((ops, write, loop, cpu))
+            log(f"kio round {r + 1}: {name}: {ops:.0f} ops/s, write {write:.0f} MB/s, loopback {loop:.0f} MB/s, top {cpu:.2f} CPU-s")
+    print("\n| agent | sched pipe ops/s (median) | 1 GiB write + fdatasync MB/s (median) | 1 GiB loopback TCP MB/s (median) | top's CPU-s over the loads (median) |")
+    print("|---|---:|---:|---:|---:|")
+    for name, _ in modes:
+        cols = list(zip(*res[name]))
+        med = [statistics.median(c) for c in cols]
+        print(f"| {name} | {med[0]:.0f} | {med[1]:.0f} | {med[2]:.0f} | {med[3]:.2f} |")
+
+
 def main():
+    os.environ.setdefault("WATTIO_KERNEL_IO", "off")
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     log(f"machine: {os.cpu_count()} vCPU, kernel {os.uname().release}")
     if "cost" in PARTS:
         cost()
+    if "kio" in PARTS:
+        kio()
     if "churn" in PARTS and CHURN_S > 0:
         samples, rate = churn()
         print(f"\n| `wattio top --by process` (task iterator) under churn, {rate:.0f} processes born and reaped per second | RSS |")
