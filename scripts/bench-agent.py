@@ -296,7 +296,8 @@ def kio():
     for name, _ in modes:
         cols = list(zip(*res[name]))
         med = [statistics.median(c) for c in cols]
-        print(f"| {name} | {med[0]:.0f} | {med[1]:.0f} | {med[2]:.0f} | {med[3]:.2f} |")
+        top_cpu = "—" if med[3] != med[3] else f"{med[3]:.2f}"
+        print(f"| {name} | {med[0]:.0f} | {med[1]:.0f} | {med[2]:.0f} | {top_cpu} |")
 
 
 def main():
