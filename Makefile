@@ -54,7 +54,7 @@ test-java:
 
 ## Quick Java I/O energy study (tiny and small files, 3 runs; about 1-2 minutes): prints the ranking.
 demo-iobench: build
-	$(WATTIO) iobench --sizes tiny,small --ops read,write --runs 3 \
+	$(WATTIO) iobench --sizes tiny,small --ops read,write,writesync --runs 3 \
 	  --methods channel,omchannel,iostream,filereader,biostream,niof,guava,apache,scanner \
 	  -o results/demo-iobench
 

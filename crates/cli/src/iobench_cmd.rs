@@ -22,8 +22,8 @@ pub struct IobenchArgs {
     /// File sizes (Table I): tiny (100 KB), small (15 MB), medium (200 MB), medlarge (3.2 GB), large (16 GB).
     #[arg(long, value_delimiter = ',', default_value = "tiny,small,medium")]
     sizes: Vec<Size>,
-    /// Use cases: read (by chunks/lines), readall, seek, write; programs: fasta, knucleotide, zip4j, crypto.
-    #[arg(long, value_delimiter = ',', default_value = "read,readall,seek,write")]
+    /// Use cases: read (by chunks/lines), readall, seek, write (the paper's unflushed protocol), writesync (each write method, then fsync inside the window); programs: fasta, knucleotide, zip4j, crypto.
+    #[arg(long, value_delimiter = ',', default_value = "read,readall,seek,write,writesync")]
     ops: Vec<Op>,
     /// Also run the four programs of RQ2 (Fasta, K-nucleotide, Zip4j, javax.crypto) with each of their I/O methods.
     #[arg(long)]

@@ -39,7 +39,7 @@ impl Invocation {
             .map(|(op, _)| {
                 // JMH crosses every benchmark of a class with that class's parameters.
                 let per_size = match op {
-                    Op::Read | Op::Write => self.buffers.len(),
+                    Op::Read | Op::Write | Op::Writesync => self.buffers.len(),
                     o if o.is_app() => self.app_methods.len(),
                     _ => 1,
                 };

@@ -180,6 +180,11 @@ pub fn summary_markdown(out: &StudyOutput) -> String {
             s.push('\n');
         }
     }
+    if let Some(t) = report::flush_table(&out.cells, &prov) {
+        s.push_str("## Flushed and unflushed writes\n\n");
+        s.push_str(&t);
+        s.push('\n');
+    }
     if let Some(t) = report::buffer_table(&out.cells, &prov) {
         s.push_str("## Buffer size\n\n");
         s.push_str(&t);
@@ -214,6 +219,12 @@ pub fn console_report(out: &StudyOutput) -> String {
                     analysis::sig(c.time_median_s * 1e3)
                 ));
             }
+        }
+    }
+    if let Some(t) = report::flush_table(&out.cells, &prov) {
+        s.push_str("\nwrites, unflushed and flushed:\n");
+        for l in t.lines().skip(2) {
+            s.push_str(&format!("  {l}\n"));
         }
     }
     if let Some(t) = report::buffer_table(&out.cells, &prov) {

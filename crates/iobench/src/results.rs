@@ -94,7 +94,7 @@ impl RunRecord {
             cpu_s: s.energy.cpu_s,
             window_s: s.energy.window_s,
             cache: match (s.op, s.cache) {
-                (Op::Write, _) | (_, None) => "n/a".into(),
+                (Op::Write | Op::Writesync, _) | (_, None) => "n/a".into(),
                 (_, Some(CacheMode::Cold)) => "cold".into(),
                 (_, Some(CacheMode::Warm)) => "warm".into(),
             },

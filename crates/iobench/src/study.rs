@@ -552,7 +552,7 @@ pub fn prepare(
         s.dedup();
         s
     };
-    let need = disk_needed(&data_dir, &sizes, cfg.ops.contains(&Op::Write));
+    let need = disk_needed(&data_dir, &sizes, cfg.ops.iter().any(|o| o.writes()));
     let free = free_bytes(&data_dir)?;
     if need + (1 << 30) > free {
         return Err(IoBenchError::NoRoom {

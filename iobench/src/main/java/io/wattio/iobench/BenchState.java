@@ -2,8 +2,10 @@ package io.wattio.iobench;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.zip.CRC32;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Param;
@@ -63,14 +65,14 @@ public abstract class BenchState {
         Path dir = dataDir();
         sums = FileGen.ensure(dir, sz);
         Path input = op() == Catalog.Op.SEEK ? FileGen.binary(dir, sz) : FileGen.text(dir, sz);
-        if (op() == Catalog.Op.WRITE) {
+        if (op().writes()) {
             Path out = dir.resolve("write-" + method + "-" + sz.label() + ".out");
             Files.deleteIfExists(out);
             job = Job.forWrite(out, buffer(), sz.lines, sz.lineLength);
         } else {
             job = Job.forRead(input, buffer());
         }
-        window = Window.open(op().label(), method, sz.label(), buffer(), op() == Catalog.Op.WRITE ? null : input);
+        window = Window.open(op().label(), method, sz.label(), buffer(), op().writes() ? null : input);
     }
 
     @Setup(Level.Invocation)
@@ -84,11 +86,17 @@ public abstract class BenchState {
 
     @TearDown(Level.Invocation)
     public void end() throws IOException {
+        if (op() == Catalog.Op.WRITESYNC) {
+            // Inside the window: the flushed protocol counts the writeback of what was written.
+            try (FileChannel c = FileChannel.open(job.output(), StandardOpenOption.WRITE)) {
+                c.force(true);
+            }
+        }
         window.end();
         String got;
         String want;
         long bytes;
-        if (op() == Catalog.Op.WRITE) {
+        if (op().writes()) {
             bytes = Files.size(job.output());
             got = Long.toString(crc32(job.output()));
             want = Long.toString(sums.textCrc32());

@@ -13,10 +13,15 @@ public final class Catalog {
     private Catalog() {}
 
     public enum Op {
-        READ, READALL, SEEK, WRITE;
+        READ, READALL, SEEK, WRITE, WRITESYNC;
 
         public String label() {
             return name().toLowerCase(Locale.ROOT);
+        }
+
+        /** Whether the use case writes the text file (WRITESYNC: then forces it to the disk). */
+        public boolean writes() {
+            return this == WRITE || this == WRITESYNC;
         }
     }
 
@@ -59,7 +64,16 @@ public final class Catalog {
             new Entry(Op.WRITE, "guava", "GUAVA", false, "Files.asCharSink(..).writeLines", Methods::writeGuava),
             new Entry(Op.WRITE, "iostream", "IOSTREAM", false, "OutputStreamWriter(FileOutputStream).write(String)", Methods::writeIostream),
             new Entry(Op.WRITE, "niof", "NIOF", false, "Files.write(path, lines)", Methods::writeNiof),
-            new Entry(Op.WRITE, "raf", "RAF", false, "RandomAccessFile.writeBytes", Methods::writeRaf));
+            new Entry(Op.WRITE, "raf", "RAF", false, "RandomAccessFile.writeBytes", Methods::writeRaf),
+            new Entry(Op.WRITESYNC, "apache", "APACHE", false, "FileUtils.writeLines", Methods::writeApache),
+            new Entry(Op.WRITESYNC, "bfilewriter", "BFILEWRITER", true, "BufferedWriter(FileWriter).write(String)", Methods::writeBfilewriter),
+            new Entry(Op.WRITESYNC, "biostream", "BIOSTREAM", true, "OutputStreamWriter(BufferedOutputStream).write(String)", Methods::writeBiostream),
+            new Entry(Op.WRITESYNC, "channel", "CHANNEL", true, "FileChannel.write(ByteBuffer)", Methods::writeChannel),
+            new Entry(Op.WRITESYNC, "filewriter", "FILEWRITER", false, "FileWriter.write(String,int,int)", Methods::writeFilewriter),
+            new Entry(Op.WRITESYNC, "guava", "GUAVA", false, "Files.asCharSink(..).writeLines", Methods::writeGuava),
+            new Entry(Op.WRITESYNC, "iostream", "IOSTREAM", false, "OutputStreamWriter(FileOutputStream).write(String)", Methods::writeIostream),
+            new Entry(Op.WRITESYNC, "niof", "NIOF", false, "Files.write(path, lines)", Methods::writeNiof),
+            new Entry(Op.WRITESYNC, "raf", "RAF", false, "RandomAccessFile.writeBytes", Methods::writeRaf));
 
     public static List<Entry> of(Op op) {
         List<Entry> out = new ArrayList<>();

@@ -7,7 +7,9 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.infra.Blackhole;
 
 /**
- * Write the text file of the size (Table V, Figures 7-9).
+ * Write the text file of the size (Table V, Figures 7-9), as the paper does: the window closes
+ * when the method returns, before the kernel writes the data back ({@link WriteSyncBench} adds
+ * the flush).
  *
  * <p>Single shot in a fresh JVM: {@code wattio iobench} runs one fork per measured run and
  * interleaves methods across runs. The checksum of what was read goes to the Blackhole.
