@@ -23,7 +23,11 @@ pub struct IobenchArgs {
     #[arg(long, value_delimiter = ',', default_value = "tiny,small,medium")]
     sizes: Vec<Size>,
     /// Use cases: read (by chunks/lines), readall, seek, write (the paper's unflushed protocol), writesync (each write method, then fsync inside the window); programs: fasta, knucleotide, zip4j, crypto.
-    #[arg(long, value_delimiter = ',', default_value = "read,readall,seek,write,writesync")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "read,readall,seek,write,writesync"
+    )]
     ops: Vec<Op>,
     /// Also run the four programs of RQ2 (Fasta, K-nucleotide, Zip4j, javax.crypto) with each of their I/O methods.
     #[arg(long)]

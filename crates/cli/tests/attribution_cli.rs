@@ -390,6 +390,43 @@ fn export_by_process_keeps_the_series_bounded() {
     );
 }
 
+/// Where the kernel I/O program loads (root), the exporter's series of a writer include the
+/// kernel's writeback of its pages, as a family of its own: part of its energy, labelled.
+#[test]
+fn export_by_process_charges_a_writer_its_writeback() {
+    let (_ex, addr) = model_exporter(&["--by", "process"]);
+    let get = || common::http(&addr, "GET /metrics HTTP/1.1\r\n\r\n");
+    get();
+    let d = tempfile::tempdir_in("/var/tmp").unwrap();
+    let of = format!("of={}", d.path().join("out").display());
+    let dd = Command::new("dd")
+        .args(["if=/dev/zero", &of, "bs=1M", "count=256", "status=none"])
+        .status()
+        .unwrap();
+    assert!(dd.success() && Command::new("sync").status().unwrap().success());
+    let r = get();
+    let Some(line) = r.lines().find(|l| {
+        l.starts_with("wattio_process_kernel_io_energy_joules_total{") && l.contains("comm=\"dd\"")
+    }) else {
+        assert!(
+            std::env::var_os("WATTIO_REQUIRE_EBPF").is_none_or(|v| v != "1"),
+            "no kernel I/O series for dd with WATTIO_REQUIRE_EBPF=1: {r}"
+        );
+        eprintln!("skipped: the kernel I/O program did not load (not root?)");
+        return;
+    };
+    assert!(
+        line.contains("attributed (kernel I/O work: writeback"),
+        "{line}"
+    );
+    let j: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(j > 0.0, "{line}");
+    assert!(
+        r.contains("wattio_kernel_io_unowned_cpu_seconds_total"),
+        "{r}"
+    );
+}
+
 #[test]
 fn attribution_flags_are_checked() {
     let o = wattio(None, &["top", "--by", "thread"]);

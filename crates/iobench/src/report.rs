@@ -489,7 +489,9 @@ mod tests {
             t.contains("best unflushed channel, best flushed apache; 3 of 3 methods change rank"),
             "{t}"
         );
-        assert!(flush_table(&stats[..3], "estimated").is_none(), "no flushed runs, no table");
+        assert!(
+            flush_table(&stats[..3], "estimated").is_none(),
+            "no flushed runs, no table"
+        );
     }
 }
-

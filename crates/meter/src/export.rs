@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wattio_energy::attribution::By;
-use wattio_energy::attribution::{Entry, Key};
+use wattio_energy::attribution::{kernel_io, Entry, Key};
 use wattio_progress::Cancel;
 
 /// Labels of the energy counter.
@@ -90,6 +90,11 @@ struct AttributionState {
     cpu: EntitySeriesSet,
     /// GPU energy per entity, created at the first interval with GPUs in it.
     gpu: Option<EntitySeriesSet>,
+    /// Of the CPU energy, the part for the kernel's I/O work done for each entity, created at
+    /// the first interval the kernel I/O program reported.
+    kernel_io: Option<EntitySeriesSet>,
+    /// CPU-seconds of kernel I/O work no owner was found for.
+    kernel_io_unowned_cpu_s: f64,
     unattributed_j: f64,
     gpu_unattributed_j: f64,
 }
@@ -249,6 +254,8 @@ impl Exporter {
                 by,
                 cpu: EntitySeriesSet::new(other, max_series),
                 gpu: None,
+                kernel_io: None,
+                kernel_io_unowned_cpu_s: 0.0,
                 unattributed_j: 0.0,
                 gpu_unattributed_j: 0.0,
             });
@@ -270,6 +277,31 @@ impl Exporter {
         // it is gone from /proc (process) or from the hierarchy (cgroup); the tracker knows.
         let live = &st.live;
         st.cpu.add(&interval.entries, |k| live.is_alive(k));
+        if let Some(k) = &interval.kernel_io {
+            st.kernel_io_unowned_cpu_s += k.unowned_cpu_s.values().sum::<f64>();
+            let kio: Vec<Entry> = interval
+                .entries
+                .iter()
+                .filter(|e| e.kernel_io_j > 0.0)
+                .map(|e| Entry {
+                    energy_j: e.kernel_io_j,
+                    ..e.clone()
+                })
+                .collect();
+            let (cpu, max) = (&st.cpu, self.max_series);
+            st.kernel_io
+                .get_or_insert_with(|| {
+                    let total = self.meter.provenance().label();
+                    EntitySeriesSet::new(
+                        EntityLabels {
+                            attribution: format!("{total}, {}", kernel_io::LABEL),
+                            ..cpu.other.clone()
+                        },
+                        max,
+                    )
+                })
+                .add(&kio, |k| live.is_alive(k));
+        }
         if !interval.gpus.is_empty() {
             st.gpu_unattributed_j += interval.gpus.iter().map(|g| g.idle_j).sum::<f64>();
             // The GPU series: the entries' GPU joules in place of their CPU joules.
@@ -365,6 +397,25 @@ impl Exporter {
                 unit: Some("joules"),
                 samples: st.cpu.samples(),
             });
+            if let Some(k) = &st.kernel_io {
+                let (name, help) = match st.by {
+                    By::Process => ("wattio_process_kernel_io_energy_joules", "Of a process's energy, the part for the kernel's I/O work done for it (kworker writeback of the pages it dirtied, completions of its block requests, network softirqs of its sockets), by that work's CPU time, since its series started"),
+                    By::Cgroup => ("wattio_cgroup_kernel_io_energy_joules", "Of a cgroup's energy, the part for the kernel's I/O work done for its processes (writeback, block completions, network softirqs), by that work's CPU time, since its series started"),
+                    By::Vm => ("wattio_vm_kernel_io_energy_joules", "Of a VM's energy, the part for the host kernel's I/O work done for its processes (writeback, block completions, network softirqs), by that work's CPU time, since its series started"),
+                };
+                families.push(CounterFamily {
+                    name: name.into(),
+                    help: help.into(),
+                    unit: Some("joules"),
+                    samples: k.samples(),
+                });
+                families.push(CounterFamily {
+                    name: "wattio_kernel_io_unowned_cpu_seconds".into(),
+                    help: "CPU time of the kernel's I/O work (I/O interrupts, softirqs, writeback) for which no owning process was found, since start".into(),
+                    unit: Some("seconds"),
+                    samples: vec![(vec![], st.kernel_io_unowned_cpu_s)],
+                });
+            }
             families.push(CounterFamily {
                 name: "wattio_dropped_series_energy_joules".into(),
                 help: "Energy of per-process or per-cgroup series dropped since start (their entity ended, or gave its place to another): series + other + dropped + unattributed add up to the package and DRAM energy".into(),
