@@ -152,30 +152,44 @@ fn top_table(a: &AttributedInterval, rows: usize) -> String {
             false => cpu,
         }
     };
+    // Where the kernel I/O program runs, the part of CPU % that is the kernel's I/O work done
+    // for the entry (writeback, completions, network softirqs).
+    let kio = i.kernel_io.is_some();
+    let cpu_head = match kio {
+        true => format!("{:>7} {:>6}", "CPU %", "KIO %"),
+        false => format!("{:>7}", "CPU %"),
+    };
+    let cpu_cell = |e: &Entry| {
+        let pct = |x: f64| 100.0 * per_s(i, x);
+        match kio {
+            true => format!("{:>7.1} {:>6.1}", pct(e.cpu_s), pct(e.kernel_io_cpu_s)),
+            false => format!("{:>7.1}", pct(e.cpu_s)),
+        }
+    };
     let _ = match a.by {
         By::Process => writeln!(
             s,
-            "{:>8}  {:<16} {:>9} {energy_head} {:>7}  CGROUP",
-            "PID", "COMMAND", "POWER W", "CPU %"
+            "{:>8}  {:<16} {:>9} {energy_head} {cpu_head}  CGROUP",
+            "PID", "COMMAND", "POWER W"
         ),
         By::Cgroup => writeln!(
             s,
-            "{:>9} {energy_head} {:>7}  {:<18} CGROUP",
-            "POWER W", "CPU %", "KIND"
+            "{:>9} {energy_head} {cpu_head}  {:<18} CGROUP",
+            "POWER W", "KIND"
         ),
         By::Vm => writeln!(
             s,
-            "{:>9} {energy_head} {:>7}  {:<24} CGROUP",
-            "POWER W", "CPU %", "VM"
+            "{:>9} {energy_head} {cpu_head}  {:<24} CGROUP",
+            "POWER W", "VM"
         ),
     };
     for e in i.entries.iter().take(rows) {
-        let cpu_pct = 100.0 * per_s(i, e.cpu_s);
+        let cpu_pct = cpu_cell(e);
         let cg = printable(e.cgroup.as_deref().unwrap_or("?"));
         let _ = match a.by {
             By::Process => writeln!(
                 s,
-                "{:>8}  {:<16} {:>9.3} {} {:>7.1}  {}",
+                "{:>8}  {:<16} {:>9.3} {} {}  {}",
                 e.pid.unwrap_or(0),
                 printable(e.comm.as_deref().unwrap_or("?")),
                 e.power_w,
@@ -185,7 +199,7 @@ fn top_table(a: &AttributedInterval, rows: usize) -> String {
             ),
             By::Cgroup => writeln!(
                 s,
-                "{:>9.3} {} {:>7.1}  {:<18} {}",
+                "{:>9.3} {} {}  {:<18} {}",
                 e.power_w,
                 energy_cell(e),
                 cpu_pct,
@@ -194,7 +208,7 @@ fn top_table(a: &AttributedInterval, rows: usize) -> String {
             ),
             By::Vm => writeln!(
                 s,
-                "{:>9.3} {} {:>7.1}  {:<24} {}",
+                "{:>9.3} {} {}  {:<24} {}",
                 e.power_w,
                 energy_cell(e),
                 cpu_pct,
