@@ -12,7 +12,25 @@ static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kio.bpf.o"));
 const OWNER_BYTES: usize = 72;
 const DOER_BYTES: usize = 48;
 
-/// The kernel I/O program, loaded and attached to its tracepoints and functions.
+/// Tracepoints the program can do without, with the kernel release that added each: socket
+/// ownership (6.4), UDP data ready (6.6), cross-CPU calls (6.5). Every other one is in 6.1.
+const OPTIONAL: [&str; 5] = [
+    "sock_send_length",
+    "sock_recv_length",
+    "sk_data_ready",
+    "csd_function_entry",
+    "csd_function_exit",
+];
+
+/// The tracepoints the kernel's BTF (`/sys/kernel/btf/vmlinux`, bytes `btf`) names: each has a
+/// `btf_trace_<name>` type, whose name is a NUL-terminated string of the BTF's string section.
+pub fn btf_tracepoints(btf: &[u8]) -> std::collections::HashSet<&[u8]> {
+    btf.split(|&b| b == 0)
+        .filter_map(|s| s.strip_prefix(b"btf_trace_".as_slice()))
+        .collect()
+}
+
+/// The kernel I/O program, loaded and attached to its tracepoints.
 pub struct Tracer {
     _links: Vec<libbpf_rs::Link>,
     object: libbpf_rs::Object,
@@ -65,13 +83,26 @@ impl Tracer {
                 .unwrap_or_default();
             io::Error::other(format!("{step}: {e}{why}"))
         };
-        let object = ObjectBuilder::default()
+        let mut open = ObjectBuilder::default()
             .open_memory(OBJECT)
-            .map_err(|e| fail("opening the kernel I/O program", e))?
+            .map_err(|e| fail("opening the kernel I/O program", e))?;
+        // Tracepoints newer than the kernel: their programs stay out (the work they see then
+        // has no owner), the rest loads.
+        let btf = std::fs::read("/sys/kernel/btf/vmlinux").unwrap_or_default();
+        let present = btf_tracepoints(&btf);
+        for mut prog in open.progs_mut() {
+            let section = prog.section().to_string_lossy().into_owned();
+            if let Some(tp) = section.strip_prefix("tp_btf/") {
+                if OPTIONAL.contains(&tp) && !present.contains(tp.as_bytes()) {
+                    prog.set_autoload(false);
+                }
+            }
+        }
+        let object = open
             .load()
             .map_err(|e| fail("loading the kernel I/O program", e))?;
         let mut links = Vec::new();
-        for prog in object.progs_mut() {
+        for prog in object.progs_mut().filter(|p| p.autoload()) {
             let name = prog.name().to_string_lossy().into_owned();
             links.push(
                 prog.attach()
@@ -158,5 +189,44 @@ impl Tracer {
     /// the interrupt-frame time they gave to others' (or their own) I/O work.
     pub fn watched_ns(&self) -> ([u64; 5], u64) {
         (self.array("watched_ns"), self.array("watched_gave_ns")[0])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The names come from the string section's NUL-terminated strings that start with
+    /// `btf_trace_`; a name inside another string is not one.
+    #[test]
+    fn tracepoints_are_read_from_the_btf_strings() {
+        let btf =
+            b"\x9f\xeb\x01\0int\0btf_trace_sched_switch\0xbtf_trace_fake\0btf_trace_tcp_probe\0";
+        let tps = super::btf_tracepoints(btf);
+        assert!(tps.contains(b"sched_switch".as_slice()) && tps.contains(b"tcp_probe".as_slice()));
+        assert!(
+            !tps.contains(b"fake".as_slice()) && tps.len() == 2,
+            "{tps:?}"
+        );
+    }
+
+    /// This machine's own BTF names the tracepoints every kernel the program runs on has.
+    #[test]
+    fn this_kernel_names_its_tracepoints() {
+        let Ok(btf) = std::fs::read("/sys/kernel/btf/vmlinux") else {
+            eprintln!("skipped: no /sys/kernel/btf/vmlinux");
+            return;
+        };
+        let tps = super::btf_tracepoints(&btf);
+        for tp in [
+            "sched_switch",
+            "softirq_entry",
+            "block_rq_complete",
+            "writeback_dirty_folio",
+        ] {
+            assert!(
+                tps.contains(tp.as_bytes()),
+                "{tp} not found among {} tracepoints",
+                tps.len()
+            );
+        }
     }
 }
