@@ -408,10 +408,19 @@ fn export_by_process_charges_a_writer_its_writeback() {
     let Some(line) = r.lines().find(|l| {
         l.starts_with("wattio_process_kernel_io_energy_joules_total{") && l.contains("comm=\"dd\"")
     }) else {
-        assert!(
-            std::env::var_os("WATTIO_REQUIRE_EBPF").is_none_or(|v| v != "1"),
-            "no kernel I/O series for dd with WATTIO_REQUIRE_EBPF=1: {r}"
-        );
+        if std::env::var_os("WATTIO_REQUIRE_EBPF").is_some_and(|v| v == "1") {
+            // Why: the same load, required, says what failed.
+            let o = Command::new(BIN)
+                .args(["top", "--once", "--source", "model", "--interval", "0.2"])
+                .env("WATTIO_KERNEL_IO", "bpf")
+                .env("WATTIO_BPF_LOG", "1")
+                .output()
+                .unwrap();
+            panic!(
+                "no kernel I/O series for dd with WATTIO_REQUIRE_EBPF=1; a required load now: {}\n{r}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
         eprintln!("skipped: the kernel I/O program did not load (not root?)");
         return;
     };

@@ -369,9 +369,21 @@ impl KernelIo {
         }
     }
 
+    /// Loads the program; a failure is tried twice more, 100 ms apart (a load can fail for a
+    /// moment while other programs load and unload on a busy machine).
     #[cfg(feature = "ebpf")]
     fn load() -> Result<Tracer, String> {
-        Tracer::open().map_err(|e| e.to_string())
+        let mut last = String::new();
+        for attempt in 0..3 {
+            if attempt > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            match Tracer::open() {
+                Ok(t) => return Ok(t),
+                Err(e) => last = e.to_string(),
+            }
+        }
+        Err(last)
     }
 
     #[cfg(not(feature = "ebpf"))]
