@@ -40,6 +40,7 @@ struct task_struct {
 	int tgid;
 	unsigned int flags;
 	__u64 start_boottime;
+	struct task_struct *group_leader;
 	char comm[16];
 } PRESERVE;
 
@@ -236,23 +237,38 @@ static __always_inline void add(void *map, __u32 kind, __u64 ns)
 }
 
 /* The current process as an owner; also makes sure it has an owner record to be charged to. */
+/* The process of the running thread, as /proc names it: its thread-group leader's start time
+ * (field 22 of /proc/PID/stat; with the tgid, which process it is) and comm. */
+static __always_inline void identify(__u64 *start_ns, char comm[16])
+{
+	struct task_struct *leader = bpf_get_current_task_btf()->group_leader;
+
+	*start_ns = leader->start_boottime;
+	bpf_probe_read_kernel_str(comm, 16, leader->comm);
+}
+
+/* The current process as an owner; also makes sure it has an owner record to be charged to,
+ * made afresh when its tgid's record is another (ended) process's. */
 static __always_inline int current_owner(struct owner *o)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct owner_work *cur;
+	__u64 start;
 
 	if (tgid == 0 || (t->flags & PF_KTHREAD))
 		return 0;
 	o->tgid = tgid;
 	o->pad = 0;
 	o->cgroup_id = bpf_get_current_cgroup_id();
-	if (!bpf_map_lookup_elem(&owners, &tgid)) {
+	start = t->group_leader->start_boottime;
+	cur = bpf_map_lookup_elem(&owners, &tgid);
+	if (!cur || cur->start_ns != start) {
 		struct owner_work w = {};
 
 		w.cgroup_id = o->cgroup_id;
-		w.start_ns = t->start_boottime;
-		bpf_get_current_comm(w.comm, sizeof(w.comm));
-		bpf_map_update_elem(&owners, &tgid, &w, BPF_NOEXIST);
+		identify(&w.start_ns, w.comm);
+		bpf_map_update_elem(&owners, &tgid, &w, BPF_ANY);
 	}
 	return 1;
 }
@@ -267,36 +283,41 @@ static __always_inline void own(void *map, __u64 key, struct owner *o)
 	bpf_map_update_elem(map, &key, o, BPF_ANY);
 }
 
-static __always_inline void charge_owner(__u32 tgid, __u32 kind, __u64 ns)
+/* Charges `ns` of work of `kind` to process `tgid`; false where it has no record (pushed out
+ * of the map): the time is then unowned and stays with the task that ran it. */
+static __always_inline int charge_owner(__u32 tgid, __u32 kind, __u64 ns)
 {
 	struct owner_work *w;
 
 	if (kind >= KINDS)
-		return;
+		return 0;
 	w = bpf_map_lookup_elem(&owners, &tgid);
 	if (!w) {
 		add(&unowned, kind, ns);
-		return;
+		return 0;
 	}
 	__sync_fetch_and_add(&w->ns[kind], ns);
 	if (bpf_map_lookup_elem(&watched, &tgid))
 		add(&watched_ns, kind, ns);
+	return 1;
 }
 
 /* The running task gave `ns` to others' I/O work. */
 static __always_inline void charge_doer(__u64 ns, int irq)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct doer_work *d = bpf_map_lookup_elem(&doers, &tgid);
+	__u64 start = tgid ? bpf_get_current_task_btf()->group_leader->start_boottime : 0;
 
-	if (!d) {
+	if (!d || d->start_ns != start) {
 		struct doer_work w = {};
 
 		w.cgroup_id = bpf_get_current_cgroup_id();
-		w.start_ns = tgid ? t->start_boottime : 0;
-		bpf_get_current_comm(w.comm, sizeof(w.comm));
-		bpf_map_update_elem(&doers, &tgid, &w, BPF_NOEXIST);
+		if (tgid)
+			identify(&w.start_ns, w.comm);
+		else
+			bpf_get_current_comm(w.comm, sizeof(w.comm));
+		bpf_map_update_elem(&doers, &tgid, &w, BPF_ANY);
 		d = bpf_map_lookup_elem(&doers, &tgid);
 		if (!d)
 			return;
@@ -336,7 +357,7 @@ static __always_inline void pop(__u32 level)
 {
 	struct cpu_state *c = cpu();
 	struct frame *f;
-	__u64 now, dur, own_ns, total = 0;
+	__u64 now, dur, own_ns, total = 0, charged = 0;
 	__u32 n, i;
 
 	if (!c || level > HARD)
@@ -344,8 +365,9 @@ static __always_inline void pop(__u32 level)
 	f = &c->frames[level];
 	if (!f->active)
 		return;
-	f->active = 0;
+	/* The time first: an interrupt after it and before the flag lands in no frame twice. */
 	now = bpf_ktime_get_ns();
+	f->active = 0;
 	dur = now > f->start ? now - f->start : 0;
 	own_ns = dur > f->inner ? dur - f->inner : 0;
 	if (level == HARD && c->frames[SOFT].active)
@@ -364,14 +386,18 @@ static __always_inline void pop(__u32 level)
 	}
 	total += f->overflow;
 	for (i = 0; i < SLOTS; i++) {
+		__u64 part;
+
 		if (i >= n)
 			break;
-		charge_owner(f->slots[i].tgid, f->slots[i].kind,
-			     own_ns * f->slots[i].weight / total);
+		part = own_ns * f->slots[i].weight / total;
+		if (charge_owner(f->slots[i].tgid, f->slots[i].kind, part))
+			charged += part;
 	}
 	if (f->overflow)
 		add(&unowned, f->kind, own_ns * f->overflow / total);
-	charge_doer(own_ns - own_ns * f->overflow / total, 1);
+	if (charged)
+		charge_doer(charged, 1);
 }
 
 /* An owned event inside the current interrupt frame (none outside one: in process context the
@@ -599,7 +625,12 @@ int wb_start(__u64 *ctx)
 	s.start = bpf_ktime_get_ns();
 	s.irq_mark = c->irq_total;
 	s.owner = *o;
-	if (bpf_map_update_elem(&spans, &tid, &s, BPF_ANY) == 0) {
+	/* A span left open (its end skipped) is replaced without counting it again. */
+	if (bpf_map_lookup_elem(&spans, &tid)) {
+		bpf_map_update_elem(&spans, &tid, &s, BPF_ANY);
+		return 0;
+	}
+	if (bpf_map_update_elem(&spans, &tid, &s, BPF_NOEXIST) == 0) {
 		open = bpf_map_lookup_elem(&open_spans, &zero);
 		if (open)
 			__sync_fetch_and_add(open, 1);
@@ -623,8 +654,8 @@ int wb_end(__u64 *ctx)
 	ns = now > s->start ? now - s->start : 0;
 	away = s->off_ns + s->irq_ns;
 	ns = ns > away ? ns - away : 0;
-	charge_owner(s->owner.tgid, K_WRITEBACK, ns);
-	charge_doer(ns, 0);
+	if (charge_owner(s->owner.tgid, K_WRITEBACK, ns))
+		charge_doer(ns, 0);
 	bpf_map_delete_elem(&spans, &tid);
 	open = bpf_map_lookup_elem(&open_spans, &zero);
 	if (open)

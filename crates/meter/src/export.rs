@@ -399,9 +399,9 @@ impl Exporter {
             });
             if let Some(k) = &st.kernel_io {
                 let (name, help) = match st.by {
-                    By::Process => ("wattio_process_kernel_io_energy_joules", "Of a process's energy, the part for the kernel's I/O work done for it (kworker writeback of the pages it dirtied, completions of its block requests, network softirqs of its sockets), by that work's CPU time, since its series started"),
-                    By::Cgroup => ("wattio_cgroup_kernel_io_energy_joules", "Of a cgroup's energy, the part for the kernel's I/O work done for its processes (writeback, block completions, network softirqs), by that work's CPU time, since its series started"),
-                    By::Vm => ("wattio_vm_kernel_io_energy_joules", "Of a VM's energy, the part for the host kernel's I/O work done for its processes (writeback, block completions, network softirqs), by that work's CPU time, since its series started"),
+                    By::Process => ("wattio_process_kernel_io_energy_joules", "Of a process's energy, the part for the kernel's I/O work done for it (kworker writeback of the pages it dirtied, completions of its block requests, network softirqs of its sockets), by that work's CPU time, since its series started; already in its energy family, not to be added to it"),
+                    By::Cgroup => ("wattio_cgroup_kernel_io_energy_joules", "Of a cgroup's energy, the part for the kernel's I/O work done for its processes (writeback, block completions, network softirqs), by that work's CPU time, since its series started; already in its energy family, not to be added to it"),
+                    By::Vm => ("wattio_vm_kernel_io_energy_joules", "Of a VM's energy, the part for the host kernel's I/O work done for its processes (writeback, block completions, network softirqs), by that work's CPU time, since its series started; already in its energy family, not to be added to it"),
                 };
                 families.push(CounterFamily {
                     name: name.into(),

@@ -206,19 +206,14 @@ pub fn reattribute(entries: &mut Vec<Entry>, work: &Work, cx: &Context) -> Summa
         }
     }
     for d in &work.doers {
-        let held = d.task_ns
-            + match !cx.irq_time_apart || d.comm.starts_with("ksoftirqd") {
-                true => d.irq_ns,
-                false => 0,
-            };
-        if held == 0 {
-            continue;
-        }
+        let in_task = !cx.irq_time_apart || d.comm.starts_with("ksoftirqd");
+        let held = d.task_ns + if in_task { d.irq_ns } else { 0 };
         let key = cx.key(d.tgid, d.start_ns, d.cgroup_id);
-        if let Some(e) = entries.iter_mut().find(|e| e.key == key) {
-            let taken = (held as f64 * 1e-9).min(e.cpu_s);
-            e.cpu_s -= taken;
-            s.taken_cpu_s += taken;
+        s.taken_cpu_s += take(entries, &key, held);
+        // Interrupt time accounted apart is in no task's time, but it is in the machine's busy
+        // time, which by cgroup is the root's own usage: taken from there.
+        if !in_task && cx.by == By::Cgroup {
+            s.taken_cpu_s += take(entries, &Key::Cgroup("/".into()), d.irq_ns);
         }
     }
     for o in &work.owners {
@@ -242,6 +237,18 @@ pub fn reattribute(entries: &mut Vec<Entry>, work: &Work, cx: &Context) -> Summa
         }
     }
     s
+}
+
+/// Takes `ns` (at most all its CPU time) from the entry of `key`, if any; the CPU-seconds taken.
+fn take(entries: &mut [Entry], key: &Key, ns: u64) -> f64 {
+    match entries.iter_mut().find(|e| &e.key == key) {
+        Some(e) if ns > 0 => {
+            let taken = (ns as f64 * 1e-9).min(e.cpu_s);
+            e.cpu_s -= taken;
+            taken
+        }
+        _ => 0.0,
+    }
 }
 
 /// The entry of an owner the interval had none for.
@@ -410,8 +417,10 @@ impl KernelIo {
         match never {}
     }
 
-    /// Watches process `tgid` and every process it starts from now on (`wattio measure`
-    /// watches itself around the spawn of its command, then [`KernelIo::unwatch`]es itself).
+    /// Watches process `tgid` and every process it starts from now on, and no other
+    /// (`wattio measure` watches itself around the spawn of each command, then
+    /// [`KernelIo::unwatch`]es itself: an earlier run's processes, or a process that reused
+    /// one of their pids, are not counted in the next).
     pub fn watch(&self, tgid: u32) -> std::io::Result<()> {
         #[cfg(feature = "ebpf")]
         return self.tracer.watch(tgid);

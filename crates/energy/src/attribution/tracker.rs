@@ -537,6 +537,7 @@ impl Attributor {
             });
             g.cpu_s += e.cpu_s;
             g.children_cpu_s += e.children_cpu_s;
+            g.kernel_io_cpu_s += e.kernel_io_cpu_s;
         }
         // Every process present, not only those with CPU time: a VM idle this interval is
         // still there.

@@ -173,8 +173,13 @@ impl Tracer {
         s
     }
 
-    /// Watches process `tgid` and the processes it starts from now on (`wattio measure`).
+    /// Watches process `tgid` and the processes it starts from now on, and no other: the
+    /// processes watched before are forgotten (`wattio measure`).
     pub fn watch(&self, tgid: u32) -> io::Result<()> {
+        let m = self.map("watched");
+        for k in m.keys().collect::<Vec<_>>() {
+            let _ = m.delete(&k);
+        }
         self.map("watched")
             .update(&tgid.to_ne_bytes(), &[1], MapFlags::ANY)
             .map_err(io::Error::other)

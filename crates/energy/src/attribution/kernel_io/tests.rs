@@ -212,3 +212,40 @@ fn cgroup_ids_name_directories_from_the_mount() {
     assert_eq!(ids[&ino("a/b")], "/a/b");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// By cgroup with interrupt time accounted apart, the interrupted task's cgroup never held the
+/// frame's time: the root's own usage (the machine's busy time less its children's) did.
+#[test]
+fn by_cgroup_interrupt_time_apart_is_taken_from_the_root() {
+    let mut entries = vec![
+        Entry {
+            cpu_s: 1.0,
+            ..Entry::new(Key::Cgroup("/".into()))
+        },
+        Entry {
+            cpu_s: 1.0,
+            ..Entry::new(Key::Cgroup("/bystander".into()))
+        },
+    ];
+    let paths = |id: u64| match id {
+        1 => Some("/bystander".to_string()),
+        7 => Some("/receiver".to_string()),
+        _ => None,
+    };
+    let c = Context {
+        by: By::Cgroup,
+        ns_per_tick: 10_000_000,
+        irq_time_apart: true,
+        cgroup_path: &paths,
+    };
+    let work = Work {
+        owners: vec![owner(5, [0, 0, 200_000_000, 0, 0])],
+        doers: vec![doer(20, 0, 200_000_000, "bystander")],
+        unowned_ns: [0; 5],
+    };
+    let s = reattribute(&mut entries, &work, &c);
+    assert!((entries[0].cpu_s - 0.8).abs() < 1e-9, "{entries:?}");
+    assert_eq!(entries[1].cpu_s, 1.0);
+    assert!((entries[2].cpu_s - 0.2).abs() < 1e-9);
+    assert!((s.taken_cpu_s - 0.2).abs() < 1e-9);
+}
