@@ -377,6 +377,7 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
             if let Some(note) = &live.gpu_note {
                 eprintln!("wattio export: warning: {note}");
             }
+            kernel_io_warning("export", live.kernel_io_off());
             Some((live, by))
         }
         None => None,
@@ -649,4 +650,14 @@ fn fixture_tick(a: TickArgs) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Says why the kernel's I/O work stays with the tasks that ran it, where the program was
+/// wanted and did not load as root.
+pub(crate) fn kernel_io_warning(tool: &str, why: Option<&str>) {
+    if let Some(why) = why {
+        eprintln!(
+            "wattio {tool}: warning: the kernel's I/O work is not charged to its owners: {why} (WATTIO_KERNEL_IO=off silences this)"
+        );
+    }
 }

@@ -66,6 +66,7 @@ pub fn top(a: TopArgs) -> Result<ExitCode> {
     if let Some(note) = &live.gpu_note {
         eprintln!("wattio top: warning: {note}");
     }
+    crate::meter_cmd::kernel_io_warning("top", live.kernel_io_off());
     // Ctrl-C or SIGTERM wakes the wait for the next refresh and ends `top` there.
     let cancel = crate::study_ui::cancel_on_signals()?;
     let iterations = if a.once { Some(1) } else { a.iterations };

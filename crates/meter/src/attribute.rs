@@ -151,6 +151,11 @@ impl LiveAttribution {
         self.attributor.is_alive(key)
     }
 
+    /// Why the kernel's I/O work is not charged to its owners, where it was wanted.
+    pub fn kernel_io_off(&self) -> Option<&str> {
+        self.attributor.kernel_io_off()
+    }
+
     /// The meter's cumulative joules per counter when this attribution last stepped (or
     /// started): counters reported from here on add up with the attributed figures.
     pub fn last_totals_j(&self) -> &[f64] {

@@ -41,6 +41,13 @@ pub fn exporter_addr(stderr: ChildStderr) -> String {
             break;
         }
         if let Some(rest) = line.split("http://").nth(1) {
+            // The rest of its stderr goes to the test's (shown when a test fails), and the pipe
+            // stays open: a write to a closed stderr would end the exporter.
+            std::thread::spawn(move || {
+                for l in err.lines().map_while(Result::ok) {
+                    eprintln!("exporter: {l}");
+                }
+            });
             return rest.split('/').next().unwrap().to_string();
         }
     }

@@ -349,10 +349,19 @@ impl KernelIo {
     /// `Ok(None)` for `off`, and for `auto` where it cannot load (no BPF in this build, not
     /// root, a fixture tree under `WATTIO_ROOT`: the program sees the real kernel only).
     pub fn open(mode: &str, root: &crate::root::SysRoot) -> std::io::Result<Option<KernelIo>> {
+        Self::open_or_why(mode, root).map(|(k, _)| k)
+    }
+
+    /// As [`KernelIo::open`], with why `auto` runs without the program, as root (`None` when it
+    /// loaded, is off, or this is not root).
+    pub fn open_or_why(
+        mode: &str,
+        root: &crate::root::SysRoot,
+    ) -> std::io::Result<(Option<KernelIo>, Option<String>)> {
         let required = match mode {
             "" | "auto" => false,
             "bpf" => true,
-            "off" => return Ok(None),
+            "off" => return Ok((None, None)),
             other => {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::InvalidInput,
@@ -368,22 +377,28 @@ impl KernelIo {
             )),
         };
         match loaded {
-            Ok(tracer) => Ok(Some(KernelIo::with(tracer, root))),
+            Ok(tracer) => Ok((Some(KernelIo::with(tracer, root)), None)),
             Err(e) if required => Err(std::io::Error::other(format!(
                 "cannot attribute the kernel's I/O work: {e}; run as root or set {KERNEL_IO_ENV}=off"
             ))),
-            Err(_) => Ok(None),
+            // Under a fixture tree, or as another user than root, the program is not expected
+            // to load: nothing to say.
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            Err(e) => Ok((
+                None,
+                (root.is_real() && unsafe { libc::geteuid() } == 0).then_some(e),
+            )),
         }
     }
 
-    /// Loads the program; a failure is tried twice more, 100 ms apart (a load can fail for a
-    /// moment while other programs load and unload on a busy machine).
+    /// Loads the program; a failure is tried four more times, 0.1 to 0.8 s apart (a load failed
+    /// for a moment here while other processes loaded and unloaded it, cause not found).
     #[cfg(feature = "ebpf")]
     fn load() -> Result<Tracer, String> {
         let mut last = String::new();
-        for attempt in 0..3 {
+        for attempt in 0..5 {
             if attempt > 0 {
-                std::thread::sleep(std::time::Duration::from_millis(100));
+                std::thread::sleep(std::time::Duration::from_millis(50 << attempt));
             }
             match Tracer::open() {
                 Ok(t) => return Ok(t),

@@ -78,6 +78,8 @@ pub struct Attributor {
     reader: ProcReader,
     /// The kernel's I/O work, moved to its owners ([`KernelIo`]), where its program loads.
     kernel_io: Option<KernelIo>,
+    /// Why the program did not load, when it was wanted (`auto`).
+    kernel_io_off: Option<String>,
 }
 
 impl Attributor {
@@ -113,7 +115,8 @@ impl Attributor {
             By::Process | By::Vm => ProcReader::open(&root, Some(cpu_times))?,
             By::Cgroup => ProcReader::open(&root, None)?,
         };
-        let root_for_kio = root.clone();
+        let (kernel_io, kernel_io_off) =
+            KernelIo::open_or_why(&std::env::var(KERNEL_IO_ENV).unwrap_or_default(), &root)?;
         let mut a = Attributor {
             last_busy_s: cputime::machine_busy_cpu_s(&root)?,
             root,
@@ -129,10 +132,8 @@ impl Attributor {
             gpu_totals: HashMap::new(),
             last_scan: std::time::Instant::now(),
             generation: 0,
-            kernel_io: KernelIo::open(
-                &std::env::var(KERNEL_IO_ENV).unwrap_or_default(),
-                &root_for_kio,
-            )?,
+            kernel_io,
+            kernel_io_off,
             reader,
         };
         match a.by {
@@ -163,6 +164,12 @@ impl Attributor {
     /// Whether the process or cgroup `key` was present at the last step.
     pub fn is_alive(&self, key: &Key) -> bool {
         key_alive(key, &self.procs, &self.cgroups, &self.vms)
+    }
+
+    /// Why the kernel's I/O work stays with the tasks that ran it (the kernel I/O program did
+    /// not load), where it was wanted.
+    pub fn kernel_io_off(&self) -> Option<&str> {
+        self.kernel_io_off.as_deref()
     }
 
     pub fn policy(&self) -> IdlePolicy {
