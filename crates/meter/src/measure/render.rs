@@ -76,48 +76,10 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
         r.attributed_j, r.attributed_label
     );
     if let Some(k) = &r.kernel_io {
-        let kinds: Vec<String> = k
-            .cpu_s_by_kind
-            .iter()
-            .map(|(kind, cpu_s)| format!("{kind} {cpu_s:.4}"))
-            .collect();
-        let _ = writeln!(
-            s,
-            "kernel I/O   {:.3} J for {:.3} CPU-s done for the command ({}): {}",
-            k.attributed_j,
-            k.cpu_s,
-            match kinds.is_empty() {
-                true => "none".to_string(),
-                false => kinds.join(", "),
-            },
-            k.attributed_label
-        );
+        s.push_str(&kernel_io_line(k));
     }
     if let Some(y) = &r.sync {
-        let _ = writeln!(
-            s,
-            "sync         {:.3} s after the command, {:.3} J (whole machine, not in the total){}, {:.3} busy CPU-s",
-            y.duration_s,
-            y.total_j,
-            if e.provenance.estimated {
-                " ESTIMATED"
-            } else {
-                ""
-            },
-            y.busy_cpu_s
-        );
-        let measured = y
-            .kernel_io_cpu_s
-            .map(|c| format!(", {c:.3} CPU-s of kernel I/O work done for it in the sync"))
-            .unwrap_or_default();
-        let _ = writeln!(
-            s,
-            "sync share   {:.3} J: the command wrote {} of the {} dirty{measured}: {}",
-            y.attributed_j,
-            format_bytes(y.written_bytes),
-            format_bytes(y.dirty_bytes),
-            y.attributed_label
-        );
+        s.push_str(&sync_lines(y, e.provenance.estimated));
     }
     if let Some(c) = &r.co2e {
         let gpu = c
@@ -137,6 +99,45 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
     }
     let _ = writeln!(s, "exit code    {}", r.exit_code);
     s
+}
+
+/// The summary's `kernel I/O` line: the kernel's I/O work done for the command, by kind.
+fn kernel_io_line(k: &super::KernelIoShare) -> String {
+    let kinds: Vec<String> = k
+        .cpu_s_by_kind
+        .iter()
+        .map(|(kind, cpu_s)| format!("{kind} {cpu_s:.4}"))
+        .collect();
+    format!(
+        "kernel I/O   {:.3} J for {:.3} CPU-s done for the command ({}): {}\n",
+        k.attributed_j,
+        k.cpu_s,
+        match kinds.is_empty() {
+            true => "none".to_string(),
+            false => kinds.join(", "),
+        },
+        k.attributed_label
+    )
+}
+
+/// The summary's two `sync` lines: the phase, and the command's share of it.
+fn sync_lines(y: &super::sync::SyncPhase, estimated: bool) -> String {
+    let measured = y
+        .kernel_io_cpu_s
+        .map(|c| format!(", {c:.3} CPU-s of kernel I/O work done for it in the sync"))
+        .unwrap_or_default();
+    format!(
+        "sync         {:.3} s after the command, {:.3} J (whole machine, not in the total){}, {:.3} busy CPU-s\n\
+         sync share   {:.3} J: the command wrote {} of the {} dirty{measured}: {}\n",
+        y.duration_s,
+        y.total_j,
+        if estimated { " ESTIMATED" } else { "" },
+        y.busy_cpu_s,
+        y.attributed_j,
+        format_bytes(y.written_bytes),
+        format_bytes(y.dirty_bytes),
+        y.attributed_label
+    )
 }
 
 /// Bytes in MiB (KiB below one MiB).
