@@ -15,7 +15,14 @@
 # SCAPH_UJ` just before WATTIO-START and just after WATTIO-END. No disk image, no network: boots
 # in seconds under TCG.
 #
-# usage: scripts/vm-guest-initramfs.sh OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS [spin|idle|lifecycle]]
+# WORKLOAD kernel-io is another guest: the kernel's I/O work charged by cgroup (crates/cli/tests/
+# vm_kernel_io.rs). It mounts a pure cgroup v2 hierarchy with the io and memory controllers on
+# (cgroup writeback), makes an ext2 file system on the virtio disk /dev/vda, and, once with
+# WATTIO_KERNEL_IO=bpf and once with bytes (the io.stat rule), runs `wattio record --by cgroup`
+# while a cgroup `writer` writes SECONDS×16 MiB to it and syncs and a cgroup `neighbour` spins,
+# printing each recording between WATTIO-BPF-BEGIN/END and WATTIO-BYTES-BEGIN/END.
+#
+# usage: scripts/vm-guest-initramfs.sh OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS [spin|idle|lifecycle|kernel-io]]
 # (crates/cli/tests/vm_e2e.rs builds one; qemu-system-x86_64 -kernel /boot/vmlinuz-VERSION
 #  -initrd OUT.cpio.gz -append console=ttyS0 -virtfs local,path=DIR,mount_tag=wattio,… boots it)
 set -euo pipefail
@@ -25,7 +32,7 @@ die() {
     exit 2
 }
 
-[ $# -ge 3 ] || die "usage: $0 OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS [spin|idle|lifecycle]]"
+[ $# -ge 3 ] || die "usage: $0 OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS [spin|idle|lifecycle|kernel-io]]"
 out=$(realpath -m "$1")
 bin=$2
 kver=$3
@@ -45,8 +52,10 @@ echo WATTIO-PROBE-BEGIN
 wattio probe --json
 echo WATTIO-PROBE-END"
     ;;
-*) die "workload must be spin, idle or lifecycle, not $5" ;;
+kernel-io) ;;
+*) die "workload must be spin, idle, lifecycle or kernel-io, not $5" ;;
 esac
+mode=${5:-spin}
 busybox=$(command -v busybox) || die "busybox not found: apt-get install busybox-static"
 # ldd fails on a static binary, saying so.
 { ldd "$busybox" 2>&1 || true; } | grep -q "not a dynamic executable" ||
@@ -57,7 +66,7 @@ command -v cpio >/dev/null || die "cpio not found: apt-get install cpio"
 
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
-mkdir -p "$root"/{bin,usr/bin,proc,sys,dev,run/wattio-host,run/scaph,modules,tmp}
+mkdir -p "$root"/{bin,usr/bin,proc,sys,dev,run/wattio-host,run/scaph,modules,tmp,mnt}
 cp "$busybox" "$root/bin/busybox"
 # The binary without its debug information (a tenth of the size), and every library it loads.
 strip -o "$root/usr/bin/wattio" "$bin" 2>/dev/null || cp "$bin" "$root/usr/bin/wattio"
@@ -69,7 +78,10 @@ done
 # virtio-pci and 9p over virtio, in dependency order.
 : >"$root/modules.order"
 # Helpers that newer kernels merged into others (fscache into netfs) or built in may be absent.
-for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci netfs fscache 9pnet 9pnet_virtio 9p; do
+modules="virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci netfs fscache 9pnet 9pnet_virtio 9p"
+# The disk and its file system (ext2 through the ext4 driver, as Debian builds it).
+[ "$mode" = kernel-io ] && modules="$modules virtio_blk crc16 crc32c_generic mbcache jbd2 ext4"
+for m in $modules; do
     if ! f=$(modinfo -n -k "$kver" "$m" 2>/dev/null); then
         case $m in
         virtio_pci_legacy_dev | virtio_pci_modern_dev | netfs | fscache) continue ;;
@@ -86,6 +98,7 @@ for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_p
     echo "$m.ko" >>"$root/modules.order"
 done
 
+# Both guests start alike: busybox's commands, the kernel's file systems, the modules.
 cat >"$root/init" <<EOF
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -94,6 +107,36 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 for m in \$(cat /modules.order); do insmod /modules/\$m || echo "WATTIO-ERROR insmod \$m"; done
+EOF
+if [ "$mode" = kernel-io ]; then
+    mib=$((seconds * 16))
+    cat >>"$root/init" <<EOF
+mount -t cgroup2 none /sys/fs/cgroup || echo "WATTIO-ERROR mount cgroup2"
+mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+mke2fs -q /dev/vda && mount -t ext2 /dev/vda /mnt || echo "WATTIO-ERROR disk"
+echo "+io +memory +cpu" >/sys/fs/cgroup/cgroup.subtree_control || echo "WATTIO-ERROR controllers"
+mkdir /sys/fs/cgroup/writer /sys/fs/cgroup/neighbour
+echo WATTIO-READY
+for mode in bpf bytes; do
+    WATTIO_KERNEL_IO=\$mode wattio record --source model --freq 2 --by cgroup --by-interval 1s --duration $((seconds + 6))s -o /tmp/\$mode.csv 2>/tmp/\$mode.err &
+    rec=\$!
+    sleep 2
+    sh -c 'echo \$\$ >/sys/fs/cgroup/neighbour/cgroup.procs; exec timeout $((seconds + 2)) sh -c "while :; do :; done"' &
+    sh -c 'echo \$\$ >/sys/fs/cgroup/writer/cgroup.procs; dd if=/dev/zero of=/mnt/f bs=1M count=$mib 2>/dev/null; sync'
+    wait \$rec
+    echo WATTIO-RC \$mode \$?
+    echo WATTIO-\$(echo \$mode | tr a-z A-Z)-BEGIN
+    cat /tmp/\$mode.csv
+    echo WATTIO-\$(echo \$mode | tr a-z A-Z)-END
+    cat /tmp/\$mode.err
+    rm -f /mnt/f
+    sync
+    sleep 1
+done
+poweroff -f
+EOF
+else
+    cat >>"$root/init" <<EOF
 mount -t 9p -o trans=virtio,version=9p2000.L,ro wattio /run/wattio-host || echo "WATTIO-ERROR mount 9p"
 scaph=""
 mount -t 9p -o trans=virtio,version=9p2000.L,ro scaph /run/scaph 2>/dev/null && scaph=/run/scaph/intel-rapl:0/energy_uj
@@ -118,6 +161,7 @@ cat /tmp/err.txt
 $after
 poweroff -f
 EOF
+fi
 chmod +x "$root/init"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1 >"$out")
 echo "vm-guest-initramfs: wrote $out ($(du -h "$out" | cut -f1))"

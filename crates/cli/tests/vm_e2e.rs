@@ -29,59 +29,8 @@ use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
 mod common;
+use common::vm::{can_run, guest_kernel, script};
 use common::{Reaper, BIN};
-
-fn script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scripts")
-        .join(name)
-}
-
-/// The newest kernel with both an image in /boot and its modules, or what is missing.
-fn guest_kernel() -> Result<(PathBuf, String), String> {
-    let mut found: Vec<String> = std::fs::read_dir("/boot")
-        .map_err(|e| format!("/boot: {e}"))?
-        .flatten()
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()
-                .and_then(|n| n.strip_prefix("vmlinuz-"))
-                .map(String::from)
-        })
-        .filter(|v| Path::new("/lib/modules").join(v).is_dir())
-        .collect();
-    // By version, not text: 6.1.0-10 is newer than 6.1.0-9.
-    let key = |v: &String| -> Vec<u64> {
-        v.split(|c: char| !c.is_ascii_digit())
-            .filter_map(|n| n.parse().ok())
-            .collect()
-    };
-    found.sort_by_key(key);
-    let v = found
-        .pop()
-        .ok_or("no /boot/vmlinuz-* with its /lib/modules (apt-get install linux-image-amd64)")?;
-    Ok((PathBuf::from(format!("/boot/vmlinuz-{v}")), v))
-}
-
-fn missing() -> Option<String> {
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| o.stdout == b"0\n");
-    if !root {
-        return Some("not root (the fake RAPL needs a mount namespace)".into());
-    }
-    for tool in ["qemu-system-x86_64", "busybox", "cpio", "unshare"] {
-        if Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .output()
-            .map_or(true, |o| !o.status.success())
-        {
-            return Some(format!("{tool} not found (make deps installs it)"));
-        }
-    }
-    guest_kernel().err()
-}
 
 /// User + system seconds of process `pid`.
 fn cpu_s(pid: u32) -> f64 {
@@ -100,19 +49,6 @@ fn read_uj(path: &Path) -> u64 {
 /// The two tests each run QEMU under TCG on a 2-CPU machine: one at a time, so that neither
 /// starves the other's guests.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-/// Skips (or, with `WATTIO_REQUIRE_VM`, fails) where the tools are missing.
-fn can_run() -> bool {
-    if let Some(why) = missing() {
-        assert!(
-            std::env::var_os("WATTIO_REQUIRE_VM").is_none(),
-            "WATTIO_REQUIRE_VM is set but {why}"
-        );
-        eprintln!("skipped: {why}");
-        return false;
-    }
-    true
-}
 
 /// The publisher's wrap: the least its CLI takes at `--interval 500ms` (12 kJ).
 const RANGE_UJ: u64 = 12_000_000_000;

@@ -396,16 +396,31 @@ pub struct RecordAttribution {
 /// One row of `record --by`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EntityRow {
-    /// `process`, `cgroup`, `other` (entries past `--top`) or `idle`.
+    /// `process`, `cgroup`, `other` (entries past `--top`), `idle`, or, on kernel I/O rows,
+    /// `unowned`.
     pub entity: &'static str,
     pub pid: Option<u32>,
     pub comm: Option<String>,
     pub cgroup: Option<String>,
     pub cpu_s: f64,
     pub energy_j: f64,
-    /// On GPU rows (domain `gpu`, all GPUs together): the label of the split, e.g.
-    /// `measured (nvml), attributed (gpu utilisation share)`; `None` on CPU rows.
-    pub gpu_label: Option<String>,
+    /// What the row is a share of.
+    pub part: RowPart,
+}
+
+/// What an attribution row is a share of, with the label of its split where it is not the
+/// machine's CPU energy.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RowPart {
+    /// The machine's energy (domain `total`), split by CPU time.
+    Total,
+    /// The GPUs' energy (domain `gpu`, all GPUs together), e.g. `measured (nvml), attributed
+    /// (gpu utilisation share)`.
+    Gpu(String),
+    /// Of a `Total` row's energy, the part for the kernel's I/O work done for the entry (domain
+    /// `kernel_io`: already in the `Total` rows, not to be added to them); `cpu_s` is that
+    /// work's CPU time. The label is that work's rule (`kernel_io::LABEL`).
+    KernelIo(String),
 }
 
 impl RecordAttribution {
@@ -520,7 +535,7 @@ impl RecordAttribution {
             // The run ends and the last interval cannot be split: all of it is unattributed.
             Err(e) => {
                 self.warn(&e);
-                let mut rows = vec![EntityRow::idle(self.acc_j, None)];
+                let mut rows = vec![EntityRow::idle(self.acc_j, RowPart::Total)];
                 self.acc_j = 0.0;
                 if self.gpu_processes.is_some() {
                     let gpu_j: f64 = self
@@ -529,7 +544,10 @@ impl RecordAttribution {
                         .map(|g| std::mem::take(&mut g.1))
                         .sum();
                     let label = self.gpu_acc.first().map(|g| g.2.clone());
-                    rows.push(EntityRow::idle(gpu_j, label));
+                    rows.push(EntityRow::idle(
+                        gpu_j,
+                        RowPart::Gpu(label.unwrap_or_default()),
+                    ));
                 }
                 return Ok(Some(rows));
             }
@@ -559,8 +577,11 @@ impl RecordAttribution {
         let mut by_cpu: Vec<Entry> = i.entries.clone();
         by_cpu.sort_by(|a, b| b.energy_j.total_cmp(&a.energy_j));
         let cpu_of = |e: &Entry| (e.cpu_s > 0.0 || e.gpu_energy_j.is_none()).then_some(e.energy_j);
-        let mut rows = entity_rows(entity, &by_cpu, self.top, cpu_of, None);
-        rows.push(EntityRow::idle(i.idle_j, None));
+        let mut rows = entity_rows(entity, &by_cpu, self.top, cpu_of, RowPart::Total);
+        rows.push(EntityRow::idle(i.idle_j, RowPart::Total));
+        if let Some(k) = &i.kernel_io {
+            rows.extend(kernel_io_rows(entity, &by_cpu, self.top, k));
+        }
         if !i.gpus.is_empty() {
             // One label for the GPU rows: all GPUs' when they agree, else each GPU's joined.
             let mut labels: Vec<&str> = i.gpus.iter().map(|g| g.label.as_str()).collect();
@@ -577,11 +598,11 @@ impl RecordAttribution {
                 &by_gpu,
                 self.top,
                 |e| e.gpu_energy_j,
-                Some(&label),
+                RowPart::Gpu(label.clone()),
             ));
             rows.push(EntityRow::idle(
                 i.gpus.iter().map(|g| g.idle_j).sum(),
-                Some(label),
+                RowPart::Gpu(label),
             ));
         }
         Ok(Some(rows))
@@ -589,8 +610,8 @@ impl RecordAttribution {
 }
 
 impl EntityRow {
-    /// The rest of an interval that no entry explains (`gpu_label`: of the GPUs).
-    fn idle(energy_j: f64, gpu_label: Option<String>) -> Self {
+    /// The rest of an interval that no entry explains (of `part`).
+    fn idle(energy_j: f64, part: RowPart) -> Self {
         EntityRow {
             entity: "idle",
             pid: None,
@@ -598,9 +619,42 @@ impl EntityRow {
             cgroup: None,
             cpu_s: 0.0,
             energy_j,
-            gpu_label,
+            part,
         }
     }
+}
+
+/// The kernel I/O rows of an interval: for the `top` entries charged the most of it, the part
+/// of their energy that was the kernel's I/O work done for them and that work's CPU time; one
+/// `other` row for the rest; and, where some of the work had no owner, an `unowned` row with
+/// its CPU time (its energy stays in the rows of the tasks that ran it).
+fn kernel_io_rows(
+    entity: &'static str,
+    entries: &[Entry],
+    top: usize,
+    k: &wattio_energy::attribution::KernelIoSummary,
+) -> Vec<EntityRow> {
+    let part = RowPart::KernelIo(k.label.to_string());
+    let mut charged: Vec<Entry> = entries
+        .iter()
+        .filter(|e| e.kernel_io_cpu_s > 0.0)
+        .map(|e| Entry {
+            cpu_s: e.kernel_io_cpu_s,
+            ..e.clone()
+        })
+        .collect();
+    charged.sort_by(|a, b| b.kernel_io_j.total_cmp(&a.kernel_io_j));
+    let mut rows = entity_rows(entity, &charged, top, |e| Some(e.kernel_io_j), part.clone());
+    let unowned: f64 = k.unowned_cpu_s.values().sum();
+    if unowned > 0.0 {
+        rows.push(EntityRow {
+            entity: "unowned",
+            cpu_s: unowned,
+            energy_j: 0.0,
+            ..EntityRow::idle(0.0, part)
+        });
+    }
+    rows
 }
 
 /// Rows of the first `top` entries that have a figure (`energy_of`), and one `other` row for
@@ -610,7 +664,7 @@ fn entity_rows(
     entries: &[Entry],
     top: usize,
     energy_of: impl Fn(&Entry) -> Option<f64>,
-    gpu_label: Option<&str>,
+    part: RowPart,
 ) -> Vec<EntityRow> {
     let with: Vec<(&Entry, f64)> = entries
         .iter()
@@ -626,7 +680,7 @@ fn entity_rows(
             cgroup: e.cgroup.clone(),
             cpu_s: e.cpu_s,
             energy_j: *j,
-            gpu_label: gpu_label.map(str::to_string),
+            part: part.clone(),
         })
         .collect();
     if with.len() > top {
@@ -638,7 +692,7 @@ fn entity_rows(
             cgroup: None,
             cpu_s: rest.iter().map(|(e, _)| e.cpu_s).sum(),
             energy_j: rest.iter().map(|(_, j)| j).sum(),
-            gpu_label: gpu_label.map(str::to_string),
+            part,
         });
     }
     rows
@@ -756,5 +810,57 @@ mod tests {
         assert!(s.contains("40.0 %"), "{s}");
         assert!(s.contains("p7") && !s.contains("p8"), "{s}");
         assert!(s.contains("1 more entries"), "{s}");
+    }
+}
+
+#[cfg(test)]
+mod kernel_io_row_tests {
+    use super::*;
+    use wattio_energy::attribution::{KernelIoSummary, ProcKey};
+
+    fn charged(pid: u32, kio_cpu_s: f64, kio_j: f64) -> Entry {
+        Entry {
+            pid: Some(pid),
+            cpu_s: 1.0,
+            energy_j: 10.0,
+            kernel_io_cpu_s: kio_cpu_s,
+            kernel_io_j: kio_j,
+            ..Entry::new(Key::Process(ProcKey {
+                pid,
+                start_ticks: 1,
+            }))
+        }
+    }
+
+    #[test]
+    fn kernel_io_rows_name_the_charged_the_rest_and_the_unowned() {
+        let entries = vec![
+            charged(1, 0.0, 0.0),
+            charged(2, 0.1, 1.0),
+            charged(3, 0.3, 3.0),
+            charged(4, 0.05, 0.5),
+        ];
+        let mut k = KernelIoSummary {
+            label: "rule",
+            ..KernelIoSummary::default()
+        };
+        k.unowned_cpu_s.insert("writeback", 0.02);
+        let rows = kernel_io_rows("process", &entries, 1, &k);
+        let seen: Vec<(&str, Option<u32>, f64, f64)> = rows
+            .iter()
+            .map(|r| (r.entity, r.pid, r.cpu_s, r.energy_j))
+            .collect();
+        // pid 3 first (most kernel I/O energy); 2 and 4 together; pid 1 was charged nothing.
+        assert_eq!(
+            seen,
+            vec![
+                ("process", Some(3), 0.3, 3.0),
+                ("other", None, 0.1 + 0.05, 1.5),
+                ("unowned", None, 0.02, 0.0),
+            ]
+        );
+        assert!(rows
+            .iter()
+            .all(|r| r.part == RowPart::KernelIo("rule".into())));
     }
 }

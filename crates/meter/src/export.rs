@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wattio_energy::attribution::By;
-use wattio_energy::attribution::{kernel_io, Entry, Key};
+use wattio_energy::attribution::{Entry, Key};
 use wattio_progress::Cancel;
 
 /// Labels of the energy counter.
@@ -294,7 +294,7 @@ impl Exporter {
                     let total = self.meter.provenance().label();
                     EntitySeriesSet::new(
                         EntityLabels {
-                            attribution: format!("{total}, {}", kernel_io::LABEL),
+                            attribution: format!("{total}, {}", k.label),
                             ..cpu.other.clone()
                         },
                         max,

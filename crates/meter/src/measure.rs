@@ -414,7 +414,8 @@ impl<'m> MeterExecutor<'m> {
     /// Charges each command the kernel's I/O work done for it ([`KernelIoShare`]), where the
     /// kernel I/O program loads (`mode` as `WATTIO_KERNEL_IO`).
     pub fn with_kernel_io(mut self, root: &SysRoot, mode: &str) -> Result<Self, MeasureError> {
-        self.kernel_io = kernel_io::KernelIo::open(mode, root).map_err(MeasureError::KernelIo)?;
+        self.kernel_io =
+            kernel_io::KernelIo::open(mode, root, None).map_err(MeasureError::KernelIo)?;
         Ok(self)
     }
 

@@ -16,6 +16,8 @@ pub(crate) struct RowFormatter {
     line: String,
     /// `record --by`: the constant columns of attribution rows.
     entity: Option<RecordRow>,
+    /// `record --by`: the label of the energy that was split (kernel I/O rows name it).
+    total_label: String,
 }
 
 impl RowFormatter {
@@ -54,6 +56,7 @@ impl RowFormatter {
             prefixes,
             line: String::with_capacity(256),
             entity: None,
+            total_label: String::new(),
         }
     }
 
@@ -61,6 +64,7 @@ impl RowFormatter {
     /// the attribution label on those rows' `model` field (`…, attributed (cpu-time share)`).
     pub fn with_entity_columns(mut self, provenance: &Provenance) -> Self {
         let label = wattio_energy::attribution::attributed_label(&provenance.label());
+        self.total_label = provenance.label();
         self.prefixes = self
             .counters
             .iter()
@@ -94,12 +98,20 @@ impl RowFormatter {
             cpu_s: Some(row.cpu_s),
             ..template.clone()
         };
-        // A GPU row: the GPUs' energy, measured through NVML, whatever the CPU's mechanism.
-        if let Some(label) = &row.gpu_label {
-            line.mechanism = wattio_energy::Mechanism::Nvml;
-            line.domain = "gpu".into();
-            line.estimated = false;
-            line.model = Some(label.clone());
+        match &row.part {
+            crate::attribute::RowPart::Total => {}
+            // A GPU row: the GPUs' energy, measured through NVML, whatever the CPU's mechanism.
+            crate::attribute::RowPart::Gpu(label) => {
+                line.mechanism = wattio_energy::Mechanism::Nvml;
+                line.domain = "gpu".into();
+                line.estimated = false;
+                line.model = Some(label.clone());
+            }
+            // Part of the total row's energy: its label, and the kernel I/O work's rule.
+            crate::attribute::RowPart::KernelIo(rule) => {
+                line.domain = "kernel_io".into();
+                line.model = Some(format!("{}, {rule}", self.total_label));
+            }
         }
         let row = line;
         self.line.clear();
@@ -184,7 +196,7 @@ mod tests {
             cgroup: Some("/system.slice/x.service".into()),
             cpu_s: 0.5,
             energy_j: 1.25,
-            gpu_label: None,
+            part: crate::attribute::RowPart::Total,
         };
         f.write_entity_row(&mut out, 2.0, &row).unwrap();
         let text = String::from_utf8(out).unwrap();

@@ -7,6 +7,8 @@ use std::path::Path;
 use std::process::{Child, ChildStderr, Command, Output};
 use std::time::{Duration, Instant};
 
+pub mod vm;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_wattio");
 
 /// Runs the wattio binary with `args`, under the fixture `root` or the real machine.

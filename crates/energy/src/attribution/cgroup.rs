@@ -46,13 +46,14 @@ pub fn cgroup_of(root: &SysRoot, pid: u32) -> Option<String> {
     parse_proc_cgroup(&text)
 }
 
-/// A cgroup's hierarchical usage, as read.
+/// A cgroup's hierarchical counter, as read: `cpu.stat` `usage_usec` ([`read_usage`]) or the
+/// block I/O bytes of `io.stat` ([`read_io_bytes`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CgroupUsage {
     /// Path inside the hierarchy, `/` for the root, e.g. `/system.slice/nginx.service`.
     pub path: String,
-    /// Hierarchical `usage_usec`.
-    pub usage_usec: u64,
+    /// The hierarchical counter: a cgroup's figure includes its descendants'.
+    pub value: u64,
     /// The directory's inode: the cgroup's id, new when a cgroup of the same path is recreated.
     pub ino: u64,
 }
@@ -61,7 +62,7 @@ pub struct CgroupUsage {
 /// A cgroup removed during the walk is skipped.
 pub fn read_usage(mount: &Path) -> io::Result<Vec<CgroupUsage>> {
     let mut out = Vec::new();
-    walk(mount, "/", &mut out, true)?;
+    walk(mount, "/", &mut out, true, ("cpu.stat", parse_usage_usec))?;
     out.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
 }
@@ -71,30 +72,68 @@ fn vanished(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENODEV)
 }
 
-fn walk(dir: &Path, path: &str, out: &mut Vec<CgroupUsage>, top: bool) -> io::Result<()> {
+/// Every cgroup's block I/O bytes, read and written on every device (`io.stat` `rbytes` +
+/// `wbytes`, hierarchical), under the v2 mount, sorted by path. A cgroup without `io.stat` (the
+/// `io` controller not enabled for it) is skipped with its descendants: its bytes are in its
+/// parent's. Discards (`dbytes`) are left out: they move no data.
+pub fn read_io_bytes(mount: &Path) -> io::Result<Vec<CgroupUsage>> {
+    let mut out = Vec::new();
+    walk(mount, "/", &mut out, true, ("io.stat", parse_io_stat_bytes))?;
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+/// The bytes read and written of an `io.stat` file, all its devices together: lines of
+/// `MAJ:MIN rbytes=N wbytes=N rios=N wios=N dbytes=N dios=N` (Documentation/admin-guide/
+/// cgroup-v2.rst, "IO Interface Files"). An empty file (no I/O yet) is 0.
+pub fn parse_io_stat_bytes(io_stat: &str) -> Option<u64> {
+    let mut total = 0u64;
+    for field in io_stat.split_ascii_whitespace() {
+        let (name, v) = match field.split_once('=') {
+            Some(kv) => kv,
+            None => continue,
+        };
+        if name == "rbytes" || name == "wbytes" {
+            total = total.saturating_add(v.parse().ok()?);
+        }
+    }
+    Some(total)
+}
+
+/// The file a [`walk`] reads in each cgroup, and how its counter is parsed.
+type CounterFile = (&'static str, fn(&str) -> Option<u64>);
+
+fn walk(
+    dir: &Path,
+    path: &str,
+    out: &mut Vec<CgroupUsage>,
+    top: bool,
+    file: CounterFile,
+) -> io::Result<()> {
     use std::os::unix::fs::MetadataExt;
     let ino = match std::fs::metadata(dir) {
         Ok(m) => m.ino(),
         Err(e) if vanished(&e) && !top => return Ok(()),
         Err(e) => return Err(e),
     };
-    match std::fs::read_to_string(dir.join("cpu.stat")) {
+    match std::fs::read_to_string(dir.join(file.0)) {
         Ok(s) => {
-            if let Some(u) = parse_usage_usec(&s) {
+            if let Some(value) = (file.1)(&s) {
                 out.push(CgroupUsage {
                     path: path.to_string(),
-                    usage_usec: u,
+                    value,
                     ino,
                 })
             }
         }
         Err(e) if vanished(&e) && !top => return Ok(()),
-        // Old kernels have no cpu.stat at the root: its usage is then taken from /proc/stat.
+        // Old kernels have no cpu.stat at the root (its usage is then taken from /proc/stat),
+        // and the root has no io.stat.
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => {
             return Err(io::Error::new(
                 e.kind(),
-                format!("{}: {e}", dir.join("cpu.stat").display()),
+                format!("{}: {e}", dir.join(file.0).display()),
             ))
         }
     }
@@ -111,7 +150,7 @@ fn walk(dir: &Path, path: &str, out: &mut Vec<CgroupUsage>, top: bool) -> io::Re
             } else {
                 format!("{path}/{name}")
             };
-            walk(&e.path(), &child, out, false)?;
+            walk(&e.path(), &child, out, false, file)?;
         }
     }
     Ok(())
@@ -133,7 +172,7 @@ pub fn parent(path: &str) -> Option<&str> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Previous {
     pub ino: u64,
-    pub usage_usec: u64,
+    pub value: u64,
 }
 
 /// Each cgroup's own share of the interval since `prev` (µs): the growth of its hierarchical
@@ -151,8 +190,8 @@ pub fn own_deltas(
 ) -> BTreeMap<String, u64> {
     let grown = |c: &CgroupUsage| -> u64 {
         match prev.get(&c.path) {
-            Some(p) if p.ino == c.ino => c.usage_usec.saturating_sub(p.usage_usec),
-            _ => c.usage_usec,
+            Some(p) if p.ino == c.ino => c.value.saturating_sub(p.value),
+            _ => c.value,
         }
     };
     let mut own: BTreeMap<String, i128> = now
@@ -160,7 +199,7 @@ pub fn own_deltas(
         .map(|c| (c.path.clone(), grown(c) as i128))
         .collect();
     if let (Some(r), false) = (root_usec, own.contains_key("/")) {
-        let p = prev.get("/").map(|p| p.usage_usec).unwrap_or(r);
+        let p = prev.get("/").map(|p| p.value).unwrap_or(r);
         own.insert("/".into(), r.saturating_sub(p) as i128);
     }
     for c in now {
@@ -184,16 +223,13 @@ pub fn previous(now: &[CgroupUsage], root_usec: Option<u64>) -> HashMap<String, 
                 c.path.clone(),
                 Previous {
                     ino: c.ino,
-                    usage_usec: c.usage_usec,
+                    value: c.value,
                 },
             )
         })
         .collect();
     if let Some(r) = root_usec {
-        m.entry("/".into()).or_insert(Previous {
-            ino: 0,
-            usage_usec: r,
-        });
+        m.entry("/".into()).or_insert(Previous { ino: 0, value: r });
     }
     m
 }
@@ -254,7 +290,7 @@ mod tests {
     fn u(p: &str, v: u64, ino: u64) -> CgroupUsage {
         CgroupUsage {
             path: p.into(),
-            usage_usec: v,
+            value: v,
             ino,
         }
     }

@@ -86,7 +86,7 @@ pub struct Entry {
     pub kernel_io_cpu_s: f64,
     /// Joules attributed in the interval.
     pub energy_j: f64,
-    /// Of `energy_j`, the share of its kernel I/O work, labelled `attribution::kernel_io::LABEL`.
+    /// Of `energy_j`, the share of its kernel I/O work, labelled as its interval's [`KernelIoSummary::label`] says.
     #[serde(skip_serializing_if = "is_zero")]
     pub kernel_io_j: f64,
     /// `energy_j / interval_s`.
@@ -191,7 +191,7 @@ pub struct GpuInterval {
 /// to its owners.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct KernelIoSummary {
-    /// What the owners' figures are (`attribution::kernel_io::LABEL`).
+    /// What the owners' figures are (`attribution::kernel_io::LABEL`, or `BYTES_LABEL` for the coarser io.stat rule).
     pub label: &'static str,
     /// CPU-seconds charged to owners, by kind of work.
     pub owned_cpu_s: BTreeMap<&'static str, f64>,

@@ -28,8 +28,9 @@ use std::collections::{BTreeMap, HashMap};
 pub use super::entry::KernelIoSummary as Summary;
 use super::entry::{By, Entry, Key, ProcKey};
 
-/// `WATTIO_KERNEL_IO`: `auto` (the default: the BPF program where it loads, nothing otherwise),
-/// `bpf` (an error where it cannot load) or `off`.
+/// `WATTIO_KERNEL_IO`: `auto` (the default: the BPF program where it loads; otherwise, by
+/// cgroup, the coarser io.stat rule), `bpf` (an error where it cannot load), `bytes` (the
+/// io.stat rule, by cgroup) or `off`.
 pub const KERNEL_IO_ENV: &str = "WATTIO_KERNEL_IO";
 
 /// The label of the kernel I/O work an entry is charged.
@@ -175,6 +176,8 @@ pub struct Context<'a> {
     pub irq_time_apart: bool,
     /// By cgroup: the path of a cgroup v2 id, as the entries name cgroups.
     pub cgroup_path: &'a dyn Fn(u64) -> Option<String>,
+    /// How the work was found: [`LABEL`] or [`BYTES_LABEL`].
+    pub label: &'static str,
 }
 
 impl Context<'_> {
@@ -197,7 +200,7 @@ impl Context<'_> {
 /// own) gets one. By VM, call it on the process entries before they are grouped.
 pub fn reattribute(entries: &mut Vec<Entry>, work: &Work, cx: &Context) -> Summary {
     let mut s = Summary {
-        label: LABEL,
+        label: cx.label,
         ..Summary::default()
     };
     for (k, &ns) in work.unowned_ns.iter().enumerate() {
@@ -332,11 +335,21 @@ pub fn cgroup_ids(mount: &std::path::Path) -> HashMap<u64, String> {
     out
 }
 
-/// The kernel I/O program of an attributor, with the counters of its previous step. A build
-/// without the `ebpf` feature has the type but never a value of it.
-#[cfg_attr(not(feature = "ebpf"), allow(dead_code))]
+/// The kernel I/O work of an attributor: the BPF program with the counters of its previous
+/// step, or, where it cannot load, the coarser io.stat rule by cgroup ([`ByBytes`]).
 pub struct KernelIo {
+    source: Source,
+}
+
+enum Source {
     #[cfg(feature = "ebpf")]
+    Bpf(Program),
+    Bytes(ByBytes),
+}
+
+/// The loaded program, its counters at the previous step, and what naming its records takes.
+#[cfg(feature = "ebpf")]
+struct Program {
     tracer: Tracer,
     prev: Counters,
     irq_time_apart: bool,
@@ -345,49 +358,94 @@ pub struct KernelIo {
 }
 
 impl KernelIo {
-    /// Loads the program as `mode` (a [`KERNEL_IO_ENV`] value; empty is `auto`) says:
-    /// `Ok(None)` for `off`, and for `auto` where it cannot load (no BPF in this build, not
-    /// root, a fixture tree under `WATTIO_ROOT`: the program sees the real kernel only).
-    pub fn open(mode: &str, root: &crate::root::SysRoot) -> std::io::Result<Option<KernelIo>> {
-        Self::open_or_why(mode, root).map(|(k, _)| k)
+    /// Opens the work as `mode` (a [`KERNEL_IO_ENV`] value; empty is `auto`) says, for an
+    /// attributor grouping `by` (`None`: one command's processes, as `measure` watches them):
+    /// `Ok(None)` for `off`, and for `auto` where neither rule can work (no BPF in this build,
+    /// not root, a fixture tree under `WATTIO_ROOT`: the program sees the real kernel only).
+    pub fn open(
+        mode: &str,
+        root: &crate::root::SysRoot,
+        by: Option<By>,
+    ) -> std::io::Result<Option<KernelIo>> {
+        Self::open_or_why(mode, root, by).map(|(k, _)| k)
     }
 
-    /// As [`KernelIo::open`], with why `auto` runs without the program, as root (`None` when it
-    /// loaded, is off, or this is not root).
+    /// As [`KernelIo::open`], with why `auto` runs without the kernel's I/O work, as root
+    /// (`None` when it is charged, is off, or this is not root). `auto` tries the program, then,
+    /// by cgroup, the io.stat rule; `bytes` asks for the io.stat rule (by cgroup only).
     pub fn open_or_why(
         mode: &str,
         root: &crate::root::SysRoot,
+        by: Option<By>,
     ) -> std::io::Result<(Option<KernelIo>, Option<String>)> {
+        let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, m);
         let required = match mode {
             "" | "auto" => false,
             "bpf" => true,
+            "bytes" if by == Some(By::Cgroup) => {
+                return Self::by_bytes(root).map(|k| (Some(k), None)).map_err(|e| {
+                    std::io::Error::other(format!(
+                        "cannot split the kernel's I/O work by io.stat: {e}; or set {KERNEL_IO_ENV}=off"
+                    ))
+                })
+            }
+            "bytes" => {
+                return Err(invalid(format!(
+                    "{KERNEL_IO_ENV}=bytes splits the kernel's I/O work by cgroup (io.stat) only; use --by cgroup, or {KERNEL_IO_ENV}=bpf"
+                )))
+            }
             "off" => return Ok((None, None)),
             other => {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    format!("{KERNEL_IO_ENV}={other:?} is not a mode; use auto, bpf or off"),
-                ))
+                return Err(invalid(format!(
+                    "{KERNEL_IO_ENV}={other:?} is not a mode; use auto, bpf, bytes or off"
+                )))
             }
         };
-        let loaded = match root.is_real() {
-            true => Self::load(),
-            false => Err(format!(
-                "{} is a fixture tree; the kernel I/O program sees only the real kernel",
-                root.base().display()
-            )),
+        if !root.is_real() {
+            // Under a fixture tree neither rule is expected to work unasked: nothing to say.
+            return match required {
+                true => Err(std::io::Error::other(format!(
+                    "cannot attribute the kernel's I/O work: {} is a fixture tree; the kernel I/O program sees only the real kernel; set {KERNEL_IO_ENV}=off",
+                    root.base().display()
+                ))),
+                false => Ok((None, None)),
+            };
+        }
+        let e = match Self::load() {
+            Ok(tracer) => return Ok((Some(KernelIo::with(tracer, root)), None)),
+            Err(e) if required => {
+                return Err(std::io::Error::other(format!(
+                    "cannot attribute the kernel's I/O work: {e}; run as root or set {KERNEL_IO_ENV}=off"
+                )))
+            }
+            Err(e) => e,
         };
-        match loaded {
-            Ok(tracer) => Ok((Some(KernelIo::with(tracer, root)), None)),
-            Err(e) if required => Err(std::io::Error::other(format!(
-                "cannot attribute the kernel's I/O work: {e}; run as root or set {KERNEL_IO_ENV}=off"
-            ))),
-            // Under a fixture tree, or as another user than root, the program is not expected
-            // to load: nothing to say.
-            // SAFETY: geteuid has no preconditions and cannot fail.
-            Err(e) => Ok((
-                None,
-                (root.is_real() && unsafe { libc::geteuid() } == 0).then_some(e),
-            )),
+        let why = match by {
+            Some(By::Cgroup) => match Self::by_bytes(root) {
+                Ok(k) => return Ok((Some(k), None)),
+                Err(b) => format!("{e}; and by io.stat: {b}"),
+            },
+            _ => e,
+        };
+        // As another user than root the program is not expected to load: nothing to say.
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        Ok((None, (unsafe { libc::geteuid() } == 0).then_some(why)))
+    }
+
+    fn by_bytes(root: &crate::root::SysRoot) -> Result<KernelIo, String> {
+        let mount = super::cgroup::v2_mount(root).ok_or("no cgroup v2 hierarchy")?;
+        Ok(KernelIo {
+            source: Source::Bytes(ByBytes::open(root, mount)?),
+        })
+    }
+
+    /// The label of the work this charges: [`LABEL`] for the program, [`BYTES_LABEL`] for the
+    /// io.stat rule.
+    pub fn label(&self) -> &'static str {
+        match self.source {
+            #[cfg(feature = "ebpf")]
+            Source::Bpf(_) => LABEL,
+            Source::Bytes(_) => BYTES_LABEL,
         }
     }
 
@@ -419,11 +477,13 @@ impl KernelIo {
     #[cfg(feature = "ebpf")]
     fn with(tracer: Tracer, root: &crate::root::SysRoot) -> KernelIo {
         KernelIo {
-            prev: tracer.snapshot(),
-            tracer,
-            irq_time_apart: irq_time_apart(kernel_config().as_deref()),
-            cgroup_mount: super::cgroup::v2_mount(root),
-            cgroup_paths: HashMap::new(),
+            source: Source::Bpf(Program {
+                prev: tracer.snapshot(),
+                tracer,
+                irq_time_apart: irq_time_apart(kernel_config().as_deref()),
+                cgroup_mount: super::cgroup::v2_mount(root),
+                cgroup_paths: HashMap::new(),
+            }),
         }
     }
 
@@ -435,53 +495,68 @@ impl KernelIo {
     /// Watches process `tgid` and every process it starts from now on, and no other
     /// (`wattio measure` watches itself around the spawn of each command, then
     /// [`KernelIo::unwatch`]es itself: an earlier run's processes, or a process that reused
-    /// one of their pids, are not counted in the next).
+    /// one of their pids, are not counted in the next). Only the program watches.
     pub fn watch(&self, tgid: u32) -> std::io::Result<()> {
-        #[cfg(feature = "ebpf")]
-        return self.tracer.watch(tgid);
-        #[cfg(not(feature = "ebpf"))]
-        {
-            let _ = tgid;
-            Ok(())
+        match &self.source {
+            #[cfg(feature = "ebpf")]
+            Source::Bpf(p) => p.tracer.watch(tgid),
+            Source::Bytes(_) => {
+                let _ = tgid;
+                Ok(())
+            }
         }
     }
 
     pub fn unwatch(&self, tgid: u32) {
-        #[cfg(feature = "ebpf")]
-        self.tracer.unwatch(tgid);
-        #[cfg(not(feature = "ebpf"))]
-        let _ = tgid;
+        match &self.source {
+            #[cfg(feature = "ebpf")]
+            Source::Bpf(p) => p.tracer.unwatch(tgid),
+            Source::Bytes(_) => {
+                let _ = tgid;
+            }
+        }
     }
 
     /// The watched processes' counters now ([`Watched::between`] gives a window's work).
     pub fn watched(&self) -> Watched {
-        #[cfg(feature = "ebpf")]
-        let (ns, gave_ns) = self.tracer.watched_ns();
-        #[cfg(not(feature = "ebpf"))]
-        let (ns, gave_ns) = ([0; 5], 0);
+        let (ns, gave_ns, irq_time_apart) = match &self.source {
+            #[cfg(feature = "ebpf")]
+            Source::Bpf(p) => {
+                let (ns, gave_ns) = p.tracer.watched_ns();
+                (ns, gave_ns, p.irq_time_apart)
+            }
+            Source::Bytes(_) => ([0; 5], 0, false),
+        };
         Watched {
             ns,
             gave_ns,
-            irq_time_apart: self.irq_time_apart,
+            irq_time_apart,
         }
-    }
-
-    /// The work since the previous step.
-    pub fn take(&mut self) -> Work {
-        #[cfg(feature = "ebpf")]
-        {
-            let now = self.tracer.snapshot();
-            let w = Work::between(&self.prev, &now);
-            self.prev = now;
-            w
-        }
-        #[cfg(not(feature = "ebpf"))]
-        Work::default()
     }
 
     /// Takes the work since the previous step and moves it between `entries` ([`reattribute`]).
+    /// The io.stat rule works by cgroup only; a failed read of it charges nothing this step.
     pub fn step(&mut self, entries: &mut Vec<Entry>, by: By, ns_per_tick: u64) -> Summary {
-        let work = self.take();
+        match &mut self.source {
+            #[cfg(feature = "ebpf")]
+            Source::Bpf(p) => p.step(entries, by, ns_per_tick),
+            Source::Bytes(b) => {
+                let _ = (by, ns_per_tick);
+                b.step(entries).unwrap_or(Summary {
+                    label: BYTES_LABEL,
+                    ..Summary::default()
+                })
+            }
+        }
+    }
+}
+
+#[cfg(feature = "ebpf")]
+impl Program {
+    fn step(&mut self, entries: &mut Vec<Entry>, by: By, ns_per_tick: u64) -> Summary {
+        let now = self.tracer.snapshot();
+        let work = Work::between(&self.prev, &now);
+        self.prev = now;
         let wanted: Vec<u64> = work
             .owners
             .iter()
@@ -507,6 +582,7 @@ impl KernelIo {
             ns_per_tick,
             irq_time_apart: self.irq_time_apart,
             cgroup_path: &path_of,
+            label: LABEL,
         };
         reattribute(entries, &work, &cx)
     }
@@ -514,8 +590,10 @@ impl KernelIo {
 
 #[cfg(feature = "ebpf")]
 mod bpf;
+mod by_bytes;
 #[cfg(feature = "ebpf")]
 pub use bpf::Tracer;
+pub use by_bytes::{is_io_thread, ByBytes, BYTES_LABEL};
 
 #[cfg(test)]
 mod tests;

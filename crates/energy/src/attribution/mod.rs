@@ -18,7 +18,7 @@
 //!   vhost workers), for `--by vm`;
 //! * [`kernel_io`] — the kernel's I/O work (kworker writeback, block completions, network
 //!   softirqs) timed by a BPF program and moved from the task that ran it to the process whose
-//!   I/O caused it, labelled [`kernel_io::LABEL`];
+//!   I/O caused it, labelled [`kernel_io::LABEL`] (or, by cgroup without the BPF program, by the coarser io.stat rule, [`kernel_io::BYTES_LABEL`]);
 //! * [`task_iter`] — every process's CPU times in one read of a BPF task iterator, the cheap path
 //!   of attribution by process where BPF is available (the /proc path elsewhere);
 //! * [`Attributor`] — interval attribution of a whole machine (`wattio top`, `record --by`,

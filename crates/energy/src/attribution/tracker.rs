@@ -115,8 +115,11 @@ impl Attributor {
             By::Process | By::Vm => ProcReader::open(&root, Some(cpu_times))?,
             By::Cgroup => ProcReader::open(&root, None)?,
         };
-        let (kernel_io, kernel_io_off) =
-            KernelIo::open_or_why(&std::env::var(KERNEL_IO_ENV).unwrap_or_default(), &root)?;
+        let (kernel_io, kernel_io_off) = KernelIo::open_or_why(
+            &std::env::var(KERNEL_IO_ENV).unwrap_or_default(),
+            &root,
+            Some(by),
+        )?;
         let mut a = Attributor {
             last_busy_s: cputime::machine_busy_cpu_s(&root)?,
             root,

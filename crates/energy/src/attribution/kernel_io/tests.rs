@@ -39,6 +39,7 @@ fn cx(irq_time_apart: bool) -> Context<'static> {
         ns_per_tick: 10_000_000,
         irq_time_apart,
         cgroup_path: &no_paths,
+        label: LABEL,
     }
 }
 
@@ -166,6 +167,7 @@ fn by_cgroup_owners_and_doers_are_their_cgroups() {
         ns_per_tick: 10_000_000,
         irq_time_apart: false,
         cgroup_path: &paths,
+        label: LABEL,
     };
     let mut stray = owner(3, [0, 50_000_000, 0, 0, 0]);
     stray.cgroup_id = 99;
@@ -193,12 +195,17 @@ fn the_kernel_configuration_says_whether_interrupt_time_is_apart() {
 #[test]
 fn an_unknown_mode_is_refused_and_off_loads_nothing() {
     let root = crate::root::SysRoot::new("/");
-    let e = KernelIo::open("yes", &root).err().expect("refused");
-    assert!(e.to_string().contains("auto, bpf or off"), "{e}");
-    assert!(KernelIo::open("off", &root).unwrap().is_none());
+    let e = KernelIo::open("yes", &root, None).err().expect("refused");
+    assert!(e.to_string().contains("auto, bpf, bytes or off"), "{e}");
+    // The io.stat rule splits by cgroup only.
+    let e = KernelIo::open("bytes", &root, Some(By::Process))
+        .err()
+        .expect("refused");
+    assert!(e.to_string().contains("by cgroup (io.stat) only"), "{e}");
+    assert!(KernelIo::open("off", &root, None).unwrap().is_none());
     let fixture = crate::root::SysRoot::new("/nonexistent-fixture");
-    assert!(KernelIo::open("auto", &fixture).unwrap().is_none());
-    assert!(KernelIo::open("bpf", &fixture).is_err());
+    assert!(KernelIo::open("auto", &fixture, None).unwrap().is_none());
+    assert!(KernelIo::open("bpf", &fixture, None).is_err());
 }
 
 #[test]
@@ -237,6 +244,7 @@ fn by_cgroup_interrupt_time_apart_is_taken_from_the_root() {
         ns_per_tick: 10_000_000,
         irq_time_apart: true,
         cgroup_path: &paths,
+        label: LABEL,
     };
     let work = Work {
         owners: vec![owner(5, [0, 0, 200_000_000, 0, 0])],
