@@ -321,6 +321,11 @@ fn record_by_process_rows_add_up_to_the_counters() {
         match &r[7] {
             "" if matches!(&r[3], "package" | "dram") => counters += j,
             "" => {}
+            // The kernel's I/O work where its program loads: part of a total row's energy.
+            e if &r[3] == "kernel_io" => {
+                assert!(r[6].contains("attributed (kernel I/O work"), "{}", &r[6]);
+                assert!(matches!(e, "process" | "other" | "unowned"), "entity {e}");
+            }
             e => {
                 parts += j;
                 assert_eq!(&r[3], "total");
