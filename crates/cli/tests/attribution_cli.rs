@@ -397,9 +397,10 @@ fn export_by_process_keeps_the_series_bounded() {
 
 /// Where the kernel I/O program loads (root), the exporter has a family for the kernel's I/O
 /// work, labelled as such, and a counter of the work no owner was found for. (Whether a given
-/// short-lived writer has a series of it at a given scrape is left out: two `make test` runs
-/// here found none for a `dd` whose writeback the energy crate's tests do attribute; not
-/// understood yet.)
+/// short-lived writer has a series of it at a given scrape is left out: a series starts at 0,
+/// the interval that earned it its place going to `other`, so a `dd` charged its writeback in
+/// one interval after it ended has its energy in `other` and a series at 0 only until the next
+/// interval drops it as ended.)
 #[test]
 fn export_by_process_has_a_kernel_io_family() {
     let (_ex, addr) = model_exporter(&["--by", "process"]);
