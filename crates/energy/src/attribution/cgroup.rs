@@ -128,7 +128,7 @@ fn walk(
         }
         Err(e) if vanished(&e) && !top => return Ok(()),
         // Old kernels have no cpu.stat at the root (its usage is then taken from /proc/stat),
-        // and the root has no io.stat.
+        // nor, before 5.8, io.stat.
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => {
             return Err(io::Error::new(

@@ -360,8 +360,10 @@ struct Program {
 impl KernelIo {
     /// Opens the work as `mode` (a [`KERNEL_IO_ENV`] value; empty is `auto`) says, for an
     /// attributor grouping `by` (`None`: one command's processes, as `measure` watches them):
-    /// `Ok(None)` for `off`, and for `auto` where neither rule can work (no BPF in this build,
-    /// not root, a fixture tree under `WATTIO_ROOT`: the program sees the real kernel only).
+    /// `Ok(None)` for `off`, and for `auto` where neither rule can work (no BPF in this build or
+    /// not root, and not by cgroup or no `io` controller on cgroup v2; a fixture tree under
+    /// `WATTIO_ROOT`: the program sees the real kernel only). The io.stat rule reads
+    /// world-readable files: by cgroup, a user other than root gets it too.
     pub fn open(
         mode: &str,
         root: &crate::root::SysRoot,

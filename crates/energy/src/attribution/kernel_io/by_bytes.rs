@@ -14,7 +14,10 @@
 //! block I/O only), and a kworker's I/O work between two other work items. Writeback is charged
 //! to the cgroup that dirtied the pages only where the kernel's cgroup writeback is on (the
 //! `memory` and `io` controllers both on the v2 hierarchy, a file system that supports it:
-//! ext2/4, xfs, btrfs); otherwise the bytes are the root's.
+//! ext2/4, xfs, btrfs); otherwise the bytes are the root's. The root cgroup's own bytes (its
+//! `io.stat`, system-wide, less its children's: Linux 5.8 and later) take their share too; on
+//! older kernels the root has no `io.stat` and the cgroups that did I/O share all of it.
+//! The work is reported as the kind `writeback`, whichever of these threads did it.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -60,7 +63,8 @@ pub struct ByBytes {
     root: SysRoot,
     mount: PathBuf,
     ns_per_tick: u64,
-    threads: HashMap<u32, Seen>,
+    /// `None` before the first step, which only sets the counters.
+    threads: Option<HashMap<u32, Seen>>,
     bytes: HashMap<String, Previous>,
 }
 
@@ -79,7 +83,7 @@ impl ByBytes {
             root: root.clone(),
             mount,
             ns_per_tick: cputime::ns_per_tick(),
-            threads: HashMap::new(),
+            threads: None,
             bytes: HashMap::new(),
         };
         b.take()?;
@@ -90,10 +94,13 @@ impl ByBytes {
     /// each cgroup's share of it by its own bytes as an owner (a cgroup's id is its directory's
     /// inode, named by `paths`), all of it unowned where no cgroup did block I/O.
     fn take(&mut self) -> Result<(Work, HashMap<u64, String>), String> {
-        let doers = self.io_threads()?;
+        // Both read before either is kept: a failed read leaves the previous counters whole, so
+        // the next step covers this interval's threads and bytes together.
         let now = cgroup::read_io_bytes(&self.mount).map_err(|e| e.to_string())?;
+        let (doers, seen) = self.io_threads()?;
         let own = cgroup::own_deltas(&now, &self.bytes, None);
         self.bytes = cgroup::previous(&now, None);
+        self.threads = Some(seen);
         let root_ino = std::fs::metadata(&self.mount)
             .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
             .unwrap_or(0);
@@ -138,7 +145,7 @@ impl ByBytes {
 
     /// The CPU time each I/O kernel thread ran since the previous step (the children of
     /// kthreadd, pid 2: `/proc/2/task/2/children`, proc(5)).
-    fn io_threads(&mut self) -> Result<Vec<DoerRecord>, String> {
+    fn io_threads(&self) -> Result<(Vec<DoerRecord>, HashMap<u32, Seen>), String> {
         let list = self.root.path("/proc/2/task/2/children");
         let pids = std::fs::read_to_string(&list).map_err(|e| {
             format!(
@@ -167,7 +174,8 @@ impl ByBytes {
             };
             let before = self
                 .threads
-                .get(&pid)
+                .as_ref()
+                .and_then(|t| t.get(&pid))
                 .filter(|b| b.start_ticks == now.start_ticks);
             let grown = cpu_ns.saturating_sub(before.map_or(0, |b| b.cpu_ns));
             if grown > 0 && (now.io || before.is_some_and(|b| b.io)) {
@@ -184,11 +192,10 @@ impl ByBytes {
         }
         // The first step only sets the counters: a thread's time before wattio started is not
         // this interval's.
-        if self.threads.is_empty() {
+        if self.threads.is_none() {
             out.clear();
         }
-        self.threads = seen;
-        Ok(out)
+        Ok((out, seen))
     }
 
     /// Takes the work since the previous step and moves it between `entries` (by cgroup).
