@@ -62,7 +62,13 @@ pub struct CgroupUsage {
 /// A cgroup removed during the walk is skipped.
 pub fn read_usage(mount: &Path) -> io::Result<Vec<CgroupUsage>> {
     let mut out = Vec::new();
-    walk(mount, "/", &mut out, true, ("cpu.stat", parse_usage_usec))?;
+    walk(
+        mount,
+        "/",
+        &mut out,
+        true,
+        Some(("cpu.stat", parse_usage_usec)),
+    )?;
     out.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
 }
@@ -78,7 +84,13 @@ fn vanished(e: &io::Error) -> bool {
 /// parent's. Discards (`dbytes`) are left out: they move no data.
 pub fn read_io_bytes(mount: &Path) -> io::Result<Vec<CgroupUsage>> {
     let mut out = Vec::new();
-    walk(mount, "/", &mut out, true, ("io.stat", parse_io_stat_bytes))?;
+    walk(
+        mount,
+        "/",
+        &mut out,
+        true,
+        Some(("io.stat", parse_io_stat_bytes)),
+    )?;
     out.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
 }
@@ -100,8 +112,17 @@ pub fn parse_io_stat_bytes(io_stat: &str) -> Option<u64> {
     Some(total)
 }
 
-/// The file a [`walk`] reads in each cgroup, and how its counter is parsed.
-type CounterFile = (&'static str, fn(&str) -> Option<u64>);
+/// Every cgroup's directory inode (its cgroup v2 id, what a BPF program's
+/// `bpf_get_current_cgroup_id` names) under the v2 mount, with its path (`/`, `/system.slice`).
+pub fn ids(mount: &Path) -> io::Result<HashMap<u64, String>> {
+    let mut out = Vec::new();
+    walk(mount, "/", &mut out, true, None)?;
+    Ok(out.into_iter().map(|c| (c.ino, c.path)).collect())
+}
+
+/// The file a [`walk`] reads in each cgroup, and how its counter is parsed; `None`: every
+/// cgroup is listed, with a value of 0.
+type CounterFile = Option<(&'static str, fn(&str) -> Option<u64>)>;
 
 fn walk(
     dir: &Path,
@@ -116,26 +137,28 @@ fn walk(
         Err(e) if vanished(&e) && !top => return Ok(()),
         Err(e) => return Err(e),
     };
-    match std::fs::read_to_string(dir.join(file.0)) {
-        Ok(s) => {
-            if let Some(value) = (file.1)(&s) {
-                out.push(CgroupUsage {
-                    path: path.to_string(),
-                    value,
-                    ino,
-                })
+    let value = match file {
+        None => Some(0),
+        Some((name, parse)) => match std::fs::read_to_string(dir.join(name)) {
+            Ok(s) => parse(&s),
+            Err(e) if vanished(&e) && !top => return Ok(()),
+            // Old kernels have no cpu.stat at the root (its usage is then taken from
+            // /proc/stat), nor, before 5.8, io.stat.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("{}: {e}", dir.join(name).display()),
+                ))
             }
-        }
-        Err(e) if vanished(&e) && !top => return Ok(()),
-        // Old kernels have no cpu.stat at the root (its usage is then taken from /proc/stat),
-        // nor, before 5.8, io.stat.
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => {
-            return Err(io::Error::new(
-                e.kind(),
-                format!("{}: {e}", dir.join(file.0).display()),
-            ))
-        }
+        },
+    };
+    if let Some(value) = value {
+        out.push(CgroupUsage {
+            path: path.to_string(),
+            value,
+            ino,
+        });
     }
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,

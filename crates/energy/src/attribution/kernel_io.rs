@@ -308,31 +308,10 @@ pub fn kernel_config() -> Option<String> {
 }
 
 /// The cgroup v2 ids (directory inode numbers) under `mount`, as paths from its root (`/`,
-/// `/system.slice`): what a BPF program's `bpf_get_current_cgroup_id` names.
+/// `/system.slice`): what a BPF program's `bpf_get_current_cgroup_id` names. None where the
+/// hierarchy cannot be read.
 pub fn cgroup_ids(mount: &std::path::Path) -> HashMap<u64, String> {
-    use std::os::unix::fs::MetadataExt;
-    let mut out = HashMap::new();
-    let mut stack = vec![(mount.to_path_buf(), "/".to_string())];
-    while let Some((dir, path)) = stack.pop() {
-        let Ok(meta) = std::fs::metadata(&dir) else {
-            continue;
-        };
-        out.insert(meta.ino(), path.clone());
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for ent in rd.flatten() {
-            if ent.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                let name = ent.file_name().to_string_lossy().into_owned();
-                let child = match path.as_str() {
-                    "/" => format!("/{name}"),
-                    p => format!("{p}/{name}"),
-                };
-                stack.push((ent.path(), child));
-            }
-        }
-    }
-    out
+    super::cgroup::ids(mount).unwrap_or_default()
 }
 
 /// The kernel I/O work of an attributor: the BPF program with the counters of its previous
