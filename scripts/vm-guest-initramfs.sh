@@ -77,14 +77,15 @@ done
 
 # virtio-pci and 9p over virtio, in dependency order.
 : >"$root/modules.order"
-# Helpers that newer kernels merged into others (fscache into netfs) or built in may be absent.
+# Helpers that newer kernels merged into others (fscache into netfs; crc32c into the crypto
+# library) or built in may be absent.
 modules="virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci netfs fscache 9pnet 9pnet_virtio 9p"
 # The disk and its file system (ext2 through the ext4 driver, as Debian builds it).
 [ "$mode" = kernel-io ] && modules="$modules virtio_blk crc16 crc32c_generic mbcache jbd2 ext4"
 for m in $modules; do
     if ! f=$(modinfo -n -k "$kver" "$m" 2>/dev/null); then
         case $m in
-        virtio_pci_legacy_dev | virtio_pci_modern_dev | netfs | fscache) continue ;;
+        virtio_pci_legacy_dev | virtio_pci_modern_dev | netfs | fscache | crc16 | crc32c_generic | mbcache) continue ;;
         *) die "module $m not found for $kver" ;;
         esac
     fi
