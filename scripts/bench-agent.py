@@ -140,7 +140,8 @@ def exporter(reader, fresh=0):
     gets a series) and end with it."""
     port = free_port()
     env = dict(os.environ, WATTIO_CPU_TIMES=reader)
-    p = subprocess.Popen([W, "export", "--by", "process", "--max-series", "20000", "--listen",
+    # Sampled every second, as it was scraped every second before it had its own clock.
+    p = subprocess.Popen([W, "export", "--interval", "1s", "--by", "process", "--max-series", "20000", "--listen",
                           f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          env=env)
     url = f"http://127.0.0.1:{port}/metrics"

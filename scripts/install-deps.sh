@@ -6,6 +6,7 @@
 set -euo pipefail
 PACKAGES=(
   apache2-bin
+  apache2-utils
   aria2
   busybox-static
   ca-certificates

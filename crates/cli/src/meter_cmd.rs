@@ -351,9 +351,27 @@ pub struct ExportArgs {
     /// others goes to one `other` series (keeps Prometheus's cardinality bounded).
     #[arg(long, default_value_t = 50, requires = "by")]
     max_series: usize,
+    /// The sampling clock: the counters are read and attributed once per interval, whoever
+    /// scrapes and how often (Kepler's default is also 5s), e.g. 1s or 500ms.
+    #[arg(long, default_value = "5s", value_parser = parse_duration_or_seconds)]
+    interval: Duration,
+    /// A Prometheus web-config file (YAML): `tls_server_config` for HTTPS,
+    /// `basic_auth_users` (bcrypt hashes) for authentication, `http_server_config.headers`.
+    #[arg(long, value_name = "FILE")]
+    web_config: Option<PathBuf>,
 }
 
 pub fn export(a: ExportArgs) -> Result<ExitCode> {
+    if !(Duration::from_millis(50)..=Duration::from_secs(3600)).contains(&a.interval) {
+        bail!(
+            "--interval must be between 50ms and 1h (got {})",
+            format_duration(a.interval)
+        );
+    }
+    let web = match &a.web_config {
+        Some(p) => Some(wattio_meter::WebConfig::load(p)?),
+        None => None,
+    };
     let carbon = a.carbon.intensity()?;
     let meter = a.source.open_meter()?;
     let listener = std::net::TcpListener::bind(&a.listen).with_context(|| {
@@ -363,9 +381,19 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
         )
     })?;
     let addr = listener.local_addr()?;
+    let scheme = match web.as_ref().and_then(|w| w.tls.as_ref()) {
+        Some(_) => "https",
+        None => "http",
+    };
     eprintln!(
-        "wattio export: metrics on http://{addr}/metrics ({}); Ctrl-C to stop",
-        meter.provenance().label()
+        "wattio export: metrics on {scheme}://{addr}/metrics ({}, sampled every {}){}; Ctrl-C to stop",
+        meter.provenance().label(),
+        format_duration(a.interval),
+        if web.as_ref().is_some_and(|w| w.users.is_some()) {
+            ", basic authentication on"
+        } else {
+            ""
+        }
     );
     let live = match a.attribution.by {
         Some(by) => {
@@ -391,7 +419,11 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
     }
     let exporter = Arc::new(exporter);
     let cancel = crate::study_ui::cancel_on_signals()?;
-    wattio_meter::serve_metrics(listener, exporter, &cancel)?;
+    let opts = wattio_meter::ServeOptions {
+        interval: a.interval,
+        web,
+    };
+    wattio_meter::serve_metrics(listener, exporter, opts, &cancel)?;
     Ok(ExitCode::SUCCESS)
 }
 

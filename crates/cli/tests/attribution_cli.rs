@@ -462,15 +462,15 @@ fn attribution_flags_are_checked() {
 
 /// `wattio export --source model` on a free loopback port with `extra` flags, and its address.
 fn model_exporter(extra: &[&str]) -> (Reaper, String) {
-    let child = Command::new(BIN)
-        .args(["export", "--source", "model", "--listen", "127.0.0.1:0"])
-        .args(extra)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut ex = Reaper(vec![child]);
-    let addr = common::exporter_addr(ex.0[0].stderr.take().unwrap());
-    (ex, addr)
+    let args = [
+        "--source",
+        "model",
+        "--listen",
+        "127.0.0.1:0",
+        "--interval",
+        "100ms",
+    ];
+    common::spawn_exporter(&[&args[..], extra].concat(), |_| {})
 }
 
 /// `wattio top --by vm --once --json` over one second, on this machine.

@@ -270,7 +270,15 @@ fn export_has_gpu_series_with_their_own_labels() {
     let child = wattio(
         TWO_GPUS,
         None,
-        &["export", "--source", "model", "--listen", "127.0.0.1:0"],
+        &[
+            "export",
+            "--source",
+            "model",
+            "--listen",
+            "127.0.0.1:0",
+            "--interval",
+            "100ms",
+        ],
     )
     .stderr(Stdio::piped())
     .spawn()
@@ -699,6 +707,8 @@ fn export_by_process_has_gpu_and_co2e_series_split_by_utilisation_that_promtool_
             d.path(),
             &[
                 "export",
+                "--interval",
+                "100ms",
                 "--source",
                 "model",
                 "--listen",

@@ -320,6 +320,7 @@ fn record_on_this_machine_writes_estimated_rows_at_the_asked_rate() {
 fn export_serves_prometheus_text_or_openmetrics_as_asked_and_refuses_bad_requests() {
     let child = Command::new(BIN)
         .args(["export", "--source", "model", "--listen", "127.0.0.1:0"])
+        .args(["--interval", "100ms"])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -410,6 +411,8 @@ fn export_bodies_pass_promtool_the_openmetrics_parser_and_a_prometheus_scrape() 
     let child = Command::new(BIN)
         .args([
             "export",
+            "--interval",
+            "100ms",
             "--source",
             "model",
             "--by",
@@ -486,34 +489,12 @@ fn export_bodies_pass_promtool_the_openmetrics_parser_and_a_prometheus_scrape() 
 
     // A real Prometheus scrapes it (asking for OpenMetrics first, as it does) and can query it.
     let dir = tempfile::tempdir().unwrap();
-    let web = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    let config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: wattio\n    static_configs:\n      - targets: ['{addr}']\n"),
-    )
-    .unwrap();
-    let prometheus = Command::new("prometheus")
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.path().join("data").display()
-        ))
-        .arg(format!("--web.listen-address={web}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("prometheus is missing ({e}): run scripts/install-deps.sh"));
+    let (prometheus, web) = common::start_prometheus(
+        dir.path(),
+        &format!("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: wattio\n    static_configs:\n      - targets: ['{addr}']\n"),
+    );
     children.0.push(prometheus);
-    let query = |q: &str| {
-        std::net::TcpStream::connect(web)
-            .ok()
-            .map(|_| common::http(&web.to_string(), &format!("GET /api/v1/query?query={q} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")))
-            .unwrap_or_default()
-    };
+    let query = |q: &str| common::prometheus_query(web, q);
     common::wait_until(
         60,
         "Prometheus to scrape wattio_energy_joules_total",

@@ -198,7 +198,7 @@ fn record_writes_rows_of_every_meter_and_keeps_its_1khz_loop() {
 fn export_and_top_show_each_platform_meter_with_its_label() {
     let p = platform();
     let child = p
-        .command(&["export", "--listen", "127.0.0.1:0"])
+        .command(&["export", "--listen", "127.0.0.1:0", "--interval", "100ms"])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();

@@ -17,12 +17,22 @@ use std::fmt::Write;
 /// One sample's label pairs (name, value), the values borrowed where they can be.
 pub type Labels<'a> = Vec<(&'static str, Cow<'a, str>)>;
 
-/// A counter family: its samples are `{name}_total{labels} value`. Label values borrow from
-/// whoever keeps the series (a scrape of 10,000 series copies no label).
+/// What a family's samples are: counters (`{name}_total`, only ever growing) or gauges (`{name}`,
+/// a value now, such as the agent's resident memory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricKind {
+    Counter,
+    Gauge,
+}
+
+/// A metric family: a counter's samples are `{name}_total{labels} value`, a gauge's
+/// `{name}{labels} value`. Label values borrow from whoever keeps the series (a scrape of 10,000
+/// series copies no label).
 #[derive(Debug, Clone)]
-pub struct CounterFamily<'a> {
+pub struct MetricFamily<'a> {
     /// The family name, without `_total`.
     pub name: Cow<'static, str>,
+    pub kind: MetricKind,
     pub help: Cow<'static, str>,
     /// The unit, a suffix of `name` as OpenMetrics requires (`joules`), if the family has one.
     pub unit: Option<&'static str>,
@@ -99,18 +109,21 @@ impl ExpositionFormat {
 }
 
 /// Renders `families` in `format`.
-pub fn render(families: &[CounterFamily<'_>], format: ExpositionFormat) -> String {
+pub fn render(families: &[MetricFamily<'_>], format: ExpositionFormat) -> String {
     let mut out = String::new();
     for f in families {
-        let sample = format!("{}_total", f.name);
+        let (sample, kind) = match f.kind {
+            MetricKind::Counter => (format!("{}_total", f.name), "counter"),
+            MetricKind::Gauge => (f.name.to_string(), "gauge"),
+        };
         match format {
             ExpositionFormat::Prometheus => {
                 let _ = writeln!(out, "# HELP {sample} {}", escape(&f.help, false));
-                let _ = writeln!(out, "# TYPE {sample} counter");
+                let _ = writeln!(out, "# TYPE {sample} {kind}");
             }
             ExpositionFormat::OpenMetrics => {
                 let _ = writeln!(out, "# HELP {} {}", f.name, escape(&f.help, true));
-                let _ = writeln!(out, "# TYPE {} counter", f.name);
+                let _ = writeln!(out, "# TYPE {} {kind}", f.name);
                 if let Some(unit) = f.unit {
                     let _ = writeln!(out, "# UNIT {} {unit}", f.name);
                 }
@@ -183,9 +196,10 @@ fn escape_into(out: &mut String, text: &str, quotes: bool) {
 mod tests {
     use super::*;
 
-    fn family() -> CounterFamily<'static> {
-        CounterFamily {
+    fn family() -> MetricFamily<'static> {
+        MetricFamily {
             name: "x_energy_joules".into(),
+            kind: MetricKind::Counter,
             help: "Energy; estimated=\"true\" marks a\\b".into(),
             unit: Some("joules"),
             samples: vec![
@@ -220,6 +234,31 @@ mod tests {
              # UNIT x_energy_joules joules\n\
              x_energy_joules_total{socket=\"0\",model=\"a\\\"b\\nc\"} 1.5\n\
              x_energy_joules_total 2\n\
+             # EOF\n"
+        );
+    }
+
+    #[test]
+    fn a_gauge_is_named_without_total_in_both_formats() {
+        let g = MetricFamily {
+            name: "process_resident_memory_bytes".into(),
+            kind: MetricKind::Gauge,
+            help: "Resident memory".into(),
+            unit: Some("bytes"),
+            samples: vec![(vec![], 4096.0)],
+        };
+        assert_eq!(
+            render(std::slice::from_ref(&g), ExpositionFormat::Prometheus),
+            "# HELP process_resident_memory_bytes Resident memory\n\
+             # TYPE process_resident_memory_bytes gauge\n\
+             process_resident_memory_bytes 4096\n"
+        );
+        assert_eq!(
+            render(&[g], ExpositionFormat::OpenMetrics),
+            "# HELP process_resident_memory_bytes Resident memory\n\
+             # TYPE process_resident_memory_bytes gauge\n\
+             # UNIT process_resident_memory_bytes bytes\n\
+             process_resident_memory_bytes 4096\n\
              # EOF\n"
         );
     }

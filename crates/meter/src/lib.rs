@@ -54,7 +54,8 @@ pub use calibrate::{
     calibrate, open_rapl, CalibrateConfig, CalibrateError, DriverChoice, LoadDriver, SpinDriver,
     StressNgDriver,
 };
-pub use export::{serve_metrics, Exporter};
+pub use export::web_config::{WebConfig, WebConfigError};
+pub use export::{serve_metrics, Exporter, ServeOptions};
 pub use exposition::ExpositionFormat;
 pub use gpu_load::{
     cuda_lib_from_env, gpu_load, GpuLoadConfig, GpuLoadError, GpuLoadReport, CUDA_LIB_ENV, SPIN_PTX,

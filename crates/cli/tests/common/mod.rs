@@ -42,7 +42,7 @@ pub fn exporter_addr(stderr: ChildStderr) -> String {
         if err.read_line(&mut line).unwrap() == 0 {
             break;
         }
-        if let Some(rest) = line.split("http://").nth(1) {
+        if let Some(rest) = line.split("://").nth(1) {
             // The rest of its stderr goes to the test's (shown when a test fails), and the pipe
             // stays open: a write to a closed stderr would end the exporter.
             std::thread::spawn(move || {
@@ -73,6 +73,58 @@ pub fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// A real Prometheus (Debian's package) with `config` as its configuration, its data in `dir`,
+/// on a free loopback port: the process and its address.
+pub fn start_prometheus(dir: &Path, config: &str) -> (Child, std::net::SocketAddr) {
+    let web = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let file = dir.join("prometheus.yml");
+    std::fs::write(&file, config).unwrap();
+    let child = Command::new("prometheus")
+        .arg(format!("--config.file={}", file.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
+        .arg(format!("--web.listen-address={web}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("prometheus is missing ({e}): run scripts/install-deps.sh"));
+    (child, web)
+}
+
+/// The answer of Prometheus at `web` to the instant query `q` (URL-encoded), or "" while it is
+/// not listening yet.
+pub fn prometheus_query(web: std::net::SocketAddr, q: &str) -> String {
+    TcpStream::connect(web)
+        .ok()
+        .map(|_| {
+            http(
+                &web.to_string(),
+                &format!(
+                    "GET /api/v1/query?query={q} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                ),
+            )
+        })
+        .unwrap_or_default()
+}
+
+/// `wattio export ARGS` on its way up (stderr piped, env as given by `configure`), and the
+/// address it printed.
+pub fn spawn_exporter(args: &[&str], configure: impl FnOnce(&mut Command)) -> (Reaper, String) {
+    let mut c = Command::new(BIN);
+    c.arg("export")
+        .args(args)
+        .stderr(std::process::Stdio::piped());
+    configure(&mut c);
+    let mut ex = Reaper(vec![c.spawn().unwrap()]);
+    let addr = exporter_addr(ex.0[0].stderr.take().unwrap());
+    (ex, addr)
 }
 
 /// Data rows (lines after the header) of a CSV file; 0 when it is missing or empty.

@@ -5,25 +5,30 @@
 //! `wattio_cgroup_energy_joules_total{cgroup,…}` for at most N entities ([`SeriesGuard`]: the rest
 //! in one `other` series), plus `wattio_unattributed_energy_joules_total` (idle/unattributed).
 //!
-//! Each scrape of `GET /metrics` reads the counters afresh (the [`Meter`]'s background poller
-//! keeps them wrap-safe between scrapes), so the values are current to the request. The answer
-//! is the Prometheus text format 0.0.4, or OpenMetrics 1.0 when the request's `Accept` asks for
-//! it ([`crate::exposition`]). The server is a small blocking HTTP/1.1 responder on std
-//! sockets (one short-lived thread per connection, capped), parsing requests with `httparse`.
+//! The counters are read and attributed on the exporter's own clock ([`Exporter::sample`], every
+//! `--interval`), never by a scrape: every scraper sees the same intervals however many scrape
+//! and how often, and a scrape costs only the rendering. The answer is the Prometheus text
+//! format 0.0.4, or OpenMetrics 1.0 when the request's `Accept` asks for it
+//! ([`crate::exposition`]); beside the energy, the agent's own cost (`process_*`, the sampling
+//! clock's lateness: [`agent`]). The server ([`serve`]) is a small blocking HTTP/1.1 responder
+//! on std sockets, over TLS and behind basic authentication where a Prometheus `web-config`
+//! file asks ([`web_config`]).
+
+mod agent;
+mod serve;
+pub mod web_config;
+
+pub use serve::{serve_metrics, ServeOptions};
 
 use crate::attribute::{LiveAttribution, SeriesGuard};
-use crate::exposition::{render, CounterFamily, ExpositionFormat, Labels};
+use crate::exposition::{render, ExpositionFormat, Labels, MetricFamily, MetricKind};
 use crate::meter::Meter;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::io::{self, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 use wattio_energy::attribution::By;
 use wattio_energy::attribution::{Entry, Key};
-use wattio_progress::Cancel;
 
 /// Labels of the energy counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
@@ -157,14 +162,25 @@ impl EntitySeriesSet {
     }
 }
 
-/// What the counters have added up to, changed by one scrape at a time.
+/// What the counters have added up to, changed by one sample at a time.
 struct Totals {
-    /// The meter's totals at the previous scrape.
+    /// The meter's totals at the previous sample.
     last_j: Vec<f64>,
     /// Joules per energy series since the exporter started.
     energy_j: Vec<f64>,
     read_errors: u64,
     attribution: Option<AttributionState>,
+    clock: SampleClock,
+}
+
+/// How the sampling clock has kept time: what `/healthz` and the agent's metrics report.
+#[derive(Default)]
+struct SampleClock {
+    samples: u64,
+    /// The sum of how late each sample began after its tick.
+    lateness_s: f64,
+    /// When the last sample ended, and whether its counter read succeeded.
+    last: Option<(Instant, bool)>,
 }
 
 /// The metrics fed by a [`Meter`].
@@ -177,6 +193,8 @@ pub struct Exporter {
     carbon: Option<wattio_energy::CarbonIntensity>,
     /// The per-entity series limit of `--by` (each of CPU and GPU).
     max_series: usize,
+    /// When the exporter was made: the agent's start, for `process_start_time_seconds`.
+    started: Instant,
 }
 
 const ENERGY_HELP: &str = "Energy consumed since the exporter started, per socket and domain; estimated=\"true\" marks model estimates (see the model label)";
@@ -208,9 +226,11 @@ impl Exporter {
                 energy_j: vec![0.0; n],
                 read_errors: 0,
                 attribution: None,
+                clock: SampleClock::default(),
             }),
             carbon: None,
             max_series: 0,
+            started: Instant::now(),
         }
     }
 
@@ -265,7 +285,7 @@ impl Exporter {
     }
 
     /// Attributes the interval up to `snap`; `false` when the CPU times could not be read (the
-    /// next scrape attributes both intervals).
+    /// next sample attributes both intervals).
     fn attribute(&self, st: &mut AttributionState, snap: crate::meter::Snapshot) -> bool {
         let a = match st.live.step_to(&self.meter, snap) {
             Ok(a) => a,
@@ -344,11 +364,12 @@ impl Exporter {
         true
     }
 
-    /// Reads the counters and renders the metrics in `format`.
-    pub fn render(&self, format: ExpositionFormat) -> String {
+    /// Reads the counters and attributes the interval since the last sample; `late` is how long
+    /// after its tick the sample began. Returns whether the counters could be read.
+    pub fn sample(&self, late: Duration) -> bool {
         let mut guard = self.totals.lock().unwrap_or_else(|p| p.into_inner());
         let t = &mut *guard;
-        match self.meter.snapshot() {
+        let ok = match self.meter.snapshot() {
             Ok(snap) => {
                 for (i, (last, total)) in t.last_j.iter_mut().zip(&mut t.energy_j).enumerate() {
                     *total += (snap.totals_j[i] - *last).max(0.0);
@@ -359,15 +380,58 @@ impl Exporter {
                         t.read_errors += 1;
                     }
                 }
+                true
             }
-            Err(_) => t.read_errors += 1,
-        }
-        render(&self.families(t), format)
+            Err(_) => {
+                t.read_errors += 1;
+                false
+            }
+        };
+        t.clock.samples += 1;
+        t.clock.lateness_s += late.as_secs_f64();
+        t.clock.last = Some((Instant::now(), ok));
+        ok
     }
 
-    fn families<'a>(&'a self, t: &'a Totals) -> Vec<CounterFamily<'a>> {
+    /// Renders the metrics as of the last sample in `format`, with the agent's own (`interval`:
+    /// the sampling clock's period).
+    pub fn render(&self, format: ExpositionFormat, interval: Duration) -> String {
+        let t = self.totals.lock().unwrap_or_else(|p| p.into_inner());
+        let mut families = self.families(&t);
+        families.extend(agent::families(
+            self.started,
+            interval,
+            t.clock.samples,
+            t.clock.lateness_s,
+        ));
+        render(&families, format)
+    }
+
+    /// Why the exporter is not healthy, if it is not: no sample within three periods of the
+    /// clock (`interval`) plus a second, or a last sample whose counters could not be read.
+    pub fn unhealthy(&self, interval: Duration) -> Option<String> {
+        let t = self.totals.lock().unwrap_or_else(|p| p.into_inner());
+        let limit = interval * 3 + Duration::from_secs(1);
+        match t.clock.last {
+            None if self.started.elapsed() > limit => Some(format!(
+                "no sample in the {:.1} s since the exporter started",
+                self.started.elapsed().as_secs_f64()
+            )),
+            None => None,
+            Some((at, _)) if at.elapsed() > limit => Some(format!(
+                "the last sample was {:.1} s ago, the clock's period is {:.1} s: the sampler is stuck",
+                at.elapsed().as_secs_f64(),
+                interval.as_secs_f64()
+            )),
+            Some((_, false)) => Some("the last sample could not read the counters".into()),
+            Some(_) => None,
+        }
+    }
+
+    fn families<'a>(&'a self, t: &'a Totals) -> Vec<MetricFamily<'a>> {
         let mut families = vec![
-            CounterFamily {
+            MetricFamily {
+                kind: MetricKind::Counter,
                 name: "wattio_energy_joules".into(),
                 help: ENERGY_HELP.into(),
                 unit: Some("joules"),
@@ -378,9 +442,10 @@ impl Exporter {
                     .map(|(l, &j)| (l.pairs(), j))
                     .collect(),
             },
-            CounterFamily {
+            MetricFamily {
+                kind: MetricKind::Counter,
                 name: "wattio_read_errors".into(),
-                help: "Counter reads that failed during a scrape".into(),
+                help: "Counter or CPU-time reads that failed during a sample".into(),
                 unit: None,
                 samples: vec![(vec![], t.read_errors as f64)],
             },
@@ -391,7 +456,8 @@ impl Exporter {
                 By::Cgroup => ("wattio_cgroup_energy_joules", "Energy attributed to a cgroup (its own CPU time, children apart) since its series started (cgroup=\"other\": cgroups past the series limit); see the attribution and estimated labels"),
                 By::Vm => ("wattio_vm_energy_joules", "Energy attributed to a virtual machine (the CPU time of its QEMU process, vCPU and I/O threads, vhost workers; vm=\"(host)\": the host's own processes, vm=\"other\": VMs past the series limit) since its series started; see the attribution and estimated labels"),
             };
-            families.push(CounterFamily {
+            families.push(MetricFamily {
+                kind: MetricKind::Counter,
                 name: name.into(),
                 help: help.into(),
                 unit: Some("joules"),
@@ -403,26 +469,30 @@ impl Exporter {
                     By::Cgroup => ("wattio_cgroup_kernel_io_energy_joules", "Of a cgroup's energy, the part for the kernel's I/O work done for its processes (writeback, block completions, network softirqs), by that work's CPU time, since its series started; already in its energy family, not to be added to it"),
                     By::Vm => ("wattio_vm_kernel_io_energy_joules", "Of a VM's energy, the part for the host kernel's I/O work done for its processes (writeback, block completions, network softirqs), by that work's CPU time, since its series started; already in its energy family, not to be added to it"),
                 };
-                families.push(CounterFamily {
+                families.push(MetricFamily {
+                    kind: MetricKind::Counter,
                     name: name.into(),
                     help: help.into(),
                     unit: Some("joules"),
                     samples: k.samples(),
                 });
-                families.push(CounterFamily {
+                families.push(MetricFamily {
+                kind: MetricKind::Counter,
                     name: "wattio_kernel_io_unowned_cpu_seconds".into(),
                     help: "CPU time of the kernel's I/O work (I/O interrupts, softirqs, writeback) for which no owning process was found, since start".into(),
                     unit: Some("seconds"),
                     samples: vec![(vec![], st.kernel_io_unowned_cpu_s)],
                 });
             }
-            families.push(CounterFamily {
+            families.push(MetricFamily {
+                kind: MetricKind::Counter,
                 name: "wattio_dropped_series_energy_joules".into(),
                 help: "Energy of per-process or per-cgroup series dropped since start (their entity ended, or gave its place to another): series + other + dropped + unattributed add up to the package and DRAM energy".into(),
                 unit: Some("joules"),
                 samples: vec![(vec![], st.cpu.dropped_j)],
             });
-            families.push(CounterFamily {
+            families.push(MetricFamily {
+                kind: MetricKind::Counter,
                 name: "wattio_unattributed_energy_joules".into(),
                 help: "Energy no process's or cgroup's CPU time explains (idle CPUs, unseen tasks)"
                     .into(),
@@ -435,13 +505,15 @@ impl Exporter {
                     By::Vm => ("wattio_vm_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to the VM of the processes using them (a GPU passed through to a guest is not seen by the host's NVML) by their GPU utilisation share, or memory share (see the attribution label), since its series started"),
                     By::Cgroup => ("wattio_cgroup_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to the cgroup of the processes using them by their GPU utilisation share, or memory share (see the attribution label), since its series started"),
                 };
-                families.push(CounterFamily {
+                families.push(MetricFamily {
+                    kind: MetricKind::Counter,
                     name: name.into(),
                     help: help.into(),
                     unit: Some("joules"),
                     samples: g.samples(),
                 });
-                families.push(CounterFamily {
+                families.push(MetricFamily {
+                kind: MetricKind::Counter,
                     name: "wattio_gpu_unattributed_energy_joules".into(),
                     help: "GPU energy no process's use explains (idle GPUs), plus the GPU series dropped since start".into(),
                     unit: Some("joules"),
@@ -450,7 +522,7 @@ impl Exporter {
             }
         }
         if let Some(ci) = &self.carbon {
-            let twins: Vec<CounterFamily> = families
+            let twins: Vec<MetricFamily> = families
                 .iter()
                 .filter(|f| f.unit == Some("joules"))
                 .map(|f| co2e_twin(f, ci))
@@ -463,10 +535,11 @@ impl Exporter {
 
 /// The CO₂e of an energy family at `ci`: `…_joules` → `…_co2e_grams`, each sample's grams
 /// with the intensity as a label.
-fn co2e_twin<'a>(f: &CounterFamily<'a>, ci: &wattio_energy::CarbonIntensity) -> CounterFamily<'a> {
+fn co2e_twin<'a>(f: &MetricFamily<'a>, ci: &wattio_energy::CarbonIntensity) -> MetricFamily<'a> {
     let label = ci.label();
     let stem = f.name.strip_suffix("_joules").unwrap_or(&f.name);
-    CounterFamily {
+    MetricFamily {
+                kind: MetricKind::Counter,
         name: format!("{stem}_co2e_grams").into(),
         help: format!(
             "CO2e of {}_total at the carbon intensity its carbon_intensity label names (grams = joules / 3.6e6 x g/kWh); an estimate of the emissions wherever the energy is one",
@@ -484,112 +557,4 @@ fn co2e_twin<'a>(f: &CounterFamily<'a>, ci: &wattio_energy::CarbonIntensity) -> 
             })
             .collect(),
     }
-}
-
-const MAX_CONNECTIONS: usize = 64;
-const MAX_REQUEST: usize = 8192;
-
-fn respond(stream: &mut TcpStream, status: &str, ctype: &str, body: &str) -> io::Result<()> {
-    write!(
-        stream,
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nVary: Accept\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-}
-
-fn handle(mut stream: TcpStream, exporter: &Exporter) -> io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 1024];
-    loop {
-        let n = stream.read(&mut chunk)?;
-        if n == 0 {
-            return Ok(());
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        let mut headers = [httparse::EMPTY_HEADER; 32];
-        let mut req = httparse::Request::new(&mut headers);
-        match req.parse(&buf) {
-            Ok(httparse::Status::Complete(_)) => {
-                let path = req.path.unwrap_or("/");
-                let path = path.split('?').next().unwrap_or(path);
-                let accept = req
-                    .headers
-                    .iter()
-                    .find(|h| h.name.eq_ignore_ascii_case("accept"))
-                    .and_then(|h| std::str::from_utf8(h.value).ok());
-                let format = ExpositionFormat::from_accept(accept);
-                return match (req.method, path) {
-                    (Some("GET"), "/metrics") => respond(
-                        &mut stream,
-                        "200 OK",
-                        format.content_type(),
-                        &exporter.render(format),
-                    ),
-                    (Some("GET"), "/") => respond(
-                        &mut stream,
-                        "200 OK",
-                        "text/plain; charset=utf-8",
-                        "wattio exporter: metrics at /metrics\n",
-                    ),
-                    (Some("GET"), _) => {
-                        respond(&mut stream, "404 Not Found", "text/plain", "not found\n")
-                    }
-                    _ => respond(
-                        &mut stream,
-                        "405 Method Not Allowed",
-                        "text/plain",
-                        "only GET\n",
-                    ),
-                };
-            }
-            Ok(httparse::Status::Partial) if buf.len() < MAX_REQUEST => continue,
-            _ => {
-                return respond(
-                    &mut stream,
-                    "400 Bad Request",
-                    "text/plain",
-                    "bad request\n",
-                )
-            }
-        }
-    }
-}
-
-/// Serves `exporter` on `listener` until `cancel` is set. Between connections it sleeps in one
-/// `poll(2)` on the listener and the cancel flag.
-pub fn serve_metrics(
-    listener: TcpListener,
-    exporter: Arc<Exporter>,
-    cancel: &Cancel,
-) -> io::Result<()> {
-    // Non-blocking, so a connection gone between the wake-up and `accept` cannot block it.
-    listener.set_nonblocking(true)?;
-    let active = Arc::new(AtomicUsize::new(0));
-    while !cancel.is_set() {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                stream.set_nonblocking(false)?;
-                if active.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
-                    let mut s = stream;
-                    let _ = respond(&mut s, "503 Service Unavailable", "text/plain", "busy\n");
-                    continue;
-                }
-                active.fetch_add(1, Ordering::Relaxed);
-                let ex = Arc::clone(&exporter);
-                let act = Arc::clone(&active);
-                std::thread::spawn(move || {
-                    let _ = handle(stream, &ex);
-                    act.fetch_sub(1, Ordering::Relaxed);
-                });
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                cancel.wait_readable(&listener, None)?;
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }
