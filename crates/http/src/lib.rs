@@ -25,9 +25,12 @@ mod error;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 mod handle;
+mod index;
 pub mod jail;
 mod limits;
 mod listing;
+mod mime;
+mod pages;
 mod protocol;
 mod server;
 pub mod tls;

@@ -50,6 +50,9 @@ pub(crate) enum Reject {
     BadRequest(&'static str),
     /// The target tries to leave the served tree: answer 403 and close.
     Forbidden,
+    /// A method other than GET and HEAD with a body (a form's POST, a PUT upload): answer 405
+    /// with `Allow`, as nginx does for a static file, and close rather than read the body.
+    MethodNotAllowed,
 }
 
 /// Result of feeding the buffered bytes to the parser.
@@ -125,21 +128,17 @@ pub(crate) fn parse_request(buf: &[u8]) -> Result<Parsed, (Reject, Option<u8>)> 
                     .map_err(|_| (Reject::BadRequest("non-ASCII Range header"), Some(minor)))?
                     .to_string(),
             );
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+        } else if name.eq_ignore_ascii_case("transfer-encoding")
+            || (name.eq_ignore_ascii_case("content-length")
+                && std::str::from_utf8(h.value).unwrap_or("x").trim() != "0")
+        {
             // Requests with bodies are not part of this protocol; refusing them avoids
             // request smuggling through a body we would not read.
-            return Err((
-                Reject::BadRequest("request bodies are not accepted"),
-                Some(minor),
-            ));
-        } else if name.eq_ignore_ascii_case("content-length") {
-            let v = std::str::from_utf8(h.value).unwrap_or("x").trim();
-            if v != "0" {
-                return Err((
-                    Reject::BadRequest("request bodies are not accepted"),
-                    Some(minor),
-                ));
-            }
+            let reject = match method {
+                Method::Other => Reject::MethodNotAllowed,
+                _ => Reject::BadRequest("request bodies are not accepted"),
+            };
+            return Err((reject, Some(minor)));
         } else if name.eq_ignore_ascii_case("host") {
             host = true;
         }
@@ -720,6 +719,14 @@ mod tests {
         assert!(req("GET / HTTP/1.1\r\n\r\n").is_err(), "no Host");
         assert!(req("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n").is_err());
         assert!(req("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\n").is_err());
+        // A form's POST or an upload is a method not allowed here, whatever its body.
+        for body in ["Content-Length: 3", "Transfer-Encoding: chunked"] {
+            let r = req(&format!("POST /f HTTP/1.1\r\nHost: h\r\n{body}\r\n\r\n"));
+            assert!(
+                matches!(r, Err((Reject::MethodNotAllowed, _))),
+                "{body}: {r:?}"
+            );
+        }
         assert_eq!(req("GET / HTTP/1.1\r\nHost: h\r\n"), Ok(Parsed::Partial));
         let big = format!("GET / HTTP/1.1\r\nX: {}\r\n", "a".repeat(MAX_HEAD));
         assert!(req(&big).is_err());

@@ -16,10 +16,11 @@
 //! the tree cannot hold a worker), and only regular files are served.
 
 use crate::config::{ServerConfig, Shared};
-use crate::confine::{confine, resolve, Confine};
+use crate::confine::{confine, Confine};
 use crate::error::{one_line, HttpError};
 use crate::limits::{client_of, ensure_descriptors, ClientSlot, REFUSING_AT_ONCE};
-use crate::listing::{ListingCache, LISTING_PATH};
+use crate::listing::ListingCache;
+use crate::pages;
 use crate::protocol::{self, Condition, Method, Parsed, RangeAnswer, Reject, Request, Validators};
 use crate::tls::Conn;
 use crate::waiting::{Ticket, WaitingRoom};
@@ -247,7 +248,7 @@ fn stalled() -> io::Error {
 /// Writes `bytes` whole, in pieces of at most 64 KiB each of which must go out within the
 /// idle timeout (nginx's `send_timeout`: a peer that stops reading is dropped, one that
 /// reads slowly is not), then flushes (rustls may hold the end of a record) on the same terms.
-async fn send(sock: &mut Conn, sh: &Shared, bytes: &[u8]) -> io::Result<()> {
+pub(crate) async fn send(sock: &mut Conn, sh: &Shared, bytes: &[u8]) -> io::Result<()> {
     let idle = sh.cfg.idle_timeout;
     for piece in bytes.chunks(64 << 10) {
         tokio::time::timeout(idle, sock.write_all(piece))
@@ -334,6 +335,9 @@ async fn serve_connection(sock: &mut Conn, sh: &Shared, ticket: &mut Ticket) -> 
                         "Forbidden",
                         "the path leaves the served directory\n".to_string(),
                     ),
+                    Reject::MethodNotAllowed => {
+                        (405, "Method Not Allowed", "only GET and HEAD\n".to_string())
+                    }
                 };
                 write_simple(sock, sh, code, reason, &msg, false, false).await?;
                 close(sock, sh).await;
@@ -344,7 +348,7 @@ async fn serve_connection(sock: &mut Conn, sh: &Shared, ticket: &mut Ticket) -> 
 }
 
 /// The 403 for a request path that `confine` puts outside the served directory.
-async fn write_outside(
+pub(crate) async fn write_outside(
     sock: &mut Conn,
     sh: &Shared,
     keep_alive: bool,
@@ -375,7 +379,7 @@ fn push_validators(out: &mut String, date: &str, v: &Validators) {
 
 /// The `Date` header's value now, and the Unix time it says. Formatted once a second per
 /// worker thread, not once per response.
-fn now_date() -> (u64, String) {
+pub(crate) fn now_date() -> (u64, String) {
     thread_local! {
         static LAST: std::cell::RefCell<(u64, String)> = const { std::cell::RefCell::new((u64::MAX, String::new())) };
     }
@@ -391,7 +395,7 @@ fn now_date() -> (u64, String) {
     })
 }
 
-fn connection(keep_alive: bool) -> &'static str {
+pub(crate) fn connection(keep_alive: bool) -> &'static str {
     if keep_alive {
         "keep-alive"
     } else {
@@ -400,7 +404,7 @@ fn connection(keep_alive: bool) -> &'static str {
 }
 
 /// Writes a small text response. Returns whether the connection stays open.
-async fn write_simple(
+pub(crate) async fn write_simple(
     sock: &mut Conn,
     sh: &Shared,
     code: u16,
@@ -443,7 +447,10 @@ async fn respond(sock: &mut Conn, sh: &Shared, req: &Request) -> io::Result<bool
     }
     let n = req.path.len();
     if n >= 2 && req.path[n - 2] == ".wattio" && req.path[n - 1] == "listing.json" {
-        return respond_listing(sock, sh, &req.path[..n - 2], keep, head).await;
+        return pages::respond_listing(sock, sh, &req.path[..n - 2], keep, head).await;
+    }
+    if req.path.is_empty() {
+        return pages::respond_directory(sock, sh, req, sh.root_fd.try_clone()?.into()).await;
     }
     let file = match confine(sh, &req.path) {
         Ok(Some(f)) => f,
@@ -458,12 +465,7 @@ async fn respond(sock: &mut Conn, sh: &Shared, req: &Request) -> io::Result<bool
     };
     let md = file.metadata()?;
     if md.is_dir() {
-        let mut dir = req.path.join("/");
-        if !dir.is_empty() {
-            dir.push('/');
-        }
-        let msg = format!("a directory; its dataset listing is at /{dir}{LISTING_PATH}\n");
-        return write_simple(sock, sh, 404, "Not Found", &msg, keep, head).await;
+        return pages::respond_directory(sock, sh, req, file).await;
     }
     if !md.is_file() {
         let msg = "not a regular file\n";
@@ -512,7 +514,11 @@ async fn respond(sock: &mut Conn, sh: &Shared, req: &Request) -> io::Result<bool
     let _ = write!(h, "HTTP/1.1 {code} {reason}\r\n");
     h.push_str("Server: wattio\r\n");
     h.push_str(&validators);
-    h.push_str("Content-Type: application/octet-stream\r\nAccept-Ranges: bytes\r\n");
+    h.push_str("Content-Type: ");
+    h.push_str(crate::mime::content_type(
+        req.path.last().map_or("", String::as_str),
+    ));
+    h.push_str("\r\nAccept-Ranges: bytes\r\n");
     let _ = write!(h, "Content-Length: {len}\r\n");
     if let Some(crange) = crange {
         h.push_str(&crange);
@@ -596,52 +602,6 @@ fn shrank() -> io::Error {
     io::Error::new(io::ErrorKind::UnexpectedEof, "file shrank while being sent")
 }
 
-/// The listing of the directory the `.wattio/` sits in: the whole tree at `/`, a subtree at
-/// `/sub/dir/`.
-async fn respond_listing(
-    sock: &mut Conn,
-    sh: &Shared,
-    dir: &[String],
-    keep: bool,
-    head: bool,
-) -> io::Result<bool> {
-    let root = match resolve(sh, dir) {
-        Ok(d) if d.is_dir() => d,
-        Ok(_) | Err(Confine::NotFound) | Err(Confine::Denied) => {
-            return write_simple(
-                sock,
-                sh,
-                404,
-                "Not Found",
-                "no such directory\n",
-                keep,
-                head,
-            )
-            .await
-        }
-        Err(Confine::Outside) => return write_outside(sock, sh, keep, head).await,
-    };
-    match sh.listings.body(root).await {
-        Ok(body) => {
-            let h = format!(
-                "HTTP/1.1 200 OK\r\nServer: wattio\r\nDate: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nCache-Control: no-cache\r\nConnection: {}\r\n\r\n",
-                now_date().1,
-                body.len(),
-                connection(keep)
-            );
-            send(sock, sh, h.as_bytes()).await?;
-            if !head {
-                send(sock, sh, &body).await?;
-            }
-            Ok(keep)
-        }
-        Err(e) => {
-            let msg = format!("cannot list dataset: {e}\n");
-            write_simple(sock, sh, 500, "Internal Server Error", &msg, false, head).await
-        }
-    }
-}
-
 /// Sends `len` bytes of `file` from `off`: with sendfile(2) on a plain connection, read and
 /// encrypted on a TLS one; paced to `cfg.rate_limit`.
 async fn send_file(
@@ -721,7 +681,7 @@ async fn sendfile_some(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::confine::open_resolved;
+    use crate::confine::{open_resolved, resolve};
     use crate::limits::{descriptors_needed, BASE_DESCRIPTORS};
     use std::net::IpAddr;
 

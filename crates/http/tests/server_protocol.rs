@@ -134,6 +134,13 @@ fn traversal_refused() {
         get(&h, "GET /inside HTTP/1.1\r\nHost: x\r\n\r\n").2,
         b"hello"
     );
+    // nor does the index page; the link that stays inside is listed
+    let (_, _, page) = get(&h, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    let page = String::from_utf8_lossy(&page);
+    assert!(
+        page.contains(">inside</a>") && !page.contains("leak"),
+        "{page}"
+    );
     // the listing does not mention escaping links
     let (_, _, body) = get(&h, "GET /.wattio/listing.json HTTP/1.1\r\nHost: x\r\n\r\n");
     let l = wattio_http::Listing::parse(&body).unwrap();
@@ -177,7 +184,90 @@ fn malformed_requests_get_400_and_the_server_survives() {
     // and the server still serves
     assert_eq!(get(&h, "GET /sub/g.txt HTTP/1.1\r\nHost: x\r\n\r\n").0, 200);
     assert_eq!(get(&h, "GET /nope HTTP/1.1\r\nHost: x\r\n\r\n").0, 404);
-    assert_eq!(get(&h, "GET /sub/ HTTP/1.1\r\nHost: x\r\n\r\n").0, 404);
+    // A form's POST: 405 with Allow, and the connection closed rather than its body read.
+    let mut s = connect(&h);
+    s.write_all(b"POST /f.bin HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\na=1")
+        .unwrap();
+    let (st, hd, _) = read_response(&mut s, false);
+    assert_eq!((st, header(&hd, "allow")), (405, Some("GET, HEAD")));
+    assert!(closed_after(&mut s));
+}
+
+/// What a browser or a crawler meets: a directory gets an HTML index (a redirect first when
+/// asked without the final `/`), a file the type nginx would give it. curl shows the heads,
+/// and wget2's recursion walks the index and fetches the whole tree, names that need escaping
+/// included.
+#[test]
+fn directories_get_an_html_index_that_wget2_walks_and_files_their_type() {
+    let d = tempfile::tempdir().unwrap();
+    let names = [
+        "a page.html",
+        "50% off #1 & more; \"q\" 'x'.txt",
+        "données.csv",
+        "deep/er/data.json",
+        "deep/README",
+    ];
+    for (i, n) in names.iter().enumerate() {
+        let p = d.path().join(n);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, format!("file {i}\n")).unwrap();
+    }
+    std::fs::write(d.path().join(".hidden"), b"x").unwrap();
+    let h = ServerHandle::start(ServerConfig::new(d.path()), "127.0.0.1:0").unwrap();
+    let base = format!("http://{}", h.addr);
+    let curl = |args: &[&str]| {
+        let o = std::process::Command::new("curl")
+            .args(["-sS", "--max-time", "10"])
+            .args(args)
+            .output()
+            .expect("curl");
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let root = curl(&["-i", &format!("{base}/")]);
+    assert!(root.starts_with("HTTP/1.1 200"), "{root}");
+    assert!(
+        root.contains("Content-Type: text/html; charset=utf-8"),
+        "{root}"
+    );
+    assert!(root.contains("<a href=\"deep/\">deep/</a>"), "{root}");
+    assert!(!root.contains(".hidden"), "{root}");
+    let moved = curl(&["-i", &format!("{base}/deep")]);
+    assert!(moved.starts_with("HTTP/1.1 301"), "{moved}");
+    assert!(moved.contains("Location: /deep/\r\n"), "{moved}");
+    for (path, media) in [
+        ("/a%20page.html", "text/html"),
+        ("/deep/er/data.json", "application/json"),
+        ("/donn%C3%A9es.csv", "text/csv"),
+        ("/deep/README", "application/octet-stream"),
+    ] {
+        let head = curl(&["-I", &format!("{base}{path}")]);
+        assert!(
+            head.contains(&format!("Content-Type: {media}\r\n")),
+            "{path}: {head}"
+        );
+    }
+
+    let out = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new("wget2")
+        .args([
+            "-q",
+            "-r",
+            "-np",
+            "-nH",
+            "--no-robots",
+            "--timeout=10",
+            "-P",
+        ])
+        .arg(out.path())
+        .arg(format!("{base}/"))
+        .output()
+        .expect("wget2 (make deps installs it)");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for (i, n) in names.iter().enumerate() {
+        let got = std::fs::read_to_string(out.path().join(n))
+            .unwrap_or_else(|e| panic!("wget2 did not fetch {n}: {e}"));
+        assert_eq!(got, format!("file {i}\n"), "{n}");
+    }
 }
 
 #[test]
@@ -300,8 +390,9 @@ fn subtree_listings() {
         .0,
         403
     );
+    // The directory's HTML index names where the listing is.
     let (st, _, body) = get(&h, "GET /sub/ HTTP/1.1\r\nHost: x\r\n\r\n");
-    assert_eq!(st, 404);
+    assert_eq!(st, 200);
     assert!(String::from_utf8_lossy(&body).contains("/sub/.wattio/listing.json"));
 }
 
