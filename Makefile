@@ -5,7 +5,7 @@ WATTIO := $(or $(CARGO_TARGET_DIR),target)/release/wattio
 
 HW_BUNDLE := hw-bundle
 
-.PHONY: hw-bundle hw-check test-hw test-vm all build demo demo-iobench test test-rust test-java unused-deps deps lint lint-test compare-builds bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters compare-vm-meters fuzz soak bench-small-files bench-bulk bench-scale bench-agent
+.PHONY: generated deb install test-deploy hw-bundle hw-check test-hw test-vm all build demo demo-iobench test test-rust test-java unused-deps deps lint lint-test compare-builds bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters compare-vm-meters fuzz soak bench-small-files bench-bulk bench-scale bench-agent
 
 all: build
 
@@ -19,6 +19,41 @@ build:
 
 deps:
 	./scripts/install-deps.sh
+
+## What a package installs beside the binary, generated from its command-line definition.
+GENERATED := $(dir $(WATTIO))
+generated: build
+	rm -rf $(GENERATED)man
+	$(WATTIO) man-pages $(GENERATED)man >/dev/null
+	gzip -9n $(GENERATED)man/*.1
+	mkdir -p $(GENERATED)completions
+	$(WATTIO) completions bash > $(GENERATED)completions/wattio.bash
+	$(WATTIO) completions zsh > $(GENERATED)completions/_wattio
+	$(WATTIO) completions fish > $(GENERATED)completions/wattio.fish
+
+## make deb: the Debian package (cargo-deb; make deps installs it) in target/debian/.
+deb: generated
+	$(CARGO) deb -p wattio --no-build --strip
+
+## make install [PREFIX=/usr/local] [DESTDIR=]: the binary, man pages, completions and the
+## systemd units (their ExecStart names $(PREFIX)/bin/wattio).
+PREFIX ?= /usr/local
+install: generated
+	install -D -m 755 $(WATTIO) $(DESTDIR)$(PREFIX)/bin/wattio
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 644 $(GENERATED)man/*.1.gz $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -D -m 644 $(GENERATED)completions/wattio.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/wattio
+	install -D -m 644 $(GENERATED)completions/_wattio $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_wattio
+	install -D -m 644 $(GENERATED)completions/wattio.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/wattio.fish
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
+	for u in deploy/systemd/*.service; do \
+	  sed 's#/usr/bin/wattio#$(PREFIX)/bin/wattio#' $$u > $(DESTDIR)$(PREFIX)/lib/systemd/system/$$(basename $$u); \
+	done
+
+## The deployment files checked offline: the units (systemd-analyze verify), the package
+## (lintian), the Kubernetes manifests (kubernetes-validate, checkov).
+test-deploy: deb
+	./scripts/check-deploy.sh
 
 ## make demo: build, probe the machine, measure a built-in file I/O workload (no hardware counters needed).
 demo: build
@@ -35,7 +70,7 @@ demo: build
 ## The eBPF mechanism is always built here (deps installed its toolchain) and WATTIO_REQUIRE_EBPF
 ## makes its tests, which load the BPF program into this kernel, fail instead of skipping without BPF.
 ## WATTIO_REQUIRE_VM likewise for the real-guest test (tests/vm_e2e.rs, tests/vm_kernel_io.rs: QEMU, a kernel, busybox).
-test: deps lint-test test-java test-rust unused-deps
+test: deps lint-test test-java test-rust unused-deps test-deploy
 
 test-rust:
 	WATTIO_REQUIRE_NGINX=1 WATTIO_NVML_LIB=/nonexistent/libnvidia-ml.so.1 WATTIO_DEFAULT_MODEL=ccf-linear \

@@ -18,6 +18,7 @@ PACKAGES=(
   iproute2
   iputils-ping
   libelf-dev
+  lintian
   lighttpd
   linux-image-amd64
   make
@@ -60,4 +61,20 @@ MACHETE_VERSION=0.9.2
 if ! cargo machete --version 2>/dev/null | grep -q "$MACHETE_VERSION"; then
   echo "install-deps: installing cargo-machete $MACHETE_VERSION (about 2 minutes on 2 vCPUs)"
   cargo install --quiet --locked --version "$MACHETE_VERSION" cargo-machete
+fi
+
+# cargo-deb: `make deb` builds the Debian package that `make test-deploy` checks with lintian.
+CARGO_DEB_VERSION=3.8.0
+if ! cargo deb --version 2>/dev/null | grep -q "$CARGO_DEB_VERSION"; then
+  echo "install-deps: installing cargo-deb $CARGO_DEB_VERSION (about a minute on 2 vCPUs)"
+  cargo install --quiet --locked --version "$CARGO_DEB_VERSION" cargo-deb
+fi
+
+# helm: `make test-deploy` renders the chart (deploy/helm/wattio) to validate what it makes.
+# Built from the Go module proxy with the machine's Go (about 3 minutes on 2 vCPUs).
+HELM_VERSION=v4.3.2
+HELM="$(go env GOPATH)/bin/helm"
+if ! "$HELM" version --short 2>/dev/null | grep -q "^v4.3"; then
+  echo "install-deps: building helm $HELM_VERSION (about 3 minutes on 2 vCPUs)"
+  go install "helm.sh/helm/v4/cmd/helm@$HELM_VERSION"
 fi

@@ -1,13 +1,14 @@
 //! `wattio`: the command-line front end. It parses arguments and calls the library crates;
 //! the logic lives in `crates/*`.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::io::Write as _;
 use std::process::ExitCode;
 
 mod cache_cmd;
 mod calibrate_cmd;
 mod closed_pipe;
+mod generate_cmd;
 mod iobench_cmd;
 mod measure_cmd;
 mod meter_cmd;
@@ -72,6 +73,10 @@ enum Command {
     Transfer(transfer_cmd::TransferArgs),
     /// Energy-aware cache (Ghosts paper): replay traces against device power models, sweep the knob.
     Cache(cache_cmd::CacheArgs),
+    /// Print the shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(generate_cmd::CompletionsArgs),
+    /// Write a man page for wattio and each of its commands into a directory.
+    ManPages(generate_cmd::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -118,6 +123,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Serve(a) => transfer_cmd::serve(a),
         Command::Transfer(a) => transfer_cmd::transfer(a),
         Command::Cache(a) => cache_cmd::cache(a),
+        Command::Completions(a) => generate_cmd::completions(a, Cli::command()),
+        Command::ManPages(a) => generate_cmd::man_pages(a, Cli::command()),
     }
 }
 

@@ -86,7 +86,7 @@ impl WebConfig {
         };
         let text = std::fs::read_to_string(path)
             .map_err(|e| fail(format!("cannot read it ({e}); give a readable YAML file")))?;
-        let file: File = yaml_serde::from_str(&text).map_err(|e| {
+        let file: File = serde_saphyr::from_str(&text).map_err(|e| {
             fail(format!(
                 "not a web-config file ({}); see docs/meter.md for its fields",
                 one_line(&e.to_string())

@@ -1,0 +1,18 @@
+{{/* The labels every object carries. */}}
+{{- define "wattio.labels" -}}
+app.kubernetes.io/name: wattio
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* The labels that select the exporter pods. */}}
+{{- define "wattio.selector" -}}
+app.kubernetes.io/name: wattio
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* http or https: whether the web config turns TLS on is the operator's to say. */}}
+{{- define "wattio.scheme" -}}
+{{- if .Values.exporter.webConfigSecret }}HTTPS{{ else }}HTTP{{ end -}}
+{{- end -}}
