@@ -86,6 +86,7 @@ unused-deps:
 ## Java I/O study: the Maven module's equivalence and harness tests.
 test-java:
 	cd iobench && mvn -B -q test
+	cd clients/java && mvn -B -q package
 
 ## Quick Java I/O energy study (tiny and small files, 3 runs; about 1-2 minutes): prints the ranking.
 demo-iobench: build

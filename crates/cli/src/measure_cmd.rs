@@ -196,7 +196,9 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
     }
     let kio_mode =
         std::env::var(wattio_energy::attribution::kernel_io::KERNEL_IO_ENV).unwrap_or_default();
-    exec = exec.with_kernel_io(&cfg.root, &kio_mode)?;
+    exec = exec
+        .with_kernel_io(&cfg.root, &kio_mode)?
+        .with_regions(cfg.root.clone());
     let bench = if single || a.show_output {
         run_benchmark(&plan, &mut exec, &cancel, &Sink::none())?
     } else {

@@ -37,7 +37,10 @@ fn man_pages_cover_every_command_and_render() {
         .output()
         .expect("man");
     let text = String::from_utf8_lossy(&man.stdout);
-    assert!(text.contains("--web-config") && text.contains("--interval"), "{text}");
+    assert!(
+        text.contains("--web-config") && text.contains("--interval"),
+        "{text}"
+    );
 
     let o = wattio(None, &["man-pages", "/proc/no/such/dir"]);
     assert_eq!(o.status.code(), Some(2));

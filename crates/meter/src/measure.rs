@@ -17,6 +17,7 @@
 
 pub mod bench;
 mod gpu_share;
+pub mod regions;
 pub mod render;
 pub mod sync;
 
@@ -199,6 +200,10 @@ pub struct RunReport {
     /// completions, network softirqs), where the kernel I/O program is loaded.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub kernel_io: Option<KernelIoShare>,
+    /// The regions the command measured of its own code, by name ([`regions`]), where it
+    /// opened any.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub regions: Option<regions::Regions>,
 }
 
 /// The kernel's I/O work done for a command in a window, and its energy.
@@ -296,6 +301,7 @@ impl RunReport {
             gpu_attributed_label: None,
             sync: None,
             kernel_io: None,
+            regions: None,
         }
     }
 
@@ -331,6 +337,8 @@ pub enum MeasureError {
     /// The kernel I/O program: its message names the fix (root, or WATTIO_KERNEL_IO=off).
     #[error("{0}")]
     KernelIo(std::io::Error),
+    #[error("cannot open the region socket in the temporary directory: {0}; set TMPDIR to a writable directory")]
+    Regions(std::io::Error),
     // Not `#[from]`: that would make the energy error this one's source too, and an error
     // chain (`{:#}`) would print it twice.
     #[error("reading energy: {0}")]
@@ -390,6 +398,8 @@ pub struct MeterExecutor<'m> {
     sync_root: Option<SysRoot>,
     /// The kernel I/O program, watching each command's processes.
     kernel_io: Option<kernel_io::KernelIo>,
+    /// Where to read the CPU time of the processes that open regions; `None`: no region socket.
+    regions_root: Option<SysRoot>,
 }
 
 impl<'m> MeterExecutor<'m> {
@@ -408,7 +418,15 @@ impl<'m> MeterExecutor<'m> {
                 .collect(),
             sync_root: None,
             kernel_io: None,
+            regions_root: None,
         }
+    }
+
+    /// Serves each run a region socket ([`regions`]) on which the command measures regions of
+    /// its own code, reading their CPU time under `root`.
+    pub fn with_regions(mut self, root: SysRoot) -> Self {
+        self.regions_root = Some(root);
+        self
     }
 
     /// Charges each command the kernel's I/O work done for it ([`KernelIoShare`]), where the
@@ -446,8 +464,15 @@ impl<'m> MeterExecutor<'m> {
         ))
     }
 
-    fn spawn(&self, cmd: &CommandSpec) -> Result<std::process::Child, MeasureError> {
+    fn spawn(
+        &self,
+        cmd: &CommandSpec,
+        region_socket: Option<&std::path::Path>,
+    ) -> Result<std::process::Child, MeasureError> {
         let mut c = cmd.command().ok_or(MeasureError::NoCommand)?;
+        if let Some(path) = region_socket {
+            c.env(regions::REGION_SOCKET_ENV, path);
+        }
         if !self.inherit_io {
             c.stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -462,6 +487,36 @@ impl<'m> MeterExecutor<'m> {
 
 impl Executor for MeterExecutor<'_> {
     fn run(&mut self, cmd: &CommandSpec) -> Result<RunReport, MeasureError> {
+        let Some(root) = &self.regions_root else {
+            return self.measured_run(cmd, None);
+        };
+        let server = regions::RegionServer::bind(self.meter, root.clone(), self.n_cpus)
+            .map_err(MeasureError::Regions)?;
+        let stop = wattio_progress::Cancel::new().map_err(MeasureError::Regions)?;
+        let mut report = std::thread::scope(|scope| {
+            scope.spawn(|| server.serve(scope, &stop));
+            let r = self.measured_run(cmd, Some(&server.path()));
+            stop.set();
+            r
+        })?;
+        report.regions = server.finish();
+        Ok(report)
+    }
+
+    fn run_unmeasured(&mut self, cmd: &CommandSpec) -> Result<Exit, MeasureError> {
+        let mut child = self.spawn(cmd, None)?;
+        let status = child.wait().map_err(MeasureError::Wait)?;
+        Ok(Exit::from_status(&status))
+    }
+}
+
+impl MeterExecutor<'_> {
+    /// One measured run of `cmd`, handed `region_socket` in its environment.
+    fn measured_run(
+        &self,
+        cmd: &CommandSpec,
+        region_socket: Option<&std::path::Path>,
+    ) -> Result<RunReport, MeasureError> {
         let gpu_reader = gpu_share::GpuShareWatcher::open(&self.gpu_indices);
         let kio = self.kernel_io.as_ref();
         let kio_before = kio.map(|k| k.watched());
@@ -471,7 +526,7 @@ impl Executor for MeterExecutor<'_> {
         if let Some(k) = kio {
             k.watch(me).map_err(MeasureError::KernelIo)?;
         }
-        let spawned = self.spawn(cmd);
+        let spawned = self.spawn(cmd, region_socket);
         if let Some(k) = kio {
             k.unwatch(me);
         }
@@ -513,12 +568,6 @@ impl Executor for MeterExecutor<'_> {
             }
         }
         Ok(r)
-    }
-
-    fn run_unmeasured(&mut self, cmd: &CommandSpec) -> Result<Exit, MeasureError> {
-        let mut child = self.spawn(cmd)?;
-        let status = child.wait().map_err(MeasureError::Wait)?;
-        Ok(Exit::from_status(&status))
     }
 }
 

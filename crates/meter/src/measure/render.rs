@@ -81,6 +81,9 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
     if let Some(y) = &r.sync {
         s.push_str(&sync_lines(y, e.provenance.estimated));
     }
+    if let Some(g) = &r.regions {
+        s.push_str(&region_lines(g));
+    }
     if let Some(c) = &r.co2e {
         let gpu = c
             .gpu_co2e_g
@@ -98,6 +101,56 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
         );
     }
     let _ = writeln!(s, "exit code    {}", r.exit_code);
+    s
+}
+
+/// The regions the command measured of its own code: one line per name, summed over its
+/// regions (nested regions are inside their parents' figures, not beside them).
+fn region_lines(g: &super::regions::Regions) -> String {
+    let mut s = String::new();
+    let label = g
+        .totals
+        .first()
+        .map(|t| t.attributed_label.as_str())
+        .unwrap_or("");
+    let _ = writeln!(
+        s,
+        "regions      {} name(s) measured by the command itself; share: {label}",
+        g.totals.len()
+    );
+    let width = g
+        .totals
+        .iter()
+        .map(|t| t.name.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let _ = writeln!(
+        s,
+        "  {:<width$} {:>7} {:>10} {:>10} {:>12} {:>12}",
+        "name", "count", "time s", "CPU s", "machine J", "share J"
+    );
+    for t in &g.totals {
+        let _ = writeln!(
+            s,
+            "  {:<width$} {:>7} {:>10.3} {:>10.3} {:>12.3} {:>12.3}",
+            t.name, t.count, t.window_s, t.cpu_s, t.energy_j, t.attributed_j
+        );
+    }
+    if g.unclosed > 0 {
+        let _ = writeln!(
+            s,
+            "  {} region(s) never closed before the command ended: left out",
+            g.unclosed
+        );
+    }
+    if g.refused > 0 {
+        let _ = writeln!(
+            s,
+            "  {} region request(s) refused (ERR): a client broke the protocol or a bound",
+            g.refused
+        );
+    }
     s
 }
 
