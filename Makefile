@@ -5,7 +5,7 @@ WATTIO := $(or $(CARGO_TARGET_DIR),target)/release/wattio
 
 HW_BUNDLE := hw-bundle
 
-.PHONY: generated deb install test-deploy hw-bundle hw-check test-hw test-vm all build demo demo-iobench test test-rust test-java unused-deps deps lint lint-test compare-builds bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters compare-vm-meters fuzz soak bench-small-files bench-bulk bench-scale bench-agent
+.PHONY: gate-calibration generated deb install test-deploy hw-bundle hw-check test-hw test-vm all build demo demo-iobench test test-rust test-java unused-deps deps lint lint-test compare-builds bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters compare-vm-meters fuzz soak bench-small-files bench-bulk bench-scale bench-agent
 
 all: build
 
@@ -49,6 +49,10 @@ install: generated
 	for u in deploy/systemd/*.service; do \
 	  sed 's#/usr/bin/wattio#$(PREFIX)/bin/wattio#' $$u > $(DESTDIR)$(PREFIX)/lib/systemd/system/$$(basename $$u); \
 	done
+
+## The CI energy gate's false-positive rate and power (docs/ci.md): about 20 minutes.
+gate-calibration: build
+	WATTIO=$(WATTIO) python3 scripts/gate-calibration.py
 
 ## The deployment files checked offline: the units (systemd-analyze verify), the package
 ## (lintian), the Kubernetes manifests (kubernetes-validate, checkov).

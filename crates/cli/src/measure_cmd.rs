@@ -60,6 +60,65 @@ pub struct MeasureArgs {
     /// Or one command after `--`, run directly: `wattio measure -- prog args…`.
     #[arg(last = true, value_name = "ARGV")]
     argv: Vec<OsString>,
+    #[command(flatten)]
+    gate: GateArgs,
+}
+
+/// The energy gate for CI (docs/ci.md): compare against a baseline, exit 1 on a significant
+/// increase beyond a limit.
+#[derive(Args)]
+struct GateArgs {
+    /// Fail (exit 1) when the command's energy exceeds its baseline's by more than this,
+    /// significantly (one-sided Wilcoxon rank-sum test at --alpha), e.g. 5% (a plain number is
+    /// percent). The baseline is --baseline FILE, or else the first of two commands, run
+    /// interleaved with the second.
+    #[arg(long, value_name = "PCT", value_parser = parse_percent)]
+    max_increase: Option<f64>,
+    /// A previous `wattio measure --export-json FILE` (or --json) of the same command, whose
+    /// kept runs are the baseline.
+    #[arg(long, value_name = "FILE", requires = "max_increase")]
+    baseline: Option<PathBuf>,
+    /// The gate's significance level: the chance it fails a change that does not exceed the
+    /// limit is at most this.
+    #[arg(long, default_value_t = 0.05, requires = "max_increase")]
+    alpha: f64,
+    /// Write the gate's verdict as Markdown to FILE (e.g. $GITHUB_STEP_SUMMARY).
+    #[arg(long, value_name = "FILE", requires = "max_increase")]
+    gate_summary: Option<PathBuf>,
+}
+
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a percentage: give e.g. 5%"))?;
+    if !(0.0..=1000.0).contains(&v) {
+        return Err(format!("{s} is outside 0% to 1000%"));
+    }
+    Ok(v / 100.0)
+}
+
+/// The baseline's joules per kept run and their label, from a `measure` JSON document.
+fn load_baseline(path: &std::path::Path) -> Result<(Vec<f64>, String)> {
+    let text = std::fs::read_to_string(path).with_context(|| {
+        format!(
+            "--baseline {}: cannot read it; give the file `wattio measure --export-json` wrote",
+            path.display()
+        )
+    })?;
+    let report: Report = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "--baseline {}: not a `wattio measure --export-json` document of several runs",
+            path.display()
+        )
+    })?;
+    let Some(first) = report.benchmark.results.first() else {
+        bail!("--baseline {}: it holds no command", path.display());
+    };
+    let joules = first.kept_runs().map(|r| r.attributed_j).collect();
+    Ok((joules, report.attributed_label))
 }
 
 /// Creates an export file before anything runs, so a bad path costs no benchmark.
@@ -162,19 +221,37 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
     if commands.is_empty() {
         return Err(MeasureError::NoCommand.into());
     }
-    let runs = a.runs.unwrap_or(if argv_form { 1 } else { 10 });
+    let gate = a.gate.max_increase.is_some();
+    if gate {
+        let wanted = if a.gate.baseline.is_some() { 1 } else { 2 };
+        if commands.len() != wanted {
+            bail!(
+                "--max-increase compares one command with --baseline FILE, or two commands (the baseline first, run interleaved with the second); got {} command(s)",
+                commands.len()
+            );
+        }
+        if !(a.gate.alpha > 0.0 && a.gate.alpha <= 0.5) {
+            bail!(
+                "--alpha must be above 0 and at most 0.5, e.g. 0.05 (got {})",
+                a.gate.alpha
+            );
+        }
+    }
+    let baseline = a.gate.baseline.as_deref().map(load_baseline).transpose()?;
+    let runs = a.runs.unwrap_or(if argv_form && !gate { 1 } else { 10 });
     if runs == 0 {
         return Err(MeasureError::NoRuns.into());
     }
     let runs = usize::try_from(runs).context("--runs is too large")?;
     // One run of one command: a wrapper, like `time` and `perf stat`. Its exit status passes
     // through and its output goes to the terminal.
-    let single = commands.len() == 1 && runs == 1;
+    let single = commands.len() == 1 && runs == 1 && !gate;
     let exports = (
         create("--export-json", &a.export_json)?,
         create("--export-csv", &a.export_csv)?,
         create("--export-markdown", &a.export_markdown)?,
     );
+    let gate_summary = create("--gate-summary", &a.gate.gate_summary)?;
     let plan = MeasurePlan {
         commands,
         runs,
@@ -244,12 +321,30 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
         std::io::stdout().flush().ok();
         return Ok(ExitCode::from(run.report.exit_code.clamp(0, 255) as u8));
     }
+    let verdict = match a.gate.max_increase {
+        Some(limit) => Some(judge_gate(&report, baseline, limit, a.gate.alpha)?),
+        None => None,
+    };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        let mut v = serde_json::to_value(&report)?;
+        if let (Some(g), Some(map)) = (&verdict, v.as_object_mut()) {
+            map.insert("gate".into(), serde_json::to_value(g)?);
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print!("{}", render::text(&report));
+        if let Some(g) = &verdict {
+            print!("{}", g.text());
+        }
     }
     std::io::stdout().flush().ok();
+    if let Some(g) = &verdict {
+        let command = &b.results[b.results.len() - 1].command;
+        write_export(gate_summary, &g.markdown(command))?;
+        if g.failed {
+            return Ok(ExitCode::from(1));
+        }
+    }
     if let Some(c) = b.without_kept_runs().first() {
         bail!(
             "no run of '{}' was kept ({} failed, {} interrupted): fix the command (--show-output shows its output); its figures are missing",
@@ -262,4 +357,29 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(130));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The gate's verdict on the last command's runs against the baseline: the file's runs, or else
+/// the first command's.
+fn judge_gate(
+    report: &Report,
+    baseline: Option<(Vec<f64>, String)>,
+    limit: f64,
+    alpha: f64,
+) -> Result<wattio_meter::measure::gate::GateVerdict> {
+    let results = &report.benchmark.results;
+    let joules =
+        |i: usize| -> Vec<f64> { results[i].kept_runs().map(|r| r.attributed_j).collect() };
+    let (base, base_label) = match baseline {
+        Some(b) => b,
+        None => (joules(0), report.attributed_label.clone()),
+    };
+    let new = joules(results.len() - 1);
+    Ok(wattio_meter::measure::gate::judge(
+        &base,
+        &new,
+        (&base_label, &report.attributed_label),
+        limit,
+        alpha,
+    )?)
 }

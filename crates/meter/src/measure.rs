@@ -16,6 +16,7 @@
 //! * [`render`] — the human summary, CSV and Markdown exports.
 
 pub mod bench;
+pub mod gate;
 mod gpu_share;
 pub mod regions;
 pub mod render;
