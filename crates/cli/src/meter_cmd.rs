@@ -359,6 +359,10 @@ pub struct ExportArgs {
     /// `basic_auth_users` (bcrypt hashes) for authentication, `http_server_config.headers`.
     #[arg(long, value_name = "FILE")]
     web_config: Option<PathBuf>,
+    /// A file holding a bearer token scrapers must send (`Authorization: Bearer …`), beside or
+    /// instead of the web config's users.
+    #[arg(long, value_name = "FILE")]
+    bearer_token_file: Option<PathBuf>,
 }
 
 pub fn export(a: ExportArgs) -> Result<ExitCode> {
@@ -370,6 +374,10 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
     }
     let web = match &a.web_config {
         Some(p) => Some(wattio_meter::WebConfig::load(p)?),
+        None => None,
+    };
+    let bearer = match &a.bearer_token_file {
+        Some(p) => Some(wattio_meter::BearerToken::load(p)?),
         None => None,
     };
     let carbon = a.carbon.intensity()?;
@@ -389,10 +397,11 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
         "wattio export: metrics on {scheme}://{addr}/metrics ({}, sampled every {}){}; Ctrl-C to stop",
         meter.provenance().label(),
         format_duration(a.interval),
-        if web.as_ref().is_some_and(|w| w.users.is_some()) {
-            ", basic authentication on"
-        } else {
-            ""
+        match (web.as_ref().is_some_and(|w| w.users.is_some()), bearer.is_some()) {
+            (true, true) => ", basic or bearer authentication on",
+            (true, false) => ", basic authentication on",
+            (false, true) => ", bearer authentication on",
+            (false, false) => "",
         }
     );
     let live = match a.attribution.by {
@@ -422,6 +431,7 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
     let opts = wattio_meter::ServeOptions {
         interval: a.interval,
         web,
+        bearer,
     };
     wattio_meter::serve_metrics(listener, exporter, opts, &cancel)?;
     Ok(ExitCode::SUCCESS)

@@ -249,3 +249,47 @@ fn export_refuses_a_bad_web_config_in_one_line() {
         .unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("--interval must be between 50ms and 1h"));
 }
+
+#[test]
+fn a_bearer_token_admits_a_scraper_without_a_web_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "3f9c2a7b5d1e4f60a8b9c0d1e2f3a4b5\n").unwrap();
+    let args = [
+        "--source",
+        "model",
+        "--listen",
+        "127.0.0.1:0",
+        "--interval",
+        "100ms",
+    ];
+    let (_ex, addr) = common::spawn_exporter(&args, |c| {
+        c.arg("--bearer-token-file").arg(&token);
+    });
+    let url = format!("http://{addr}/metrics");
+    let t = text(&curl(&["-i", &url]));
+    assert!(t.starts_with("HTTP/1.1 401"), "{t}");
+    assert!(
+        t.contains("WWW-Authenticate: Bearer realm=\"wattio\""),
+        "{t}"
+    );
+    let t = text(&curl(&[
+        "-i",
+        "-H",
+        "Authorization: Bearer wrong-token-of-some-length",
+        &url,
+    ]));
+    assert!(t.starts_with("HTTP/1.1 401"), "{t}");
+    let o = curl(&[
+        "--fail",
+        "-H",
+        "Authorization: Bearer 3f9c2a7b5d1e4f60a8b9c0d1e2f3a4b5",
+        &url,
+    ]);
+    assert!(
+        text(&o).contains("wattio_energy_joules_total{"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(text(&curl(&[&format!("http://{addr}/healthz")])), "ok\n");
+}

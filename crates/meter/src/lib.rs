@@ -54,7 +54,7 @@ pub use calibrate::{
     calibrate, open_rapl, CalibrateConfig, CalibrateError, DriverChoice, LoadDriver, SpinDriver,
     StressNgDriver,
 };
-pub use export::web_config::{WebConfig, WebConfigError};
+pub use export::web_config::{BearerToken, WebConfig, WebConfigError};
 pub use export::{serve_metrics, Exporter, ServeOptions};
 pub use exposition::ExpositionFormat;
 pub use gpu_load::{

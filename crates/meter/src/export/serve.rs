@@ -3,7 +3,7 @@
 //! and behind basic authentication where a web-config file asks ([`WebConfig`]). Beside it, the
 //! sampling clock: one thread that samples the [`Exporter`] every `interval`, whoever scrapes.
 
-use super::web_config::WebConfig;
+use super::web_config::{BearerToken, WebConfig};
 use super::Exporter;
 use crate::exposition::ExpositionFormat;
 use std::io::{self, Read, Write};
@@ -18,10 +18,35 @@ const MAX_REQUEST: usize = 8192;
 /// How long a client has to send its request, or to take the answer (TLS handshake included).
 const IO_DEADLINE: Duration = Duration::from_secs(5);
 
-/// How the exporter serves: the sampling clock's period and the optional web configuration.
+/// How the exporter serves: the sampling clock's period, the optional web configuration and
+/// bearer token (either credential admits a scraper when both are set).
 pub struct ServeOptions {
     pub interval: Duration,
     pub web: Option<WebConfig>,
+    pub bearer: Option<BearerToken>,
+}
+
+impl ServeOptions {
+    /// Whether a request with this `Authorization` value may read the metrics.
+    fn admits(&self, authorization: Option<&str>) -> bool {
+        let users = self.web.as_ref().and_then(|w| w.users.as_ref());
+        if users.is_none() && self.bearer.is_none() {
+            return true;
+        }
+        users.is_some_and(|u| u.allows(authorization))
+            || self
+                .bearer
+                .as_ref()
+                .is_some_and(|b| b.allows(authorization))
+    }
+
+    /// The `WWW-Authenticate` challenge of a 401: Basic where users are set, else Bearer.
+    fn challenge(&self) -> &'static str {
+        match self.web.as_ref().and_then(|w| w.users.as_ref()) {
+            Some(_) => "Basic realm=\"wattio\", charset=\"UTF-8\"",
+            None => "Bearer realm=\"wattio\"",
+        }
+    }
 }
 
 struct Response<'a> {
@@ -29,7 +54,7 @@ struct Response<'a> {
     content_type: &'a str,
     body: &'a str,
     /// `WWW-Authenticate` on a 401.
-    challenge: bool,
+    challenge: Option<&'static str>,
 }
 
 fn respond(stream: &mut impl Write, r: &Response<'_>, web: Option<&WebConfig>) -> io::Result<()> {
@@ -39,8 +64,8 @@ fn respond(stream: &mut impl Write, r: &Response<'_>, web: Option<&WebConfig>) -
         r.content_type,
         r.body.len()
     );
-    if r.challenge {
-        head.push_str("WWW-Authenticate: Basic realm=\"wattio\", charset=\"UTF-8\"\r\n");
+    if let Some(c) = r.challenge {
+        head.push_str(&format!("WWW-Authenticate: {c}\r\n"));
     }
     for (name, value) in web.map(|w| w.headers.as_slice()).unwrap_or_default() {
         head.push_str(&format!("{name}: {value}\r\n"));
@@ -56,7 +81,7 @@ fn plain<'a>(status: &'a str, body: &'a str) -> Response<'a> {
         status,
         content_type: "text/plain; charset=utf-8",
         body,
-        challenge: false,
+        challenge: None,
     }
 }
 
@@ -89,13 +114,10 @@ fn handle(
                 };
                 // `/healthz` answers without credentials (it tells only "ok" or why not), so a
                 // liveness probe needs no secret; everything else asks for them when users are set.
-                let authorised = path == "/healthz"
-                    || web
-                        .and_then(|w| w.users.as_ref())
-                        .is_none_or(|u| u.allows(header("authorization")));
+                let authorised = path == "/healthz" || opts.admits(header("authorization"));
                 if !authorised {
                     let r = Response {
-                        challenge: true,
+                        challenge: Some(opts.challenge()),
                         ..plain("401 Unauthorized", "wattio exporter: credentials needed\n")
                     };
                     return respond(stream, &r, web);

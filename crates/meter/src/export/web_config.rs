@@ -30,8 +30,10 @@ use std::sync::{Arc, Mutex};
 
 /// Why a web-config file cannot be used: one line that names the file, the setting and the fix.
 #[derive(Debug, thiserror::Error)]
-#[error("--web-config {path}: {message}")]
+#[error("{flag} {path}: {message}")]
 pub struct WebConfigError {
+    /// The option that named the file: `--web-config` or `--bearer-token-file`.
+    pub flag: &'static str,
     pub path: String,
     pub message: String,
 }
@@ -81,6 +83,7 @@ impl WebConfig {
     /// Reads and checks `path`.
     pub fn load(path: &Path) -> Result<WebConfig, WebConfigError> {
         let fail = |message: String| WebConfigError {
+            flag: "--web-config",
             path: path.display().to_string(),
             message,
         };
@@ -347,6 +350,50 @@ impl BasicAuth {
     }
 }
 
+/// A bearer token (`--bearer-token-file`), for scrapers configured with `authorization:
+/// {type: Bearer, credentials_file: …}` (Prometheus) or a ServiceMonitor's `bearerTokenSecret`:
+/// the web-config format has no place for one, so it comes from its own file.
+pub struct BearerToken(String);
+
+impl BearerToken {
+    /// The token in `path` (surrounding whitespace trimmed): at least 16 characters, none of
+    /// them whitespace or control characters.
+    pub fn load(path: &Path) -> Result<BearerToken, WebConfigError> {
+        let fail = |message: String| WebConfigError {
+            flag: "--bearer-token-file",
+            path: path.display().to_string(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            fail(format!(
+                "cannot read it ({e}); give a file holding the token"
+            ))
+        })?;
+        let token = text.trim();
+        if token.chars().count() < 16 || token.chars().any(|c| c.is_whitespace() || c.is_control())
+        {
+            return Err(fail(
+                "the token must be at least 16 characters, without spaces or control characters (e.g. `openssl rand -hex 32`)"
+                    .into(),
+            ));
+        }
+        Ok(BearerToken(token.to_string()))
+    }
+
+    /// Whether an `Authorization` value is `Bearer <this token>`; compared in time that does
+    /// not depend on where the first difference is.
+    pub fn allows(&self, authorization: Option<&str>) -> bool {
+        let Some(given) = authorization.and_then(|v| {
+            let (scheme, rest) = v.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+        }) else {
+            return false;
+        };
+        let (a, b) = (given.as_bytes(), self.0.as_bytes());
+        a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -419,6 +466,25 @@ mod tests {
         write(d.path(), "server.key", &ca_key.serialize_pem());
         let e = WebConfig::load(&p).err().unwrap().to_string();
         assert!(e.contains("give the key that belongs"), "{e}");
+    }
+
+    #[test]
+    fn a_bearer_token_is_read_from_its_file_and_compared_whole() {
+        let d = tempfile::tempdir().unwrap();
+        let p = write(d.path(), "token", "0123456789abcdef0123\n");
+        let t = BearerToken::load(&p).unwrap();
+        assert!(t.allows(Some("Bearer 0123456789abcdef0123")));
+        assert!(t.allows(Some("bearer 0123456789abcdef0123")));
+        assert!(!t.allows(Some("Bearer 0123456789abcdef012")));
+        assert!(!t.allows(Some("Bearer 0123456789abcdef01234")));
+        assert!(!t.allows(Some("Basic 0123456789abcdef0123")));
+        assert!(!t.allows(None));
+        let short = write(d.path(), "short", "abc");
+        let e = BearerToken::load(&short).err().unwrap().to_string();
+        assert!(
+            e.contains("at least 16 characters") && e.starts_with("--bearer-token-file"),
+            "{e}"
+        );
     }
 
     #[test]
