@@ -462,15 +462,7 @@ fn attribution_flags_are_checked() {
 
 /// `wattio export --source model` on a free loopback port with `extra` flags, and its address.
 fn model_exporter(extra: &[&str]) -> (Reaper, String) {
-    let args = [
-        "--source",
-        "model",
-        "--listen",
-        "127.0.0.1:0",
-        "--interval",
-        "100ms",
-    ];
-    common::spawn_exporter(&[&args[..], extra].concat(), |_| {})
+    common::spawn_exporter(&[&common::MODEL_EXPORTER[..], extra].concat(), |_| {})
 }
 
 /// `wattio top --by vm --once --json` over one second, on this machine.

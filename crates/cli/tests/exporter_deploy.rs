@@ -255,15 +255,7 @@ fn a_bearer_token_admits_a_scraper_without_a_web_config() {
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("token");
     std::fs::write(&token, "3f9c2a7b5d1e4f60a8b9c0d1e2f3a4b5\n").unwrap();
-    let args = [
-        "--source",
-        "model",
-        "--listen",
-        "127.0.0.1:0",
-        "--interval",
-        "100ms",
-    ];
-    let (_ex, addr) = common::spawn_exporter(&args, |c| {
+    let (_ex, addr) = common::spawn_exporter(&common::MODEL_EXPORTER, |c| {
         c.arg("--bearer-token-file").arg(&token);
     });
     let url = format!("http://{addr}/metrics");

@@ -270,15 +270,7 @@ fn export_has_gpu_series_with_their_own_labels() {
     let child = wattio(
         TWO_GPUS,
         None,
-        &[
-            "export",
-            "--source",
-            "model",
-            "--listen",
-            "127.0.0.1:0",
-            "--interval",
-            "100ms",
-        ],
+        &[&["export"][..], &common::MODEL_EXPORTER[..]].concat(),
     )
     .stderr(Stdio::piped())
     .spawn()

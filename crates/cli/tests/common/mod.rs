@@ -114,6 +114,17 @@ pub fn prometheus_query(web: std::net::SocketAddr, q: &str) -> String {
         .unwrap_or_default()
 }
 
+/// `wattio export`'s arguments for a model-estimated exporter on a free loopback port, sampling
+/// every 100 ms so that a test sees new figures soon.
+pub const MODEL_EXPORTER: [&str; 6] = [
+    "--source",
+    "model",
+    "--listen",
+    "127.0.0.1:0",
+    "--interval",
+    "100ms",
+];
+
 /// `wattio export ARGS` on its way up (stderr piped, env as given by `configure`), and the
 /// address it printed.
 pub fn spawn_exporter(args: &[&str], configure: impl FnOnce(&mut Command)) -> (Reaper, String) {
