@@ -46,7 +46,11 @@ HELM="$(go env GOPATH)/bin/helm"
 mkdir -p "$scratch/chart"
 "$HELM" template wattio deploy/helm/wattio -n wattio > "$scratch/chart/defaults.yaml"
 "$HELM" template wattio deploy/helm/wattio -n wattio --set exporter.webConfigSecret=wattio-web \
-  --set exporter.by= > "$scratch/chart/tls.yaml"
+  --set exporter.tls=true --set exporter.bearerTokenSecret=wattio-token --set exporter.by= \
+  --set-json 'serviceMonitor.endpoint={"tlsConfig":{"ca":{"secret":{"name":"wattio-ca","key":"ca.crt"}},"serverName":"wattio"},"bearerTokenSecret":{"name":"wattio-token","key":"token"}}' \
+  > "$scratch/chart/tls.yaml"
+grep -q 'scheme: HTTPS' "$scratch/chart/tls.yaml"
+grep -q -- '--bearer-token-file=/etc/wattio-token/token' "$scratch/chart/tls.yaml"
 for dir in deploy/kubernetes "$scratch/chart"; do
   # No schema for the Prometheus Operator's and kustomize's kinds: those warnings are expected;
   # an invalid resource makes it exit non-zero.

@@ -22,51 +22,49 @@ _TIMEOUT_S = 10.0
 
 
 class RegionError(RuntimeError):
-    """wattio refused a request (the message says why) or the socket broke."""
+    """Kept for callers that catch it; the client itself never raises it: a measurement that
+    fails warns and leaves the region's figures None, and the program runs on."""
 
 
 class _Connection:
-    """One connection per process (re-made after a fork), shared by its threads."""
+    """One connection per thread (and per process, re-made after a fork): each thread's
+    regions count against that connection's bounds only."""
 
     def __init__(self):
-        self._lock = threading.Lock()
-        self._sock = None
-        self._file = None
-        self._pid = None
+        self._local = threading.local()
         self._warned = False
 
+    def _warn(self, message):
+        if not self._warned:
+            self._warned = True
+            warnings.warn("wattio.region: " + message, stacklevel=4)
+
     def request(self, line):
+        """The reply to `line`, or None (warned once) when there is none to have."""
         path = os.environ.get(SOCKET_ENV)
         if not path:
-            if not self._warned:
-                self._warned = True
-                warnings.warn(
-                    "wattio.region: not run under `wattio measure` (no %s): regions measure nothing"
-                    % SOCKET_ENV,
-                    stacklevel=4,
-                )
+            self._warn("not run under `wattio measure` (no %s): regions measure nothing" % SOCKET_ENV)
             return None
-        with self._lock:
-            if self._sock is None or self._pid != os.getpid():
+        local = self._local
+        try:
+            if getattr(local, "pid", None) != os.getpid():
                 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 s.settimeout(_TIMEOUT_S)
-                try:
-                    s.connect(path)
-                except OSError as e:
-                    s.close()
-                    raise RegionError("cannot reach wattio at %s: %s" % (path, e)) from e
-                self._sock, self._file, self._pid = s, s.makefile("rb"), os.getpid()
-            try:
-                self._sock.sendall(line.encode("utf-8") + b"\n")
-                reply = self._file.readline().decode("utf-8").rstrip("\n")
-            except OSError as e:
-                self._sock = None
-                raise RegionError("the wattio socket broke: %s" % e) from e
+                s.connect(path)
+                local.sock, local.file, local.pid = s, s.makefile("rb"), os.getpid()
+            local.sock.sendall(line.encode("utf-8") + b"\n")
+            reply = local.file.readline().decode("utf-8").rstrip("\n")
+        except OSError as e:
+            local.pid = None
+            self._warn("the wattio socket %s failed (%s): this region measures nothing" % (path, e))
+            return None
         if not reply:
-            self._sock = None
-            raise RegionError("wattio closed the region socket (the measured run ended?)")
+            local.pid = None
+            self._warn("wattio closed the region socket (over its connection bound, or the run ended)")
+            return None
         if reply.startswith("ERR "):
-            raise RegionError("wattio refused %r: %s" % (line, reply[4:]))
+            self._warn("wattio refused %r: %s" % (line, reply[4:]))
+            return None
         return reply
 
 
@@ -97,8 +95,8 @@ class Region:
         parents = getattr(_stack, "names", [])
         self.path = "/".join(parents + [self.name])
         reply = _connection.request("BEGIN " + self.path)
-        if reply is not None:
-            self._id = reply.split(" ", 1)[1]
+        if reply is not None and reply.startswith("OK "):
+            self._id = reply[3:]
         _stack.names = parents + [self.name]
         return self
 
@@ -107,10 +105,14 @@ class Region:
         if self._id is not None:
             reply = _connection.request("END " + self._id)
             self._id = None
-            figure = json.loads(reply)
+            try:
+                figure = json.loads(reply) if reply else {}
+            except ValueError:
+                figure = {}
             for key in ("energy_j", "energy_label", "attributed_j", "attributed_label",
                         "cpu_s", "window_s"):
-                setattr(self, key, figure[key])
+                setattr(self, key, figure.get(key))
+        # Never swallows the program's own exception.
         return False
 
     def __call__(self, func):

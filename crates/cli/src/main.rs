@@ -16,6 +16,7 @@ mod output_file;
 mod overhead_cmd;
 mod probe_cmd;
 mod report_cmd;
+mod say;
 mod study_ui;
 mod testbed_cmd;
 mod top_cmd;
@@ -33,6 +34,10 @@ pub enum OnOff {
 #[derive(Parser)]
 #[command(name = "wattio", version, about, propagate_version = true)]
 struct Cli {
+    /// No notes on standard error (what wattio chose, what it is doing); warnings and errors
+    /// are still written.
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -82,6 +87,8 @@ enum Command {
 fn main() -> ExitCode {
     closed_pipe::quiet_print_panics();
     let cli = Cli::parse();
+    say::set_quiet(cli.quiet);
+    say::set_command(cli.command.name());
     // A closed pipe ends any command the same quiet way, whether a command returns the EPIPE
     // or a print macro panics on it; see `closed_pipe` for why not SIGPIPE.
     let outcome = std::panic::catch_unwind(|| run(cli.command));
@@ -101,6 +108,33 @@ fn main() -> ExitCode {
         }
         Err(panic) if closed_pipe::is_closed_pipe_print(&*panic) => closed_pipe::exit_code(),
         Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+impl Command {
+    /// The name its messages carry (`wattio top: warning: …`).
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Probe(_) => "probe",
+            Command::Record(_) => "record",
+            Command::Measure(_) => "measure",
+            Command::Top(_) => "top",
+            Command::Vm(_) => "vm",
+            Command::Export(_) => "export",
+            Command::Workload(_) => "workload",
+            Command::Fixture(_) => "fixture",
+            Command::Calibrate(_) => "calibrate",
+            Command::Iobench(_) => "iobench",
+            Command::Report(_) => "report",
+            Command::Overhead(_) => "overhead",
+            Command::Testbed(_) => "testbed",
+            Command::Dataset(_) => "dataset",
+            Command::Serve(_) => "serve",
+            Command::Transfer(_) => "transfer",
+            Command::Cache(_) => "cache",
+            Command::Completions(_) => "completions",
+            Command::ManPages(_) => "man-pages",
+        }
     }
 }
 

@@ -100,8 +100,9 @@ fn parse_percent(s: &str) -> Result<f64, String> {
     Ok(v / 100.0)
 }
 
-/// The baseline's joules per kept run and their label, from a `measure` JSON document.
-fn load_baseline(path: &std::path::Path) -> Result<(Vec<f64>, String)> {
+/// The baseline's joules per kept run, their label and the command, from a `measure` JSON
+/// document.
+fn load_baseline(path: &std::path::Path) -> Result<(Vec<f64>, String, String)> {
     let text = std::fs::read_to_string(path).with_context(|| {
         format!(
             "--baseline {}: cannot read it; give the file `wattio measure --export-json` wrote",
@@ -118,7 +119,7 @@ fn load_baseline(path: &std::path::Path) -> Result<(Vec<f64>, String)> {
         bail!("--baseline {}: it holds no command", path.display());
     };
     let joules = first.kept_runs().map(|r| r.attributed_j).collect();
-    Ok((joules, report.attributed_label))
+    Ok((joules, report.attributed_label, first.command.clone()))
 }
 
 /// Creates an export file before anything runs, so a bad path costs no benchmark.
@@ -181,7 +182,7 @@ fn warn_about_runs(report: &Report, meter: &wattio_meter::Meter) {
     for c in &report.benchmark.results {
         for r in &c.runs {
             for e in &r.report.energy.read_errors {
-                eprintln!("wattio: warning: {e}");
+                crate::say::warn(e);
             }
         }
     }
@@ -196,7 +197,7 @@ fn warn_about_runs(report: &Report, meter: &wattio_meter::Meter) {
         .fold(f64::INFINITY, f64::min);
     if shortest_s < SHORT_RUN_S {
         for w in meter.short_window_warnings(shortest_s) {
-            eprintln!("wattio: warning: {w}");
+            crate::say::warn(w);
         }
     }
 }
@@ -363,7 +364,7 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
 /// the first command's.
 fn judge_gate(
     report: &Report,
-    baseline: Option<(Vec<f64>, String)>,
+    baseline: Option<(Vec<f64>, String, String)>,
     limit: f64,
     alpha: f64,
 ) -> Result<wattio_meter::measure::gate::GateVerdict> {
@@ -371,7 +372,16 @@ fn judge_gate(
     let joules =
         |i: usize| -> Vec<f64> { results[i].kept_runs().map(|r| r.attributed_j).collect() };
     let (base, base_label) = match baseline {
-        Some(b) => b,
+        Some((j, label, command)) => {
+            // The same program may sit at another path in another checkout: said, not refused.
+            if command != results[0].command {
+                crate::say::warn(format_args!(
+                    "the baseline ran '{command}', these runs '{}': check they measure the same work",
+                    results[0].command
+                ));
+            }
+            (j, label)
+        }
         None => (joules(0), report.attributed_label.clone()),
     };
     let new = joules(results.len() - 1);

@@ -122,11 +122,11 @@ fn warn_provenance(meter: &Meter) {
     let p = meter.provenance();
     if p.estimated {
         let why: Vec<&str> = meter.passed_over().iter().map(String::as_str).collect();
-        eprintln!(
-            "wattio: no hardware energy counter usable{}; figures are ESTIMATED by {} (`wattio probe` says how to fix)",
+        crate::say::note(format_args!(
+            "no hardware energy counter usable{}; figures are ESTIMATED by {} (`wattio probe` says how to fix)",
             if why.is_empty() { String::new() } else { format!(" ({})", why.join("; ")) },
             p.model.as_deref().unwrap_or("a model")
-        );
+        ));
     }
 }
 
@@ -188,12 +188,12 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
     let cfg = a.source.config()?;
     let (source, passed_over) = cfg.open_with_gpus()?;
     if source.provenance().estimated {
-        eprintln!(
-            "wattio: no hardware energy counter usable{}; {}rows are ESTIMATED by {} (estimated=true; `wattio probe` says how to fix)",
+        crate::say::note(format_args!(
+            "no hardware energy counter usable{}; {}rows are ESTIMATED by {} (estimated=true; `wattio probe` says how to fix)",
             if passed_over.is_empty() { String::new() } else { format!(" ({})", passed_over.join("; ")) },
             if source.counters().iter().any(|c| c.domain == Domain::Gpu) { "CPU " } else { "" },
             source.provenance().model.as_deref().unwrap_or("a model")
-        );
+        ));
     }
     let progress = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let samples = Arc::clone(&progress);
@@ -226,9 +226,7 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
                     a.top,
                 )
                 .context("starting attribution")?
-                .on_warning(wattio_progress::Sink::new(|w: &str| {
-                    eprintln!("wattio record: warning: {w}")
-                })),
+                .on_warning(wattio_progress::Sink::new(|w: &str| crate::say::warn(w))),
             )
             .map(|a| {
                 let gpus: Vec<(u32, String)> = source
@@ -239,7 +237,7 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
                     .map(|(i, c)| (c.socket, source.counter_provenance(i).label()))
                     .collect();
                 a.with_gpus(&gpus).unwrap_or_else(|(a, why)| {
-                    eprintln!("wattio record: warning: {why}");
+                    crate::say::warn(why);
                     a
                 })
             })
@@ -277,15 +275,15 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
             attribution,
         )?,
     };
-    eprintln!("wattio record: {}", stats.summary());
+    crate::say::note(stats.summary());
     if let Some(intensity) = &carbon {
-        eprintln!("wattio record: CO2e at {}:", intensity.label());
+        crate::say::note(format_args!("CO2e at {}:", intensity.label()));
         for line in stats.co2e_lines(&counters, &estimated, intensity) {
-            eprintln!("  {line}");
+            crate::say::note(format_args!("  {line}"));
         }
     }
     for w in stats.repeat_warnings(&counters) {
-        eprintln!("wattio record: warning: {w}");
+        crate::say::warn(w);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -412,9 +410,9 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
                 wattio_meter::LiveAttribution::start(&meter, root, by, a.attribution.idle, n_cpus)
                     .context("starting attribution")?;
             if let Some(note) = &live.gpu_note {
-                eprintln!("wattio export: warning: {note}");
+                crate::say::warn(note);
             }
-            kernel_io_warning("export", live.kernel_io_off());
+            kernel_io_warning(live.kernel_io_off());
             Some((live, by))
         }
         None => None,
@@ -696,10 +694,10 @@ fn fixture_tick(a: TickArgs) -> Result<ExitCode> {
 
 /// Says why the kernel's I/O work stays with the tasks that ran it, where the program was
 /// wanted and did not load as root.
-pub(crate) fn kernel_io_warning(tool: &str, why: Option<&str>) {
+pub(crate) fn kernel_io_warning(why: Option<&str>) {
     if let Some(why) = why {
-        eprintln!(
-            "wattio {tool}: warning: the kernel's I/O work is not charged to its owners: {why} (WATTIO_KERNEL_IO=off silences this)"
-        );
+        crate::say::warn(format_args!(
+            "the kernel's I/O work is not charged to its owners: {why} (WATTIO_KERNEL_IO=off silences this)"
+        ));
     }
 }

@@ -175,7 +175,7 @@ fn up(bed: &Bed, u: UpArgs) -> Result<ExitCode> {
         eprintln!("testbed {} was already up with these settings", st.name);
     }
     for w in bed.daemon_warnings() {
-        eprintln!("wattio: warning: {w}");
+        crate::say::warn(w);
     }
     println!("{}", st.describe());
     Ok(ExitCode::SUCCESS)

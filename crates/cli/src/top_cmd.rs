@@ -64,9 +64,9 @@ pub fn top(a: TopArgs) -> Result<ExitCode> {
     let mut live = LiveAttribution::start(&meter, root, a.by, a.idle, n_cpus)
         .context("starting attribution")?;
     if let Some(note) = &live.gpu_note {
-        eprintln!("wattio top: warning: {note}");
+        crate::say::warn(note);
     }
-    crate::meter_cmd::kernel_io_warning("top", live.kernel_io_off());
+    crate::meter_cmd::kernel_io_warning(live.kernel_io_off());
     // Ctrl-C or SIGTERM wakes the wait for the next refresh and ends `top` there.
     let cancel = crate::study_ui::cancel_on_signals()?;
     let iterations = if a.once { Some(1) } else { a.iterations };
@@ -93,7 +93,9 @@ pub fn top(a: TopArgs) -> Result<ExitCode> {
             }
             Err(e) if failures < 5 => {
                 failures += 1;
-                eprintln!("wattio top: warning: reading CPU times failed ({e}); this interval is carried to the next");
+                crate::say::warn(format_args!(
+                    "reading CPU times failed ({e}); this interval is carried to the next"
+                ));
                 continue;
             }
             Err(e) => return Err(e).context("reading CPU times failed 6 times in a row"),

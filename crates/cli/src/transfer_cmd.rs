@@ -166,7 +166,7 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     cfg.max_connections_per_client = a.max_connections_per_client;
     cfg.idle_timeout = a.idle_timeout;
     cfg.handshake_timeout = a.handshake_timeout;
-    cfg.warnings = Sink::new(|w: &str| eprintln!("wattio serve: warning: {}", terminal_safe(w)));
+    cfg.warnings = Sink::new(|w: &str| crate::say::warn(w));
     cfg.rate_limit = a.rate_limit.map(BitRate::bytes_per_second);
     if let (Some(cert), Some(key)) = (&a.tls_cert, &a.tls_key) {
         cfg.tls = Some(wattio_http::tls_server_config(cert, key)?);
@@ -276,7 +276,10 @@ fn transfer_options(a: &TransferArgs) -> anyhow::Result<TransferOptions> {
     if !a.no_progress && !a.json {
         o.progress = progress_bar();
     }
-    o.notices = Sink::new(|n: &Notice| eprintln!("wattio: {}", terminal_safe(&n.to_string())));
+    o.notices = Sink::new(|n: &Notice| match n {
+        Notice::Warning(w) => crate::say::warn(w),
+        Notice::Note(m) => crate::say::note(m),
+    });
     o.log = a.log.clone();
     o.tls = ClientTlsOptions {
         cacert: a.cacert.clone(),

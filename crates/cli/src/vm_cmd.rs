@@ -54,6 +54,7 @@ pub fn vm(a: VmArgs) -> Result<ExitCode> {
 }
 
 fn publish(a: PublishArgs) -> Result<ExitCode> {
+    crate::say::set_command("vm publish");
     if !(Duration::from_millis(100)..=Duration::from_secs(60)).contains(&a.interval) {
         bail!(
             "--interval must be between 100ms and 1m (got {})",
@@ -104,7 +105,9 @@ fn publish(a: PublishArgs) -> Result<ExitCode> {
             Ok(i) => i.interval,
             Err(e) if failures < 5 => {
                 failures += 1;
-                eprintln!("wattio vm publish: warning: reading CPU times failed ({e}); this interval is carried to the next");
+                crate::say::warn(format_args!(
+                    "reading CPU times failed ({e}); this interval is carried to the next"
+                ));
                 continue;
             }
             Err(e) => {
@@ -116,7 +119,7 @@ fn publish(a: PublishArgs) -> Result<ExitCode> {
         match publisher.publish(&i) {
             Ok(problems) => {
                 for p in problems {
-                    eprintln!("wattio vm publish: warning: {p}");
+                    crate::say::warn(p);
                 }
             }
             Err(e) => {

@@ -285,3 +285,34 @@ fn a_bearer_token_admits_a_scraper_without_a_web_config() {
     );
     assert_eq!(text(&curl(&[&format!("http://{addr}/healthz")])), "ok\n");
 }
+
+#[test]
+fn a_request_trickled_in_is_cut_off_at_the_deadline() {
+    use std::io::{Read, Write};
+    let (_ex, addr) = common::spawn_exporter(&common::MODEL_EXPORTER, |_| {});
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    let started = std::time::Instant::now();
+    // One byte a second, each within the per-read timeout: the whole request still has 5 s.
+    let mut closed_after = None;
+    for b in b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: "
+        .iter()
+        .cycle()
+        .take(20)
+    {
+        if s.write_all(&[*b]).is_err() {
+            closed_after = Some(started.elapsed());
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        s.set_nonblocking(true).unwrap();
+        let mut probe = [0u8; 64];
+        let gone = matches!(s.read(&mut probe), Ok(0));
+        s.set_nonblocking(false).unwrap();
+        if gone {
+            closed_after = Some(started.elapsed());
+            break;
+        }
+    }
+    let after = closed_after.expect("the exporter kept a trickling request open for 20 s");
+    assert!(after.as_secs_f64() < 8.0, "closed after {after:?}");
+}

@@ -336,7 +336,10 @@ fn measure_warns_when_a_run_spans_few_updates_of_a_counter() {
         .lines()
         .find(|l| l.contains("under three updates of the gpu 0 counter"))
         .unwrap_or_else(|| panic!("no warning: {e}"));
-    assert!(w.starts_with("wattio: warning: a run lasted "), "{w}");
+    assert!(
+        w.starts_with("wattio measure: warning: a run lasted "),
+        "{w}"
+    );
     let ms: f64 = w
         .split("(it changes every ")
         .nth(1)

@@ -8,15 +8,19 @@ use common::BIN;
 use std::path::Path;
 use std::process::Command;
 
-/// The two programs' tests, one at a time: a program's share of the machine's energy depends on
-/// what else runs, and the other test's spinning would tilt one phase and not the other.
+/// This file's tests, one at a time: a program's share of the machine's energy depends on what
+/// else runs, and another test's programs would tilt one phase and not the other.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Held for a whole test (the Java test's compiler included).
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// Runs `program` under `wattio measure --json` (the model, so that the figures are the same
 /// on any machine's counters); the program writes its regions' figures to `out`, one JSON
 /// object a line. Returns those and measure's JSON.
 fn measured(program: &[&str], out: &Path) -> (Vec<serde_json::Value>, serde_json::Value) {
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let o = Command::new(BIN)
         .args(["measure", "--source", "model", "--no-sync", "--json", "--"])
         .args(program)
@@ -71,6 +75,7 @@ fn check(figures: &[serde_json::Value], report: &serde_json::Value) {
 
 #[test]
 fn a_python_program_measures_its_own_phases() {
+    let _alone = alone();
     let d = tempfile::tempdir().unwrap();
     let prog = d.path().join("phases.py");
     std::fs::write(
@@ -112,6 +117,7 @@ with open(sys.argv[1], "w") as f:
 
 #[test]
 fn a_java_program_measures_its_own_phases() {
+    let _alone = alone();
     let d = tempfile::tempdir().unwrap();
     let src = d.path().join("Phases.java");
     std::fs::write(
@@ -174,6 +180,7 @@ public class Phases {
 
 #[test]
 fn a_client_that_breaks_the_protocol_is_refused_and_counted() {
+    let _alone = alone();
     // A raw client: an END for a region never opened, a name with a control character.
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("replies.txt");

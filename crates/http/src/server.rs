@@ -518,7 +518,8 @@ async fn respond(sock: &mut Conn, sh: &Shared, req: &Request) -> io::Result<bool
     h.push_str(crate::mime::content_type(
         req.path.last().map_or("", String::as_str),
     ));
-    h.push_str("\r\nAccept-Ranges: bytes\r\n");
+    // The type is the extension's, never a browser's guess from the bytes.
+    h.push_str("\r\nX-Content-Type-Options: nosniff\r\nAccept-Ranges: bytes\r\n");
     let _ = write!(h, "Content-Length: {len}\r\n");
     if let Some(crange) = crange {
         h.push_str(&crange);

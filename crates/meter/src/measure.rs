@@ -491,14 +491,26 @@ impl Executor for MeterExecutor<'_> {
         let Some(root) = &self.regions_root else {
             return self.measured_run(cmd, None);
         };
-        let server = regions::RegionServer::bind(self.meter, root.clone(), self.n_cpus)
-            .map_err(MeasureError::Regions)?;
-        let stop = wattio_progress::Cancel::new().map_err(MeasureError::Regions)?;
+        // Without a socket the command still runs, measured; the report says why it had none.
+        let opened = regions::RegionServer::bind(self.meter, root.clone(), self.n_cpus)
+            .and_then(|s| wattio_progress::Cancel::new().map(|stop| (s, stop)));
+        let (server, stop) = match opened {
+            Ok(o) => o,
+            Err(e) => {
+                let mut r = self.measured_run(cmd, None)?;
+                r.regions = Some(regions::Regions {
+                    unavailable: Some(MeasureError::Regions(e).to_string()),
+                    ..regions::Regions::default()
+                });
+                return Ok(r);
+            }
+        };
         let mut report = std::thread::scope(|scope| {
             scope.spawn(|| server.serve(scope, &stop));
-            let r = self.measured_run(cmd, Some(&server.path()));
-            stop.set();
-            r
+            // Set when this closure ends, by a return or a panic: the server must stop for the
+            // scope to end.
+            let _stop_serving = StopOnDrop(&stop);
+            self.measured_run(cmd, Some(&server.path()))
         })?;
         report.regions = server.finish();
         Ok(report)
@@ -508,6 +520,15 @@ impl Executor for MeterExecutor<'_> {
         let mut child = self.spawn(cmd, None)?;
         let status = child.wait().map_err(MeasureError::Wait)?;
         Ok(Exit::from_status(&status))
+    }
+}
+
+/// Sets a cancel flag when dropped.
+struct StopOnDrop<'a>(&'a wattio_progress::Cancel);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.set();
     }
 }
 

@@ -396,13 +396,27 @@ impl Meter {
     /// the counter errors seen since the previous snapshot. Fails only when the source cannot be
     /// read at all.
     pub fn snapshot(&self) -> Result<Snapshot, EnergyError> {
+        self.snapshot_taking_errors(true)
+    }
+
+    /// A snapshot inside a window another reader owns (a region of a measured command): the
+    /// read errors since the last snapshot stay for that reader's, not handed to this one.
+    pub fn snapshot_inside(&self) -> Result<Snapshot, EnergyError> {
+        self.snapshot_taking_errors(false)
+    }
+
+    fn snapshot_taking_errors(&self, take: bool) -> Result<Snapshot, EnergyError> {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         s.poll()?;
         Ok(Snapshot {
             at: Instant::now(),
             unix_s: unix_now(),
             totals_j: s.acc.totals_j().to_vec(),
-            read_errors: std::mem::take(&mut s.errors),
+            read_errors: if take {
+                std::mem::take(&mut s.errors)
+            } else {
+                Vec::new()
+            },
         })
     }
 

@@ -170,11 +170,12 @@ struct Totals {
     energy_j: Vec<f64>,
     read_errors: u64,
     attribution: Option<AttributionState>,
-    clock: SampleClock,
 }
 
-/// How the sampling clock has kept time: what `/healthz` and the agent's metrics report.
-#[derive(Default)]
+/// How the sampling clock has kept time: what `/healthz` and the agent's metrics report. Kept
+/// apart from the totals, whose lock a sample holds: a sample that hangs (a driver that does
+/// not answer) must not hang the health check that reports it.
+#[derive(Default, Clone, Copy)]
 struct SampleClock {
     samples: u64,
     /// The sum of how late each sample began after its tick.
@@ -195,6 +196,7 @@ pub struct Exporter {
     max_series: usize,
     /// When the exporter was made: the agent's start, for `process_start_time_seconds`.
     started: Instant,
+    clock: Mutex<SampleClock>,
 }
 
 const ENERGY_HELP: &str = "Energy consumed since the exporter started, per socket and domain; estimated=\"true\" marks model estimates (see the model label)";
@@ -226,8 +228,8 @@ impl Exporter {
                 energy_j: vec![0.0; n],
                 read_errors: 0,
                 attribution: None,
-                clock: SampleClock::default(),
             }),
+            clock: Mutex::new(SampleClock::default()),
             carbon: None,
             max_series: 0,
             started: Instant::now(),
@@ -364,6 +366,10 @@ impl Exporter {
         true
     }
 
+    fn clock(&self) -> std::sync::MutexGuard<'_, SampleClock> {
+        self.clock.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Reads the counters and attributes the interval since the last sample; `late` is how long
     /// after its tick the sample began. Returns whether the counters could be read.
     pub fn sample(&self, late: Duration) -> bool {
@@ -387,22 +393,25 @@ impl Exporter {
                 false
             }
         };
-        t.clock.samples += 1;
-        t.clock.lateness_s += late.as_secs_f64();
-        t.clock.last = Some((Instant::now(), ok));
+        drop(guard);
+        let mut c = self.clock();
+        c.samples += 1;
+        c.lateness_s += late.as_secs_f64();
+        c.last = Some((Instant::now(), ok));
         ok
     }
 
     /// Renders the metrics as of the last sample in `format`, with the agent's own (`interval`:
     /// the sampling clock's period).
     pub fn render(&self, format: ExpositionFormat, interval: Duration) -> String {
+        let c = *self.clock();
         let t = self.totals.lock().unwrap_or_else(|p| p.into_inner());
         let mut families = self.families(&t);
         families.extend(agent::families(
             self.started,
             interval,
-            t.clock.samples,
-            t.clock.lateness_s,
+            c.samples,
+            c.lateness_s,
         ));
         render(&families, format)
     }
@@ -410,9 +419,9 @@ impl Exporter {
     /// Why the exporter is not healthy, if it is not: no sample within three periods of the
     /// clock (`interval`) plus a second, or a last sample whose counters could not be read.
     pub fn unhealthy(&self, interval: Duration) -> Option<String> {
-        let t = self.totals.lock().unwrap_or_else(|p| p.into_inner());
+        let last = self.clock().last;
         let limit = interval * 3 + Duration::from_secs(1);
-        match t.clock.last {
+        match last {
             None if self.started.elapsed() > limit => Some(format!(
                 "no sample in the {:.1} s since the exporter started",
                 self.started.elapsed().as_secs_f64()
@@ -477,7 +486,7 @@ impl Exporter {
                     samples: k.samples(),
                 });
                 families.push(MetricFamily {
-                kind: MetricKind::Counter,
+                    kind: MetricKind::Counter,
                     name: "wattio_kernel_io_unowned_cpu_seconds".into(),
                     help: "CPU time of the kernel's I/O work (I/O interrupts, softirqs, writeback) for which no owning process was found, since start".into(),
                     unit: Some("seconds"),
@@ -513,7 +522,7 @@ impl Exporter {
                     samples: g.samples(),
                 });
                 families.push(MetricFamily {
-                kind: MetricKind::Counter,
+                    kind: MetricKind::Counter,
                     name: "wattio_gpu_unattributed_energy_joules".into(),
                     help: "GPU energy no process's use explains (idle GPUs), plus the GPU series dropped since start".into(),
                     unit: Some("joules"),
@@ -539,7 +548,7 @@ fn co2e_twin<'a>(f: &MetricFamily<'a>, ci: &wattio_energy::CarbonIntensity) -> M
     let label = ci.label();
     let stem = f.name.strip_suffix("_joules").unwrap_or(&f.name);
     MetricFamily {
-                kind: MetricKind::Counter,
+        kind: MetricKind::Counter,
         name: format!("{stem}_co2e_grams").into(),
         help: format!(
             "CO2e of {}_total at the carbon intensity its carbon_intensity label names (grams = joules / 3.6e6 x g/kWh); an estimate of the emissions wherever the energy is one",

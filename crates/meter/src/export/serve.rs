@@ -15,7 +15,8 @@ use wattio_progress::Cancel;
 
 const MAX_CONNECTIONS: usize = 64;
 const MAX_REQUEST: usize = 8192;
-/// How long a client has to send its request, or to take the answer (TLS handshake included).
+/// How long a client has, from its connection, to finish its TLS handshake and send its whole
+/// request; and how long each write of the answer may wait for it to read.
 const IO_DEADLINE: Duration = Duration::from_secs(5);
 
 /// How the exporter serves: the sampling clock's period, the optional web configuration and
@@ -85,16 +86,25 @@ fn plain<'a>(status: &'a str, body: &'a str) -> Response<'a> {
     }
 }
 
-/// Reads one request from `stream` and answers it.
+/// Reads one request from `stream` and answers it. `socket` is the connection under it, whose
+/// read timeout is narrowed before each read so that the whole request (a TLS handshake
+/// included) arrives within [`IO_DEADLINE`] of the connection, however slowly it trickles.
 fn handle(
     stream: &mut (impl Read + Write),
+    socket: &TcpStream,
     exporter: &Exporter,
     opts: &ServeOptions,
 ) -> io::Result<()> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     let web = opts.web.as_ref();
+    let deadline = Instant::now() + IO_DEADLINE;
     loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        socket.set_read_timeout(Some(left))?;
         let n = stream.read(&mut chunk)?;
         if n == 0 {
             return Ok(());
@@ -178,14 +188,16 @@ fn connection(stream: TcpStream, exporter: &Exporter, opts: &ServeOptions) -> io
                 return respond(&mut stream, &r, None);
             }
             let conn = rustls::ServerConnection::new(tls).map_err(io::Error::other)?;
+            let socket = stream.try_clone()?;
             let mut tls = rustls::StreamOwned::new(conn, stream);
-            handle(&mut tls, exporter, opts)?;
+            handle(&mut tls, &socket, exporter, opts)?;
             tls.conn.send_close_notify();
             tls.flush()
         }
         None => {
+            let socket = stream.try_clone()?;
             let mut stream = stream;
-            handle(&mut stream, exporter, opts)
+            handle(&mut stream, &socket, exporter, opts)
         }
     }
 }

@@ -270,6 +270,9 @@ pub struct BasicAuth {
     /// A hash at the users' cost, verified for an unknown user so that a wrong user name takes
     /// as long to refuse as a wrong password (no user enumeration by timing).
     decoy: String,
+    /// Held during a bcrypt verification: one at a time, so that clients sending guesses on
+    /// every connection slot cost at most one CPU, not every one (the sampler keeps its own).
+    verifying: Mutex<()>,
 }
 
 impl BasicAuth {
@@ -297,6 +300,7 @@ impl BasicAuth {
             users,
             cache: Mutex::new(HashMap::new()),
             decoy,
+            verifying: Mutex::new(()),
         })
     }
 
@@ -340,6 +344,7 @@ impl BasicAuth {
         let Some((user, password)) = decoded.split_once(':') else {
             return false;
         };
+        let _one_at_a_time = self.verifying.lock().unwrap_or_else(|p| p.into_inner());
         match self.users.get(user) {
             Some(hash) => bcrypt::verify(password, hash).unwrap_or(false),
             None => {

@@ -28,6 +28,8 @@ pub enum GateError {
     NoBaselineEnergy(f64),
     #[error("the baseline was measured as {baseline:?} and these runs as {new:?}: compare runs measured the same way (same --source, same model)")]
     DifferentMeasures { baseline: String, new: String },
+    #[error("the gate's test could not be computed: {0}")]
+    Statistics(String),
 }
 
 /// The fewest kept runs per side: with 5 against 5 the exact one-sided test can reach p < 0.01.
@@ -86,19 +88,21 @@ pub fn judge(
         return Err(GateError::NoBaselineEnergy(base_median));
     }
     let threshold: Vec<f64> = baseline.iter().map(|j| j * (1.0 + max_increase)).collect();
+    // A test that cannot be computed (a run's figure not finite) is an error, never a pass.
+    let stats = |e: wattio_stats::StatsError| GateError::Statistics(e.to_string());
     let p_value = rank_sum(new, &threshold, Alternative::Greater)
-        .map(|t| t.p_value)
-        .unwrap_or(1.0);
-    let shift = hodges_lehmann_ci(new, baseline, 0.95).ok();
+        .map_err(stats)?
+        .p_value;
+    let shift = hodges_lehmann_ci(new, baseline, 0.95).map_err(stats)?;
     let rel = |j: f64| j / base_median;
     Ok(GateVerdict {
         failed: p_value < alpha,
         max_increase,
         alpha,
         p_value,
-        increase: shift.as_ref().map_or(f64::NAN, |s| rel(s.estimate)),
-        increase_low: shift.as_ref().map_or(f64::NAN, |s| rel(s.low)),
-        increase_high: shift.as_ref().map_or(f64::NAN, |s| rel(s.high)),
+        increase: rel(shift.estimate),
+        increase_low: rel(shift.low),
+        increase_high: rel(shift.high),
         baseline_median_j: base_median,
         new_median_j: median(new).unwrap_or(f64::NAN),
         baseline_runs: baseline.len(),

@@ -84,6 +84,12 @@ pub struct Regions {
     /// Requests refused (`ERR`), for a client that breaks the protocol.
     #[serde(skip_serializing_if = "is_zero", default)]
     pub refused: u64,
+    /// Regions of new names closed past the bound of regions kept: answered, not summed.
+    #[serde(skip_serializing_if = "is_zero", default)]
+    pub not_kept: u64,
+    /// Why the run had no region socket, when it could not have one (the command ran anyway).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub unavailable: Option<String>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -94,6 +100,7 @@ fn is_zero(n: &u64) -> bool {
 struct Book {
     totals: BTreeMap<String, RegionTotal>,
     kept: usize,
+    not_kept: u64,
     unclosed: u64,
     refused: u64,
 }
@@ -186,6 +193,7 @@ impl<'m> RegionServer<'m> {
             while let Some(end) = buf.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = buf.drain(..=end).collect();
                 let reply = match std::str::from_utf8(&line[..end]) {
+                    _ if end > MAX_LINE => Err(format!("a line of more than {MAX_LINE} bytes")),
                     Ok(l) => self.request(l.trim_end_matches('\r'), pid, &mut open, &mut next_id),
                     Err(_) => Err("not UTF-8".to_string()),
                 };
@@ -230,7 +238,7 @@ impl<'m> RegionServer<'m> {
                 }
                 let cpu_ns = cputime::process_cpu_ns(&self.root, pid)
                     .map_err(|e| format!("cannot read the CPU time of process {pid}: {e}"))?;
-                let before = self.meter.snapshot().map_err(|e| e.to_string())?;
+                let before = self.meter.snapshot_inside().map_err(|e| e.to_string())?;
                 let id = *next_id;
                 *next_id += 1;
                 let name = name.to_string();
@@ -252,7 +260,7 @@ impl<'m> RegionServer<'m> {
                 let o = open
                     .remove(&id)
                     .ok_or_else(|| format!("no open region {id}"))?;
-                let after = self.meter.snapshot().map_err(|e| e.to_string())?;
+                let after = self.meter.snapshot_inside().map_err(|e| e.to_string())?;
                 let cpu_ns = cputime::process_cpu_ns(&self.root, pid)
                     .map_err(|e| format!("cannot read the CPU time of process {pid}: {e}"))?;
                 let figure = self.figure(o, &after, cpu_ns, pid);
@@ -287,7 +295,8 @@ impl<'m> RegionServer<'m> {
     fn keep(&self, f: &RegionFigure) {
         let mut book = self.book();
         if book.kept >= MAX_KEPT && !book.totals.contains_key(&f.name) {
-            book.refused += 1;
+            // Past the bound only names already seen are summed; the client has its figure.
+            book.not_kept += 1;
             return;
         }
         book.kept += 1;
@@ -316,6 +325,8 @@ impl<'m> RegionServer<'m> {
             totals: book.totals.into_values().collect(),
             unclosed: book.unclosed,
             refused: book.refused,
+            not_kept: book.not_kept,
+            unavailable: None,
         })
     }
 }

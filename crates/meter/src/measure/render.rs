@@ -108,6 +108,10 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
 /// regions (nested regions are inside their parents' figures, not beside them).
 fn region_lines(g: &super::regions::Regions) -> String {
     let mut s = String::new();
+    if let Some(why) = &g.unavailable {
+        let _ = writeln!(s, "regions      none: {why}");
+        return s;
+    }
     let label = g
         .totals
         .first()
@@ -142,6 +146,13 @@ fn region_lines(g: &super::regions::Regions) -> String {
             s,
             "  {} region(s) never closed before the command ended: left out",
             g.unclosed
+        );
+    }
+    if g.not_kept > 0 {
+        let _ = writeln!(
+            s,
+            "  {} region(s) of new names past the bound of regions kept: not summed",
+            g.not_kept
         );
     }
     if g.refused > 0 {

@@ -14,5 +14,5 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/* http or https: whether the web config turns TLS on is the operator's to say. */}}
 {{- define "wattio.scheme" -}}
-{{- if .Values.exporter.webConfigSecret }}HTTPS{{ else }}HTTP{{ end -}}
+{{- if and .Values.exporter.webConfigSecret .Values.exporter.tls }}HTTPS{{ else }}HTTP{{ end -}}
 {{- end -}}

@@ -27,8 +27,9 @@ import java.util.regex.Pattern;
  * }</pre>
  *
  * <p>Run the program as {@code wattio measure -- java -cp app.jar Main}: wattio hands it a Unix
- * socket in {@code WATTIO_REGION_SOCKET}. Outside {@code wattio measure} a region measures
- * nothing and its figures are NaN. Regions opened inside another on the same thread are named
+ * socket in {@code WATTIO_REGION_SOCKET}. Outside {@code wattio measure}, or when the socket
+ * fails, a region measures nothing, its figures are NaN and one warning says why: measuring
+ * never breaks the program. Regions opened inside another on the same thread are named
  * by their path ({@code parse/tokenize}). The protocol is one line each way: {@code BEGIN name}
  * answered {@code OK id}, {@code END id} answered with one JSON object.
  */
@@ -58,7 +59,7 @@ public final class Region implements AutoCloseable {
     }
 
     /** Opens a region named {@code name} (non-empty, no control characters). */
-    public static Region open(String name) throws IOException {
+    public static Region open(String name) {
         if (name == null || name.isEmpty() || name.chars().anyMatch(c -> c < 32 || c == 127)) {
             throw new IllegalArgumentException("a region name is non-empty text without control characters");
         }
@@ -66,16 +67,19 @@ public final class Region implements AutoCloseable {
         String path = names.isEmpty() ? name : String.join("/", names) + "/" + name;
         String reply = request("BEGIN " + path);
         names.addLast(name);
-        return new Region(path, reply == null ? null : reply.substring(3));
+        return new Region(path, reply == null || !reply.startsWith("OK ") ? null : reply.substring(3));
     }
 
     @Override
-    public void close() throws IOException {
+    public void close() {
         NAMES.get().pollLast();
         if (id == null) {
             return;
         }
         String json = request("END " + id);
+        if (json == null) {
+            return;
+        }
         energyJ = number(json, "energy_j");
         attributedJ = number(json, "attributed_j");
         cpuS = number(json, "cpu_s");
@@ -99,33 +103,52 @@ public final class Region implements AutoCloseable {
     /** How {@link #attributedJ()} was obtained. */
     public String attributedLabel() { return attributedLabel; }
 
-    private static String request(String line) throws IOException {
+    private static void warnOnce(String why) {
+        if (!warned) {
+            warned = true;
+            System.err.println("wattio Region: " + why);
+        }
+    }
+
+    /** The reply to {@code line}, or null (warned once) when there is none to have. */
+    private static String request(String line) {
         String socket = System.getenv(SOCKET_ENV);
         synchronized (LOCK) {
             if (socket == null || socket.isEmpty()) {
-                if (!warned) {
-                    warned = true;
-                    System.err.println("wattio Region: not run under `wattio measure` (no " + SOCKET_ENV + "): regions measure nothing");
-                }
+                warnOnce("not run under `wattio measure` (no " + SOCKET_ENV + "): regions measure nothing");
                 return null;
             }
-            if (channel == null) {
-                channel = SocketChannel.open(StandardProtocolFamily.UNIX);
-                channel.connect(UnixDomainSocketAddress.of(Path.of(socket)));
-                reader = new BufferedReader(new InputStreamReader(Channels.newInputStream(channel), StandardCharsets.UTF_8));
-                writer = Channels.newOutputStream(channel);
-            }
-            writer.write((line + "\n").getBytes(StandardCharsets.UTF_8));
-            writer.flush();
-            String reply = reader.readLine();
-            if (reply == null) {
+            try {
+                if (channel == null) {
+                    channel = SocketChannel.open(StandardProtocolFamily.UNIX);
+                    channel.connect(UnixDomainSocketAddress.of(Path.of(socket)));
+                    reader = new BufferedReader(new InputStreamReader(Channels.newInputStream(channel), StandardCharsets.UTF_8));
+                    writer = Channels.newOutputStream(channel);
+                }
+                writer.write((line + "\n").getBytes(StandardCharsets.UTF_8));
+                writer.flush();
+                String reply = reader.readLine();
+                if (reply == null) {
+                    throw new IOException("wattio closed the region socket (over its connection bound, or the run ended)");
+                }
+                if (reply.startsWith("ERR ")) {
+                    warnOnce("wattio refused '" + line + "': " + reply.substring(4));
+                    return null;
+                }
+                return reply;
+            } catch (IOException e) {
+                // A broken channel is dropped, so the next region tries a fresh one.
+                try {
+                    if (channel != null) {
+                        channel.close();
+                    }
+                } catch (IOException ignored) {
+                    // Already broken.
+                }
                 channel = null;
-                throw new IOException("wattio closed the region socket (the measured run ended?)");
+                warnOnce("the wattio socket " + socket + " failed (" + e.getMessage() + "): this region measures nothing");
+                return null;
             }
-            if (reply.startsWith("ERR ")) {
-                throw new IOException("wattio refused '" + line + "': " + reply.substring(4));
-            }
-            return reply;
         }
     }
 
