@@ -181,9 +181,8 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
     if a.duration == Some(Duration::ZERO) {
         bail!("--duration must be more than 0, e.g. 500ms or 60s");
     }
-    if !(a.freq.is_finite() && (0.001..=1000.0).contains(&a.freq)) {
-        bail!("--freq must be between 0.001 and 1000 Hz (got {})", a.freq);
-    }
+    // Checked before anything opens, with the sampler's own bounds and message.
+    wattio_meter::check_freq(a.freq)?;
     let carbon = a.carbon.intensity()?;
     let cfg = a.source.config()?;
     let (source, passed_over) = cfg.open_with_gpus()?;
@@ -279,7 +278,7 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
     if let Some(intensity) = &carbon {
         crate::say::note(format_args!("CO2e at {}:", intensity.label()));
         for line in stats.co2e_lines(&counters, &estimated, intensity) {
-            crate::say::note(format_args!("  {line}"));
+            crate::say::note_detail(line);
         }
     }
     for w in stats.repeat_warnings(&counters) {

@@ -1,12 +1,12 @@
 //! What wattio tells on standard error besides its errors, from one place with one prefix,
 //! `wattio <command>: `: warnings (`wattio top: warning: …`), for what may make a figure
 //! wrong or a run incomplete, and notes, for what is only worth knowing, which `--quiet`
-//! silences (warnings and errors never are). Written through `writeln!`, not `eprintln!`: a
-//! closed standard error must not turn into a panic (see `closed_pipe`); escaped, since a
-//! message may carry a name a peer chose.
+//! silences (warnings and errors never are). Written with `eprintln!`, whose panic on a closed
+//! standard error `main` turns into the quiet exit a closed pipe gets (see `closed_pipe`), after
+//! the command's destructors have flushed what it wrote; escaped, since a message may carry a
+//! name a peer chose.
 
 use std::fmt::Display;
-use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -36,8 +36,15 @@ pub fn note(msg: impl Display) {
     }
 }
 
+/// A line under the last note, indented, without the prefix (a table's rows); silenced with it.
+pub fn note_detail(msg: impl Display) {
+    if !QUIET.load(Ordering::Relaxed) {
+        eprintln!("  {}", wattio_transfer::terminal_safe(&msg.to_string()));
+    }
+}
+
 fn line(kind: &str, msg: &str) {
     let command = *COMMAND.lock().unwrap_or_else(|p| p.into_inner());
     let msg = wattio_transfer::terminal_safe(msg);
-    let _ = writeln!(std::io::stderr(), "wattio {command}: {kind}{msg}");
+    eprintln!("wattio {command}: {kind}{msg}");
 }

@@ -65,4 +65,7 @@ pub(crate) struct Shared {
     /// The connections waiting for a request, which give way to a new one when all slots are
     /// taken.
     pub(crate) waiting: Arc<WaitingRoom>,
+    /// HTML directory indexes being built now: one at a time, since each is read in place on a
+    /// worker thread (as nginx's autoindex is), so the other workers keep serving files.
+    pub(crate) index_builds: std::sync::atomic::AtomicUsize,
 }

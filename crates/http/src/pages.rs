@@ -73,13 +73,24 @@ pub(crate) async fn respond_directory(
         let ctype = "text/plain; charset=utf-8";
         return write_page(sock, sh, status, ctype, body.as_bytes(), keep, head).await;
     }
-    // Read in place, as nginx's autoindex reads: one directory, bounded by index::MAX_ENTRIES.
+    // Read in place, as nginx's autoindex reads: one directory, bounded by index::MAX_ENTRIES,
+    // one index at a time; a request meanwhile is told to come back.
+    use std::sync::atomic::Ordering;
+    if sh.index_builds.fetch_add(1, Ordering::AcqRel) > 0 {
+        sh.index_builds.fetch_sub(1, Ordering::AcqRel);
+        let status = ("503 Service Unavailable", "Retry-After: 1\r\n");
+        let body = b"another directory index is being built: retry in a second\n";
+        let ctype = "text/plain; charset=utf-8";
+        return write_page(sock, sh, status, ctype, body, keep, head).await;
+    }
     let follow = |name: &str| {
         let mut comps = req.path.clone();
         comps.push(name.to_string());
         confine(sh, &comps).ok().flatten()?.metadata().ok()
     };
-    let (entries, left_out) = match index::entries(&dir, follow) {
+    let built = index::entries(&dir, follow);
+    sh.index_builds.fetch_sub(1, Ordering::AcqRel);
+    let (entries, left_out) = match built {
         Ok(e) => e,
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
             let msg = "permission denied\n";

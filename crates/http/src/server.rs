@@ -94,6 +94,7 @@ impl Server {
                 listings,
                 per_client: Mutex::new(HashMap::new()),
                 waiting: Arc::new(WaitingRoom::default()),
+                index_builds: std::sync::atomic::AtomicUsize::new(0),
             }),
         })
     }
@@ -728,6 +729,7 @@ mod tests {
             cfg: ServerConfig::new(&root),
             per_client: Mutex::new(HashMap::new()),
             waiting: Arc::new(WaitingRoom::default()),
+            index_builds: std::sync::atomic::AtomicUsize::new(0),
             root,
         };
         let comps = ["sub".to_string(), "f".to_string()];

@@ -64,8 +64,8 @@ pub use meter::{unix_now, DomainEnergy, EnergyReport, Meter, MeterConfig, Snapsh
 pub use report::{MeasuredCommand, RecordedCounter, Recording, RunFigures};
 pub use rows::{RecordFormat, RecordRow, RECORD_CSV_ENTITY_COLUMNS, RECORD_CSV_HEADER};
 pub use sampler::{
-    record_rows, run_sampler, Pacing, RecordProgress, RowSink, Sample, SampleSink, SamplerConfig,
-    SamplerError, SamplerStats,
+    check_freq, record_rows, run_sampler, Pacing, RecordProgress, RowSink, Sample, SampleSink,
+    SamplerConfig, SamplerError, SamplerStats,
 };
 pub use top::render_top;
 pub use vm_publish::{VmPublisher, DEFAULT_MAX_ENERGY_RANGE_UJ};

@@ -180,7 +180,10 @@ impl SamplerStats {
             let freq = if hz >= 1.0 {
                 format!("{}", hz.floor())
             } else {
-                format!("{}", ((hz * 1000.0).floor() / 1000.0).max(0.001))
+                format!(
+                    "{}",
+                    ((hz * 1000.0).floor() / 1000.0).max(*FREQ_RANGE_HZ.start())
+                )
             };
             out.push(format!(
                 "{:.0} % of the readings of {} repeat the previous value: its counter changed about every {period_ms:.1} ms ({changes} changes in {:.1} s), less often than asked; --freq {freq} or less gives each row a new value",
@@ -190,6 +193,19 @@ impl SamplerStats {
             ));
         }
         out
+    }
+}
+
+/// The sampling rates the loop keeps (Hz): from one sample in about 17 minutes to one a
+/// millisecond, the RAPL counters' own update period.
+pub const FREQ_RANGE_HZ: std::ops::RangeInclusive<f64> = 0.001..=1000.0;
+
+/// Whether `hz` is a rate the loop keeps ([`FREQ_RANGE_HZ`]).
+pub fn check_freq(hz: f64) -> Result<(), SamplerError> {
+    if hz.is_finite() && FREQ_RANGE_HZ.contains(&hz) {
+        Ok(())
+    } else {
+        Err(SamplerError::BadFrequency(hz))
     }
 }
 
@@ -305,9 +321,7 @@ pub fn run_sampler<S: SampleSink>(
     cancel: &Cancel,
     sink: S,
 ) -> Result<(SamplerStats, S), SamplerError> {
-    if !(cfg.freq_hz.is_finite() && (0.001..=1000.0).contains(&cfg.freq_hz)) {
-        return Err(SamplerError::BadFrequency(cfg.freq_hz));
-    }
+    check_freq(cfg.freq_hz)?;
     let specs = source.counters().to_vec();
     let n = specs.len();
     let plan = ReadPlan::new(cfg, &specs);
