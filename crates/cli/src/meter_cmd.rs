@@ -163,8 +163,10 @@ pub struct RecordArgs {
 /// Per-process or per-cgroup attribution options of `record` and `export`.
 #[derive(Args, Debug, Clone)]
 pub struct AttributionArgs {
-    /// Also attribute the energy to each process, cgroup or virtual machine (`vm`: libvirt
-    /// domains, Proxmox VMs, plain QEMU processes) by its CPU-time share.
+    /// Also attribute the energy by CPU-time share to each process, cgroup, virtual machine
+    /// (`vm`: libvirt domains, Proxmox VMs, plain QEMU processes), container (`container`:
+    /// named through docker's or podman's API socket, or the Kubernetes API in a pod) or
+    /// Kubernetes pod (`pod`).
     #[arg(long, value_parser = |s: &str| s.parse::<By>())]
     pub by: Option<By>,
     /// Where the energy nobody's CPU time explains goes: apart (an idle/unattributed figure,
@@ -227,6 +229,11 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
                 .context("starting attribution")?
                 .on_warning(wattio_progress::Sink::new(|w: &str| crate::say::warn(w))),
             )
+            .inspect(|a| {
+                if let Some(note) = a.naming_note() {
+                    crate::say::warn(&note);
+                }
+            })
             .map(|a| {
                 let gpus: Vec<(u32, String)> = source
                     .counters()
@@ -410,6 +417,9 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
                     .context("starting attribution")?;
             if let Some(note) = &live.gpu_note {
                 crate::say::warn(note);
+            }
+            if let Some(note) = live.naming_note() {
+                crate::say::warn(&note);
             }
             kernel_io_warning(live.kernel_io_off());
             Some((live, by))

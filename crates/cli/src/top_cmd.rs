@@ -17,8 +17,10 @@ pub struct TopArgs {
     source: SourceArgs,
     #[command(flatten)]
     carbon: crate::meter_cmd::CarbonArgs,
-    /// Attribute to processes, to cgroups (services, containers, pods) or to virtual machines
-    /// (`vm`: libvirt domains, Proxmox VMs, plain QEMU processes; the host's own processes as one).
+    /// Attribute to processes, to cgroups, to virtual machines (`vm`: libvirt domains, Proxmox
+    /// VMs, plain QEMU processes), to containers (`container`: named through docker's or
+    /// podman's API socket, or the Kubernetes API in a pod) or to Kubernetes pods (`pod`); the
+    /// host's own work as one entry.
     #[arg(long, default_value = "process", value_parser = parse_by)]
     by: By,
     /// Time between refreshes, e.g. 500ms, 2s or 1m (a plain number is seconds).
@@ -65,6 +67,9 @@ pub fn top(a: TopArgs) -> Result<ExitCode> {
         .context("starting attribution")?;
     if let Some(note) = &live.gpu_note {
         crate::say::warn(note);
+    }
+    if let Some(note) = live.naming_note() {
+        crate::say::warn(&note);
     }
     crate::meter_cmd::kernel_io_warning(live.kernel_io_off());
     // Ctrl-C or SIGTERM wakes the wait for the next refresh and ends `top` there.

@@ -94,6 +94,8 @@ pub struct LiveAttribution {
     gpu_processes: Option<wattio_energy::GpuProcessReader>,
     /// Why GPU energy is not split between processes although GPUs are read.
     pub gpu_note: Option<String>,
+    /// Names containers and pods (`--by container`, `--by pod`).
+    namer: crate::workloads::Namer,
     /// Joules since start, all entries and idle together, and idle alone.
     pub total_j: f64,
     pub idle_total_j: f64,
@@ -139,6 +141,7 @@ impl LiveAttribution {
             provenance: meter.provenance().clone(),
             gpu_processes,
             gpu_note,
+            namer: crate::workloads::Namer::open(by),
             total_j: 0.0,
             idle_total_j: 0.0,
             gpu_total_j: 0.0,
@@ -149,6 +152,12 @@ impl LiveAttribution {
     /// Whether the process or cgroup `key` was present at the last step.
     pub fn is_alive(&self, key: &Key) -> bool {
         self.attributor.is_alive(key)
+    }
+
+    /// Why containers or pods are not named by their owners (said once at the start), or why
+    /// the names stopped coming.
+    pub fn naming_note(&self) -> Option<String> {
+        self.namer.note.clone().or_else(|| self.namer.trouble())
     }
 
     /// Why the kernel's I/O work is not charged to its owners, where it was wanted.
@@ -194,6 +203,7 @@ impl LiveAttribution {
             self.gpu_total_j += i.gpus.iter().map(|g| g.energy_j).sum::<f64>();
             self.gpu_idle_total_j += i.gpus.iter().map(|g| g.idle_j).sum::<f64>();
         }
+        self.namer.name(&mut i.entries);
         self.last = now;
         self.total_j += i.total_j;
         self.idle_total_j += i.idle_j;
@@ -385,6 +395,7 @@ pub struct RecordAttribution {
     /// Joules of each GPU (by index) since the interval started, and its energy's label.
     gpu_acc: Vec<(u32, f64, String)>,
     gpu_processes: Option<wattio_energy::GpuProcessReader>,
+    namer: crate::workloads::Namer,
     interval_ns: u64,
     top: usize,
     acc_j: f64,
@@ -402,6 +413,8 @@ pub struct EntityRow {
     pub pid: Option<u32>,
     pub comm: Option<String>,
     pub cgroup: Option<String>,
+    /// By container or pod: its ids and names.
+    pub workload: Option<crate::workloads::WorkloadCells>,
     pub cpu_s: f64,
     pub energy_j: f64,
     /// What the row is a share of.
@@ -443,6 +456,7 @@ impl RecordAttribution {
                 .collect(),
             gpu_acc: Vec::new(),
             gpu_processes: None,
+            namer: crate::workloads::Namer::open(by),
             interval_ns: u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX),
             top,
             acc_j: 0.0,
@@ -461,6 +475,11 @@ impl RecordAttribution {
 
     pub fn by(&self) -> By {
         self.attributor.by()
+    }
+
+    /// Why containers or pods are not named by their owners, where they are not.
+    pub fn naming_note(&self) -> Option<String> {
+        self.namer.note.clone()
     }
 
     /// Adds GPU rows: each GPU's energy split between the processes using it
@@ -571,6 +590,7 @@ impl RecordAttribution {
                 .collect();
             self.attributor.attribute_gpus(&mut i, &gpus);
         }
+        self.namer.name(&mut i.entries);
         let entity = self.attributor.by().as_str();
         // CPU rows: entries with CPU time (a process that only used a GPU has none), most CPU
         // energy first.
@@ -617,6 +637,7 @@ impl EntityRow {
             pid: None,
             comm: None,
             cgroup: None,
+            workload: None,
             cpu_s: 0.0,
             energy_j,
             part,
@@ -678,6 +699,7 @@ fn entity_rows(
             pid: e.pid,
             comm: e.comm.clone(),
             cgroup: e.cgroup.clone(),
+            workload: crate::workloads::WorkloadCells::of(e),
             cpu_s: e.cpu_s,
             energy_j: *j,
             part: part.clone(),
@@ -690,6 +712,7 @@ fn entity_rows(
             pid: None,
             comm: None,
             cgroup: None,
+            workload: None,
             cpu_s: rest.iter().map(|(e, _)| e.cpu_s).sum(),
             energy_j: rest.iter().map(|(_, j)| j).sum(),
             part,

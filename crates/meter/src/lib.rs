@@ -45,6 +45,7 @@ mod sink;
 mod top;
 mod vm_publish;
 mod workload;
+pub mod workloads;
 
 pub use attribute::{
     AttributedInterval, EntityRow, EntitySeries, LiveAttribution, RecordAttribution, SeriesGuard,
@@ -62,7 +63,10 @@ pub use gpu_load::{
 };
 pub use meter::{unix_now, DomainEnergy, EnergyReport, Meter, MeterConfig, Snapshot};
 pub use report::{MeasuredCommand, RecordedCounter, Recording, RunFigures};
-pub use rows::{RecordFormat, RecordRow, RECORD_CSV_ENTITY_COLUMNS, RECORD_CSV_HEADER};
+pub use rows::{
+    Columns, RecordFormat, RecordRow, RECORD_CSV_ENTITY_COLUMNS, RECORD_CSV_HEADER,
+    RECORD_CSV_WORKLOAD_COLUMNS,
+};
 pub use sampler::{
     check_freq, record_rows, run_sampler, Pacing, RecordProgress, RowSink, Sample, SampleSink,
     SamplerConfig, SamplerError, SamplerStats,

@@ -21,6 +21,23 @@ pub const RECORD_CSV_HEADER: &str = "timestamp,mechanism,socket,domain,energy_j,
 /// DRAM, the energy that was split) and `socket` is empty.
 pub const RECORD_CSV_ENTITY_COLUMNS: &str = "entity,pid,comm,cgroup,cpu_s";
 
+/// The columns `record --by container` and `--by pod` add after [`RECORD_CSV_ENTITY_COLUMNS`]:
+/// the container's id and its pod's uid from the cgroup path, and the names its runtime or the
+/// Kubernetes API gives (Kepler's label names), empty where none answered.
+pub const RECORD_CSV_WORKLOAD_COLUMNS: &str =
+    "container_id,container_name,image,pod_uid,pod_name,container_namespace";
+
+/// Which columns a `record` file has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Columns {
+    /// [`RECORD_CSV_HEADER`] only.
+    Counter,
+    /// Also [`RECORD_CSV_ENTITY_COLUMNS`] (`record --by`).
+    Entity,
+    /// Also [`RECORD_CSV_WORKLOAD_COLUMNS`] (`record --by container` or `pod`).
+    Workload,
+}
+
 /// Output formats of `wattio record`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecordFormat {
@@ -71,6 +88,18 @@ pub struct RecordRow {
     /// CPU seconds of the entity over the interval.
     #[serde(default)]
     pub cpu_s: Option<f64>,
+    #[serde(default)]
+    pub container_id: Option<String>,
+    #[serde(default)]
+    pub container_name: Option<String>,
+    #[serde(default)]
+    pub image: Option<String>,
+    #[serde(default)]
+    pub pod_uid: Option<String>,
+    #[serde(default)]
+    pub pod_name: Option<String>,
+    #[serde(default)]
+    pub container_namespace: Option<String>,
 }
 
 /// A CSV field, quoted by the `csv` crate where RFC 4180 needs it, and also where it starts or
@@ -123,7 +152,25 @@ impl RecordRow {
             comm: None,
             cgroup: None,
             cpu_s: None,
+            container_id: None,
+            container_name: None,
+            image: None,
+            pod_uid: None,
+            pod_name: None,
+            container_namespace: None,
         }
+    }
+
+    /// The six workload fields, in [`RECORD_CSV_WORKLOAD_COLUMNS`] order.
+    fn workload_fields(&self) -> [(&'static str, Option<&str>); 6] {
+        [
+            ("container_id", self.container_id.as_deref()),
+            ("container_name", self.container_name.as_deref()),
+            ("image", self.image.as_deref()),
+            ("pod_uid", self.pod_uid.as_deref()),
+            ("pod_name", self.pod_name.as_deref()),
+            ("container_namespace", self.container_namespace.as_deref()),
+        ]
     }
 
     /// The figure's provenance.
@@ -142,8 +189,8 @@ impl RecordRow {
 
     /// The row's text on either side of its energy: a row is `{timestamp:.6}`, the first part,
     /// `energy_j`, the second part. The sampler formats the parts once per counter and only
-    /// the two numbers per sample. `entity_columns`: the CSV has [`RECORD_CSV_ENTITY_COLUMNS`].
-    pub fn parts(&self, format: RecordFormat, entity_columns: bool) -> (String, String) {
+    /// the two numbers per sample. `columns`: those of the file.
+    pub fn parts(&self, format: RecordFormat, columns: Columns) -> (String, String) {
         let model = self.model.as_deref().unwrap_or("");
         let cpu_s = self.cpu_s.map(|c| c.to_string());
         match format {
@@ -151,7 +198,7 @@ impl RecordRow {
                 let socket = self.socket.map(|s| s.to_string()).unwrap_or_default();
                 let pre = format!(",{},{socket},{},", self.mechanism, csv_field(&self.domain));
                 let mut post = format!(",{},{}", self.estimated, csv_field(model));
-                if entity_columns {
+                if columns != Columns::Counter {
                     let text = |v: &Option<String>| csv_field(v.as_deref().unwrap_or(""));
                     let _ = write!(
                         post,
@@ -160,8 +207,14 @@ impl RecordRow {
                         self.pid.map(|p| p.to_string()).unwrap_or_default(),
                         text(&self.comm),
                         text(&self.cgroup),
-                        cpu_s.unwrap_or_default()
+                        cpu_s.clone().unwrap_or_default()
                     );
+                }
+                if columns == Columns::Workload {
+                    for (_, v) in self.workload_fields() {
+                        post.push(',');
+                        post.push_str(&csv_field(v.unwrap_or("")));
+                    }
                 }
                 post.push('\n');
                 (pre, post)
@@ -191,6 +244,11 @@ impl RecordRow {
                         json_or_null(self.cgroup.as_ref()),
                         cpu_s.as_deref().unwrap_or("null")
                     );
+                    if columns == Columns::Workload {
+                        for (k, v) in self.workload_fields() {
+                            let _ = write!(post, ",\"{k}\":{}", json_or_null(v));
+                        }
+                    }
                 }
                 post.push_str("}\n");
                 (pre, post)
@@ -199,8 +257,8 @@ impl RecordRow {
     }
 
     /// Appends the whole row, newline included, to `out`.
-    pub fn write(&self, format: RecordFormat, entity_columns: bool, out: &mut String) {
-        let (pre, post) = self.parts(format, entity_columns);
+    pub fn write(&self, format: RecordFormat, columns: Columns, out: &mut String) {
+        let (pre, post) = self.parts(format, columns);
         write_with_parts(out, format, self.timestamp, &pre, self.energy_j, &post);
     }
 }
@@ -273,7 +331,7 @@ mod tests {
     fn csv_text(rows: &[RecordRow]) -> String {
         let mut text = format!("{RECORD_CSV_HEADER},{RECORD_CSV_ENTITY_COLUMNS}\n");
         for r in rows {
-            r.write(RecordFormat::Csv, true, &mut text);
+            r.write(RecordFormat::Csv, Columns::Entity, &mut text);
         }
         text
     }
@@ -297,7 +355,7 @@ mod tests {
     fn json_lines_read_back_as_written() {
         let mut text = String::new();
         for r in rows() {
-            r.write(RecordFormat::JsonLines, false, &mut text);
+            r.write(RecordFormat::JsonLines, Columns::Counter, &mut text);
         }
         let back: Vec<RecordRow> = text
             .lines()
@@ -318,8 +376,45 @@ mod tests {
         let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
         assert_eq!(
             text.lines().next().unwrap(),
-            format!("{RECORD_CSV_HEADER},{RECORD_CSV_ENTITY_COLUMNS}")
+            format!(
+                "{RECORD_CSV_HEADER},{RECORD_CSV_ENTITY_COLUMNS},{RECORD_CSV_WORKLOAD_COLUMNS}"
+            )
         );
+    }
+
+    #[test]
+    fn workload_columns_read_back_as_written() {
+        let mut row = rows()[3].clone();
+        row.entity = Some("container".into());
+        row.container_id = Some("ab".repeat(32));
+        row.container_name = Some("web, 1".into());
+        row.pod_name = Some("shop-7d9".into());
+        row.container_namespace = Some("prod".into());
+        let idle = RecordRow {
+            entity: Some("idle".into()),
+            ..rows()[4].clone()
+        };
+        for format in [RecordFormat::Csv, RecordFormat::JsonLines] {
+            let mut text = match format {
+                RecordFormat::Csv => format!(
+                    "{RECORD_CSV_HEADER},{RECORD_CSV_ENTITY_COLUMNS},{RECORD_CSV_WORKLOAD_COLUMNS}\n"
+                ),
+                RecordFormat::JsonLines => String::new(),
+            };
+            row.write(format, Columns::Workload, &mut text);
+            idle.write(format, Columns::Workload, &mut text);
+            let back: Vec<RecordRow> = match format {
+                RecordFormat::Csv => csv::Reader::from_reader(text.as_bytes())
+                    .deserialize()
+                    .collect::<Result<_, _>>()
+                    .unwrap(),
+                RecordFormat::JsonLines => text
+                    .lines()
+                    .map(|l| serde_json::from_str(l).unwrap())
+                    .collect(),
+            };
+            assert_eq!(back, vec![row.clone(), idle.clone()], "{format:?}");
+        }
     }
 
     #[test]

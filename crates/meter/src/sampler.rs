@@ -678,8 +678,12 @@ impl<W: Write + Send + 'static> RowSink<W> {
         attribution: Option<crate::attribute::RecordAttribution>,
     ) -> io::Result<Self> {
         let mut fmt = RowFormatter::for_source(format, source);
-        if attribution.is_some() {
-            fmt = fmt.with_entity_columns(source.provenance());
+        if let Some(a) = &attribution {
+            let workload = matches!(
+                a.by(),
+                wattio_energy::attribution::By::Container | wattio_energy::attribution::By::Pod
+            );
+            fmt = fmt.with_entity_columns(source.provenance(), workload);
         }
         let mut out = io::BufWriter::with_capacity(128 * 1024, out);
         fmt.write_header(&mut out)?;

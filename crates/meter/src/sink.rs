@@ -1,8 +1,10 @@
 //! Row writers: CSV and JSON lines of [`RecordRow`]s (the layout is documented in
 //! [`crate::rows`]).
 
-use crate::rows::{write_with_parts, RecordFormat, RecordRow};
-pub(crate) use crate::rows::{RECORD_CSV_ENTITY_COLUMNS, RECORD_CSV_HEADER};
+use crate::rows::{write_with_parts, Columns, RecordFormat, RecordRow};
+pub(crate) use crate::rows::{
+    RECORD_CSV_ENTITY_COLUMNS, RECORD_CSV_HEADER, RECORD_CSV_WORKLOAD_COLUMNS,
+};
 use std::io::{self, Write};
 use wattio_energy::{CounterSpec, Provenance};
 
@@ -18,6 +20,7 @@ pub(crate) struct RowFormatter {
     entity: Option<RecordRow>,
     /// `record --by`: the label of the energy that was split (kernel I/O rows name it).
     total_label: String,
+    columns: Columns,
 }
 
 impl RowFormatter {
@@ -49,7 +52,10 @@ impl RowFormatter {
             .zip(provenances)
             .map(|(s, provenance)| RecordRow::counter(s.socket, s.domain.as_str(), provenance))
             .collect();
-        let prefixes = counters.iter().map(|r| r.parts(format, false)).collect();
+        let prefixes = counters
+            .iter()
+            .map(|r| r.parts(format, Columns::Counter))
+            .collect();
         RowFormatter {
             format,
             counters,
@@ -57,18 +63,24 @@ impl RowFormatter {
             line: String::with_capacity(256),
             entity: None,
             total_label: String::new(),
+            columns: Columns::Counter,
         }
     }
 
     /// Adds the [`RECORD_CSV_ENTITY_COLUMNS`] (CSV) so attribution rows can follow counter rows, with
     /// the attribution label on those rows' `model` field (`…, attributed (cpu-time share)`).
-    pub fn with_entity_columns(mut self, provenance: &Provenance) -> Self {
+    /// `workload`: also the [`RECORD_CSV_WORKLOAD_COLUMNS`] (`--by container` or `pod`).
+    pub fn with_entity_columns(mut self, provenance: &Provenance, workload: bool) -> Self {
         let label = wattio_energy::attribution::attributed_label(&provenance.label());
         self.total_label = provenance.label();
+        self.columns = match workload {
+            true => Columns::Workload,
+            false => Columns::Entity,
+        };
         self.prefixes = self
             .counters
             .iter()
-            .map(|r| r.parts(self.format, true))
+            .map(|r| r.parts(self.format, self.columns))
             .collect();
         self.entity = Some(RecordRow {
             socket: None,
@@ -98,6 +110,15 @@ impl RowFormatter {
             cpu_s: Some(row.cpu_s),
             ..template.clone()
         };
+        if let Some(w) = &row.workload {
+            let n = w.names.clone().unwrap_or_default();
+            line.container_id = w.container_id.clone();
+            line.pod_uid = w.pod_uid.clone();
+            line.container_name = n.container_name;
+            line.image = n.image;
+            line.pod_name = n.pod_name;
+            line.container_namespace = n.container_namespace;
+        }
         match &row.part {
             crate::attribute::RowPart::Total => {}
             // A GPU row: the GPUs' energy, measured through NVML, whatever the CPU's mechanism.
@@ -115,13 +136,17 @@ impl RowFormatter {
         }
         let row = line;
         self.line.clear();
-        row.write(self.format, true, &mut self.line);
+        row.write(self.format, self.columns, &mut self.line);
         w.write_all(self.line.as_bytes())
     }
 
     /// Writes the header (CSV only).
     pub fn write_header(&self, w: &mut impl Write) -> io::Result<()> {
         match self.format {
+            RecordFormat::Csv if self.columns == Columns::Workload => writeln!(
+                w,
+                "{RECORD_CSV_HEADER},{RECORD_CSV_ENTITY_COLUMNS},{RECORD_CSV_WORKLOAD_COLUMNS}"
+            ),
             RecordFormat::Csv if self.entity.is_some() => {
                 writeln!(w, "{RECORD_CSV_HEADER},{RECORD_CSV_ENTITY_COLUMNS}")
             }
@@ -185,7 +210,8 @@ mod tests {
     #[test]
     fn entity_rows_share_the_csv_with_counter_rows() {
         let p = ModelParams::default().provenance();
-        let mut f = RowFormatter::new(RecordFormat::Csv, &specs(), &p).with_entity_columns(&p);
+        let mut f =
+            RowFormatter::new(RecordFormat::Csv, &specs(), &p).with_entity_columns(&p, false);
         let mut out = Vec::new();
         f.write_header(&mut out).unwrap();
         f.write_sample(&mut out, 1.0, &[0.25]).unwrap();
@@ -194,6 +220,7 @@ mod tests {
             pid: Some(42),
             comm: Some("a,b".into()),
             cgroup: Some("/system.slice/x.service".into()),
+            workload: None,
             cpu_s: 0.5,
             energy_j: 1.25,
             part: crate::attribute::RowPart::Total,
@@ -216,7 +243,7 @@ mod tests {
         assert_eq!(&recs[1][11], "0.5");
         // JSON lines too.
         let mut f =
-            RowFormatter::new(RecordFormat::JsonLines, &specs(), &p).with_entity_columns(&p);
+            RowFormatter::new(RecordFormat::JsonLines, &specs(), &p).with_entity_columns(&p, false);
         let mut out = Vec::new();
         f.write_entity_row(&mut out, 2.0, &row).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();

@@ -182,6 +182,16 @@ fn top_table(a: &AttributedInterval, rows: usize) -> String {
             "{:>9} {energy_head} {cpu_head}  {:<24} CGROUP",
             "POWER W", "VM"
         ),
+        By::Container => writeln!(
+            s,
+            "{:>9} {energy_head} {cpu_head}  {:<24} {:<32} CGROUP",
+            "POWER W", "CONTAINER", "POD / IMAGE"
+        ),
+        By::Pod => writeln!(
+            s,
+            "{:>9} {energy_head} {cpu_head}  {:<40} CGROUP",
+            "POWER W", "NAMESPACE/POD"
+        ),
     };
     for e in i.entries.iter().take(rows) {
         let cpu_pct = cpu_cell(e);
@@ -213,6 +223,32 @@ fn top_table(a: &AttributedInterval, rows: usize) -> String {
                 energy_cell(e),
                 cpu_pct,
                 printable(e.vm.as_deref().unwrap_or("?")),
+                e.cgroup.as_deref().map(printable).unwrap_or_default()
+            ),
+            By::Container => {
+                let n = e.names.clone().unwrap_or_default();
+                let pod = match (n.container_namespace, n.pod_name) {
+                    (Some(ns), Some(p)) => format!("{ns}/{p}"),
+                    _ => n.image.unwrap_or_default(),
+                };
+                writeln!(
+                    s,
+                    "{:>9.3} {} {}  {:<24} {:<32} {}",
+                    e.power_w,
+                    energy_cell(e),
+                    cpu_pct,
+                    printable(&crate::workloads::display_name(e)),
+                    printable(&pod),
+                    e.cgroup.as_deref().map(printable).unwrap_or_default()
+                )
+            }
+            By::Pod => writeln!(
+                s,
+                "{:>9.3} {} {}  {:<40} {}",
+                e.power_w,
+                energy_cell(e),
+                cpu_pct,
+                printable(&crate::workloads::display_name(e)),
                 e.cgroup.as_deref().map(printable).unwrap_or_default()
             ),
         };

@@ -1,5 +1,5 @@
 //! What attribution produces: [`Entry`]s of an [`Interval`], each named by a [`Key`] (a
-//! process, [`ProcKey`], a cgroup or a VM) and grouped [`By`] one of them. The attributor
+//! process, [`ProcKey`], a cgroup, a VM, a container or a pod) and grouped [`By`] one of them. The attributor
 //! (`tracker.rs`) fills them; the kernel I/O work (`kernel_io.rs`) moves time between them.
 
 use std::collections::BTreeMap;
@@ -16,6 +16,11 @@ pub enum By {
     Cgroup,
     /// Virtual machines on this host ([`super::vm`]), and the host's own processes as one entry.
     Vm,
+    /// Containers (docker, podman, containerd, CRI-O) by the id in their cgroup's name
+    /// ([`super::workload`]), and the cgroups in no container as one entry.
+    Container,
+    /// Kubernetes pods by the uid in their cgroup's name, and the cgroups in no pod as one entry.
+    Pod,
 }
 
 impl std::str::FromStr for By {
@@ -23,9 +28,13 @@ impl std::str::FromStr for By {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "process" | "pid" => Ok(By::Process),
-            "cgroup" | "container" => Ok(By::Cgroup),
+            "cgroup" => Ok(By::Cgroup),
             "vm" | "vms" => Ok(By::Vm),
-            other => Err(format!("unknown --by '{other}': use process, cgroup or vm")),
+            "container" | "containers" => Ok(By::Container),
+            "pod" | "pods" => Ok(By::Pod),
+            other => Err(format!(
+                "unknown --by '{other}': use process, cgroup, vm, container or pod"
+            )),
         }
     }
 }
@@ -36,6 +45,17 @@ impl By {
             By::Process => "process",
             By::Cgroup => "cgroup",
             By::Vm => "vm",
+            By::Container => "container",
+            By::Pod => "pod",
+        }
+    }
+
+    /// What is read to attribute this way: containers and pods are groups of cgroups, so
+    /// they are attributed by cgroup first ([`By::Cgroup`]), then grouped.
+    pub fn read_as(&self) -> By {
+        match self {
+            By::Container | By::Pod => By::Cgroup,
+            other => *other,
         }
     }
 }
@@ -54,9 +74,14 @@ pub enum Key {
     Cgroup(String),
     /// A VM by its name ([`HOST_ENTRY`] for the processes in no VM).
     Vm(String),
+    /// A container by its id ([`HOST_ENTRY`] for the cgroups in no container).
+    Container(String),
+    /// A pod by its uid ([`HOST_ENTRY`] for the cgroups in no pod).
+    Pod(String),
 }
 
-/// The `--by vm` entry of the processes that belong to no VM: the host's own work.
+/// The `--by vm`, `--by container` and `--by pod` entry of what belongs to no VM, container
+/// or pod: the host's own work.
 pub const HOST_ENTRY: &str = "(host)";
 
 /// One entry of an interval.
@@ -75,6 +100,16 @@ pub struct Entry {
     /// By VM: the VM's name, as the host names it ([`HOST_ENTRY`] for the host's processes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vm: Option<String>,
+    /// By container: the container's id, as its cgroup names it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container_id: Option<String>,
+    /// By container or pod: the Kubernetes pod's uid, where the cgroup is a pod's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_uid: Option<String>,
+    /// By container or pod: the names its runtime or the Kubernetes API gives it, where one
+    /// answered (filled by the meter; the cgroup path stands in for them otherwise).
+    #[serde(skip_serializing_if = "Option::is_none", flatten)]
+    pub names: Option<WorkloadNames>,
     /// CPU-seconds in the interval: its own plus `children_cpu_s`.
     pub cpu_s: f64,
     /// By process: CPU-seconds of children it reaped in the interval that no scan saw alive
@@ -113,6 +148,23 @@ pub struct Entry {
     pub total_gpu_co2e_g: Option<f64>,
 }
 
+/// A container's or pod's names, from its runtime (docker, podman) or the Kubernetes API; the
+/// label names are Kepler's where a Kepler dashboard would look for them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct WorkloadNames {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_name: Option<String>,
+    /// The pod's namespace (Kepler's `container_namespace`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container_namespace: Option<String>,
+    /// Who named it: `docker`, `podman` (their API sockets) or `kubernetes` (the API server).
+    pub named_by: String,
+}
+
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
 }
@@ -126,6 +178,9 @@ impl Entry {
             comm: None,
             cgroup: None,
             vm: None,
+            container_id: None,
+            pod_uid: None,
+            names: None,
             cpu_s: 0.0,
             children_cpu_s: 0.0,
             kernel_io_cpu_s: 0.0,

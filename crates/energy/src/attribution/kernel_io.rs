@@ -187,7 +187,7 @@ impl Context<'_> {
                 pid: tgid,
                 start_ticks: start_ns / self.ns_per_tick.max(1),
             }),
-            By::Cgroup => Key::Cgroup(
+            By::Cgroup | By::Container | By::Pod => Key::Cgroup(
                 (self.cgroup_path)(cgroup_id).unwrap_or_else(|| format!("cgroup id {cgroup_id}")),
             ),
         }
@@ -263,7 +263,7 @@ fn owner_entry(key: Key, o: &OwnerRecord, cx: &Context) -> Entry {
             cgroup: (cx.cgroup_path)(o.cgroup_id),
             ..Entry::new(key)
         },
-        By::Cgroup => Entry {
+        By::Cgroup | By::Container | By::Pod => Entry {
             cgroup: match &key {
                 Key::Cgroup(c) => Some(c.clone()),
                 _ => None,

@@ -16,6 +16,8 @@
 //!   [`crate::GpuProcessReader`]);
 //! * [`vm`] — which VM a host process belongs to (libvirt and Proxmox scopes, QEMU command lines,
 //!   vhost workers), for `--by vm`;
+//! * [`workload`] — containers and Kubernetes pods as groups of cgroups (ids and uids from the
+//!   cgroup names both cgroup drivers write), for `--by container` and `--by pod`;
 //! * [`kernel_io`] — the kernel's I/O work (kworker writeback, block completions, network
 //!   softirqs) timed by a BPF program and moved from the task that ran it to the process whose
 //!   I/O caused it, labelled [`kernel_io::LABEL`] (or, by cgroup without the BPF program, by the coarser io.stat rule, [`kernel_io::BYTES_LABEL`]);
@@ -39,8 +41,11 @@ mod split;
 pub mod task_iter;
 mod tracker;
 pub mod vm;
+pub mod workload;
 
-pub use entry::{By, Entry, GpuInterval, Interval, KernelIoSummary, Key, ProcKey, HOST_ENTRY};
+pub use entry::{
+    By, Entry, GpuInterval, Interval, KernelIoSummary, Key, ProcKey, WorkloadNames, HOST_ENTRY,
+};
 pub use gpu::{split_gpu, GpuShareBasis, GpuSplit, GpuUse};
 pub use proc_reader::CPU_TIMES_ENV;
 pub use split::{attributed_label, machine_cpus, share_j, split, IdlePolicy, Split};

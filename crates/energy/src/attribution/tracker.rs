@@ -67,6 +67,10 @@ pub struct Attributor {
     cgroups: HashMap<String, cgroup::Previous>,
     /// By VM: the VMs of the processes present at the last scan.
     vms: std::collections::HashSet<String>,
+    /// By container or pod: those whose cgroups were present at the last scan.
+    workloads: std::collections::HashSet<Key>,
+    /// The cgroups present at the scan before the last and gone at the last.
+    ended_cgroups: Vec<String>,
     totals: HashMap<Key, f64>,
     gpu_totals: HashMap<Key, f64>,
     last_busy_s: f64,
@@ -99,7 +103,7 @@ impl Attributor {
         n_cpus: usize,
         cpu_times: &str,
     ) -> io::Result<Self> {
-        let cgroup_mount = match by {
+        let cgroup_mount = match by.read_as() {
             By::Cgroup => Some(cgroup::v2_mount(&root).ok_or_else(|| {
                 io::Error::new(
                     io::ErrorKind::NotFound,
@@ -109,16 +113,16 @@ impl Attributor {
                     ),
                 )
             })?),
-            By::Process | By::Vm => None,
+            _ => None,
         };
-        let reader = match by {
-            By::Process | By::Vm => ProcReader::open(&root, Some(cpu_times))?,
+        let reader = match by.read_as() {
             By::Cgroup => ProcReader::open(&root, None)?,
+            _ => ProcReader::open(&root, Some(cpu_times))?,
         };
         let (kernel_io, kernel_io_off) = KernelIo::open_or_why(
             &std::env::var(KERNEL_IO_ENV).unwrap_or_default(),
             &root,
-            Some(by),
+            Some(by.read_as()),
         )?;
         let mut a = Attributor {
             last_busy_s: cputime::machine_busy_cpu_s(&root)?,
@@ -131,6 +135,8 @@ impl Attributor {
             cgroup_mount,
             cgroups: HashMap::new(),
             vms: Default::default(),
+            workloads: Default::default(),
+            ended_cgroups: Vec::new(),
             totals: HashMap::new(),
             gpu_totals: HashMap::new(),
             last_scan: std::time::Instant::now(),
@@ -139,12 +145,12 @@ impl Attributor {
             kernel_io_off,
             reader,
         };
-        match a.by {
-            By::Process | By::Vm => {
-                a.scan_processes()?;
-            }
+        match a.by.read_as() {
             By::Cgroup => {
                 a.scan_cgroups()?;
+            }
+            _ => {
+                a.scan_processes()?;
             }
         }
         a.last_scan = std::time::Instant::now();
@@ -158,15 +164,15 @@ impl Attributor {
     /// Where process CPU times are read from (by process or VM): `bpf task iterator` or
     /// `/proc/PID/stat`; `None` by cgroup (`cpu.stat`).
     pub fn cpu_times_source(&self) -> Option<&'static str> {
-        match self.by {
+        match self.by.read_as() {
             By::Cgroup => None,
-            By::Process | By::Vm => Some(self.reader.source()),
+            _ => Some(self.reader.source()),
         }
     }
 
     /// Whether the process or cgroup `key` was present at the last step.
     pub fn is_alive(&self, key: &Key) -> bool {
-        key_alive(key, &self.procs, &self.cgroups, &self.vms)
+        key_alive(key, &self.procs, &self.cgroups, &self.vms, &self.workloads)
     }
 
     /// Why the kernel's I/O work stays with the tasks that ran it (the kernel I/O program did
@@ -197,7 +203,7 @@ impl Attributor {
     fn step_inner(&mut self, total_j: f64, interval_s: Option<f64>) -> io::Result<Interval> {
         let busy = cputime::machine_busy_cpu_s(&self.root)?;
         let busy_cpu_s = (busy - self.last_busy_s).max(0.0);
-        let (by, ns_per_tick) = (self.by, self.ns_per_tick);
+        let (by, ns_per_tick) = (self.by.read_as(), self.ns_per_tick);
         let mut kernel_io = None;
         let mut with_kernel_io = |mut e: Vec<Entry>, kio: Option<&mut KernelIo>| {
             kernel_io = kio.map(|k| k.step(&mut e, by, ns_per_tick));
@@ -209,6 +215,13 @@ impl Attributor {
                 with_kernel_io(self.process_entries(d, busy_cpu_s), self.kernel_io.as_mut())
             }
             By::Cgroup => with_kernel_io(self.scan_cgroups()?, self.kernel_io.as_mut()),
+            By::Container | By::Pod => {
+                let e = with_kernel_io(self.scan_cgroups()?, self.kernel_io.as_mut());
+                let now = self.cgroups.keys().cloned();
+                let (e, alive) = super::workload::group(self.by, e, &self.ended_cgroups, now);
+                self.workloads = alive;
+                e
+            }
             By::Vm => {
                 let d = self.scan_processes()?;
                 let e = self.process_entries(d, busy_cpu_s);
@@ -249,8 +262,9 @@ impl Attributor {
         });
         let seen: f64 = cpu.iter().sum();
         // Forget the totals of entities that are gone.
-        let (procs, cgroups, vms) = (&self.procs, &self.cgroups, &self.vms);
-        self.totals.retain(|k, _| key_alive(k, procs, cgroups, vms));
+        let (procs, cgroups, vms, w) = (&self.procs, &self.cgroups, &self.vms, &self.workloads);
+        self.totals
+            .retain(|k, _| key_alive(k, procs, cgroups, vms, w));
         Ok(Interval {
             interval_s,
             total_j: if total_j.is_finite() {
@@ -313,9 +327,9 @@ impl Attributor {
                 .then(b.cpu_s.total_cmp(&a.cpu_s))
                 .then(a.key.cmp(&b.key))
         });
-        let (procs, cgroups, vms) = (&self.procs, &self.cgroups, &self.vms);
+        let (procs, cgroups, vms, w) = (&self.procs, &self.cgroups, &self.vms, &self.workloads);
         self.gpu_totals
-            .retain(|k, _| key_alive(k, procs, cgroups, vms));
+            .retain(|k, _| key_alive(k, procs, cgroups, vms, w));
     }
 
     /// The entry of `interval` that process `pid`'s GPU use goes to, made when it has none.
@@ -355,17 +369,36 @@ impl Attributor {
                 let cg = cgroup::cgroup_of(&self.root, pid).unwrap_or_else(|| format!("pid {pid}"));
                 (Key::Cgroup(cg.clone()), None, Some(cg))
             }
+            By::Container | By::Pod => {
+                let cg = cgroup::cgroup_of(&self.root, pid).unwrap_or_else(|| format!("pid {pid}"));
+                let one = vec![Entry {
+                    cgroup: Some(cg.clone()),
+                    ..Entry::new(Key::Cgroup(cg))
+                }];
+                let (grouped, _) = super::workload::group(self.by, one, &[], std::iter::empty());
+                let g = grouped.into_iter().next().expect("one entry in, one out");
+                (g.key.clone(), g.comm.clone(), g.cgroup.clone())
+            }
         };
         if let Some(i) = interval.entries.iter().position(|e| e.key == key) {
             return &mut interval.entries[i];
         }
         let cgroup = cgroup.or_else(|| cgroup::cgroup_of(&self.root, pid));
+        let (container_id, pod_uid) = match &cgroup {
+            Some(c) if matches!(self.by, By::Container | By::Pod) => (
+                super::workload::container_of(c).map(|(_, id)| id),
+                super::workload::pod_of(c),
+            ),
+            _ => (None, None),
+        };
         interval.entries.push(Entry {
             pid: matches!(self.by, By::Process).then_some(pid),
             comm: comm.or_else(|| match self.by {
                 By::Process => Some(format!("pid {pid}")),
-                By::Cgroup | By::Vm => None,
+                _ => None,
             }),
+            container_id: container_id.filter(|_| self.by == By::Container),
+            pod_uid,
             vm: match &key {
                 Key::Vm(v) => Some(v.clone()),
                 _ => None,
@@ -572,7 +605,14 @@ impl Attributor {
         let root_usec = (cputime::machine_busy_cpu_s(&self.root)? * 1e6) as u64;
         let first = self.cgroups.is_empty();
         let own = cgroup::own_deltas(&all, &self.cgroups, Some(root_usec));
-        self.cgroups = cgroup::previous(&all, Some(root_usec));
+        let now = cgroup::previous(&all, Some(root_usec));
+        self.ended_cgroups = self
+            .cgroups
+            .keys()
+            .filter(|c| !now.contains_key(*c))
+            .cloned()
+            .collect();
+        self.cgroups = now;
         if first {
             return Ok(Vec::new());
         }
@@ -594,11 +634,13 @@ fn key_alive(
     procs: &HashMap<ProcKey, ProcInfo>,
     cgroups: &HashMap<String, cgroup::Previous>,
     vms: &std::collections::HashSet<String>,
+    workloads: &std::collections::HashSet<Key>,
 ) -> bool {
     match key {
         Key::Process(p) => procs.contains_key(p),
         Key::Cgroup(c) => cgroups.contains_key(c),
         Key::Vm(v) => vms.contains(v),
+        Key::Container(_) | Key::Pod(_) => workloads.contains(key),
     }
 }
 

@@ -63,19 +63,69 @@ pub(crate) struct EntityLabels {
     pub cgroup: String,
     /// By VM: the VM's name (`vm="other"` past the limit); empty otherwise and then left out.
     pub vm: String,
+    /// By container or pod: its ids and names under Kepler's label names, in place of `comm`
+    /// and `pid` ([`workload_labels`]).
+    pub workload: Vec<(&'static str, String)>,
     pub mechanism: String,
     pub estimated: String,
     /// `attributed (cpu-time share)` with the total's provenance.
     pub attribution: String,
 }
 
+/// The labels of a container's or pod's series (`entry` `None`: the `other` series), in
+/// Kepler's names where a Kepler dashboard looks for them (`container_id`, `container_name`,
+/// `container_namespace`, `pod_name`); empty by process, cgroup or VM.
+fn workload_labels(by: By, entry: Option<&Entry>) -> Vec<(&'static str, String)> {
+    let names = entry.and_then(|e| e.names.clone()).unwrap_or_default();
+    let text = |v: Option<String>| v.unwrap_or_default();
+    let name = entry.map_or("other".to_string(), crate::workloads::display_name);
+    match by {
+        By::Container => vec![
+            (
+                "container_id",
+                text(entry.map_or(Some("other".into()), |e| e.container_id.clone())),
+            ),
+            ("container_name", name),
+            ("image", text(names.image)),
+            ("pod_name", text(names.pod_name)),
+            ("container_namespace", text(names.container_namespace)),
+        ],
+        By::Pod => vec![
+            (
+                "pod_uid",
+                text(entry.map_or(Some("other".into()), |e| e.pod_uid.clone())),
+            ),
+            (
+                "pod_name",
+                match entry {
+                    Some(e) if e.pod_uid.is_some() => text(names.pod_name),
+                    _ => name,
+                },
+            ),
+            ("container_namespace", text(names.container_namespace)),
+        ],
+        _ => Vec::new(),
+    }
+}
+
 impl EntityLabels {
     fn pairs(&self) -> Labels<'_> {
-        let mut pairs = vec![
-            ("comm", Cow::from(&self.comm)),
-            ("pid", Cow::from(&self.pid)),
-            ("cgroup", Cow::from(&self.cgroup)),
-        ];
+        let mut pairs = match self.workload.is_empty() {
+            true => vec![
+                ("comm", Cow::from(&self.comm)),
+                ("pid", Cow::from(&self.pid)),
+                ("cgroup", Cow::from(&self.cgroup)),
+            ],
+            false => {
+                let mut p: Labels<'_> = self
+                    .workload
+                    .iter()
+                    .map(|(k, v)| (*k, Cow::from(v)))
+                    .collect();
+                p.push(("cgroup", Cow::from(&self.cgroup)));
+                p
+            }
+        };
         if !self.vm.is_empty() {
             pairs.push(("vm", Cow::from(&self.vm)));
         }
@@ -106,6 +156,7 @@ struct AttributionState {
 
 /// Bounded per-entity counter series of one kind of energy ([`SeriesGuard`]).
 struct EntitySeriesSet {
+    by: By,
     guard: SeriesGuard,
     series: HashMap<Key, EntityLabels>,
     other: EntityLabels,
@@ -115,8 +166,9 @@ struct EntitySeriesSet {
 }
 
 impl EntitySeriesSet {
-    fn new(other: EntityLabels, max_series: usize) -> Self {
+    fn new(by: By, other: EntityLabels, max_series: usize) -> Self {
         EntitySeriesSet {
+            by,
             guard: SeriesGuard::new(max_series),
             series: HashMap::new(),
             entities_j: BTreeMap::from([(other.clone(), 0.0)]),
@@ -139,16 +191,25 @@ impl EntitySeriesSet {
         self.dropped_j += up.dropped_j;
         let base = self.other.clone();
         for s in &up.series {
-            let labels = self
-                .series
-                .entry(s.key.clone())
-                .or_insert_with(|| EntityLabels {
-                    comm: s.comm.clone().unwrap_or_default(),
-                    pid: s.pid.map(|p| p.to_string()).unwrap_or_default(),
-                    cgroup: s.cgroup.clone().unwrap_or_default(),
-                    vm: s.vm.clone().unwrap_or_default(),
-                    ..base.clone()
-                });
+            let fresh = || EntityLabels {
+                comm: s.comm.clone().unwrap_or_default(),
+                pid: s.pid.map(|p| p.to_string()).unwrap_or_default(),
+                cgroup: s.cgroup.clone().unwrap_or_default(),
+                vm: s.vm.clone().unwrap_or_default(),
+                workload: workload_labels(self.by, entries.iter().find(|e| e.key == s.key)),
+                ..base.clone()
+            };
+            let labels = self.series.entry(s.key.clone()).or_insert_with(fresh);
+            // A container's or pod's names may come after its first interval (the pod watch
+            // answers later): its series then carries them from here on, its joules with it.
+            if !labels.workload.is_empty() {
+                let now = fresh();
+                if now != *labels && entries.iter().any(|e| e.key == s.key) {
+                    let j = self.entities_j.remove(labels).unwrap_or(0.0);
+                    self.entities_j.insert(now.clone(), j);
+                    *labels = now;
+                }
+            }
             *self.entities_j.entry(labels.clone()).or_insert(0.0) += s.delta_j;
         }
         *self.entities_j.entry(self.other.clone()).or_insert(0.0) += up.other_j;
@@ -263,6 +324,7 @@ impl Exporter {
             } else {
                 String::new()
             },
+            workload: workload_labels(by, None),
             mechanism: p.mechanism.to_string(),
             estimated: p.estimated.to_string(),
             attribution: wattio_energy::attribution::attributed_label(&p.label()),
@@ -274,7 +336,7 @@ impl Exporter {
             t.attribution = Some(AttributionState {
                 live,
                 by,
-                cpu: EntitySeriesSet::new(other, max_series),
+                cpu: EntitySeriesSet::new(by, other, max_series),
                 gpu: None,
                 kernel_io: None,
                 kernel_io_unowned_cpu_s: 0.0,
@@ -310,11 +372,12 @@ impl Exporter {
                     ..e.clone()
                 })
                 .collect();
-            let (cpu, max) = (&st.cpu, self.max_series);
+            let (cpu, max, by) = (&st.cpu, self.max_series, st.by);
             st.kernel_io
                 .get_or_insert_with(|| {
                     let total = self.meter.provenance().label();
                     EntitySeriesSet::new(
+                        by,
                         EntityLabels {
                             attribution: format!("{total}, {}", k.label),
                             ..cpu.other.clone()
@@ -348,6 +411,7 @@ impl Exporter {
             labels.dedup();
             if st.gpu.is_none() && !labels.is_empty() {
                 st.gpu = Some(EntitySeriesSet::new(
+                    st.by,
                     EntityLabels {
                         mechanism: "nvml".into(),
                         estimated: "false".into(),
@@ -463,6 +527,8 @@ impl Exporter {
             let (name, help) = match st.by {
                 By::Process => ("wattio_process_energy_joules", "Energy attributed to a process by its CPU-time share since its series started (comm=\"other\": processes past the series limit); see the attribution and estimated labels"),
                 By::Cgroup => ("wattio_cgroup_energy_joules", "Energy attributed to a cgroup (its own CPU time, children apart) since its series started (cgroup=\"other\": cgroups past the series limit); see the attribution and estimated labels"),
+                By::Container => ("wattio_container_energy_joules", "Energy attributed to a container (the CPU time of its cgroups; container_name=\"(host)\": the cgroups in no container, container_id=\"other\": containers past the series limit), named by its runtime or the Kubernetes API (Kepler's label names), since its series started; see the attribution and estimated labels"),
+                By::Pod => ("wattio_pod_energy_joules", "Energy attributed to a Kubernetes pod (the CPU time of its containers' cgroups, kept for a pod that ended in the interval; pod_name=\"(host)\": the cgroups in no pod, pod_uid=\"other\": pods past the series limit), named by the Kubernetes API, since its series started; see the attribution and estimated labels"),
                 By::Vm => ("wattio_vm_energy_joules", "Energy attributed to a virtual machine (the CPU time of its QEMU process, vCPU and I/O threads, vhost workers; vm=\"(host)\": the host's own processes, vm=\"other\": VMs past the series limit) since its series started; see the attribution and estimated labels"),
             };
             families.push(MetricFamily {
@@ -476,6 +542,8 @@ impl Exporter {
                 let (name, help) = match st.by {
                     By::Process => ("wattio_process_kernel_io_energy_joules", "Of a process's energy, the part for the kernel's I/O work done for it (kworker writeback of the pages it dirtied, completions of its block requests, network softirqs of its sockets), by that work's CPU time, since its series started; already in its energy family, not to be added to it"),
                     By::Cgroup => ("wattio_cgroup_kernel_io_energy_joules", "Of a cgroup's energy, the part for the kernel's I/O work done for its processes (writeback, block completions, network softirqs), by that work's CPU time, since its series started; already in its energy family, not to be added to it"),
+                    By::Container => ("wattio_container_kernel_io_energy_joules", "Of a container's energy, the part for the kernel's I/O work done for its processes (writeback, block completions, network softirqs), by that work's CPU time, since its series started; already in its energy family, not to be added to it"),
+                    By::Pod => ("wattio_pod_kernel_io_energy_joules", "Of a pod's energy, the part for the kernel's I/O work done for its processes (writeback, block completions, network softirqs), by that work's CPU time, since its series started; already in its energy family, not to be added to it"),
                     By::Vm => ("wattio_vm_kernel_io_energy_joules", "Of a VM's energy, the part for the host kernel's I/O work done for its processes (writeback, block completions, network softirqs), by that work's CPU time, since its series started; already in its energy family, not to be added to it"),
                 };
                 families.push(MetricFamily {
@@ -512,6 +580,8 @@ impl Exporter {
                 let (name, help) = match st.by {
                     By::Process => ("wattio_process_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to a process by its GPU utilisation share, or its memory share where the GPU reports no utilisation (see the attribution label), since its series started"),
                     By::Vm => ("wattio_vm_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to the VM of the processes using them (a GPU passed through to a guest is not seen by the host's NVML) by their GPU utilisation share, or memory share (see the attribution label), since its series started"),
+                    By::Container => ("wattio_container_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to the container of the processes using them by their GPU utilisation share, or memory share (see the attribution label), since its series started"),
+                    By::Pod => ("wattio_pod_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to the pod of the processes using them by their GPU utilisation share, or memory share (see the attribution label), since its series started"),
                     By::Cgroup => ("wattio_cgroup_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to the cgroup of the processes using them by their GPU utilisation share, or memory share (see the attribution label), since its series started"),
                 };
                 families.push(MetricFamily {
