@@ -27,6 +27,7 @@ PACKAGES=(
   nginx
   openjdk-17-jdk-headless
   pkg-config
+  podman
   prometheus
   python3
   python3-prometheus-client

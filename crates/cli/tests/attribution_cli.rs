@@ -443,7 +443,9 @@ fn export_by_process_has_a_kernel_io_family() {
 fn attribution_flags_are_checked() {
     let o = wattio(None, &["top", "--by", "thread"]);
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("use process, cgroup or vm"));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("use process, cgroup, vm, container or pod")
+    );
     let o = wattio(None, &["top", "--interval", "0"]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("--interval must be"));

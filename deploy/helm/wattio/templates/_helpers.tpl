@@ -16,3 +16,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "wattio.scheme" -}}
 {{- if and .Values.exporter.webConfigSecret .Values.exporter.tls }}HTTPS{{ else }}HTTP{{ end -}}
 {{- end -}}
+
+{{/* Non-empty when the exporter names pods through the API server (--by pod or container). */}}
+{{- define "wattio.watchesPods" -}}
+{{- if has .Values.exporter.by (list "pod" "container") }}yes{{ end }}
+{{- end }}
