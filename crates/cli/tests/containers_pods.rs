@@ -402,6 +402,23 @@ fn pods_are_named_by_a_watch_of_the_nodes_own_pods() {
         ended > 0.8 * used && ended < 1.1 * used + 0.05,
         "ending: {ended} of {used} CPU-s"
     );
+    // The report page lists the pods by name, most energy first.
+    let page = d.path().join("page.html");
+    let o = Command::new(BIN)
+        .args([
+            "report",
+            &out.to_string_lossy(),
+            "-o",
+            &page.to_string_lossy(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("shop/app-001") && html.contains("shop/ending"),
+        "{html}"
+    );
     let named = (3..500)
         .filter(|i| !of(&format!("app-{i:03}")).is_empty())
         .count();

@@ -59,7 +59,8 @@ fn record(format: &str, out: &Path) {
 
 /// (socket, domain) → (rows, joules) of a record's counters as the report loaded them.
 fn report_counters(path: &Path) -> BTreeMap<(u32, String), (usize, f64)> {
-    let Dataset::Record(Recording { counters }) = load_result_files(path).unwrap().remove(0) else {
+    let Dataset::Record(Recording { counters, .. }) = load_result_files(path).unwrap().remove(0)
+    else {
         panic!("{} is not a record", path.display())
     };
     counters

@@ -62,7 +62,7 @@ pub use gpu_load::{
     cuda_lib_from_env, gpu_load, GpuLoadConfig, GpuLoadError, GpuLoadReport, CUDA_LIB_ENV, SPIN_PTX,
 };
 pub use meter::{unix_now, DomainEnergy, EnergyReport, Meter, MeterConfig, Snapshot};
-pub use report::{MeasuredCommand, RecordedCounter, Recording, RunFigures};
+pub use report::{AttributedTotal, MeasuredCommand, RecordedCounter, Recording, RunFigures};
 pub use rows::{
     Columns, RecordFormat, RecordRow, RECORD_CSV_ENTITY_COLUMNS, RECORD_CSV_HEADER,
     RECORD_CSV_WORKLOAD_COLUMNS,

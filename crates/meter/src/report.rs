@@ -51,10 +51,52 @@ impl RecordedCounter {
     }
 }
 
-/// A `wattio record` file: its counters, each with its rows in time order.
+/// A `wattio record` file: its counters, each with its rows in time order, and (`record --by`)
+/// what its attribution rows give each entry over the whole recording.
 #[derive(Debug, Clone)]
 pub struct Recording {
     pub counters: Vec<RecordedCounter>,
+    /// The machine's energy split by `record --by`, summed per entry, most first.
+    pub attributed: Vec<AttributedTotal>,
+}
+
+/// One entry's share of a recording's energy (`record --by` rows of domain `total`, summed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttributedTotal {
+    /// `process`, `cgroup`, `vm`, `container`, `pod`, `other` or `idle`.
+    pub entity: String,
+    /// The name it goes by: its container's or pod's name, its command, VM or cgroup.
+    pub name: String,
+    pub energy_j: f64,
+    pub cpu_s: f64,
+    /// The split's label (`…, attributed (cpu-time share)`).
+    pub label: String,
+}
+
+/// The name an attribution row's entry goes by on the page.
+fn entry_name(row: &RecordRow) -> String {
+    let pod = match (&row.container_namespace, &row.pod_name) {
+        (Some(ns), Some(p)) => Some(format!("{ns}/{p}")),
+        _ => None,
+    };
+    let text = |v: &Option<String>| v.clone().filter(|v| !v.is_empty());
+    match row.entity.as_deref() {
+        Some("container") => text(&row.container_name)
+            .map(|n| match &pod {
+                Some(p) => format!("{n} ({p})"),
+                None => n,
+            })
+            .or_else(|| text(&row.container_id).map(|id| id.chars().take(12).collect())),
+        Some("pod") => pod.or_else(|| text(&row.pod_uid).map(|u| format!("pod {u}"))),
+        Some("process") => text(&row.comm).map(|c| match row.pid {
+            Some(pid) => format!("{c} ({pid})"),
+            None => c,
+        }),
+        _ => None,
+    }
+    .or_else(|| text(&row.comm))
+    .or_else(|| text(&row.cgroup))
+    .unwrap_or_default()
 }
 
 impl Recording {
@@ -64,8 +106,24 @@ impl Recording {
     /// counter rows.
     pub fn from_rows(rows: Vec<(usize, RecordRow)>) -> Result<Recording, String> {
         let mut counters: BTreeMap<(u32, String, Provenance), Vec<(f64, f64)>> = BTreeMap::new();
+        let mut attributed: BTreeMap<(String, String), AttributedTotal> = BTreeMap::new();
         for (line, row) in rows {
             if row.is_attribution() {
+                if row.domain == "total" {
+                    let entity = row.entity.clone().unwrap_or_default();
+                    let name = entry_name(&row);
+                    let t = attributed
+                        .entry((entity.clone(), name.clone()))
+                        .or_insert_with(|| AttributedTotal {
+                            entity,
+                            name,
+                            energy_j: 0.0,
+                            cpu_s: 0.0,
+                            label: row.model.clone().unwrap_or_default(),
+                        });
+                    t.energy_j += row.energy_j;
+                    t.cpu_s += row.cpu_s.unwrap_or(0.0);
+                }
                 continue;
             }
             let socket = row
@@ -79,7 +137,10 @@ impl Recording {
         if counters.is_empty() {
             return Err("`wattio record` file without counter rows".into());
         }
+        let mut attributed: Vec<AttributedTotal> = attributed.into_values().collect();
+        attributed.sort_by(|a, b| b.energy_j.total_cmp(&a.energy_j));
         Ok(Recording {
+            attributed,
             counters: counters
                 .into_iter()
                 .map(|((socket, domain, provenance), mut rows)| {
@@ -159,6 +220,54 @@ impl ReportSection for Recording {
                 "duration (s)",
                 "energy (J)",
                 "mean power (W)",
+                "provenance",
+            ],
+            &rows,
+        );
+        self.render_attributed(out);
+    }
+}
+
+/// The page lists this many entries of a `record --by` file; the rest are summed.
+const MAX_ATTRIBUTED_ROWS: usize = 20;
+
+impl Recording {
+    /// The energy `record --by` gave each entry over the recording, most first.
+    fn render_attributed(&self, out: &mut HtmlSection) {
+        if self.attributed.is_empty() {
+            return;
+        }
+        let all_j: f64 = self.attributed.iter().map(|a| a.energy_j).sum();
+        let row = |entity: &str, name: &str, j: f64, cpu_s: f64, label: &str| {
+            vec![
+                entity.to_string(),
+                name.to_string(),
+                format!("{j:.3}"),
+                format!("{:.1}", if all_j > 0.0 { 100.0 * j / all_j } else { 0.0 }),
+                format!("{cpu_s:.3}"),
+                label.to_string(),
+            ]
+        };
+        let mut rows: Vec<Vec<String>> = self
+            .attributed
+            .iter()
+            .take(MAX_ATTRIBUTED_ROWS)
+            .map(|a| row(&a.entity, &a.name, a.energy_j, a.cpu_s, &a.label))
+            .collect();
+        let rest = self.attributed.get(MAX_ATTRIBUTED_ROWS..).unwrap_or(&[]);
+        if !rest.is_empty() {
+            let j = rest.iter().map(|a| a.energy_j).sum();
+            let cpu = rest.iter().map(|a| a.cpu_s).sum();
+            let label = rest[0].label.clone();
+            rows.push(row("", &format!("{} more", rest.len()), j, cpu, &label));
+        }
+        out.table(
+            &[
+                "entity",
+                "name",
+                "energy (J)",
+                "share (%)",
+                "CPU (s)",
                 "provenance",
             ],
             &rows,
@@ -281,5 +390,61 @@ mod tests {
         assert!(RecordedCounter { rows: vec![], ..c }
             .power_series(2)
             .is_empty());
+    }
+
+    #[test]
+    fn attribution_rows_sum_per_named_entry() {
+        let model = Provenance::estimated("m");
+        let mut counter = RecordRow::counter(0, "package", &model);
+        counter.timestamp = 1.0;
+        let by = |entity: &str, j: f64, f: &dyn Fn(&mut RecordRow)| {
+            let mut r = RecordRow {
+                socket: None,
+                entity: Some(entity.into()),
+                energy_j: j,
+                cpu_s: Some(j / 2.0),
+                model: Some("estimated (model: m), attributed (cpu-time share)".into()),
+                ..RecordRow::counter(0, "total", &model)
+            };
+            f(&mut r);
+            r
+        };
+        let web = |r: &mut RecordRow| {
+            r.container_id = Some("ab".repeat(32));
+            r.container_name = Some("web".into());
+            r.pod_name = Some("shop-1".into());
+            r.container_namespace = Some("prod".into());
+        };
+        let unnamed = |r: &mut RecordRow| r.container_id = Some("cd".repeat(32));
+        let rows = vec![
+            counter.clone(),
+            by("container", 2.0, &web),
+            by("container", 1.0, &unnamed),
+            by("container", 3.0, &web),
+            by("idle", 4.0, &|_| {}),
+            by("container", 9.0, &|r| r.domain = "kernel_io".into()),
+        ];
+        let r = Recording::from_rows(rows.into_iter().enumerate().collect()).unwrap();
+        let got: Vec<(&str, &str, f64)> = r
+            .attributed
+            .iter()
+            .map(|a| (a.entity.as_str(), a.name.as_str(), a.energy_j))
+            .collect();
+        // The kernel I/O row is part of its total row, not added again.
+        assert_eq!(
+            got,
+            vec![
+                ("container", "web (prod/shop-1)", 5.0),
+                ("idle", "", 4.0),
+                ("container", "cdcdcdcdcdcd", 1.0)
+            ]
+        );
+        let mut page = HtmlSection::new();
+        r.render(&mut page);
+        assert!(
+            page.as_str().contains("web (prod/shop-1)"),
+            "{}",
+            page.as_str()
+        );
     }
 }

@@ -18,7 +18,7 @@ fn load(rel: &str) -> Dataset {
 
 #[test]
 fn record_csv_from_the_meter() {
-    let Dataset::Record(Recording { counters }) = load("results/record-model.csv") else {
+    let Dataset::Record(Recording { counters, .. }) = load("results/record-model.csv") else {
         panic!("not a record")
     };
     assert_eq!(counters.len(), 1);
@@ -39,7 +39,7 @@ fn record_by_process_keeps_the_counters_apart_from_attribution_rows() {
         1.0,perf,,total,0.5,false,\"measured (perf), attributed (cpu-time share)\",idle,,,,0\n\
         2.0,perf,0,package,4,false,,,,,,\n";
     std::fs::write(d.path().join("e.csv"), csv).unwrap();
-    let Dataset::Record(Recording { counters }) =
+    let Dataset::Record(Recording { counters, .. }) =
         load_result_file(&d.path().join("e.csv")).unwrap().unwrap()
     else {
         panic!("not a record")
@@ -49,7 +49,7 @@ fn record_by_process_keeps_the_counters_apart_from_attribution_rows() {
     let jsonl = "{\"timestamp\":1.0,\"mechanism\":\"perf\",\"socket\":0,\"domain\":\"package\",\"energy_j\":2,\"estimated\":false,\"model\":null}\n\
         {\"timestamp\":1.0,\"mechanism\":\"perf\",\"domain\":\"total\",\"energy_j\":2,\"estimated\":false,\"model\":\"x\",\"entity\":\"idle\",\"pid\":null,\"comm\":null,\"cgroup\":null,\"cpu_s\":0}\n";
     std::fs::write(d.path().join("e.jsonl"), jsonl).unwrap();
-    let Dataset::Record(Recording { counters }) = load_result_file(&d.path().join("e.jsonl"))
+    let Dataset::Record(Recording { counters, .. }) = load_result_file(&d.path().join("e.jsonl"))
         .unwrap()
         .unwrap()
     else {
@@ -69,7 +69,7 @@ fn record_with_gpu_rows_keeps_each_counters_provenance() {
         2.0,nvml,0,gpu,30,false,\n\
         2.0,nvml,1,gpu,12,false,\"power, integrated\"\n";
     std::fs::write(d.path().join("g.csv"), csv).unwrap();
-    let Dataset::Record(Recording { counters }) =
+    let Dataset::Record(Recording { counters, .. }) =
         load_result_file(&d.path().join("g.csv")).unwrap().unwrap()
     else {
         panic!("not a record")
@@ -89,7 +89,7 @@ fn record_with_gpu_rows_keeps_each_counters_provenance() {
 
 #[test]
 fn record_jsonl_power_series() {
-    let Dataset::Record(Recording { counters }) = load("results/record-perf.jsonl") else {
+    let Dataset::Record(Recording { counters, .. }) = load("results/record-perf.jsonl") else {
         panic!("not a record")
     };
     assert_eq!(counters.len(), 2);
