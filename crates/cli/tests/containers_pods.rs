@@ -365,7 +365,19 @@ fn pods_are_named_by_a_watch_of_the_nodes_own_pods() {
     std::fs::remove_dir(ctr(2)).unwrap();
     std::fs::remove_dir(pod_cgroup(&unified, 2)).unwrap();
     let deleted = serde_json::json!({"type": "DELETED", "object": pod_json(2, "ending")});
-    std::fs::write(&events, format!("{deleted}\n{}\n", serde_json::json!({"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "101"}}}))).unwrap();
+    // The pod leaves the list, its watch says so, and then the watch's version expires: a
+    // Status of 410, as a real API server sends after compaction.
+    pods.remove(2);
+    std::fs::write(
+        d.path().join("pods.json"),
+        serde_json::to_string(&pods).unwrap(),
+    )
+    .unwrap();
+    let bookmark =
+        serde_json::json!({"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "101"}}});
+    let gone = serde_json::json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1",
+        "status": "Failure", "message": "too old resource version: 100 (101)", "reason": "Expired", "code": 410}});
+    std::fs::write(&events, format!("{deleted}\n{bookmark}\n{gone}\n")).unwrap();
 
     let o = recording.wait_with_output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -459,4 +471,6 @@ fn pods_are_named_by_a_watch_of_the_nodes_own_pods() {
         requests.contains("watch=1") && requests.contains("resourceVersion=100"),
         "{requests}"
     );
+    // The 410 made them list again and watch from the new list's version.
+    assert!(requests.contains("resourceVersion=102"), "{requests}");
 }

@@ -120,6 +120,21 @@ fn holds_only_workloads(by: By, path: &str) -> bool {
         }
 }
 
+/// Whether cgroup `c` ended below `holder` with every cgroup between them: its usage, and
+/// theirs, came up to `holder` (a container of a pod that ended whole, by container).
+fn ended_below(c: &str, holder: &str, ended: &[String]) -> bool {
+    let mut p = parent(c);
+    loop {
+        if p == holder {
+            return true;
+        }
+        if p == "/" || !ended.iter().any(|e| e == p) {
+            return false;
+        }
+        p = parent(p);
+    }
+}
+
 fn parent(path: &str) -> &str {
     match path.rfind('/') {
         Some(0) => "/",
@@ -171,11 +186,12 @@ pub fn group(
             continue;
         }
         let gone: Vec<(Key, String)> = if holds_only_workloads(by, path) {
-            ended
+            let found: BTreeMap<Key, String> = ended
                 .iter()
-                .filter(|c| parent(c) == path)
+                .filter(|c| ended_below(c, path, ended))
                 .filter_map(|c| workload_of(by, c))
-                .collect()
+                .collect();
+            found.into_iter().collect()
         } else {
             Vec::new()
         };
@@ -295,6 +311,30 @@ mod tests {
         assert_eq!(get(HOST_ENTRY).cpu_s, 0.1875);
         assert!(alive.contains(&Key::Pod(UID.into())));
         assert!(!alive.contains(&Key::Pod(uid_b.into())));
+
+        // By container, pod B's container ended with it: the slice's time is that container's.
+        let ctr_b = format!("{pod_b}/cri-containerd-{}.scope", "b".repeat(64));
+        let ended_both = vec![pod_b.clone(), ctr_b];
+        let (ctrs, _) = group(
+            By::Container,
+            entries.clone(),
+            &ended_both,
+            std::iter::empty(),
+        );
+        let b = ctrs
+            .iter()
+            .find(|e| e.key == Key::Container("b".repeat(64)))
+            .unwrap();
+        assert_eq!(b.cpu_s, 0.5);
+        // By pod, the pod and its container are one workload: all of the slice's time.
+        let (pods, _) = group(By::Pod, entries.clone(), &ended_both, std::iter::empty());
+        assert_eq!(
+            pods.iter()
+                .find(|e| e.key == Key::Pod(uid_b.into()))
+                .unwrap()
+                .cpu_s,
+            0.5
+        );
 
         let (ctrs, _) = group(By::Container, entries, &[], std::iter::empty());
         let get = |k: &str| {

@@ -150,6 +150,9 @@ impl<R: BufRead> Read for Chunked<R> {
         if self.left == 0 {
             let mut crlf = [0u8; 2];
             self.inner.read_exact(&mut crlf)?;
+            if &crlf != b"\r\n" {
+                return Err(invalid("a chunk not ended by CRLF"));
+            }
         }
         Ok(n)
     }

@@ -93,7 +93,16 @@ struct Meta {
     resource_version: String,
     #[serde(default, rename = "continue")]
     continue_token: Option<String>,
+    #[serde(default)]
+    annotations: HashMap<String, String>,
 }
+
+/// The annotation a static pod's mirror carries: the uid the kubelet gave the pod, which its
+/// cgroup is named after (the mirror on the API server has a uid of its own).
+const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
+/// The most containers a pod may name, and the longest name or image kept.
+const MAX_CONTAINERS_PER_POD: usize = 1000;
+const MAX_NAME: usize = 4096;
 
 #[derive(Deserialize)]
 struct ContainerStatus {
@@ -120,9 +129,6 @@ struct PodObject {
     metadata: Meta,
     #[serde(default)]
     status: PodStatus,
-    /// A watch's `ERROR` event carries a Status, whose `code` 410 says to list again.
-    #[serde(default)]
-    code: Option<u16>,
 }
 
 #[derive(Deserialize)]
@@ -137,7 +143,8 @@ struct PodList {
 struct WatchEvent {
     #[serde(rename = "type")]
     kind: String,
-    object: PodObject,
+    /// A pod, or on `ERROR` a Status (whose `status` is a string, not a pod's).
+    object: serde_json::Value,
 }
 
 /// A pod's names and its containers' (id, name, image).
@@ -153,6 +160,8 @@ struct PodIndex {
     pods: HashMap<String, Pod>,
     /// Container id → pod uid.
     containers: HashMap<String, String>,
+    /// A static pod's uid (its cgroup's) → its mirror's uid.
+    mirrors: HashMap<String, String>,
     error: Option<String>,
     listed: bool,
 }
@@ -161,10 +170,14 @@ impl PodIndex {
     fn put(&mut self, p: PodObject) -> Result<(), String> {
         let uid = p.metadata.uid.clone();
         if !self.pods.contains_key(&uid) && self.pods.len() >= MAX_PODS {
-            return Err(format!(
-                "over {MAX_PODS} pods on this node; the rest stay named by their cgroups"
-            ));
+            self.forget_ended();
+            if self.pods.len() >= MAX_PODS {
+                return Err(format!(
+                    "over {MAX_PODS} pods on this node; the rest stay named by their cgroups"
+                ));
+            }
         }
+        let short = |t: String| t.chars().take(MAX_NAME).collect::<String>();
         let containers: Vec<(String, String, String)> =
             [p.status.containers, p.status.init, p.status.ephemeral]
                 .into_iter()
@@ -173,22 +186,39 @@ impl PodIndex {
                     let id = c.container_id?;
                     // `containerd://ID`, `cri-o://ID`, `docker://ID`
                     let id = id.rsplit("://").next().unwrap_or(&id).to_string();
-                    Some((id, c.name, c.image))
+                    Some((short(id), short(c.name), short(c.image)))
                 })
+                .take(MAX_CONTAINERS_PER_POD)
                 .collect();
+        // A restarted container has a new id: the old ones go with the old status.
+        if let Some(old) = self.pods.get(&uid) {
+            for (id, _, _) in &old.containers {
+                self.containers.remove(id);
+            }
+        }
         for (id, _, _) in &containers {
             self.containers.insert(id.clone(), uid.clone());
+        }
+        if let Some(static_uid) = p.metadata.annotations.get(MIRROR_ANNOTATION) {
+            self.mirrors.insert(short(static_uid.clone()), uid.clone());
         }
         self.pods.insert(
             uid,
             Pod {
-                name: p.metadata.name,
-                namespace: p.metadata.namespace,
+                name: short(p.metadata.name),
+                namespace: short(p.metadata.namespace),
                 containers,
                 ended: None,
             },
         );
         Ok(())
+    }
+
+    /// The pod whose cgroup is named after `uid`: its own, or a static pod's mirror.
+    fn pod(&self, uid: &str) -> Option<&Pod> {
+        self.pods
+            .get(uid)
+            .or_else(|| self.pods.get(self.mirrors.get(uid)?))
     }
 
     fn end(&mut self, uid: &str) {
@@ -212,6 +242,8 @@ impl PodIndex {
                 }
             }
         }
+        let pods = &self.pods;
+        self.mirrors.retain(|_, uid| pods.contains_key(uid));
     }
 }
 
@@ -248,7 +280,7 @@ impl PodWatch {
     /// The names of the pod of uid `uid`.
     pub fn pod(&self, uid: &str) -> Option<WorkloadNames> {
         let ix = self.lock();
-        let p = ix.pods.get(uid)?;
+        let p = ix.pod(uid)?;
         Some(WorkloadNames {
             pod_name: Some(p.name.clone()),
             container_namespace: Some(p.namespace.clone()),
@@ -361,16 +393,20 @@ fn get(
 
 const GONE: &str = "410 Gone";
 
-fn selector(cfg: &KubeConfig) -> String {
-    let node: String = cfg
-        .node
-        .bytes()
+/// `text` as a query parameter's value: all but the unreserved characters percent-encoded.
+fn query_escape(text: &str) -> String {
+    text.bytes()
         .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' => (b as char).to_string(),
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
-        .collect();
-    format!("fieldSelector=spec.nodeName%3D{node}")
+        .collect()
+}
+
+fn selector(cfg: &KubeConfig) -> String {
+    format!("fieldSelector=spec.nodeName%3D{}", query_escape(&cfg.node))
 }
 
 /// Lists the node's pods, page by page; returns them and the list's version.
@@ -380,16 +416,12 @@ fn list(
 ) -> Result<(Vec<PodObject>, String), String> {
     let mut pods = Vec::new();
     let mut next: Option<String> = None;
-    loop {
+    // A server that keeps answering empty pages with a continue token ends here.
+    for _ in 0..MAX_PODS / 500 + 10 {
         let mut target = format!("/api/v1/pods?{}&limit=500", selector(cfg));
         if let Some(c) = &next {
             target.push_str("&continue=");
-            target.push_str(
-                &c.replace('%', "%25")
-                    .replace('&', "%26")
-                    .replace('=', "%3D")
-                    .replace('+', "%2B"),
-            );
+            target.push_str(&query_escape(c));
         }
         let body = get(cfg, tls, &target, LIST_DEADLINE, LIST_DEADLINE)?
             .body_to_end(MAX_PAGE)
@@ -405,6 +437,11 @@ fn list(
             None => return Ok((pods, page.metadata.resource_version)),
         }
     }
+    Err(format!(
+        "the pod list of node {} did not end after {} pages",
+        cfg.node,
+        MAX_PODS / 500 + 10
+    ))
 }
 
 /// Follows a watch from `version` until the server ends it; returns the last version seen, or
@@ -417,8 +454,9 @@ fn watch(
     stop: &AtomicBool,
 ) -> Result<Option<String>, String> {
     let target = format!(
-        "/api/v1/pods?{}&watch=1&allowWatchBookmarks=true&timeoutSeconds={WATCH_S}&resourceVersion={version}",
-        selector(cfg)
+        "/api/v1/pods?{}&watch=1&allowWatchBookmarks=true&timeoutSeconds={WATCH_S}&resourceVersion={}",
+        selector(cfg),
+        query_escape(version)
     );
     let deadline = Duration::from_secs(WATCH_S) + QUIET;
     let mut body = match get(cfg, tls, &target, deadline, QUIET) {
@@ -443,26 +481,27 @@ fn watch(
         }
         let ev: WatchEvent = serde_json::from_slice(&line)
             .map_err(|e| format!("the pod watch: an event that is not JSON ({e})"))?;
+        if ev.kind == "ERROR" {
+            // A Status: 410 Gone (the version is too old) says to list again.
+            let code = ev.object.get("code").and_then(|c| c.as_u64());
+            return match code {
+                Some(410) => Ok(None),
+                _ => Err(format!("the pod watch: an error event (code {code:?})")),
+            };
+        }
+        let pod: PodObject = serde_json::from_value(ev.object)
+            .map_err(|e| format!("the pod watch: a {} event without a pod ({e})", ev.kind))?;
         let mut ix = index.lock().unwrap_or_else(|p| p.into_inner());
+        if !pod.metadata.resource_version.is_empty() {
+            version = pod.metadata.resource_version.clone();
+        }
         match ev.kind.as_str() {
-            "ERROR" if ev.object.code == Some(410) => return Ok(None),
-            "ERROR" => {
-                return Err(format!(
-                    "the pod watch: an error event (code {:?})",
-                    ev.object.code
-                ))
-            }
-            "DELETED" => ix.end(&ev.object.metadata.uid),
+            "DELETED" => ix.end(&pod.metadata.uid),
             "ADDED" | "MODIFIED" => {
-                let v = ev.object.metadata.resource_version.clone();
-                ix.put(ev.object)?;
-                version = v;
+                ix.put(pod)?;
                 continue;
             }
             _ => {}
-        }
-        if !ev.object.metadata.resource_version.is_empty() {
-            version = ev.object.metadata.resource_version;
         }
         ix.forget_ended();
     }
@@ -494,6 +533,7 @@ fn run(
                 for uid in gone {
                     ix.end(&uid);
                 }
+                ix.forget_ended();
                 for p in pods {
                     ix.put(p)?;
                 }
@@ -501,7 +541,16 @@ fn run(
                 version = Some(v);
                 Ok(())
             }),
-            Some(v) => watch(cfg, tls, v, index, stop).map(|next| version = next),
+            Some(v) => {
+                let began = Instant::now();
+                let r = watch(cfg, tls, v, index, stop).map(|next| version = next);
+                // A server that ends every watch at once (410 after 410) is not asked in a
+                // tight loop.
+                if began.elapsed() < Duration::from_secs(1) {
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+                r
+            }
         };
         match result {
             Ok(()) => {
@@ -515,5 +564,47 @@ fn run(
                 backoff = (backoff * 2).min(Duration::from_secs(30));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(uid: &str, ids: &[&str], mirror: Option<&str>) -> PodObject {
+        let mut v = serde_json::json!({
+            "metadata": {"name": "etcd-a", "namespace": "kube-system", "uid": uid},
+            "status": {"containerStatuses": ids.iter().map(|id| serde_json::json!(
+                {"name": "etcd", "image": "etcd:3", "containerID": format!("containerd://{id}")}
+            )).collect::<Vec<_>>()}
+        });
+        if let Some(m) = mirror {
+            v["metadata"]["annotations"] = serde_json::json!({MIRROR_ANNOTATION: m});
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn a_static_pod_is_found_by_its_cgroup_uid_and_a_restart_forgets_the_old_id() {
+        let mut ix = PodIndex::default();
+        ix.put(pod("mirror-uid", &["old"], Some("static-uid")))
+            .unwrap();
+        ix.put(pod("mirror-uid", &["new"], Some("static-uid")))
+            .unwrap();
+        assert_eq!(
+            ix.pod("static-uid").map(|p| p.name.as_str()),
+            Some("etcd-a")
+        );
+        assert!(!ix.containers.contains_key("old"));
+        assert_eq!(
+            ix.containers.get("new").map(String::as_str),
+            Some("mirror-uid")
+        );
+    }
+
+    #[test]
+    fn names_are_escaped_in_queries() {
+        assert_eq!(query_escape("p300&x=y+z%"), "p300%26x%3Dy%2Bz%25");
+        assert_eq!(query_escape("node-a.b_c~"), "node-a.b_c~");
     }
 }

@@ -81,7 +81,7 @@ impl Namer {
                     self.pods
                         .as_ref()
                         .and_then(|p| p.container(id))
-                        .or_else(|| self.runtime.as_mut()?.names(id))
+                        .or_else(|| self.runtime.as_ref()?.names(id))
                 }),
                 _ => None,
             };
@@ -93,7 +93,7 @@ impl Namer {
         if let Some(e) = self.pods.as_ref().and_then(|p| p.error()) {
             return Some(format!("the Kubernetes pod watch: {e}"));
         }
-        self.runtime.as_ref().and_then(|r| r.last_error.clone())
+        self.runtime.as_ref().and_then(|r| r.last_error())
     }
 }
 

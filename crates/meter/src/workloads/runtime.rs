@@ -1,10 +1,12 @@
 //! Container names from docker's or podman's API socket: `GET /containers/json?all=1` of the
 //! Docker Engine API, which podman serves too (`podman system service`). Each container's id,
-//! name, image, and the pod its Kubernetes labels name, where it has them.
+//! name, image, and the pod its Kubernetes labels name, where it has them. The listing runs on
+//! a thread of its own; the sampling thread only reads what it found.
 
 use std::collections::HashMap;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -25,6 +27,8 @@ pub const DEFAULT_SOCKETS: [&str; 3] = [
 
 /// How long one listing may take, and the least time between two listings.
 const DEADLINE: Duration = Duration::from_secs(2);
+/// How long `open` waits for the first listing.
+const FIRST_ANSWER: Duration = Duration::from_secs(3);
 const RELIST_AFTER: Duration = Duration::from_secs(10);
 /// The most a listing may be, and the most containers it may name.
 const MAX_LISTING: usize = 32 << 20;
@@ -44,20 +48,24 @@ struct Listed {
     labels: Option<HashMap<String, String>>,
 }
 
-/// A runtime's containers by id, listed again when an unknown id shows up.
+/// What the listing thread has learnt, read by the sampling thread.
+#[derive(Default)]
+struct Known {
+    names: HashMap<String, (WorkloadNames, Instant)>,
+    last_error: Option<String>,
+}
+
+/// A runtime's containers by id, listed on a thread of its own (a runtime that hangs never
+/// holds a sample up) and listed again when an unknown id shows up, at most every 10 s.
 pub struct Runtime {
-    socket: PathBuf,
-    /// `docker` or `podman`, from the answer's `Server` header.
-    kind: &'static str,
-    known: HashMap<String, (WorkloadNames, Instant)>,
-    listed_at: Option<Instant>,
-    /// Why the last listing failed.
-    pub last_error: Option<String>,
+    known: Arc<Mutex<Known>>,
+    /// Asks the listing thread for a new listing; dropped with the runtime, which ends it.
+    wake: mpsc::SyncSender<()>,
 }
 
 impl Runtime {
-    /// The runtime at `WATTIO_CONTAINER_SOCKET`, or at the first default socket that answers;
-    /// `Err` says why none does.
+    /// The runtime at `WATTIO_CONTAINER_SOCKET`, or at the first default socket that answers
+    /// its first listing within 3 s; `Err` says why none does.
     pub fn open() -> Result<Runtime, String> {
         let sockets: Vec<PathBuf> = match std::env::var_os(CONTAINER_SOCKET_ENV) {
             Some(p) => vec![PathBuf::from(p)],
@@ -65,16 +73,27 @@ impl Runtime {
         };
         let mut why = Vec::new();
         for s in sockets {
-            let mut r = Runtime {
-                socket: s.clone(),
-                kind: "docker",
-                known: HashMap::new(),
-                listed_at: None,
-                last_error: None,
-            };
-            match r.list() {
-                Ok(()) => return Ok(r),
-                Err(e) => why.push(format!("{}: {e}", s.display())),
+            if !s.exists() {
+                why.push(format!("{}: no such socket", s.display()));
+                continue;
+            }
+            let known = Arc::new(Mutex::new(Known::default()));
+            let (wake, woken) = mpsc::sync_channel(1);
+            let (first, first_rx) = mpsc::channel();
+            let k = known.clone();
+            let socket = s.clone();
+            std::thread::Builder::new()
+                .name("wattio-containers".into())
+                .spawn(move || list_when_asked(&socket, &k, &woken, first))
+                .map_err(|e| format!("cannot start the container listing ({e})"))?;
+            match first_rx.recv_timeout(FIRST_ANSWER) {
+                Ok(Ok(())) => return Ok(Runtime { known, wake }),
+                Ok(Err(e)) => why.push(format!("{}: {e}", s.display())),
+                Err(_) => why.push(format!(
+                    "{}: no answer within {} s",
+                    s.display(),
+                    FIRST_ANSWER.as_secs()
+                )),
             }
         }
         Err(format!(
@@ -83,32 +102,83 @@ impl Runtime {
         ))
     }
 
-    /// The names of container `id`, listing the runtime's containers again where it is
-    /// unknown and the last listing is older than 10 s.
-    pub fn names(&mut self, id: &str) -> Option<WorkloadNames> {
-        let stale = self.listed_at.is_none_or(|t| t.elapsed() >= RELIST_AFTER);
-        if !self.known.contains_key(id) && stale {
-            self.last_error = self.list().err();
-        }
-        self.known.get(id).map(|(n, _)| n.clone())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Known> {
+        self.known.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn list(&mut self) -> Result<(), String> {
-        self.listed_at = Some(Instant::now());
-        let (server, body) = fetch(&self.socket, "/containers/json?all=1")?;
-        if server.is_some_and(|s| s.starts_with("Libpod")) {
-            self.kind = "podman";
+    /// The names of container `id`, as last listed; an unknown id asks for a new listing,
+    /// whose answer names it from a later interval on.
+    pub fn names(&self, id: &str) -> Option<WorkloadNames> {
+        let found = self.lock().names.get(id).map(|(n, _)| n.clone());
+        if found.is_none() {
+            // A listing already asked for is enough.
+            let _ = self.wake.try_send(());
         }
-        let listed: Vec<Listed> = serde_json::from_slice(&body)
-            .map_err(|e| format!("its container list is not the Engine API's JSON ({e})"))?;
-        if listed.len() > MAX_CONTAINERS {
-            return Err(format!(
-                "it lists {} containers, over {MAX_CONTAINERS}",
-                listed.len()
-            ));
+        found
+    }
+
+    /// Why the last listing failed, while none has succeeded since.
+    pub fn last_error(&self) -> Option<String> {
+        self.lock().last_error.clone()
+    }
+}
+
+/// The listing thread: one listing at once (its answer to `first`), then one each time it is
+/// asked, at most every 10 s, until the runtime is dropped.
+fn list_when_asked(
+    socket: &Path,
+    known: &Mutex<Known>,
+    woken: &mpsc::Receiver<()>,
+    first: mpsc::Sender<Result<(), String>>,
+) {
+    let mut kind = "docker";
+    let answer = |kind: &mut &'static str| {
+        let r = list(socket, kind);
+        let mut k = known.lock().unwrap_or_else(|p| p.into_inner());
+        match r {
+            Ok(listed) => {
+                let now = Instant::now();
+                for (id, names) in listed {
+                    k.names.insert(id, (names, now));
+                }
+                // Those no longer listed keep their names a while: their last interval is named.
+                k.names
+                    .retain(|_, (_, seen)| now.duration_since(*seen) < KEEP_ENDED);
+                k.last_error = None;
+                Ok(())
+            }
+            Err(e) => {
+                k.last_error = Some(e.clone());
+                Err(e)
+            }
         }
-        let now = Instant::now();
-        for c in listed {
+    };
+    let _ = first.send(answer(&mut kind));
+    let mut last = Instant::now();
+    while woken.recv().is_ok() {
+        std::thread::sleep(RELIST_AFTER.saturating_sub(last.elapsed()));
+        let _ = answer(&mut kind);
+        last = Instant::now();
+    }
+}
+
+/// One listing: each container's id and names. `kind` becomes `podman` where podman answers.
+fn list(socket: &Path, kind: &mut &'static str) -> Result<Vec<(String, WorkloadNames)>, String> {
+    let (server, body) = fetch(socket, "/containers/json?all=1")?;
+    if server.is_some_and(|s| s.starts_with("Libpod")) {
+        *kind = "podman";
+    }
+    let listed: Vec<Listed> = serde_json::from_slice(&body)
+        .map_err(|e| format!("its container list is not the Engine API's JSON ({e})"))?;
+    if listed.len() > MAX_CONTAINERS {
+        return Err(format!(
+            "it lists {} containers, over {MAX_CONTAINERS}",
+            listed.len()
+        ));
+    }
+    Ok(listed
+        .into_iter()
+        .map(|c| {
             let labels = c.labels.unwrap_or_default();
             let label = |k: &str| labels.get(k).cloned();
             let names = WorkloadNames {
@@ -120,15 +190,11 @@ impl Runtime {
                 image: Some(c.image).filter(|i| !i.is_empty()),
                 pod_name: label("io.kubernetes.pod.name"),
                 container_namespace: label("io.kubernetes.pod.namespace"),
-                named_by: self.kind.to_string(),
+                named_by: kind.to_string(),
             };
-            self.known.insert(c.id, (names, now));
-        }
-        // Those no longer listed keep their names a while: their last interval is named.
-        self.known
-            .retain(|_, (_, seen)| now.duration_since(*seen) < KEEP_ENDED);
-        Ok(())
-    }
+            (c.id, names)
+        })
+        .collect())
 }
 
 /// One GET on the runtime's socket: the answer's `Server` header and body.
