@@ -7,6 +7,7 @@
 //! |---|---|---|
 //! | docker | `/system.slice/docker-ID.scope` | `/docker/ID` |
 //! | podman | `/machine.slice/libpod-ID.scope[/container]` | `/libpod_parent/libpod-ID` |
+//! | podman `--cgroups=split` | `…/libpod-payload-ID` | |
 //! | containerd (CRI) | `…/kubepods-QOS-podUID.slice/cri-containerd-ID.scope` | `/kubepods/QOS/podUID/ID` |
 //! | CRI-O | `…/kubepods-QOS-podUID.slice/crio-ID.scope` | `/kubepods/QOS/podUID/ID` |
 //!
@@ -34,6 +35,8 @@ pub fn container_of(path: &str) -> Option<(&'static str, String)> {
         }
         let prefixed = [
             ("docker-", "docker"),
+            // podman's `--cgroups=split`: the payload's own cgroup.
+            ("libpod-payload-", "podman"),
             ("libpod-", "podman"),
             ("cri-containerd-", "containerd"),
             ("crio-", "cri-o"),
@@ -243,6 +246,12 @@ mod tests {
         assert_eq!(
             id(&format!("/kubepods/besteffort/pod{UID}/{ID}")),
             Some(("kubernetes", ID.into()))
+        );
+        assert_eq!(
+            id(&format!(
+                "/user.slice/user-0.slice/session-1.scope/libpod-payload-{ID}"
+            )),
+            Some(("podman", ID.into()))
         );
         assert_eq!(id("/system.slice/ssh.service"), None);
         assert_eq!(id("/system.slice/docker-0123.scope"), None, "not 64 digits");
