@@ -117,6 +117,45 @@ fn kernel_io_line(i: &Interval, k: &wattio_energy::attribution::kernel_io::Summa
     )
 }
 
+/// The heads of the columns that name an entry, after CPU % (all but by process), each with
+/// its trailing space; the CGROUP column follows.
+fn name_heads(by: By) -> String {
+    match by {
+        By::Cgroup => format!("{:<18} ", "KIND"),
+        By::Vm => format!("{:<24} ", "VM"),
+        By::Container => format!("{:<24} {:<32} ", "CONTAINER", "POD / IMAGE"),
+        By::Pod => format!("{:<40} ", "NAMESPACE/POD"),
+        By::Process => String::new(),
+    }
+}
+
+/// The cells under [`name_heads`], and the entry's cgroup.
+fn name_cells(by: By, e: &Entry) -> String {
+    let cg = e.cgroup.as_deref().map(printable).unwrap_or_default();
+    match by {
+        By::Cgroup => {
+            let cg = printable(e.cgroup.as_deref().unwrap_or("?"));
+            format!(
+                "{:<18} {}",
+                wattio_energy::attribution::cgroup::kind(&cg),
+                cg
+            )
+        }
+        By::Vm => format!("{:<24} {cg}", printable(e.vm.as_deref().unwrap_or("?"))),
+        By::Container => {
+            let n = e.names.clone().unwrap_or_default();
+            let pod = match (n.container_namespace, n.pod_name) {
+                (Some(ns), Some(p)) => format!("{ns}/{p}"),
+                _ => n.image.unwrap_or_default(),
+            };
+            let name = printable(&crate::workloads::display_name(e));
+            format!("{name:<24} {:<32} {cg}", printable(&pod))
+        }
+        By::Pod => format!("{:<40} {cg}", printable(&crate::workloads::display_name(e))),
+        By::Process => cg,
+    }
+}
+
 /// `top`'s table: the column heads for `a.by`, one line per entry (at most `rows`), and what the
 /// others add up to.
 fn top_table(a: &AttributedInterval, rows: usize) -> String {
@@ -172,30 +211,15 @@ fn top_table(a: &AttributedInterval, rows: usize) -> String {
             "{:>8}  {:<16} {:>9} {energy_head} {cpu_head}  CGROUP",
             "PID", "COMMAND", "POWER W"
         ),
-        By::Cgroup => writeln!(
+        by => writeln!(
             s,
-            "{:>9} {energy_head} {cpu_head}  {:<18} CGROUP",
-            "POWER W", "KIND"
-        ),
-        By::Vm => writeln!(
-            s,
-            "{:>9} {energy_head} {cpu_head}  {:<24} CGROUP",
-            "POWER W", "VM"
-        ),
-        By::Container => writeln!(
-            s,
-            "{:>9} {energy_head} {cpu_head}  {:<24} {:<32} CGROUP",
-            "POWER W", "CONTAINER", "POD / IMAGE"
-        ),
-        By::Pod => writeln!(
-            s,
-            "{:>9} {energy_head} {cpu_head}  {:<40} CGROUP",
-            "POWER W", "NAMESPACE/POD"
+            "{:>9} {energy_head} {cpu_head}  {}CGROUP",
+            "POWER W",
+            name_heads(by)
         ),
     };
     for e in i.entries.iter().take(rows) {
         let cpu_pct = cpu_cell(e);
-        let cg = printable(e.cgroup.as_deref().unwrap_or("?"));
         let _ = match a.by {
             By::Process => writeln!(
                 s,
@@ -205,51 +229,15 @@ fn top_table(a: &AttributedInterval, rows: usize) -> String {
                 e.power_w,
                 energy_cell(e),
                 cpu_pct,
-                cg
+                printable(e.cgroup.as_deref().unwrap_or("?"))
             ),
-            By::Cgroup => writeln!(
+            by => writeln!(
                 s,
-                "{:>9.3} {} {}  {:<18} {}",
+                "{:>9.3} {} {}  {}",
                 e.power_w,
                 energy_cell(e),
                 cpu_pct,
-                wattio_energy::attribution::cgroup::kind(&cg),
-                cg
-            ),
-            By::Vm => writeln!(
-                s,
-                "{:>9.3} {} {}  {:<24} {}",
-                e.power_w,
-                energy_cell(e),
-                cpu_pct,
-                printable(e.vm.as_deref().unwrap_or("?")),
-                e.cgroup.as_deref().map(printable).unwrap_or_default()
-            ),
-            By::Container => {
-                let n = e.names.clone().unwrap_or_default();
-                let pod = match (n.container_namespace, n.pod_name) {
-                    (Some(ns), Some(p)) => format!("{ns}/{p}"),
-                    _ => n.image.unwrap_or_default(),
-                };
-                writeln!(
-                    s,
-                    "{:>9.3} {} {}  {:<24} {:<32} {}",
-                    e.power_w,
-                    energy_cell(e),
-                    cpu_pct,
-                    printable(&crate::workloads::display_name(e)),
-                    printable(&pod),
-                    e.cgroup.as_deref().map(printable).unwrap_or_default()
-                )
-            }
-            By::Pod => writeln!(
-                s,
-                "{:>9.3} {} {}  {:<40} {}",
-                e.power_w,
-                energy_cell(e),
-                cpu_pct,
-                printable(&crate::workloads::display_name(e)),
-                e.cgroup.as_deref().map(printable).unwrap_or_default()
+                name_cells(by, e)
             ),
         };
     }
