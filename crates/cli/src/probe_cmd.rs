@@ -37,6 +37,7 @@ fn fmt_wrap(w: Wrap, unit_j: f64) -> String {
         Wrap::AtMax(m) if m == u64::MAX => "2^64 (never in practice)".into(),
         Wrap::AtMax(m) => format!("{m} raw ({:.0} J)", (m as f64 + 1.0) * unit_j),
         Wrap::Unknown => "UNKNOWN (wraps will be reported as errors)".into(),
+        Wrap::LikelyAt(m) => format!("likely {m} raw (a decrease is checked against 2 kW)"),
     }
 }
 

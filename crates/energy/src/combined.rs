@@ -108,6 +108,16 @@ impl Source for CombinedSource {
             .flat_map(|p| p.take_counter_errors())
             .collect()
     }
+
+    fn energy_between(&self, i: usize, t0_ns: u64, t1_ns: u64) -> Option<(f64, f64)> {
+        let (k, j) = self.locate(i);
+        self.parts[k].energy_between(j, t0_ns, t1_ns)
+    }
+
+    fn late_timing(&self, i: usize) -> Option<crate::LateTiming> {
+        let (k, j) = self.locate(i);
+        self.parts[k].late_timing(j)
+    }
 }
 
 /// The domains the meters beside the CPU cover (platform meters and devices), which

@@ -323,7 +323,7 @@ impl HostSource {
             let grew_uj = match (raw >= prev, self.specs[0].wrap) {
                 (true, _) => (raw - prev) as f64,
                 (false, Wrap::AtMax(max)) => (max - prev.min(max)) as f64 + raw as f64 + 1.0,
-                (false, Wrap::Unknown) => f64::INFINITY,
+                (false, Wrap::Unknown | Wrap::LikelyAt(_)) => f64::INFINITY,
             };
             if grew_uj > plausible_uj {
                 let how = if raw < prev { "went back" } else { "leapt" };

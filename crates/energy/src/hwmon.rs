@@ -34,6 +34,9 @@ struct Found {
     channel: Channel,
     provenance: Provenance,
     file: File,
+    /// ina3221's current file and its path, read with its bus voltage (`file`): power is
+    /// their product.
+    current: Option<(File, String)>,
 }
 
 /// The hwmon channels that report energy or power.
@@ -42,6 +45,7 @@ pub struct HwmonMeter {
     channels: Vec<Channel>,
     provenances: Vec<Provenance>,
     files: Vec<File>,
+    currents: Vec<Option<(File, String)>>,
     period: Duration,
     /// Channels the last poll could not read, and why.
     channel_errors: Vec<String>,
@@ -49,11 +53,56 @@ pub struct HwmonMeter {
 
 const PERMISSION_FIX: &str = "run as root, or let this user read it (chmod o+r, or a udev rule that keeps it after a reboot)";
 
-/// Scope of a driver's channels.
-fn scope_of(driver: &str) -> Domain {
-    match driver {
-        "power_meter" => Domain::Platform,
-        _ => Domain::Device,
+/// What a driver's channels measure, from the driver's `name` attribute. Each mapping follows
+/// the driver's own kernel documentation; none has been checked on real hardware yet, only on
+/// fixture trees laid out as those pages describe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HwmonClass {
+    /// The whole machine: `power_meter`, the ACPI power meter
+    /// (`Documentation/hwmon/acpi_power_meter.rst`).
+    Platform,
+    /// A GPU: `amdgpu` (`Documentation/gpu/amdgpu/thermal.rst`: `power1_average` /
+    /// `power1_input`, the GPU's package power), `i915`
+    /// (`Documentation/ABI/testing/sysfs-driver-intel-i915-hwmon`: `energy1_input`) and `xe`
+    /// (`Documentation/ABI/testing/sysfs-driver-intel-xe-hwmon`: `energy1_input` for the card,
+    /// `energy2_input` for the package, labelled `card` and `pkg`).
+    Gpu,
+    /// The CPU's own counters: `amd_energy` (`Documentation/hwmon/amd_energy.rst`), the same
+    /// RAPL energy the CPU mechanism reads, so only its socket channels are listed, apart.
+    Cpu,
+    /// A board rail: the INA2xx current/power monitors (`Documentation/hwmon/ina2xx.rst`,
+    /// `power1_input`; the driver registers under the chip's name, `ina219`, `ina226`, …) and
+    /// `ina3221` (`Documentation/hwmon/ina3221.rst`: no power attribute, so the power of each
+    /// rail is its bus voltage `inN_input` in mV times its current `currN_input` in mA).
+    Rail,
+    /// Any other driver that reports energy or power: read, listed as a device.
+    Other,
+}
+
+impl HwmonClass {
+    /// The class of driver `name`.
+    pub fn of(driver: &str) -> HwmonClass {
+        let ina_chip = driver.strip_prefix("ina").is_some_and(|chip| {
+            !chip.is_empty() && chip.chars().all(|c| c.is_ascii_digit() || c == 'x')
+        });
+        match driver {
+            "power_meter" => HwmonClass::Platform,
+            "amdgpu" | "i915" | "xe" => HwmonClass::Gpu,
+            "amd_energy" => HwmonClass::Cpu,
+            _ if ina_chip => HwmonClass::Rail,
+            _ => HwmonClass::Other,
+        }
+    }
+
+    /// `platform`, `gpu`, `cpu`, `rail`, `other`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HwmonClass::Platform => "platform",
+            HwmonClass::Gpu => "gpu",
+            HwmonClass::Cpu => "cpu",
+            HwmonClass::Rail => "rail",
+            HwmonClass::Other => "other",
+        }
     }
 }
 
@@ -63,27 +112,42 @@ fn read_trimmed(path: &Path) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
-/// The channel attributes of one device: `(prefix, index, suffix)` of each file named
-/// `energyN_input`, `powerN_average` or `powerN_input`, sorted.
-fn attributes(dir: &Path) -> Vec<(String, u32, String)> {
+/// One attribute to read: `energyN_input`, `powerN_average`, `powerN_input`, or ina3221's
+/// `inN_input` with `currN_input`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Attribute {
+    prefix: &'static str,
+    index: u32,
+    suffix: &'static str,
+}
+
+impl Attribute {
+    fn file(&self) -> String {
+        format!("{}{}_{}", self.prefix, self.index, self.suffix)
+    }
+    /// The `_label` file beside it (`energy1_label`, `in2_label`).
+    fn label_file(&self) -> String {
+        format!("{}{}_label", self.prefix, self.index)
+    }
+}
+
+/// The attributes of one device named `prefix` + index + `_` + one of `suffixes`, sorted.
+fn attributes(dir: &Path, wanted: &[(&'static str, &'static str)]) -> Vec<Attribute> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        for prefix in ["energy", "power"] {
-            let Some(rest) = name.strip_prefix(prefix) else {
-                continue;
-            };
-            let Some((index, suffix)) = rest.split_once('_') else {
-                continue;
-            };
-            let Ok(index) = index.parse::<u32>() else {
-                continue;
-            };
-            if matches!(
-                (prefix, suffix),
-                ("energy", "input") | ("power", "input") | ("power", "average")
-            ) {
-                found.push((prefix.to_string(), index, suffix.to_string()));
+        for &(prefix, suffix) in wanted {
+            let index = name
+                .strip_prefix(prefix)
+                .and_then(|rest| rest.strip_suffix(suffix))
+                .and_then(|rest| rest.strip_suffix('_'))
+                .and_then(|n| n.parse::<u32>().ok());
+            if let Some(index) = index {
+                found.push(Attribute {
+                    prefix,
+                    index,
+                    suffix,
+                });
             }
         }
     }
@@ -92,19 +156,41 @@ fn attributes(dir: &Path) -> Vec<(String, u32, String)> {
 }
 
 /// The files to read of one device: its energy channels, or else one power file per index
-/// (the average where there is one).
-fn chosen_files(dir: &Path) -> Vec<(String, u32, String)> {
-    let attrs = attributes(dir);
-    if attrs.iter().any(|(p, _, _)| p == "energy") {
-        return attrs
-            .into_iter()
-            .filter(|(p, _, _)| p == "energy")
+/// (the average where there is one); for ina3221, each enabled rail's bus voltage.
+fn chosen_files(dir: &Path, class: HwmonClass, driver: &str) -> Vec<Attribute> {
+    let attrs = attributes(
+        dir,
+        &[
+            ("energy", "input"),
+            ("power", "input"),
+            ("power", "average"),
+        ],
+    );
+    if attrs.iter().any(|a| a.prefix == "energy") {
+        let energy = attrs.into_iter().filter(|a| a.prefix == "energy");
+        if class != HwmonClass::Cpu {
+            return energy.collect();
+        }
+        // amd_energy lists every core and every socket; the cores are inside their socket.
+        return energy
+            .filter(|a| {
+                read_trimmed(&dir.join(a.label_file())).is_some_and(|l| l.starts_with("Esocket"))
+            })
             .collect();
     }
-    let mut chosen: Vec<(String, u32, String)> = Vec::new();
+    if driver == "ina3221" {
+        return attributes(dir, &[("in", "input")])
+            .into_iter()
+            .filter(|a| dir.join(format!("curr{}_input", a.index)).exists())
+            .filter(|a| {
+                read_trimmed(&dir.join(format!("in{}_enable", a.index))).as_deref() != Some("0")
+            })
+            .collect();
+    }
+    let mut chosen: Vec<Attribute> = Vec::new();
     for a in attrs {
-        match chosen.iter_mut().find(|c| c.1 == a.1) {
-            Some(c) if a.2 == "average" => *c = a,
+        match chosen.iter_mut().find(|c| c.index == a.index) {
+            Some(c) if a.suffix == "average" => *c = a,
             Some(_) => {}
             None => chosen.push(a),
         }
@@ -121,6 +207,149 @@ fn device_number(path: &Path) -> u32 {
         .unwrap_or(u32::MAX)
 }
 
+/// Where a GPU driver's channel goes: the whole board (counted as the GPU) is the channel
+/// labelled `card`, else the device's first; its other channels (package, VRAM) lie inside it
+/// and are listed as devices, never added to it.
+fn scope_of(class: HwmonClass, whole_gpu: bool) -> Domain {
+    match class {
+        HwmonClass::Platform => Domain::Platform,
+        HwmonClass::Gpu if whole_gpu => Domain::Gpu,
+        _ => Domain::Device,
+    }
+}
+
+/// i915 and xe read a 32-bit energy register; the driver widens it when read often enough
+/// (each poll here is), so a decrease is taken for a wrap only where its energy is possible.
+fn counter_wrap(driver: &str) -> Wrap {
+    match driver {
+        "i915" | "xe" => Wrap::LikelyAt(u64::from(u32::MAX)),
+        // The sysfs interface does not say where other drivers' counters wrap: a decrease is
+        // reported as an error, never corrected by a guess.
+        _ => Wrap::Unknown,
+    }
+}
+
+/// The channels of one device, `hwmonN` at `dir`.
+fn device_channels(
+    dir: &Path,
+    next_index: &mut std::collections::BTreeMap<Domain, u32>,
+    notes: &mut Vec<String>,
+    refused: &mut Option<EnergyError>,
+) -> Vec<Found> {
+    let hwmon = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let driver = read_trimmed(&dir.join("name")).unwrap_or_else(|| "unnamed".into());
+    let class = HwmonClass::of(&driver);
+    let chosen = chosen_files(dir, class, &driver);
+    let labels: Vec<Option<String>> = chosen
+        .iter()
+        .map(|a| read_trimmed(&dir.join(a.label_file())).filter(|l| !l.is_empty()))
+        .collect();
+    let whole = labels
+        .iter()
+        .position(|l| l.as_deref() == Some("card"))
+        .unwrap_or(0);
+    let mut found = Vec::new();
+    for (i, (a, label)) in chosen.iter().zip(&labels).enumerate() {
+        let attr = a.file();
+        let open = |name: &str| {
+            let path = dir.join(name);
+            File::open(&path).map_err(|e| EnergyError::from_io(&path, e, PERMISSION_FIX))
+        };
+        let current_attr = format!("curr{}_input", a.index);
+        let opened = match a.prefix {
+            "in" => open(&attr).and_then(|f| {
+                let path = dir.join(&current_attr).display().to_string();
+                Ok((f, Some((open(&current_attr)?, path))))
+            }),
+            _ => open(&attr).map(|f| (f, None)),
+        };
+        let (file, current) = match opened {
+            Ok(files) => files,
+            Err(e) => {
+                notes.push(format!("{hwmon} ({driver}) {attr} skipped: {e}"));
+                refused.get_or_insert(e);
+                continue;
+            }
+        };
+        let scope = scope_of(class, i == whole);
+        let index = next_index.entry(scope).or_insert(0);
+        let what = match (class, label) {
+            (HwmonClass::Platform, _) => String::new(),
+            (_, Some(l)) => format!(", {} {l}", class.as_str()),
+            (_, None) => format!(", {}", class.as_str()),
+        };
+        let (kind, how) = match (a.prefix, a.suffix) {
+            ("energy", _) => (ReadingKind::Counter, format!("{driver} {attr}{what}")),
+            (_, "average") => (ReadingKind::WindowAverage, format!("{driver} {attr}{what}")),
+            ("in", _) => (
+                ReadingKind::Power,
+                format!("{driver} {attr} × {current_attr}{what}, integrated"),
+            ),
+            _ => (
+                ReadingKind::Power,
+                format!("{driver} {attr}{what}, integrated"),
+            ),
+        };
+        let path = dir.join(&attr);
+        let mut channel = Channel::of_power(scope, *index, kind, path.display().to_string());
+        *index += 1;
+        let mut note = format!("{hwmon} ({driver}, {}) {attr}", class.as_str());
+        if let Some(l) = label {
+            note.push_str(&format!(" \"{l}\""));
+        }
+        note.push_str(&format!(" → {} {}", scope.as_str(), channel.index));
+        describe_channel(&mut channel, dir, a, &driver, &mut note);
+        notes.push(note);
+        let mut provenance = Provenance::measured(MECHANISM);
+        provenance.model = Some(how);
+        found.push(Found {
+            channel,
+            provenance,
+            file,
+            current,
+        });
+    }
+    found
+}
+
+/// Sets a channel's unit, wrap and update period from its attribute, and says them in `note`.
+fn describe_channel(
+    channel: &mut Channel,
+    dir: &Path,
+    a: &Attribute,
+    driver: &str,
+    note: &mut String,
+) {
+    match (channel.kind, a.prefix) {
+        (ReadingKind::Counter, _) => {
+            channel.unit_j = 1e-6;
+            channel.wrap = counter_wrap(driver);
+            note.push_str(match channel.wrap {
+                Wrap::LikelyAt(_) => {
+                    ": µJ counter of a 32-bit register, a decrease checked as a wrap"
+                }
+                _ => ": µJ counter, wrap limit not given by the driver",
+            });
+        }
+        (ReadingKind::WindowAverage, _) => {
+            let interval = read_trimmed(&dir.join(format!("power{}_average_interval", a.index)))
+                .and_then(|s| s.parse::<u64>().ok())
+                .filter(|&ms| ms > 0)
+                .map(Duration::from_millis);
+            channel.update_period = interval;
+            match interval {
+                Some(i) => note.push_str(&format!(": µW averaged over {} ms", i.as_millis())),
+                None => note.push_str(": µW average, interval not given"),
+            }
+        }
+        (_, "in") => note.push_str(": mV × mA, integrated by trapezoid"),
+        _ => note.push_str(": µW instantaneous, integrated by trapezoid"),
+    }
+}
+
 /// Every channel under `root`, with notes on what was found and skipped.
 fn discover(root: &SysRoot) -> Result<(Vec<Found>, Vec<String>), EnergyError> {
     let class = root.path("sys/class/hwmon");
@@ -132,61 +361,12 @@ fn discover(root: &SysRoot) -> Result<(Vec<Found>, Vec<String>), EnergyError> {
     let (mut found, mut notes, mut refused) = (Vec::new(), Vec::new(), None);
     let mut next_index = std::collections::BTreeMap::<Domain, u32>::new();
     for dir in devices {
-        let hwmon = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let driver = read_trimmed(&dir.join("name")).unwrap_or_else(|| "unnamed".into());
-        for (prefix, n, suffix) in chosen_files(&dir) {
-            let attr = format!("{prefix}{n}_{suffix}");
-            let path = dir.join(&attr);
-            let file = match File::open(&path) {
-                Ok(f) => f,
-                Err(e) => {
-                    let e = EnergyError::from_io(&path, e, PERMISSION_FIX);
-                    notes.push(format!("{hwmon} ({driver}) {attr} skipped: {e}"));
-                    refused.get_or_insert(e);
-                    continue;
-                }
-            };
-            let scope = scope_of(&driver);
-            let index = next_index.entry(scope).or_insert(0);
-            let (kind, how) = match (prefix.as_str(), suffix.as_str()) {
-                ("energy", _) => (ReadingKind::Counter, format!("{driver} {attr}")),
-                (_, "average") => (ReadingKind::WindowAverage, format!("{driver} {attr}")),
-                _ => (ReadingKind::Power, format!("{driver} {attr}, integrated")),
-            };
-            let mut channel = Channel::of_power(scope, *index, kind, path.display().to_string());
-            *index += 1;
-            let mut note = format!("{hwmon} ({driver}) {attr}");
-            if kind == ReadingKind::Counter {
-                channel.unit_j = 1e-6;
-                // The sysfs interface does not say where a driver's counter wraps: a decrease is
-                // reported as an error, never corrected by a guess.
-                channel.wrap = Wrap::Unknown;
-                note.push_str(": µJ counter, wrap limit not given by the driver");
-            } else if kind == ReadingKind::WindowAverage {
-                let interval = read_trimmed(&dir.join(format!("power{n}_average_interval")))
-                    .and_then(|s| s.parse::<u64>().ok())
-                    .filter(|&ms| ms > 0)
-                    .map(Duration::from_millis);
-                channel.update_period = interval;
-                match interval {
-                    Some(i) => note.push_str(&format!(": µW averaged over {} ms", i.as_millis())),
-                    None => note.push_str(": µW average, interval not given"),
-                }
-            } else {
-                note.push_str(": µW instantaneous, integrated by trapezoid");
-            }
-            notes.push(note);
-            let mut provenance = Provenance::measured(MECHANISM);
-            provenance.model = Some(how);
-            found.push(Found {
-                channel,
-                provenance,
-                file,
-            });
-        }
+        found.extend(device_channels(
+            &dir,
+            &mut next_index,
+            &mut notes,
+            &mut refused,
+        ));
     }
     if found.is_empty() {
         return Err(refused.unwrap_or_else(|| EnergyError::Unusable {
@@ -213,6 +393,7 @@ impl HwmonMeter {
             channels: Vec::new(),
             provenances: Vec::new(),
             files: Vec::new(),
+            currents: Vec::new(),
             period,
             channel_errors: Vec::new(),
         };
@@ -220,9 +401,19 @@ impl HwmonMeter {
             meter.channels.push(f.channel);
             meter.provenances.push(f.provenance);
             meter.files.push(f.file);
+            meter.currents.push(f.current);
         }
         Ok((meter, notes))
     }
+}
+
+/// Reads one hwmon value from an open attribute file.
+fn read_value(file: &File, origin: &str) -> Result<u64, EnergyError> {
+    let mut buf = [0u8; 32];
+    let n = file
+        .read_at(&mut buf, 0)
+        .map_err(|e| EnergyError::from_io(Path::new(origin), e, PERMISSION_FIX))?;
+    parse_value(&String::from_utf8_lossy(&buf[..n]), origin)
 }
 
 /// Parses an hwmon value: a non-negative integer and a newline.
@@ -285,14 +476,13 @@ impl ReadingSource for HwmonMeter {
 
 impl HwmonMeter {
     fn read_channel(&self, i: usize) -> Result<Reading, EnergyError> {
-        let (channel, file) = (&self.channels[i], &self.files[i]);
-        let mut buf = [0u8; 32];
-        let n = file
-            .read_at(&mut buf, 0)
-            .map_err(|e| EnergyError::from_io(Path::new(&channel.origin), e, PERMISSION_FIX))?;
+        let channel = &self.channels[i];
+        let mut v = read_value(&self.files[i], &channel.origin)?;
+        if let Some((current, origin)) = &self.currents[i] {
+            // ina3221: mV × mA = µW.
+            v = v.saturating_mul(read_value(current, origin)?);
+        }
         let now = crate::mono_ns();
-        let text = String::from_utf8_lossy(&buf[..n]);
-        let v = parse_value(&text, &channel.origin)?;
         let value = match channel.kind {
             ReadingKind::Counter => ReadingValue::Counter { raw: v },
             ReadingKind::WindowAverage => ReadingValue::WindowAverage {

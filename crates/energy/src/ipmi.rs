@@ -191,6 +191,8 @@ impl IpmiMeter {
             format!("{} (dcmi power reading)", device.display()),
         );
         channel.update_period = window;
+        // DCMI Get Power Reading answers whole watts (DCMI 1.5, table 6-16).
+        channel.resolution_w = 1.0;
         let how = match window {
             Some(w) => format!("dcmi, {} average", format_period(w)),
             None => "dcmi average, period not given".into(),

@@ -85,7 +85,7 @@ pub use host::{
     host_dir, read_host_info, HostInfo, HostSource, DEFAULT_HOST_DIR, HOST_DIR_ENV, HOST_INFO,
     HOST_ZONE, MAX_VM_POWER_W,
 };
-pub use hwmon::HwmonMeter;
+pub use hwmon::{HwmonClass, HwmonMeter};
 pub use ipmi::{parse_dcmi_reading, DcmiReading, IpmiMeter, IPMITOOL_ENV};
 pub use machine::{meminfo_bytes, Machine};
 pub use model::ModelSource;
@@ -108,7 +108,8 @@ pub use perf::{discover_power_pmu, PerfEvent, PerfSource, PowerPmu};
 pub use polled::{PolledSource, ReadingSource};
 pub use powercap::{discover_powercap, PowercapDiscovery, PowercapSource, PowercapZone};
 pub use reading::{
-    Channel, IntegrationError, Integrator, Reading, ReadingKind, ReadingValue, StepEnergy,
+    Channel, IntegrationError, Integrator, LateTiming, Reading, ReadingKind, ReadingValue,
+    StepEnergy,
 };
 pub use registry::Role;
 pub use root::SysRoot;
@@ -151,5 +152,21 @@ pub trait Source: Send {
     /// counter's last value). Callers report them as read errors.
     fn take_counter_errors(&mut self) -> Vec<String> {
         Vec::new()
+    }
+    /// For a meter that answers late ([`PolledSource`]): the energy of counter `i` over
+    /// `[t0_ns, t1_ns]` (CLOCK_MONOTONIC, [`mono_ns`]), its readings placed at the times they
+    /// were measured, not received, and how far off the window's ends may be, both in joules.
+    /// `None` until a reading measured at or after `t1_ns` has
+    /// arrived, when `t0_ns` is older than its first reading, and for counters read as they
+    /// are (their deltas between two reads are already the window's).
+    fn energy_between(&self, i: usize, t0_ns: u64, t1_ns: u64) -> Option<(f64, f64)> {
+        let _ = (i, t0_ns, t1_ns);
+        None
+    }
+    /// Counter `i`'s averaging, delay and resolution, for a meter that averages or answers
+    /// late; `None` for a counter read as it is.
+    fn late_timing(&self, i: usize) -> Option<LateTiming> {
+        let _ = i;
+        None
     }
 }

@@ -133,4 +133,10 @@ impl Source for Filtered {
     fn take_counter_errors(&mut self) -> Vec<String> {
         self.inner.take_counter_errors()
     }
+    fn energy_between(&self, i: usize, t0_ns: u64, t1_ns: u64) -> Option<(f64, f64)> {
+        self.inner.energy_between(*self.keep.get(i)?, t0_ns, t1_ns)
+    }
+    fn late_timing(&self, i: usize) -> Option<crate::LateTiming> {
+        self.inner.late_timing(*self.keep.get(i)?)
+    }
 }

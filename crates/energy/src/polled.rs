@@ -9,7 +9,7 @@
 //! which every command reads without knowing the difference.
 
 use crate::error::EnergyError;
-use crate::reading::{Channel, Integrator, Reading};
+use crate::reading::{Channel, Integrator, LateTiming, Reading};
 use crate::types::{CounterSpec, Provenance, Wrap};
 use crate::Source;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -49,6 +49,10 @@ struct Shared {
     last_ok_ns: Vec<AtomicU64>,
     /// Each channel is reported stale once per episode, not at every read.
     stale_reported: Vec<AtomicBool>,
+    /// Each channel's running joules at the instants its readings were measured.
+    history: Vec<Mutex<History>>,
+    /// How old each channel's newest reading was when it arrived, ns.
+    newest_age_ns: Vec<AtomicU64>,
     errors: Mutex<Vec<String>>,
     stop: Mutex<bool>,
     wake: Condvar,
@@ -68,6 +72,67 @@ impl Shared {
 /// Microjoules per counter step of a polled channel.
 const UJ: f64 = 1e-6;
 
+/// The points a channel's history keeps before it thins them (about 14 minutes at 10 Hz;
+/// thinned, it spans the whole run at half the resolution each time it fills).
+const HISTORY_POINTS: usize = 8192;
+
+/// A channel's running joules at the instants its readings were measured, oldest first: the
+/// curve [`Source::energy_between`] reads a window off, placed where the meter measured it.
+#[derive(Debug, Default)]
+struct History {
+    points: Vec<(u64, f64)>,
+}
+
+impl History {
+    fn push(&mut self, at_ns: u64, total_j: f64) {
+        if self.points.last().is_some_and(|&(t, _)| at_ns < t) {
+            return;
+        }
+        if self.points.len() >= HISTORY_POINTS {
+            // Every other point, the newest kept: bounded memory over any run.
+            let newest = self.points[self.points.len() - 1];
+            let mut i = 0;
+            self.points.retain(|_| {
+                i += 1;
+                i % 2 == 1
+            });
+            if self.points.last() != Some(&newest) {
+                self.points.push(newest);
+            }
+        }
+        self.points.push((at_ns, total_j));
+    }
+
+    /// The running joules at `t_ns`, linear between the readings around it, and how far off
+    /// that may be: half the step's length times the most its power differs from the steps
+    /// beside it (0 on a reading's instant, or where the power held).
+    fn at(&self, t_ns: u64) -> Option<(f64, f64)> {
+        let (&(first_ns, _), &(last_ns, _)) = (self.points.first()?, self.points.last()?);
+        if t_ns < first_ns || t_ns > last_ns {
+            return None;
+        }
+        let after = self.points.partition_point(|&(t, _)| t < t_ns);
+        let (t1, j1) = self.points[after];
+        if after == 0 || t1 == t_ns {
+            return Some((j1, 0.0));
+        }
+        let (t0, j0) = self.points[after - 1];
+        let step_s = (t1 - t0) as f64 / 1e9;
+        let power = |k: usize| {
+            let ((ta, ja), (tb, jb)) = (*self.points.get(k.checked_sub(1)?)?, *self.points.get(k)?);
+            (tb > ta).then(|| (jb - ja) / ((tb - ta) as f64 / 1e9))
+        };
+        let here = power(after).unwrap_or(0.0);
+        let spread = [power(after - 1), power(after + 1)]
+            .into_iter()
+            .flatten()
+            .map(|p| (p - here).abs())
+            .fold(0.0, f64::max);
+        let j = j0 + (j1 - j0) * (t_ns - t0) as f64 / (t1 - t0) as f64;
+        Some((j, step_s * spread / 2.0))
+    }
+}
+
 /// A [`ReadingSource`] behind a polling thread, read as a [`Source`] of counters in microjoules.
 pub struct PolledSource {
     provenance: Provenance,
@@ -76,6 +141,8 @@ pub struct PolledSource {
     shared: Arc<Shared>,
     /// A channel whose newest reading is older than this is reported stale.
     max_age_ns: u64,
+    /// Each channel's averaging (its window, or the poll period) and resolution.
+    timings: Vec<(Duration, f64)>,
     mechanism_name: &'static str,
 }
 
@@ -100,6 +167,8 @@ impl PolledSource {
             total_uj: (0..n).map(|_| AtomicU64::new(0)).collect(),
             last_ok_ns: (0..n).map(|_| AtomicU64::new(now)).collect(),
             stale_reported: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            history: (0..n).map(|_| Mutex::new(History::default())).collect(),
+            newest_age_ns: (0..n).map(|_| AtomicU64::new(0)).collect(),
             errors: Mutex::new(Vec::new()),
             stop: Mutex::new(false),
             wake: Condvar::new(),
@@ -119,6 +188,10 @@ impl PolledSource {
             })
             .collect();
         let period = meter.poll_period();
+        let timings = channels
+            .iter()
+            .map(|c| (c.update_period.unwrap_or(period), c.resolution_w))
+            .collect();
         // Three polls missed, each as slow as its deadline allows, before a reading is stale.
         let max_age = 3 * (period + meter.poll_deadline());
         let mechanism_name = provenance.mechanism.as_str();
@@ -137,6 +210,7 @@ impl PolledSource {
             specs,
             shared,
             max_age_ns: max_age.as_nanos() as u64,
+            timings,
             mechanism_name,
         })
     }
@@ -163,6 +237,10 @@ fn integrate(
                 let uj = (totals_j[r.channel] / UJ).floor() as u64;
                 shared.total_uj[r.channel].store(uj, Ordering::Release);
                 shared.last_ok_ns[r.channel].store(r.received_ns, Ordering::Release);
+                shared.newest_age_ns[r.channel].store(r.age().as_nanos() as u64, Ordering::Relaxed);
+                if let Ok(mut h) = shared.history[r.channel].lock() {
+                    h.push(r.measured_ns, totals_j[r.channel]);
+                }
                 shared.stale_reported[r.channel].store(false, Ordering::Relaxed);
             }
             Err(e) => shared.push_error(e.to_string()),
@@ -262,6 +340,21 @@ impl Source for PolledSource {
         };
         errors.extend(stale);
         errors
+    }
+
+    fn energy_between(&self, i: usize, t0_ns: u64, t1_ns: u64) -> Option<(f64, f64)> {
+        let h = self.shared.history.get(i)?.lock().ok()?;
+        let ((start, start_u), (end, end_u)) = (h.at(t0_ns)?, h.at(t1_ns)?);
+        Some(((end - start).max(0.0), start_u + end_u))
+    }
+
+    fn late_timing(&self, i: usize) -> Option<LateTiming> {
+        let &(averaging, resolution_w) = self.timings.get(i)?;
+        Some(LateTiming {
+            averaging,
+            delay: Duration::from_nanos(self.shared.newest_age_ns[i].load(Ordering::Relaxed)),
+            resolution_w,
+        })
     }
 }
 

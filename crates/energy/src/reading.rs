@@ -13,6 +13,10 @@ use crate::types::{Domain, Scope, Wrap};
 use std::fmt;
 use std::time::Duration;
 
+/// The most power a decrease of a [`Wrap::LikelyAt`] counter may imply to be taken for a wrap:
+/// above any single GPU board or device a driver meters (a 2 kW step is a reset, not a wrap).
+pub const LIKELY_WRAP_MAX_W: f64 = 2000.0;
+
 /// The kind of a reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadingKind {
@@ -109,8 +113,23 @@ pub struct Channel {
     pub wrap: Wrap,
     /// How often the meter itself updates (a window average's window), when it says.
     pub update_period: Option<Duration>,
+    /// The smallest step of power its readings show, in watts (a DCMI reading's whole watt);
+    /// 0 where it is finer than anything that matters (hwmon's microwatts).
+    pub resolution_w: f64,
     /// Where it is read from (a sysfs path, a command), for `probe` and messages.
     pub origin: String,
+}
+
+/// How a meter that averages or answers late sees time: what the whole-machine view needs to
+/// know before it compares the meter with fast counters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LateTiming {
+    /// The window each reading averages over (or the time between the readings integrated).
+    pub averaging: Duration,
+    /// How old the newest reading was when it arrived.
+    pub delay: Duration,
+    /// The smallest step of power its readings show, in watts.
+    pub resolution_w: f64,
 }
 
 impl Channel {
@@ -123,6 +142,7 @@ impl Channel {
             unit_j: 1.0,
             wrap: Wrap::Unknown,
             update_period: None,
+            resolution_w: 0.0,
             origin,
         }
     }
@@ -202,6 +222,17 @@ impl Integrator {
         &self.channel
     }
 
+    /// Whether a decrease taken for a wrap gives `steps` over `dt_s` seconds that a device can
+    /// draw: only [`Wrap::LikelyAt`] counters are checked, a known limit is trusted.
+    fn plausible_wrap(&self, steps: u64, dt_s: f64) -> bool {
+        match self.channel.wrap {
+            Wrap::LikelyAt(_) => {
+                steps as f64 * self.channel.unit_j <= LIKELY_WRAP_MAX_W * dt_s.max(1e-3)
+            }
+            _ => true,
+        }
+    }
+
     /// The energy between the previous reading and `r`.
     pub fn add(&mut self, r: &Reading) -> Result<StepEnergy, IntegrationError> {
         let origin = || self.channel.origin.clone();
@@ -224,8 +255,10 @@ impl Integrator {
         let step = match (prev, r.value) {
             (ReadingValue::Counter { raw: a }, ReadingValue::Counter { raw: b }) => {
                 match crate::wrap::delta(a, b, self.channel.wrap) {
-                    Some(d) => StepEnergy::exact(d as f64 * self.channel.unit_j),
-                    None => {
+                    Some(d) if b >= a || self.plausible_wrap(d, dt) => {
+                        StepEnergy::exact(d as f64 * self.channel.unit_j)
+                    }
+                    _ => {
                         self.last = None;
                         return Err(IntegrationError::CounterWentBack {
                             origin: origin(),

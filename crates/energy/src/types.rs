@@ -262,6 +262,11 @@ pub enum Wrap {
     /// The wrap limit could not be read: a decrease cannot be corrected and is reported as an
     /// error instead of being turned into invented energy.
     Unknown,
+    /// The driver does not say where its counter wraps, but it comes from a register of a known
+    /// width: a decrease is taken for one wrap at this limit only where the energy it implies
+    /// is one a device can draw over the step (checked by the reading's integrator); values
+    /// above the limit are read as they are (a driver that widens the register itself).
+    LikelyAt(u64),
 }
 
 /// One energy counter of a [`crate::Source`].
@@ -292,10 +297,11 @@ impl CounterSpec {
         }
     }
 
-    /// Moves a platform meter's or device's number past those of the same scope in `earlier`
-    /// (the counters of the sources before it), so two meters of one scope are never added up.
+    /// Moves a platform meter's, GPU's or device's number past those of the same scope in
+    /// `earlier` (the counters of the sources before it), so two meters of one scope are never
+    /// added up and an hwmon GPU never takes an NVML GPU's index.
     pub(crate) fn keep_apart(&mut self, earlier: &[CounterSpec]) {
-        if !matches!(self.domain, Domain::Platform | Domain::Device) {
+        if !matches!(self.domain, Domain::Platform | Domain::Device | Domain::Gpu) {
             return;
         }
         while earlier

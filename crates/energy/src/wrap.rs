@@ -25,6 +25,8 @@ pub(crate) fn delta(prev: u64, new: u64, wrap: Wrap) -> Option<u64> {
     match wrap {
         Wrap::AtMax(max) => wrapping_delta(prev, new, max),
         Wrap::Unknown => new.checked_sub(prev),
+        Wrap::LikelyAt(max) if new < prev && prev <= max => wrapping_delta(prev, new, max),
+        Wrap::LikelyAt(_) => new.checked_sub(prev),
     }
 }
 

@@ -36,6 +36,7 @@ mod calibrate;
 mod export;
 mod exposition;
 mod gpu_load;
+mod machine_view;
 pub mod measure;
 mod meter;
 mod report;
@@ -61,7 +62,10 @@ pub use exposition::ExpositionFormat;
 pub use gpu_load::{
     cuda_lib_from_env, gpu_load, GpuLoadConfig, GpuLoadError, GpuLoadReport, CUDA_LIB_ENV, SPIN_PTX,
 };
-pub use meter::{unix_now, DomainEnergy, EnergyReport, Meter, MeterConfig, Snapshot};
+pub use machine_view::{MachineView, PlatformFigure, PlatformTiming};
+pub use meter::{
+    unix_now, AlignedReport, DomainEnergy, EnergyReport, Meter, MeterConfig, Snapshot,
+};
 pub use report::{AttributedTotal, MeasuredCommand, RecordedCounter, Recording, RunFigures};
 pub use rows::{
     Columns, RecordFormat, RecordRow, RECORD_CSV_ENTITY_COLUMNS, RECORD_CSV_HEADER,

@@ -205,6 +205,11 @@ pub struct RunReport {
     /// opened any.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub regions: Option<regions::Regions>,
+    /// The whole machine, where a platform meter (a BMC, the ACPI power meter, psys) reads
+    /// it: its figure over the run and, where sound, the rest RAPL and the GPU meters do not
+    /// see ([`crate::MachineView`]).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub machine: Option<crate::MachineView>,
 }
 
 /// The kernel's I/O work done for a command in a window, and its energy.
@@ -303,6 +308,7 @@ impl RunReport {
             sync: None,
             kernel_io: None,
             regions: None,
+            machine: None,
         }
     }
 
@@ -557,7 +563,12 @@ impl MeterExecutor<'_> {
         let usage = cputime::wait_child(child).map_err(MeasureError::Wait)?;
         let after = self.meter.snapshot()?;
         let kio_after = kio.map(|k| k.watched());
-        let energy = self.meter.between(&before, &after);
+        // A platform meter's readings of the run's end arrive late: waited for, at most 2 min.
+        let aligned =
+            self.meter
+                .between_aligned(&before, &after, std::time::Duration::from_secs(120));
+        let machine = aligned.machine_view();
+        let energy = aligned.report;
         let kernel_io = kio_before.zip(kio_after).map(|(b, a)| {
             let label = energy.provenance_label();
             let (j, s) = (energy.total_j, energy.duration_s);
@@ -575,6 +586,7 @@ impl MeterExecutor<'_> {
             r.gpu_attributed_label = Some(s.label);
         }
         r.kernel_io = kernel_io;
+        r.machine = machine;
         if let Some(root) = &self.sync_root {
             if usage.written_bytes > 0 {
                 let mut phase = self.sync_phase(root, &after, usage.written_bytes)?;

@@ -68,6 +68,8 @@ impl MeterConfig {
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     pub at: Instant,
+    /// CLOCK_MONOTONIC nanoseconds when it was taken, the clock late meters date readings by.
+    pub mono_ns: u64,
     /// Seconds since the Unix epoch when the snapshot was taken.
     pub unix_s: f64,
     pub totals_j: Vec<f64>,
@@ -410,6 +412,7 @@ impl Meter {
         s.poll()?;
         Ok(Snapshot {
             at: Instant::now(),
+            mono_ns: wattio_energy::mono_ns(),
             unix_s: unix_now(),
             totals_j: s.acc.totals_j().to_vec(),
             read_errors: if take {
@@ -463,24 +466,111 @@ impl Meter {
             .collect()
     }
 
+    /// The energy between two snapshots of this meter, each counter of a meter that answers
+    /// late ([`Source::energy_between`]) taken over the snapshots' window as its readings were
+    /// measured, once it has them: waits up to twice its averaging and delay plus 2 s (at most
+    /// `most`) for the readings of the window's end. Returns the report and the timings of its
+    /// late counters, by scope and number, for the whole-machine view.
+    pub fn between_aligned(&self, a: &Snapshot, b: &Snapshot, most: Duration) -> AlignedReport {
+        let mut joules = window_joules(a, b);
+        let late: Vec<(usize, wattio_energy::LateTiming)> = {
+            let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            (0..self.specs.len())
+                .filter_map(|i| Some((i, s.source.late_timing(i)?)))
+                .collect()
+        };
+        let wait = late
+            .iter()
+            .map(|(_, t)| 2 * (t.averaging + t.delay) + Duration::from_secs(2))
+            .max()
+            .unwrap_or_default()
+            .min(most);
+        let deadline = Instant::now() + wait;
+        let mut timings = Vec::new();
+        let mut notes = Vec::new();
+        for (i, t) in late {
+            let aligned = loop {
+                let got = {
+                    let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                    s.source.energy_between(i, a.mono_ns, b.mono_ns)
+                };
+                if got.is_some() || Instant::now() >= deadline {
+                    break got;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            let edge_uncertainty_j = match aligned {
+                Some((j, u)) => {
+                    joules[i] = j;
+                    u
+                }
+                None => {
+                    notes.push(format!(
+                        "{}: no reading of the window's end within {:.0} s; its figure runs to its newest reading",
+                        self.specs[i].name(),
+                        wait.as_secs_f64()
+                    ));
+                    0.0
+                }
+            };
+            let timing = crate::machine_view::PlatformTiming {
+                averaging_s: t.averaging.as_secs_f64(),
+                delay_s: t.delay.as_secs_f64(),
+                resolution_w: t.resolution_w,
+                edge_uncertainty_j,
+            };
+            timings.push(((self.specs[i].domain, self.specs[i].socket), timing));
+        }
+        let mut report = self.report_of(&joules, a, b);
+        report.read_errors.extend(notes);
+        AlignedReport { report, timings }
+    }
+
     /// The energy between two snapshots of this meter.
     pub fn between(&self, a: &Snapshot, b: &Snapshot) -> EnergyReport {
-        let joules: Vec<f64> = a
-            .totals_j
-            .iter()
-            .zip(&b.totals_j)
-            .map(|(x, y)| (y - x).max(0.0))
-            .collect();
+        self.report_of(&window_joules(a, b), a, b)
+    }
+
+    fn report_of(&self, joules: &[f64], a: &Snapshot, b: &Snapshot) -> EnergyReport {
         let dur = b.at.saturating_duration_since(a.at).as_secs_f64();
         let mut r = EnergyReport::from_labelled_counters(
             &self.specs,
-            &joules,
+            joules,
             dur,
             &self.provenance,
             &self.provenances,
         );
         r.read_errors = b.read_errors.clone();
         r
+    }
+}
+
+/// Each counter's joules between two snapshots.
+fn window_joules(a: &Snapshot, b: &Snapshot) -> Vec<f64> {
+    a.totals_j
+        .iter()
+        .zip(&b.totals_j)
+        .map(|(x, y)| (y - x).max(0.0))
+        .collect()
+}
+
+/// A window's report with its late counters aligned ([`Meter::between_aligned`]).
+#[derive(Debug, Clone)]
+pub struct AlignedReport {
+    pub report: EnergyReport,
+    /// The timings of the late counters, by scope and number.
+    pub timings: Vec<((Domain, u32), crate::machine_view::PlatformTiming)>,
+}
+
+impl AlignedReport {
+    /// The whole-machine view of the report, where it has a platform meter.
+    pub fn machine_view(&self) -> Option<crate::machine_view::MachineView> {
+        crate::machine_view::MachineView::of(&self.report, |d| {
+            self.timings
+                .iter()
+                .find(|(k, _)| *k == (d.domain, d.socket))
+                .map_or(crate::machine_view::PlatformTiming::INSTANT, |(_, t)| *t)
+        })
     }
 }
 

@@ -59,6 +59,9 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
             e.gpu_label.as_deref().unwrap_or("")
         );
     }
+    if let Some(m) = &r.machine {
+        s.push_str(&machine_lines(m, e.duration_s));
+    }
     if let (Some(j), Some(l)) = (r.gpu_attributed_j, &r.gpu_attributed_label) {
         let _ = writeln!(
             s,
@@ -101,6 +104,41 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
         );
     }
     let _ = writeln!(s, "exit code    {}", r.exit_code);
+    s
+}
+
+/// The whole machine: each platform meter's figure, and the rest RAPL and the GPU meters do
+/// not see where it is sound, or why not.
+fn machine_lines(m: &crate::MachineView, duration_s: f64) -> String {
+    let mut s = String::new();
+    let watts = |j: f64| j / duration_s.max(1e-9);
+    for p in &m.platforms {
+        let _ = writeln!(
+            s,
+            "machine      {} {:.3} J ({:.1} W), {}, {:.1} s averaging, {:.1} s late",
+            p.meter,
+            p.platform_j,
+            watts(p.platform_j),
+            p.label,
+            p.averaging_s,
+            p.delay_s
+        );
+        match (p.rest_j, p.rest_uncertainty_j) {
+            (Some(rest), Some(u)) => {
+                let _ = writeln!(
+                    s,
+                    "  rest       {rest:.3} ± {u:.3} J ({:.1} W): the machine less package, DRAM and GPUs ({:.3} J), what they do not see{}",
+                    watts(rest),
+                    m.parts_j,
+                    p.note.as_deref().map(|n| format!("; {n}")).unwrap_or_default()
+                );
+            }
+            _ => {
+                let why = p.note.as_deref().unwrap_or("no rest");
+                let _ = writeln!(s, "  rest       {why}");
+            }
+        }
+    }
     s
 }
 
