@@ -398,6 +398,35 @@ mod tests {
     }
 
     #[test]
+    fn a_likely_wrap_is_taken_only_where_its_energy_is_possible() {
+        let mut ch = Channel::of_power(Domain::Gpu, 0, ReadingKind::Counter, "xe".into());
+        ch.unit_j = 1e-6;
+        ch.wrap = Wrap::LikelyAt(u32::MAX as u64);
+        let max = u32::MAX as u64;
+        let run = |values: &[(u64, f64)]| {
+            let values: Vec<_> = values
+                .iter()
+                .map(|&(raw, t)| (ReadingValue::Counter { raw }, t))
+                .collect();
+            integrate(ch.clone(), &values)
+        };
+        // Past 2^32 as a driver that widens the register reads: taken as it is.
+        let steps = run(&[(max + 5_000_000, 0.0), (max + 6_000_000, 1.0)]);
+        assert_eq!(steps[1].as_ref().map(|s| s.central_j), Ok(1.0));
+        // A wrap at 2^32 µJ from just below it: 2 J in a second.
+        let steps = run(&[(max - 999_999, 0.0), (1_000_000, 1.0)]);
+        assert!((central(&steps) - 2.0).abs() < 1e-9, "{steps:?}");
+        // A fall that only a reset explains (3,300 J in a second), or from past the limit: refused.
+        for from in [1_000_000_000, max + 6_000_000] {
+            let steps = run(&[(from, 0.0), (2_000_000, 1.0)]);
+            assert!(
+                matches!(steps[1], Err(IntegrationError::CounterWentBack { .. })),
+                "{steps:?}"
+            );
+        }
+    }
+
+    #[test]
     fn power_is_integrated_by_trapezoid_and_a_window_average_holds_for_its_step() {
         let ch = Channel::of_power(
             Domain::Platform,
