@@ -219,7 +219,7 @@ fn export_and_top_show_each_platform_meter_with_its_label() {
     let series = |mechanism: &str| {
         r.lines()
             .find(|l| {
-                l.starts_with("wattio_energy_joules_total{")
+                l.starts_with("wattio_platform_energy_joules_total{")
                     && l.contains("domain=\"platform\"")
                     && l.contains(&format!("mechanism=\"{mechanism}\""))
             })
@@ -241,9 +241,21 @@ fn export_and_top_show_each_platform_meter_with_its_label() {
         "{t}"
     );
     assert!(t.contains("(beside the total, not in it)"), "{t}");
+    // One interval since start: shorter than 5 × the ACPI meter's 1 s averaging, so no rest.
+    assert!(
+        t.lines()
+            .any(|l| l.starts_with("machine platform 0 since start")
+                && l.contains("no rest: the window")),
+        "{t}"
+    );
     let v: serde_json::Value =
         serde_json::from_slice(&p.run(&["top", "--once", "--json"]).stdout).unwrap();
     assert_eq!(v["beside"].as_array().map(Vec::len), Some(2), "{v}");
+    assert_eq!(
+        v["machine"]["platforms"].as_array().map(Vec::len),
+        Some(2),
+        "{v}"
+    );
 }
 
 #[test]

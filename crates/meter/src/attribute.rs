@@ -35,6 +35,10 @@ pub struct AttributedInterval {
     /// (never in `total_j`, never attributed to processes).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub beside: Vec<crate::DomainEnergy>,
+    /// Since start: the whole machine as each platform meter read it, and the rest RAPL and
+    /// the GPU meters do not see where it is sound ([`crate::MachineView`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine: Option<crate::MachineView>,
 }
 
 /// The CO₂e of an interval's `total_j` and `idle_j`, and the intensity used.
@@ -61,6 +65,7 @@ impl AttributedInterval {
             interval,
             co2e: None,
             beside: Vec::new(),
+            machine: None,
         }
     }
 
@@ -102,6 +107,58 @@ pub struct LiveAttribution {
     /// GPU joules since start, all of it and the part no process explains.
     pub gpu_total_j: f64,
     pub gpu_idle_total_j: f64,
+    /// The whole machine since start ([`SinceStart`]).
+    since_start: SinceStart,
+}
+
+/// The snapshot a live view started from, and each platform meter's power over its first
+/// interval: its figure since start lags by its averaging and delay at both ends, which cancel
+/// where its power held; what they may leave is that lag times the change of its power.
+struct SinceStart {
+    start: Snapshot,
+    first_w: Option<Vec<((Domain, u32), f64)>>,
+}
+
+impl SinceStart {
+    /// The machine since start, up to `now`; `interval` is the step's own report.
+    fn view(
+        &mut self,
+        meter: &Meter,
+        now: &Snapshot,
+        interval: &crate::EnergyReport,
+    ) -> Option<crate::MachineView> {
+        let platform_w = |r: &crate::EnergyReport| -> Vec<((Domain, u32), f64)> {
+            r.domains
+                .iter()
+                .filter(|d| matches!(d.domain, Domain::Platform | Domain::Psys))
+                .map(|d| ((d.domain, d.socket), d.energy_j / r.duration_s.max(1e-9)))
+                .collect()
+        };
+        let first = self
+            .first_w
+            .get_or_insert_with(|| platform_w(interval))
+            .clone();
+        let last = platform_w(interval);
+        let since = meter.between(&self.start, now);
+        let late = meter.late_timings();
+        crate::MachineView::of(&since, |d| {
+            let key = (d.domain, d.socket);
+            let Some((_, t)) = late.iter().find(|(k, _)| *k == key) else {
+                return crate::PlatformTiming::INSTANT;
+            };
+            let power = |v: &[((Domain, u32), f64)]| v.iter().find(|(k, _)| *k == key).map(|p| p.1);
+            let change_w = match (power(&first), power(&last)) {
+                (Some(a), Some(b)) => (b - a).abs(),
+                _ => 0.0,
+            };
+            crate::PlatformTiming {
+                averaging_s: t.averaging.as_secs_f64(),
+                delay_s: t.delay.as_secs_f64(),
+                resolution_w: t.resolution_w,
+                edge_uncertainty_j: (t.averaging + t.delay).as_secs_f64() * change_w,
+            }
+        })
+    }
 }
 
 impl LiveAttribution {
@@ -137,6 +194,10 @@ impl LiveAttribution {
         let last = meter.snapshot().map_err(io::Error::other)?;
         Ok(LiveAttribution {
             attributor,
+            since_start: SinceStart {
+                start: last.clone(),
+                first_w: None,
+            },
             last,
             provenance: meter.provenance().clone(),
             gpu_processes,
@@ -204,6 +265,7 @@ impl LiveAttribution {
             self.gpu_idle_total_j += i.gpus.iter().map(|g| g.idle_j).sum::<f64>();
         }
         self.namer.name(&mut i.entries);
+        let machine = self.since_start.view(meter, &now, &r);
         self.last = now;
         self.total_j += i.total_j;
         self.idle_total_j += i.idle_j;
@@ -213,6 +275,7 @@ impl LiveAttribution {
             self.attributor.policy(),
             &self.provenance,
         );
+        a.machine = machine;
         a.beside = r
             .domains
             .into_iter()

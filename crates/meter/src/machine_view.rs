@@ -71,6 +71,8 @@ pub struct PlatformFigure {
 /// The machine's platform meters over one window, beside its measured parts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MachineView {
+    /// The window's length.
+    pub duration_s: f64,
     /// Package + DRAM + GPUs: the parts subtracted from each platform meter.
     pub parts_j: f64,
     pub platforms: Vec<PlatformFigure>,
@@ -106,7 +108,11 @@ impl MachineView {
                 )
             })
             .collect();
-        (!platforms.is_empty()).then_some(MachineView { parts_j, platforms })
+        (!platforms.is_empty()).then_some(MachineView {
+            duration_s: report.duration_s,
+            parts_j,
+            platforms,
+        })
     }
 }
 
@@ -150,7 +156,7 @@ fn figure(
     let least_s = WINDOW_PERIODS * t.averaging_s + t.delay_s;
     if duration_s < least_s {
         f.note = Some(format!(
-            "no rest: the window ({duration_s:.1} s) is shorter than {WINDOW_PERIODS:.0} × the meter's {:.1} s averaging + its {:.1} s delay ({least_s:.1} s), so its figure is mostly averaging and lateness; measure a longer run",
+            "no rest: the window ({duration_s:.1} s) is shorter than {WINDOW_PERIODS:.0} × the meter's {:.1} s averaging + its {:.1} s delay ({least_s:.1} s), so its figure is mostly averaging and lateness; a longer window gives one",
             t.averaging_s, t.delay_s
         ));
         return f;

@@ -466,6 +466,17 @@ impl Meter {
             .collect()
     }
 
+    /// The averaging, delay and resolution of each counter of a meter that answers late, by
+    /// scope and number.
+    pub fn late_timings(&self) -> Vec<((Domain, u32), wattio_energy::LateTiming)> {
+        let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        self.specs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| Some(((c.domain, c.socket), s.source.late_timing(i)?)))
+            .collect()
+    }
+
     /// The energy between two snapshots of this meter, each counter of a meter that answers
     /// late ([`Source::energy_between`]) taken over the snapshots' window as its readings were
     /// measured, once it has them: waits up to twice its averaging and delay plus 2 s (at most

@@ -261,6 +261,13 @@ pub struct Exporter {
 }
 
 const ENERGY_HELP: &str = "Energy consumed since the exporter started, per socket and domain; estimated=\"true\" marks model estimates (see the model label)";
+const PLATFORM_HELP: &str = "Energy of the whole machine since the exporter started, as a platform meter read it (the ACPI power meter, a BMC, RAPL psys; one series per meter, see the mechanism and model labels): it contains every wattio_energy_joules_total domain, never add it to them; its rate less package, DRAM and GPUs over windows of at least five of its averaging periods is what they do not see";
+
+/// Whether a series of `domain` belongs to the whole-machine family.
+fn is_platform(domain: &str) -> bool {
+    domain == wattio_energy::Domain::Platform.as_str()
+        || domain == wattio_energy::Domain::Psys.as_str()
+}
 
 impl Exporter {
     /// The metrics of `meter`'s counters.
@@ -512,6 +519,7 @@ impl Exporter {
                     .labels
                     .iter()
                     .zip(&t.energy_j)
+                    .filter(|(l, _)| !is_platform(&l.domain))
                     .map(|(l, &j)| (l.pairs(), j))
                     .collect(),
             },
@@ -523,6 +531,26 @@ impl Exporter {
                 samples: vec![(vec![], t.read_errors as f64)],
             },
         ];
+        // Only where a platform meter is read: no empty family on other machines.
+        let platform: Vec<_> = self
+            .labels
+            .iter()
+            .zip(&t.energy_j)
+            .filter(|(l, _)| is_platform(&l.domain))
+            .map(|(l, &j)| (l.pairs(), j))
+            .collect();
+        if !platform.is_empty() {
+            families.insert(
+                1,
+                MetricFamily {
+                    kind: MetricKind::Counter,
+                    name: "wattio_platform_energy_joules".into(),
+                    help: PLATFORM_HELP.into(),
+                    unit: Some("joules"),
+                    samples: platform,
+                },
+            );
+        }
         if let Some(st) = &t.attribution {
             let (name, help) = match st.by {
                 By::Process => ("wattio_process_energy_joules", "Energy attributed to a process by its CPU-time share since its series started (comm=\"other\": processes past the series limit); see the attribution and estimated labels"),
