@@ -22,11 +22,10 @@ use super::stream::{spawn_streaming, StreamedFile};
 use super::url::HttpUrl;
 use super::verify::finish_file;
 use crate::actuator::CpuActuator;
-use crate::error::{failure, Failure};
+use crate::error::{failure, EngineError, EngineResult, Failure};
 use crate::summary::{
     ChecksumFileReport, IntervalLog, TransferSummary, Verification, UNVERIFIED_LISTED,
 };
-use anyhow::Context;
 use std::fs::File;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -48,7 +47,7 @@ pub(super) async fn transfer_async(
     opts: &TransferOptions,
     cancel: &Cancel,
     act: &mut CpuActuator,
-) -> anyhow::Result<TransferSummary> {
+) -> EngineResult<TransferSummary> {
     let mut start = start_up(opts).await?;
     let needs_ranges = needs_ranges(&start.net, opts, &start.dest);
     let mut found = discover(
@@ -113,7 +112,7 @@ struct Startup {
     preconnect: Option<JoinHandle<Vec<(Instant, Stream)>>>,
 }
 
-async fn start_up(opts: &TransferOptions) -> anyhow::Result<Startup> {
+async fn start_up(opts: &TransferOptions) -> EngineResult<Startup> {
     let url = first_url(opts).await?;
     // The meter's discovery takes a while (it watches each counter for a moment to refuse dead
     // ones): it runs while the listing is fetched.
@@ -210,7 +209,7 @@ impl Incoming {
         unsized_tx: UnboundedSender<SourceFile>,
         start: &Startup,
         opts: &TransferOptions,
-    ) -> anyhow::Result<(Incoming, Prepared)> {
+    ) -> EngineResult<(Incoming, Prepared)> {
         let Discovered {
             mut src,
             mut more,
@@ -262,7 +261,7 @@ impl Incoming {
         shared: &Arc<Shared>,
         plan: &TransferPlan,
         opts: &TransferOptions,
-    ) -> anyhow::Result<()> {
+    ) -> EngineResult<()> {
         while let Some(rx) = self.more.as_mut() {
             let batch = match rx.try_recv() {
                 Ok(Ok(b)) => b,
@@ -399,7 +398,7 @@ impl<'a> Tuning<'a> {
         incoming: &Incoming,
         opts: &'a TransferOptions,
         act: &mut CpuActuator,
-    ) -> anyhow::Result<Tuning<'a>> {
+    ) -> EngineResult<Tuning<'a>> {
         let timeouts = Timeouts::new(net.rtt_s, opts.interval);
         let progress = super::TransferProgress {
             planned_bytes: incoming.intake.planned_bytes,
@@ -423,10 +422,9 @@ impl<'a> Tuning<'a> {
         let mut cpu = CpuSteps::default();
         cpu.apply(&decision, act);
         let log_file = match &opts.log {
-            Some(p) => Some(
-                File::create(p)
-                    .with_context(|| format!("cannot write interval log {}", p.display()))?,
-            ),
+            Some(p) => Some(File::create(p).map_err(|e| {
+                EngineError::from(e).context(format!("cannot write interval log {}", p.display()))
+            })?),
             None => None,
         };
         Ok(Tuning {
@@ -457,7 +455,7 @@ impl<'a> Tuning<'a> {
         energy: &mut EnergyBook,
         incoming: &mut Incoming,
         streaming: &JoinHandle<Vec<StreamedFile>>,
-    ) -> anyhow::Result<()> {
+    ) -> EngineResult<()> {
         let shared = self.shared.clone();
         energy.last_cpu = cputime::self_cpu_s();
         let mut tick = tokio::time::interval(Duration::from_millis(20));
@@ -528,7 +526,7 @@ impl<'a> Tuning<'a> {
         rec: u64,
         act: &mut CpuActuator,
         energy: &mut EnergyBook,
-    ) -> anyhow::Result<()> {
+    ) -> EngineResult<()> {
         let shared = self.shared.clone();
         // connections opened ahead that no channel took by now are not needed, nor those left
         // by channels an interval ago

@@ -10,6 +10,7 @@ use super::options::{Notice, TransferOptions};
 use super::published;
 use super::source::{probe_ranges, resolve};
 use super::url::HttpUrl;
+use crate::error::EngineResult;
 use crate::summary::ChecksumFileReport;
 use std::sync::Arc;
 use std::time::Instant;
@@ -40,7 +41,7 @@ pub(super) async fn discover(
     url: &HttpUrl,
     preconnect: Option<JoinHandle<Vec<(Instant, Stream)>>>,
     needs_ranges: &dyn Fn(&SourceFile) -> bool,
-) -> anyhow::Result<Discovered> {
+) -> EngineResult<Discovered> {
     let mut src = resolve(connector, opts, url).await?;
     let mut spare = match preconnect {
         Some(task) => task.await.unwrap_or_default(),

@@ -3,6 +3,7 @@
 
 use super::options::{EnergyFeedback, TransferOptions};
 use crate::actuator::{ApplyReport, CpuActuator};
+use crate::error::EngineResult;
 use crate::summary::{EnergySummary, ProcessEnergy};
 use std::time::Instant;
 use tokio::task::JoinHandle;
@@ -15,7 +16,7 @@ use wattio_tuner::Decision;
 pub(super) async fn open_meter(
     meter_open: Option<JoinHandle<Result<Meter, EnergyError>>>,
     opts: &TransferOptions,
-) -> anyhow::Result<Option<Meter>> {
+) -> EngineResult<Option<Meter>> {
     Ok(match meter_open {
         Some(task) => match task.await? {
             Ok(m) => Some(m),

@@ -7,7 +7,7 @@ use super::conn::{Connector, Stream};
 use super::files::url_string;
 use super::url::HttpUrl;
 use crate::dirindex::join_url;
-use crate::error::{fail, failure, Failure, Kind};
+use crate::error::{fail, failure, EngineResult, Failure, Kind};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,7 +59,7 @@ impl Deadline {
         s: &mut S,
         buf: &mut [u8],
         what: &str,
-    ) -> anyhow::Result<usize> {
+    ) -> EngineResult<usize> {
         let late = || {
             failure!(
                 Unreachable,
@@ -218,7 +218,7 @@ async fn read_head(
     buf: &mut Vec<u8>,
     deadline: &mut Deadline,
     what: &str,
-) -> anyhow::Result<ResponseHead> {
+) -> EngineResult<ResponseHead> {
     loop {
         if let Some((h, n)) = parse_response_head(buf)? {
             buf.drain(..n);
@@ -256,7 +256,7 @@ pub(super) async fn fetch(
     path: &str,
     extra_headers: &str,
     read_body: bool,
-) -> anyhow::Result<Fetched> {
+) -> EngineResult<Fetched> {
     let mut s = connector.connect(url).await?;
     s.send(request(url, method, path, extra_headers, true).as_bytes())
         .await?;
@@ -334,7 +334,7 @@ pub(super) async fn probe_on(
     mut s: Stream,
     url: &HttpUrl,
     path: &str,
-) -> anyhow::Result<(ResponseHead, Option<Stream>)> {
+) -> EngineResult<(ResponseHead, Option<Stream>)> {
     s.send(request(url, "GET", path, "Range: bytes=0-0\r\n", false).as_bytes())
         .await?;
     let mut buf = Vec::new();
@@ -365,7 +365,7 @@ pub(super) async fn head_many(
     paths: &[String],
     conns: usize,
     depth: usize,
-) -> anyhow::Result<Vec<ResponseHead>> {
+) -> EngineResult<Vec<ResponseHead>> {
     head_many_kept(connector, url, paths, conns, depth, &mut Vec::new()).await
 }
 
@@ -379,7 +379,7 @@ pub(super) async fn head_many_kept(
     conns: usize,
     depth: usize,
     idle: &mut Vec<Stream>,
-) -> anyhow::Result<Vec<ResponseHead>> {
+) -> EngineResult<Vec<ResponseHead>> {
     let n = paths.len();
     let conns = conns.clamp(1, n.max(1));
     let mut set = tokio::task::JoinSet::new();
@@ -426,7 +426,7 @@ async fn head_on_one_connection(
     mut todo: Vec<(usize, String)>,
     depth: usize,
     mut kept: Option<Stream>,
-) -> anyhow::Result<(Vec<(usize, ResponseHead)>, Option<Stream>)> {
+) -> EngineResult<(Vec<(usize, ResponseHead)>, Option<Stream>)> {
     let mut done = Vec::with_capacity(todo.len());
     todo.reverse();
     let mut failures = 0;
@@ -438,7 +438,7 @@ async fn head_on_one_connection(
         let answered_before = done.len();
         // requests written (or about to be) and not answered: back to `todo` on any failure
         let mut sent: VecDeque<(usize, String)> = VecDeque::new();
-        let r: anyhow::Result<()> = async {
+        let r: EngineResult<()> = async {
             let mut s = match kept.take() {
                 Some(s) => s,
                 None => connector.connect(url).await?,
@@ -509,7 +509,7 @@ pub(super) async fn get_following(
     connector: &Connector,
     url: &HttpUrl,
     method: &str,
-) -> anyhow::Result<(HttpUrl, Fetched)> {
+) -> EngineResult<(HttpUrl, Fetched)> {
     let mut u = url.clone();
     for _ in 0..=MAX_REDIRECTS {
         let f = fetch(connector, &u, method, &u.path, "", true).await?;
@@ -554,7 +554,7 @@ pub(super) async fn size_by_range_probe(
     connector: &Connector,
     url: &HttpUrl,
     path: &str,
-) -> anyhow::Result<Option<u64>> {
+) -> EngineResult<Option<u64>> {
     let f = fetch(connector, url, "GET", path, "Range: bytes=0-0\r\n", false).await?;
     Ok(match (f.head.status, f.head.content_range) {
         (206, Some(cr)) => Some(cr.size),
@@ -575,7 +575,7 @@ pub(super) async fn probe_origin(
     connector: &Connector,
     origin: &HttpUrl,
     path: &str,
-) -> anyhow::Result<bool> {
+) -> EngineResult<bool> {
     let f = fetch(
         connector,
         origin,

@@ -8,6 +8,7 @@ use super::done_log::{log_header, record};
 use super::url::HttpUrl;
 use super::validator::{Compared, Validator};
 use crate::dirindex::IndexKind;
+use crate::error::EngineResult;
 use crate::summary::{FailedLine, MirrorFallback};
 use std::fs::File;
 use std::io::Write;
@@ -164,7 +165,7 @@ pub(super) struct Source {
 
 /// Files found while the transfer runs, one index page or a few URL-list lines at a time; the
 /// channel closes when discovery has ended, and an error ends it.
-pub(super) type Discovery = UnboundedReceiver<anyhow::Result<Batch>>;
+pub(super) type Discovery = UnboundedReceiver<EngineResult<Batch>>;
 
 /// Files found together (an index page, or URL-list lines), sized.
 #[derive(Default)]
@@ -264,7 +265,7 @@ impl Source {
     }
 
     /// Waits for the walk's next batch and adds it; `more` becomes `None` when the walk ended.
-    async fn absorb_next(&mut self) -> anyhow::Result<()> {
+    async fn absorb_next(&mut self) -> EngineResult<()> {
         let Some(rx) = self.more.as_mut() else {
             return Ok(());
         };
@@ -278,7 +279,7 @@ impl Source {
     /// Starts discovery with `more`: returns once a file with bytes is known (the plan needs a
     /// size and the Range probe a file with bytes) or discovery has ended; the rest of it stays
     /// in [`Source::more`] and comes while the transfer runs.
-    pub(super) async fn until_first_bytes(&mut self, more: Discovery) -> anyhow::Result<()> {
+    pub(super) async fn until_first_bytes(&mut self, more: Discovery) -> EngineResult<()> {
         self.more = Some(more);
         while self.more.is_some() && !self.files.iter().any(|f| f.size > 0) {
             self.absorb_next().await?;
@@ -287,7 +288,7 @@ impl Source {
     }
 
     /// Waits for the rest of the walk (a checksum file is matched against every file).
-    pub(super) async fn absorb_all(&mut self) -> anyhow::Result<()> {
+    pub(super) async fn absorb_all(&mut self) -> EngineResult<()> {
         while self.more.is_some() {
             self.absorb_next().await?;
         }

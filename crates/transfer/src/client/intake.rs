@@ -11,7 +11,7 @@ use super::resume::{prepare, worth_asking, Prepared};
 use super::state::Shared;
 use super::url::HttpUrl;
 use super::verify::finish_file;
-use crate::error::{fail, failure, Kind};
+use crate::error::{fail, failure, EngineResult, Kind};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -51,7 +51,7 @@ impl Intake {
         unsized_tx: UnboundedSender<SourceFile>,
         more_to_come: bool,
         dest: &Arc<Dest>,
-    ) -> anyhow::Result<Intake> {
+    ) -> EngineResult<Intake> {
         let whole: Vec<bool> = src.ranges.iter().map(|r| *r == Some(false)).collect();
         let whole_file_streams = (0..src.origins.len())
             .filter(|&o| whole[o])
@@ -84,7 +84,7 @@ impl Intake {
         files: &[SourceFile],
         unsized_files: &[SourceFile],
         origins: &[HttpUrl],
-    ) -> anyhow::Result<()> {
+    ) -> EngineResult<()> {
         for f in files.iter().chain(unsized_files) {
             self.claim(&f.rel, &url_string(&origins[f.origin], &f.url_path))?;
         }
@@ -105,7 +105,7 @@ impl Intake {
     /// Takes `rel` as an output path for the file at `from`: refused when another file of the
     /// source has it, when a file and a directory of the source would share a path, and for
     /// the names of wattio's own temporary files.
-    pub(super) fn claim(&mut self, rel: &str, from: &str) -> anyhow::Result<()> {
+    pub(super) fn claim(&mut self, rel: &str, from: &str) -> EngineResult<()> {
         if is_reserved(rel) {
             fail!(
                 InvalidSource,
@@ -149,7 +149,7 @@ impl Intake {
         mut files: Vec<SourceFile>,
         src: &Source,
         connector: &Arc<Connector>,
-    ) -> anyhow::Result<Prepared> {
+    ) -> EngineResult<Prepared> {
         // the files an earlier run finished, with validators and no checksum
         let dest = self.dest.clone();
         let whole = self.whole.clone();
@@ -235,7 +235,7 @@ impl Intake {
         connector: &Arc<Connector>,
         needs_ranges: &dyn Fn(&SourceFile) -> bool,
         opts: &TransferOptions,
-    ) -> anyhow::Result<Prepared> {
+    ) -> EngineResult<Prepared> {
         for note in &batch.notes {
             opts.notices.tell(&super::Notice::Note(note.to_string()));
         }
@@ -288,7 +288,7 @@ pub(super) async fn add_found(
     sh: &Arc<Shared>,
     plan: &TransferPlan,
     p: Prepared,
-) -> anyhow::Result<()> {
+) -> EngineResult<()> {
     sh.verified.fetch_add(p.earlier.verified, Ordering::SeqCst);
     for (job, missing) in p.jobs.into_iter().zip(p.missing) {
         let complete = job.remaining.load(Ordering::SeqCst) == 0;

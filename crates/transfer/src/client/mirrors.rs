@@ -28,7 +28,7 @@ use super::files::{
 };
 use super::state::Shared;
 use super::url::HttpUrl;
-use crate::error::{fail, failure, Failure};
+use crate::error::{fail, failure, EngineError, EngineResult, Failure};
 use crate::summary::{failed_lines_message, FailedLine, MirrorFallback, MirrorReport};
 use crate::urllist::{UrlEntry, UrlList};
 use std::sync::atomic::Ordering;
@@ -140,18 +140,13 @@ impl Shared {
     /// A request for file `file` on `origin` failed (`why`: the connection was cut, stalled,
     /// …): moves the file to its next mirror. True when the caller should reconnect rather
     /// than count a failure.
-    pub(super) fn mirror_after_error(
-        &self,
-        file: usize,
-        origin: usize,
-        why: &anyhow::Error,
-    ) -> bool {
+    pub(super) fn mirror_after_error(&self, file: usize, origin: usize, why: &EngineError) -> bool {
         self.files[file].move_off(origin, &one_line(why))
     }
 
     /// `origin` cannot be reached: every file it serves that has another mirror moves to it.
     /// True when at least one did (the caller reconnects rather than counts a failure).
-    pub(super) fn mirror_after_connect_error(&self, origin: usize, why: &anyhow::Error) -> bool {
+    pub(super) fn mirror_after_connect_error(&self, origin: usize, why: &EngineError) -> bool {
         let why = format!("cannot be reached: {}", one_line(why));
         let mut moved = false;
         for j in &self.files {
@@ -177,8 +172,8 @@ impl Shared {
     }
 }
 
-fn one_line(e: &anyhow::Error) -> String {
-    format!("{e:#}").replace('\n', " ")
+fn one_line(e: &EngineError) -> String {
+    e.one_line().replace('\n', " ")
 }
 
 /// How long the start waits for a TCP connection to the first line's first URL before it
@@ -195,7 +190,7 @@ const REACH_TRIES: usize = 8;
 /// first line, the first URL is taken untried: a test connection would cost the start a round
 /// trip, and a server that cannot be reached fails its lines when they are sized. A dead
 /// first server thus leaves the RTT to the next one that answers and fails only its own lines.
-pub(super) async fn first_reachable(list: &UrlList, measure: bool) -> anyhow::Result<HttpUrl> {
+pub(super) async fn first_reachable(list: &UrlList, measure: bool) -> EngineResult<HttpUrl> {
     let e = &list.entries[0];
     let first = HttpUrl::parse(&e.url)?;
     if !measure && e.mirrors.is_empty() {
@@ -247,7 +242,7 @@ pub(super) async fn resolve_url_list(
     list: UrlList,
     list_name: &str,
     first: &HttpUrl,
-) -> anyhow::Result<Source> {
+) -> EngineResult<Source> {
     let mut src = Source::new(SourceKind::UrlList, first);
     src.notes = list.notes.clone();
     src.files_expected = Some(list.entries.len());
@@ -311,7 +306,7 @@ impl ListSizing {
         mut self,
         entries: Vec<UrlEntry>,
         urls: Vec<ListedUrl>,
-        out: UnboundedSender<anyhow::Result<Batch>>,
+        out: UnboundedSender<EngineResult<Batch>>,
     ) {
         if let Err(e) = self.size_all(entries, urls, &out).await {
             let _ = out.send(Err(e));
@@ -322,8 +317,8 @@ impl ListSizing {
         &mut self,
         entries: Vec<UrlEntry>,
         urls: Vec<ListedUrl>,
-        out: &UnboundedSender<anyhow::Result<Batch>>,
-    ) -> anyhow::Result<()> {
+        out: &UnboundedSender<EngineResult<Batch>>,
+    ) -> EngineResult<()> {
         let mut lines = entries.into_iter().peekable();
         let mut urls = urls.into_iter();
         let mut at_once = FIRST_LINES_AT_ONCE;
@@ -395,7 +390,7 @@ impl ListSizing {
         &mut self,
         entries: Vec<UrlEntry>,
         urls: Vec<ListedUrl>,
-    ) -> anyhow::Result<Batch> {
+    ) -> EngineResult<Batch> {
         let mut answers = self.heads(&urls).await;
         let mut b = Batch::default();
         let mut next_url = 0;
@@ -426,7 +421,7 @@ impl ListSizing {
         urls: &[ListedUrl],
         answers: &mut [Option<Result<ResponseHead, String>>],
         b: &mut Batch,
-    ) -> anyhow::Result<()> {
+    ) -> EngineResult<()> {
         let line = format!("{}:{}", self.list_name, e.line);
         let LineAnswers {
             places,
@@ -493,7 +488,7 @@ impl ListSizing {
         line: &str,
         urls: &[ListedUrl],
         answers: &mut [Option<Result<ResponseHead, String>>],
-    ) -> anyhow::Result<LineAnswers> {
+    ) -> EngineResult<LineAnswers> {
         let mut a = LineAnswers {
             places: Vec::with_capacity(urls.len()),
             chosen: None,
@@ -544,7 +539,7 @@ impl ListSizing {
         &mut self,
         listed: ListedUrl,
         mut answer: Result<ResponseHead, String>,
-    ) -> anyhow::Result<(usize, String, Result<ResponseHead, String>)> {
+    ) -> EngineResult<(usize, String, Result<ResponseHead, String>)> {
         let (mut o, mut path, raw) = listed;
         if let Ok(h) = &answer {
             if matches!(h.status, 301 | 302 | 303 | 307 | 308) {
@@ -570,7 +565,7 @@ impl ListSizing {
         o: usize,
         path: &str,
         h: &ResponseHead,
-    ) -> anyhow::Result<Option<u64>> {
+    ) -> EngineResult<Option<u64>> {
         let size = match h.content_length {
             Some(n) => Some(n),
             None => size_by_range_probe(&self.connector, &self.origins[o], path).await?,
@@ -583,7 +578,7 @@ impl ListSizing {
 
     /// Whether origin `o`, whose answers did not say, honours `Range`: a request for the first
     /// byte of its file at `path` (`206`: yes; `200`: it sends whole files only).
-    async fn probe_ranges(&mut self, o: usize, path: &str) -> anyhow::Result<()> {
+    async fn probe_ranges(&mut self, o: usize, path: &str) -> EngineResult<()> {
         self.known_ranges[o] = Some(probe_origin(&self.connector, &self.origins[o], path).await?);
         Ok(())
     }

@@ -6,7 +6,7 @@ use super::fetch::get_following;
 use super::files::{url_string, Expected, FileJob, Source, SourceFile};
 use super::url::HttpUrl;
 use crate::dirindex::percent_decode_bytes;
-use crate::error::{fail, failure, Failure, Kind};
+use crate::error::{fail, failure, EngineResult, Failure, Kind};
 use crate::summary::ChecksumFileReport;
 use crate::sums::SumsFile;
 use std::collections::HashMap;
@@ -25,7 +25,7 @@ pub(super) async fn attach(
     connector: &Connector,
     spec: &str,
     src: &mut Source,
-) -> anyhow::Result<(ChecksumFileReport, bool)> {
+) -> EngineResult<(ChecksumFileReport, bool)> {
     let (text, checksum_url, plain_http) = read_checksum_file(connector, spec).await?;
     let text = String::from_utf8(text).map_err(|_| {
         failure!(
@@ -96,7 +96,7 @@ pub(super) async fn attach(
 async fn read_checksum_file(
     connector: &Connector,
     spec: &str,
-) -> anyhow::Result<(Vec<u8>, Option<String>, bool)> {
+) -> EngineResult<(Vec<u8>, Option<String>, bool)> {
     let lower = spec.to_ascii_lowercase();
     if !(lower.starts_with("http://") || lower.starts_with("https://")) {
         let b = std::fs::read(spec)
@@ -178,7 +178,7 @@ impl LineMatch {
         spec: &str,
         sums: &SumsFile,
         files: &[&mut SourceFile],
-    ) -> anyhow::Result<()> {
+    ) -> EngineResult<()> {
         let entry_comps: Vec<Vec<String>> =
             sums.entries.iter().map(|e| components(&e.name)).collect();
         let mut suffix_of: HashMap<usize, Vec<usize>> = HashMap::new();

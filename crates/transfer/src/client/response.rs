@@ -2,7 +2,7 @@
 //! and hands over the bytes behind them (one-shot requests for listings, indexes and `HEAD`s
 //! are in `fetch`).
 
-use crate::error::fail;
+use crate::error::{fail, EngineResult};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use wattio_http::{parse_response_head, ResponseHead};
 
@@ -33,7 +33,7 @@ impl ReadBuf {
     pub(super) async fn read_head<S: AsyncRead + Unpin>(
         &mut self,
         s: &mut S,
-    ) -> anyhow::Result<ResponseHead> {
+    ) -> EngineResult<ResponseHead> {
         loop {
             if self.pos > 0 && self.pos == self.buf.len() {
                 self.buf.clear();

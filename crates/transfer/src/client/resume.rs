@@ -10,6 +10,7 @@ use super::dest::{with_suffix, Dest, Entry, DONE_SUFFIX, PART_SUFFIX};
 use super::done_log::{parse_log, DoneLog};
 use super::files::{FileJob, FileSource, SourceFile};
 use super::validator::{Compared, Validator};
+use crate::error::EngineResult;
 use std::io::Read as _;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, RwLock};
@@ -198,7 +199,7 @@ pub(super) fn prepare(
     src: Vec<SourceFile>,
     whole: &[bool],
     origins: &[String],
-) -> anyhow::Result<Prepared> {
+) -> EngineResult<Prepared> {
     let mut jobs = Vec::new();
     let mut missing = Vec::new();
     let mut e = EarlierRuns::default();

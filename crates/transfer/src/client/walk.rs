@@ -6,7 +6,7 @@ use super::fetch::fetch;
 use super::files::url_string;
 use super::url::HttpUrl;
 use crate::dirindex::{join_url, parse_index, relative_name, IndexKind};
-use crate::error::{fail, failure};
+use crate::error::{fail, failure, EngineResult};
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
@@ -32,7 +32,7 @@ async fn page(
     url: &HttpUrl,
     path: &str,
     root: &str,
-) -> anyhow::Result<(String, crate::dirindex::IndexPage)> {
+) -> EngineResult<(String, crate::dirindex::IndexPage)> {
     let mut p = path.to_string();
     for _ in 0..2 {
         let here = url_string(url, &p);
@@ -81,7 +81,7 @@ pub(super) async fn walk_index(
     connector: Arc<Connector>,
     url: HttpUrl,
     root: String,
-    found: UnboundedSender<anyhow::Result<WalkedPage>>,
+    found: UnboundedSender<EngineResult<WalkedPage>>,
 ) {
     if let Err(e) = walk(&connector, &url, &root, &found).await {
         let _ = found.send(Err(e));
@@ -92,8 +92,8 @@ async fn walk(
     connector: &Arc<Connector>,
     url: &HttpUrl,
     root: &str,
-    found: &UnboundedSender<anyhow::Result<WalkedPage>>,
-) -> anyhow::Result<()> {
+    found: &UnboundedSender<EngineResult<WalkedPage>>,
+) -> EngineResult<()> {
     let mut seen_dirs: HashSet<String> = HashSet::from([root.to_string()]);
     let mut seen_files: HashSet<String> = HashSet::new();
     let mut todo: VecDeque<String> = VecDeque::from([root.to_string()]);
