@@ -227,6 +227,12 @@ impl EngineError {
         wattio_http::chain_line(self)
     }
 
+    /// [`EngineError::one_line`] with any line break in a cause made a space (for a message
+    /// inside another, such as a mirror's fallback).
+    pub(crate) fn flat_line(&self) -> String {
+        self.one_line().replace('\n', " ")
+    }
+
     /// Whether an I/O error is in the chain.
     fn has_io(&self) -> bool {
         match self {

@@ -2,18 +2,18 @@
 //! `http.server`), a URL list (`-i FILE`), or the single file a URL names; with each file's
 //! size, its origin, whether that origin honours `Range`, and the checksums the source gives.
 
-use super::conn::{Connector, Stream};
-use super::fetch::{
+use super::found::{
+    merge_accept_ranges, same_origin, Batch, BlockDigests, Source, SourceFile, SourceKind,
+};
+use super::walk::{walk_index, WalkedPage};
+use crate::client::net::conn::{Connector, Stream};
+use crate::client::net::fetch::{
     fetch, get_following, head_many, probe_on, probe_origin, size_by_range_probe, HEAD_CONNECTIONS,
     HEAD_DEPTH,
 };
-use super::files::{
-    merge_accept_ranges, same_origin, url_string, Batch, BlockDigests, Source, SourceFile,
-    SourceKind,
-};
-use super::options::TransferOptions;
-use super::url::HttpUrl;
-use super::walk::{walk_index, WalkedPage};
+use crate::client::net::url::url_string;
+use crate::client::net::url::HttpUrl;
+use crate::client::options::TransferOptions;
 use crate::dirindex::join_url;
 use crate::error::{fail, failure, EngineError, EngineResult, Failure, Kind};
 use crate::urllist::UrlList;
@@ -26,7 +26,7 @@ use wattio_http::{is_safe_relative, Listing, LISTING_PATH};
 
 /// Finds what `opts` asks to fetch (whether its servers honour `Range` is [`probe_ranges`]'s
 /// to find out).
-pub(super) async fn resolve(
+pub(crate) async fn resolve(
     connector: &Arc<Connector>,
     opts: &TransferOptions,
     first: &HttpUrl,
@@ -34,7 +34,7 @@ pub(super) async fn resolve(
     match &opts.input_file {
         Some(p) => {
             let list = read_url_list(p)?;
-            super::mirrors::resolve_url_list(connector, list, &url_list_name(p), first).await
+            super::url_list::resolve_url_list(connector, list, &url_list_name(p), first).await
         }
         None => resolve_url(connector, first).await,
     }
@@ -42,15 +42,15 @@ pub(super) async fn resolve(
 
 /// The first URL of a transfer: the source URL, or the first reachable URL of the URL list's
 /// first line (read here, and again by [`resolve`]: standard input is read once and kept).
-pub(super) async fn first_url(opts: &TransferOptions) -> EngineResult<HttpUrl> {
+pub(crate) async fn first_url(opts: &TransferOptions) -> EngineResult<HttpUrl> {
     match &opts.input_file {
-        Some(p) => super::mirrors::first_reachable(&read_url_list(p)?, opts.rtt.is_none()).await,
+        Some(p) => super::url_list::first_reachable(&read_url_list(p)?, opts.rtt.is_none()).await,
         None => Ok(HttpUrl::parse(&opts.source)?),
     }
 }
 
 /// Every URL of the URL list at `p` (mirrors included), as written.
-pub(super) fn list_urls(p: &std::path::Path) -> EngineResult<Vec<String>> {
+pub(crate) fn list_urls(p: &std::path::Path) -> EngineResult<Vec<String>> {
     Ok(read_url_list(p)?
         .entries
         .into_iter()
@@ -404,7 +404,7 @@ async fn single_file(connector: &Connector, url: &HttpUrl) -> EngineResult<Sourc
 /// ([`probe_origin`]). The first origin's request goes on a connection from `spare` (opened
 /// ahead, handshakes done) when there is one, and the connection goes back there for a
 /// channel.
-pub(super) async fn probe_ranges(
+pub(crate) async fn probe_ranges(
     connector: &Connector,
     src: &mut Source,
     spare: &mut Vec<(Instant, Stream)>,

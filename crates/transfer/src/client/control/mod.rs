@@ -5,27 +5,30 @@
 //! state), `Tuning::run` (the tuning intervals: energy and CPU feedback, channel budgets, rate
 //! cap, CPU actuator, interval log; files discovery finds meanwhile join) and `summarise`.
 
-use super::channel::channel_task;
-use super::conn::{measure_rtt, spawn_preconnect, Connector, Stream};
-use super::dest::{with_suffix, Dest, Entry, DONE_SUFFIX};
-use super::discover::{discover, Discovered};
-use super::energy::{open_meter, CpuSteps, EnergyBook};
-use super::files::{Discovery, FileJob, Source, SourceFile, SourceKind};
-use super::intake::{add_found, Intake};
-use super::jobs::Jobs;
-use super::options::{default_window, TransferOptions};
-use super::queue::build_queues;
-use super::resume::{EarlierRuns, Prepared};
-use super::source::first_url;
-use super::state::{Shared, SPARE_MAX_AGE};
-use super::stream::{spawn_streaming, StreamedFile};
-use super::url::HttpUrl;
-use super::verify::finish_file;
+mod energy;
+
 use crate::actuator::CpuActuator;
+use crate::client::data::channel::channel_task;
+use crate::client::data::dest::{with_suffix, Dest, Entry, DONE_SUFFIX};
+use crate::client::data::files::FileJob;
+use crate::client::data::intake::{add_found, Intake};
+use crate::client::data::jobs::Jobs;
+use crate::client::data::queue::build_queues;
+use crate::client::data::resume::{EarlierRuns, Prepared};
+use crate::client::data::state::{Shared, SPARE_MAX_AGE};
+use crate::client::data::stream::{spawn_streaming, StreamedFile};
+use crate::client::data::verify::finish_file;
+use crate::client::discovery::found::{Discovery, Source, SourceFile, SourceKind};
+use crate::client::discovery::source::first_url;
+use crate::client::discovery::{discover, Discovered};
+use crate::client::net::conn::{measure_rtt, spawn_preconnect, Connector, Stream};
+use crate::client::net::url::HttpUrl;
+use crate::client::options::{default_window, TransferOptions};
 use crate::error::{failure, EngineError, EngineResult, Failure};
 use crate::summary::{
     ChecksumFileReport, IntervalLog, TransferSummary, Verification, UNVERIFIED_LISTED,
 };
+use energy::{open_meter, CpuSteps, EnergyBook};
 use std::fs::File;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -43,7 +46,7 @@ use wattio_tuner::{
     TunerChoice, MIN_CHUNK,
 };
 
-pub(super) async fn transfer_async(
+pub(crate) async fn transfer_async(
     opts: &TransferOptions,
     cancel: &Cancel,
     act: &mut CpuActuator,
@@ -773,7 +776,7 @@ fn verification(
 /// what `--insecure` covers.
 fn named_origins(opts: &TransferOptions) -> Vec<String> {
     let urls: Vec<String> = match &opts.input_file {
-        Some(p) => super::source::list_urls(p).unwrap_or_default(),
+        Some(p) => crate::client::discovery::source::list_urls(p).unwrap_or_default(),
         None => vec![opts.source.clone()],
     };
     urls.iter()

@@ -2,16 +2,16 @@
 //! from its partition's queue while the partition's budget allows, streaming bodies into the
 //! part files, reconnecting with backoff.
 
-use super::conn::Stream;
-use super::fetch::Deadline;
 use super::mirrors::MirrorVerdict;
 use super::pace::pace;
 use super::queue::Chunk;
-use super::response::ReadBuf;
 use super::state::{Shared, SPARE_MAX_AGE};
-use super::url::HttpUrl;
-use super::validator::Validator;
 use super::verify::finish_file;
+use crate::client::net::conn::Stream;
+use crate::client::net::fetch::Deadline;
+use crate::client::net::response::ReadBuf;
+use crate::client::net::url::HttpUrl;
+use crate::client::net::validator::Validator;
 use crate::error::{fail, failure, EngineError, EngineResult, Failure, Kind};
 use std::collections::VecDeque;
 use std::fs::File;
@@ -22,7 +22,7 @@ use std::time::Duration;
 use wattio_http::checksum;
 use wattio_http::{ContentRange, ResponseHead};
 
-pub(super) enum ChannelEnd {
+pub(crate) enum ChannelEnd {
     /// No more work or over budget.
     Done,
     /// The server ended the connection cleanly (`Connection: close`, e.g. nginx's
@@ -30,7 +30,7 @@ pub(super) enum ChannelEnd {
     Reconnect,
 }
 
-pub(super) async fn channel_task(sh: Arc<Shared>, pi: usize) {
+pub(crate) async fn channel_task(sh: Arc<Shared>, pi: usize) {
     let mut failures = 0u32;
     let mut released = false;
     loop {
@@ -69,7 +69,7 @@ pub(super) async fn channel_task(sh: Arc<Shared>, pi: usize) {
 /// Takes the next chunk unless the partition is over its channel budget. A channel over
 /// budget gives up its slot with a CAS on `live` (so exactly the surplus channels leave) and
 /// sets `released`; it then drains what it has in flight and ends.
-pub(super) fn next_chunk(
+pub(crate) fn next_chunk(
     sh: &Shared,
     pi: usize,
     leaving: &mut bool,
@@ -116,13 +116,13 @@ pub(super) fn next_chunk(
 /// files while 28 channels had none), and at the end, where a channel fetching two chunks in a
 /// row while another sits idle leaves the transfer waiting for the slowest channel; the round
 /// trip a channel then spends between its requests costs less (docs/transfer.md, *Engine*).
-pub(super) fn pipeline_another(in_flight: usize, queued: usize, channels: usize) -> bool {
+pub(crate) fn pipeline_another(in_flight: usize, queued: usize, channels: usize) -> bool {
     in_flight == 0 || in_flight * channels <= queued
 }
 
 /// Puts an unanswered chunk back at the head of its queue (one of a version of its file
 /// that has since started over is dropped instead).
-pub(super) fn requeue(sh: &Shared, pi: usize, c: Chunk) {
+pub(crate) fn requeue(sh: &Shared, pi: usize, c: Chunk) {
     sh.files[c.file].in_flight.fetch_sub(1, Ordering::Relaxed);
     if c.version != sh.files[c.file].generation() {
         sh.parts[pi].remaining.fetch_sub(c.len, Ordering::SeqCst);
@@ -174,7 +174,7 @@ fn version_of(
 /// Runs one connection of channel `pi`'s: to the server of the first chunk it takes, serving
 /// chunks of that server's files until the channel has nothing more to do there
 /// (see [`ChannelEnd`]) or fails.
-pub(super) async fn run_connection(
+pub(crate) async fn run_connection(
     sh: &Arc<Shared>,
     pi: usize,
     failures: &mut u32,

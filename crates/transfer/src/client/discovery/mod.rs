@@ -4,38 +4,43 @@
 //! kind of source is read is `source` (with `walk` for directory indexes and `mirrors` for URL
 //! lists); `published` matches the checksum file.
 
-use super::conn::{Connector, Stream};
-use super::files::{Discovery, Source, SourceFile};
-use super::options::{Notice, TransferOptions};
-use super::published;
-use super::source::{probe_ranges, resolve};
-use super::url::HttpUrl;
+pub(crate) mod found;
+pub(crate) mod published;
+pub(crate) mod source;
+pub(crate) mod url_list;
+pub(crate) mod walk;
+
+use crate::client::net::conn::{Connector, Stream};
+use crate::client::net::url::HttpUrl;
+use crate::client::options::{Notice, TransferOptions};
 use crate::error::EngineResult;
 use crate::summary::ChecksumFileReport;
+use found::{Discovery, Source, SourceFile};
+use source::{probe_ranges, resolve};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::task::JoinHandle;
 
 /// What discovery found before the transfer starts, and what it is still finding.
-pub(super) struct Discovered {
+pub(crate) struct Discovered {
     /// The files found so far (sized, with their digests and mirrors), their servers and what
     /// those said of `Range`, the notes to tell and the URL-list lines that failed.
-    pub(super) src: Source,
+    pub(crate) src: Source,
     /// The rest of discovery while it goes on (an index walk, a URL list being sized);
     /// `None` once everything is known.
-    pub(super) more: Option<Discovery>,
+    pub(crate) more: Option<Discovery>,
     /// What `--checksum-file` matched, for the summary.
-    pub(super) checksum_report: Option<ChecksumFileReport>,
+    pub(crate) checksum_report: Option<ChecksumFileReport>,
     /// Connections opened ahead to the first server, still usable: the first channels take
     /// them.
-    pub(super) spare: Vec<(Instant, Stream)>,
+    pub(crate) spare: Vec<(Instant, Stream)>,
 }
 
 /// Finds what `opts` asks to fetch, starting at `url` (the first URL, see
-/// [`super::source::first_url`]): resolves the source while the connections of `preconnect`
+/// [`source::first_url`]): resolves the source while the connections of `preconnect`
 /// open, asks the servers of files that `needs_ranges` whether they honour `Range`, attaches
 /// the checksum file, and tells the source's notes.
-pub(super) async fn discover(
+pub(crate) async fn discover(
     connector: &Arc<Connector>,
     opts: &TransferOptions,
     url: &HttpUrl,

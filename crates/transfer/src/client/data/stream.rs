@@ -6,13 +6,14 @@
 //! fetched again whole. [`spawn_streaming`] fetches them, one after another, while the control
 //! loop runs the planned transfer.
 
-use super::conn::{Connector, Stream};
 use super::dest::{with_suffix, Dest, Entry, PART_SUFFIX};
-use super::fetch::{unterminated, ChunkedDecoder, Deadline};
-use super::files::{url_string, SourceFile};
-use super::published::mismatch;
 use super::state::Shared;
-use super::url::HttpUrl;
+use super::verify::mismatch;
+use crate::client::discovery::found::SourceFile;
+use crate::client::net::conn::{Connector, Stream};
+use crate::client::net::fetch::{unterminated, ChunkedDecoder, Deadline};
+use crate::client::net::url::url_string;
+use crate::client::net::url::HttpUrl;
 use crate::error::{fail, failure, EngineError, EngineResult, Failure, Kind};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,7 +25,7 @@ use wattio_http::checksum;
 use wattio_http::{parse_response_head, ResponseHead};
 
 /// How a streamed file ended.
-pub(super) enum Streamed {
+pub(crate) enum Streamed {
     /// Fetched, this many bytes (and matched the publisher's digest, when there is one).
     Fetched(u64),
     /// Already in the destination, this many bytes, matching the publisher's digest.
@@ -37,7 +38,7 @@ pub(super) enum Streamed {
 /// attempts for connection failures, and one more fetch when the publisher's digest does not
 /// match. A body that ends with the connection is taken only where its end can be trusted:
 /// over TLS (rustls refuses an end without `close_notify`) or with the publisher's digest.
-pub(super) async fn stream_file(
+pub(crate) async fn stream_file(
     connector: &Connector,
     origin: &HttpUrl,
     f: &SourceFile,
@@ -256,19 +257,19 @@ async fn stream_once(
 }
 
 /// A file of unknown size as it came.
-pub(super) struct StreamedFile {
-    pub(super) rel: String,
+pub(crate) struct StreamedFile {
+    pub(crate) rel: String,
     /// It had a publisher digest, and it matched.
-    pub(super) published: bool,
-    pub(super) bytes: u64,
+    pub(crate) published: bool,
+    pub(crate) bytes: u64,
     /// It was complete from an earlier run.
-    pub(super) skipped: bool,
+    pub(crate) skipped: bool,
     /// That digest resists a forger (see [`strong`]).
-    pub(super) strong: bool,
+    pub(crate) strong: bool,
 }
 
 /// Files of unknown size: one stream at a time beside the planned transfer.
-pub(super) fn spawn_streaming(
+pub(crate) fn spawn_streaming(
     shared: &Arc<Shared>,
     dest: &Arc<Dest>,
     mut todo: UnboundedReceiver<SourceFile>,
