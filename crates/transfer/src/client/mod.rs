@@ -37,8 +37,8 @@ mod net;
 mod options;
 
 pub use options::{
-    default_window, EnergyFeedback, Notice, TransferOptions, TransferProgress, DEFAULT_INTERVAL,
-    DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
+    default_window, DataOptions, DiscoveryOptions, EnergyFeedback, Notice, TransferOptions,
+    TransferProgress, TuningOptions, DEFAULT_INTERVAL, DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
 };
 
 use crate::actuator::CpuActuator;
@@ -57,7 +57,11 @@ pub fn run_transfer(
     opts: &TransferOptions,
     cancel: &Cancel,
 ) -> Result<TransferSummary, TransferError> {
-    let mut actuator = CpuActuator::probe(opts.root.clone(), opts.core_backend, opts.cpufreq);
+    let mut actuator = CpuActuator::probe(
+        opts.tuning.root.clone(),
+        opts.tuning.core_backend,
+        opts.tuning.cpufreq,
+    );
     let workers = actuator.n_cores();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)

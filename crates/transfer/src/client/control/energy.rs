@@ -65,7 +65,7 @@ impl EnergyBook {
             .as_ref()
             .map(|m| !m.provenance().estimated)
             .unwrap_or(false);
-        let use_process_feedback = match opts.energy_feedback {
+        let use_process_feedback = match opts.tuning.energy_feedback {
             EnergyFeedback::Process => true,
             EnergyFeedback::Meter => false,
             EnergyFeedback::Auto => !meter_measures,
@@ -161,7 +161,7 @@ impl EnergyBook {
             None => (None, Some("no energy meter available".to_string())),
         };
         // the share's capacity is the whole machine the meter measures, not the CPUs we may use
-        let machine_cpus = wattio_energy::attribution::machine_cpus(&opts.root);
+        let machine_cpus = wattio_energy::attribution::machine_cpus(&opts.tuning.root);
         EnergyFigures {
             energy,
             energy_note,

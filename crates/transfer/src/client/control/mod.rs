@@ -55,7 +55,8 @@ pub(crate) async fn transfer_async(
     let needs_ranges = needs_ranges(&start.net, opts, &start.dest);
     let mut found = discover(
         &start.connector,
-        opts,
+        &opts.discovery,
+        &opts.notices,
         &start.url,
         start.preconnect.take(),
         &needs_ranges,
@@ -116,38 +117,39 @@ struct Startup {
 }
 
 async fn start_up(opts: &TransferOptions) -> EngineResult<Startup> {
-    let url = first_url(opts).await?;
+    let url = first_url(&opts.discovery, opts.tuning.rtt.is_none()).await?;
     // The meter's discovery takes a while (it watches each counter for a moment to refuse dead
     // ones): it runs while the listing is fetched.
-    let meter_open = opts.meter.then(|| {
+    let meter_open = opts.tuning.meter.then(|| {
         let cfg = MeterConfig {
-            root: opts.root.clone(),
+            root: opts.tuning.root.clone(),
             ..MeterConfig::default()
         };
         tokio::task::spawn_blocking(move || Meter::open(&cfg))
     });
-    let connector = Arc::new(Connector::new(opts.tls.clone(), named_origins(opts)));
+    let connector = Arc::new(Connector::new(opts.data.tls.clone(), named_origins(opts)));
     let dest = Arc::new(tokio::task::block_in_place(|| {
-        Dest::open(&opts.dest, opts.fsync)
+        Dest::open(&opts.data.dest, opts.data.fsync)
     })?);
-    let rtt = match opts.rtt {
+    let rtt = match opts.tuning.rtt {
         Some(r) => r,
         None => measure_rtt(&url).await?,
     };
     let net = NetParams {
         rtt_s: rtt.as_secs_f64().max(1e-5),
-        bandwidth_bps: opts.bandwidth_bps,
+        bandwidth_bps: opts.tuning.bandwidth_bps,
         window_bytes: opts
+            .tuning
             .window_bytes
-            .unwrap_or_else(|| default_window(&opts.root)),
-        max_ch: opts.max_ch.max(1),
+            .unwrap_or_else(|| default_window(&opts.tuning.root)),
+        max_ch: opts.tuning.max_ch.max(1),
     };
     // The first channels connect while the listing is fetched, saving them a round trip.
     let rules = StartRules {
-        tuner: opts.tuner,
-        sla: opts.sla,
-        max_ch: opts.max_ch,
-        cpu_scaling: opts.cpu_scaling,
+        tuner: opts.tuning.tuner,
+        sla: opts.tuning.sla,
+        max_ch: opts.tuning.max_ch,
+        cpu_scaling: opts.tuning.cpu_scaling,
     };
     let opened = rules.preconnect(&net);
     let preconnect = (opened > 0).then(|| spawn_preconnect(&connector, &url, opened));
@@ -172,7 +174,7 @@ fn needs_ranges(
     dest: &Arc<Dest>,
 ) -> impl Fn(&SourceFile) -> bool + Send + Sync + 'static {
     let piece = net.bdp_bytes().max(MIN_CHUNK);
-    let parts_tuner = !matches!(opts.tuner, TunerChoice::Wattio);
+    let parts_tuner = !matches!(opts.tuning.tuner, TunerChoice::Wattio);
     let dest = dest.clone();
     move |f: &SourceFile| {
         let cut = f.blocks.as_ref().map_or(piece, |b| b.size.min(piece));
@@ -236,7 +238,14 @@ impl Incoming {
             match next {
                 Some(batch) => {
                     let p = intake
-                        .take(batch?, &mut src, None, connector, &needs_ranges, opts)
+                        .take(
+                            batch?,
+                            &mut src,
+                            None,
+                            connector,
+                            &needs_ranges,
+                            &opts.notices,
+                        )
                         .await?;
                     prep.append(p);
                 }
@@ -289,7 +298,7 @@ impl Incoming {
                     origins,
                     &shared.connector,
                     &self.needs_ranges,
-                    opts,
+                    &opts.notices,
                 )
                 .await?;
             self.earlier.add(&p.earlier);
@@ -311,7 +320,7 @@ fn plan_transfer(
 ) -> (Controller, TransferPlan, Arc<Shared>) {
     let net = &start.net;
     let sizes: Vec<u64> = prep.jobs.iter().map(|j| j.size).collect();
-    let base_plan = initial_plan(&sizes, net, opts.sla, act.n_cores());
+    let base_plan = initial_plan(&sizes, net, opts.tuning.sla, act.n_cores());
     let n_freqs = act.ladder_khz().len().max(1);
     // Whether the transfer is short is judged on all the bytes it fetches: those of the plan
     // when it has every file; for a URL list still being sized, those of the lines sized so
@@ -354,7 +363,7 @@ fn plan_transfer(
         cap_waits: AtomicU64::new(0),
         fatal: Mutex::new(None),
         fatal_advised: AtomicBool::new(false),
-        retries: opts.retries,
+        retries: opts.data.retries,
         started: Instant::now(),
         unsynced: Mutex::new(Vec::new()),
         placing: Default::default(),
@@ -402,7 +411,7 @@ impl<'a> Tuning<'a> {
         opts: &'a TransferOptions,
         act: &mut CpuActuator,
     ) -> EngineResult<Tuning<'a>> {
-        let timeouts = Timeouts::new(net.rtt_s, opts.interval);
+        let timeouts = Timeouts::new(net.rtt_s, opts.tuning.interval);
         let progress = super::TransferProgress {
             planned_bytes: incoming.intake.planned_bytes,
             total_known: incoming.more.is_none(),
@@ -410,7 +419,7 @@ impl<'a> Tuning<'a> {
             status: None,
             finished: false,
         };
-        opts.progress.tell(&progress);
+        opts.tuning.progress.tell(&progress);
         let decision = ctl.initial(&remaining(&shared));
         if let Some(cap) = decision.rate_cap_bps {
             shared.rate_cap.store(cap as u64, Ordering::SeqCst);
@@ -424,7 +433,7 @@ impl<'a> Tuning<'a> {
         }
         let mut cpu = CpuSteps::default();
         cpu.apply(&decision, act);
-        let log_file = match &opts.log {
+        let log_file = match &opts.tuning.log {
             Some(p) => Some(File::create(p).map_err(|e| {
                 EngineError::from(e).context(format!("cannot write interval log {}", p.display()))
             })?),
@@ -505,7 +514,7 @@ impl<'a> Tuning<'a> {
             self.progress.planned_bytes = incoming.intake.planned_bytes;
             self.progress.total_known = incoming.more.is_none();
             self.progress.done_bytes = incoming.earlier.resumed_bytes + rec;
-            self.opts.progress.tell(&self.progress);
+            self.opts.tuning.progress.tell(&self.progress);
             let el = self.last_tick.elapsed();
             let timeout = self.timeouts.for_state(self.decision.state);
             if el >= timeout {
@@ -515,7 +524,7 @@ impl<'a> Tuning<'a> {
         self.progress.done_bytes =
             incoming.earlier.resumed_bytes + shared.received.load(Ordering::Relaxed);
         self.progress.finished = true;
-        self.opts.progress.tell(&self.progress);
+        self.opts.tuning.progress.tell(&self.progress);
         Ok(())
     }
 
@@ -569,12 +578,12 @@ impl<'a> Tuning<'a> {
         }
         self.cpu.apply(&self.decision, act);
         let log = self.interval_log(&obs, act);
-        if self.opts.progress.is_set() {
+        if self.opts.tuning.progress.is_set() {
             self.progress.status = Some(format!(
                 "{} {} ch={}",
                 log.tuner, log.state, log.open_channels
             ));
-            self.opts.progress.tell(&self.progress);
+            self.opts.tuning.progress.tell(&self.progress);
         }
         if let Some(f) = self.log_file.as_mut() {
             let _ = writeln!(f, "{}", serde_json::to_string(&log).expect("serializes"));
@@ -663,10 +672,10 @@ fn summarise(
         0.0
     };
     TransferSummary {
-        source: match &opts.input_file {
+        source: match &opts.discovery.input_file {
             Some(p) if p.as_os_str() == "-" => "URL list from standard input".to_string(),
             Some(p) => format!("URL list {}", p.display()),
-            None => opts.source.clone(),
+            None => opts.discovery.source.clone(),
         },
         source_kind: src.kind.name().into(),
         source_detail: match src.kind {
@@ -677,8 +686,8 @@ fn summarise(
         notes: src.notes,
         mirrors: shared.mirror_reports(),
         failed_lines: src.failed,
-        dest: opts.dest.display().to_string(),
-        sla: opts.sla.name(),
+        dest: opts.data.dest.display().to_string(),
+        sla: opts.tuning.sla.name(),
         tuner: tuning.ctl.name().to_string(),
         files: intake.n_files,
         files_skipped: earlier.skipped,
@@ -775,9 +784,9 @@ fn verification(
 /// The servers named on the command line (the source URL, or every URL of the URL list):
 /// what `--insecure` covers.
 fn named_origins(opts: &TransferOptions) -> Vec<String> {
-    let urls: Vec<String> = match &opts.input_file {
+    let urls: Vec<String> = match &opts.discovery.input_file {
         Some(p) => crate::client::discovery::source::list_urls(p).unwrap_or_default(),
-        None => vec![opts.source.clone()],
+        None => vec![opts.discovery.source.clone()],
     };
     urls.iter()
         .filter_map(|u| HttpUrl::parse(u).ok())

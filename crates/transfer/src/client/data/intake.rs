@@ -11,12 +11,13 @@ use crate::client::net::conn::Connector;
 use crate::client::net::fetch::{head_many, probe_origin, HEAD_CONNECTIONS, HEAD_DEPTH};
 use crate::client::net::url::url_string;
 use crate::client::net::url::HttpUrl;
-use crate::client::options::TransferOptions;
+use crate::client::options::Notice;
 use crate::error::{fail, failure, EngineResult, Kind};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedSender;
+use wattio_progress::Sink;
 use wattio_tuner::TransferPlan;
 
 /// What the transfer learns from its sources besides the sized files it plans: which servers
@@ -235,11 +236,10 @@ impl Intake {
         origins: Option<&Mutex<Vec<HttpUrl>>>,
         connector: &Arc<Connector>,
         needs_ranges: &dyn Fn(&SourceFile) -> bool,
-        opts: &TransferOptions,
+        notices: &Sink<Notice>,
     ) -> EngineResult<Prepared> {
         for note in &batch.notes {
-            opts.notices
-                .tell(&crate::client::options::Notice::Note(note.to_string()));
+            notices.tell(&Notice::Note(note.to_string()));
         }
         src.notes.extend(batch.notes);
         src.failed.extend(batch.failed);

@@ -12,7 +12,7 @@ pub(crate) mod walk;
 
 use crate::client::net::conn::{Connector, Stream};
 use crate::client::net::url::HttpUrl;
-use crate::client::options::{Notice, TransferOptions};
+use crate::client::options::{DiscoveryOptions, Notice};
 use crate::error::EngineResult;
 use crate::summary::ChecksumFileReport;
 use found::{Discovery, Source, SourceFile};
@@ -20,6 +20,7 @@ use source::{probe_ranges, resolve};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::task::JoinHandle;
+use wattio_progress::Sink;
 
 /// What discovery found before the transfer starts, and what it is still finding.
 pub(crate) struct Discovered {
@@ -42,7 +43,8 @@ pub(crate) struct Discovered {
 /// the checksum file, and tells the source's notes.
 pub(crate) async fn discover(
     connector: &Arc<Connector>,
-    opts: &TransferOptions,
+    opts: &DiscoveryOptions,
+    notices: &Sink<Notice>,
     url: &HttpUrl,
     preconnect: Option<JoinHandle<Vec<(Instant, Stream)>>>,
     needs_ranges: &dyn Fn(&SourceFile) -> bool,
@@ -66,7 +68,7 @@ pub(crate) async fn discover(
         Some(spec) => {
             let (report, plain_http) = published::attach(connector, spec, &mut src).await?;
             if plain_http {
-                opts.notices.tell(&Notice::Warning(format!(
+                notices.tell(&Notice::Warning(format!(
                     "the checksum file {spec} came over plain http://: anyone on the way can change it, and with it what \"verified\" means; fetch it over https:// or give a local copy"
                 )));
             }
@@ -75,7 +77,7 @@ pub(crate) async fn discover(
         None => None,
     };
     for note in &src.notes {
-        opts.notices.tell(&Notice::Note(note.to_string()));
+        notices.tell(&Notice::Note(note.to_string()));
     }
     Ok(Discovered {
         src,

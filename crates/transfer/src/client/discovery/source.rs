@@ -13,7 +13,7 @@ use crate::client::net::fetch::{
 };
 use crate::client::net::url::url_string;
 use crate::client::net::url::HttpUrl;
-use crate::client::options::TransferOptions;
+use crate::client::options::DiscoveryOptions;
 use crate::dirindex::join_url;
 use crate::error::{fail, failure, EngineError, EngineResult, Failure, Kind};
 use crate::urllist::UrlList;
@@ -28,7 +28,7 @@ use wattio_http::{is_safe_relative, Listing, LISTING_PATH};
 /// to find out).
 pub(crate) async fn resolve(
     connector: &Arc<Connector>,
-    opts: &TransferOptions,
+    opts: &DiscoveryOptions,
     first: &HttpUrl,
 ) -> EngineResult<Source> {
     match &opts.input_file {
@@ -41,10 +41,12 @@ pub(crate) async fn resolve(
 }
 
 /// The first URL of a transfer: the source URL, or the first reachable URL of the URL list's
-/// first line (read here, and again by [`resolve`]: standard input is read once and kept).
-pub(crate) async fn first_url(opts: &TransferOptions) -> EngineResult<HttpUrl> {
+/// first line (read here, and again by [`resolve`]: standard input is read once and kept);
+/// `measure`: the round-trip time will be measured to it (see
+/// [`first_reachable`](super::url_list::first_reachable)).
+pub(crate) async fn first_url(opts: &DiscoveryOptions, measure: bool) -> EngineResult<HttpUrl> {
     match &opts.input_file {
-        Some(p) => super::url_list::first_reachable(&read_url_list(p)?, opts.rtt.is_none()).await,
+        Some(p) => super::url_list::first_reachable(&read_url_list(p)?, measure).await,
         None => Ok(HttpUrl::parse(&opts.source)?),
     }
 }
