@@ -246,16 +246,16 @@ fn transfer_options(a: &TransferArgs) -> anyhow::Result<TransferOptions> {
         _ => bail!("give SOURCE and DEST"),
     };
     let mut o = TransferOptions::new(source, dest, sla);
-    o.input_file = a.input_file.clone();
-    o.checksum_file = a.checksum_file.clone();
-    o.rtt = a.rtt;
-    o.bandwidth_bps = a.bandwidth.map(|r| r.bits_per_second() as f64);
-    o.window_bytes = a.window.map(ByteSize::bytes);
+    o.discovery.input_file = a.input_file.clone();
+    o.discovery.checksum_file = a.checksum_file.clone();
+    o.tuning.rtt = a.rtt;
+    o.tuning.bandwidth_bps = a.bandwidth.map(|r| r.bits_per_second() as f64);
+    o.tuning.window_bytes = a.window.map(ByteSize::bytes);
     if a.max_channels == 0 || a.cc == 0 || a.parallelism == 0 || a.pipelining == 0 {
         bail!("--max-channels, --cc, --parallelism and --pipelining must be at least 1");
     }
-    o.max_ch = a.max_channels;
-    o.tuner = TunerChoice::of_kind(
+    o.tuning.max_ch = a.max_channels;
+    o.tuning.tuner = TunerChoice::of_kind(
         a.tuner,
         FixedParams {
             cc: a.cc,
@@ -263,30 +263,30 @@ fn transfer_options(a: &TransferArgs) -> anyhow::Result<TransferOptions> {
             pp: a.pipelining,
         },
     );
-    o.interval = a.interval;
-    if o.interval < Duration::from_millis(50) {
+    o.tuning.interval = a.interval;
+    if o.tuning.interval < Duration::from_millis(50) {
         bail!("--interval must be at least 50ms");
     }
-    o.retries = a.retries;
-    o.core_backend = a.cpu_actuator;
-    o.cpufreq = a.cpufreq == OnOff::On;
-    o.cpu_scaling = !a.no_cpu_scaling && a.tuner == TunerKind::Wattio;
-    o.meter = !a.no_meter;
-    o.energy_feedback = a.energy_feedback;
+    o.data.retries = a.retries;
+    o.tuning.core_backend = a.cpu_actuator;
+    o.tuning.cpufreq = a.cpufreq == OnOff::On;
+    o.tuning.cpu_scaling = !a.no_cpu_scaling && a.tuner == TunerKind::Wattio;
+    o.tuning.meter = !a.no_meter;
+    o.tuning.energy_feedback = a.energy_feedback;
     if !a.no_progress && !a.json {
-        o.progress = progress_bar();
+        o.tuning.progress = progress_bar();
     }
     o.notices = Sink::new(|n: &Notice| match n {
         Notice::Warning(w) => crate::say::warn(w),
         Notice::Note(m) => crate::say::note(m),
     });
-    o.log = a.log.clone();
-    o.tls = ClientTlsOptions {
+    o.tuning.log = a.log.clone();
+    o.data.tls = ClientTlsOptions {
         cacert: a.cacert.clone(),
         insecure: a.insecure,
         insecure_all: a.insecure_all,
     };
-    o.fsync = a.fsync == OnOff::On;
+    o.data.fsync = a.fsync == OnOff::On;
     Ok(o)
 }
 

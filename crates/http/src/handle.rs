@@ -41,9 +41,7 @@ impl ServerHandle {
             });
             rt.shutdown_background();
         });
-        let addr = rx_addr.recv().map_err(|_| HttpError::Listen {
-            message: "server thread died".into(),
-        })??;
+        let addr = rx_addr.recv().map_err(|_| HttpError::ServerThread)??;
         Ok(ServerHandle {
             addr,
             stop: Some(stop_tx),

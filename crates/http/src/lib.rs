@@ -37,7 +37,7 @@ pub mod tls;
 mod waiting;
 
 pub use config::ServerConfig;
-pub use error::HttpError;
+pub use error::{chain_line, HttpError};
 pub use handle::ServerHandle;
 pub use listing::{
     is_safe_relative, write_listing, ListedBlocks, ListedFile, Listing, LISTING_PATH,

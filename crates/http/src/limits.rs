@@ -3,6 +3,7 @@
 //! `RLIMIT_NOFILE` at start-up.
 
 use crate::config::{ServerConfig, Shared};
+use crate::error::HttpError;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -21,7 +22,7 @@ pub(crate) fn descriptors_needed(cfg: &ServerConfig) -> u64 {
 
 /// Raises the soft `RLIMIT_NOFILE` to what `cfg` needs (up to the hard limit), or says which
 /// limit to change.
-pub(crate) fn ensure_descriptors(cfg: &ServerConfig) -> anyhow::Result<()> {
+pub(crate) fn ensure_descriptors(cfg: &ServerConfig) -> Result<(), HttpError> {
     use rustix::process::{getrlimit, setrlimit, Resource};
     let need = descriptors_needed(cfg);
     let mut lim = getrlimit(Resource::Nofile);
@@ -34,16 +35,16 @@ pub(crate) fn ensure_descriptors(cfg: &ServerConfig) -> anyhow::Result<()> {
             .unwrap_or(0)
             .saturating_sub(REFUSING_AT_ONCE as u64 + BASE_DESCRIPTORS)
             / 2;
-        anyhow::bail!(
-            "--max-connections {} needs {need} file descriptors (2 per connection + {}), but this process may open at most {}; lower --max-connections to {most} or raise the limit (ulimit -n)",
-            cfg.max_connections,
-            REFUSING_AT_ONCE as u64 + BASE_DESCRIPTORS,
-            lim.maximum.unwrap_or(0)
-        );
+        return Err(HttpError::TooFewDescriptors {
+            max_connections: cfg.max_connections,
+            need,
+            reserved: REFUSING_AT_ONCE as u64 + BASE_DESCRIPTORS,
+            limit: lim.maximum.unwrap_or(0),
+            most,
+        });
     }
     lim.current = Some(need);
-    setrlimit(Resource::Nofile, lim)
-        .map_err(|e| anyhow::anyhow!("cannot raise the file-descriptor limit to {need}: {e}"))
+    setrlimit(Resource::Nofile, lim).map_err(|source| HttpError::RaiseDescriptors { need, source })
 }
 
 /// One connection counted against its client address's limit while it lives.

@@ -17,7 +17,7 @@
 
 use crate::config::{ServerConfig, Shared};
 use crate::confine::{confine, Confine};
-use crate::error::{one_line, HttpError};
+use crate::error::HttpError;
 use crate::limits::{client_of, ensure_descriptors, ClientSlot, REFUSING_AT_ONCE};
 use crate::listing::ListingCache;
 use crate::pages;
@@ -50,39 +50,38 @@ pub struct Server {
 impl Server {
     /// Checks the root and the descriptor limit, and binds `addr`.
     pub async fn bind(cfg: ServerConfig, addr: &str) -> Result<Server, HttpError> {
-        Self::bind_checked(cfg, addr)
-            .await
-            .map_err(|e| HttpError::Listen {
-                message: one_line(&e),
-            })
-    }
-
-    async fn bind_checked(cfg: ServerConfig, addr: &str) -> anyhow::Result<Server> {
-        let root = cfg.root.canonicalize().map_err(|e| {
-            anyhow::anyhow!(
-                "cannot serve {}: {e}; give an existing directory",
-                cfg.root.display()
-            )
+        let root = cfg.root.canonicalize().map_err(|error| HttpError::NoRoot {
+            root: cfg.root.clone(),
+            error,
         })?;
         if !root.is_dir() {
-            anyhow::bail!("cannot serve {}: not a directory", cfg.root.display());
+            return Err(HttpError::NotADirectory {
+                root: cfg.root.clone(),
+            });
         }
         if cfg.max_connections == 0 || cfg.max_connections_per_client == Some(0) {
-            anyhow::bail!("--max-connections and --max-connections-per-client must be at least 1");
+            return Err(HttpError::NoConnections);
         }
         ensure_descriptors(&cfg)?;
         let root_fd: OwnedFd = File::open(&root)
-            .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", root.display()))?
+            .map_err(|source| HttpError::OpenRoot {
+                root: root.clone(),
+                source,
+            })?
             .into();
-        let listings = Arc::new(
-            ListingCache::new(&root)
-                .map_err(|e| anyhow::anyhow!("cannot serve {}: {e}", root.display()))?,
-        );
-        let listener = TcpListener::bind(addr).await.map_err(|e| {
-            anyhow::anyhow!(
-                "cannot listen on {addr}: {e}; pick a free address, e.g. --listen 127.0.0.1:8080"
-            )
-        })?;
+        let listings =
+            Arc::new(
+                ListingCache::new(&root).map_err(|source| HttpError::ListRoot {
+                    root: root.clone(),
+                    source,
+                })?,
+            );
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|error| HttpError::Bind {
+                addr: addr.to_string(),
+                error,
+            })?;
         let tls = cfg.tls.clone().map(tokio_rustls::TlsAcceptor::from);
         Ok(Server {
             listener,

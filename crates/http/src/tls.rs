@@ -12,8 +12,7 @@
 //! The CPU TLS costs is spent on the process's own threads (rustls encrypts and decrypts in
 //! the task that reads or writes), so it is in the process CPU time the tuners read.
 
-use crate::error::{one_line, HttpError};
-use anyhow::{anyhow, bail, Context};
+use crate::error::HttpError;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::CryptoProvider;
@@ -54,19 +53,10 @@ pub fn client_config(
     opts: &ClientTlsOptions,
     verify: bool,
 ) -> Result<Arc<rustls::ClientConfig>, HttpError> {
-    build_client_config(opts, verify).map_err(|e| HttpError::TlsConfig {
-        message: one_line(&e),
-    })
-}
-
-fn build_client_config(
-    opts: &ClientTlsOptions,
-    verify: bool,
-) -> anyhow::Result<Arc<rustls::ClientConfig>> {
     let provider = provider();
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .context("the TLS provider offers no protocol version")?;
+        .map_err(HttpError::NoProtocolVersion)?;
     let mut cfg = if !verify {
         builder
             .dangerous()
@@ -80,7 +70,7 @@ fn build_client_config(
         let roots = Arc::new(trust_roots(opts.cacert.as_deref())?);
         let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
             .build()
-            .context("cannot build the certificate verifier")?;
+            .map_err(HttpError::Verifier)?;
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(CaFileVerifier { webpki, pinned }))
@@ -91,17 +81,14 @@ fn build_client_config(
 }
 
 /// The CA certificates in `cacert`, or the system's.
-fn trust_roots(cacert: Option<&Path>) -> anyhow::Result<RootCertStore> {
+fn trust_roots(cacert: Option<&Path>) -> Result<RootCertStore, HttpError> {
     let mut roots = RootCertStore::empty();
     match cacert {
         Some(p) => {
             let certs = read_certs(p, "--cacert")?;
             let (added, _) = roots.add_parsable_certificates(certs);
             if added == 0 {
-                bail!(
-                    "--cacert {}: no usable CA certificate in it; give the PEM file of the CA that signed the server's certificate",
-                    p.display()
-                );
+                return Err(HttpError::NoUsableCa { path: p.into() });
             }
         }
         None => {
@@ -113,9 +100,7 @@ fn trust_roots(cacert: Option<&Path>) -> anyhow::Result<RootCertStore> {
                     .first()
                     .map(|e| format!(" ({e})"))
                     .unwrap_or_default();
-                bail!(
-                    "no trusted CA certificates in the system store{why}; install ca-certificates, or give the server's CA with --cacert FILE"
-                );
+                return Err(HttpError::NoSystemRoots { why });
             }
         }
     }
@@ -278,17 +263,24 @@ fn check_validity(der: &[u8], now: UnixTime) -> Result<(), rustls::Error> {
 }
 
 /// Every certificate of a PEM file.
-fn read_certs(p: &Path, flag: &str) -> anyhow::Result<Vec<CertificateDer<'static>>> {
-    let bytes =
-        std::fs::read(p).with_context(|| format!("{flag} {}: cannot read it", p.display()))?;
+fn read_certs(p: &Path, flag: &'static str) -> Result<Vec<CertificateDer<'static>>, HttpError> {
+    let bytes = std::fs::read(p).map_err(|source| HttpError::ReadFile {
+        flag,
+        path: p.into(),
+        source,
+    })?;
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<_, _>>()
-        .map_err(|e| anyhow!("{flag} {}: not a PEM certificate file ({e})", p.display()))?;
+        .map_err(|e| HttpError::NotPem {
+            flag,
+            path: p.into(),
+            reason: e.to_string(),
+        })?;
     if certs.is_empty() {
-        bail!(
-            "{flag} {}: no certificate in it; give a PEM file with -----BEGIN CERTIFICATE----- blocks",
-            p.display()
-        );
+        return Err(HttpError::NoCertificate {
+            flag,
+            path: p.into(),
+        });
     }
     Ok(certs)
 }
@@ -296,30 +288,20 @@ fn read_certs(p: &Path, flag: &str) -> anyhow::Result<Vec<CertificateDer<'static
 /// The server configuration for a PEM certificate chain (leaf first) and its PEM private key
 /// (PKCS#8, PKCS#1 or SEC1).
 pub fn tls_server_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, HttpError> {
-    server_config(cert, key).map_err(|e| HttpError::TlsConfig {
-        message: one_line(&e),
-    })
-}
-
-fn server_config(cert: &Path, key: &Path) -> anyhow::Result<Arc<rustls::ServerConfig>> {
     let chain = read_certs(cert, "--tls-cert")?;
-    let key_der = PrivateKeyDer::from_pem_file(key).map_err(|e| {
-        anyhow!(
-            "--tls-key {}: no private key read ({e}); give the PEM key that belongs to --tls-cert",
-            key.display()
-        )
+    let key_der = PrivateKeyDer::from_pem_file(key).map_err(|e| HttpError::NoKey {
+        path: key.into(),
+        reason: e.to_string(),
     })?;
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .context("the TLS provider offers no protocol version")?
+        .map_err(HttpError::NoProtocolVersion)?
         .with_no_client_auth()
         .with_single_cert(chain, key_der)
-        .map_err(|e| {
-            anyhow!(
-                "--tls-cert {} with --tls-key {}: {e}; give the key that belongs to the certificate",
-                cert.display(),
-                key.display()
-            )
+        .map_err(|error| HttpError::KeyMismatch {
+            cert: cert.into(),
+            key: key.into(),
+            error,
         })?;
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(cfg))
@@ -328,9 +310,7 @@ fn server_config(cert: &Path, key: &Path) -> anyhow::Result<Arc<rustls::ServerCo
 /// The name the client checks the certificate against and sends as SNI.
 pub fn server_name(host: &str) -> Result<ServerName<'static>, HttpError> {
     ServerName::try_from(host.to_string()).map_err(|_| HttpError::ServerName {
-        message: format!(
-            "{host:?} is not a valid TLS server name; use a DNS name or an IP address"
-        ),
+        host: host.to_string(),
     })
 }
 
@@ -340,72 +320,73 @@ pub fn server_name(host: &str) -> Result<ServerName<'static>, HttpError> {
 /// others).
 pub fn handshake_error(host: &str, e: &io::Error, skip: &str) -> HttpError {
     HttpError::Handshake {
-        message: one_line(&handshake_problem(host, e, skip)),
+        host: host.to_string(),
+        message: handshake_problem(host, e, skip),
     }
 }
 
-fn handshake_problem(host: &str, e: &io::Error, skip: &str) -> anyhow::Error {
+fn handshake_problem(host: &str, e: &io::Error, skip: &str) -> String {
     let Some(tls) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) else {
-        return anyhow!("TLS handshake with {host} failed: {e}; is it an HTTPS server?");
+        return format!("TLS handshake with {host} failed: {e}; is it an HTTPS server?");
     };
     let fix = format!("or {skip} to skip verification");
     match tls {
         rustls::Error::InvalidCertificate(c) => certificate_error(host, c, &fix),
-        rustls::Error::NoApplicationProtocol => anyhow!(
+        rustls::Error::NoApplicationProtocol => format!(
             "{host}: the server does not speak HTTP/1.1 over TLS (ALPN)"
         ),
-        rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => anyhow!(
+        rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => format!(
             "TLS handshake with {host} failed: the server did not answer in TLS; is it an HTTPS server (or is the URL http://)?"
         ),
-        rustls::Error::AlertReceived(alert) => anyhow!(
+        rustls::Error::AlertReceived(alert) => format!(
             "TLS handshake with {host} failed: the server refused it (TLS alert: {}); check the host name (it is sent as SNI) and the server's TLS settings",
             words(&format!("{alert:?}"))
         ),
-        other => anyhow!("TLS handshake with {host} failed: {other}"),
+        other => format!("TLS handshake with {host} failed: {other}"),
     }
 }
 
 /// The message for a certificate the client refused: what is wrong with it and what to do
 /// about it (`fix` names the flag that would skip verification).
-fn certificate_error(host: &str, c: &CertificateError, fix: &str) -> anyhow::Error {
+fn certificate_error(host: &str, c: &CertificateError, fix: &str) -> String {
     match c {
-        CertificateError::Other(o) if o.to_string() == "CaUsedAsEndEntity" => anyhow!(
+        CertificateError::Other(o) if o.to_string() == "CaUsedAsEndEntity" => format!(
             "{host}: the server's certificate is a CA certificate used as the server's own (self-signed with openssl req -x509?); give that very certificate with --cacert FILE ({fix})"
         ),
-        CertificateError::UnknownIssuer => anyhow!(
+        CertificateError::UnknownIssuer => format!(
             "{host}: the server's certificate is signed by an unknown certificate authority; give that CA with --cacert FILE ({fix})"
         ),
-        CertificateError::NotValidForName => anyhow!(
+        CertificateError::NotValidForName => format!(
             "{host}: the server's certificate is not valid for the name {host}; use a name the certificate was issued for ({fix})"
         ),
         CertificateError::NotValidForNameContext { presented, .. } => {
             let names: Vec<String> = presented.iter().filter_map(|n| san_text(n)).collect();
             if names.is_empty() {
-                anyhow!(
+                format!(
                     "{host}: the server's certificate names no host; the server needs a certificate for {host} ({fix})"
                 )
             } else {
-                anyhow!(
+                format!(
                     "{host}: the server's certificate is not valid for the name {host} but for {}; use one of those names ({fix})",
                     names.join(", ")
                 )
             }
         }
-        CertificateError::Expired => anyhow!(
+        CertificateError::Expired => format!(
             "{host}: the server's certificate has expired; the server must renew it ({fix})"
         ),
-        CertificateError::ExpiredContext { not_after, .. } => anyhow!(
+        CertificateError::ExpiredContext { not_after, .. } => format!(
             "{host}: the server's certificate expired on {}; the server must renew it ({fix})",
             utc_date(*not_after)
         ),
-        CertificateError::NotValidYet => anyhow!(
+        CertificateError::NotValidYet => format!(
             "{host}: the server's certificate is not valid yet; check this machine's clock ({fix})"
         ),
-        CertificateError::NotValidYetContext { not_before, .. } => anyhow!(
+        CertificateError::NotValidYetContext { not_before, .. } => format!(
             "{host}: the server's certificate is not valid before {}; check this machine's clock ({fix})",
             utc_date(*not_before)
         ),
-        other => anyhow!(
+        other => format!(
             "{host}: the server's certificate was refused ({}) ({fix})",
             certificate_problem(other)
         ),

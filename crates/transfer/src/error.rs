@@ -1,11 +1,12 @@
 //! [`TransferError`]: what [`run_transfer`](crate::run_transfer) returns.
 //!
-//! Inside the engine errors are `anyhow` errors, which gather the context of where they
-//! happened; where the kind of a problem is known, the error is made a `Failure` of that
-//! `Kind`, and [`run_transfer`](crate::run_transfer) turns the chain into the variant of the
-//! first `Failure` in it, its message the whole chain on one line.
+//! Inside the engine errors are [`EngineError`]s, which gather the context of where they
+//! happened; where the kind of a problem is known, the error is a `Failure` of that `Kind`,
+//! and [`run_transfer`](crate::run_transfer) turns the chain into the variant of the first
+//! `Failure` in it, its message the whole chain on one line.
 
 use std::fmt;
+use std::io;
 
 /// Everything that stops a transfer, by what a caller can do about it. Each variant's
 /// `message` is the whole error on one line, naming the problem and, where there is one, the
@@ -87,7 +88,7 @@ impl TransferError {
 
     /// The engine's error `e` as the variant of the first [`Failure`] in its chain (`Io` or
     /// `Other` when there is none), its message the whole chain.
-    pub(crate) fn from_engine(e: &anyhow::Error) -> TransferError {
+    pub(crate) fn from_engine(e: &EngineError) -> TransferError {
         Failure::classify(e, None).into()
     }
 }
@@ -125,7 +126,7 @@ macro_rules! failure {
         $crate::error::Kind::$kind.msg(format!($($fmt)+))
     };
 }
-/// Returns a [`failure!`] from a function returning `anyhow::Result`.
+/// Returns a [`failure!`] from a function returning an [`EngineResult`].
 macro_rules! fail {
     ($kind:ident, $($fmt:tt)+) => {
         return Err($crate::error::failure!($kind, $($fmt)+).into())
@@ -151,24 +152,94 @@ impl std::error::Error for Failure {}
 impl Failure {
     /// `e` on one line, of the kind of the first `Failure` in its chain; without one, of kind
     /// `default`, else `Io` when an I/O error is in the chain, else `Other`.
-    pub(crate) fn classify(e: &anyhow::Error, default: Option<Kind>) -> Failure {
+    pub(crate) fn classify(e: &EngineError, default: Option<Kind>) -> Failure {
         let kind = Failure::kind_in(e).or(default).unwrap_or_else(|| {
-            if e.chain().any(|c| c.is::<std::io::Error>()) {
+            if e.has_io() {
                 Kind::Io
             } else {
                 Kind::Other
             }
         });
-        kind.msg(format!("{e:#}"))
+        kind.msg(e.one_line())
+    }
+
+    /// The kind of the first `Failure` in `e`'s chain.
+    pub(crate) fn kind_in(e: &EngineError) -> Option<Kind> {
+        match e {
+            EngineError::Failed(f) => Some(f.kind.clone()),
+            EngineError::Context { source, .. } => Failure::kind_in(source),
+            _ => None,
+        }
     }
 }
 
-impl Failure {
-    /// The kind of the first `Failure` in `e`'s chain.
-    pub(crate) fn kind_in(e: &anyhow::Error) -> Option<Kind> {
-        e.chain()
-            .find_map(|c| c.downcast_ref::<Failure>())
-            .map(|f| f.kind.clone())
+/// The engine's error: what went wrong, with the context of where it happened.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum EngineError {
+    /// A problem whose kind is decided.
+    #[error("{0}")]
+    Failed(Failure),
+    /// An I/O error, its kind not decided (`Io`, unless a `Failure` around it says more).
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    /// A stream a rerun cannot fix (its end cannot be trusted, no space for it): refused, not
+    /// retried.
+    #[error("{0}")]
+    Refused(Failure),
+    /// A body write whose file started over meanwhile.
+    #[error("the file started over")]
+    Superseded,
+    /// A task of the engine that failed (it panicked or was cancelled).
+    #[error(transparent)]
+    Task(#[from] tokio::task::JoinError),
+    /// A response head that cannot be read, its kind not decided.
+    #[error(transparent)]
+    Response(#[from] wattio_http::ResponseError),
+    /// `source`, met while doing what `context` says.
+    #[error("{context}")]
+    Context {
+        context: String,
+        #[source]
+        source: Box<EngineError>,
+    },
+}
+
+/// What the engine's functions return.
+pub(crate) type EngineResult<T> = Result<T, EngineError>;
+
+impl From<Failure> for EngineError {
+    fn from(f: Failure) -> EngineError {
+        EngineError::Failed(f)
+    }
+}
+
+impl EngineError {
+    /// This error, met while doing what `context` says.
+    pub(crate) fn context(self, context: impl Into<String>) -> EngineError {
+        EngineError::Context {
+            context: context.into(),
+            source: Box::new(self),
+        }
+    }
+
+    /// The error and its causes on one line, joined with `": "`.
+    pub(crate) fn one_line(&self) -> String {
+        wattio_http::chain_line(self)
+    }
+
+    /// [`EngineError::one_line`] with any line break in a cause made a space (for a message
+    /// inside another, such as a mirror's fallback).
+    pub(crate) fn flat_line(&self) -> String {
+        self.one_line().replace('\n', " ")
+    }
+
+    /// Whether an I/O error is in the chain.
+    fn has_io(&self) -> bool {
+        match self {
+            EngineError::Io(_) => true,
+            EngineError::Context { source, .. } => source.has_io(),
+            _ => false,
+        }
     }
 }
 
@@ -202,11 +273,10 @@ impl From<Failure> for TransferError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use anyhow::Context;
 
     #[test]
     fn the_first_failure_decides_and_the_message_is_the_chain() {
-        let e = anyhow::Error::new(Kind::Protocol.msg("server closed the connection"))
+        let e = EngineError::from(Kind::Protocol.msg("server closed the connection"))
             .context("giving up on h:1 after 3 attempts");
         let t = TransferError::from_engine(&e);
         assert!(matches!(t, TransferError::Protocol { .. }), "{t:?}");
@@ -214,12 +284,12 @@ mod tests {
             t.to_string(),
             "giving up on h:1 after 3 attempts: server closed the connection"
         );
-        let io: anyhow::Result<()> =
-            Err(std::io::Error::other("broken")).context("cannot write interval log x");
-        let t = TransferError::from_engine(&io.unwrap_err());
+        let io = EngineError::from(std::io::Error::other("broken"))
+            .context("cannot write interval log x");
+        let t = TransferError::from_engine(&io);
         assert!(matches!(t, TransferError::Io { .. }), "{t:?}");
         assert_eq!(t.message(), "cannot write interval log x: broken");
-        let t = TransferError::from_engine(&anyhow::anyhow!("task failed"));
+        let t = TransferError::from_engine(&wattio_http::ResponseError::TooLarge.into());
         assert!(matches!(t, TransferError::Other { .. }), "{t:?}");
     }
 }

@@ -55,8 +55,9 @@ pub use wattio_tuner::{FixedParams, NetParams, Sla, TransferPlan, TunerChoice, T
 
 #[cfg(feature = "engine")]
 pub use client::{
-    default_window, run_transfer, EnergyFeedback, Notice, TransferOptions, TransferProgress,
-    DEFAULT_INTERVAL, DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
+    default_window, run_transfer, DataOptions, DiscoveryOptions, EnergyFeedback, Notice,
+    TransferOptions, TransferProgress, TuningOptions, DEFAULT_INTERVAL, DEFAULT_MAX_CHANNELS,
+    DEFAULT_RETRIES,
 };
 #[cfg(feature = "engine")]
 pub use error::TransferError;

@@ -18,11 +18,11 @@ fn transfer(o: &TransferOptions) -> Result<TransferSummary, TransferError> {
 
 fn opts(src: String, dest: &std::path::Path, sla: Sla) -> TransferOptions {
     let mut o = TransferOptions::new(src, dest, sla);
-    o.interval = Duration::from_millis(100);
+    o.tuning.interval = Duration::from_millis(100);
     // affinity would pin the whole test binary; the actuator has its own tests
-    o.core_backend = CoreBackend::None;
-    o.cpufreq = false;
-    o.retries = 3;
+    o.tuning.core_backend = CoreBackend::None;
+    o.tuning.cpufreq = false;
+    o.data.retries = 3;
     o
 }
 
@@ -50,7 +50,7 @@ fn every_sla_and_tuner_against_wattio_serve() {
     for (sla, tuner) in cases {
         let dst = tempfile::tempdir().unwrap();
         let mut o = opts(format!("http://{}/", h.addr), dst.path(), sla);
-        o.tuner = tuner;
+        o.tuning.tuner = tuner;
         let s = transfer(&o).unwrap_or_else(|e| panic!("{sla:?} {tuner:?}: {e:#}"));
         common::assert_same_tree(src.path(), dst.path(), &rels);
         assert_eq!(s.files, rels.len());
@@ -89,7 +89,7 @@ fn progress_and_notices_go_to_the_callers_sinks() {
     );
     let updates: Arc<Mutex<Vec<TransferProgress>>> = Arc::default();
     let u = updates.clone();
-    o.progress = Sink::new(move |p: &TransferProgress| u.lock().unwrap().push(p.clone()));
+    o.tuning.progress = Sink::new(move |p: &TransferProgress| u.lock().unwrap().push(p.clone()));
     let notices: Arc<Mutex<Vec<Notice>>> = Arc::default();
     let n = notices.clone();
     o.notices = Sink::new(move |x: &Notice| n.lock().unwrap().push(x.clone()));
@@ -177,7 +177,7 @@ fn against_nginx() {
             dst.path(),
             sla,
         );
-        o.tuner = tuner;
+        o.tuning.tuner = tuner;
         let s = transfer(&o).unwrap_or_else(|e| panic!("nginx {tuner:?}: {e:#}"));
         common::assert_same_tree(src.path(), dst.path(), &rels);
         assert_eq!(s.files_verified_checksum, rels.len());
@@ -218,8 +218,8 @@ fn server_killed_mid_transfer_then_restarted() {
     let addr = h.addr;
     let dst = tempfile::tempdir().unwrap();
     let mut o = opts(format!("http://{addr}/"), dst.path(), Sla::MaxThroughput);
-    o.tuner = TunerChoice::Fixed(FixedParams { cc: 2, p: 1, pp: 2 });
-    o.retries = 12;
+    o.tuning.tuner = TunerChoice::Fixed(FixedParams { cc: 2, p: 1, pp: 2 });
+    o.data.retries = 12;
     let t = std::thread::spawn(move || transfer(&o));
     common::wait_for_part_file(dst.path());
     std::thread::sleep(Duration::from_millis(300));
@@ -250,7 +250,7 @@ fn a_cancel_ends_the_transfer_with_its_partial_data_kept() {
         dst.path(),
         Sla::MaxThroughput,
     );
-    o.tuner = TunerChoice::Fixed(FixedParams { cc: 1, p: 1, pp: 1 });
+    o.tuning.tuner = TunerChoice::Fixed(FixedParams { cc: 1, p: 1, pp: 1 });
     let cancel = std::sync::Arc::new(wattio_progress::Cancel::new().unwrap());
     let stop = std::sync::Arc::clone(&cancel);
     let t = std::thread::spawn(move || run_transfer(&o, &stop));
@@ -287,8 +287,8 @@ fn resume_after_failure_and_checksum_catches_corruption() {
     let addr = h.addr;
     let dst = tempfile::tempdir().unwrap();
     let mut o = opts(format!("http://{addr}/"), dst.path(), Sla::MaxThroughput);
-    o.tuner = TunerChoice::Fixed(FixedParams { cc: 1, p: 2, pp: 1 });
-    o.retries = 1;
+    o.tuning.tuner = TunerChoice::Fixed(FixedParams { cc: 1, p: 2, pp: 1 });
+    o.data.retries = 1;
     let o2 = o.clone();
     let t = std::thread::spawn(move || transfer(&o2));
     common::wait_for_part_file(dst.path());
@@ -332,9 +332,9 @@ fn data_that_differs_from_the_listing_is_refused() {
         tempfile::tempdir().unwrap().path(),
         Sla::MaxThroughput,
     );
-    o.tuner = TunerChoice::Fixed(FixedParams { cc: 1, p: 3, pp: 1 });
+    o.tuning.tuner = TunerChoice::Fixed(FixedParams { cc: 1, p: 3, pp: 1 });
     let first = tempfile::tempdir().unwrap();
-    o.dest = first.path().to_path_buf();
+    o.data.dest = first.path().to_path_buf();
     transfer(&o).expect("the server lists and caches the checksums");
     // change one byte of the second block, keeping size and mtime: the server's cached listing
     // still has the old checksums
@@ -350,7 +350,7 @@ fn data_that_differs_from_the_listing_is_refused() {
         .set_modified(mtime)
         .unwrap();
     let second = tempfile::tempdir().unwrap();
-    o.dest = second.path().to_path_buf();
+    o.data.dest = second.path().to_path_buf();
     let e = transfer(&o).expect_err("checksum must fail");
     assert!(
         matches!(&e, TransferError::ChecksumMismatch { file, .. } if file == "big.bin"),

@@ -21,12 +21,12 @@ fn transfer(o: &TransferOptions) -> Result<TransferSummary, TransferError> {
 
 fn opts(src: String, dest: &Path, cacert: Option<&Path>) -> TransferOptions {
     let mut o = TransferOptions::new(src, dest, Sla::MaxThroughput);
-    o.interval = Duration::from_millis(100);
-    o.core_backend = CoreBackend::None;
-    o.cpufreq = false;
-    o.meter = false;
-    o.retries = 2;
-    o.tls = ClientTlsOptions {
+    o.tuning.interval = Duration::from_millis(100);
+    o.tuning.core_backend = CoreBackend::None;
+    o.tuning.cpufreq = false;
+    o.tuning.meter = false;
+    o.data.retries = 2;
+    o.data.tls = ClientTlsOptions {
         cacert: cacert.map(Path::to_path_buf),
         ..ClientTlsOptions::default()
     };
@@ -88,7 +88,7 @@ fn certificate_errors_name_the_cause_and_the_fix() {
     );
     // --insecure gets the bytes anyway
     let mut o = opts(url, dst.path(), None);
-    o.tls.insecure = true;
+    o.data.tls.insecure = true;
     transfer(&o).unwrap();
     assert_eq!(
         std::fs::read(dst.path().join("f.bin")).unwrap(),
@@ -262,7 +262,7 @@ fn a_tls_body_of_unknown_length_needs_close_notify() {
             dst.path(),
             Some(&pki.ca_pem()),
         );
-        o.retries = 1;
+        o.data.retries = 1;
         if notify {
             transfer(&o).unwrap_or_else(|e| panic!("{e:#}"));
             assert_eq!(std::fs::read(dst.path().join("f.bin")).unwrap(), body);

@@ -10,46 +10,35 @@
 //! verified (size, XXH3-64 when the listing has it, the publisher's digest when one is given)
 //! and only then renamed to `NAME`.
 //!
-//! One file per concern: [`url`] (source URLs), `conn` (connections), `response` (reading
-//! responses), `discover` (discovery's one entry: the source and its checksum file into the
-//! files the transfer plans), `source` (what to fetch: a listing, a directory index, a URL list or a file),
-//! `walk` (directory indexes), `fetch` (the requests that find files and sizes), [`published`]
-//! (publisher checksums), `stream` (files of unknown size), `resume` (part files and `.done`
-//! logs), `jobs` (the file list, which grows while an index is walked), `queue` (chunk queues), `state` (what the loop and channels share), `control` (the
-//! control loop), `channel` (the channels), `pace` (EETT's rate cap), `verify` (checksums), `placing` (synced
-//! renames into place, in batches) and [`options`]; the `--json` summary's types are [`crate::summary`]. Tuner construction and timeouts are
-//! [`wattio_tuner::StartRules`] and [`wattio_tuner::Timeouts`].
+//! The client is three stages over a common layer, in the order the data flows:
+//!
+//! - `discovery`: what finds the files. Its one entry, `discovery::discover`, turns the source
+//!   (a wattio listing, a directory index walked by `walk`, a URL list sized by `url_list`, or
+//!   one file: `source`) and the checksum file (`published`) into the files found so far and a
+//!   channel of further batches (`found`: `SourceFile`, `Source`, `Batch`).
+//! - `data`: what fetches and places them. `intake` takes each batch in against DEST and what
+//!   earlier runs left (`resume`, `done_log`, `dest`); `jobs`, `files` and `queue` hold the
+//!   files and their chunks; `channel` (with `mirrors` and `pace`) and `stream` fetch them;
+//!   `verify` checks them and `placing` renames them into place; `state` is what the channels
+//!   and the loop share.
+//! - `control`: the control loop that runs the stages and tunes the data stage every interval
+//!   (`energy`: the meter and the CPU feedback).
+//! - `net`, below all three: URLs, connections, responses, the requests that find files and
+//!   sizes, validators.
+//!
+//! Discovery imports nothing of `data` or `control`, and `data` nothing of `control`. The
+//! options are [`options`]; the `--json` summary's types are [`crate::summary`]. Tuner
+//! construction and timeouts are [`wattio_tuner::StartRules`] and [`wattio_tuner::Timeouts`].
 
-mod channel;
-mod conn;
 mod control;
-mod dest;
-mod discover;
-mod done_log;
-mod energy;
-mod fetch;
-mod files;
-mod intake;
-mod jobs;
-mod mirrors;
+mod data;
+mod discovery;
+mod net;
 mod options;
-mod pace;
-mod placing;
-mod published;
-mod queue;
-mod response;
-mod resume;
-mod source;
-mod state;
-mod stream;
-mod url;
-mod validator;
-mod verify;
-mod walk;
 
 pub use options::{
-    default_window, EnergyFeedback, Notice, TransferOptions, TransferProgress, DEFAULT_INTERVAL,
-    DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
+    default_window, DataOptions, DiscoveryOptions, EnergyFeedback, Notice, TransferOptions,
+    TransferProgress, TuningOptions, DEFAULT_INTERVAL, DEFAULT_MAX_CHANNELS, DEFAULT_RETRIES,
 };
 
 use crate::actuator::CpuActuator;
@@ -68,7 +57,11 @@ pub fn run_transfer(
     opts: &TransferOptions,
     cancel: &Cancel,
 ) -> Result<TransferSummary, TransferError> {
-    let mut actuator = CpuActuator::probe(opts.root.clone(), opts.core_backend, opts.cpufreq);
+    let mut actuator = CpuActuator::probe(
+        opts.tuning.root.clone(),
+        opts.tuning.core_backend,
+        opts.tuning.cpufreq,
+    );
     let workers = actuator.n_cores();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
@@ -91,8 +84,8 @@ pub fn run_transfer(
 /// The client's parsers of peer bytes, for the fuzz harness (`crate::fuzz`).
 #[cfg(test)]
 pub(crate) mod fuzz_targets {
-    use super::fetch::ChunkedDecoder;
-    use super::validator::Validator;
+    use super::net::fetch::ChunkedDecoder;
+    use super::net::validator::Validator;
     use proptest::prelude::*;
     use wattio_http::ResponseHead;
 
@@ -128,7 +121,7 @@ pub(crate) mod fuzz_targets {
 
     /// Reads bytes as a `.done` log and as stored validators.
     pub(crate) fn stored_state(data: &[u8]) {
-        let (_, ranges) = super::done_log::parse_log(data);
+        let (_, ranges) = super::data::done_log::parse_log(data);
         assert!(ranges.len() <= data.len() / 16);
         let _ = Validator::decode(data);
     }

@@ -1,5 +1,6 @@
-//! What a transfer is asked to do ([`TransferOptions`]) and the defaults it derives from the
-//! host (the per-stream TCP window).
+//! What a transfer is asked to do ([`TransferOptions`], in a part per stage: [`DiscoveryOptions`],
+//! [`DataOptions`], [`TuningOptions`]) and the defaults it derives from the host (the per-stream
+//! TCP window).
 
 use crate::actuator::CoreBackend;
 use serde::Serialize;
@@ -54,9 +55,22 @@ pub struct TransferProgress {
     pub finished: bool,
 }
 
-/// Everything `wattio transfer` needs.
+/// Everything `wattio transfer` needs: each stage's part, built in one place.
 #[derive(Debug, Clone)]
 pub struct TransferOptions {
+    /// What finds the files.
+    pub discovery: DiscoveryOptions,
+    /// What fetches and places them.
+    pub data: DataOptions,
+    /// What the control loop tunes with and reports to.
+    pub tuning: TuningOptions,
+    /// Where notes and warnings go, from every stage (dropped by default).
+    pub notices: Sink<Notice>,
+}
+
+/// What discovery needs: where the files are and what vouches for them.
+#[derive(Debug, Clone)]
+pub struct DiscoveryOptions {
     /// A URL: a wattio listing, a directory (its listing, else its index), or one file. Unused
     /// with `input_file`.
     pub source: String,
@@ -64,12 +78,27 @@ pub struct TransferOptions {
     pub input_file: Option<PathBuf>,
     /// Publisher checksums (`SHA256SUMS`, `MD5SUMS`, …): a URL or a local path.
     pub checksum_file: Option<String>,
+}
+
+/// What the data stage needs: where files go, how they are kept, how servers are reached.
+#[derive(Debug, Clone)]
+pub struct DataOptions {
     pub dest: PathBuf,
     /// Sync data to disk before recording it as fetched, and before and after renaming a file
     /// into place (`--fsync on`, the default), so that a power cut never leaves a record or a
     /// name pointing at data the disk does not hold. Off: a crash of the process is still
     /// safe, a power cut may lose data that was recorded.
     pub fsync: bool,
+    /// Consecutive failed attempts a channel tolerates before the transfer fails.
+    pub retries: u32,
+    /// Certificate checks for `https` sources.
+    pub tls: ClientTlsOptions,
+}
+
+/// What the control loop needs: the SLA and its tuner, the network as given, the CPU
+/// actuator, the meter, the interval log and progress.
+#[derive(Debug, Clone)]
+pub struct TuningOptions {
     pub sla: Sla,
     pub tuner: TunerChoice,
     pub rtt: Option<Duration>,
@@ -77,8 +106,6 @@ pub struct TransferOptions {
     pub window_bytes: Option<u64>,
     pub max_ch: usize,
     pub interval: Duration,
-    /// Consecutive failed attempts a channel tolerates before the transfer fails.
-    pub retries: u32,
     pub core_backend: CoreBackend,
     pub cpufreq: bool,
     /// Run Algorithm 3 (CPU scaling); off for the baselines by default.
@@ -94,38 +121,40 @@ pub struct TransferOptions {
     pub log: Option<PathBuf>,
     /// System root for sysfs/proc reads (`WATTIO_ROOT`).
     pub root: SysRoot,
-    /// Certificate checks for `https` sources.
-    pub tls: ClientTlsOptions,
-    /// Where notes and warnings go (dropped by default).
-    pub notices: Sink<Notice>,
 }
 
 impl TransferOptions {
     /// Defaults for `source` → `dest` under `sla`.
     pub fn new(source: impl Into<String>, dest: impl Into<PathBuf>, sla: Sla) -> Self {
         TransferOptions {
-            source: source.into(),
-            input_file: None,
-            checksum_file: None,
-            dest: dest.into(),
-            fsync: true,
-            sla,
-            tuner: TunerChoice::Wattio,
-            rtt: None,
-            bandwidth_bps: None,
-            window_bytes: None,
-            max_ch: DEFAULT_MAX_CHANNELS,
-            interval: DEFAULT_INTERVAL,
-            retries: DEFAULT_RETRIES,
-            core_backend: CoreBackend::default(),
-            cpufreq: true,
-            cpu_scaling: true,
-            progress: Sink::none(),
-            meter: true,
-            energy_feedback: EnergyFeedback::default(),
-            log: None,
-            root: SysRoot::from_env(),
-            tls: ClientTlsOptions::default(),
+            discovery: DiscoveryOptions {
+                source: source.into(),
+                input_file: None,
+                checksum_file: None,
+            },
+            data: DataOptions {
+                dest: dest.into(),
+                fsync: true,
+                retries: DEFAULT_RETRIES,
+                tls: ClientTlsOptions::default(),
+            },
+            tuning: TuningOptions {
+                sla,
+                tuner: TunerChoice::Wattio,
+                rtt: None,
+                bandwidth_bps: None,
+                window_bytes: None,
+                max_ch: DEFAULT_MAX_CHANNELS,
+                interval: DEFAULT_INTERVAL,
+                core_backend: CoreBackend::default(),
+                cpufreq: true,
+                cpu_scaling: true,
+                progress: Sink::none(),
+                meter: true,
+                energy_feedback: EnergyFeedback::default(),
+                log: None,
+                root: SysRoot::from_env(),
+            },
             notices: Sink::none(),
         }
     }

@@ -81,6 +81,11 @@ impl HttpUrl {
     }
 }
 
+/// The absolute URL of `path` (origin form) on `u`'s server.
+pub(crate) fn url_string(u: &HttpUrl, path: &str) -> String {
+    format!("{}{path}", u.origin())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,14 +2,14 @@
 //! timeout), opening them ahead of need, and measuring the round-trip time from TCP set-up.
 
 use super::url::HttpUrl;
-use crate::error::{failure, Failure, Kind};
+use crate::error::{failure, EngineResult, Failure, Kind};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 use wattio_http::tls::{self, ClientTlsOptions};
 
 /// One connection to the server.
-pub(super) type Stream = tls::Conn;
+pub(crate) type Stream = tls::Conn;
 
 /// How long a TCP connect, and then a TLS handshake, may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -18,7 +18,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// for `--insecure`) is built on its first `https` connection and shared by all later ones, so
 /// they share its session cache: a channel that reconnects resumes its TLS session instead of
 /// a full handshake.
-pub(super) struct Connector {
+pub(crate) struct Connector {
     tls_options: ClientTlsOptions,
     /// The servers (`host:port`, lower case) `--insecure` covers: those named on the command
     /// line.
@@ -28,7 +28,7 @@ pub(super) struct Connector {
 }
 
 impl Connector {
-    pub(super) fn new(tls_options: ClientTlsOptions, named: Vec<String>) -> Connector {
+    pub(crate) fn new(tls_options: ClientTlsOptions, named: Vec<String>) -> Connector {
         Connector {
             tls_options,
             named,
@@ -44,7 +44,7 @@ impl Connector {
             || o.insecure && self.named.contains(&url.authority().to_ascii_lowercase()))
     }
 
-    fn tls_connector(&self, verify: bool) -> anyhow::Result<tokio_rustls::TlsConnector> {
+    fn tls_connector(&self, verify: bool) -> EngineResult<tokio_rustls::TlsConnector> {
         let mut g = self.tls.lock().unwrap();
         if let Some(c) = g[verify as usize].as_ref() {
             return Ok(c.clone());
@@ -56,7 +56,7 @@ impl Connector {
     }
 
     /// A fresh connection to `url`'s server, with TLS for `https`.
-    pub(super) async fn connect(&self, url: &HttpUrl) -> anyhow::Result<Stream> {
+    pub(crate) async fn connect(&self, url: &HttpUrl) -> EngineResult<Stream> {
         let tcp = tcp_connect(url).await?;
         let _ = tcp.set_nodelay(true);
         if !url.tls {
@@ -88,7 +88,7 @@ impl Connector {
 
 /// Opens `n` connections in the background; failures are left to the channels, which connect
 /// themselves and report errors.
-pub(super) fn spawn_preconnect(
+pub(crate) fn spawn_preconnect(
     connector: &Arc<Connector>,
     url: &HttpUrl,
     n: usize,
@@ -113,7 +113,7 @@ pub(super) fn spawn_preconnect(
 }
 
 /// A TCP connection to the server, giving up after 10 s.
-async fn tcp_connect(url: &HttpUrl) -> anyhow::Result<TcpStream> {
+async fn tcp_connect(url: &HttpUrl) -> EngineResult<TcpStream> {
     tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(url.connect_addr()))
         .await
         .map_err(|_| failure!(Unreachable, "connecting to {} timed out", url.authority()))?
@@ -134,7 +134,7 @@ fn as_tls(e: wattio_http::HttpError) -> Failure {
 
 /// The round-trip time: the quickest of three TCP handshakes (no TLS: its handshake costs
 /// CPU time on both sides as well as round trips).
-pub(super) async fn measure_rtt(url: &HttpUrl) -> anyhow::Result<Duration> {
+pub(crate) async fn measure_rtt(url: &HttpUrl) -> EngineResult<Duration> {
     let mut best = Duration::from_secs(10);
     for _ in 0..3 {
         let t = Instant::now();

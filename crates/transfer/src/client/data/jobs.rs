@@ -18,7 +18,7 @@ type Segment = Box<[OnceLock<Box<FileJob>>]>;
 /// Append-only: [`Jobs::push`] takes `&self`, entries never move (segments are allocated
 /// once, never reallocated), and indexing needs no lock. Each slot holds a box, so the slots a
 /// segment has beyond the last file (up to half of the list) cost a pointer each, not a job.
-pub(super) struct Jobs {
+pub(crate) struct Jobs {
     segments: [OnceLock<Segment>; SEGMENTS],
     /// Entries pushed and readable.
     len: AtomicUsize,
@@ -34,7 +34,7 @@ fn place(i: usize) -> (usize, usize) {
 }
 
 impl Jobs {
-    pub(super) fn new() -> Jobs {
+    pub(crate) fn new() -> Jobs {
         Jobs {
             segments: std::array::from_fn(|_| OnceLock::new()),
             len: AtomicUsize::new(0),
@@ -43,7 +43,7 @@ impl Jobs {
     }
 
     /// Appends `job`; returns its index.
-    pub(super) fn push(&self, job: Box<FileJob>) -> usize {
+    pub(crate) fn push(&self, job: Box<FileJob>) -> usize {
         let _g = self.push.lock().unwrap();
         let i = self.len.load(Ordering::SeqCst);
         let (seg, off) = place(i);
@@ -56,11 +56,11 @@ impl Jobs {
         i
     }
 
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len.load(Ordering::SeqCst)
     }
 
-    pub(super) fn get(&self, i: usize) -> Option<&FileJob> {
+    pub(crate) fn get(&self, i: usize) -> Option<&FileJob> {
         if i >= self.len() {
             return None;
         }
@@ -69,7 +69,7 @@ impl Jobs {
     }
 
     /// The entries pushed so far, in order.
-    pub(super) fn iter(&self) -> JobsIter<'_> {
+    pub(crate) fn iter(&self) -> JobsIter<'_> {
         JobsIter {
             jobs: self,
             next: 0,
@@ -79,7 +79,7 @@ impl Jobs {
 }
 
 /// The entries of a [`Jobs`] pushed before the iteration began.
-pub(super) struct JobsIter<'a> {
+pub(crate) struct JobsIter<'a> {
     jobs: &'a Jobs,
     next: usize,
     end: usize,

@@ -1,185 +1,28 @@
-//! URL lists and their mirrors. In aria2's input-file format several URLs on one line,
-//! separated by TABs, are sources of the same file (aria2c(1), "Input File",
-//! <https://aria2.github.io/manual/en/html/aria2c.html#input-file>). All that wattio does with
-//! them is here:
-//!
-//! - **Start**: every URL of every line is sized with `HEAD` (pipelined per server on
-//!   connections kept from round to round, a few lines at a time in the background, each file
-//!   joining the transfer once sized); a file
-//!   starts on the first of its URLs that answers `200`. A mirror that answers with another
-//!   size than that one is not the same file: the transfer is refused, naming it.
-//! - **During the transfer**: when the mirror serving a file fails — the connection is refused
-//!   or cut, or it answers 5xx, 404/403/410, 416, or a whole file to a range request — the
-//!   file's remaining bytes come from the next mirror of its line (the bytes already on disk
-//!   stay). Past the last mirror, the usual retries apply. A mirror met only then must have
-//!   the size the file was planned with; another size refuses the transfer, naming it.
-//! - **Summary**: for every file with mirrors, which URL served it and each fallback.
-//!
-//! Files of unknown size (streamed whole, see `stream`) and files whose server ignores `Range`
-//! stay on the URL they started on: nothing but a fresh start could move them.
+//! URL lists and their mirrors at the start. In aria2's input-file format several URLs on
+//! one line, separated by TABs, are sources of the same file (aria2c(1), "Input File",
+//! <https://aria2.github.io/manual/en/html/aria2c.html#input-file>). Every URL of every line
+//! is sized with `HEAD` (pipelined per server on connections kept from round to round, a few
+//! lines at a time in the background, each file joining the transfer once sized); a file
+//! starts on the first of its URLs that answers `200`. A mirror that answers with another size
+//! than that one is not the same file: the transfer is refused, naming it. What happens to
+//! mirrors during the transfer is `data::mirrors`.
 
-use super::conn::{Connector, Stream};
-use super::fetch::{
+use super::found::{
+    merge_accept_ranges, origin_index, same_origin, Batch, Expected, MirrorPlan, Place, Source,
+    SourceFile, SourceKind,
+};
+use crate::client::net::conn::{Connector, Stream};
+use crate::client::net::fetch::{
     get_following, head_many_kept, probe_origin, size_by_range_probe, HEAD_CONNECTIONS, HEAD_DEPTH,
 };
-use super::files::{
-    merge_accept_ranges, origin_index, same_origin, url_string, Batch, Expected, FileJob,
-    MirrorPlan, Place, Source, SourceFile, SourceKind,
-};
-use super::state::Shared;
-use super::url::HttpUrl;
-use crate::error::{fail, failure, Failure};
-use crate::summary::{failed_lines_message, FailedLine, MirrorFallback, MirrorReport};
+use crate::client::net::url::{url_string, HttpUrl};
+use crate::error::{fail, failure, EngineResult};
+use crate::summary::{failed_lines_message, FailedLine, MirrorFallback};
 use crate::urllist::{UrlEntry, UrlList};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use wattio_http::ResponseHead;
-
-impl FileJob {
-    /// Index of the origin serving this file now.
-    pub(super) fn origin(&self) -> usize {
-        self.source.place().origin
-    }
-
-    /// The request target on that origin.
-    pub(super) fn url_path(&self) -> &str {
-        &self.source.place().url_path
-    }
-
-    /// Moves the file off `origin` to its next mirror because of `why`. True when the file is
-    /// now elsewhere (moved by this call, or already by another channel), so the caller
-    /// reconnects rather than counts a failure; false when it has nowhere else to go.
-    fn move_off(&self, origin: usize, why: &str) -> bool {
-        let s = &self.source;
-        if s.places.len() < 2 || self.whole {
-            return false;
-        }
-        let cur = s.current.load(Ordering::SeqCst);
-        if s.places[cur].origin != origin {
-            return true;
-        }
-        if cur + 1 >= s.places.len() {
-            return false;
-        }
-        if s.current
-            .compare_exchange(cur, cur + 1, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
-        {
-            // the next mirror's validators are its own: its first answer gives them
-            *self.validator.lock().unwrap() = None;
-            s.fallbacks.lock().unwrap().push(MirrorFallback {
-                from: s.places[cur].url.clone(),
-                to: s.places[cur + 1].url.clone(),
-                reason: why.to_string(),
-                during: "transfer".into(),
-            });
-        }
-        true
-    }
-}
-
-/// What a channel does with an answer, given the file's mirrors.
-pub(super) enum MirrorVerdict {
-    /// Use it (or handle it as without mirrors: the file has no other mirror to go to).
-    Serve,
-    /// The file moved to its next mirror: requeue and reconnect.
-    Moved,
-    /// A mirror that is not the same file: end the transfer with this message.
-    Refused(Failure),
-}
-
-/// Why an answer to a request for `len` bytes at `offset` of a `size`-byte file shows that the
-/// server cannot serve the file; `None` when it can (or when that is for the caller to judge).
-fn unusable(head: &ResponseHead, offset: u64, len: u64, size: u64) -> Option<String> {
-    match head.status {
-        200 if offset == 0 && len == size => None,
-        200 => Some("ignores Range requests (HTTP 200 to a range request)".to_string()),
-        404 | 403 | 410 | 416 => Some(format!("HTTP {}", head.status)),
-        st if st >= 500 => Some(format!("HTTP {st}")),
-        _ => None,
-    }
-}
-
-impl Shared {
-    /// Judges the answer `head` to a request for `len` bytes at `offset` of file `file` on
-    /// `origin` (see [`MirrorVerdict`]).
-    pub(super) fn mirror_verdict(
-        &self,
-        file: usize,
-        origin: usize,
-        head: &ResponseHead,
-        offset: u64,
-        len: u64,
-    ) -> MirrorVerdict {
-        let j = &self.files[file];
-        let s = &j.source;
-        if s.places.len() < 2 {
-            return MirrorVerdict::Serve;
-        }
-        if head.status == 206 {
-            let cur = s.current.load(Ordering::SeqCst);
-            match head.content_range {
-                Some(cr) if cr.size != j.size && cur != s.sized_at => {
-                    return MirrorVerdict::Refused(failure!(
-                        InvalidSource,
-                        "{}: mirror {} has {} bytes but {} has {}: not the same file; remove that mirror from the line",
-                        s.line, s.places[cur].url, cr.size, s.places[s.sized_at].url, j.size
-                    ))
-                }
-                _ => return MirrorVerdict::Serve,
-            }
-        }
-        match unusable(head, offset, len, j.size) {
-            Some(why) if j.move_off(origin, &why) => MirrorVerdict::Moved,
-            _ => MirrorVerdict::Serve,
-        }
-    }
-
-    /// A request for file `file` on `origin` failed (`why`: the connection was cut, stalled,
-    /// …): moves the file to its next mirror. True when the caller should reconnect rather
-    /// than count a failure.
-    pub(super) fn mirror_after_error(
-        &self,
-        file: usize,
-        origin: usize,
-        why: &anyhow::Error,
-    ) -> bool {
-        self.files[file].move_off(origin, &one_line(why))
-    }
-
-    /// `origin` cannot be reached: every file it serves that has another mirror moves to it.
-    /// True when at least one did (the caller reconnects rather than counts a failure).
-    pub(super) fn mirror_after_connect_error(&self, origin: usize, why: &anyhow::Error) -> bool {
-        let why = format!("cannot be reached: {}", one_line(why));
-        let mut moved = false;
-        for j in &self.files {
-            if j.origin() == origin {
-                moved |= j.move_off(origin, &why);
-            }
-        }
-        moved
-    }
-
-    /// The summary's report: every file whose line named mirrors.
-    pub(super) fn mirror_reports(&self) -> Vec<MirrorReport> {
-        self.files
-            .iter()
-            .filter(|j| j.source.places.len() > 1)
-            .map(|j| MirrorReport {
-                file: j.rel.clone(),
-                served_by: j.source.place().url.clone(),
-                mirrors: j.source.places.len(),
-                fallbacks: j.source.fallbacks.lock().unwrap().clone(),
-            })
-            .collect()
-    }
-}
-
-fn one_line(e: &anyhow::Error) -> String {
-    format!("{e:#}").replace('\n', " ")
-}
 
 /// How long the start waits for a TCP connection to the first line's first URL before it
 /// tries that line's next one.
@@ -195,7 +38,7 @@ const REACH_TRIES: usize = 8;
 /// first line, the first URL is taken untried: a test connection would cost the start a round
 /// trip, and a server that cannot be reached fails its lines when they are sized. A dead
 /// first server thus leaves the RTT to the next one that answers and fails only its own lines.
-pub(super) async fn first_reachable(list: &UrlList, measure: bool) -> anyhow::Result<HttpUrl> {
+pub(crate) async fn first_reachable(list: &UrlList, measure: bool) -> EngineResult<HttpUrl> {
     let e = &list.entries[0];
     let first = HttpUrl::parse(&e.url)?;
     if !measure && e.mirrors.is_empty() {
@@ -242,12 +85,12 @@ type ListedUrl = (usize, String, String);
 /// (pipelined per server; redirects followed one by one), each round's files joining the
 /// transfer as a [`Batch`] as soon as they are sized; each file starts on the first of its
 /// line's URLs that answers. Returns once a file with bytes is known.
-pub(super) async fn resolve_url_list(
+pub(crate) async fn resolve_url_list(
     connector: &Arc<Connector>,
     list: UrlList,
     list_name: &str,
     first: &HttpUrl,
-) -> anyhow::Result<Source> {
+) -> EngineResult<Source> {
     let mut src = Source::new(SourceKind::UrlList, first);
     src.notes = list.notes.clone();
     src.files_expected = Some(list.entries.len());
@@ -311,7 +154,7 @@ impl ListSizing {
         mut self,
         entries: Vec<UrlEntry>,
         urls: Vec<ListedUrl>,
-        out: UnboundedSender<anyhow::Result<Batch>>,
+        out: UnboundedSender<EngineResult<Batch>>,
     ) {
         if let Err(e) = self.size_all(entries, urls, &out).await {
             let _ = out.send(Err(e));
@@ -322,8 +165,8 @@ impl ListSizing {
         &mut self,
         entries: Vec<UrlEntry>,
         urls: Vec<ListedUrl>,
-        out: &UnboundedSender<anyhow::Result<Batch>>,
-    ) -> anyhow::Result<()> {
+        out: &UnboundedSender<EngineResult<Batch>>,
+    ) -> EngineResult<()> {
         let mut lines = entries.into_iter().peekable();
         let mut urls = urls.into_iter();
         let mut at_once = FIRST_LINES_AT_ONCE;
@@ -377,7 +220,7 @@ impl ListSizing {
                     }
                 }
                 Err(e) => {
-                    let why = format!("cannot be reached: {}", one_line(&e));
+                    let why = format!("cannot be reached: {}", e.flat_line());
                     for i in idx {
                         answers[i] = Some(Err(why.clone()));
                     }
@@ -395,7 +238,7 @@ impl ListSizing {
         &mut self,
         entries: Vec<UrlEntry>,
         urls: Vec<ListedUrl>,
-    ) -> anyhow::Result<Batch> {
+    ) -> EngineResult<Batch> {
         let mut answers = self.heads(&urls).await;
         let mut b = Batch::default();
         let mut next_url = 0;
@@ -426,7 +269,7 @@ impl ListSizing {
         urls: &[ListedUrl],
         answers: &mut [Option<Result<ResponseHead, String>>],
         b: &mut Batch,
-    ) -> anyhow::Result<()> {
+    ) -> EngineResult<()> {
         let line = format!("{}:{}", self.list_name, e.line);
         let LineAnswers {
             places,
@@ -493,7 +336,7 @@ impl ListSizing {
         line: &str,
         urls: &[ListedUrl],
         answers: &mut [Option<Result<ResponseHead, String>>],
-    ) -> anyhow::Result<LineAnswers> {
+    ) -> EngineResult<LineAnswers> {
         let mut a = LineAnswers {
             places: Vec::with_capacity(urls.len()),
             chosen: None,
@@ -544,7 +387,7 @@ impl ListSizing {
         &mut self,
         listed: ListedUrl,
         mut answer: Result<ResponseHead, String>,
-    ) -> anyhow::Result<(usize, String, Result<ResponseHead, String>)> {
+    ) -> EngineResult<(usize, String, Result<ResponseHead, String>)> {
         let (mut o, mut path, raw) = listed;
         if let Ok(h) = &answer {
             if matches!(h.status, 301 | 302 | 303 | 307 | 308) {
@@ -555,7 +398,7 @@ impl ListSizing {
                         path = without_fragment(&fu.path);
                         Ok(f.head)
                     }
-                    Err(err) => Err(format!("cannot be reached: {}", one_line(&err))),
+                    Err(err) => Err(format!("cannot be reached: {}", err.flat_line())),
                 };
             }
         }
@@ -570,7 +413,7 @@ impl ListSizing {
         o: usize,
         path: &str,
         h: &ResponseHead,
-    ) -> anyhow::Result<Option<u64>> {
+    ) -> EngineResult<Option<u64>> {
         let size = match h.content_length {
             Some(n) => Some(n),
             None => size_by_range_probe(&self.connector, &self.origins[o], path).await?,
@@ -583,7 +426,7 @@ impl ListSizing {
 
     /// Whether origin `o`, whose answers did not say, honours `Range`: a request for the first
     /// byte of its file at `path` (`206`: yes; `200`: it sends whole files only).
-    async fn probe_ranges(&mut self, o: usize, path: &str) -> anyhow::Result<()> {
+    async fn probe_ranges(&mut self, o: usize, path: &str) -> EngineResult<()> {
         self.known_ranges[o] = Some(probe_origin(&self.connector, &self.origins[o], path).await?);
         Ok(())
     }
@@ -619,32 +462,5 @@ fn failed_line(line: String, places: &[Place], failed: &[(usize, String)]) -> Fa
         line,
         url: places[0].url.clone(),
         why,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn head(status: u16) -> ResponseHead {
-        let raw = format!("HTTP/1.1 {status} X\r\nContent-Length: 0\r\n\r\n");
-        wattio_http::parse_response_head(raw.as_bytes())
-            .unwrap()
-            .unwrap()
-            .0
-    }
-
-    #[test]
-    fn answers_that_send_a_file_to_its_next_mirror() {
-        assert_eq!(unusable(&head(200), 0, 10, 10), None);
-        assert_eq!(
-            unusable(&head(200), 5, 5, 10).as_deref(),
-            Some("ignores Range requests (HTTP 200 to a range request)")
-        );
-        for st in [404, 403, 410, 416, 500, 502, 503] {
-            assert_eq!(unusable(&head(st), 0, 10, 10), Some(format!("HTTP {st}")));
-        }
-        assert_eq!(unusable(&head(206), 0, 10, 10), None);
-        assert_eq!(unusable(&head(401), 0, 10, 10), None);
     }
 }

@@ -2,20 +2,20 @@
 //! `http.server`), a URL list (`-i FILE`), or the single file a URL names; with each file's
 //! size, its origin, whether that origin honours `Range`, and the checksums the source gives.
 
-use super::conn::{Connector, Stream};
-use super::fetch::{
+use super::found::{
+    merge_accept_ranges, same_origin, Batch, BlockDigests, Source, SourceFile, SourceKind,
+};
+use super::walk::{walk_index, WalkedPage};
+use crate::client::net::conn::{Connector, Stream};
+use crate::client::net::fetch::{
     fetch, get_following, head_many, probe_on, probe_origin, size_by_range_probe, HEAD_CONNECTIONS,
     HEAD_DEPTH,
 };
-use super::files::{
-    merge_accept_ranges, same_origin, url_string, Batch, BlockDigests, Source, SourceFile,
-    SourceKind,
-};
-use super::options::TransferOptions;
-use super::url::HttpUrl;
-use super::walk::{walk_index, WalkedPage};
+use crate::client::net::url::url_string;
+use crate::client::net::url::HttpUrl;
+use crate::client::options::DiscoveryOptions;
 use crate::dirindex::join_url;
-use crate::error::{fail, failure, Failure, Kind};
+use crate::error::{fail, failure, EngineError, EngineResult, Failure, Kind};
 use crate::urllist::UrlList;
 use std::io::Read;
 use std::sync::Arc;
@@ -26,31 +26,33 @@ use wattio_http::{is_safe_relative, Listing, LISTING_PATH};
 
 /// Finds what `opts` asks to fetch (whether its servers honour `Range` is [`probe_ranges`]'s
 /// to find out).
-pub(super) async fn resolve(
+pub(crate) async fn resolve(
     connector: &Arc<Connector>,
-    opts: &TransferOptions,
+    opts: &DiscoveryOptions,
     first: &HttpUrl,
-) -> anyhow::Result<Source> {
+) -> EngineResult<Source> {
     match &opts.input_file {
         Some(p) => {
             let list = read_url_list(p)?;
-            super::mirrors::resolve_url_list(connector, list, &url_list_name(p), first).await
+            super::url_list::resolve_url_list(connector, list, &url_list_name(p), first).await
         }
         None => resolve_url(connector, first).await,
     }
 }
 
 /// The first URL of a transfer: the source URL, or the first reachable URL of the URL list's
-/// first line (read here, and again by [`resolve`]: standard input is read once and kept).
-pub(super) async fn first_url(opts: &TransferOptions) -> anyhow::Result<HttpUrl> {
+/// first line (read here, and again by [`resolve`]: standard input is read once and kept);
+/// `measure`: the round-trip time will be measured to it (see
+/// [`first_reachable`](super::url_list::first_reachable)).
+pub(crate) async fn first_url(opts: &DiscoveryOptions, measure: bool) -> EngineResult<HttpUrl> {
     match &opts.input_file {
-        Some(p) => super::mirrors::first_reachable(&read_url_list(p)?, opts.rtt.is_none()).await,
+        Some(p) => super::url_list::first_reachable(&read_url_list(p)?, measure).await,
         None => Ok(HttpUrl::parse(&opts.source)?),
     }
 }
 
 /// Every URL of the URL list at `p` (mirrors included), as written.
-pub(super) fn list_urls(p: &std::path::Path) -> anyhow::Result<Vec<String>> {
+pub(crate) fn list_urls(p: &std::path::Path) -> EngineResult<Vec<String>> {
     Ok(read_url_list(p)?
         .entries
         .into_iter()
@@ -69,7 +71,7 @@ fn url_list_name(p: &std::path::Path) -> String {
 
 static STDIN_LIST: std::sync::OnceLock<Result<Vec<u8>, String>> = std::sync::OnceLock::new();
 
-fn read_url_list(p: &std::path::Path) -> anyhow::Result<UrlList> {
+fn read_url_list(p: &std::path::Path) -> EngineResult<UrlList> {
     let (bytes, name) = if p.as_os_str() == "-" {
         let b = STDIN_LIST.get_or_init(|| {
             let mut v = Vec::new();
@@ -91,7 +93,7 @@ fn read_url_list(p: &std::path::Path) -> anyhow::Result<UrlList> {
 }
 
 /// A URL: its wattio listing, its directory index, or one file.
-async fn resolve_url(connector: &Arc<Connector>, url: &HttpUrl) -> anyhow::Result<Source> {
+async fn resolve_url(connector: &Arc<Connector>, url: &HttpUrl) -> EngineResult<Source> {
     let path = url.path.split('#').next().unwrap_or("/").to_string();
     let listing_suffix = format!("/{LISTING_PATH}");
     if path.ends_with(&listing_suffix) {
@@ -147,7 +149,7 @@ async fn resolve_url(connector: &Arc<Connector>, url: &HttpUrl) -> anyhow::Resul
     single_file(connector, url).await
 }
 
-fn unreachable_listing(url: &HttpUrl, lp: &str) -> anyhow::Error {
+fn unreachable_listing(url: &HttpUrl, lp: &str) -> EngineError {
     failure!(
         InvalidSource,
         "no dataset listing at {}; serve the tree with `wattio serve` or write one with `wattio serve DIR --write-listing`",
@@ -162,7 +164,7 @@ async fn from_listing(
     url: &HttpUrl,
     lp: &str,
     required: bool,
-) -> anyhow::Result<Option<Source>> {
+) -> EngineResult<Option<Source>> {
     let f = fetch(connector, url, "GET", lp, "", true).await?;
     if f.head.status != 200 {
         if required {
@@ -211,7 +213,7 @@ async fn resolve_directory(
     connector: &Arc<Connector>,
     url: &HttpUrl,
     dir: &str,
-) -> anyhow::Result<Source> {
+) -> EngineResult<Source> {
     let here = url_string(url, dir);
     let root = crate::dirindex::canonical_path(dir);
     // The index walk starts at once, beside the request for a listing: on a server without
@@ -266,8 +268,8 @@ async fn size_pages(
     connector: Arc<Connector>,
     url: HttpUrl,
     root: String,
-    mut pages: UnboundedReceiver<anyhow::Result<WalkedPage>>,
-    out: UnboundedSender<anyhow::Result<Batch>>,
+    mut pages: UnboundedReceiver<EngineResult<WalkedPage>>,
+    out: UnboundedSender<EngineResult<Batch>>,
 ) {
     while let Some(page) = pages.recv().await {
         let r = match page {
@@ -279,9 +281,10 @@ async fn size_pages(
                     .unwrap_or(Kind::InvalidSource);
                 Err(kind
                     .msg(format!(
-                        "{} has no wattio listing ({}) and {e:#}; serve the tree with `wattio serve`, turn on the server's directory index (nginx: autoindex on), or list the files in a URL list (-i FILE)",
+                        "{} has no wattio listing ({}) and {}; serve the tree with `wattio serve`, turn on the server's directory index (nginx: autoindex on), or list the files in a URL list (-i FILE)",
                         url_string(&url, &root),
-                        LISTING_PATH
+                        LISTING_PATH,
+                        e.one_line()
                     ))
                     .into())
             }
@@ -300,7 +303,7 @@ async fn size_page(
     url: &HttpUrl,
     root: &str,
     page: WalkedPage,
-) -> anyhow::Result<Batch> {
+) -> EngineResult<Batch> {
     let without_size: Vec<String> = page
         .files
         .iter()
@@ -358,7 +361,7 @@ async fn size_page(
 }
 
 /// One file URL: sized by `HEAD` (redirects followed).
-async fn single_file(connector: &Connector, url: &HttpUrl) -> anyhow::Result<Source> {
+async fn single_file(connector: &Connector, url: &HttpUrl) -> EngineResult<Source> {
     let (final_url, f) = get_following(connector, url, "HEAD").await?;
     let here = url_string(url, &url.path);
     let path = final_url.path.split('#').next().unwrap_or("/").to_string();
@@ -403,12 +406,12 @@ async fn single_file(connector: &Connector, url: &HttpUrl) -> anyhow::Result<Sou
 /// ([`probe_origin`]). The first origin's request goes on a connection from `spare` (opened
 /// ahead, handshakes done) when there is one, and the connection goes back there for a
 /// channel.
-pub(super) async fn probe_ranges(
+pub(crate) async fn probe_ranges(
     connector: &Connector,
     src: &mut Source,
     spare: &mut Vec<(Instant, Stream)>,
     needs_ranges: &dyn Fn(&SourceFile) -> bool,
-) -> anyhow::Result<()> {
+) -> EngineResult<()> {
     for o in 0..src.origins.len() {
         if src.ranges[o].is_some() {
             continue;

@@ -4,10 +4,10 @@
 //! `HEAD` requests pipelined on a few keep-alive connections, and the one-byte `Range` probe.
 
 use super::conn::{Connector, Stream};
-use super::files::url_string;
+use super::url::url_string;
 use super::url::HttpUrl;
 use crate::dirindex::join_url;
-use crate::error::{fail, failure, Failure, Kind};
+use crate::error::{fail, failure, EngineResult, Failure, Kind};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +15,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use wattio_http::{parse_response_head, ResponseHead};
 
 /// Largest body read whole (an index page or a checksum file).
-pub(super) const MAX_BODY: usize = 256 << 20;
+pub(crate) const MAX_BODY: usize = 256 << 20;
 /// How long a discovery request may take before its first bytes (see [`Deadline`]).
 const SILENCE: Duration = Duration::from_secs(60);
 /// Bytes that buy a discovery request one more second (see [`Deadline`]).
@@ -26,14 +26,14 @@ const GRACE_BYTES: u64 = 64 << 10;
 /// page on a slow link gets the time it needs (anything faster than 64 KiB/s keeps ahead of
 /// it) while a server trickling bytes cannot hold the transfer: one byte every 59 s no longer
 /// resets a timeout.
-pub(super) struct Deadline {
+pub(crate) struct Deadline {
     /// tokio's clock, which tests can pause and advance.
     start: tokio::time::Instant,
     received: u64,
 }
 
 impl Deadline {
-    pub(super) fn new() -> Deadline {
+    pub(crate) fn new() -> Deadline {
         Deadline {
             start: tokio::time::Instant::now(),
             received: 0,
@@ -41,7 +41,7 @@ impl Deadline {
     }
 
     /// Gives `d` more time (time the client itself held the reads back).
-    pub(super) fn extend(&mut self, d: Duration) {
+    pub(crate) fn extend(&mut self, d: Duration) {
         self.start += d;
     }
 
@@ -54,12 +54,12 @@ impl Deadline {
     }
 
     /// One read within the deadline; `what` names the request in the error.
-    pub(super) async fn read<S: AsyncRead + Unpin>(
+    pub(crate) async fn read<S: AsyncRead + Unpin>(
         &mut self,
         s: &mut S,
         buf: &mut [u8],
         what: &str,
-    ) -> anyhow::Result<usize> {
+    ) -> EngineResult<usize> {
         let late = || {
             failure!(
                 Unreachable,
@@ -83,16 +83,16 @@ impl Deadline {
 }
 
 /// A response read whole.
-pub(super) struct Fetched {
-    pub(super) head: ResponseHead,
-    pub(super) body: Vec<u8>,
+pub(crate) struct Fetched {
+    pub(crate) head: ResponseHead,
+    pub(crate) body: Vec<u8>,
 }
 
 /// Decodes a `Transfer-Encoding: chunked` body (RFC 9112 §7.1) fed in pieces of any size:
 /// chunk sizes in hex (extensions after `;` ignored), a zero-size last chunk, trailers
 /// skipped.
 #[derive(Debug, Default)]
-pub(super) struct ChunkedDecoder {
+pub(crate) struct ChunkedDecoder {
     state: Chunked,
     /// A size or trailer line not complete yet.
     line: Vec<u8>,
@@ -111,19 +111,19 @@ enum Chunked {
 
 impl ChunkedDecoder {
     /// Whether the last chunk and the trailers were read.
-    pub(super) fn done(&self) -> bool {
+    pub(crate) fn done(&self) -> bool {
         self.state == Chunked::Done
     }
 
     /// Whether the last (zero-size) chunk was read (its trailers may still be missing).
-    pub(super) fn after_last_chunk(&self) -> bool {
+    pub(crate) fn after_last_chunk(&self) -> bool {
         matches!(self.state, Chunked::Trailer | Chunked::Done)
     }
 
     /// Decodes what it can of `input`, appending body bytes to `out`; returns how many input
     /// bytes it used (fewer than given only once the body is complete). `Err` names what is
     /// malformed.
-    pub(super) fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<usize, String> {
+    pub(crate) fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<usize, String> {
         let mut i = 0;
         while i < input.len() {
             match self.state {
@@ -189,7 +189,7 @@ fn chunk_size(line: &[u8]) -> Result<u64, String> {
 /// cut short before its last chunk (a server that closes right after the last chunk, without
 /// the final empty line, is accepted).
 #[cfg(test)]
-pub(super) fn decode_chunked(data: &[u8]) -> Result<Vec<u8>, String> {
+pub(crate) fn decode_chunked(data: &[u8]) -> Result<Vec<u8>, String> {
     let mut d = ChunkedDecoder::default();
     let mut out = Vec::new();
     d.feed(data, &mut out)?;
@@ -218,7 +218,7 @@ async fn read_head(
     buf: &mut Vec<u8>,
     deadline: &mut Deadline,
     what: &str,
-) -> anyhow::Result<ResponseHead> {
+) -> EngineResult<ResponseHead> {
     loop {
         if let Some((h, n)) = parse_response_head(buf)? {
             buf.drain(..n);
@@ -239,7 +239,7 @@ async fn read_head(
 /// Why a body that ended with the connection is not trusted: over plain HTTP a connection
 /// cut short looks the same (over TLS the server's `close_notify` tells them apart, and rustls
 /// refuses an end without one).
-pub(super) fn unterminated(what: &str) -> Failure {
+pub(crate) fn unterminated(what: &str) -> Failure {
     failure!(
         Protocol,
         "{what}: the server sent a body of unknown length (no Content-Length, not chunked) over plain HTTP and ended it by closing the connection, which a cut connection looks the same as; fetch it over https://, or from a server that sends lengths"
@@ -249,14 +249,14 @@ pub(super) fn unterminated(what: &str) -> Failure {
 /// One request on a fresh connection (`Connection: close`), its body read whole unless
 /// `read_body` is false (the connection is then dropped after the head, which is how the
 /// `Range` probe avoids downloading a whole file from a server that ignores ranges).
-pub(super) async fn fetch(
+pub(crate) async fn fetch(
     connector: &Connector,
     url: &HttpUrl,
     method: &str,
     path: &str,
     extra_headers: &str,
     read_body: bool,
-) -> anyhow::Result<Fetched> {
+) -> EngineResult<Fetched> {
     let mut s = connector.connect(url).await?;
     s.send(request(url, method, path, extra_headers, true).as_bytes())
         .await?;
@@ -330,11 +330,11 @@ pub(super) async fn fetch(
 /// The one-byte `Range` probe on an open keep-alive connection (one opened ahead for the
 /// channels): the answer's head, and the connection back when the answer left it ready for
 /// another request (a `206` whose one-byte body was read).
-pub(super) async fn probe_on(
+pub(crate) async fn probe_on(
     mut s: Stream,
     url: &HttpUrl,
     path: &str,
-) -> anyhow::Result<(ResponseHead, Option<Stream>)> {
+) -> EngineResult<(ResponseHead, Option<Stream>)> {
     s.send(request(url, "GET", path, "Range: bytes=0-0\r\n", false).as_bytes())
         .await?;
     let mut buf = Vec::new();
@@ -359,27 +359,27 @@ pub(super) async fn probe_on(
 /// `HEAD` of every path, pipelined `depth` deep on up to `conns` keep-alive connections; a
 /// connection the server closes (HTTP/1.0, `keepalive_requests`) is reopened for the requests
 /// still unanswered. Results are in the order of `paths`.
-pub(super) async fn head_many(
+pub(crate) async fn head_many(
     connector: &Arc<Connector>,
     url: &HttpUrl,
     paths: &[String],
     conns: usize,
     depth: usize,
-) -> anyhow::Result<Vec<ResponseHead>> {
+) -> EngineResult<Vec<ResponseHead>> {
     head_many_kept(connector, url, paths, conns, depth, &mut Vec::new()).await
 }
 
 /// [`head_many`] on the connections in `idle` first (opening more up to `conns`), leaving in
 /// `idle` those still open at the end: a URL list sized round after round reuses its
 /// connections rather than paying a TCP (and TLS) handshake per round.
-pub(super) async fn head_many_kept(
+pub(crate) async fn head_many_kept(
     connector: &Arc<Connector>,
     url: &HttpUrl,
     paths: &[String],
     conns: usize,
     depth: usize,
     idle: &mut Vec<Stream>,
-) -> anyhow::Result<Vec<ResponseHead>> {
+) -> EngineResult<Vec<ResponseHead>> {
     let n = paths.len();
     let conns = conns.clamp(1, n.max(1));
     let mut set = tokio::task::JoinSet::new();
@@ -426,7 +426,7 @@ async fn head_on_one_connection(
     mut todo: Vec<(usize, String)>,
     depth: usize,
     mut kept: Option<Stream>,
-) -> anyhow::Result<(Vec<(usize, ResponseHead)>, Option<Stream>)> {
+) -> EngineResult<(Vec<(usize, ResponseHead)>, Option<Stream>)> {
     let mut done = Vec::with_capacity(todo.len());
     todo.reverse();
     let mut failures = 0;
@@ -438,7 +438,7 @@ async fn head_on_one_connection(
         let answered_before = done.len();
         // requests written (or about to be) and not answered: back to `todo` on any failure
         let mut sent: VecDeque<(usize, String)> = VecDeque::new();
-        let r: anyhow::Result<()> = async {
+        let r: EngineResult<()> = async {
             let mut s = match kept.take() {
                 Some(s) => s,
                 None => connector.connect(url).await?,
@@ -500,16 +500,16 @@ async fn head_on_one_connection(
 const MAX_REDIRECTS: usize = 10;
 
 /// Connections and pipelining depth of the `HEAD` requests that size files.
-pub(super) const HEAD_CONNECTIONS: usize = 8;
+pub(crate) const HEAD_CONNECTIONS: usize = 8;
 
-pub(super) const HEAD_DEPTH: usize = 16;
+pub(crate) const HEAD_DEPTH: usize = 16;
 
 /// GET with redirects followed (at most [`MAX_REDIRECTS`]); returns the final URL too.
-pub(super) async fn get_following(
+pub(crate) async fn get_following(
     connector: &Connector,
     url: &HttpUrl,
     method: &str,
-) -> anyhow::Result<(HttpUrl, Fetched)> {
+) -> EngineResult<(HttpUrl, Fetched)> {
     let mut u = url.clone();
     for _ in 0..=MAX_REDIRECTS {
         let f = fetch(connector, &u, method, &u.path, "", true).await?;
@@ -550,11 +550,11 @@ pub(super) async fn get_following(
 /// one-byte range request, or the `Content-Length` of the whole response a server that
 /// ignores `Range` sends instead; `None` when neither says (a chunked body, or one that ends
 /// with the connection).
-pub(super) async fn size_by_range_probe(
+pub(crate) async fn size_by_range_probe(
     connector: &Connector,
     url: &HttpUrl,
     path: &str,
-) -> anyhow::Result<Option<u64>> {
+) -> EngineResult<Option<u64>> {
     let f = fetch(connector, url, "GET", path, "Range: bytes=0-0\r\n", false).await?;
     Ok(match (f.head.status, f.head.content_range) {
         (206, Some(cr)) => Some(cr.size),
@@ -571,11 +571,11 @@ pub(super) async fn size_by_range_probe(
 
 /// Whether `origin` honours `Range`, asked with a request for the first byte of its
 /// non-empty file at `path` on a new connection (`206`: yes; `200`: it sends whole files).
-pub(super) async fn probe_origin(
+pub(crate) async fn probe_origin(
     connector: &Connector,
     origin: &HttpUrl,
     path: &str,
-) -> anyhow::Result<bool> {
+) -> EngineResult<bool> {
     let f = fetch(
         connector,
         origin,

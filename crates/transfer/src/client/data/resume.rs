@@ -8,15 +8,17 @@
 
 use super::dest::{with_suffix, Dest, Entry, DONE_SUFFIX, PART_SUFFIX};
 use super::done_log::{parse_log, DoneLog};
-use super::files::{FileJob, FileSource, SourceFile};
-use super::validator::{Compared, Validator};
+use super::files::{FileJob, FileSource};
+use crate::client::discovery::found::SourceFile;
+use crate::client::net::validator::{Compared, Validator};
+use crate::error::EngineResult;
 use std::io::Read as _;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, RwLock};
 use wattio_http::checksum::{self, InOrderHasher};
 
 /// The extended attribute a finished file keeps its server's validators in.
-pub(super) const VALIDATOR_ATTR: &str = "user.wattio.validator";
+pub(crate) const VALIDATOR_ATTR: &str = "user.wattio.validator";
 
 /// Byte ranges of `[0, size)` not covered by `done` (a list of (offset, len)).
 pub(crate) fn missing_ranges(size: u64, done: &[(u64, u64)]) -> Vec<(u64, u64)> {
@@ -41,7 +43,7 @@ pub(crate) fn missing_ranges(size: u64, done: &[(u64, u64)]) -> Vec<(u64, u64)> 
 }
 
 /// The log an earlier run left for `rel`, when its part file has `size` bytes.
-pub(super) fn earlier_log(dest: &Dest, rel: &str, size: u64) -> Option<DoneLog> {
+pub(crate) fn earlier_log(dest: &Dest, rel: &str, size: u64) -> Option<DoneLog> {
     if dest.entry(&with_suffix(rel, PART_SUFFIX)).ok()?? != Entry::File(size) {
         return None;
     }
@@ -53,44 +55,44 @@ pub(super) fn earlier_log(dest: &Dest, rel: &str, size: u64) -> Option<DoneLog> 
 
 /// A batch of files made ready to fetch: their jobs, the ranges each still misses, and what
 /// earlier runs had already done.
-pub(super) struct Prepared {
+pub(crate) struct Prepared {
     /// Boxed: they move into [`super::jobs::Jobs`] as they are, never copied (a list of many
     /// small files would otherwise be held twice while it moves).
     #[allow(clippy::vec_box)]
-    pub(super) jobs: Vec<Box<FileJob>>,
-    pub(super) missing: Vec<Vec<(u64, u64)>>,
-    pub(super) earlier: EarlierRuns,
+    pub(crate) jobs: Vec<Box<FileJob>>,
+    pub(crate) missing: Vec<Vec<(u64, u64)>>,
+    pub(crate) earlier: EarlierRuns,
 }
 
 /// What earlier runs had already done for a set of files, as the summary counts it.
 #[derive(Debug, Default, Clone)]
-pub(super) struct EarlierRuns {
+pub(crate) struct EarlierRuns {
     /// Files complete in the destination.
-    pub(super) skipped: usize,
+    pub(crate) skipped: usize,
     /// Bytes found complete (files or ranges).
-    pub(super) resumed_bytes: u64,
+    pub(crate) resumed_bytes: u64,
     /// Files skipped because they were complete and matched a checksum.
-    pub(super) verified: usize,
+    pub(crate) verified: usize,
     /// Of those, the ones checked against the listing and against a publisher's digest.
-    pub(super) verified_by_listing: usize,
-    pub(super) verified_by_publisher: usize,
+    pub(crate) verified_by_listing: usize,
+    pub(crate) verified_by_publisher: usize,
     /// Of those, the ones a collision-resistant digest checked (SHA-2, BLAKE2b), and the
     /// others (XXH3-64, xxHash, MD5, SHA-1 only).
-    pub(super) verified_strong: usize,
-    pub(super) verified_weak: Vec<String>,
+    pub(crate) verified_strong: usize,
+    pub(crate) verified_weak: Vec<String>,
     /// Files skipped because they were complete, with no checksum to check them against.
-    pub(super) skipped_unverified: Vec<String>,
+    pub(crate) skipped_unverified: Vec<String>,
     /// Files whose earlier copy (complete or partial) was dropped because the server's
     /// validators changed since: they are fetched again from the start.
-    pub(super) restarted: Vec<String>,
+    pub(crate) restarted: Vec<String>,
     /// Files whose partial copy is kept with neither a validator nor a checksum to confirm it
     /// is of the server's current version.
-    pub(super) resumed_unchecked: Vec<String>,
+    pub(crate) resumed_unchecked: Vec<String>,
 }
 
 impl EarlierRuns {
     /// Adds the counts of another set of files.
-    pub(super) fn add(&mut self, other: &EarlierRuns) {
+    pub(crate) fn add(&mut self, other: &EarlierRuns) {
         self.skipped += other.skipped;
         self.resumed_bytes += other.resumed_bytes;
         self.verified += other.verified;
@@ -109,7 +111,7 @@ impl EarlierRuns {
 
 impl Prepared {
     /// Adds the files of a later batch, prepared on their own.
-    pub(super) fn append(&mut self, other: Prepared) {
+    pub(crate) fn append(&mut self, other: Prepared) {
         self.jobs.extend(other.jobs);
         self.missing.extend(other.missing);
         self.earlier.add(&other.earlier);
@@ -179,7 +181,7 @@ fn stored_validator(f: &std::fs::File) -> Option<Validator> {
 /// finished it and stored the server's validators with it, no checksum can check it, and this
 /// run has not asked about the file itself. (A part file needs no question: its ranges are
 /// asked for with `If-Range`, and the first answer says whether the file changed.)
-pub(super) fn worth_asking(dest: &Dest, s: &SourceFile) -> bool {
+pub(crate) fn worth_asking(dest: &Dest, s: &SourceFile) -> bool {
     let checksummed = s.xxh3.is_some() || s.blocks.is_some() || s.expect.is_some();
     s.validator_origin.is_none()
         && !checksummed
@@ -193,12 +195,12 @@ pub(super) fn worth_asking(dest: &Dest, s: &SourceFile) -> bool {
 
 /// What is already in `dest` for each file of `src` and what is still missing. `whole[o]`:
 /// origin `o` ignores `Range`, so its partly fetched files start over.
-pub(super) fn prepare(
+pub(crate) fn prepare(
     dest: &Arc<Dest>,
     src: Vec<SourceFile>,
     whole: &[bool],
     origins: &[String],
-) -> anyhow::Result<Prepared> {
+) -> EngineResult<Prepared> {
     let mut jobs = Vec::new();
     let mut missing = Vec::new();
     let mut e = EarlierRuns::default();

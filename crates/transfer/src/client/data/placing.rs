@@ -12,11 +12,11 @@ use std::sync::atomic::Ordering;
 
 /// Verified files waiting beyond this many are placed by the thread that verified the last
 /// one, so a fast stream of small files never piles up behind a slow disk.
-pub(super) const PLACE_BATCH: usize = 256;
+pub(crate) const PLACE_BATCH: usize = 256;
 
 impl Shared {
     /// Queues verified file `i` for placing; places the batch at once when it is full.
-    pub(super) fn queue_for_placing(&self, i: usize) {
+    pub(crate) fn queue_for_placing(&self, i: usize) {
         let full = {
             let mut w = self.placing.waiting.lock().unwrap();
             w.push(i);
@@ -29,7 +29,7 @@ impl Shared {
 
     /// Puts every waiting file into place. Blocks on the disk: run it off the runtime's
     /// threads. Files that cannot be placed fail the transfer (with the file named).
-    pub(super) fn place_waiting(&self) {
+    pub(crate) fn place_waiting(&self) {
         let _one_at_a_time = self.placing.placing.lock().unwrap();
         let batch = std::mem::take(&mut *self.placing.waiting.lock().unwrap());
         if !batch.is_empty() {

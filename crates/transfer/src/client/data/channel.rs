@@ -2,17 +2,17 @@
 //! from its partition's queue while the partition's budget allows, streaming bodies into the
 //! part files, reconnecting with backoff.
 
-use super::conn::Stream;
-use super::fetch::Deadline;
 use super::mirrors::MirrorVerdict;
 use super::pace::pace;
 use super::queue::Chunk;
-use super::response::ReadBuf;
 use super::state::{Shared, SPARE_MAX_AGE};
-use super::url::HttpUrl;
-use super::validator::Validator;
 use super::verify::finish_file;
-use crate::error::{fail, failure, Failure, Kind};
+use crate::client::net::conn::Stream;
+use crate::client::net::fetch::Deadline;
+use crate::client::net::response::ReadBuf;
+use crate::client::net::url::HttpUrl;
+use crate::client::net::validator::Validator;
+use crate::error::{fail, failure, EngineError, EngineResult, Failure, Kind};
 use std::collections::VecDeque;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -22,7 +22,7 @@ use std::time::Duration;
 use wattio_http::checksum;
 use wattio_http::{ContentRange, ResponseHead};
 
-pub(super) enum ChannelEnd {
+pub(crate) enum ChannelEnd {
     /// No more work or over budget.
     Done,
     /// The server ended the connection cleanly (`Connection: close`, e.g. nginx's
@@ -30,7 +30,7 @@ pub(super) enum ChannelEnd {
     Reconnect,
 }
 
-pub(super) async fn channel_task(sh: Arc<Shared>, pi: usize) {
+pub(crate) async fn channel_task(sh: Arc<Shared>, pi: usize) {
     let mut failures = 0u32;
     let mut released = false;
     loop {
@@ -47,9 +47,10 @@ pub(super) async fn channel_task(sh: Arc<Shared>, pi: usize) {
                     // a server that keeps failing is unreachable, unless the error says more
                     let kind = Failure::kind_in(&e).unwrap_or(Kind::Unreachable);
                     sh.fail(kind.msg(format!(
-                        "giving up on {} after {} attempts: {e:#}",
+                        "giving up on {} after {} attempts: {}",
                         sh.url.authority(),
-                        failures
+                        failures,
+                        e.one_line()
                     )));
                     break;
                 }
@@ -68,7 +69,7 @@ pub(super) async fn channel_task(sh: Arc<Shared>, pi: usize) {
 /// Takes the next chunk unless the partition is over its channel budget. A channel over
 /// budget gives up its slot with a CAS on `live` (so exactly the surplus channels leave) and
 /// sets `released`; it then drains what it has in flight and ends.
-pub(super) fn next_chunk(
+pub(crate) fn next_chunk(
     sh: &Shared,
     pi: usize,
     leaving: &mut bool,
@@ -115,13 +116,13 @@ pub(super) fn next_chunk(
 /// files while 28 channels had none), and at the end, where a channel fetching two chunks in a
 /// row while another sits idle leaves the transfer waiting for the slowest channel; the round
 /// trip a channel then spends between its requests costs less (docs/transfer.md, *Engine*).
-pub(super) fn pipeline_another(in_flight: usize, queued: usize, channels: usize) -> bool {
+pub(crate) fn pipeline_another(in_flight: usize, queued: usize, channels: usize) -> bool {
     in_flight == 0 || in_flight * channels <= queued
 }
 
 /// Puts an unanswered chunk back at the head of its queue (one of a version of its file
 /// that has since started over is dropped instead).
-pub(super) fn requeue(sh: &Shared, pi: usize, c: Chunk) {
+pub(crate) fn requeue(sh: &Shared, pi: usize, c: Chunk) {
     sh.files[c.file].in_flight.fetch_sub(1, Ordering::Relaxed);
     if c.version != sh.files[c.file].generation() {
         sh.parts[pi].remaining.fetch_sub(c.len, Ordering::SeqCst);
@@ -170,27 +171,15 @@ fn version_of(
     }
 }
 
-/// The error a body write gives when its file started over meanwhile.
-#[derive(Debug)]
-struct Superseded;
-
-impl std::fmt::Display for Superseded {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the file started over")
-    }
-}
-
-impl std::error::Error for Superseded {}
-
 /// Runs one connection of channel `pi`'s: to the server of the first chunk it takes, serving
 /// chunks of that server's files until the channel has nothing more to do there
 /// (see [`ChannelEnd`]) or fails.
-pub(super) async fn run_connection(
+pub(crate) async fn run_connection(
     sh: &Arc<Shared>,
     pi: usize,
     failures: &mut u32,
     released: &mut bool,
-) -> anyhow::Result<ChannelEnd> {
+) -> EngineResult<ChannelEnd> {
     let mut leaving = false;
     // nothing to do: do not even connect
     let first = match next_chunk(sh, pi, &mut leaving, released) {
@@ -238,7 +227,7 @@ pub(super) async fn run_connection(
 
 /// A connection to `origin`: a spare one (opened ahead, or left by a channel) when there is
 /// one, else a new one; true when it is a spare.
-async fn connect(sh: &Shared, origin: usize, server: &HttpUrl) -> anyhow::Result<(Stream, bool)> {
+async fn connect(sh: &Shared, origin: usize, server: &HttpUrl) -> EngineResult<(Stream, bool)> {
     // a spare left idle for long (a slow resume check) may have been closed by the server;
     // spares are connected to the first server only
     let spare = (origin == 0)
@@ -288,11 +277,7 @@ struct Connection<'a> {
 impl Connection<'_> {
     /// Keeps the pipeline full and reads the answers in order, writing each body into its
     /// part file, until the channel has nothing more to do here or the connection must go.
-    async fn serve(
-        &mut self,
-        failures: &mut u32,
-        released: &mut bool,
-    ) -> anyhow::Result<ChannelEnd> {
+    async fn serve(&mut self, failures: &mut u32, released: &mut bool) -> EngineResult<ChannelEnd> {
         loop {
             self.fill_pipeline(released);
             self.send_requests().await?;
@@ -369,7 +354,7 @@ impl Connection<'_> {
     }
 
     /// Writes the requests of the chunks taken since the last write, back to back.
-    async fn send_requests(&mut self) -> anyhow::Result<()> {
+    async fn send_requests(&mut self) -> EngineResult<()> {
         if self.sent >= self.inflight.len() {
             return Ok(());
         }
@@ -403,7 +388,7 @@ impl Connection<'_> {
     /// file's mirrors (see [`MirrorVerdict`]) and version (see [`version_of`]) may send the
     /// channel elsewhere, and its status and length must be those of the range asked for.
     /// `None`: read the body.
-    fn judge(&mut self, head: &ResponseHead) -> anyhow::Result<Option<ChannelEnd>> {
+    fn judge(&mut self, head: &ResponseHead) -> EngineResult<Option<ChannelEnd>> {
         let sh = self.sh;
         let c = *self.inflight.front().expect("a chunk in flight");
         match sh.mirror_verdict(c.file, self.origin, head, c.offset, c.len) {
@@ -430,7 +415,7 @@ impl Connection<'_> {
 
     /// Streams the first chunk's body into its part file; on an error, what arrived is kept
     /// and the chunk shrinks to the rest. `None`: the chunk is complete.
-    async fn receive_front(&mut self) -> anyhow::Result<Option<ChannelEnd>> {
+    async fn receive_front(&mut self) -> EngineResult<Option<ChannelEnd>> {
         let sh = self.sh;
         let c = self.inflight.front_mut().expect("a chunk in flight");
         let j = &sh.files[c.file];
@@ -449,7 +434,7 @@ impl Connection<'_> {
             sh.count_fetched(self.pi, c, written);
             c.offset += written;
             c.len -= written;
-            if e.is::<Superseded>() {
+            if matches!(e, EngineError::Superseded) {
                 self.requeue_all();
                 return Ok(Some(ChannelEnd::Reconnect));
             }
@@ -469,7 +454,7 @@ impl Connection<'_> {
     /// `Shared::spare` while discovery may add files; after an error its chunks go back on the
     /// queue, and a reconnect follows at once when the error is no fault of the server's (a
     /// spare closed meanwhile) or the file moved to another mirror.
-    fn close(mut self, res: anyhow::Result<ChannelEnd>) -> anyhow::Result<ChannelEnd> {
+    fn close(mut self, res: EngineResult<ChannelEnd>) -> EngineResult<ChannelEnd> {
         let sh = self.sh;
         if self.idle_between_requests
             && self.origin == 0
@@ -503,7 +488,7 @@ impl Connection<'_> {
 /// Content-Range, or the whole file where that was asked or the server ignores Range) with the
 /// length asked for; a file that changed or a server that stopped honouring Range ends the
 /// transfer. `None`: it is.
-fn check_answer(sh: &Shared, c: &Chunk, head: &ResponseHead) -> anyhow::Result<Option<ChannelEnd>> {
+fn check_answer(sh: &Shared, c: &Chunk, head: &ResponseHead) -> EngineResult<Option<ChannelEnd>> {
     let j = &sh.files[c.file];
     match head.status {
         206 => {
@@ -566,7 +551,7 @@ impl Wire {
         c: &Chunk,
         part: &File,
         written: &mut u64,
-    ) -> anyhow::Result<()> {
+    ) -> EngineResult<()> {
         let j = &sh.files[c.file];
         let mut block_hasher = j
             .blocks
@@ -603,7 +588,7 @@ impl Wire {
             // this write, and a write after it sees the new version
             let v = j.version.read().unwrap();
             if *v != c.version {
-                return Err(Superseded.into());
+                return Err(EngineError::Superseded);
             }
             // page-cache writes are short; doing them inline keeps the engine simple
             part.write_all_at(&self.body[..n], c.offset + *written)

@@ -26,7 +26,7 @@ pub(crate) const PART_SUFFIX: &str = ".wattio-part";
 pub(crate) const DONE_SUFFIX: &str = ".wattio-part.done";
 
 /// The destination directory.
-pub(super) struct Dest {
+pub(crate) struct Dest {
     fd: OwnedFd,
     path: PathBuf,
     /// Sync data before its records and renames (`--fsync on`, the default).
@@ -49,11 +49,11 @@ const SYNCFS_MIN: usize = 8;
 
 /// Why [`Dest::place_all`] failed: the pair it failed at (its index), the step (as
 /// [`Dest::failed`] words it) and the error.
-pub(super) type Misplaced = (usize, &'static str, io::Error);
+pub(crate) type Misplaced = (usize, &'static str, io::Error);
 
 /// What is at a name in DEST.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Entry {
+pub(crate) enum Entry {
     /// A regular file of this many bytes.
     File(u64),
     /// Anything else: a directory, a link, a device…
@@ -62,7 +62,7 @@ pub(super) enum Entry {
 
 impl Dest {
     /// Opens DEST, creating it (and its parents) when missing.
-    pub(super) fn open(path: &Path, sync: bool) -> Result<Dest, Failure> {
+    pub(crate) fn open(path: &Path, sync: bool) -> Result<Dest, Failure> {
         std::fs::create_dir_all(path).map_err(|e| {
             failure!(
                 Dest,
@@ -82,12 +82,12 @@ impl Dest {
     }
 
     /// `DEST/rel`, for messages.
-    pub(super) fn shown(&self, rel: &str) -> String {
+    pub(crate) fn shown(&self, rel: &str) -> String {
         self.path.join(rel).display().to_string()
     }
 
     /// One line saying why `what` failed on `rel`, naming the link or the file in the way.
-    pub(super) fn explain(&self, rel: &str, what: &str, e: &io::Error) -> String {
+    pub(crate) fn explain(&self, rel: &str, what: &str, e: &io::Error) -> String {
         if jail::is_link_error(e) || e.raw_os_error() == Some(libc::ENOTDIR) {
             if let Some(link) = jail::first_link(self.fd.as_fd(), rel) {
                 return format!(
@@ -107,7 +107,7 @@ impl Dest {
     }
 
     /// [`Dest::explain`] as an error.
-    pub(super) fn failed(&self, rel: &str, what: &str, e: &io::Error) -> Failure {
+    pub(crate) fn failed(&self, rel: &str, what: &str, e: &io::Error) -> Failure {
         Kind::Dest.msg(self.explain(rel, what, e))
     }
 
@@ -155,7 +155,7 @@ impl Dest {
     }
 
     /// What `rel` is, without following a link at it; `None` when nothing is there.
-    pub(super) fn entry(&self, rel: &str) -> io::Result<Option<Entry>> {
+    pub(crate) fn entry(&self, rel: &str) -> io::Result<Option<Entry>> {
         let (dir, last) = match self.parent(rel, false) {
             Ok(x) => x,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -189,27 +189,27 @@ impl Dest {
     }
 
     /// The file `rel` for reading and writing, created (with its directories) when missing.
-    pub(super) fn open_rw(&self, rel: &str) -> io::Result<File> {
+    pub(crate) fn open_rw(&self, rel: &str) -> io::Result<File> {
         self.open_file(rel, OFlags::RDWR | OFlags::CREATE, true)
     }
 
     /// The file `rel`, created empty (or emptied), for writing.
-    pub(super) fn create(&self, rel: &str) -> io::Result<File> {
+    pub(crate) fn create(&self, rel: &str) -> io::Result<File> {
         self.open_file(rel, OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC, true)
     }
 
     /// The existing file `rel`, for reading.
-    pub(super) fn open_read(&self, rel: &str) -> io::Result<File> {
+    pub(crate) fn open_read(&self, rel: &str) -> io::Result<File> {
         self.open_file(rel, OFlags::RDONLY, false)
     }
 
     /// The file `rel` for appending, created when missing.
-    pub(super) fn append(&self, rel: &str) -> io::Result<File> {
+    pub(crate) fn append(&self, rel: &str) -> io::Result<File> {
         self.open_file(rel, OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE, true)
     }
 
     /// Deletes the file `rel` (nothing when it is not there).
-    pub(super) fn remove(&self, rel: &str) -> io::Result<()> {
+    pub(crate) fn remove(&self, rel: &str) -> io::Result<()> {
         let (dir, last) = match self.parent(rel, false) {
             Ok(x) => x,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
@@ -222,7 +222,7 @@ impl Dest {
     }
 
     /// Syncs a file's data to disk (when syncing is on).
-    pub(super) fn sync_data(&self, f: &File) -> io::Result<()> {
+    pub(crate) fn sync_data(&self, f: &File) -> io::Result<()> {
         if self.sync {
             f.sync_data()?;
         }
@@ -233,7 +233,7 @@ impl Dest {
     /// replacing whatever non-directory is at `to` (a link there is replaced, not followed),
     /// then syncs the directory so the rename survives a power cut. The caller has synced the
     /// data first ([`Dest::sync_data`]).
-    pub(super) fn rename_into_place(&self, from: &str, to: &str) -> io::Result<()> {
+    pub(crate) fn rename_into_place(&self, from: &str, to: &str) -> io::Result<()> {
         let (dir, to_last) = self.parent(to, false)?;
         let (_, from_last) = self.parent(from, false)?;
         let at = self.at(&dir);
@@ -251,7 +251,7 @@ impl Dest {
     /// renames and one after (which also writes back whatever else is dirty there); a smaller
     /// one file by file and directory by directory. On an error, which pair (its index) and
     /// why; pairs before it may be in place.
-    pub(super) fn place_all(&self, pairs: &[(&str, &str)]) -> Result<(), Misplaced> {
+    pub(crate) fn place_all(&self, pairs: &[(&str, &str)]) -> Result<(), Misplaced> {
         let mut places = Vec::with_capacity(pairs.len());
         for (k, &(from, to)) in pairs.iter().enumerate() {
             let found = (|| {
@@ -324,18 +324,18 @@ impl Dest {
     }
 
     /// Bytes free for this user on DEST's file system.
-    pub(super) fn free_bytes(&self) -> io::Result<u64> {
+    pub(crate) fn free_bytes(&self) -> io::Result<u64> {
         let st = rfs::fstatvfs(self.fd.as_fd())?;
         Ok(st.f_bavail.saturating_mul(st.f_frsize))
     }
 
     /// Sets an extended attribute on an open file; false where the file system has none.
-    pub(super) fn set_attr(f: &File, name: &str, value: &[u8]) -> bool {
+    pub(crate) fn set_attr(f: &File, name: &str, value: &[u8]) -> bool {
         rfs::fsetxattr(f, name, value, rfs::XattrFlags::empty()).is_ok()
     }
 
     /// An extended attribute of an open file (at most 4 KiB), when it has one.
-    pub(super) fn attr(f: &File, name: &str) -> Option<Vec<u8>> {
+    pub(crate) fn attr(f: &File, name: &str) -> Option<Vec<u8>> {
         let mut buf = vec![0u8; 4096];
         let n = rfs::fgetxattr(f, name, &mut buf).ok()?;
         buf.truncate(n);
@@ -344,14 +344,14 @@ impl Dest {
 }
 
 /// `rel` with `suffix` appended (a part file or its log).
-pub(super) fn with_suffix(rel: &str, suffix: &str) -> String {
+pub(crate) fn with_suffix(rel: &str, suffix: &str) -> String {
     format!("{rel}{suffix}")
 }
 
 /// Whether a path has a component named like wattio's temporary files (such paths are
 /// refused as output paths: a file or directory of the source must not stand in for another
 /// file's part file or log).
-pub(super) fn is_reserved(rel: &str) -> bool {
+pub(crate) fn is_reserved(rel: &str) -> bool {
     rel.split('/')
         .any(|c| c.ends_with(PART_SUFFIX) || c.ends_with(DONE_SUFFIX))
 }

@@ -1,21 +1,23 @@
 //! What the transfer learns from its sources as files arrive ([`Intake`]), and the files found
 //! while it runs joining the transfer ([`add_found`]).
 
-use super::conn::Connector;
 use super::dest::{is_reserved, Dest, DONE_SUFFIX, PART_SUFFIX};
-use super::fetch::{head_many, probe_origin, HEAD_CONNECTIONS, HEAD_DEPTH};
-use super::files::{url_string, Batch, Source, SourceFile};
-use super::options::TransferOptions;
 use super::queue::enqueue_found;
 use super::resume::{prepare, worth_asking, Prepared};
 use super::state::Shared;
-use super::url::HttpUrl;
 use super::verify::finish_file;
-use crate::error::{fail, failure, Kind};
+use crate::client::discovery::found::{Batch, Source, SourceFile};
+use crate::client::net::conn::Connector;
+use crate::client::net::fetch::{head_many, probe_origin, HEAD_CONNECTIONS, HEAD_DEPTH};
+use crate::client::net::url::url_string;
+use crate::client::net::url::HttpUrl;
+use crate::client::options::Notice;
+use crate::error::{fail, failure, EngineResult, Kind};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedSender;
+use wattio_progress::Sink;
 use wattio_tuner::TransferPlan;
 
 /// What the transfer learns from its sources besides the sized files it plans: which servers
@@ -23,35 +25,35 @@ use wattio_tuner::TransferPlan;
 /// go (the streaming task, while discovery may still find some). Every file passes through it
 /// once, whatever found it, so it is also where what a source may not do is refused: two files
 /// for one output path, names wattio keeps for itself, sizes that overflow or do not fit DEST.
-pub(super) struct Intake {
+pub(crate) struct Intake {
     /// Per origin: it ignores Range, so each of its files comes as one whole-file stream.
-    pub(super) whole: Vec<bool>,
+    pub(crate) whole: Vec<bool>,
     /// Per origin: no answer has spoken for Range yet; its first file found later decides.
-    pub(super) undecided: Vec<bool>,
+    pub(crate) undecided: Vec<bool>,
     /// The summary's lines on whole-file streams.
-    pub(super) whole_file_streams: Vec<String>,
-    pub(super) n_files: usize,
-    pub(super) planned_bytes: u64,
-    pub(super) unsized_tx: Option<UnboundedSender<SourceFile>>,
-    pub(super) dest: Arc<Dest>,
+    pub(crate) whole_file_streams: Vec<String>,
+    pub(crate) n_files: usize,
+    pub(crate) planned_bytes: u64,
+    pub(crate) unsized_tx: Option<UnboundedSender<SourceFile>>,
+    pub(crate) dest: Arc<Dest>,
     /// Output paths taken so far, with the URL each comes from.
-    pub(super) claimed: HashMap<String, String>,
+    pub(crate) claimed: HashMap<String, String>,
     /// Directories the output paths so far need.
-    pub(super) dirs: HashSet<String>,
+    pub(crate) dirs: HashSet<String>,
     /// Bytes still to fetch of the files prepared so far, and DEST's free space at the start.
-    pub(super) needed_bytes: u64,
-    pub(super) free_bytes: Option<u64>,
+    pub(crate) needed_bytes: u64,
+    pub(crate) free_bytes: Option<u64>,
 }
 
 impl Intake {
     /// What `src` knows before the transfer starts; its files of unknown size go to
     /// `unsized_tx` now, and later ones too while `more_to_come`.
-    pub(super) fn start(
+    pub(crate) fn start(
         src: &mut Source,
         unsized_tx: UnboundedSender<SourceFile>,
         more_to_come: bool,
         dest: &Arc<Dest>,
-    ) -> anyhow::Result<Intake> {
+    ) -> EngineResult<Intake> {
         let whole: Vec<bool> = src.ranges.iter().map(|r| *r == Some(false)).collect();
         let whole_file_streams = (0..src.origins.len())
             .filter(|&o| whole[o])
@@ -79,12 +81,12 @@ impl Intake {
     }
 
     /// Counts a batch's files and bytes, claiming their output paths.
-    pub(super) fn count(
+    pub(crate) fn count(
         &mut self,
         files: &[SourceFile],
         unsized_files: &[SourceFile],
         origins: &[HttpUrl],
-    ) -> anyhow::Result<()> {
+    ) -> EngineResult<()> {
         for f in files.iter().chain(unsized_files) {
             self.claim(&f.rel, &url_string(&origins[f.origin], &f.url_path))?;
         }
@@ -105,7 +107,7 @@ impl Intake {
     /// Takes `rel` as an output path for the file at `from`: refused when another file of the
     /// source has it, when a file and a directory of the source would share a path, and for
     /// the names of wattio's own temporary files.
-    pub(super) fn claim(&mut self, rel: &str, from: &str) -> anyhow::Result<()> {
+    pub(crate) fn claim(&mut self, rel: &str, from: &str) -> EngineResult<()> {
         if is_reserved(rel) {
             fail!(
                 InvalidSource,
@@ -144,12 +146,12 @@ impl Intake {
     /// earlier run finished without a checksum to check them by, whether they are still the
     /// version it fetched (pipelined `HEAD`s, see [`worth_asking`]); refuses a batch whose
     /// missing bytes do not fit in DEST's free space.
-    pub(super) async fn prepare(
+    pub(crate) async fn prepare(
         &mut self,
         mut files: Vec<SourceFile>,
         src: &Source,
         connector: &Arc<Connector>,
-    ) -> anyhow::Result<Prepared> {
+    ) -> EngineResult<Prepared> {
         // the files an earlier run finished, with validators and no checksum
         let dest = self.dest.clone();
         let whole = self.whole.clone();
@@ -227,17 +229,17 @@ impl Intake {
     /// the channels' list, once the transfer runs), records what they said of Range (asking
     /// one that has not said once a file of it needs ranges: see `needs_ranges` in the
     /// start-up) and passes its files of unknown size on; returns its sized files prepared.
-    pub(super) async fn take(
+    pub(crate) async fn take(
         &mut self,
         batch: Batch,
         src: &mut Source,
         origins: Option<&Mutex<Vec<HttpUrl>>>,
         connector: &Arc<Connector>,
         needs_ranges: &dyn Fn(&SourceFile) -> bool,
-        opts: &TransferOptions,
-    ) -> anyhow::Result<Prepared> {
+        notices: &Sink<Notice>,
+    ) -> EngineResult<Prepared> {
         for note in &batch.notes {
-            opts.notices.tell(&super::Notice::Note(note.to_string()));
+            notices.tell(&Notice::Note(note.to_string()));
         }
         src.notes.extend(batch.notes);
         src.failed.extend(batch.failed);
@@ -275,7 +277,7 @@ impl Intake {
     }
 
     /// Origin `o` ignores Range: each of its files comes as one whole-file stream.
-    pub(super) fn mark_whole(&mut self, o: usize, origin: &HttpUrl) {
+    pub(crate) fn mark_whole(&mut self, o: usize, origin: &HttpUrl) {
         self.whole[o] = true;
         self.whole_file_streams.push(ignores_ranges(origin));
     }
@@ -284,11 +286,11 @@ impl Intake {
 /// Adds files found while the transfer runs: each joins the file list, then its missing
 /// ranges join a queue (so a channel never sees a chunk of a file it cannot look up); a file
 /// with nothing missing is finished at once.
-pub(super) async fn add_found(
+pub(crate) async fn add_found(
     sh: &Arc<Shared>,
     plan: &TransferPlan,
     p: Prepared,
-) -> anyhow::Result<()> {
+) -> EngineResult<()> {
     sh.verified.fetch_add(p.earlier.verified, Ordering::SeqCst);
     for (job, missing) in p.jobs.into_iter().zip(p.missing) {
         let complete = job.remaining.load(Ordering::SeqCst) == 0;
@@ -304,7 +306,7 @@ pub(super) async fn add_found(
 }
 
 /// The summary's line for a server that ignores `Range`.
-pub(super) fn ignores_ranges(origin: &super::url::HttpUrl) -> String {
+pub(crate) fn ignores_ranges(origin: &crate::client::net::url::HttpUrl) -> String {
     format!(
         "{} ignores Range requests: each of its files came as one whole-file stream (no parallel ranges within a file; a file cut short restarts)",
         origin.origin()

@@ -9,27 +9,27 @@ use std::sync::Mutex;
 use wattio_tuner::{classify, RequestSplit, TransferPlan};
 
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Chunk {
-    pub(super) file: usize,
-    pub(super) offset: u64,
-    pub(super) len: u64,
+pub(crate) struct Chunk {
+    pub(crate) file: usize,
+    pub(crate) offset: u64,
+    pub(crate) len: u64,
     /// The file's version it was cut for (see [`FileJob::version`]).
-    pub(super) version: u32,
+    pub(crate) version: u32,
 }
 
-pub(super) struct PartQueue {
-    pub(super) chunks: Mutex<ChunkQueue>,
-    pub(super) target: AtomicUsize,
-    pub(super) live: AtomicUsize,
-    pub(super) pipelining: usize,
-    pub(super) remaining: AtomicU64,
+pub(crate) struct PartQueue {
+    pub(crate) chunks: Mutex<ChunkQueue>,
+    pub(crate) target: AtomicUsize,
+    pub(crate) live: AtomicUsize,
+    pub(crate) pipelining: usize,
+    pub(crate) remaining: AtomicU64,
 }
 
 /// A partition's chunks. Each file's missing ranges are kept as spans and cut into pieces
 /// only when a channel takes one, so a queue's memory grows with the number of ranges, not
 /// with the bytes they cover (a size a server makes up costs nothing until it is fetched).
 #[derive(Debug, Default)]
-pub(super) struct ChunkQueue {
+pub(crate) struct ChunkQueue {
     spans: VecDeque<Span>,
     /// Pieces the spans hold in all.
     pieces: u64,
@@ -64,17 +64,17 @@ impl Span {
 
 impl ChunkQueue {
     /// Pieces queued.
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         usize::try_from(self.pieces).unwrap_or(usize::MAX)
     }
 
-    pub(super) fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.pieces == 0
     }
 
     /// Queues `[offset, offset + len)` of version `version` of `file`, to be taken in
     /// `piece`-byte pieces cut at multiples of `piece` (`u64::MAX`: in one piece).
-    pub(super) fn push_range(
+    pub(crate) fn push_range(
         &mut self,
         file: usize,
         offset: u64,
@@ -96,7 +96,7 @@ impl ChunkQueue {
     }
 
     /// Puts a chunk back at the head, to be taken whole next.
-    pub(super) fn push_front(&mut self, c: Chunk) {
+    pub(crate) fn push_front(&mut self, c: Chunk) {
         if c.len > 0 {
             self.pieces = self.pieces.saturating_add(1);
             self.spans.push_front(Span {
@@ -110,7 +110,7 @@ impl ChunkQueue {
     }
 
     /// The next piece.
-    pub(super) fn pop_front(&mut self) -> Option<Chunk> {
+    pub(crate) fn pop_front(&mut self) -> Option<Chunk> {
         let s = self.spans.front_mut()?;
         let n = s.first();
         let c = Chunk {
@@ -174,7 +174,7 @@ fn push_file(
 
 /// One queue per partition of `plan`, holding the missing ranges of its files cut into the
 /// partition's pieces; budgets start at zero (the control loop sets them).
-pub(super) fn build_queues(plan: &TransferPlan, prep: &Prepared) -> Vec<PartQueue> {
+pub(crate) fn build_queues(plan: &TransferPlan, prep: &Prepared) -> Vec<PartQueue> {
     let mut parts = Vec::new();
     for part in &plan.partitions {
         let mut q = ChunkQueue::default();
@@ -203,7 +203,7 @@ pub(super) fn build_queues(plan: &TransferPlan, prep: &Prepared) -> Vec<PartQueu
 /// partition of its size class, or the nearest class the plan has (the partitions, and so the
 /// tuner's state, stay as the start-up made them). A file larger than the path's BDP is cut
 /// into BDP pieces even in a partition of whole-file requests, as Algorithm 1 cuts large ones.
-pub(super) fn enqueue_found(
+pub(crate) fn enqueue_found(
     parts: &[PartQueue],
     plan: &TransferPlan,
     file: usize,

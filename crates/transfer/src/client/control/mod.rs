@@ -5,28 +5,30 @@
 //! state), `Tuning::run` (the tuning intervals: energy and CPU feedback, channel budgets, rate
 //! cap, CPU actuator, interval log; files discovery finds meanwhile join) and `summarise`.
 
-use super::channel::channel_task;
-use super::conn::{measure_rtt, spawn_preconnect, Connector, Stream};
-use super::dest::{with_suffix, Dest, Entry, DONE_SUFFIX};
-use super::discover::{discover, Discovered};
-use super::energy::{open_meter, CpuSteps, EnergyBook};
-use super::files::{Discovery, FileJob, Source, SourceFile, SourceKind};
-use super::intake::{add_found, Intake};
-use super::jobs::Jobs;
-use super::options::{default_window, TransferOptions};
-use super::queue::build_queues;
-use super::resume::{EarlierRuns, Prepared};
-use super::source::first_url;
-use super::state::{Shared, SPARE_MAX_AGE};
-use super::stream::{spawn_streaming, StreamedFile};
-use super::url::HttpUrl;
-use super::verify::finish_file;
+mod energy;
+
 use crate::actuator::CpuActuator;
-use crate::error::{failure, Failure};
+use crate::client::data::channel::channel_task;
+use crate::client::data::dest::{with_suffix, Dest, Entry, DONE_SUFFIX};
+use crate::client::data::files::FileJob;
+use crate::client::data::intake::{add_found, Intake};
+use crate::client::data::jobs::Jobs;
+use crate::client::data::queue::build_queues;
+use crate::client::data::resume::{EarlierRuns, Prepared};
+use crate::client::data::state::{Shared, SPARE_MAX_AGE};
+use crate::client::data::stream::{spawn_streaming, StreamedFile};
+use crate::client::data::verify::finish_file;
+use crate::client::discovery::found::{Discovery, Source, SourceFile, SourceKind};
+use crate::client::discovery::source::first_url;
+use crate::client::discovery::{discover, Discovered};
+use crate::client::net::conn::{measure_rtt, spawn_preconnect, Connector, Stream};
+use crate::client::net::url::HttpUrl;
+use crate::client::options::{default_window, TransferOptions};
+use crate::error::{failure, EngineError, EngineResult, Failure};
 use crate::summary::{
     ChecksumFileReport, IntervalLog, TransferSummary, Verification, UNVERIFIED_LISTED,
 };
-use anyhow::Context;
+use energy::{open_meter, CpuSteps, EnergyBook};
 use std::fs::File;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -44,16 +46,17 @@ use wattio_tuner::{
     TunerChoice, MIN_CHUNK,
 };
 
-pub(super) async fn transfer_async(
+pub(crate) async fn transfer_async(
     opts: &TransferOptions,
     cancel: &Cancel,
     act: &mut CpuActuator,
-) -> anyhow::Result<TransferSummary> {
+) -> EngineResult<TransferSummary> {
     let mut start = start_up(opts).await?;
     let needs_ranges = needs_ranges(&start.net, opts, &start.dest);
     let mut found = discover(
         &start.connector,
-        opts,
+        &opts.discovery,
+        &opts.notices,
         &start.url,
         start.preconnect.take(),
         &needs_ranges,
@@ -113,39 +116,40 @@ struct Startup {
     preconnect: Option<JoinHandle<Vec<(Instant, Stream)>>>,
 }
 
-async fn start_up(opts: &TransferOptions) -> anyhow::Result<Startup> {
-    let url = first_url(opts).await?;
+async fn start_up(opts: &TransferOptions) -> EngineResult<Startup> {
+    let url = first_url(&opts.discovery, opts.tuning.rtt.is_none()).await?;
     // The meter's discovery takes a while (it watches each counter for a moment to refuse dead
     // ones): it runs while the listing is fetched.
-    let meter_open = opts.meter.then(|| {
+    let meter_open = opts.tuning.meter.then(|| {
         let cfg = MeterConfig {
-            root: opts.root.clone(),
+            root: opts.tuning.root.clone(),
             ..MeterConfig::default()
         };
         tokio::task::spawn_blocking(move || Meter::open(&cfg))
     });
-    let connector = Arc::new(Connector::new(opts.tls.clone(), named_origins(opts)));
+    let connector = Arc::new(Connector::new(opts.data.tls.clone(), named_origins(opts)));
     let dest = Arc::new(tokio::task::block_in_place(|| {
-        Dest::open(&opts.dest, opts.fsync)
+        Dest::open(&opts.data.dest, opts.data.fsync)
     })?);
-    let rtt = match opts.rtt {
+    let rtt = match opts.tuning.rtt {
         Some(r) => r,
         None => measure_rtt(&url).await?,
     };
     let net = NetParams {
         rtt_s: rtt.as_secs_f64().max(1e-5),
-        bandwidth_bps: opts.bandwidth_bps,
+        bandwidth_bps: opts.tuning.bandwidth_bps,
         window_bytes: opts
+            .tuning
             .window_bytes
-            .unwrap_or_else(|| default_window(&opts.root)),
-        max_ch: opts.max_ch.max(1),
+            .unwrap_or_else(|| default_window(&opts.tuning.root)),
+        max_ch: opts.tuning.max_ch.max(1),
     };
     // The first channels connect while the listing is fetched, saving them a round trip.
     let rules = StartRules {
-        tuner: opts.tuner,
-        sla: opts.sla,
-        max_ch: opts.max_ch,
-        cpu_scaling: opts.cpu_scaling,
+        tuner: opts.tuning.tuner,
+        sla: opts.tuning.sla,
+        max_ch: opts.tuning.max_ch,
+        cpu_scaling: opts.tuning.cpu_scaling,
     };
     let opened = rules.preconnect(&net);
     let preconnect = (opened > 0).then(|| spawn_preconnect(&connector, &url, opened));
@@ -170,7 +174,7 @@ fn needs_ranges(
     dest: &Arc<Dest>,
 ) -> impl Fn(&SourceFile) -> bool + Send + Sync + 'static {
     let piece = net.bdp_bytes().max(MIN_CHUNK);
-    let parts_tuner = !matches!(opts.tuner, TunerChoice::Wattio);
+    let parts_tuner = !matches!(opts.tuning.tuner, TunerChoice::Wattio);
     let dest = dest.clone();
     move |f: &SourceFile| {
         let cut = f.blocks.as_ref().map_or(piece, |b| b.size.min(piece));
@@ -210,7 +214,7 @@ impl Incoming {
         unsized_tx: UnboundedSender<SourceFile>,
         start: &Startup,
         opts: &TransferOptions,
-    ) -> anyhow::Result<(Incoming, Prepared)> {
+    ) -> EngineResult<(Incoming, Prepared)> {
         let Discovered {
             mut src,
             mut more,
@@ -234,7 +238,14 @@ impl Incoming {
             match next {
                 Some(batch) => {
                     let p = intake
-                        .take(batch?, &mut src, None, connector, &needs_ranges, opts)
+                        .take(
+                            batch?,
+                            &mut src,
+                            None,
+                            connector,
+                            &needs_ranges,
+                            &opts.notices,
+                        )
                         .await?;
                     prep.append(p);
                 }
@@ -262,7 +273,7 @@ impl Incoming {
         shared: &Arc<Shared>,
         plan: &TransferPlan,
         opts: &TransferOptions,
-    ) -> anyhow::Result<()> {
+    ) -> EngineResult<()> {
         while let Some(rx) = self.more.as_mut() {
             let batch = match rx.try_recv() {
                 Ok(Ok(b)) => b,
@@ -287,7 +298,7 @@ impl Incoming {
                     origins,
                     &shared.connector,
                     &self.needs_ranges,
-                    opts,
+                    &opts.notices,
                 )
                 .await?;
             self.earlier.add(&p.earlier);
@@ -309,7 +320,7 @@ fn plan_transfer(
 ) -> (Controller, TransferPlan, Arc<Shared>) {
     let net = &start.net;
     let sizes: Vec<u64> = prep.jobs.iter().map(|j| j.size).collect();
-    let base_plan = initial_plan(&sizes, net, opts.sla, act.n_cores());
+    let base_plan = initial_plan(&sizes, net, opts.tuning.sla, act.n_cores());
     let n_freqs = act.ladder_khz().len().max(1);
     // Whether the transfer is short is judged on all the bytes it fetches: those of the plan
     // when it has every file; for a URL list still being sized, those of the lines sized so
@@ -352,7 +363,7 @@ fn plan_transfer(
         cap_waits: AtomicU64::new(0),
         fatal: Mutex::new(None),
         fatal_advised: AtomicBool::new(false),
-        retries: opts.retries,
+        retries: opts.data.retries,
         started: Instant::now(),
         unsynced: Mutex::new(Vec::new()),
         placing: Default::default(),
@@ -399,8 +410,8 @@ impl<'a> Tuning<'a> {
         incoming: &Incoming,
         opts: &'a TransferOptions,
         act: &mut CpuActuator,
-    ) -> anyhow::Result<Tuning<'a>> {
-        let timeouts = Timeouts::new(net.rtt_s, opts.interval);
+    ) -> EngineResult<Tuning<'a>> {
+        let timeouts = Timeouts::new(net.rtt_s, opts.tuning.interval);
         let progress = super::TransferProgress {
             planned_bytes: incoming.intake.planned_bytes,
             total_known: incoming.more.is_none(),
@@ -408,7 +419,7 @@ impl<'a> Tuning<'a> {
             status: None,
             finished: false,
         };
-        opts.progress.tell(&progress);
+        opts.tuning.progress.tell(&progress);
         let decision = ctl.initial(&remaining(&shared));
         if let Some(cap) = decision.rate_cap_bps {
             shared.rate_cap.store(cap as u64, Ordering::SeqCst);
@@ -422,11 +433,10 @@ impl<'a> Tuning<'a> {
         }
         let mut cpu = CpuSteps::default();
         cpu.apply(&decision, act);
-        let log_file = match &opts.log {
-            Some(p) => Some(
-                File::create(p)
-                    .with_context(|| format!("cannot write interval log {}", p.display()))?,
-            ),
+        let log_file = match &opts.tuning.log {
+            Some(p) => Some(File::create(p).map_err(|e| {
+                EngineError::from(e).context(format!("cannot write interval log {}", p.display()))
+            })?),
             None => None,
         };
         Ok(Tuning {
@@ -457,7 +467,7 @@ impl<'a> Tuning<'a> {
         energy: &mut EnergyBook,
         incoming: &mut Incoming,
         streaming: &JoinHandle<Vec<StreamedFile>>,
-    ) -> anyhow::Result<()> {
+    ) -> EngineResult<()> {
         let shared = self.shared.clone();
         energy.last_cpu = cputime::self_cpu_s();
         let mut tick = tokio::time::interval(Duration::from_millis(20));
@@ -504,7 +514,7 @@ impl<'a> Tuning<'a> {
             self.progress.planned_bytes = incoming.intake.planned_bytes;
             self.progress.total_known = incoming.more.is_none();
             self.progress.done_bytes = incoming.earlier.resumed_bytes + rec;
-            self.opts.progress.tell(&self.progress);
+            self.opts.tuning.progress.tell(&self.progress);
             let el = self.last_tick.elapsed();
             let timeout = self.timeouts.for_state(self.decision.state);
             if el >= timeout {
@@ -514,7 +524,7 @@ impl<'a> Tuning<'a> {
         self.progress.done_bytes =
             incoming.earlier.resumed_bytes + shared.received.load(Ordering::Relaxed);
         self.progress.finished = true;
-        self.opts.progress.tell(&self.progress);
+        self.opts.tuning.progress.tell(&self.progress);
         Ok(())
     }
 
@@ -528,7 +538,7 @@ impl<'a> Tuning<'a> {
         rec: u64,
         act: &mut CpuActuator,
         energy: &mut EnergyBook,
-    ) -> anyhow::Result<()> {
+    ) -> EngineResult<()> {
         let shared = self.shared.clone();
         // connections opened ahead that no channel took by now are not needed, nor those left
         // by channels an interval ago
@@ -568,12 +578,12 @@ impl<'a> Tuning<'a> {
         }
         self.cpu.apply(&self.decision, act);
         let log = self.interval_log(&obs, act);
-        if self.opts.progress.is_set() {
+        if self.opts.tuning.progress.is_set() {
             self.progress.status = Some(format!(
                 "{} {} ch={}",
                 log.tuner, log.state, log.open_channels
             ));
-            self.opts.progress.tell(&self.progress);
+            self.opts.tuning.progress.tell(&self.progress);
         }
         if let Some(f) = self.log_file.as_mut() {
             let _ = writeln!(f, "{}", serde_json::to_string(&log).expect("serializes"));
@@ -662,10 +672,10 @@ fn summarise(
         0.0
     };
     TransferSummary {
-        source: match &opts.input_file {
+        source: match &opts.discovery.input_file {
             Some(p) if p.as_os_str() == "-" => "URL list from standard input".to_string(),
             Some(p) => format!("URL list {}", p.display()),
-            None => opts.source.clone(),
+            None => opts.discovery.source.clone(),
         },
         source_kind: src.kind.name().into(),
         source_detail: match src.kind {
@@ -676,8 +686,8 @@ fn summarise(
         notes: src.notes,
         mirrors: shared.mirror_reports(),
         failed_lines: src.failed,
-        dest: opts.dest.display().to_string(),
-        sla: opts.sla.name(),
+        dest: opts.data.dest.display().to_string(),
+        sla: opts.tuning.sla.name(),
         tuner: tuning.ctl.name().to_string(),
         files: intake.n_files,
         files_skipped: earlier.skipped,
@@ -774,9 +784,9 @@ fn verification(
 /// The servers named on the command line (the source URL, or every URL of the URL list):
 /// what `--insecure` covers.
 fn named_origins(opts: &TransferOptions) -> Vec<String> {
-    let urls: Vec<String> = match &opts.input_file {
-        Some(p) => super::source::list_urls(p).unwrap_or_default(),
-        None => vec![opts.source.clone()],
+    let urls: Vec<String> = match &opts.discovery.input_file {
+        Some(p) => crate::client::discovery::source::list_urls(p).unwrap_or_default(),
+        None => vec![opts.discovery.source.clone()],
     };
     urls.iter()
         .filter_map(|u| HttpUrl::parse(u).ok())

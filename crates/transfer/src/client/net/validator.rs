@@ -8,18 +8,18 @@ use wattio_http::ResponseHead;
 
 /// The validators a server gave for one version of a file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(super) struct Validator {
+pub(crate) struct Validator {
     /// The server that gave them (`https://host:port`).
-    pub(super) origin: String,
+    pub(crate) origin: String,
     /// A strong entity tag, quotes included (weak ones, `W/"…"`, cannot validate ranges).
-    pub(super) etag: Option<String>,
+    pub(crate) etag: Option<String>,
     /// The `Last-Modified` date as the server wrote it.
-    pub(super) last_modified: Option<String>,
+    pub(crate) last_modified: Option<String>,
 }
 
 /// What a server's validators now say of a recorded version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Compared {
+pub(crate) enum Compared {
     /// The same version.
     Same,
     /// Another version (or the server no longer gives the validator it gave, an entity tag
@@ -38,7 +38,7 @@ const MAX_VALUE: usize = 256;
 impl Validator {
     /// What a response from `origin` (`HttpUrl::origin`) says; `None` when it gives neither
     /// validator.
-    pub(super) fn from_head(h: &ResponseHead, origin: &str) -> Option<Validator> {
+    pub(crate) fn from_head(h: &ResponseHead, origin: &str) -> Option<Validator> {
         let clean = |v: &str| {
             let v = v.trim();
             (!v.is_empty() && v.len() <= MAX_VALUE && !v.contains(['\r', '\n']))
@@ -60,13 +60,13 @@ impl Validator {
     }
 
     /// The `If-Range` value: the entity tag, else the date (RFC 9110 §13.1.5).
-    pub(super) fn if_range(&self) -> Option<&str> {
+    pub(crate) fn if_range(&self) -> Option<&str> {
         self.etag.as_deref().or(self.last_modified.as_deref())
     }
 
     /// What `now`, the validators `now_origin` gives now (`None`: it gave none), says of the
     /// version `self` was recorded for.
-    pub(super) fn compare(&self, now: Option<&Validator>, now_origin: &str) -> Compared {
+    pub(crate) fn compare(&self, now: Option<&Validator>, now_origin: &str) -> Compared {
         if self.origin != now_origin {
             return Compared::OtherServer;
         }
@@ -93,7 +93,7 @@ impl Validator {
     }
 
     /// The stored form: `O`, `E` and `L` lines.
-    pub(super) fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let mut s = format!("O{}\n", self.origin);
         if let Some(e) = &self.etag {
             s.push_str(&format!("E{e}\n"));
@@ -105,7 +105,7 @@ impl Validator {
     }
 
     /// Reads [`Validator::encode`]'s form; `None` when it holds neither.
-    pub(super) fn decode(b: &[u8]) -> Option<Validator> {
+    pub(crate) fn decode(b: &[u8]) -> Option<Validator> {
         let text = std::str::from_utf8(b).ok()?;
         let mut v = Validator::default();
         for line in text.lines() {
@@ -120,7 +120,7 @@ impl Validator {
     }
 
     /// For messages: the entity tag, else the date.
-    pub(super) fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match (&self.etag, &self.last_modified) {
             (Some(e), _) => format!("ETag {e}"),
             (None, Some(l)) => format!("Last-Modified {l}"),

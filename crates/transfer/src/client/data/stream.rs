@@ -6,14 +6,15 @@
 //! fetched again whole. [`spawn_streaming`] fetches them, one after another, while the control
 //! loop runs the planned transfer.
 
-use super::conn::{Connector, Stream};
 use super::dest::{with_suffix, Dest, Entry, PART_SUFFIX};
-use super::fetch::{unterminated, ChunkedDecoder, Deadline};
-use super::files::{url_string, SourceFile};
-use super::published::mismatch;
 use super::state::Shared;
-use super::url::HttpUrl;
-use crate::error::{fail, failure, Failure, Kind};
+use super::verify::mismatch;
+use crate::client::discovery::found::SourceFile;
+use crate::client::net::conn::{Connector, Stream};
+use crate::client::net::fetch::{unterminated, ChunkedDecoder, Deadline};
+use crate::client::net::url::url_string;
+use crate::client::net::url::HttpUrl;
+use crate::error::{fail, failure, EngineError, EngineResult, Failure, Kind};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -24,7 +25,7 @@ use wattio_http::checksum;
 use wattio_http::{parse_response_head, ResponseHead};
 
 /// How a streamed file ended.
-pub(super) enum Streamed {
+pub(crate) enum Streamed {
     /// Fetched, this many bytes (and matched the publisher's digest, when there is one).
     Fetched(u64),
     /// Already in the destination, this many bytes, matching the publisher's digest.
@@ -37,7 +38,7 @@ pub(super) enum Streamed {
 /// attempts for connection failures, and one more fetch when the publisher's digest does not
 /// match. A body that ends with the connection is taken only where its end can be trusted:
 /// over TLS (rustls refuses an end without `close_notify`) or with the publisher's digest.
-pub(super) async fn stream_file(
+pub(crate) async fn stream_file(
     connector: &Connector,
     origin: &HttpUrl,
     f: &SourceFile,
@@ -45,7 +46,7 @@ pub(super) async fn stream_file(
     retries: u32,
     received: &AtomicU64,
     reserved: &(dyn Fn() -> u64 + Sync),
-) -> anyhow::Result<Streamed> {
+) -> EngineResult<Streamed> {
     if let Some(e) = &f.expect {
         let same = dest
             .open_read(&f.rel)
@@ -81,9 +82,9 @@ pub(super) async fn stream_file(
                 return Ok(Streamed::Fetched(len));
             }
             Err(e) => {
-                if let Some(Refusal(why)) = e.downcast_ref::<Refusal>() {
+                if let EngineError::Refused(why) = e {
                     let _ = dest.remove(&part);
-                    return Ok(Streamed::Refused(why.clone()));
+                    return Ok(Streamed::Refused(why));
                 }
                 failures += 1;
                 if failures > retries {
@@ -98,11 +99,6 @@ pub(super) async fn stream_file(
     }
 }
 
-/// A stream a rerun cannot fix (its end cannot be trusted): refused, not retried.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-struct Refusal(Failure);
-
 /// Bytes of DEST's free space a stream leaves for the rest (besides what the planned
 /// transfer still needs).
 const STREAM_SPARE: u64 = 64 << 20;
@@ -115,7 +111,7 @@ async fn read_head(
     deadline: &mut Deadline,
     buf: &mut [u8],
     here: &str,
-) -> anyhow::Result<(ResponseHead, Vec<u8>)> {
+) -> EngineResult<(ResponseHead, Vec<u8>)> {
     let mut pending: Vec<u8> = Vec::new();
     loop {
         if let Some((h, n)) = parse_response_head(&pending)? {
@@ -140,7 +136,7 @@ fn check_room(
     reserved: &(dyn Fn() -> u64 + Sync),
     written: u64,
     here: &str,
-) -> anyhow::Result<()> {
+) -> EngineResult<()> {
     let free = dest.free_bytes().unwrap_or(u64::MAX);
     let needed_bytes = reserved().saturating_add(STREAM_SPARE);
     if free >= needed_bytes {
@@ -150,11 +146,10 @@ fn check_room(
         needed_bytes,
         free_bytes: free,
     };
-    Err(Refusal(no_space.msg(format!(
+    Err(EngineError::Refused(no_space.msg(format!(
         "{here}: still sending after {written} bytes with no end announced, and {} has {free} bytes free, which the rest of the transfer needs; free some space, or fetch that file on its own",
         dest.shown("")
-    )))
-    .into())
+    ))))
 }
 
 /// One attempt: the whole body into `part`, hashed on the way with the publisher's algorithm,
@@ -169,7 +164,7 @@ async fn stream_once(
     part: &str,
     received: &AtomicU64,
     reserved: &(dyn Fn() -> u64 + Sync),
-) -> anyhow::Result<(u64, Option<Vec<u8>>)> {
+) -> EngineResult<(u64, Option<Vec<u8>>)> {
     let here = url_string(origin, &f.url_path);
     let mut s = connector.connect(origin).await?;
     let req = format!(
@@ -197,12 +192,11 @@ async fn stream_once(
     };
     let trusted_end = origin.tls || f.expect.is_some();
     if chunked.is_none() && length.is_none() && !trusted_end {
-        return Err(Refusal(failure!(
+        return Err(EngineError::Refused(failure!(
             Protocol,
             "{:#}; or give its checksum (--checksum-file, or checksum= in a URL list), which then vouches for its end",
             unterminated(&here)
-        ))
-        .into());
+        )));
     }
     let out = dest
         .create(part)
@@ -263,19 +257,19 @@ async fn stream_once(
 }
 
 /// A file of unknown size as it came.
-pub(super) struct StreamedFile {
-    pub(super) rel: String,
+pub(crate) struct StreamedFile {
+    pub(crate) rel: String,
     /// It had a publisher digest, and it matched.
-    pub(super) published: bool,
-    pub(super) bytes: u64,
+    pub(crate) published: bool,
+    pub(crate) bytes: u64,
     /// It was complete from an earlier run.
-    pub(super) skipped: bool,
+    pub(crate) skipped: bool,
     /// That digest resists a forger (see [`strong`]).
-    pub(super) strong: bool,
+    pub(crate) strong: bool,
 }
 
 /// Files of unknown size: one stream at a time beside the planned transfer.
-pub(super) fn spawn_streaming(
+pub(crate) fn spawn_streaming(
     shared: &Arc<Shared>,
     dest: &Arc<Dest>,
     mut todo: UnboundedReceiver<SourceFile>,

@@ -4,43 +4,51 @@
 //! kind of source is read is `source` (with `walk` for directory indexes and `mirrors` for URL
 //! lists); `published` matches the checksum file.
 
-use super::conn::{Connector, Stream};
-use super::files::{Discovery, Source, SourceFile};
-use super::options::{Notice, TransferOptions};
-use super::published;
-use super::source::{probe_ranges, resolve};
-use super::url::HttpUrl;
+pub(crate) mod found;
+pub(crate) mod published;
+pub(crate) mod source;
+pub(crate) mod url_list;
+pub(crate) mod walk;
+
+use crate::client::net::conn::{Connector, Stream};
+use crate::client::net::url::HttpUrl;
+use crate::client::options::{DiscoveryOptions, Notice};
+use crate::error::EngineResult;
 use crate::summary::ChecksumFileReport;
+use found::{Discovery, Source, SourceFile};
+use source::{probe_ranges, resolve};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::task::JoinHandle;
+use wattio_progress::Sink;
 
 /// What discovery found before the transfer starts, and what it is still finding.
-pub(super) struct Discovered {
+pub(crate) struct Discovered {
     /// The files found so far (sized, with their digests and mirrors), their servers and what
     /// those said of `Range`, the notes to tell and the URL-list lines that failed.
-    pub(super) src: Source,
+    pub(crate) src: Source,
     /// The rest of discovery while it goes on (an index walk, a URL list being sized);
     /// `None` once everything is known.
-    pub(super) more: Option<Discovery>,
+    pub(crate) more: Option<Discovery>,
     /// What `--checksum-file` matched, for the summary.
-    pub(super) checksum_report: Option<ChecksumFileReport>,
+    pub(crate) checksum_report: Option<ChecksumFileReport>,
     /// Connections opened ahead to the first server, still usable: the first channels take
     /// them.
-    pub(super) spare: Vec<(Instant, Stream)>,
+    pub(crate) spare: Vec<(Instant, Stream)>,
 }
 
 /// Finds what `opts` asks to fetch, starting at `url` (the first URL, see
-/// [`super::source::first_url`]): resolves the source while the connections of `preconnect`
+/// [`source::first_url`]): resolves the source while the connections of `preconnect`
 /// open, asks the servers of files that `needs_ranges` whether they honour `Range`, attaches
 /// the checksum file, and tells the source's notes.
-pub(super) async fn discover(
+pub(crate) async fn discover(
     connector: &Arc<Connector>,
-    opts: &TransferOptions,
+    opts: &DiscoveryOptions,
+    notices: &Sink<Notice>,
     url: &HttpUrl,
     preconnect: Option<JoinHandle<Vec<(Instant, Stream)>>>,
     needs_ranges: &dyn Fn(&SourceFile) -> bool,
-) -> anyhow::Result<Discovered> {
+) -> EngineResult<Discovered> {
     let mut src = resolve(connector, opts, url).await?;
     let mut spare = match preconnect {
         Some(task) => task.await.unwrap_or_default(),
@@ -60,7 +68,7 @@ pub(super) async fn discover(
         Some(spec) => {
             let (report, plain_http) = published::attach(connector, spec, &mut src).await?;
             if plain_http {
-                opts.notices.tell(&Notice::Warning(format!(
+                notices.tell(&Notice::Warning(format!(
                     "the checksum file {spec} came over plain http://: anyone on the way can change it, and with it what \"verified\" means; fetch it over https:// or give a local copy"
                 )));
             }
@@ -69,7 +77,7 @@ pub(super) async fn discover(
         None => None,
     };
     for note in &src.notes {
-        opts.notices.tell(&Notice::Note(note.to_string()));
+        notices.tell(&Notice::Note(note.to_string()));
     }
     Ok(Discovered {
         src,

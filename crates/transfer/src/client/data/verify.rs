@@ -2,19 +2,22 @@
 //! `placing`, and the one re-fetch of what did not match.
 
 use super::dest::Dest;
-use super::files::{BlockDigests, FileJob};
-use super::published::mismatch;
+use super::files::FileJob;
 use super::resume::VALIDATOR_ATTR;
 use super::state::Shared;
+use crate::client::discovery::found::BlockDigests;
+use crate::client::discovery::found::Expected;
 use crate::error::{Failure, Kind};
 use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::sync::atomic::Ordering;
 use wattio_http::checksum;
+use wattio_http::checksum::InOrderHasher;
 
 /// Verifies a fully received file and queues it to be put into place (`placing`: its data
 /// synced first, the rename after, so that after a power cut a file under its final name is
 /// whole).
-pub(super) fn finish_file(sh: &Shared, i: usize) {
+pub(crate) fn finish_file(sh: &Shared, i: usize) {
     let j = &sh.files[i];
     // Ok(ranges to fetch again, empty when the file is good; whether the listing's checksum
     // (rather than the publisher's) is the one that did not match)
@@ -115,7 +118,7 @@ pub(super) fn finish_file(sh: &Shared, i: usize) {
 
 /// Indexes of the blocks of a received file whose digest differs from the listing's; blocks
 /// not hashed on arrival are hashed from the file now.
-pub(super) fn bad_blocks(j: &FileJob, want: &BlockDigests, f: &File) -> std::io::Result<Vec<u64>> {
+pub(crate) fn bad_blocks(j: &FileJob, want: &BlockDigests, f: &File) -> std::io::Result<Vec<u64>> {
     let mut sums = j.block_sums.lock().unwrap().clone();
     let unseen: Vec<u64> = (0..sums.len() as u64)
         .filter(|&i| sums[i as usize].is_none())
@@ -132,7 +135,7 @@ pub(super) fn bad_blocks(j: &FileJob, want: &BlockDigests, f: &File) -> std::io:
 }
 
 /// Byte ranges of the given blocks (ascending indexes), adjacent blocks merged.
-pub(super) fn block_ranges(blocks: &[u64], block_size: u64, file_size: u64) -> Vec<(u64, u64)> {
+pub(crate) fn block_ranges(blocks: &[u64], block_size: u64, file_size: u64) -> Vec<(u64, u64)> {
     let mut out: Vec<(u64, u64)> = Vec::new();
     for &i in blocks {
         let start = i * block_size;
@@ -143,6 +146,56 @@ pub(super) fn block_ranges(blocks: &[u64], block_size: u64, file_size: u64) -> V
         }
     }
     out
+}
+
+impl FileJob {
+    /// Feeds bytes just written at `offset` to the publisher digest (see [`InOrderHasher`]);
+    /// bytes that came early are read back from `part` once the digest reaches them.
+    pub(crate) fn hash_arrival(
+        &self,
+        offset: u64,
+        data: &[u8],
+        part: &File,
+    ) -> std::io::Result<()> {
+        let mut g = self.in_order.lock().unwrap();
+        let Some(h) = g.as_mut() else {
+            return Ok(());
+        };
+        h.on_data(offset, data);
+        h.catch_up(|o, b| part.read_exact_at(b, o))
+    }
+
+    /// Whether the finished part file matches the publisher digest (`None`: there is none);
+    /// bytes not hashed on arrival are read now.
+    pub(crate) fn check_published(&self, f: &File) -> std::io::Result<Option<bool>> {
+        let Some(e) = &self.expect else {
+            return Ok(None);
+        };
+        let h = self
+            .in_order
+            .lock()
+            .unwrap()
+            .take()
+            .map_or_else(|| InOrderHasher::new(e.algo, self.size, &[]), |h| *h);
+        let got = h.finish(|o, b| f.read_exact_at(b, o))?;
+        Ok(Some(got == e.digest))
+    }
+
+    /// Starts the publisher digest over (the file is fetched again).
+    pub(crate) fn restart_published(&self) {
+        if let Some(e) = &self.expect {
+            *self.in_order.lock().unwrap() =
+                Some(Box::new(InOrderHasher::new(e.algo, self.size, &[])));
+        }
+    }
+}
+
+/// The message of a publisher digest that did not match twice.
+pub(crate) fn mismatch(rel: &str, e: &Expected) -> Failure {
+    Kind::ChecksumMismatch { file: rel.into() }.msg(format!(
+        "{rel}: its {} does not match {} even after fetching it again: the checksum file does not describe the server's copy (an older or another checksum file), or that copy is corrupt",
+        e.algo, e.from
+    ))
 }
 
 #[cfg(test)]

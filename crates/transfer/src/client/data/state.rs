@@ -1,12 +1,12 @@
 //! The state the control loop and the channels share: the files, their part files and `.done`
 //! logs, the partitions' chunk queues and budgets, and the counters.
 
-use super::conn::{Connector, Stream};
-use super::files::SourceKind;
 use super::jobs::Jobs;
 use super::queue::{Chunk, PartQueue};
-use super::url::HttpUrl;
-use super::validator::Validator;
+use crate::client::discovery::found::SourceKind;
+use crate::client::net::conn::{Connector, Stream};
+use crate::client::net::url::HttpUrl;
+use crate::client::net::validator::Validator;
 use crate::error::{Failure, Kind};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,51 +14,51 @@ use std::time::{Duration, Instant};
 
 /// A connection left in [`Shared::spare`] longer than this is not used (the server may have
 /// closed it) and is closed at the next timeout.
-pub(super) const SPARE_MAX_AGE: Duration = Duration::from_secs(2);
+pub(crate) const SPARE_MAX_AGE: Duration = Duration::from_secs(2);
 
-pub(super) struct Shared {
+pub(crate) struct Shared {
     /// Connections to the first server that no channel holds, taken by the next channel that
     /// starts: those opened ahead (see `spawn_preconnect`), and while files are still being
     /// found, those of channels that ran out of chunks (see `discovering`); each with when it
     /// was left (see [`SPARE_MAX_AGE`]).
-    pub(super) spare: Mutex<Vec<(Instant, Stream)>>,
+    pub(crate) spare: Mutex<Vec<(Instant, Stream)>>,
     /// Discovery may still add files: a channel that runs out of chunks leaves its connection
     /// in `spare` for the channel the next batch starts (no new handshake, and the
     /// connection's congestion window kept).
-    pub(super) discovering: AtomicBool,
-    pub(super) connector: Arc<Connector>,
-    pub(super) url: HttpUrl,
+    pub(crate) discovering: AtomicBool,
+    pub(crate) connector: Arc<Connector>,
+    pub(crate) url: HttpUrl,
     /// The servers the files are on (`url`'s first); a channel's connection serves one.
     /// Grows while a URL list is still sized (a redirect to another server).
-    pub(super) origins: Mutex<Vec<HttpUrl>>,
+    pub(crate) origins: Mutex<Vec<HttpUrl>>,
     /// How the files were found (it decides what a changed file's error advises).
-    pub(super) kind: SourceKind,
+    pub(crate) kind: SourceKind,
     /// Grows while a directory index is walked or a URL list sized (see `Jobs`).
-    pub(super) files: Jobs,
-    pub(super) parts: Vec<PartQueue>,
-    pub(super) received: AtomicU64,
-    pub(super) files_done: AtomicUsize,
-    pub(super) verified: AtomicUsize,
-    pub(super) reconnects: AtomicU64,
+    pub(crate) files: Jobs,
+    pub(crate) parts: Vec<PartQueue>,
+    pub(crate) received: AtomicU64,
+    pub(crate) files_done: AtomicUsize,
+    pub(crate) verified: AtomicUsize,
+    pub(crate) reconnects: AtomicU64,
     /// bits/s; 0 = no cap
-    pub(super) rate_cap: AtomicU64,
-    pub(super) cap_epoch: Mutex<(Instant, u64)>,
+    pub(crate) rate_cap: AtomicU64,
+    pub(crate) cap_epoch: Mutex<(Instant, u64)>,
     /// Times the pacer held a read back since the last timeout.
-    pub(super) cap_waits: AtomicU64,
-    pub(super) fatal: Mutex<Option<Failure>>,
+    pub(crate) cap_waits: AtomicU64,
+    pub(crate) fatal: Mutex<Option<Failure>>,
     /// The fatal error says itself what to do next (nothing is appended to it).
-    pub(super) fatal_advised: AtomicBool,
-    pub(super) retries: u32,
-    pub(super) started: Instant,
+    pub(crate) fatal_advised: AtomicBool,
+    pub(crate) retries: u32,
+    pub(crate) started: Instant,
     /// Files with finished ranges whose records wait for their data to be synced (see
     /// [`FileJob::sync_records`]); the control loop syncs them every interval and at the end.
-    pub(super) unsynced: Mutex<Vec<usize>>,
+    pub(crate) unsynced: Mutex<Vec<usize>>,
     /// Verified files waiting to be put into place (see `placing`).
-    pub(super) placing: Placing,
+    pub(crate) placing: Placing,
     /// Files that started over in this run because the server's copy changed under them.
-    pub(super) restarted: Mutex<Vec<String>>,
+    pub(crate) restarted: Mutex<Vec<String>>,
     /// The piece a file that starts over is cut into (the plan's BDP, at least `MIN_CHUNK`).
-    pub(super) restart_piece: u64,
+    pub(crate) restart_piece: u64,
 }
 
 /// Times one file may start over in one run before the transfer gives up on it: a server
@@ -69,7 +69,7 @@ impl Shared {
     /// Counts `len` bytes from the start of chunk `c` as fetched (in partition `pi`'s count
     /// whatever their version; in the file's, and recorded for a resume, only when `c` is of
     /// the file's current version). Returns whether the file is now complete.
-    pub(super) fn count_fetched(&self, pi: usize, c: &Chunk, len: u64) -> bool {
+    pub(crate) fn count_fetched(&self, pi: usize, c: &Chunk, len: u64) -> bool {
         self.parts[pi].remaining.fetch_sub(len, Ordering::SeqCst);
         let j = &self.files[c.file];
         let v = j.version.read().unwrap();
@@ -84,7 +84,7 @@ impl Shared {
     /// its bytes so far are dropped — no record of them is kept, every chunk cut for the old
     /// version is discarded when met — and the whole file is queued again. False, with the
     /// transfer failed, when it already started over [`MAX_RESTARTS`] times in this run.
-    pub(super) fn restart_file(&self, i: usize, now: Option<Validator>, why: &str) -> bool {
+    pub(crate) fn restart_file(&self, i: usize, now: Option<Validator>, why: &str) -> bool {
         let j = &self.files[i];
         if j.restarts.fetch_add(1, Ordering::SeqCst) >= MAX_RESTARTS {
             self.fail_advised(Kind::SourceChanged { file: j.rel.clone() }.msg(format!(
@@ -124,7 +124,7 @@ impl Shared {
     }
 
     /// Notes a finished range of file `i` (see [`FileJob::log_done`]).
-    pub(super) fn record_done(&self, i: usize, offset: u64, len: u64) {
+    pub(crate) fn record_done(&self, i: usize, offset: u64, len: u64) {
         if self.files[i].log_done(offset, len) {
             self.unsynced.lock().unwrap().push(i);
         }
@@ -132,7 +132,7 @@ impl Shared {
 
     /// Syncs the data of every file with records waiting and writes those records: what a
     /// rerun resumes from. Run off the runtime's threads (it waits for the disk).
-    pub(super) fn sync_records(&self) {
+    pub(crate) fn sync_records(&self) {
         let files = std::mem::take(&mut *self.unsynced.lock().unwrap());
         for i in files {
             let j = &self.files[i];
@@ -143,13 +143,13 @@ impl Shared {
     }
 
     /// Origin `o` (an index a file names).
-    pub(super) fn origin(&self, o: usize) -> HttpUrl {
+    pub(crate) fn origin(&self, o: usize) -> HttpUrl {
         self.origins.lock().unwrap()[o].clone()
     }
 
     /// Ends the transfer; rerunning the same command resumes it (interruptions, a server
     /// that stopped answering).
-    pub(super) fn fail(&self, msg: Failure) {
+    pub(crate) fn fail(&self, msg: Failure) {
         let mut f = self.fatal.lock().unwrap();
         if f.is_none() {
             *f = Some(msg);
@@ -157,7 +157,7 @@ impl Shared {
     }
 
     /// Ends the transfer with an error that says itself what to do (whether a rerun helps).
-    pub(super) fn fail_advised(&self, msg: Failure) {
+    pub(crate) fn fail_advised(&self, msg: Failure) {
         let mut f = self.fatal.lock().unwrap();
         if f.is_none() {
             *f = Some(msg);
@@ -167,13 +167,13 @@ impl Shared {
 
     /// Ends the transfer because `rel` no longer is what the source said; the message says
     /// what to do, according to the kind of source.
-    pub(super) fn fail_changed(&self, rel: &str, what: &str) {
+    pub(crate) fn fail_changed(&self, rel: &str, what: &str) {
         self.fail_not_as_listed(Kind::SourceChanged { file: rel.into() }, rel, what);
     }
 
     /// Ends the transfer because `rel` does not match its checksum even after fetching it
     /// again (`what`); the message says what to do, as for [`Shared::fail_changed`].
-    pub(super) fn fail_mismatch(&self, rel: &str, what: &str) {
+    pub(crate) fn fail_mismatch(&self, rel: &str, what: &str) {
         self.fail_not_as_listed(Kind::ChecksumMismatch { file: rel.into() }, rel, what);
     }
 
@@ -181,29 +181,29 @@ impl Shared {
         let (fix, _) = self.kind.changed_file_fix();
         self.fail_advised(kind.msg(format!("{rel}: {what}; {fix}")));
     }
-    pub(super) fn failed(&self) -> bool {
+    pub(crate) fn failed(&self) -> bool {
         self.fatal.lock().unwrap().is_some()
     }
 }
 
 /// The files verified and not yet in place (put there by `placing`).
 #[derive(Default)]
-pub(super) struct Placing {
-    pub(super) waiting: Mutex<Vec<usize>>,
+pub(crate) struct Placing {
+    pub(crate) waiting: Mutex<Vec<usize>>,
     /// Held while a batch is placed: batches go into place one after another.
-    pub(super) placing: Mutex<()>,
+    pub(crate) placing: Mutex<()>,
     /// A placement is running or spawned (the control loop starts no second one).
-    pub(super) busy: AtomicBool,
+    pub(crate) busy: AtomicBool,
 }
 
 impl Placing {
     /// Whether files wait and no placement runs: the control loop then starts one.
-    pub(super) fn due(&self) -> bool {
+    pub(crate) fn due(&self) -> bool {
         !self.busy.load(Ordering::SeqCst) && !self.waiting.lock().unwrap().is_empty()
     }
 
     /// Marks a placement as started by the control loop (see [`Placing::due`]).
-    pub(super) fn start(&self) {
+    pub(crate) fn start(&self) {
         self.busy.store(true, Ordering::SeqCst);
     }
 }

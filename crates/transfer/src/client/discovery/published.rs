@@ -1,18 +1,16 @@
 //! Publisher checksums (`--checksum-file URL|PATH`, and `checksum=` in a URL list): which
 //! file each line is for, and hashing a file with a sequential digest as its bytes arrive.
 
-use super::conn::Connector;
-use super::fetch::get_following;
-use super::files::{url_string, Expected, FileJob, Source, SourceFile};
-use super::url::HttpUrl;
+use super::found::{Expected, Source, SourceFile};
+use crate::client::net::conn::Connector;
+use crate::client::net::fetch::get_following;
+use crate::client::net::url::url_string;
+use crate::client::net::url::HttpUrl;
 use crate::dirindex::percent_decode_bytes;
-use crate::error::{fail, failure, Failure, Kind};
+use crate::error::{fail, failure, EngineResult};
 use crate::summary::ChecksumFileReport;
 use crate::sums::SumsFile;
 use std::collections::HashMap;
-use std::fs::File;
-use std::os::unix::fs::FileExt;
-use wattio_http::checksum::InOrderHasher;
 
 /// Reads the checksum file `spec` (a URL, or a local path) and gives every file of `src` the
 /// digest a line names it with. A line is for a file when its name is the file's URL relative
@@ -21,11 +19,11 @@ use wattio_http::checksum::InOrderHasher;
 /// reads it); else when its name is the longest run of path components that ends the file's
 /// URL path, unless it ends two files' paths (an error). Also says whether the checksum file
 /// came over plain HTTP (after redirects).
-pub(super) async fn attach(
+pub(crate) async fn attach(
     connector: &Connector,
     spec: &str,
     src: &mut Source,
-) -> anyhow::Result<(ChecksumFileReport, bool)> {
+) -> EngineResult<(ChecksumFileReport, bool)> {
     let (text, checksum_url, plain_http) = read_checksum_file(connector, spec).await?;
     let text = String::from_utf8(text).map_err(|_| {
         failure!(
@@ -96,7 +94,7 @@ pub(super) async fn attach(
 async fn read_checksum_file(
     connector: &Connector,
     spec: &str,
-) -> anyhow::Result<(Vec<u8>, Option<String>, bool)> {
+) -> EngineResult<(Vec<u8>, Option<String>, bool)> {
     let lower = spec.to_ascii_lowercase();
     if !(lower.starts_with("http://") || lower.starts_with("https://")) {
         let b = std::fs::read(spec)
@@ -178,7 +176,7 @@ impl LineMatch {
         spec: &str,
         sums: &SumsFile,
         files: &[&mut SourceFile],
-    ) -> anyhow::Result<()> {
+    ) -> EngineResult<()> {
         let entry_comps: Vec<Vec<String>> =
             sums.entries.iter().map(|e| components(&e.name)).collect();
         let mut suffix_of: HashMap<usize, Vec<usize>> = HashMap::new();
@@ -217,60 +215,10 @@ impl LineMatch {
     }
 }
 
-impl FileJob {
-    /// Feeds bytes just written at `offset` to the publisher digest (see [`InOrderHasher`]);
-    /// bytes that came early are read back from `part` once the digest reaches them.
-    pub(super) fn hash_arrival(
-        &self,
-        offset: u64,
-        data: &[u8],
-        part: &File,
-    ) -> std::io::Result<()> {
-        let mut g = self.in_order.lock().unwrap();
-        let Some(h) = g.as_mut() else {
-            return Ok(());
-        };
-        h.on_data(offset, data);
-        h.catch_up(|o, b| part.read_exact_at(b, o))
-    }
-
-    /// Whether the finished part file matches the publisher digest (`None`: there is none);
-    /// bytes not hashed on arrival are read now.
-    pub(super) fn check_published(&self, f: &File) -> std::io::Result<Option<bool>> {
-        let Some(e) = &self.expect else {
-            return Ok(None);
-        };
-        let h = self
-            .in_order
-            .lock()
-            .unwrap()
-            .take()
-            .map_or_else(|| InOrderHasher::new(e.algo, self.size, &[]), |h| *h);
-        let got = h.finish(|o, b| f.read_exact_at(b, o))?;
-        Ok(Some(got == e.digest))
-    }
-
-    /// Starts the publisher digest over (the file is fetched again).
-    pub(super) fn restart_published(&self) {
-        if let Some(e) = &self.expect {
-            *self.in_order.lock().unwrap() =
-                Some(Box::new(InOrderHasher::new(e.algo, self.size, &[])));
-        }
-    }
-}
-
 /// The non-empty `/`-separated components of a path.
 fn components(p: &str) -> Vec<String> {
     p.split('/')
         .filter(|c| !c.is_empty() && *c != ".")
         .map(str::to_string)
         .collect()
-}
-
-/// The message of a publisher digest that did not match twice.
-pub(super) fn mismatch(rel: &str, e: &Expected) -> Failure {
-    Kind::ChecksumMismatch { file: rel.into() }.msg(format!(
-        "{rel}: its {} does not match {} even after fetching it again: the checksum file does not describe the server's copy (an older or another checksum file), or that copy is corrupt",
-        e.algo, e.from
-    ))
 }

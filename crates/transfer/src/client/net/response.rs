@@ -2,26 +2,26 @@
 //! and hands over the bytes behind them (one-shot requests for listings, indexes and `HEAD`s
 //! are in `fetch`).
 
-use crate::error::fail;
+use crate::error::{fail, EngineResult};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use wattio_http::{parse_response_head, ResponseHead};
 
 /// Bytes read from a connection and not consumed yet: the rest of a head's packet belongs to
 /// the body (or to the next pipelined response).
 #[derive(Default)]
-pub(super) struct ReadBuf {
+pub(crate) struct ReadBuf {
     buf: Vec<u8>,
     pos: usize,
 }
 
 impl ReadBuf {
     /// The buffered bytes not consumed yet.
-    pub(super) fn avail(&self) -> &[u8] {
+    pub(crate) fn avail(&self) -> &[u8] {
         &self.buf[self.pos..]
     }
 
     /// Consumes up to `max` buffered bytes.
-    pub(super) fn take(&mut self, max: usize) -> Vec<u8> {
+    pub(crate) fn take(&mut self, max: usize) -> Vec<u8> {
         let n = max.min(self.buf.len() - self.pos);
         let v = self.buf[self.pos..self.pos + n].to_vec();
         self.pos += n;
@@ -30,10 +30,10 @@ impl ReadBuf {
 
     /// Reads until a whole response head is buffered and consumes it. Bodies delimited
     /// otherwise than by `Content-Length` are refused.
-    pub(super) async fn read_head<S: AsyncRead + Unpin>(
+    pub(crate) async fn read_head<S: AsyncRead + Unpin>(
         &mut self,
         s: &mut S,
-    ) -> anyhow::Result<ResponseHead> {
+    ) -> EngineResult<ResponseHead> {
         loop {
             if self.pos > 0 && self.pos == self.buf.len() {
                 self.buf.clear();

@@ -1,8 +1,9 @@
 //! The transfer's energy bookkeeping: the meter, its snapshots, this process's CPU time and
 //! the dedicated-host estimate ([`EnergyBook`]), and the CPU actuator's steps ([`CpuSteps`]).
 
-use super::options::{EnergyFeedback, TransferOptions};
 use crate::actuator::{ApplyReport, CpuActuator};
+use crate::client::options::{EnergyFeedback, TransferOptions};
+use crate::error::EngineResult;
 use crate::summary::{EnergySummary, ProcessEnergy};
 use std::time::Instant;
 use tokio::task::JoinHandle;
@@ -12,17 +13,18 @@ use wattio_meter::{Meter, Snapshot};
 use wattio_tuner::Decision;
 
 /// The meter opened at the start, once it is ready; without one, ME holds its channel count.
-pub(super) async fn open_meter(
+pub(crate) async fn open_meter(
     meter_open: Option<JoinHandle<Result<Meter, EnergyError>>>,
     opts: &TransferOptions,
-) -> anyhow::Result<Option<Meter>> {
+) -> EngineResult<Option<Meter>> {
     Ok(match meter_open {
         Some(task) => match task.await? {
             Ok(m) => Some(m),
             Err(e) => {
-                opts.notices.tell(&super::Notice::Warning(format!(
-                    "no energy meter ({e}); ME holds its channel count"
-                )));
+                opts.notices
+                    .tell(&crate::client::options::Notice::Warning(format!(
+                        "no energy meter ({e}); ME holds its channel count"
+                    )));
                 None
             }
         },
@@ -32,22 +34,22 @@ pub(super) async fn open_meter(
 
 /// The transfer's energy as it goes: the meter's snapshots, and the process estimate that is
 /// ME's feedback when no meter measures.
-pub(super) struct EnergyBook {
-    pub(super) meter: Option<Meter>,
-    pub(super) snap0: Option<Snapshot>,
-    pub(super) prev_snap: Option<Snapshot>,
-    pub(super) model: wattio_energy::ModelParams,
-    pub(super) use_process_feedback: bool,
-    pub(super) proc_energy_j: f64,
+pub(crate) struct EnergyBook {
+    pub(crate) meter: Option<Meter>,
+    pub(crate) snap0: Option<Snapshot>,
+    pub(crate) prev_snap: Option<Snapshot>,
+    pub(crate) model: wattio_energy::ModelParams,
+    pub(crate) use_process_feedback: bool,
+    pub(crate) proc_energy_j: f64,
     /// The CPUs idle power is charged for.
-    pub(super) n_cpus: usize,
-    pub(super) cpu_at_start: f64,
+    pub(crate) n_cpus: usize,
+    pub(crate) cpu_at_start: f64,
     /// The process's CPU time at the last interval.
-    pub(super) last_cpu: f64,
+    pub(crate) last_cpu: f64,
 }
 
 impl EnergyBook {
-    pub(super) fn start(
+    pub(crate) fn start(
         meter: Option<Meter>,
         opts: &TransferOptions,
         act: &CpuActuator,
@@ -63,7 +65,7 @@ impl EnergyBook {
             .as_ref()
             .map(|m| !m.provenance().estimated)
             .unwrap_or(false);
-        let use_process_feedback = match opts.energy_feedback {
+        let use_process_feedback = match opts.tuning.energy_feedback {
             EnergyFeedback::Process => true,
             EnergyFeedback::Meter => false,
             EnergyFeedback::Auto => !meter_measures,
@@ -88,7 +90,7 @@ impl EnergyBook {
 
     /// One interval of `dt_s` on `cores_now` cores: the energy the tuner is fed (the meter's,
     /// or the process estimate) and the CPU load.
-    pub(super) fn interval(&mut self, dt_s: f64, cores_now: usize) -> (Option<f64>, f64) {
+    pub(crate) fn interval(&mut self, dt_s: f64, cores_now: usize) -> (Option<f64>, f64) {
         let now_snap = self.meter.as_ref().and_then(|m| m.snapshot().ok());
         let meter_energy = match (
             self.meter.as_ref(),
@@ -116,7 +118,7 @@ impl EnergyBook {
     }
 
     /// The tail since the last interval (which ended at `last_tick`).
-    pub(super) fn tail(&mut self, last_tick: Instant) {
+    pub(crate) fn tail(&mut self, last_tick: Instant) {
         let cpu = cputime::self_cpu_s();
         self.proc_energy_j += self.model.energy_j(
             self.n_cpus,
@@ -127,16 +129,16 @@ impl EnergyBook {
 }
 
 /// The energy figures of the summary.
-pub(super) struct EnergyFigures {
-    pub(super) energy: Option<EnergySummary>,
-    pub(super) energy_note: Option<String>,
-    pub(super) energy_process: ProcessEnergy,
-    pub(super) energy_feedback: String,
+pub(crate) struct EnergyFigures {
+    pub(crate) energy: Option<EnergySummary>,
+    pub(crate) energy_note: Option<String>,
+    pub(crate) energy_process: ProcessEnergy,
+    pub(crate) energy_feedback: String,
 }
 
 impl EnergyBook {
     /// The summary's energy figures, at the end of a transfer that received `received` bytes.
-    pub(super) fn figures(&self, received: u64, opts: &TransferOptions) -> EnergyFigures {
+    pub(crate) fn figures(&self, received: u64, opts: &TransferOptions) -> EnergyFigures {
         let meter = self.meter.as_ref();
         let end_snap = meter.and_then(|m| m.snapshot().ok());
         let cpu_s = cputime::self_cpu_s() - self.cpu_at_start;
@@ -159,7 +161,7 @@ impl EnergyBook {
             None => (None, Some("no energy meter available".to_string())),
         };
         // the share's capacity is the whole machine the meter measures, not the CPUs we may use
-        let machine_cpus = wattio_energy::attribution::machine_cpus(&opts.root);
+        let machine_cpus = wattio_energy::attribution::machine_cpus(&opts.tuning.root);
         EnergyFigures {
             energy,
             energy_note,
@@ -184,14 +186,14 @@ impl EnergyBook {
 /// The CPU actuator's steps: the cores and frequency applied last, and each outcome that
 /// differed from the one before.
 #[derive(Default)]
-pub(super) struct CpuSteps {
-    pub(super) applied: Option<(usize, usize)>,
-    pub(super) reports: Vec<ApplyReport>,
+pub(crate) struct CpuSteps {
+    pub(crate) applied: Option<(usize, usize)>,
+    pub(crate) reports: Vec<ApplyReport>,
 }
 
 impl CpuSteps {
     /// Applies a decision's cores and frequency, when it names both and they changed.
-    pub(super) fn apply(&mut self, d: &Decision, act: &mut CpuActuator) {
+    pub(crate) fn apply(&mut self, d: &Decision, act: &mut CpuActuator) {
         if let (Some(c), Some(f)) = (d.cores, d.freq_idx) {
             if self.applied != Some((c, f)) {
                 self.applied = Some((c, f));

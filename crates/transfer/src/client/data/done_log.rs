@@ -4,7 +4,7 @@
 //! `FileJob::sync_records`). A log written before validators were recorded has no header and
 //! is read as records only.
 
-use super::validator::Validator;
+use crate::client::net::validator::Validator;
 
 /// First 8 bytes of a `.done` log with a header (`WTIODON2` in ASCII, read as little-endian):
 /// an offset no file reaches, so an older log's first record never reads as it.
@@ -14,7 +14,7 @@ const LOG_MAGIC: u64 = u64::from_le_bytes(*b"WTIODON2");
 const MAX_HEADER: u64 = 4096;
 
 /// One 16-byte record.
-pub(super) fn record(offset: u64, len: u64) -> [u8; 16] {
+pub(crate) fn record(offset: u64, len: u64) -> [u8; 16] {
     let mut rec = [0u8; 16];
     rec[..8].copy_from_slice(&offset.to_le_bytes());
     rec[8..].copy_from_slice(&len.to_le_bytes());
@@ -23,7 +23,7 @@ pub(super) fn record(offset: u64, len: u64) -> [u8; 16] {
 
 /// The header a new log starts with: the magic and the validator's length, then the
 /// validator padded to whole records.
-pub(super) fn log_header(v: Option<&Validator>) -> Vec<u8> {
+pub(crate) fn log_header(v: Option<&Validator>) -> Vec<u8> {
     let body = v.map(Validator::encode).unwrap_or_default();
     let mut out = record(LOG_MAGIC, body.len() as u64).to_vec();
     out.extend_from_slice(&body);
@@ -33,10 +33,10 @@ pub(super) fn log_header(v: Option<&Validator>) -> Vec<u8> {
 
 /// What a `.done` log holds: the validators of the version the part file is of, and the
 /// finished ranges (offset, length).
-pub(super) type DoneLog = (Option<Validator>, Vec<(u64, u64)>);
+pub(crate) type DoneLog = (Option<Validator>, Vec<(u64, u64)>);
 
 /// A log's validator and finished ranges.
-pub(super) fn parse_log(b: &[u8]) -> DoneLog {
+pub(crate) fn parse_log(b: &[u8]) -> DoneLog {
     let mut validator = None;
     let mut recs = b;
     if b.len() >= 16 && b[..8] == LOG_MAGIC.to_le_bytes() {

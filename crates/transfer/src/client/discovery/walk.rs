@@ -1,12 +1,12 @@
 //! Walking a directory index: the pages under a root path, a few at a time, each parsed by
 //! [`crate::dirindex`], never leaving the root's origin or path.
 
-use super::conn::Connector;
-use super::fetch::fetch;
-use super::files::url_string;
-use super::url::HttpUrl;
+use crate::client::net::conn::Connector;
+use crate::client::net::fetch::fetch;
+use crate::client::net::url::url_string;
+use crate::client::net::url::HttpUrl;
 use crate::dirindex::{join_url, parse_index, relative_name, IndexKind};
-use crate::error::{fail, failure};
+use crate::error::{fail, failure, EngineResult};
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
@@ -15,14 +15,14 @@ use tokio::sync::mpsc::UnboundedSender;
 const PAGES_AT_ONCE: usize = 4;
 /// Deepest directory followed below the root: deeper trees are usually a symbolic link that
 /// loops back on the server (nginx and Apache follow them).
-pub(super) const MAX_DEPTH: usize = 64;
+pub(crate) const MAX_DEPTH: usize = 64;
 
 /// One index page's findings, sent as soon as the page is read.
-pub(super) struct WalkedPage {
-    pub(super) kind: IndexKind,
+pub(crate) struct WalkedPage {
+    pub(crate) kind: IndexKind,
     /// New files: canonical origin-form path, and the size where the index states it exactly.
-    pub(super) files: Vec<(String, Option<u64>)>,
-    pub(super) notes: Vec<String>,
+    pub(crate) files: Vec<(String, Option<u64>)>,
+    pub(crate) notes: Vec<String>,
 }
 
 /// Fetches one index page (a redirect that stays under the root is followed once, e.g. a
@@ -32,7 +32,7 @@ async fn page(
     url: &HttpUrl,
     path: &str,
     root: &str,
-) -> anyhow::Result<(String, crate::dirindex::IndexPage)> {
+) -> EngineResult<(String, crate::dirindex::IndexPage)> {
     let mut p = path.to_string();
     for _ in 0..2 {
         let here = url_string(url, &p);
@@ -77,11 +77,11 @@ async fn page(
 /// Walks the index pages under `root` (a canonical path ending with `/`) on `url`'s server,
 /// sending each page's findings to `found` as soon as it is read (the root page first), so
 /// files can be fetched while the walk goes on. Ends at the first error, which it sends.
-pub(super) async fn walk_index(
+pub(crate) async fn walk_index(
     connector: Arc<Connector>,
     url: HttpUrl,
     root: String,
-    found: UnboundedSender<anyhow::Result<WalkedPage>>,
+    found: UnboundedSender<EngineResult<WalkedPage>>,
 ) {
     if let Err(e) = walk(&connector, &url, &root, &found).await {
         let _ = found.send(Err(e));
@@ -92,8 +92,8 @@ async fn walk(
     connector: &Arc<Connector>,
     url: &HttpUrl,
     root: &str,
-    found: &UnboundedSender<anyhow::Result<WalkedPage>>,
-) -> anyhow::Result<()> {
+    found: &UnboundedSender<EngineResult<WalkedPage>>,
+) -> EngineResult<()> {
     let mut seen_dirs: HashSet<String> = HashSet::from([root.to_string()]);
     let mut seen_files: HashSet<String> = HashSet::new();
     let mut todo: VecDeque<String> = VecDeque::from([root.to_string()]);

@@ -4,7 +4,7 @@ use super::state::Shared;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-pub(super) async fn pace(sh: &Shared) {
+pub(crate) async fn pace(sh: &Shared) {
     // sleep in short steps so a lifted or changed cap takes effect quickly
     loop {
         let cap = sh.rate_cap.load(Ordering::Relaxed);
