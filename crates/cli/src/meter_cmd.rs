@@ -258,6 +258,7 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
         .as_ref()
         .map(|_| ProgressLine::start(progress, a.duration));
     let counters = source.counters().to_vec();
+    let recorded = wattio_meter::RecordedCounters::of(source.as_ref());
     let estimated: Vec<bool> = (0..counters.len())
         .map(|i| source.counter_provenance(i).estimated)
         .collect();
@@ -286,6 +287,11 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
         crate::say::note(format_args!("CO2e at {}:", intensity.label()));
         for line in stats.co2e_lines(&counters, &estimated, intensity) {
             crate::say::note_detail(line);
+        }
+    }
+    if let Some(m) = recorded.machine_view(&stats.energy_j, stats.wall_s) {
+        for line in m.watt_lines("over the recording") {
+            crate::say::note(line);
         }
     }
     for w in stats.repeat_warnings(&counters) {

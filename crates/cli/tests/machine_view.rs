@@ -114,6 +114,24 @@ fn the_rest_is_the_machine_less_rapl_and_the_gpus_within_its_uncertainty() {
             && text.contains("(60.0 W): the machine less package, DRAM and GPUs"),
         "{text}"
     );
+    // The report of the --json file shows the machine and the rest of the run.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("measure.json");
+    std::fs::write(&file, json.to_string()).unwrap();
+    let html = dir.path().join("report.html");
+    let o = Command::new(BIN)
+        .args(["report", "-q", "-o"])
+        .arg(&html)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    let rest = format!("{:.3} ±", f(&platforms[0]["rest_j"]));
+    assert!(
+        page.contains("<th>rest (J)</th>") && page.contains(&rest),
+        "no machine table with {rest} in the report"
+    );
 }
 
 #[test]

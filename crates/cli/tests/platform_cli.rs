@@ -202,6 +202,12 @@ fn record_writes_rows_of_every_meter_and_keeps_its_1khz_loop() {
     // Most rows add nothing (the meter updates once a second) and none is negative.
     assert!(acpi.iter().filter(|&&j| j > 0.0).count() <= 5, "{acpi:?}");
     assert!(bmc.iter().all(|&j| j >= 0.0));
+    // The machine over the recording: 3 s is under 5 × the ACPI meter's 1 s averaging.
+    assert!(
+        summary.contains("machine platform 0 over the recording")
+            && summary.contains("no rest: the window"),
+        "{summary}"
+    );
 }
 
 #[test]

@@ -62,7 +62,7 @@ pub use exposition::ExpositionFormat;
 pub use gpu_load::{
     cuda_lib_from_env, gpu_load, GpuLoadConfig, GpuLoadError, GpuLoadReport, CUDA_LIB_ENV, SPIN_PTX,
 };
-pub use machine_view::{MachineView, PlatformFigure, PlatformTiming};
+pub use machine_view::{MachineView, PlatformFigure, PlatformTiming, RecordedCounters};
 pub use meter::{
     unix_now, AlignedReport, DomainEnergy, EnergyReport, Meter, MeterConfig, Snapshot,
 };

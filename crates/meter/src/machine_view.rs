@@ -116,6 +116,90 @@ impl MachineView {
     }
 }
 
+/// A source's counters as a recording reads them: each counter's provenance, and the timing of
+/// those that answer late, by scope and number, taken from the source before it records.
+#[derive(Debug, Clone)]
+pub struct RecordedCounters {
+    pub counters: Vec<wattio_energy::CounterSpec>,
+    pub provenance: wattio_energy::Provenance,
+    pub provenances: Vec<wattio_energy::Provenance>,
+    pub late: Vec<((Domain, u32), wattio_energy::LateTiming)>,
+}
+
+impl RecordedCounters {
+    /// What `source` says of its counters now.
+    pub fn of(source: &dyn wattio_energy::Source) -> RecordedCounters {
+        let counters = source.counters().to_vec();
+        RecordedCounters {
+            provenance: source.provenance().clone(),
+            provenances: (0..counters.len())
+                .map(|i| source.counter_provenance(i).clone())
+                .collect(),
+            late: (0..counters.len())
+                .filter_map(|i| {
+                    Some((
+                        (counters[i].domain, counters[i].socket),
+                        source.late_timing(i)?,
+                    ))
+                })
+                .collect(),
+            counters,
+        }
+    }
+
+    /// The machine over a recording of `energy_j` per counter in `duration_s`. The running
+    /// counters of late meters lag by their averaging and delay at both ends: with nothing
+    /// known of how their power moved, that lag times their mean power is added to the
+    /// uncertainty.
+    pub fn machine_view(&self, energy_j: &[f64], duration_s: f64) -> Option<MachineView> {
+        let report = EnergyReport::from_labelled_counters(
+            &self.counters,
+            energy_j,
+            duration_s,
+            &self.provenance,
+            &self.provenances,
+        );
+        MachineView::of(&report, |d| {
+            let Some((_, t)) = self.late.iter().find(|(k, _)| *k == (d.domain, d.socket)) else {
+                return PlatformTiming::INSTANT;
+            };
+            let lag_s = (t.averaging + t.delay).as_secs_f64();
+            PlatformTiming {
+                averaging_s: t.averaging.as_secs_f64(),
+                delay_s: t.delay.as_secs_f64(),
+                resolution_w: t.resolution_w,
+                edge_uncertainty_j: lag_s * d.energy_j / duration_s.max(1e-9),
+            }
+        })
+    }
+}
+
+impl MachineView {
+    /// One line per platform meter in watts over the window, named `over` (`since start`,
+    /// `over the recording`): its power and the rest, or why there is no rest.
+    pub fn watt_lines(&self, over: &str) -> Vec<String> {
+        let w = |j: f64| j / self.duration_s.max(1e-9);
+        self.platforms
+            .iter()
+            .map(|p| {
+                let head = format!("machine {} {over} {:.1} W", p.meter, w(p.platform_j));
+                match (p.rest_j, p.rest_uncertainty_j) {
+                    (Some(rest), Some(u)) => format!(
+                        "{head}: rest {:.1} ± {:.1} W, what RAPL and the GPUs do not see{}",
+                        w(rest),
+                        w(u),
+                        p.note
+                            .as_deref()
+                            .map(|n| format!("; {n}"))
+                            .unwrap_or_default()
+                    ),
+                    _ => format!("{head}: {}", p.note.as_deref().unwrap_or("no rest")),
+                }
+            })
+            .collect()
+    }
+}
+
 /// Why the parts cannot be subtracted from a whole-machine meter, if they cannot.
 fn parts_refusal(report: &EnergyReport) -> Option<String> {
     if report.provenance.estimated {

@@ -282,17 +282,72 @@ pub struct RunFigures {
     pub total_j: f64,
     pub mean_power_w: f64,
     pub exit_code: i64,
+    /// The whole machine over the run, where a platform meter read it.
+    pub machine: Option<crate::MachineView>,
 }
 
 impl RunFigures {
-    pub fn of(energy: &EnergyReport, exit_code: i32) -> RunFigures {
+    /// A run of today's `measure --json`.
+    pub fn of(run: &crate::measure::RunReport) -> RunFigures {
+        RunFigures {
+            machine: run.machine.clone(),
+            ..RunFigures::of_energy(&run.energy, run.exit_code)
+        }
+    }
+
+    /// A run of a file written before runs had more than their energy and exit code.
+    pub fn of_energy(energy: &EnergyReport, exit_code: i32) -> RunFigures {
         RunFigures {
             duration_s: energy.duration_s,
             total_j: energy.total_j,
             mean_power_w: energy.mean_power_w(),
             exit_code: exit_code.into(),
+            machine: None,
         }
     }
+}
+
+/// The whole machine over each run that has it: each platform meter's joules and the rest
+/// RAPL and the GPU meters do not see, or why there is none.
+fn machine_table(runs: &[RunFigures], out: &mut HtmlSection) {
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| {
+            let platforms = r.machine.iter().flat_map(|m| m.platforms.iter());
+            platforms.map(move |p| {
+                let rest = match (p.rest_j, p.rest_uncertainty_j) {
+                    (Some(j), Some(u)) => format!("{j:.3} ± {u:.3}"),
+                    _ => "—".into(),
+                };
+                vec![
+                    (i + 1).to_string(),
+                    p.meter.clone(),
+                    format!("{:.3}", p.platform_j),
+                    rest,
+                    p.label.clone(),
+                    p.note.clone().unwrap_or_default(),
+                ]
+            })
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    out.paragraph_html(
+        "The whole machine as its platform meters read it, and the rest: the meter less package, DRAM and GPUs, what they do not see (given only where the parts are measured and the run spans at least five of the meter's averaging periods plus its delay).",
+    );
+    out.table(
+        &[
+            "run",
+            "platform meter",
+            "machine (J)",
+            "rest (J)",
+            "provenance",
+            "note",
+        ],
+        &rows,
+    );
 }
 
 /// One command of a `wattio measure` result: its successful runs and where their energy
@@ -341,6 +396,7 @@ impl ReportSection for MeasuredCommand {
             ],
             &rows,
         );
+        machine_table(runs, out);
         if runs.len() < 2 {
             return;
         }

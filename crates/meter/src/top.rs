@@ -36,40 +36,6 @@ fn per_s(i: &Interval, j: f64) -> f64 {
     }
 }
 
-/// The whole machine since start: per platform meter, the rest RAPL and the GPU meters do not
-/// see, or why there is none yet.
-fn machine_lines(m: &crate::MachineView) -> String {
-    let mut s = String::new();
-    let w = |j: f64| j / m.duration_s.max(1e-9);
-    for p in &m.platforms {
-        let line = match (p.rest_j, p.rest_uncertainty_j) {
-            (Some(rest), Some(u)) => {
-                let mut line = format!(
-                    "machine {} since start {:.1} W: rest {:.1} ± {:.1} W, what RAPL and the GPUs do not see",
-                    p.meter,
-                    w(p.platform_j),
-                    w(rest),
-                    w(u)
-                );
-                if let Some(n) = &p.note {
-                    line.push_str("; ");
-                    line.push_str(n);
-                }
-                line
-            }
-            _ => format!(
-                "machine {} since start {:.1} W: {}",
-                p.meter,
-                w(p.platform_j),
-                p.note.as_deref().unwrap_or("no rest")
-            ),
-        };
-        s.push_str(&line);
-        s.push('\n');
-    }
-    s
-}
-
 /// `top`'s header: the totals and idle share, CO₂e since start, the *estimated* warning, and a
 /// line per GPU.
 fn top_header(a: &AttributedInterval, since_start_j: f64, idle_since_start_j: f64) -> String {
@@ -111,7 +77,9 @@ fn top_header(a: &AttributedInterval, since_start_j: f64, idle_since_start_j: f6
         );
     }
     if let Some(m) = &a.machine {
-        s.push_str(&machine_lines(m));
+        for line in m.watt_lines("since start") {
+            let _ = writeln!(s, "{line}");
+        }
     }
     if let Some(k) = &i.kernel_io {
         let _ = writeln!(s, "{}", kernel_io_line(i, k));

@@ -371,7 +371,7 @@ fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
                         .runs
                         .iter()
                         .filter(|r| r.status == RunStatus::Ok)
-                        .map(|r| RunFigures::of(&r.report.energy, r.report.exit_code))
+                        .map(|r| RunFigures::of(&r.report))
                         .collect(),
                 })
             })
@@ -383,7 +383,7 @@ fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
         return Ok(vec![Dataset::Measure(MeasuredCommand {
             command: single.command.join(" "),
             provenance: energy.provenance.clone(),
-            runs: vec![RunFigures::of(energy, single.report.exit_code)],
+            runs: vec![RunFigures::of(&single.report)],
         })]);
     }
     if let Some(first) = v
@@ -440,7 +440,7 @@ fn measure_dataset(command: String, runs: Vec<EarlierMeasureRun>) -> Result<Vec<
         provenance,
         runs: runs
             .iter()
-            .map(|r| RunFigures::of(&r.energy, r.exit_code))
+            .map(|r| RunFigures::of_energy(&r.energy, r.exit_code))
             .collect(),
     })])
 }
