@@ -885,6 +885,7 @@ mod tests {
                 energy_j: 50.0,
                 label: Some("measured (ipmi dcmi, 1 s average)".into()),
             }],
+            machine: None,
         };
         let s = render_top(&i, 10.0, 4.0, 1);
         assert!(
