@@ -20,9 +20,14 @@ where. What the machine lacks is skipped with the reason. Steps:
    with the driver's raw `nvmlDeviceGetProcessUtilization` answer for the record.
 5. `measure --json -- wattio workload gpu` (gpu_j, the command's share), and `calibrate` where
    RAPL exists.
+6. The meters beside RAPL that probe finds (platform meters: the ACPI power meter, a BMC, psys;
+   hwmon GPUs of AMD and Intel): `measure --json` over alternating idle and busy blocks, each
+   at least five of the slowest meter's averaging periods plus its delay, with the machine's
+   figure, the rest RAPL and the GPUs do not see and its uncertainty per block, and how much
+   each meter rose from idle to busy.
 
 --fixture runs it all end to end without hardware: a `wattio fixture` tree ticking at a known
-power stands in for RAPL (WATTIO_ROOT), the stand-in NVIDIA libraries (crates/nvidia-stub) for
+power stands in for RAPL (WATTIO_ROOT), with an ACPI power meter and an amdgpu in its hwmon, the stand-in NVIDIA libraries (crates/nvidia-stub) for
 NVML and CUDA, and a stand-in `nvidia-smi` reading the same NVML through ctypes. The known truth
 is then compared too, which is what `make test-hw` checks.
 """
@@ -43,6 +48,9 @@ import tempfile
 import time
 
 MECHANISMS = ["perf", "powercap", "msr", "ebpf"]
+# With --fixture: the power of the fixture's ACPI power meter and its AMD GPU (hwmon).
+FIXTURE_PLATFORM_W = 200.0
+FIXTURE_AMDGPU_W = 5.0
 
 
 class Check:
@@ -590,6 +598,93 @@ def measure_gpu_and_calibrate(c, has_gpu, usable, fixture):
         c.skip("calibrate", "no RAPL mechanism")
 
 
+# Beside-the-CPU mechanisms that are not RAPL, NVML or a VM's share.
+BESIDE = {"hwmon", "ipmi", "redfish"}
+
+
+def measure_block(c, cmd, seconds):
+    """`measure --json` of `cmd`: the figures of the whole-machine view, or None."""
+    rc, out, err, _, _ = c.run([c.wattio, "measure", "--json", "--"] + cmd, seconds * 3 + 150)
+    try:
+        v = json.loads(out)
+    except ValueError:
+        c.md.append(f"measure failed (rc {rc}): {scrub(err.strip()[-300:])}\n")
+        return None
+    gpus = [d for d in v.get("domains", []) if d.get("domain") == "gpu"]
+    return {
+        "duration_s": v.get("duration_s"), "total_j": v.get("total_j"), "gpu_j": v.get("gpu_j"),
+        "gpus": [{"gpu": d.get("socket"), "energy_j": d.get("energy_j"), "label": d.get("label")} for d in gpus],
+        "platforms": (v.get("machine") or {}).get("platforms", []),
+        "parts_j": (v.get("machine") or {}).get("parts_j"),
+    }
+
+
+def add_fixture_meters(root):
+    """An ACPI power meter (averaging over 1 s) and an AMD GPU in the fixture's hwmon, at known
+    power: added for step 6 only, so the NVML steps before it see the stand-in GPU alone."""
+    for n, name, attrs in [(0, "power_meter", {"power1_average": int(FIXTURE_PLATFORM_W * 1e6),
+                                                "power1_average_interval": 1000}),
+                           (1, "amdgpu", {"power1_average": int(FIXTURE_AMDGPU_W * 1e6), "power1_label": "PPT"})]:
+        d = os.path.join(root, "sys", "class", "hwmon", f"hwmon{n}")
+        os.makedirs(d, exist_ok=True)
+        for attr, value in [("name", name)] + list(attrs.items()):
+            with open(os.path.join(d, attr), "w") as f:
+                f.write(f"{value}\n")
+
+
+def platform_meters(c, fixture_truth):
+    c.md.append("## 6. Platform meters and non-NVIDIA GPUs beside RAPL\n")
+    rc, out, err, _, _ = c.run([c.wattio, "probe", "--json"], 60, show=False)
+    try:
+        p = json.loads(out)
+    except ValueError:
+        c.skip("platform meters", f"probe --json unreadable (rc {rc})")
+        return
+    found = [(m["mechanism"], cc["domain"], cc["socket"]) for m in p.get("mechanisms", [])
+             if m.get("usable") and m["mechanism"] in BESIDE for cc in m.get("counters", [])]
+    psys = any(cc["domain"] == "psys" for m in p.get("mechanisms", []) if m.get("mechanism") == p.get("chosen")
+               for cc in m.get("counters", []))
+    if not found and not psys:
+        c.skip("platform meters", "no platform meter (ACPI power meter, BMC, psys) and no hwmon GPU here")
+        return
+    c.md.append("Found beside the CPU: " + ", ".join(f"{d} {n} ({m})" for m, d, n in found)
+                + (", psys" if psys else "") + ".\n")
+    first = measure_block(c, ["sleep", "1"], 1)
+    slowest = max([5 * q.get("averaging_s", 0) + q.get("delay_s", 0) for q in (first or {}).get("platforms", [])] + [0])
+    block = max(6.0, slowest + 2.0)
+    if c.left() < 4 * block * 2 + 60:
+        block = max(3.0, (c.left() - 60) / 8)
+    blocks = []
+    for kind in ["idle", "busy", "idle", "busy"]:
+        cmd = ["sleep", f"{block:.0f}"] if kind == "idle" else \
+            [c.wattio, "workload", "spin", "--load", "1", "--duration", f"{block:.0f}s"]
+        r = measure_block(c, cmd, block)
+        if r:
+            r["kind"] = kind
+            blocks.append(r)
+    c.results["platform"] = {"found": [list(f) for f in found], "block_s": block, "blocks": blocks,
+                             "fixture_truth": fixture_truth}
+    c.md.append("| block | s | RAPL J | GPUs J | meter | machine J | rest J | ± J | note |\n|---|---|---|---|---|---|---|---|---|")
+    for b in blocks:
+        for q in b["platforms"] or [{}]:
+            c.md.append(f"| {b['kind']} | {fmt(b['duration_s'])} | {fmt(b['total_j'])} | {fmt(b['gpu_j'])} | "
+                        f"{q.get('meter', '–')} | {fmt(q.get('platform_j'))} | {fmt(q.get('rest_j'))} | "
+                        f"{fmt(q.get('rest_uncertainty_j'))} | {q.get('note') or ''} |")
+    c.md.append("")
+    watts = lambda kind, f: [f(b) / b["duration_s"] for b in blocks if b["kind"] == kind and b["duration_s"]]
+    mean = lambda xs: sum(xs) / len(xs) if xs else None
+    rises = {}
+    for name, f in [("rapl", lambda b: b["total_j"] or 0.0), ("gpus", lambda b: b["gpu_j"] or 0.0)] + \
+            [(q["meter"], (lambda m: lambda b: next((x["platform_j"] for x in b["platforms"] if x["meter"] == m), 0.0))(q["meter"]))
+             for q in (blocks[0]["platforms"] if blocks else [])]:
+        idle, busy = mean(watts("idle", f)), mean(watts("busy", f))
+        rises[name] = {"idle_w": idle, "busy_w": busy, "rise_w": None if idle is None or busy is None else busy - idle}
+        c.md.append(f"- {name}: idle {fmt(idle, ' W')}, busy {fmt(busy, ' W')}, rise {fmt(rises[name]['rise_w'], ' W')}")
+    c.results["platform"]["rises"] = rises
+    c.md.append("\nA platform meter rises by more than RAPL and the GPUs under the same load where the rest of the "
+                "machine (fans, power supply loss, memory outside DRAM) follows the load.\n")
+
+
 STAND_IN_SMI = r'''#!/usr/bin/env python3
 # Stand-in nvidia-smi for hw-check --fixture: `--query-gpu=timestamp,index,power.draw
 # --format=csv,noheader,nounits -lms N`, read through NVML (ctypes).
@@ -673,6 +768,10 @@ def main():
         has_gpu = gpu(c, gpu_probe, smi_cmd)
         gpu_attribution(c, has_gpu)
         measure_gpu_and_calibrate(c, has_gpu, usable, a.fixture)
+        if a.fixture:
+            add_fixture_meters(root)
+        platform_meters(c, {"platform_w": FIXTURE_PLATFORM_W, "amdgpu_w": FIXTURE_AMDGPU_W,
+                            "rapl_w": truth_w} if a.fixture else None)
     finally:
         if ticker:
             ticker.terminate()

@@ -127,6 +127,34 @@ fn hw_check_in_fixture_mode_measures_the_known_truth_and_writes_its_report() {
     let share = m["gpu_attributed_j"].as_f64().unwrap() / gpu_j;
     assert!(share > 0.85 && share <= 1.0, "{m}");
     assert_eq!(v["gpu_load"], "wattio workload gpu");
+    // Beside RAPL: the fixture's ACPI power meter (200 W, 1 s average) and AMD GPU (5 W),
+    // over two idle and two busy blocks of at least 5 averaging periods. The rest is the
+    // meter less the packages (2 × 12.5 W), the stand-in NVIDIA GPU idling at 70 W and the
+    // AMD GPU.
+    let pl = &v["platform"];
+    let truth = &pl["fixture_truth"];
+    let rest_w =
+        truth["platform_w"].as_f64().unwrap() - 25.0 - 70.0 - truth["amdgpu_w"].as_f64().unwrap();
+    let blocks = pl["blocks"].as_array().unwrap();
+    assert_eq!(blocks.len(), 4, "{pl}");
+    for b in blocks {
+        let secs = b["duration_s"].as_f64().unwrap();
+        assert!(secs >= 5.0, "{b}");
+        let acpi = &b["platforms"][0];
+        let rest = acpi["rest_j"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no rest: {b}"));
+        assert!((rest - rest_w * secs).abs() < 0.02 * rest_w * secs, "{b}");
+        assert!(
+            b["gpus"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|g| g["label"].as_str().unwrap_or("").contains("hwmon amdgpu")),
+            "{b}"
+        );
+    }
+    assert!(report.contains("## 6. Platform meters and non-NVIDIA GPUs beside RAPL"));
     // What a fixture cannot show is skipped with the reason.
     assert!(
         v["skipped"]["calibrate"]

@@ -31,8 +31,9 @@ impl CombinedSource {
     }
 
     /// The parts in this order (the first one's provenance is the whole's); `None` when there
-    /// is none. Two meters of one scope from different parts (two platform meters) keep apart:
-    /// the later one's number moves past the earlier's, so no report adds them up.
+    /// is none. Two meters of one scope from different parts (two platform meters, an NVML GPU
+    /// and an hwmon one) keep apart: the later one's number moves past the earlier's, so no
+    /// report adds them up.
     pub fn of(parts: Vec<Box<dyn Source>>) -> Option<CombinedSource> {
         if parts.is_empty() {
             return None;
@@ -44,8 +45,10 @@ impl CombinedSource {
             let before = specs.len();
             for c in part.counters() {
                 let mut c = c.clone();
-                let own_scope =
-                    matches!(c.domain, Domain::Platform | Domain::Device | Domain::Psys);
+                let own_scope = matches!(
+                    c.domain,
+                    Domain::Platform | Domain::Device | Domain::Psys | Domain::Gpu
+                );
                 if k > 0 && own_scope {
                     while specs[..before]
                         .iter()

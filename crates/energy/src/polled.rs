@@ -127,6 +127,8 @@ impl History {
             .into_iter()
             .flatten()
             .map(|p| (p - here).abs())
+            // Below a microwatt the difference is the arithmetic's, not the meter's.
+            .filter(|&d| d >= 1e-6)
             .fold(0.0, f64::max);
         let j = j0 + (j1 - j0) * (t_ns - t0) as f64 / (t1 - t0) as f64;
         Some((j, step_s * spread / 2.0))
