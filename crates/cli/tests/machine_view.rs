@@ -168,3 +168,43 @@ fn a_model_or_a_short_window_gives_no_rest_and_says_why() {
         "{text}"
     );
 }
+
+#[test]
+fn psys_is_the_platform_meter_of_a_laptop() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture::intel_laptop(dir.path()).unwrap();
+    // The package at 10 W and psys, the whole platform, at 25 W.
+    let tick = |domains: &str, watts: &str| {
+        Command::new(BIN)
+            .args([
+                "fixture",
+                "tick",
+                "-q",
+                "--duration",
+                "60s",
+                "--domains",
+                domains,
+            ])
+            .args(["--watts", watts])
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let _tickers = Reaper(vec![tick("package", "10"), tick("psys", "25")]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let o = Command::new(BIN)
+        .args(["measure", "--json", "--", "sleep", "2"])
+        .env("WATTIO_ROOT", dir.path())
+        .env("WATTIO_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let psys = &json["machine"]["platforms"][0];
+    assert_eq!(psys["meter"], "socket 0 psys", "{json}");
+    // A RAPL counter neither averages nor answers late: 2 s is enough for a rest of 15 W.
+    let secs = f(&json["duration_s"]);
+    let rest = f(&psys["rest_j"]);
+    assert!((rest - 15.0 * secs).abs() < 0.01 * 15.0 * secs, "{psys}");
+}

@@ -6,7 +6,7 @@ use wattio_energy::{open_beside, Domain, Source, SysRoot};
 use wattio_fixture::FixtureTree;
 
 /// A tree with a driver of every class, laid out as its kernel documentation describes: an ACPI
-/// power meter (power average over 500 ms, and an instantaneous power that must not be read
+/// power meter (power average over 1 s, and an instantaneous power that must not be read
 /// beside it), an INA3221 with two enabled rails and a disabled one (bus voltage in mV and
 /// current in mA, no power attribute), an amdgpu (power only, labelled PPT), an xe GPU (card and
 /// package energy counters, labelled), amd_energy (a core and a socket counter: the socket
@@ -23,7 +23,7 @@ fn hwmon_tree(dir: &std::path::Path) -> FixtureTree {
             "power_meter",
             &[
                 ("power1_average", "120000000"),
-                ("power1_average_interval", "500"),
+                ("power1_average_interval", "1000"),
                 ("power1_input", "999000000"),
             ],
         ),
@@ -123,7 +123,7 @@ fn every_channel_is_found_with_its_scope_kind_and_driver() {
     let notes = notes.join("\n");
     for expected in [
         "hwmon4 (xe, gpu) energy1_input \"card\" → gpu 1: µJ counter of a 32-bit register",
-        "hwmon2 (power_meter, platform) power1_average → platform 0: µW averaged over 500 ms",
+        "hwmon2 (power_meter, platform) power1_average → platform 0: µW averaged over 1000 ms",
         "hwmon0 (ina3221, rail) in1_input \"VDD_IN\" → device 0: mV × mA",
         "hwmon10 (some_new_board, other) energy1_input → device 4: µJ counter, wrap limit not given",
     ] {
@@ -229,7 +229,7 @@ fn live_channels_integrate_to_their_known_power_through_a_32_bit_wrap() {
     );
     assert!(src.take_counter_errors().is_empty());
     let timing = src.late_timing(2).unwrap();
-    assert_eq!(timing.averaging, Duration::from_millis(500));
+    assert_eq!(timing.averaging, Duration::from_millis(1000));
 }
 
 #[test]
