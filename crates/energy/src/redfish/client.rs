@@ -365,7 +365,14 @@ impl Client {
             ureq::Error::Tls(_) | ureq::Error::Rustls(_) => format!(
                 "TLS failed ({e}); if the BMC's certificate is signed by your own CA, name its PEM file in {CACERT_ENV}"
             ),
-            other => other.to_string(),
+            other => {
+                let text = other.to_string();
+                if text.contains("certificate") || text.contains("handshake") {
+                    format!("TLS failed ({text}); if the BMC's certificate is signed by your own CA, name its PEM file in {CACERT_ENV}")
+                } else {
+                    text
+                }
+            }
         };
         format!("{}: {what}: {why}", self.url)
     }

@@ -233,6 +233,18 @@ fn discover(client: &mut Client, url: &PlatformUrl) -> Result<Plan, String> {
     ))
 }
 
+/// The BMC's clock when its answer arrived, to age a `ReadingTime` by: this machine's clock
+/// where the answer's `Date` agrees with it (stamped between the request and the answer's
+/// arrival, give or take 2 s: both clocks kept by NTP; ours is finer than `Date`'s whole
+/// seconds, and counts the time the answer spent on its way), else the `Date` itself, at the
+/// middle of its second (the BMC's clock is off: only its own difference is trusted).
+fn bmc_clock(date_s: Option<f64>, local_s: f64, answer_took_s: f64) -> f64 {
+    match date_s {
+        Some(d) if d > local_s + 2.0 || d < local_s - answer_took_s - 2.0 => d + 0.5,
+        _ => local_s,
+    }
+}
+
 /// One BMC's chassis figure, polled.
 pub struct RedfishMeter {
     client: Client,
@@ -378,7 +390,8 @@ impl RedfishMeter {
                 if self.last_time_s == Some(t) {
                     return None;
                 }
-                let now = bmc_now_s.unwrap_or_else(Client::local_now_s);
+                let took_s = received_ns.saturating_sub(asked_ns) as f64 / 1e9;
+                let now = bmc_clock(bmc_now_s, Client::local_now_s(), took_s);
                 let age = (now - t).max(0.0);
                 if age > self.max_age.as_secs_f64() {
                     self.gap = true;
