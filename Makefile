@@ -74,10 +74,11 @@ demo: build
 ## The eBPF mechanism is always built here (deps installed its toolchain) and WATTIO_REQUIRE_EBPF
 ## makes its tests, which load the BPF program into this kernel, fail instead of skipping without BPF.
 ## WATTIO_REQUIRE_VM likewise for the real-guest test (tests/vm_e2e.rs, tests/vm_kernel_io.rs: QEMU, a kernel, busybox).
+## WATTIO_REQUIRE_SUSHY likewise for the Redfish tests (tests/redfish.rs: sushy-static, which deps installs in target/redfish-venv).
 test: deps lint-test test-java test-rust unused-deps test-deploy
 
 test-rust:
-	WATTIO_REQUIRE_NGINX=1 WATTIO_NVML_LIB=/nonexistent/libnvidia-ml.so.1 WATTIO_DEFAULT_MODEL=ccf-linear \
+	WATTIO_REQUIRE_NGINX=1 WATTIO_REQUIRE_SUSHY=1 WATTIO_NVML_LIB=/nonexistent/libnvidia-ml.so.1 WATTIO_DEFAULT_MODEL=ccf-linear \
 	  WATTIO_REQUIRE_EBPF=1 WATTIO_REQUIRE_VM=1 $(CARGO) test --workspace --release --features wattio-energy/ebpf
 	$(CARGO) test --release --features wattio-energy/ebpf -p wattio-report --test browser -- --ignored
 

@@ -31,6 +31,7 @@ PACKAGES=(
   prometheus
   python3
   python3-prometheus-client
+  python3-venv
   qemu-system-x86
   rclone
   strace
@@ -78,4 +79,15 @@ HELM="$(go env GOPATH)/bin/helm"
 if ! "$HELM" version --short 2>/dev/null | grep -q "^v4.3"; then
   echo "install-deps: building helm $HELM_VERSION (about 3 minutes on 2 vCPUs)"
   go install "helm.sh/helm/v4/cmd/helm@$HELM_VERSION"
+fi
+
+# sushy-tools: `sushy-static`, OpenStack's Redfish mockup server, which the Redfish platform
+# meter's tests (crates/cli/tests/redfish.rs) read a BMC from. In a venv beside the build.
+SUSHY_VERSION=2.2.0
+TARGET="${CARGO_TARGET_DIR:-target}"
+SUSHY_VENV="$TARGET/redfish-venv"
+if ! "$SUSHY_VENV/bin/pip" show sushy-tools 2>/dev/null | grep -q "^Version: $SUSHY_VERSION$"; then
+  echo "install-deps: installing sushy-tools $SUSHY_VERSION into $SUSHY_VENV"
+  python3 -m venv "$SUSHY_VENV"
+  "$SUSHY_VENV/bin/pip" install -q "sushy-tools==$SUSHY_VERSION"
 fi

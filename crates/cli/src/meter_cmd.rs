@@ -51,6 +51,24 @@ pub struct SourceArgs {
     pub domains: Option<Vec<Domain>>,
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub platform: PlatformArgs,
+}
+
+/// Platform meters reached over the network, read beside the CPU.
+#[derive(Args, Debug, Clone, Default)]
+pub struct PlatformArgs {
+    /// A BMC to read the whole machine's power or energy from, over Redfish:
+    /// redfish://HOST[:PORT][/CHASSIS] (HTTPS, certificate checked; WATTIO_REDFISH_CACERT names
+    /// a CA file) or redfish+http://HOST (plain HTTP). Repeatable or comma-separated.
+    /// Credentials: a file named by WATTIO_REDFISH_CREDENTIALS (user:password), or
+    /// WATTIO_REDFISH_USER and WATTIO_REDFISH_PASSWORD; never on the command line.
+    #[arg(long = "platform", value_name = "URL", value_delimiter = ',', value_parser = parse_platform)]
+    pub platforms: Vec<wattio_energy::PlatformUrl>,
+}
+
+fn parse_platform(s: &str) -> Result<wattio_energy::PlatformUrl, String> {
+    s.parse()
 }
 
 /// Which model estimates where no counter exists.
@@ -106,6 +124,7 @@ impl SourceArgs {
             choice: self.source,
             domains: self.domains.clone(),
             model,
+            platforms: self.platform.platforms.clone(),
         })
     }
 

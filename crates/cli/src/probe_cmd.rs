@@ -1,7 +1,7 @@
 //! `wattio probe`: every registered mechanism, its counters or why it cannot be used and the
 //! fix, the meters read beside the CPU, NVML's GPUs, and what `--source auto` would use.
 
-use crate::meter_cmd::ModelArgs;
+use crate::meter_cmd::{ModelArgs, PlatformArgs};
 use anyhow::Result;
 use clap::Args;
 use std::process::ExitCode;
@@ -14,12 +14,14 @@ pub struct ProbeArgs {
     json: bool,
     #[command(flatten)]
     model: ModelArgs,
+    #[command(flatten)]
+    platform: PlatformArgs,
 }
 
 pub fn probe(a: ProbeArgs) -> Result<ExitCode> {
     let root = SysRoot::from_env();
     let params = a.model.resolve(&root)?;
-    let report = wattio_energy::discover(&root, params);
+    let report = wattio_energy::discover_with_platforms(&root, params, &a.platform.platforms);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -7,6 +7,7 @@ use crate::error::EnergyError;
 use crate::model_params::ModelParams;
 use crate::nvml::NvmlSource;
 use crate::opening::OpenRequest;
+use crate::redfish::PlatformUrl;
 use crate::root::SysRoot;
 use crate::types::{CounterSpec, Domain, Mechanism, Provenance};
 use crate::Source;
@@ -137,6 +138,21 @@ pub fn open_beside(
     root: &SysRoot,
     domains: Option<&[Domain]>,
 ) -> Result<BesideMeters, EnergyError> {
+    open_beside_with(root, domains, &[])
+}
+
+/// [`open_beside`] with the platform meters named on the command line (`--platform`): each
+/// must open, or the error says why (they were asked for by name).
+pub fn open_beside_with(
+    root: &SysRoot,
+    domains: Option<&[Domain]>,
+    platforms: &[PlatformUrl],
+) -> Result<BesideMeters, EnergyError> {
+    if !platforms.is_empty() && domains.is_some_and(|d| !d.contains(&Domain::Platform)) {
+        return Err(EnergyError::Invalid(
+            "--platform reads the platform domain, but --domains leaves it out: add platform to --domains".into(),
+        ));
+    }
     let asked: Option<Vec<Domain>> = domains.map(|d| {
         d.iter()
             .copied()
@@ -151,11 +167,13 @@ pub fn open_beside(
         root,
         domains: asked.as_deref(),
         params: &params,
+        platforms,
     };
     let (mut opened, mut passed_over) = (Vec::new(), Vec::new());
     for m in Mechanism::beside() {
         match crate::registry::open(m, &request).0 {
             Ok(s) => opened.push(s),
+            Err(e) if m == crate::redfish::MECHANISM && !platforms.is_empty() => return Err(e),
             Err(e) => passed_over.push(format!("{m}: {}", crate::opening::split_error(&e).0)),
         }
     }
@@ -174,10 +192,11 @@ pub fn open_beside(
 /// source a command reads, in one. `domains` may name CPU domains, `gpu`, `platform` and
 /// `device`; what is passed over is returned as with `open_with_gpus` (the beside meters
 /// only when `--domains` asked for them: elsewhere they are usually absent, and `probe` says
-/// why).
+/// why). `platforms` are the BMCs named by `--platform` ([`open_beside_with`]).
 pub fn open_all(
     choice: SourceChoice,
     domains: Option<&[Domain]>,
+    platforms: &[PlatformUrl],
     nvml_lib: &OsStr,
     root: &SysRoot,
     open_cpu: impl FnOnce(Option<&[Domain]>) -> Result<(Box<dyn Source>, Vec<String>), EnergyError>,
@@ -189,7 +208,7 @@ pub fn open_all(
             .collect()
     });
     let beside_only = inner.as_ref().is_some_and(|d| d.is_empty());
-    let (beside, beside_passed_over) = open_beside(root, domains)?;
+    let (beside, beside_passed_over) = open_beside_with(root, domains, platforms)?;
     let (main, mut passed_over) = if beside_only {
         (None, vec![])
     } else {

@@ -133,6 +133,7 @@ fn open_mechanism(
     mechanism: Mechanism,
     domains: Option<&[Domain]>,
     params: &ModelParams,
+    platforms: &[crate::PlatformUrl],
 ) -> Opened {
     registry::open(
         mechanism,
@@ -140,12 +141,22 @@ fn open_mechanism(
             root,
             domains,
             params,
+            platforms,
         },
     )
 }
 
 /// Probes every mechanism under `root`.
 pub fn discover(root: &SysRoot, params: ModelParams) -> ProbeReport {
+    discover_with_platforms(root, params, &[])
+}
+
+/// [`discover`], with the platform meters named by `--platform` (`redfish://BMC`) probed too.
+pub fn discover_with_platforms(
+    root: &SysRoot,
+    params: ModelParams,
+    platforms: &[crate::PlatformUrl],
+) -> ProbeReport {
     let cpu = crate::cpu::cpu_id(root).ok().map(|id| {
         format!(
             "{} (family {:#x}, model {:#x})",
@@ -157,7 +168,7 @@ pub fn discover(root: &SysRoot, params: ModelParams) -> ProbeReport {
     // The meters beside the CPU numbered as a command's combined source numbers them.
     let mut beside_counters: Vec<CounterSpec> = Vec::new();
     for m in Mechanism::all().into_iter().chain(Mechanism::beside()) {
-        let (r, notes) = open_mechanism(root, m, None, &params);
+        let (r, notes) = open_mechanism(root, m, None, &params, platforms);
         let mut status = status_from(m, &r, notes);
         if status.beside {
             let before = beside_counters.len();
@@ -293,13 +304,13 @@ pub fn open_source(
         SourceChoice::Only(m) if Mechanism::beside().contains(&m) => Err(EnergyError::Invalid(format!(
             "{m} is read beside the CPU's mechanism, not instead of it: it is read whenever usable; --domains platform,device reads the meters beside the CPU alone"
         ))),
-        SourceChoice::Only(m) => open_mechanism(root, m, domains, &params)
+        SourceChoice::Only(m) => open_mechanism(root, m, domains, &params, &[])
             .0
             .map(|s| (s, vec![])),
         SourceChoice::Auto => {
             let mut passed_over = Vec::new();
             for m in Mechanism::auto() {
-                match open_mechanism(root, m, domains, &params).0 {
+                match open_mechanism(root, m, domains, &params, &[]).0 {
                     Ok(s) => return Ok((s, passed_over)),
                     Err(e) => passed_over.push(format!("{m}: {}", split_error(&e).0)),
                 }

@@ -65,6 +65,7 @@ mod perf;
 mod polled;
 mod powercap;
 mod reading;
+mod redfish;
 mod registry;
 mod root;
 mod tdp;
@@ -74,9 +75,13 @@ mod wrap;
 
 pub use accumulate::{Accumulator, CounterDelta};
 pub use carbon::{format_co2e, regions, CarbonError, CarbonIntensity, Region};
-pub use combined::{open_all, open_beside, open_with_gpus, BesideMeters, CombinedSource};
+pub use combined::{
+    open_all, open_beside, open_beside_with, open_with_gpus, BesideMeters, CombinedSource,
+};
 pub use cpu::{cpu_id, online_cpu_count, CpuId, Vendor};
-pub use discover::{discover, open_source, MechanismStatus, ProbeReport, SourceChoice};
+pub use discover::{
+    discover, discover_with_platforms, open_source, MechanismStatus, ProbeReport, SourceChoice,
+};
 #[cfg(feature = "ebpf")]
 pub use ebpf::EbpfSource;
 pub use ebpf::{mono_ns, RingRecord, SlotPlan, EBPF_BUILT_IN};
@@ -110,6 +115,12 @@ pub use powercap::{discover_powercap, PowercapDiscovery, PowercapSource, Powerca
 pub use reading::{
     Channel, IntegrationError, Integrator, LateTiming, Reading, ReadingKind, ReadingValue,
     StepEnergy,
+};
+pub use redfish::{
+    PlatformUrl, RedfishMeter, AUTH_ENV as REDFISH_AUTH_ENV, CACERT_ENV as REDFISH_CACERT_ENV,
+    CREDENTIALS_ENV as REDFISH_CREDENTIALS_ENV, INTERVAL_ENV as REDFISH_INTERVAL_ENV,
+    MAX_AGE_ENV as REDFISH_MAX_AGE_ENV, PASSWORD_ENV as REDFISH_PASSWORD_ENV,
+    USER_ENV as REDFISH_USER_ENV,
 };
 pub use registry::Role;
 pub use root::SysRoot;

@@ -15,6 +15,8 @@ pub struct OpenRequest<'a> {
     pub domains: Option<&'a [Domain]>,
     /// The model, for the model mechanism.
     pub params: &'a ModelParams,
+    /// The platform meters named on the command line (`--platform redfish://BMC`).
+    pub platforms: &'a [crate::PlatformUrl],
 }
 
 /// A source, or why it cannot be opened; and what discovery noticed on the way (skipped zones,

@@ -39,6 +39,16 @@ pub trait ReadingSource: Send + 'static {
     fn take_channel_errors(&mut self) -> Vec<String> {
         Vec::new()
     }
+    /// How old a channel's newest reading may grow before it is reported stale (by default
+    /// three polls missed, each as slow as its deadline allows).
+    fn stale_after(&self) -> Option<Duration> {
+        None
+    }
+    /// The channels whose next reading must start afresh (a stale reading was refused): their
+    /// integrators are primed again, so no energy is made up for the time between.
+    fn take_gaps(&mut self) -> Vec<usize> {
+        Vec::new()
+    }
 }
 
 /// Each channel's published total and state, shared between the poller and the readers.
@@ -195,7 +205,9 @@ impl PolledSource {
             .map(|c| (c.update_period.unwrap_or(period), c.resolution_w))
             .collect();
         // Three polls missed, each as slow as its deadline allows, before a reading is stale.
-        let max_age = 3 * (period + meter.poll_deadline());
+        let max_age = meter
+            .stale_after()
+            .unwrap_or(3 * (period + meter.poll_deadline()));
         let mechanism_name = provenance.mechanism.as_str();
         let poller_shared = Arc::clone(&shared);
         std::thread::Builder::new()
@@ -286,6 +298,11 @@ fn poll_loop(
         }
         for e in meter.take_channel_errors() {
             shared.push_error(e);
+        }
+        for i in meter.take_gaps() {
+            if let Some(integrator) = integrators.get_mut(i) {
+                *integrator = Integrator::new(integrator.channel().clone());
+            }
         }
     }
 }

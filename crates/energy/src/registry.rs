@@ -49,6 +49,7 @@ static REGISTRY: &[Registered] = &[
     Registered { mechanism: Mechanism::Nvml, aliases: &[], role: Role::Gpu, open: crate::nvml::open_mechanism },
     Registered { mechanism: crate::hwmon::MECHANISM, aliases: &[], role: Role::Beside, open: crate::hwmon::open_mechanism },
     Registered { mechanism: crate::ipmi::MECHANISM, aliases: &["dcmi", "bmc"], role: Role::Beside, open: crate::ipmi::open_mechanism },
+    Registered { mechanism: crate::redfish::MECHANISM, aliases: &[], role: Role::Beside, open: crate::redfish::open_mechanism },
 ];
 
 /// The registry's entry for `mechanism`.
@@ -181,6 +182,6 @@ mod tests {
         let all: Vec<&str> = Mechanism::all().iter().map(|m| m.as_str()).collect();
         assert_eq!(all, ["perf", "ebpf", "powercap", "msr", "host", "model"]);
         assert_eq!(lookup(" BMC "), Some(crate::ipmi::MECHANISM));
-        assert!(names_for_humans().ends_with("hwmon or ipmi"));
+        assert!(names_for_humans().ends_with("hwmon, ipmi or redfish"));
     }
 }

@@ -16,6 +16,7 @@ fn model_meter() -> Arc<Meter> {
         choice: SourceChoice::Only(Mechanism::Model),
         domains: None,
         model: ModelParams::default(),
+        platforms: Vec::new(),
     };
     Arc::new(Meter::open(&cfg).expect("the model source needs only /proc/stat"))
 }

@@ -19,6 +19,8 @@ pub struct MeterConfig {
     pub domains: Option<Vec<Domain>>,
     /// The model used where no counter is (the machine's default: [`wattio_energy::model_for_machine`]).
     pub model: ModelParams,
+    /// Platform meters named by `--platform` (a BMC over Redfish), read beside the CPU.
+    pub platforms: Vec<wattio_energy::PlatformUrl>,
 }
 
 impl Default for MeterConfig {
@@ -30,6 +32,7 @@ impl Default for MeterConfig {
             choice: SourceChoice::Auto,
             domains: None,
             model,
+            platforms: Vec::new(),
         }
     }
 }
@@ -43,6 +46,7 @@ impl MeterConfig {
         wattio_energy::open_all(
             self.choice,
             self.domains.as_deref(),
+            &self.platforms,
             &wattio_energy::nvml_lib_from_env(),
             &self.root,
             |cpu_domains| {

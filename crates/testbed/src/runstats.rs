@@ -157,6 +157,7 @@ mod tests {
             choice: SourceChoice::Only(Mechanism::Model),
             domains: None,
             model: ModelParams::default(),
+            platforms: Vec::new(),
         })
         .expect("the model source needs only /proc/stat");
         // A root with seven online CPUs, a count no test machine has.
