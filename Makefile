@@ -118,9 +118,10 @@ hw-bundle: build
 ## A real guest (QEMU, TCG, Debian's kernel, an initramfs with busybox and wattio) measuring with
 ## the energy its host attributed to it (`vm publish` on a fake RAPL at known power, shared over
 ## 9p), and a guest with a pure cgroup v2 hierarchy where a writer's cgroup is charged the
-## kernel's I/O work by the BPF program and by io.stat (prints both), and a guest with QEMU's
-## simulated BMC whose wattio asks it in-band through /dev/ipmi0 (prints what it answered); about
-## 90 s, also part of make test (WATTIO_REQUIRE_VM: fails instead of skipping).
+## kernel's I/O work by the BPF program and by io.stat (prints both), and two guests whose wattio
+## asks a BMC in-band through /dev/ipmi0: QEMU's simulated one (no DCMI) and a stand-in that
+## answers DCMI (prints what each answered); about 100 s, also part of make test
+## (WATTIO_REQUIRE_VM: fails instead of skipping).
 test-vm:
 	WATTIO_REQUIRE_VM=1 $(CARGO) test --release -p wattio --test vm_e2e --test vm_kernel_io --test vm_ipmi -- --nocapture
 
