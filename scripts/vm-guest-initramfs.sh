@@ -22,7 +22,13 @@
 # while a cgroup `writer` writes SECONDS×16 MiB to it and syncs and a cgroup `neighbour` spins,
 # printing each recording between WATTIO-BPF-BEGIN/END and WATTIO-BYTES-BEGIN/END.
 #
-# usage: scripts/vm-guest-initramfs.sh OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS [spin|idle|lifecycle|kernel-io]]
+# WORKLOAD ipmi is a guest with a BMC (QEMU's ipmi-bmc-sim behind an ISA KCS interface,
+# crates/cli/tests/vm_ipmi.rs): it loads the kernel's IPMI drivers (ipmi_msghandler, ipmi_si,
+# ipmi_devintf), waits for /dev/ipmi0, and prints `wattio probe` between WATTIO-PROBE-BEGIN and
+# WATTIO-PROBE-END and `wattio measure --domains platform -- true` between WATTIO-MEASURE-BEGIN
+# and WATTIO-MEASURE-END, with its exit status as WATTIO-RC N. No share, no disk.
+#
+# usage: scripts/vm-guest-initramfs.sh OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS [spin|idle|lifecycle|kernel-io|ipmi]]
 # (crates/cli/tests/vm_e2e.rs builds one; qemu-system-x86_64 -kernel /boot/vmlinuz-VERSION
 #  -initrd OUT.cpio.gz -append console=ttyS0 -virtfs local,path=DIR,mount_tag=wattio,… boots it)
 set -euo pipefail
@@ -32,7 +38,7 @@ die() {
     exit 2
 }
 
-[ $# -ge 3 ] || die "usage: $0 OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS [spin|idle|lifecycle|kernel-io]]"
+[ $# -ge 3 ] || die "usage: $0 OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS [spin|idle|lifecycle|kernel-io|ipmi]]"
 out=$(realpath -m "$1")
 bin=$2
 kver=$3
@@ -52,8 +58,8 @@ echo WATTIO-PROBE-BEGIN
 wattio probe --json
 echo WATTIO-PROBE-END"
     ;;
-kernel-io) ;;
-*) die "workload must be spin, idle, lifecycle or kernel-io, not $5" ;;
+kernel-io | ipmi) ;;
+*) die "workload must be spin, idle, lifecycle, kernel-io or ipmi, not $5" ;;
 esac
 mode=${5:-spin}
 busybox=$(command -v busybox) || die "busybox not found: apt-get install busybox-static"
@@ -82,6 +88,9 @@ done
 modules="virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci netfs fscache 9pnet 9pnet_virtio 9p"
 # The disk and its file system (ext2 through the ext4 driver, as Debian builds it).
 [ "$mode" = kernel-io ] && modules="$modules virtio_blk crc16 crc32c_generic mbcache jbd2 ext4"
+# The BMC's guest needs the IPMI drivers alone: the message handler, the system interface
+# driver (KCS, found through the ACPI table QEMU writes) and the device interface (/dev/ipmi0).
+[ "$mode" = ipmi ] && modules="ipmi_msghandler ipmi_si ipmi_devintf"
 for m in $modules; do
     if ! f=$(modinfo -n -k "$kver" "$m" 2>/dev/null); then
         case $m in
@@ -109,7 +118,22 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 for m in \$(cat /modules.order); do insmod /modules/\$m || echo "WATTIO-ERROR insmod \$m"; done
 EOF
-if [ "$mode" = kernel-io ]; then
+if [ "$mode" = ipmi ]; then
+    cat >>"$root/init" <<EOF
+i=0
+while [ ! -c /dev/ipmi0 ] && [ \$i -lt 200 ]; do sleep 0.1; i=\$((i+1)); done
+[ -c /dev/ipmi0 ] || echo "WATTIO-ERROR no /dev/ipmi0"
+echo WATTIO-READY
+echo WATTIO-PROBE-BEGIN
+wattio probe 2>&1
+echo WATTIO-PROBE-END
+echo WATTIO-MEASURE-BEGIN
+wattio measure --domains platform -- true 2>&1
+echo WATTIO-RC \$?
+echo WATTIO-MEASURE-END
+poweroff -f
+EOF
+elif [ "$mode" = kernel-io ]; then
     mib=$((seconds * 16))
     cat >>"$root/init" <<EOF
 mount -t cgroup2 none /sys/fs/cgroup || echo "WATTIO-ERROR mount cgroup2"

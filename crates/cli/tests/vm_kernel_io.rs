@@ -13,14 +13,10 @@
 //! `WATTIO_REQUIRE_VM` is set (as `make test` does), where it fails.
 
 use std::collections::BTreeMap;
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 mod common;
-use common::vm::{can_run, guest_kernel, script};
-use common::{Reaper, BIN};
+use common::vm::{between, can_run, console_of, guest_initramfs, guest_kernel, qemu};
 
 /// What one recording charged: kernel I/O CPU-seconds by entity (`cgroup /writer`,
 /// `unowned`), and the labels of its kernel I/O rows.
@@ -33,11 +29,7 @@ struct Charged {
 impl Charged {
     /// The `kernel_io` rows of the CSV between `WATTIO-NAME-BEGIN` and `WATTIO-NAME-END`.
     fn from_console(console: &str, name: &str) -> Charged {
-        let block = console
-            .split(&format!("WATTIO-{name}-BEGIN"))
-            .nth(1)
-            .and_then(|b| b.split(&format!("WATTIO-{name}-END")).next())
-            .unwrap_or_else(|| panic!("no {name} recording: {console}"));
+        let block = between(console, name);
         let mut r = csv::Reader::from_reader(block.trim().as_bytes());
         let mut c = Charged::default();
         for row in r.deserialize::<BTreeMap<String, String>>() {
@@ -80,46 +72,18 @@ fn a_writers_cgroup_gets_the_kernels_io_work_by_the_program_and_by_io_stat() {
     // The disk image on a disk-backed directory (a sparse 1 GiB file).
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     let initrd = dir.path().join("kio.gz");
-    let o = Command::new(script("vm-guest-initramfs.sh"))
-        .arg(&initrd)
-        .arg(BIN)
-        .arg(&kver)
-        .args(["8", "kernel-io"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    guest_initramfs(&initrd, &kver, &["8", "kernel-io"]);
     let disk = dir.path().join("disk.img");
     std::fs::File::create(&disk)
         .unwrap()
         .set_len(1 << 30)
         .unwrap();
-    let mut qemu = Command::new("qemu-system-x86_64")
-        .args(["-accel", "tcg", "-m", "1024", "-smp", "2", "-nographic"])
-        .args(["-no-reboot", "-nodefaults", "-serial", "stdio", "-kernel"])
-        .arg(&kernel)
-        .arg("-initrd")
-        .arg(&initrd)
-        .args(["-append", "console=ttyS0 quiet panic=-1", "-drive"])
-        .arg(format!(
-            "file={},if=virtio,format=raw,cache=unsafe",
-            disk.display()
-        ))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut out = qemu.stdout.take().unwrap();
-    let _reaper = Reaper(vec![qemu]);
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut console = Vec::new();
-        let _ = out.read_to_end(&mut console);
-        let _ = tx.send(String::from_utf8_lossy(&console).into_owned());
-    });
-    let console = rx
-        .recv_timeout(Duration::from_secs(300))
-        .expect("the guest did not power off within 300 s");
+    let mut qemu = qemu(&kernel, &initrd, 1024, 2);
+    qemu.arg("-drive").arg(format!(
+        "file={},if=virtio,format=raw,cache=unsafe",
+        disk.display()
+    ));
+    let console = console_of(qemu, Duration::from_secs(300));
     assert!(!console.contains("WATTIO-ERROR"), "{console}");
     for mode in ["bpf", "bytes"] {
         assert!(

@@ -1,45 +1,57 @@
 //! `ipmi`: the whole machine's power from its BMC, as DCMI's Get Power Reading reports it.
 //!
-//! DCMI 1.5 §6.6.1 (Get Power Reading): the current power, the minimum, maximum and average
-//! over a sampling period, the period itself and whether the reading is active, in whole watts.
-//! It is a window average that arrives late (a BMC answers in milliseconds to seconds), so it is
-//! polled on its own thread ([`crate::PolledSource`]), once per sampling period and at most once
-//! a second, each reading dated when it was asked for. It is read in-band through `ipmitool
-//! dcmi power reading` (the kernel's IPMI device interface, `/dev/ipmi0`), whose output is
-//! parsed as ipmitool 1.8.19 prints it; `WATTIO_IPMITOOL` names another program that prints the
-//! same. Offered whenever the kernel shows an IPMI device.
+//! DCMI 1.5 §6.6.1 (Get Power Reading, mode 1: system power statistics): the current power, the
+//! minimum, maximum and average over the statistics reporting period, the period itself, the
+//! BMC's timestamp and whether the reading is active, in whole watts (decoded in `dcmi.rs`). It
+//! is a window average that arrives late (a BMC answers in milliseconds to seconds), so it is
+//! polled on its own thread ([`crate::PolledSource`]), once per reporting period and at most
+//! once a second. Offered whenever the kernel shows an IPMI device.
+//!
+//! Two routes reach the BMC, and the label says which:
+//! - **in-band** (`measured (ipmi dcmi in-band, 1 s average)`): wattio sends the request itself
+//!   through the kernel's IPMI device interface, `/dev/ipmi0` (`ipmi_device.rs`: the
+//!   `IPMICTL_SEND_COMMAND` and `IPMICTL_RECEIVE_MSG_TRUNC` ioctls), the default wherever that
+//!   is a character device. It also asks Get Device ID once, for `probe`'s note on which BMC
+//!   answered.
+//! - **ipmitool** (`measured (ipmi dcmi, 1 s average)`): `ipmitool dcmi power reading`, parsed
+//!   as ipmitool 1.8.19 prints it, when `WATTIO_IPMITOOL` names a program (a stand-in, as the
+//!   `server-platform` fixture's) or the device is not a character device (a fixture's file).
+//!
+//! Each reading is dated when it was asked for, on either route. The BMC's own IPMI timestamp
+//! is not used: it is the BMC's clock in whole seconds, set apart from the host's (often
+//! minutes off, or 0xFFFFFFFF "unspecified"), so mapping it onto CLOCK_MONOTONIC would add an
+//! unknown offset larger than the second it resolves; the moment of asking is a bound on the
+//! window's end that needs no clock of the BMC's. The reporting period is taken as the window.
 
+use crate::dcmi::{self, DcmiReading, DcmiRefusal};
 use crate::error::EnergyError;
+use crate::ipmi_device::BmcLink;
 use crate::opening::{OpenRequest, Opened};
 use crate::polled::{PolledSource, ReadingSource};
 use crate::reading::{Channel, Reading, ReadingKind, ReadingValue};
 use crate::types::{Domain, Mechanism, Provenance};
 use crate::Source;
 use std::io::Read;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The registry's name for this mechanism.
 pub(crate) const MECHANISM: Mechanism = Mechanism::named("ipmi");
 
-/// The program that asks the BMC (default `ipmitool` on `PATH`).
+/// A program that prints `ipmitool dcmi power reading`'s output: set, the BMC is asked through
+/// it instead of in-band.
 pub const IPMITOOL_ENV: &str = "WATTIO_IPMITOOL";
 
-/// How long one answer may take before the request is given up and the program killed.
+/// How long one answer may take before the request is given up (and a program killed).
 const DEADLINE: Duration = Duration::from_secs(10);
 /// The least time between two requests: a BMC is a small controller shared with other agents.
 const MIN_PERIOD: Duration = Duration::from_secs(1);
 /// At most this much of the program's output is read.
 const MAX_OUTPUT: u64 = 64 * 1024;
-
-/// What one DCMI power reading says.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct DcmiReading {
-    pub instantaneous_w: f64,
-    pub average_w: f64,
-    /// The period the average covers (`None` when the BMC gives none).
-    pub sampling_period: Option<Duration>,
-}
+/// The fix where the kernel's IPMI drivers are not loaded.
+const LOAD_DRIVERS: &str = "load the kernel's IPMI drivers (modprobe ipmi_devintf ipmi_si)";
 
 /// Parses `ipmitool dcmi power reading`'s output.
 pub fn parse_dcmi_reading(text: &str) -> Result<DcmiReading, String> {
@@ -86,9 +98,127 @@ pub fn parse_dcmi_reading(text: &str) -> Result<DcmiReading, String> {
     })
 }
 
-/// The BMC's power reading through ipmitool.
+/// How the BMC is asked.
+enum Route {
+    /// In-band, through the kernel's IPMI device interface.
+    InBand(BmcLink),
+    /// Through `ipmitool dcmi power reading` (or the program `WATTIO_IPMITOOL` names).
+    Ipmitool(String),
+}
+
+impl Route {
+    /// In-band where `device` is a character device and no program is named; else ipmitool.
+    fn choose(device: &Path) -> Result<Route, EnergyError> {
+        if let Ok(program) = std::env::var(IPMITOOL_ENV) {
+            return Ok(Route::Ipmitool(program));
+        }
+        let char_device = std::fs::metadata(device).is_ok_and(|m| m.file_type().is_char_device());
+        if !char_device {
+            return Ok(Route::Ipmitool("ipmitool".into()));
+        }
+        BmcLink::open(device)
+            .map(Route::InBand)
+            .map_err(|e| open_error(device, e))
+    }
+
+    /// `dcmi in-band` or `dcmi`, for the label.
+    fn name(&self) -> &'static str {
+        match self {
+            Route::InBand(_) => "dcmi in-band",
+            Route::Ipmitool(_) => "dcmi",
+        }
+    }
+
+    /// One power reading, within [`DEADLINE`].
+    fn ask(&mut self, device: &Path) -> Result<DcmiReading, EnergyError> {
+        match self {
+            Route::InBand(link) => {
+                let answer = link
+                    .request(
+                        dcmi::NETFN_GROUP_EXTENSION,
+                        dcmi::CMD_GET_POWER_READING,
+                        &dcmi::POWER_READING_REQUEST,
+                        DEADLINE,
+                    )
+                    .map_err(|e| request_error(device, e))?;
+                dcmi::decode_power_reading(&answer.data).map_err(|r| refused(&r))
+            }
+            Route::Ipmitool(program) => parse_dcmi_reading(&run_ipmitool(program)?).map_err(|reason| EnergyError::Malformed {
+                path: device.to_path_buf(),
+                content: String::new(),
+                expected: reason,
+                fix: "this ipmitool prints its DCMI power reading in a form wattio does not know; report it with the output".into(),
+            }),
+        }
+    }
+
+    /// In-band: which BMC answers, from Get Device ID, for `probe`'s note.
+    fn identify(&mut self, device: &Path) -> Option<String> {
+        let Route::InBand(link) = self else {
+            return None;
+        };
+        let answer = link.request(dcmi::NETFN_APP, dcmi::CMD_GET_DEVICE_ID, &[], DEADLINE);
+        Some(
+            match answer
+                .map_err(|e| e.to_string())
+                .and_then(|a| dcmi::decode_device_id(&a.data))
+            {
+                Ok(id) => format!("the BMC behind {} answers in-band: {id}", device.display()),
+                Err(e) => format!(
+                    "the BMC behind {} did not identify itself (Get Device ID: {e})",
+                    device.display()
+                ),
+            },
+        )
+    }
+}
+
+/// A refused power reading, as the mechanism's error.
+fn refused(r: &DcmiRefusal) -> EnergyError {
+    EnergyError::Unusable {
+        mechanism: MECHANISM,
+        reason: r.to_string(),
+        fix: r.fix().into(),
+    }
+}
+
+/// Why the device cannot be opened, with the fix: permission, or drivers not loaded.
+fn open_error(device: &Path, e: std::io::Error) -> EnergyError {
+    match e.raw_os_error() {
+        Some(libc::EACCES | libc::EPERM) => EnergyError::Permission {
+            path: device.to_path_buf(),
+            fix: "run as root, or give a group read-write access with a udev rule (KERNEL==\"ipmi[0-9]*\", GROUP=\"wattio\", MODE=\"0660\") and add the user to it".into(),
+        },
+        Some(libc::ENOENT | libc::ENODEV | libc::ENXIO) => EnergyError::Missing {
+            path: device.to_path_buf(),
+            fix: LOAD_DRIVERS.into(),
+        },
+        _ => EnergyError::Io {
+            path: device.to_path_buf(),
+            err: e,
+        },
+    }
+}
+
+/// A request that got no answer: the deadline, or the driver's error.
+fn request_error(device: &Path, e: std::io::Error) -> EnergyError {
+    if e.kind() == std::io::ErrorKind::TimedOut {
+        return EnergyError::Unusable {
+            mechanism: MECHANISM,
+            reason: format!("the BMC behind {} did not answer: {e}", device.display()),
+            fix: "check the BMC (ipmitool mc info); a busy BMC answers again later".into(),
+        };
+    }
+    EnergyError::Io {
+        path: device.to_path_buf(),
+        err: e,
+    }
+}
+
+/// The BMC's power reading, in-band or through ipmitool.
 pub struct IpmiMeter {
-    program: String,
+    route: Route,
+    device: PathBuf,
     provenance: Provenance,
     channels: Vec<Channel>,
     period: Duration,
@@ -99,7 +229,7 @@ pub struct IpmiMeter {
 }
 
 /// The IPMI device the kernel's `ipmi_devintf` creates, under the root.
-fn ipmi_device(req: &OpenRequest) -> Option<std::path::PathBuf> {
+fn ipmi_device(req: &OpenRequest) -> Option<PathBuf> {
     ["dev/ipmi0", "dev/ipmi/0", "dev/ipmidev/0"]
         .into_iter()
         .map(|p| req.root.path(p))
@@ -107,7 +237,7 @@ fn ipmi_device(req: &OpenRequest) -> Option<std::path::PathBuf> {
 }
 
 /// Runs the program once, within [`DEADLINE`], and returns its output.
-fn ask(program: &str) -> Result<String, EnergyError> {
+fn run_ipmitool(program: &str) -> Result<String, EnergyError> {
     let unusable = |reason: String, fix: &str| EnergyError::Unusable {
         mechanism: MECHANISM,
         reason,
@@ -169,19 +299,16 @@ fn ask(program: &str) -> Result<String, EnergyError> {
 
 impl IpmiMeter {
     /// Asks the BMC once: a BMC without DCMI power readings is refused here with its answer.
-    fn open(req: &OpenRequest) -> Result<IpmiMeter, EnergyError> {
+    /// What `probe` should know either way (which BMC answered) goes to `notes`.
+    fn open(req: &OpenRequest, notes: &mut Vec<String>) -> Result<IpmiMeter, EnergyError> {
         let device = ipmi_device(req).ok_or_else(|| EnergyError::Missing {
             path: req.root.path("dev/ipmi0"),
-            fix: "no BMC is visible here: on a server with one, load the kernel's IPMI drivers (modprobe ipmi_si ipmi_devintf)".into(),
+            fix: format!("no BMC is visible here: on a server with one, {LOAD_DRIVERS}"),
         })?;
-        let program = std::env::var(IPMITOOL_ENV).unwrap_or_else(|_| "ipmitool".into());
+        let mut route = Route::choose(&device)?;
+        notes.extend(route.identify(&device));
         let asked = crate::mono_ns();
-        let first = parse_dcmi_reading(&ask(&program)?).map_err(|reason| EnergyError::Malformed {
-            path: device.clone(),
-            content: String::new(),
-            expected: reason,
-            fix: "this ipmitool prints its DCMI power reading in a form wattio does not know; report it with the output".into(),
-        })?;
+        let first = route.ask(&device)?;
         let window = first.sampling_period;
         let period = window.unwrap_or(MIN_PERIOD).max(MIN_PERIOD);
         let mut channel = Channel::of_power(
@@ -194,8 +321,8 @@ impl IpmiMeter {
         // DCMI Get Power Reading answers whole watts (DCMI 1.5, table 6-16).
         channel.resolution_w = 1.0;
         let how = match window {
-            Some(w) => format!("dcmi, {} average", format_period(w)),
-            None => "dcmi average, period not given".into(),
+            Some(w) => format!("{}, {} average", route.name(), format_period(w)),
+            None => format!("{} average, period not given", route.name()),
         };
         let mut provenance = Provenance::measured(MECHANISM);
         provenance.model = Some(how);
@@ -209,7 +336,8 @@ impl IpmiMeter {
             received_ns: crate::mono_ns(),
         };
         Ok(IpmiMeter {
-            program,
+            route,
+            device,
             provenance,
             channels: vec![channel],
             period,
@@ -246,9 +374,7 @@ impl ReadingSource for IpmiMeter {
             return Ok(vec![first]);
         }
         let asked = crate::mono_ns();
-        let r = parse_dcmi_reading(&ask(&self.program)?).map_err(|reason| {
-            EnergyError::Invalid(format!("{}: {reason}", self.channels[0].origin))
-        })?;
+        let r = self.route.ask(&self.device)?;
         Ok(vec![Reading {
             channel: 0,
             value: ReadingValue::WindowAverage {
@@ -264,14 +390,14 @@ impl ReadingSource for IpmiMeter {
 
 /// The registry's entry point.
 pub(crate) fn open_mechanism(req: &OpenRequest) -> Opened {
-    let meter = IpmiMeter::open(req);
-    let notes = match &meter {
-        Ok(m) => vec![format!(
+    let mut notes = Vec::new();
+    let meter = IpmiMeter::open(req, &mut notes);
+    if let Ok(m) = &meter {
+        notes.push(format!(
             "the BMC's DCMI power reading (whole watts), polled every {}",
             format_period(m.period)
-        )],
-        Err(_) => vec![],
-    };
+        ));
+    }
     (
         meter
             .and_then(|m| PolledSource::start(Box::new(m)))
@@ -326,5 +452,58 @@ mod tests {
         assert!(parse_dcmi_reading("")
             .unwrap_err()
             .contains("Instantaneous"));
+    }
+
+    #[test]
+    fn permission_and_missing_drivers_say_the_fix() {
+        let dev = Path::new("/dev/ipmi0");
+        let e = open_error(dev, std::io::Error::from_raw_os_error(libc::EACCES));
+        assert!(matches!(e, EnergyError::Permission { .. }), "{e}");
+        let e = e.to_string();
+        assert!(e.contains("run as root") && e.contains("udev rule"), "{e}");
+        for errno in [libc::ENODEV, libc::ENXIO] {
+            let e = open_error(dev, std::io::Error::from_raw_os_error(errno)).to_string();
+            assert!(e.contains("modprobe ipmi_devintf ipmi_si"), "{e}");
+        }
+    }
+
+    /// A root whose `dev/ipmi0` is `target`, and the mechanism opened on it.
+    fn open_on(target: &Path) -> (Result<Box<dyn Source>, EnergyError>, Vec<String>) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("dev")).unwrap();
+        std::os::unix::fs::symlink(target, dir.path().join("dev/ipmi0")).unwrap();
+        let root = crate::SysRoot::new(dir.path());
+        let params = crate::ModelParams::default();
+        open_mechanism(&OpenRequest {
+            root: &root,
+            domains: None,
+            params: &params,
+        })
+    }
+
+    #[test]
+    fn a_character_device_is_asked_in_band_and_a_file_through_ipmitool() {
+        if std::env::var_os(IPMITOOL_ENV).is_some() {
+            eprintln!("skipped: {IPMITOOL_ENV} is set");
+            return;
+        }
+        // /dev/null is a character device that knows no IPMI ioctl: the in-band route is
+        // taken, and both of its requests fail with the ioctl's error.
+        let (r, notes) = open_on(Path::new("/dev/null"));
+        let e = r.err().unwrap().to_string();
+        assert!(e.contains("IPMICTL_SEND_COMMAND"), "{e}");
+        assert!(
+            notes.len() == 1
+                && notes[0]
+                    .contains("did not identify itself (Get Device ID: IPMICTL_SEND_COMMAND"),
+            "{notes:?}"
+        );
+        // A plain file (a fixture's) is ipmitool's to read; the route says so.
+        let file = tempfile::NamedTempFile::new().unwrap();
+        assert!(matches!(
+            Route::choose(file.path()),
+            Ok(Route::Ipmitool(p)) if p == "ipmitool"
+        ));
+        assert_eq!(Route::Ipmitool("x".into()).name(), "dcmi");
     }
 }

@@ -21,8 +21,9 @@
 //! an instantaneous power, a window average, a model's estimate, an interval), when it was
 //! measured and when it arrived, and its channel's [`Scope`]; an [`Integrator`] turns a channel's
 //! readings into joules by the rule of its kind. Slow meters (a BMC's DCMI power reading through
-//! [`IpmiMeter`], the hwmon channels of [`HwmonMeter`]) are [`ReadingSource`]s polled on their own
-//! thread by a [`PolledSource`], so they never delay the sampling loop. Every mechanism is one
+//! [`IpmiMeter`], asked in-band through the kernel's `/dev/ipmi0` or through ipmitool, the
+//! hwmon channels of [`HwmonMeter`]) are [`ReadingSource`]s polled on their own thread by a
+//! [`PolledSource`], so they never delay the sampling loop. Every mechanism is one
 //! line of the source registry (`registry.rs`), which `probe`, `--source` and the
 //! meters read beside the CPU's ([`Role::Beside`]) all follow.
 //!
@@ -44,6 +45,7 @@ pub mod attribution;
 mod carbon;
 mod combined;
 mod cpu;
+mod dcmi;
 mod discover;
 // Without the `ebpf` feature, the record bookkeeping only the BPF loader uses is still built, for
 // its unit tests.
@@ -53,6 +55,7 @@ mod error;
 mod host;
 mod hwmon;
 mod ipmi;
+mod ipmi_device;
 mod machine;
 mod model;
 mod model_choice;
@@ -79,6 +82,7 @@ pub use combined::{
     open_all, open_beside, open_beside_with, open_with_gpus, BesideMeters, CombinedSource,
 };
 pub use cpu::{cpu_id, online_cpu_count, CpuId, Vendor};
+pub use dcmi::DcmiReading;
 pub use discover::{
     discover, discover_with_platforms, open_source, MechanismStatus, ProbeReport, SourceChoice,
 };
@@ -91,7 +95,7 @@ pub use host::{
     HOST_ZONE, MAX_VM_POWER_W,
 };
 pub use hwmon::{HwmonClass, HwmonMeter};
-pub use ipmi::{parse_dcmi_reading, DcmiReading, IpmiMeter, IPMITOOL_ENV};
+pub use ipmi::{parse_dcmi_reading, IpmiMeter, IPMITOOL_ENV};
 pub use machine::{meminfo_bytes, Machine};
 pub use model::ModelSource;
 pub use model_choice::ModelChoice;

@@ -69,3 +69,60 @@ pub fn can_run() -> bool {
     }
     true
 }
+
+/// Writes the initramfs of a guest (`scripts/vm-guest-initramfs.sh OUT BIN KVER ARGS…`).
+pub fn guest_initramfs(out: &Path, kver: &str, args: &[&str]) {
+    let o = Command::new(script("vm-guest-initramfs.sh"))
+        .arg(out)
+        .arg(super::BIN)
+        .arg(kver)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// QEMU under TCG booting `kernel` with `initrd`, its serial console on stdout, no devices
+/// but those the caller adds.
+pub fn qemu(kernel: &Path, initrd: &Path, mem_mib: u32, cpus: u32) -> Command {
+    let mut c = Command::new("qemu-system-x86_64");
+    c.args(["-accel", "tcg", "-m", &mem_mib.to_string()])
+        .args(["-smp", &cpus.to_string(), "-nographic"])
+        .args(["-no-reboot", "-nodefaults", "-serial", "stdio", "-kernel"])
+        .arg(kernel)
+        .arg("-initrd")
+        .arg(initrd)
+        .args(["-append", "console=ttyS0 quiet panic=-1"]);
+    c
+}
+
+/// Runs the guest `qemu` boots and returns its whole console once it powers off, failing after
+/// `limit`; the guest is killed when this returns or fails.
+pub fn console_of(mut qemu: Command, limit: std::time::Duration) -> String {
+    use std::io::Read;
+    let mut child = qemu
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let _reaper = super::Reaper(vec![child]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut console = Vec::new();
+        let _ = out.read_to_end(&mut console);
+        let _ = tx.send(String::from_utf8_lossy(&console).into_owned());
+    });
+    rx.recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("the guest did not power off within {} s", limit.as_secs()))
+}
+
+/// The console's text between `WATTIO-NAME-BEGIN` and `WATTIO-NAME-END`.
+pub fn between<'a>(console: &'a str, name: &str) -> &'a str {
+    console
+        .split(&format!("WATTIO-{name}-BEGIN"))
+        .nth(1)
+        .and_then(|b| b.split(&format!("WATTIO-{name}-END")).next())
+        .unwrap_or_else(|| panic!("no {name} block: {console}"))
+}
