@@ -478,6 +478,7 @@ mod tests {
             root: &root,
             domains: None,
             params: &params,
+            platforms: &[],
         })
     }
 
