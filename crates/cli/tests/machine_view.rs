@@ -48,27 +48,26 @@ fn machine(package_w: f64) -> Machine {
 }
 
 impl Machine {
-    fn measure(&self, args: &[&str]) -> (serde_json::Value, String) {
-        let run = |json: bool| {
-            let mut c = Command::new(BIN);
-            c.arg("measure");
-            if json {
-                c.arg("--json");
-            }
-            let o = c
-                .args(args)
-                .env("WATTIO_ROOT", &self.root)
-                .env(
-                    "WATTIO_IPMITOOL",
-                    self.root.join(FAKE_BMC_DIR).join("ipmitool"),
-                )
-                .env("WATTIO_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
-                .output()
-                .unwrap();
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-            String::from_utf8_lossy(&o.stdout).into_owned()
-        };
-        (serde_json::from_str(&run(true)).unwrap(), run(false))
+    /// `wattio measure ARGS`'s standard output; with `--json` among `args`, its JSON.
+    fn measure(&self, args: &[&str]) -> String {
+        let o = Command::new(BIN)
+            .arg("measure")
+            .args(args)
+            .env("WATTIO_ROOT", &self.root)
+            .env(
+                "WATTIO_IPMITOOL",
+                self.root.join(FAKE_BMC_DIR).join("ipmitool"),
+            )
+            .env("WATTIO_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    fn measure_json(&self, args: &[&str]) -> serde_json::Value {
+        let args: Vec<&str> = ["--json"].iter().chain(args).copied().collect();
+        serde_json::from_str(&self.measure(&args)).unwrap()
     }
 }
 
@@ -79,7 +78,7 @@ fn f(v: &serde_json::Value) -> f64 {
 #[test]
 fn the_rest_is_the_machine_less_rapl_and_the_gpus_within_its_uncertainty() {
     let m = machine(20.0);
-    let (json, text) = m.measure(&["--", "sleep", "8"]);
+    let json = m.measure_json(&["--", "sleep", "8"]);
     let secs = f(&json["duration_s"]);
     let gpu = f(&json["gpu_j"]);
     assert!((gpu - GPU_W * secs).abs() < 0.01 * GPU_W * secs, "{json}");
@@ -109,6 +108,7 @@ fn the_rest_is_the_machine_less_rapl_and_the_gpus_within_its_uncertainty() {
         f(&platforms[1]["delay_s"]) >= 1.5,
         "the BMC answers 2 s late: {json}"
     );
+    let text = m.measure(&["--", "sleep", "6"]);
     assert!(
         text.contains("machine      platform 0")
             && text.contains("(60.0 W): the machine less package, DRAM and GPUs"),
@@ -137,17 +137,23 @@ fn the_rest_is_the_machine_less_rapl_and_the_gpus_within_its_uncertainty() {
 #[test]
 fn a_platform_meter_below_its_parts_is_reported_as_a_disagreement() {
     let m = machine(150.0);
-    let (json, text) = m.measure(&["--", "sleep", "6"]);
+    let json = m.measure_json(&["--", "sleep", "6"]);
     let acpi = &json["machine"]["platforms"][0];
     assert!(f(&acpi["rest_j"]) < -500.0, "{acpi}");
     assert_eq!(acpi["disagreement"], true, "{acpi}");
-    assert!(text.contains("meters disagree"), "{text}");
+    assert!(
+        acpi["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("meters disagree"),
+        "{acpi}"
+    );
 }
 
 #[test]
 fn a_model_or_a_short_window_gives_no_rest_and_says_why() {
     let m = machine(20.0);
-    let (json, _) = m.measure(&["--source", "model", "--", "sleep", "1"]);
+    let json = m.measure_json(&["--source", "model", "--", "sleep", "1"]);
     for p in json["machine"]["platforms"].as_array().unwrap() {
         assert!(p.get("rest_j").is_none(), "{p}");
         assert!(
@@ -158,9 +164,11 @@ fn a_model_or_a_short_window_gives_no_rest_and_says_why() {
             "{p}"
         );
     }
-    let (json, text) = m.measure(&["--", "sleep", "2"]);
-    let acpi = &json["machine"]["platforms"][0];
-    assert!(acpi.get("rest_j").is_none(), "{acpi}");
+    let text = m.measure(&["--", "sleep", "2"]);
+    assert!(
+        !text.contains("  rest       0") && !text.contains("± "),
+        "{text}"
+    );
     assert!(
         text.contains(
             "no rest: the window (2.0 s) is shorter than 5 × the meter's 1.0 s averaging"
