@@ -258,7 +258,12 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
                     .counters()
                     .iter()
                     .enumerate()
-                    .filter(|(_, c)| c.domain == Domain::Gpu)
+                    // NVML's GPUs: the ones it can say who used.
+                    .filter(|(i, c)| {
+                        c.domain == Domain::Gpu
+                            && source.counter_provenance(*i).mechanism
+                                == wattio_energy::Mechanism::Nvml
+                    })
                     .map(|(i, c)| (c.socket, source.counter_provenance(i).label()))
                     .collect();
                 a.with_gpus(&gpus).unwrap_or_else(|(a, why)| {

@@ -179,8 +179,10 @@ fn chosen_files(dir: &Path, class: HwmonClass, driver: &str) -> Vec<Attribute> {
             .collect();
     }
     if driver == "ina3221" {
+        // Rails 1 to 3: in4 is a shunt voltage and curr4 the summed current, not a rail.
         return attributes(dir, &[("in", "input")])
             .into_iter()
+            .filter(|a| (1..=3).contains(&a.index))
             .filter(|a| dir.join(format!("curr{}_input", a.index)).exists())
             .filter(|a| {
                 read_trimmed(&dir.join(format!("in{}_enable", a.index))).as_deref() != Some("0")
@@ -218,6 +220,17 @@ fn scope_of(class: HwmonClass, whole_gpu: bool) -> Domain {
     }
 }
 
+/// Whether an amdgpu device is an APU's: `Documentation/gpu/amdgpu/thermal.rst` says an APU's
+/// `power1_average` includes the CPU, and APUs label their power limits `slowPPT` and `fastPPT`
+/// (a discrete card's is `PPT`).
+fn is_apu(driver: &str, labels: &[Option<String>]) -> bool {
+    driver == "amdgpu"
+        && labels
+            .iter()
+            .flatten()
+            .any(|l| l == "slowPPT" || l == "fastPPT")
+}
+
 /// i915 and xe read a 32-bit energy register; the driver widens it when read often enough
 /// (each poll here is), so a decrease is taken for a wrap only where its energy is possible.
 fn counter_wrap(driver: &str) -> Wrap {
@@ -241,12 +254,20 @@ fn device_channels(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let driver = read_trimmed(&dir.join("name")).unwrap_or_else(|| "unnamed".into());
-    let class = HwmonClass::of(&driver);
+    let mut class = HwmonClass::of(&driver);
     let chosen = chosen_files(dir, class, &driver);
     let labels: Vec<Option<String>> = chosen
         .iter()
         .map(|a| read_trimmed(&dir.join(a.label_file())).filter(|l| !l.is_empty()))
         .collect();
+    if is_apu(&driver, &labels) {
+        // An APU's power is the whole chip's, CPU cores included: counted as the GPU, it would
+        // count the CPU twice beside RAPL.
+        class = HwmonClass::Other;
+        notes.push(format!(
+            "{hwmon} ({driver}): an APU (its power is labelled slowPPT/fastPPT): the whole chip, CPU cores included, so a device, not a GPU"
+        ));
+    }
     let whole = labels
         .iter()
         .position(|l| l.as_deref() == Some("card"))

@@ -9,7 +9,7 @@
 //! which every command reads without knowing the difference.
 
 use crate::error::EnergyError;
-use crate::reading::{Channel, Integrator, LateTiming, Reading};
+use crate::reading::{Channel, Integrator, LateTiming, Reading, ReadingKind};
 use crate::types::{CounterSpec, Provenance, Wrap};
 use crate::Source;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -64,6 +64,9 @@ struct Shared {
     /// How old each channel's newest reading was when it arrived, ns.
     newest_age_ns: Vec<AtomicU64>,
     errors: Mutex<Vec<String>>,
+    /// A power reading measured longer than this after the one before starts afresh: no
+    /// energy is made up for a meter that stopped answering (0 until known).
+    max_gap_ns: AtomicU64,
     stop: Mutex<bool>,
     wake: Condvar,
 }
@@ -153,8 +156,8 @@ pub struct PolledSource {
     shared: Arc<Shared>,
     /// A channel whose newest reading is older than this is reported stale.
     max_age_ns: u64,
-    /// Each channel's averaging (its window, or the poll period) and resolution.
-    timings: Vec<(Duration, f64)>,
+    /// Each channel's averaging (its window, or the poll period) and resolutions (W, J).
+    timings: Vec<(Duration, f64, f64)>,
     mechanism_name: &'static str,
 }
 
@@ -181,6 +184,7 @@ impl PolledSource {
             stale_reported: (0..n).map(|_| AtomicBool::new(false)).collect(),
             history: (0..n).map(|_| Mutex::new(History::default())).collect(),
             newest_age_ns: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            max_gap_ns: AtomicU64::new(0),
             errors: Mutex::new(Vec::new()),
             stop: Mutex::new(false),
             wake: Condvar::new(),
@@ -202,12 +206,21 @@ impl PolledSource {
         let period = meter.poll_period();
         let timings = channels
             .iter()
-            .map(|c| (c.update_period.unwrap_or(period), c.resolution_w))
+            .map(|c| {
+                (
+                    c.update_period.unwrap_or(period),
+                    c.resolution_w,
+                    c.resolution_j,
+                )
+            })
             .collect();
         // Three polls missed, each as slow as its deadline allows, before a reading is stale.
         let max_age = meter
             .stale_after()
             .unwrap_or(3 * (period + meter.poll_deadline()));
+        shared
+            .max_gap_ns
+            .store(max_age.as_nanos() as u64, Ordering::Relaxed);
         let mechanism_name = provenance.mechanism.as_str();
         let poller_shared = Arc::clone(&shared);
         std::thread::Builder::new()
@@ -245,6 +258,19 @@ fn integrate(
             ));
             continue;
         };
+        // A counter's difference spans a gap truly; a power held over it would be made up.
+        let max_gap = shared.max_gap_ns.load(Ordering::Relaxed);
+        let gap_ns = integrator
+            .last_measured_ns()
+            .map_or(0, |t| r.measured_ns.saturating_sub(t));
+        if max_gap > 0 && gap_ns > max_gap && integrator.channel().kind != ReadingKind::Counter {
+            shared.push_error(format!(
+                "{}: no reading for {:.1} s; the energy of that time is missing",
+                integrator.channel().origin,
+                gap_ns as f64 / 1e9
+            ));
+            *integrator = Integrator::new(integrator.channel().clone());
+        }
         match integrator.add(r) {
             Ok(step) => {
                 totals_j[r.channel] += step.central_j;
@@ -368,11 +394,12 @@ impl Source for PolledSource {
     }
 
     fn late_timing(&self, i: usize) -> Option<LateTiming> {
-        let &(averaging, resolution_w) = self.timings.get(i)?;
+        let &(averaging, resolution_w, resolution_j) = self.timings.get(i)?;
         Some(LateTiming {
             averaging,
             delay: Duration::from_nanos(self.shared.newest_age_ns[i].load(Ordering::Relaxed)),
             resolution_w,
+            resolution_j,
         })
     }
 }
@@ -469,6 +496,48 @@ mod tests {
         // 1.5 s the total covers from the first poll to the newest, 1.2 to 1.8 s at 200 W.
         assert!((200.0 * 1.0..=200.0 * 1.9).contains(&j), "{j} J");
         assert!(src.take_counter_errors().is_empty());
+    }
+
+    #[test]
+    fn a_power_meter_back_from_an_outage_gives_no_energy_for_it() {
+        // Answers at 200 W, fails polls 3 to 10 (about 0.8 s at 100 ms), then answers again.
+        struct Outage(Box<SlowMeter>);
+        impl ReadingSource for Outage {
+            fn provenance(&self) -> &Provenance {
+                self.0.provenance()
+            }
+            fn channels(&self) -> &[Channel] {
+                self.0.channels()
+            }
+            fn poll_period(&self) -> Duration {
+                self.0.poll_period()
+            }
+            fn poll_deadline(&self) -> Duration {
+                self.0.poll_deadline()
+            }
+            fn poll(&mut self) -> Result<Vec<Reading>, EnergyError> {
+                let r = self.0.poll();
+                match self.0.polls {
+                    3..=10 => Err(EnergyError::Invalid("the BMC is rebooting".into())),
+                    _ => r,
+                }
+            }
+        }
+        let start = Instant::now();
+        let mut src = PolledSource::start(Box::new(Outage(meter(1, None)))).unwrap();
+        std::thread::sleep(Duration::from_millis(1800));
+        let mut raw = [0u64];
+        src.read_raw(&mut raw).unwrap();
+        let (j, secs) = (raw[0] as f64 * UJ, start.elapsed().as_secs_f64());
+        // About 1 s of readings at 200 W: the 0.8 s without any is not filled in.
+        assert!(j < 200.0 * (secs - 0.6), "{j} J over {secs} s");
+        let errors = src.take_counter_errors();
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("the energy of that time is missing")),
+            "{errors:?}"
+        );
     }
 
     #[test]

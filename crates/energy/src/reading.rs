@@ -116,6 +116,10 @@ pub struct Channel {
     /// The smallest step of power its readings show, in watts (a DCMI reading's whole watt);
     /// 0 where it is finer than anything that matters (hwmon's microwatts).
     pub resolution_w: f64,
+    /// For a counter, the smallest step of energy its readings show, in joules (a Redfish
+    /// counter's precision): each end of a window is that uncertain; 0 where it is finer than
+    /// anything that matters.
+    pub resolution_j: f64,
     /// Where it is read from (a sysfs path, a command), for `probe` and messages.
     pub origin: String,
 }
@@ -130,6 +134,8 @@ pub struct LateTiming {
     pub delay: Duration,
     /// The smallest step of power its readings show, in watts.
     pub resolution_w: f64,
+    /// For a counter, the smallest step of energy its readings show, in joules.
+    pub resolution_j: f64,
 }
 
 impl Channel {
@@ -143,6 +149,7 @@ impl Channel {
             wrap: Wrap::Unknown,
             update_period: None,
             resolution_w: 0.0,
+            resolution_j: 0.0,
             origin,
         }
     }
@@ -220,6 +227,11 @@ impl Integrator {
     /// The channel it integrates.
     pub fn channel(&self) -> &Channel {
         &self.channel
+    }
+
+    /// When the reading it integrates from was measured, once it has one.
+    pub fn last_measured_ns(&self) -> Option<u64> {
+        self.last.map(|(_, ns)| ns)
     }
 
     /// Whether a decrease taken for a wrap gives `steps` over `dt_s` seconds that a device can

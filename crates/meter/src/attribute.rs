@@ -155,6 +155,7 @@ impl SinceStart {
                 averaging_s: t.averaging.as_secs_f64(),
                 delay_s: t.delay.as_secs_f64(),
                 resolution_w: t.resolution_w,
+                resolution_j: t.resolution_j,
                 edge_uncertainty_j: (t.averaging + t.delay).as_secs_f64() * change_w,
             }
         })
@@ -171,12 +172,7 @@ impl LiveAttribution {
         n_cpus: usize,
     ) -> io::Result<Self> {
         let attributor = Attributor::new(root, by, policy, n_cpus)?;
-        let gpu_indices: Vec<u32> = meter
-            .counters()
-            .iter()
-            .filter(|c| c.domain == wattio_energy::Domain::Gpu)
-            .map(|c| c.socket)
-            .collect();
+        let gpu_indices = meter.nvml_gpus();
         let (gpu_processes, gpu_note) = if gpu_indices.is_empty() {
             (None, None)
         } else {
@@ -276,10 +272,17 @@ impl LiveAttribution {
             &self.provenance,
         );
         a.machine = machine;
+        // The meters beside the CPU, and the GPUs NVML does not read (hwmon's): NVML's have
+        // their own lines.
+        let nvml_gpus = meter.nvml_gpus();
         a.beside = r
             .domains
             .into_iter()
-            .filter(|d| matches!(d.domain, Domain::Platform | Domain::Device))
+            .filter(|d| match d.domain {
+                Domain::Platform | Domain::Device => true,
+                Domain::Gpu => !nvml_gpus.contains(&d.socket),
+                _ => false,
+            })
             .collect();
         Ok(a)
     }

@@ -27,6 +27,8 @@ pub struct PlatformTiming {
     pub averaging_s: f64,
     pub delay_s: f64,
     pub resolution_w: f64,
+    /// A counter's step, in joules: each end of the window is that uncertain.
+    pub resolution_j: f64,
     /// What its readings could not say about the window's ends, in joules (0 for a counter
     /// read at both ends).
     pub edge_uncertainty_j: f64,
@@ -38,6 +40,7 @@ impl PlatformTiming {
         averaging_s: 0.0,
         delay_s: 0.0,
         resolution_w: 0.0,
+        resolution_j: 0.0,
         edge_uncertainty_j: 0.0,
     };
 }
@@ -168,6 +171,7 @@ impl RecordedCounters {
                 averaging_s: t.averaging.as_secs_f64(),
                 delay_s: t.delay.as_secs_f64(),
                 resolution_w: t.resolution_w,
+                resolution_j: t.resolution_j,
                 edge_uncertainty_j: lag_s * d.energy_j / duration_s.max(1e-9),
             }
         })
@@ -246,7 +250,7 @@ fn figure(
         return f;
     }
     let rest = platform_j - parts_j;
-    let uncertainty = t.resolution_w * duration_s + t.edge_uncertainty_j;
+    let uncertainty = t.resolution_w * duration_s + 2.0 * t.resolution_j + t.edge_uncertainty_j;
     f.rest_j = Some(rest);
     f.rest_uncertainty_j = Some(uncertainty);
     if rest < -uncertainty {
@@ -301,6 +305,7 @@ mod tests {
         averaging_s: 1.0,
         delay_s: 2.0,
         resolution_w: 1.0,
+        resolution_j: 0.0,
         edge_uncertainty_j: 0.0,
     };
 

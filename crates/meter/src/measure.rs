@@ -417,12 +417,7 @@ impl<'m> MeterExecutor<'m> {
             meter,
             n_cpus,
             inherit_io,
-            gpu_indices: meter
-                .counters()
-                .iter()
-                .filter(|c| c.domain == wattio_energy::Domain::Gpu)
-                .map(|c| c.socket)
-                .collect(),
+            gpu_indices: meter.nvml_gpus(),
             sync_root: None,
             kernel_io: None,
             regions_root: None,

@@ -470,6 +470,20 @@ impl Meter {
             .collect()
     }
 
+    /// The numbers of the GPUs read through NVML: the only ones NVML can say who used (a GPU
+    /// read through hwmon has a number of its own, past NVML's).
+    pub fn nvml_gpus(&self) -> Vec<u32> {
+        self.specs
+            .iter()
+            .enumerate()
+            .filter(|(i, c)| {
+                c.domain == Domain::Gpu
+                    && self.counter_provenance(*i).mechanism == wattio_energy::Mechanism::Nvml
+            })
+            .map(|(_, c)| c.socket)
+            .collect()
+    }
+
     /// The averaging, delay and resolution of each counter of a meter that answers late, by
     /// scope and number.
     pub fn late_timings(&self) -> Vec<((Domain, u32), wattio_energy::LateTiming)> {
@@ -494,8 +508,19 @@ impl Meter {
                 .filter_map(|i| Some((i, s.source.late_timing(i)?)))
                 .collect()
         };
+        let window = b.at.saturating_duration_since(a.at);
+        // A meter whose window rule fails for this run gives no rest anyway: it is waited for
+        // only where that is quick (a BMC averaging over a minute would hold a short run for
+        // two minutes, one answering 2 s late over 1 s averages for a few seconds).
+        let worth_waiting = |t: &wattio_energy::LateTiming| {
+            let lag = t.averaging + t.delay;
+            crate::machine_view::WINDOW_PERIODS * t.averaging.as_secs_f64() + t.delay.as_secs_f64()
+                <= window.as_secs_f64()
+                || lag <= Duration::from_secs(4)
+        };
         let wait = late
             .iter()
+            .filter(|(_, t)| worth_waiting(t))
             .map(|(_, t)| 2 * (t.averaging + t.delay) + Duration::from_secs(2))
             .max()
             .unwrap_or_default()
@@ -509,29 +534,34 @@ impl Meter {
                     let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
                     s.source.energy_between(i, a.mono_ns, b.mono_ns)
                 };
-                if got.is_some() || Instant::now() >= deadline {
+                if got.is_some() || !worth_waiting(&t) || Instant::now() >= deadline {
                     break got;
                 }
                 std::thread::sleep(Duration::from_millis(20));
             };
+            let lag_s = (t.averaging + t.delay).as_secs_f64();
             let edge_uncertainty_j = match aligned {
                 Some((j, u)) => {
                     joules[i] = j;
                     u
                 }
                 None => {
-                    notes.push(format!(
-                        "{}: no reading of the window's end within {:.0} s; its figure runs to its newest reading",
-                        self.specs[i].name(),
-                        wait.as_secs_f64()
-                    ));
-                    0.0
+                    if worth_waiting(&t) {
+                        notes.push(format!(
+                            "{}: no reading of the window's end within {:.0} s; its figure runs to its newest reading",
+                            self.specs[i].name(),
+                            wait.as_secs_f64()
+                        ));
+                    }
+                    // Not placed: its running counter lags by its averaging and delay.
+                    lag_s * joules[i] / window.as_secs_f64().max(1e-9)
                 }
             };
             let timing = crate::machine_view::PlatformTiming {
                 averaging_s: t.averaging.as_secs_f64(),
                 delay_s: t.delay.as_secs_f64(),
                 resolution_w: t.resolution_w,
+                resolution_j: t.resolution_j,
                 edge_uncertainty_j,
             };
             timings.push(((self.specs[i].domain, self.specs[i].socket), timing));

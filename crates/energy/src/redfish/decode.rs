@@ -148,17 +148,29 @@ pub(crate) fn sensor(v: &Value, q: Quantity) -> Result<Figure, Why> {
         .and_then(Value::as_str)
         .and_then(parse_duration)
         .filter(|d| !d.is_zero());
+    // DSP0268 Sensor: `Precision` is the number of significant digits of the reading, so its
+    // step is 10^(digits before the point − precision).
     let step = v
         .get("Precision")
         .and_then(Value::as_f64)
-        .filter(|p| (0.0..=15.0).contains(p))
-        .map(|p| 10f64.powi(-(p as i32)));
+        .filter(|p| (1.0..=15.0).contains(p))
+        .map(|p| significant_step(value, p as i32));
     Ok(Figure {
         value,
         reading_time_s,
         interval,
         step,
     })
+}
+
+/// The step of a reading of `value` given to `digits` significant digits.
+fn significant_step(value: f64, digits: i32) -> f64 {
+    let magnitude = if value.abs() > 0.0 {
+        value.abs().log10().floor() as i32 + 1
+    } else {
+        1
+    };
+    10f64.powi(magnitude - digits)
 }
 
 /// Whether a Sensor in a chassis's `Sensors` collection is the chassis's own `q` (its
@@ -282,6 +294,15 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn precision_is_significant_digits() {
+        // 6,129,360,000 J to 6 significant digits: steps of 10 kJ.
+        assert_eq!(super::significant_step(6_129_360_000.0, 6), 10_000.0);
+        // 245.3 W to 4 digits: 0.1 W.
+        assert!((super::significant_step(245.3, 4) - 0.1).abs() < 1e-12);
+        assert_eq!(super::significant_step(0.0, 3), 0.01);
+    }
     use super::*;
     use serde_json::json;
 
@@ -338,7 +359,7 @@ mod tests {
             "Id": "TotalPower", "Name": "Chassis Input Power",
             "ReadingType": "Power", "ReadingUnits": "W",
             "Reading": 374.5, "ReadingTime": "2026-12-07T14:00:30+01:00",
-            "SensingInterval": "PT30S", "Precision": 1,
+            "SensingInterval": "PT30S", "Precision": 4,
             "PhysicalContext": "Chassis",
             "Status": {"State": "Enabled", "Health": "OK"}
         });
@@ -346,7 +367,8 @@ mod tests {
         assert_eq!(f.value, 374.5);
         assert_eq!(f.reading_time_s, Some(1_796_648_430.0));
         assert_eq!(f.interval, Some(Duration::from_secs(30)));
-        assert_eq!(f.step, Some(0.1));
+        // 4 significant digits of 374.5 W: steps of 0.1 W.
+        assert!((f.step.unwrap() - 0.1).abs() < 1e-12, "{:?}", f.step);
         assert!(is_chassis_sensor(&s, Quantity::Power));
         assert!(!is_chassis_sensor(&s, Quantity::EnergyJoules));
         assert!(sensor(&s, Quantity::EnergyJoules)

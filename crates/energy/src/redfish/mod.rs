@@ -219,9 +219,17 @@ fn discover(client: &mut Client, url: &PlatformUrl) -> Result<Plan, String> {
     if chassis.is_empty() {
         return Err(format!("{url}: {collection} lists no chassis"));
     }
-    let mut why = Vec::new();
+    // The enclosures no other chassis contains come first: a GPU board or a sled listed
+    // before its enclosure must not be read as the whole machine.
+    let mut listed = Vec::with_capacity(chassis.len());
     for path in chassis {
         let json = client.get(&path)?.json;
+        let contained = json.pointer("/Links/ContainedBy").is_some();
+        listed.push((contained, path, json));
+    }
+    listed.sort_by_key(|(contained, _, _)| *contained);
+    let mut why = Vec::new();
+    for (_, path, json) in listed {
         match plan_for_chassis(client, &path, &json) {
             Ok(p) => return Ok(p),
             Err(w) => why.push(w),
@@ -308,17 +316,20 @@ impl RedfishMeter {
                 wrap: Wrap::Unknown,
                 update_period: None,
                 resolution_w: 0.0,
+                resolution_j: 0.0,
                 origin,
             },
         };
         channel.update_period = interval;
-        let period_s = period.as_secs_f64();
-        channel.resolution_w = match q {
+        // A power's step is over every second of a window; a counter's only at its two ends.
+        match q {
             // Whole watts where the BMC does not say its precision.
-            Quantity::Power => plan.first.step.unwrap_or(1.0),
-            Quantity::EnergyJoules => plan.first.step.unwrap_or(1.0) / period_s,
-            Quantity::EnergykWh => plan.first.step.unwrap_or(0.001) * 3.6e6 / period_s,
-        };
+            Quantity::Power => channel.resolution_w = plan.first.step.unwrap_or(1.0),
+            Quantity::EnergyJoules => channel.resolution_j = plan.first.step.unwrap_or(1.0),
+            Quantity::EnergykWh => {
+                channel.resolution_j = plan.first.step.unwrap_or(0.001) * 3.6e6;
+            }
+        }
         let averaging = match (q, interval) {
             (Quantity::Power, Some(w)) => format!("{} average", format_period(w)),
             (Quantity::Power, None) => "averaging not given".into(),
