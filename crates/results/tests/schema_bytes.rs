@@ -1,14 +1,12 @@
-//! The result files' bytes, pinned: each schema type the report reads back, written from a
-//! fixture value as its producer writes it (CSV with its header, JSON compact and pretty), and
-//! compared with the files under `tests/data/schemas/`, which the build before the schemas moved
-//! wrote. `WATTIO_WRITE_GOLDEN=1` rewrites them (only when a format is meant to change).
+//! The result files' bytes, pinned: each schema type, written from a fixture value as its
+//! producer writes it (CSV with its header, JSON compact and pretty), and compared with the files
+//! under `tests/data/schemas/`, which the build before the types moved here wrote (from their
+//! producers: `wattio-sim`, `wattio-overhead`, `wattio-runner`, `wattio-testbed`).
+//! `WATTIO_WRITE_GOLDEN=1` rewrites them (only when a format is meant to change).
 
 use serde::Serialize;
 use std::path::PathBuf;
-use wattio_overhead::{IdleRun, LoadRun};
-use wattio_runner::StudyManifest;
-use wattio_sim::{sweep_csv, RunResult, SweepRow};
-use wattio_testbed::RunStats;
+use wattio_results::{sweep_csv, IdleRun, LoadRun, RunResult, RunStats, StudyManifest, SweepRow};
 
 fn golden(name: &str, text: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
