@@ -3,6 +3,7 @@
 //! Files are recognised by their CSV header or JSON fields, never by name, so a renamed
 //! file still loads and an unknown file is skipped with a note instead of an error.
 
+use crate::sections::CacheSweep;
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -13,7 +14,6 @@ use wattio_meter::{EnergyReport, MeasuredCommand, RecordRow, Recording, RunFigur
 use wattio_overhead::{IdleRuns, LoadRuns};
 use wattio_plot::ReportSection;
 use wattio_results::{RunResult, SweepRow};
-use wattio_sim::CacheSweep;
 use wattio_transfer::TransferSummary;
 
 /// A loaded result file, as its producer's type, which draws its own section of the page.

@@ -15,7 +15,6 @@
 //! Every energy figure is *simulated* from a device profile: an estimate, labelled as such.
 
 mod engine;
-mod report;
 mod rng;
 mod trace;
 
@@ -23,7 +22,6 @@ pub use engine::{
     cached_objects, lower_bound, replay, replay_oracle, CachePolicy, DiskIo, DiskLog, ModeChange,
     ReadRecord, Replay, Served, Sim, SimulatedDisk, Strategy,
 };
-pub use report::CacheSweep;
 pub use trace::{
     email_trace, encode_ucb, load_trace_file, trace_csv, web_trace, Trace, TraceError, TraceOp,
     TraceRequest, UcbSelect,
