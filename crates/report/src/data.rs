@@ -7,13 +7,13 @@ use crate::sections::CacheSweep;
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use wattio_iobench::{IoBenchRuns, RunRecord};
+use wattio_iobench::IoBenchRuns;
 use wattio_meter::measure::bench::Report as MeasureReport;
 use wattio_meter::measure::{RunStatus, SingleRun};
 use wattio_meter::{EnergyReport, MeasuredCommand, RecordRow, Recording, RunFigures};
 use wattio_overhead::{IdleRuns, LoadRuns};
 use wattio_plot::ReportSection;
-use wattio_results::{RunResult, SweepRow};
+use wattio_results::{RunRecord, RunResult, SweepRow};
 use wattio_transfer::TransferSummary;
 
 /// A loaded result file, as its producer's type, which draws its own section of the page.
@@ -277,7 +277,7 @@ fn csv_kind(cols: &[&str]) -> Option<CsvKind> {
         Some(CsvKind::OverheadLoad)
     } else if has(wattio_results::IDLE_COLUMNS) {
         Some(CsvKind::OverheadIdle)
-    } else if has(wattio_iobench::RESULTS_CSV_COLUMNS) {
+    } else if has(wattio_results::RESULTS_CSV_COLUMNS) {
         Some(CsvKind::IoBench)
     } else if has(wattio_results::SWEEP_COLUMNS) {
         Some(CsvKind::Cache)

@@ -12,6 +12,11 @@
 //!   `cache replay --json` results.
 //! * [`LoadRun`], [`IdleRun`] — the overhead study's rows (`runs.csv`, `idle.csv`).
 //! * [`RunStats`] — `wattio testbed exec --stats`: what one run cost.
+//! * [`RunRecord`] — `wattio iobench` runs (`results.csv`, `results.json`), with the study's
+//!   vocabulary in [`iobench`] (use cases, sizes, library sets).
+//! * [`provenance_label`], [`join_provenance_labels`] — the one wording of where an energy
+//!   figure comes from (`measured (perf)`, `estimated (model: …)`), which rows that store their
+//!   provenance as text label themselves with.
 //!
 //! The producers re-export these at their old paths (`wattio_sim::SweepRow`,
 //! `wattio_runner::row_from_record`, …). The bytes each type writes are pinned by
@@ -19,15 +24,19 @@
 
 mod cache;
 mod csv_rows;
+pub mod iobench;
 mod overhead;
+mod provenance;
 mod runstats;
 mod study;
 
 pub use cache::{sweep_csv, RunResult, SweepRow, SWEEP_COLUMNS};
 pub use csv_rows::{read_rows, row_from_record};
+pub use iobench::{RunRecord, RESULTS_CSV_COLUMNS};
 pub use overhead::{
     idle_runs_from_csv, load_runs_from_csv, IdleRun, LoadRun, IDLE_COLUMNS, IDLE_OPTIONAL_COLUMNS,
     LOAD_COLUMNS, OFF,
 };
+pub use provenance::{join_provenance_labels, provenance_label};
 pub use runstats::RunStats;
 pub use study::{StudyManifest, MANIFEST_FILE};

@@ -1,12 +1,16 @@
 //! The result files' bytes, pinned: each schema type, written from a fixture value as its
 //! producer writes it (CSV with its header, JSON compact and pretty), and compared with the files
 //! under `tests/data/schemas/`, which the build before the types moved here wrote (from their
-//! producers: `wattio-sim`, `wattio-overhead`, `wattio-runner`, `wattio-testbed`).
+//! producers: `wattio-sim`, `wattio-overhead`, `wattio-runner`, `wattio-testbed`,
+//! `wattio-iobench`).
 //! `WATTIO_WRITE_GOLDEN=1` rewrites them (only when a format is meant to change).
 
 use serde::Serialize;
 use std::path::PathBuf;
-use wattio_results::{sweep_csv, IdleRun, LoadRun, RunResult, RunStats, StudyManifest, SweepRow};
+use wattio_results::iobench::{Libs, Op, Size};
+use wattio_results::{
+    sweep_csv, IdleRun, LoadRun, RunRecord, RunResult, RunStats, StudyManifest, SweepRow,
+};
 
 fn golden(name: &str, text: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -205,4 +209,57 @@ fn study_manifest() {
         complete: false,
     };
     json_of("study_manifest", &m);
+}
+
+fn iobench_rows() -> Vec<RunRecord> {
+    let read = RunRecord {
+        method: "FileChannel, \"mapped\"".into(),
+        op: Op::Readall,
+        size: Size::Medlarge,
+        buffer: 8192,
+        run: 3,
+        energy_j: 0.1 + 0.2,
+        time_s: 0.012_5,
+        bytes: 3_200_000_000,
+        mechanism: "perf".into(),
+        estimated: false,
+        model: String::new(),
+        energy_scope: "system".into(),
+        system_energy_j: 12.75,
+        cpu_s: 0.031,
+        window_s: 0.02,
+        cache: "cold".into(),
+        cache_resident: Some(0.0),
+        libs: Libs::Paper,
+        checked: true,
+        attributed_j: Some(1e-7),
+    };
+    let write = RunRecord {
+        method: "Files.write".into(),
+        op: Op::Writesync,
+        size: Size::Tiny,
+        run: 1,
+        model: "ccf-linear(min=0.74W,max=3.5W per vCPU)".into(),
+        mechanism: "model".into(),
+        estimated: true,
+        energy_scope: "process".into(),
+        cache: "n/a".into(),
+        cache_resident: None,
+        libs: Libs::Current,
+        attributed_j: None,
+        ..read.clone()
+    };
+    vec![read, write]
+}
+
+#[test]
+fn iobench_runs() {
+    let rows = iobench_rows();
+    golden("iobench_results.csv", &csv_of(&rows));
+    json_of("iobench_runs", &rows);
+    let labels: Vec<String> = rows.iter().map(RunRecord::provenance).collect();
+    golden(
+        "iobench_provenance.txt",
+        &format!("{}\n", labels.join("\n")),
+    );
 }
