@@ -18,6 +18,8 @@
 //!   figure comes from (`measured (perf)`, `estimated (model: …)`), which rows that store their
 //!   provenance as text label themselves with.
 //!
+//! * [`Table`] — the one table writer, Markdown and CSV, with one escaping rule each.
+//!
 //! The producers re-export these at their old paths (`wattio_sim::SweepRow`,
 //! `wattio_runner::row_from_record`, …). The bytes each type writes are pinned by
 //! `tests/schema_bytes.rs` against files the build before this crate wrote.
@@ -29,6 +31,7 @@ mod overhead;
 mod provenance;
 mod runstats;
 mod study;
+mod table;
 
 pub use cache::{sweep_csv, RunResult, SweepRow, SWEEP_COLUMNS};
 pub use csv_rows::{read_rows, row_from_record};
@@ -40,3 +43,4 @@ pub use overhead::{
 pub use provenance::{join_provenance_labels, provenance_label};
 pub use runstats::RunStats;
 pub use study::{StudyManifest, MANIFEST_FILE};
+pub use table::{markdown_cell, Align, Table};
