@@ -11,8 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 use wattio_fixture as fixture;
 use wattio_meter::{MeasuredCommand, Recording};
-use wattio_report::{load_result_files, scan_results, Dataset};
-use wattio_sim::CacheSweep;
+use wattio_report::{load_result_files, scan_results, CacheSweep, Dataset};
 
 fn ok(o: &std::process::Output) -> String {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

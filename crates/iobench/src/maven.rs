@@ -6,37 +6,7 @@ use std::process::Command;
 use std::time::SystemTime;
 use wattio_progress::Sink;
 
-/// Library versions the benchmarks are built with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Libs {
-    /// commons-io 2.8.0 and Guava 23.0, as in the paper.
-    Paper,
-    /// Current releases (the `libs-current` Maven profile).
-    Current,
-}
-
-impl Libs {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Libs::Paper => "paper",
-            Libs::Current => "current",
-        }
-    }
-}
-
-impl std::str::FromStr for Libs {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "paper" => Ok(Libs::Paper),
-            "current" => Ok(Libs::Current),
-            _ => Err(format!(
-                "unknown library set '{s}': use paper (commons-io 2.8.0, guava 23.0) or current"
-            )),
-        }
-    }
-}
+pub use wattio_results::iobench::Libs;
 
 /// Finds the `iobench/` Maven module: `explicit`, else `WATTIO_IOBENCH_DIR`, else an
 /// `iobench/pom.xml` in the current directory or one of its parents, else the source checkout

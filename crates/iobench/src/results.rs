@@ -1,113 +1,41 @@
 //! Tidy results: one row per measured run, written as CSV and JSON.
 
 use crate::cache::CacheMode;
-use crate::catalog::{Op, Size};
+use crate::catalog::Op;
 use crate::maven::Libs;
 use crate::server::RunSample;
 use crate::IoBenchError;
-use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-/// Columns every `results.csv` has: the [`RunRecord`] fields in order, less those added later
-/// (`attributed_j`), which files written before them lack.
-pub const RESULTS_CSV_COLUMNS: &[&str] = &[
-    "method",
-    "op",
-    "size",
-    "buffer",
-    "run",
-    "energy_j",
-    "time_s",
-    "bytes",
-    "mechanism",
-    "estimated",
-    "model",
-    "energy_scope",
-    "system_energy_j",
-    "cpu_s",
-    "window_s",
-    "cache",
-    "cache_resident",
-    "libs",
-    "checked",
-];
+pub use wattio_results::{RunRecord, RESULTS_CSV_COLUMNS};
 
-/// One measured run (one fresh JVM).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunRecord {
-    pub method: String,
-    pub op: Op,
-    pub size: Size,
-    pub buffer: u32,
-    /// 1-based run number within the cell.
-    pub run: u32,
-    /// Energy of the measured window that the study ranks by (see `energy_scope`, `estimated`,
-    /// `model`): a system figure — measured whole machine, or with the model the estimated
-    /// energy of a host running only the JVM.
-    pub energy_j: f64,
-    /// Duration of the operation measured in the JVM.
-    pub time_s: f64,
-    /// Bytes read (or visited by the seek pattern) or written.
-    pub bytes: u64,
-    pub mechanism: String,
-    pub estimated: bool,
-    /// The model and its coefficients, for estimates ("" for measurements).
-    pub model: String,
-    /// `process` (the model with the JVM's CPU time as the busy time of a host running only the
-    /// JVM: a dedicated-host system estimate) or `system` (the meter's whole machine, measured).
-    pub energy_scope: String,
-    /// The meter's whole-machine figure over the same window.
-    pub system_energy_j: f64,
-    /// JVM CPU seconds in the window.
-    pub cpu_s: f64,
-    /// Wall seconds between BEGIN and END as seen by wattio.
-    pub window_s: f64,
-    pub cache: String,
-    /// Fraction of the input file in the page cache just before the run ("" for writes).
-    pub cache_resident: Option<f64>,
-    pub libs: Libs,
-    /// The output check passed (runs that fail it abort the study, so this is always true).
-    pub checked: bool,
-    /// The JVM's attributed share of `system_energy_j` (`attribution::share_j` by its CPU time;
-    /// label: the meter's provenance + `, attributed (cpu-time share)`). Empty in results
-    /// written before the column existed.
-    #[serde(alias = "process_j", default)]
-    pub attributed_j: Option<f64>,
-}
-
-impl RunRecord {
-    pub fn from_sample(s: &RunSample, run: u32, libs: Libs) -> RunRecord {
-        RunRecord {
-            method: s.method.clone(),
-            op: s.op,
-            size: s.size,
-            buffer: s.buffer,
-            run,
-            energy_j: s.energy.energy_j,
-            time_s: s.time_s,
-            bytes: s.bytes,
-            mechanism: s.energy.provenance.mechanism.to_string(),
-            estimated: s.energy.provenance.estimated,
-            model: s.energy.provenance.model.clone().unwrap_or_default(),
-            energy_scope: s.energy.scope.clone(),
-            system_energy_j: s.energy.system_energy_j,
-            cpu_s: s.energy.cpu_s,
-            window_s: s.energy.window_s,
-            cache: match (s.op, s.cache) {
-                (Op::Write | Op::Writesync, _) | (_, None) => "n/a".into(),
-                (_, Some(CacheMode::Cold)) => "cold".into(),
-                (_, Some(CacheMode::Warm)) => "warm".into(),
-            },
-            cache_resident: s.resident,
-            libs,
-            checked: s.ok,
-            attributed_j: s.energy.attributed_j,
-        }
-    }
-
-    /// The provenance label of this row's energy.
-    pub fn provenance(&self) -> String {
-        wattio_energy::provenance_label(&self.mechanism, self.estimated, Some(&self.model))
+/// The row of one run: the sample the energy server took, its run number and the library set.
+pub fn record_of_sample(s: &RunSample, run: u32, libs: Libs) -> RunRecord {
+    RunRecord {
+        method: s.method.clone(),
+        op: s.op,
+        size: s.size,
+        buffer: s.buffer,
+        run,
+        energy_j: s.energy.energy_j,
+        time_s: s.time_s,
+        bytes: s.bytes,
+        mechanism: s.energy.provenance.mechanism.to_string(),
+        estimated: s.energy.provenance.estimated,
+        model: s.energy.provenance.model.clone().unwrap_or_default(),
+        energy_scope: s.energy.scope.clone(),
+        system_energy_j: s.energy.system_energy_j,
+        cpu_s: s.energy.cpu_s,
+        window_s: s.energy.window_s,
+        cache: match (s.op, s.cache) {
+            (Op::Write | Op::Writesync, _) | (_, None) => "n/a".into(),
+            (_, Some(CacheMode::Cold)) => "cold".into(),
+            (_, Some(CacheMode::Warm)) => "warm".into(),
+        },
+        cache_resident: s.resident,
+        libs,
+        checked: s.ok,
+        attributed_j: s.energy.attributed_j,
     }
 }
 
@@ -145,6 +73,7 @@ pub fn read_results_csv(path: &Path) -> Result<Vec<RunRecord>, IoBenchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::Size;
 
     fn record(attributed_j: Option<f64>) -> RunRecord {
         RunRecord {

@@ -381,7 +381,7 @@ impl Collector {
     fn keep(&mut self, cell: Cell, s: &RunSample, seconds: f64) -> Result<(), IoBenchError> {
         let n = self.counts.entry(cell.clone()).or_insert(0);
         *n += 1;
-        let record = RunRecord::from_sample(s, *n, self.libs);
+        let record = crate::results::record_of_sample(s, *n, self.libs);
         self.log.append(&record)?;
         self.records.push(record);
         self.eta.record(cell, seconds);

@@ -10,9 +10,9 @@
 //!   C-state residency where the machine exposes it.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use wattio_energy::attribution;
 use wattio_energy::ModelParams;
+use wattio_results::{Align, Table};
 use wattio_stats::{
     hodges_lehmann_ci, holm, median, outlier_mask, rank_sum, Alternative, TestMethod,
     PAPER_IQR_FACTOR,
@@ -308,59 +308,78 @@ pub fn fmt_p(p: f64) -> String {
 
 /// Markdown table shaped like the paper's Appendix A.
 pub fn time_table_markdown(tests: &[TimeTest]) -> String {
-    let mut s = String::from(
-        "| workload | mechanism | freq (Hz) | n (off/on) | median off (s) | median on (s) | pvalue | adj.pvalue | p two-sided | shift (s) | shift % | 95% CI (s) | rows/s | recorder CPU (s) |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n",
-    );
-    for t in tests {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {}/{} | {:.4} | {:.4} | {} | {} | {} | {:+.4} | {:+.2} | [{:+.4}, {:+.4}] | {:.1} | {:.3} |",
-            t.workload,
-            t.mechanism,
-            t.freq_hz,
-            t.n_base,
-            t.n,
-            t.median_base_s,
-            t.median_s,
-            fmt_p(t.p_value),
-            fmt_p(t.p_adj),
-            fmt_p(t.p_two_sided),
-            t.shift_s,
-            t.shift_pct,
-            t.ci_low_s,
-            t.ci_high_s,
-            t.sample_rate,
-            t.recorder_cpu_s
-        );
+    use Align::{Plain as P, Right as R};
+    let mut t = Table::new(&[
+        ("workload", P),
+        ("mechanism", P),
+        ("freq (Hz)", R),
+        ("n (off/on)", R),
+        ("median off (s)", R),
+        ("median on (s)", R),
+        ("pvalue", R),
+        ("adj.pvalue", R),
+        ("p two-sided", R),
+        ("shift (s)", R),
+        ("shift %", R),
+        ("95% CI (s)", P),
+        ("rows/s", R),
+        ("recorder CPU (s)", R),
+    ]);
+    for x in tests {
+        t.push(vec![
+            x.workload.clone(),
+            x.mechanism.clone(),
+            x.freq_hz.to_string(),
+            format!("{}/{}", x.n_base, x.n),
+            format!("{:.4}", x.median_base_s),
+            format!("{:.4}", x.median_s),
+            fmt_p(x.p_value),
+            fmt_p(x.p_adj),
+            fmt_p(x.p_two_sided),
+            format!("{:+.4}", x.shift_s),
+            format!("{:+.2}", x.shift_pct),
+            format!("[{:+.4}, {:+.4}]", x.ci_low_s, x.ci_high_s),
+            format!("{:.1}", x.sample_rate),
+            format!("{:.3}", x.recorder_cpu_s),
+        ]);
     }
-    s
+    t.markdown()
 }
 
 /// Markdown table shaped like the paper's Appendix B (idle impact).
 pub fn idle_table_markdown(tests: &[IdleTest]) -> String {
-    let mut s = String::from(
-        "| mechanism | freq (Hz) | n (off/on) | est. power off (W) | est. power on (W) | pvalue | adj.pvalue | shift (W, estimated) | recorder CPU (s/s) | recorder share of est. power (W) | rows/s | C-state residency (off → on) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
-    );
-    for t in tests {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {}/{} | {:.3} | {:.3} | {} | {} | {:+.3} | {:.5} | {:.4} | {:.1} | {} |",
-            t.mechanism,
-            t.freq_hz,
-            t.n_base,
-            t.n,
-            t.median_power_base_w,
-            t.median_power_w,
-            fmt_p(t.p_value),
-            fmt_p(t.p_adj),
-            t.shift_w,
-            t.recorder_cpu_per_s,
-            t.recorder_power_w,
-            t.sample_rate,
-            t.cstates_cell()
-        );
+    use Align::{Plain as P, Right as R};
+    let mut t = Table::new(&[
+        ("mechanism", P),
+        ("freq (Hz)", R),
+        ("n (off/on)", R),
+        ("est. power off (W)", R),
+        ("est. power on (W)", R),
+        ("pvalue", R),
+        ("adj.pvalue", R),
+        ("shift (W, estimated)", R),
+        ("recorder CPU (s/s)", R),
+        ("recorder share of est. power (W)", R),
+        ("rows/s", R),
+        ("C-state residency (off → on)", P),
+    ]);
+    for x in tests {
+        t.push(vec![
+            x.mechanism.clone(),
+            x.freq_hz.to_string(),
+            format!("{}/{}", x.n_base, x.n),
+            format!("{:.3}", x.median_power_base_w),
+            format!("{:.3}", x.median_power_w),
+            fmt_p(x.p_value),
+            fmt_p(x.p_adj),
+            format!("{:+.3}", x.shift_w),
+            format!("{:.5}", x.recorder_cpu_per_s),
+            format!("{:.4}", x.recorder_power_w),
+            format!("{:.1}", x.sample_rate),
+            x.cstates_cell(),
+        ]);
     }
-    s
+    t.markdown()
 }
 
 /// CSV of the time tests (machine-readable Appendix A).
@@ -457,15 +476,13 @@ pub fn idle_tests_csv(tests: &[IdleTest], model: &ModelParams) -> String {
     )
 }
 
-/// A header and rows as CSV text, quoted by the `csv` crate where a field needs it.
+/// A header and rows as CSV text, through the one table writer.
 fn csv_text(header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    // Writing to memory cannot fail.
-    w.write_record(header).expect("CSV to memory");
+    let mut t = Table::plain(header);
     for r in rows {
-        w.write_record(&r).expect("CSV to memory");
+        t.push(r);
     }
-    String::from_utf8(w.into_inner().expect("CSV to memory")).expect("CSV of UTF-8 fields")
+    t.csv()
 }
 
 #[cfg(test)]

@@ -12,7 +12,8 @@
 //!   `wattio_energy::attribution::cputime`), the model-estimated power from those, and
 //!   C-state residency where `/sys/devices/system/cpu/cpu*/cpuidle` exists.
 //!
-//! The runner writes its rows as it goes through `wattio-runner` (result logs, resume, process
+//! The rows are `wattio-results`' ([`LoadRun`], [`IdleRun`]), the schemas the report reads
+//! through. The runner writes them as it goes through `wattio-runner` (result logs, resume, process
 //! groups: what every study shares). The analysis (outliers, Wilcoxon, Holm, Hodges–Lehmann)
 //! turns them into the appendix-shaped tables ([`analyze_load`], [`analyze_idle`] and the
 //! table writers); `wattio report` reads the same rows and draws them as this crate's sections
@@ -24,7 +25,6 @@ mod executor;
 mod plan;
 mod record;
 mod report;
-mod rows;
 mod runner;
 mod summary;
 
@@ -39,12 +39,13 @@ pub use executor::{
 pub use plan::{default_workloads, OverheadPlan, RunOrder, ScheduledRun, Visit, Workload};
 pub use record::{RecordCommand, RecorderStats};
 pub use report::{IdleRuns, LoadRuns};
-pub use rows::{
+// The rows live with the other result schemas, which the report reads through.
+pub use runner::{OverheadRunner, OverheadRuns, WarmUp};
+pub use summary::{write_summary, StudyCommand};
+pub use wattio_results::{
     idle_runs_from_csv, load_runs_from_csv, IdleRun, LoadRun, IDLE_COLUMNS, IDLE_OPTIONAL_COLUMNS,
     LOAD_COLUMNS, OFF,
 };
-pub use runner::{OverheadRunner, OverheadRuns, WarmUp};
-pub use summary::{write_summary, StudyCommand};
 
 /// Errors of the overhead study, each naming the fix.
 #[derive(Debug, thiserror::Error)]

@@ -3,8 +3,8 @@
 
 use crate::executor::{Measured, OverheadExecutor, RunBody, RunSpec};
 use crate::plan::{OverheadPlan, ScheduledRun};
-use crate::rows::{IdleRun, LoadRun, OFF};
 use crate::OverheadError;
+use crate::{IdleRun, LoadRun, OFF};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

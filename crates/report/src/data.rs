@@ -3,16 +3,17 @@
 //! Files are recognised by their CSV header or JSON fields, never by name, so a renamed
 //! file still loads and an unknown file is skipped with a note instead of an error.
 
+use crate::sections::CacheSweep;
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use wattio_iobench::{IoBenchRuns, RunRecord};
+use wattio_iobench::IoBenchRuns;
 use wattio_meter::measure::bench::Report as MeasureReport;
 use wattio_meter::measure::{RunStatus, SingleRun};
 use wattio_meter::{EnergyReport, MeasuredCommand, RecordRow, Recording, RunFigures};
 use wattio_overhead::{IdleRuns, LoadRuns};
 use wattio_plot::ReportSection;
-use wattio_sim::{CacheSweep, RunResult, SweepRow};
+use wattio_results::{RunRecord, RunResult, SweepRow};
 use wattio_transfer::TransferSummary;
 
 /// A loaded result file, as its producer's type, which draws its own section of the page.
@@ -272,13 +273,13 @@ fn csv_kind(cols: &[&str]) -> Option<CsvKind> {
     let record: Vec<&str> = wattio_meter::RECORD_CSV_HEADER.split(',').collect();
     if has(&record) {
         Some(CsvKind::Record)
-    } else if has(wattio_overhead::LOAD_COLUMNS) {
+    } else if has(wattio_results::LOAD_COLUMNS) {
         Some(CsvKind::OverheadLoad)
-    } else if has(wattio_overhead::IDLE_COLUMNS) {
+    } else if has(wattio_results::IDLE_COLUMNS) {
         Some(CsvKind::OverheadIdle)
-    } else if has(wattio_iobench::RESULTS_CSV_COLUMNS) {
+    } else if has(wattio_results::RESULTS_CSV_COLUMNS) {
         Some(CsvKind::IoBench)
-    } else if has(wattio_sim::SWEEP_COLUMNS) {
+    } else if has(wattio_results::SWEEP_COLUMNS) {
         Some(CsvKind::Cache)
     } else {
         None
@@ -417,7 +418,7 @@ fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
         return Ok(vec![Dataset::Transfer(Box::new(summary))]);
     }
     if has(&v, &["study", "plan", "total_runs", "complete"]) {
-        let m: wattio_runner::StudyManifest = typed(v, "study manifest", "the study")?;
+        let m: wattio_results::StudyManifest = typed(v, "study manifest", "the study")?;
         return Err(format!(
             "the manifest of a `{}` study (its plan, read by --resume), not a result: its runs are in the CSV files beside it",
             m.study
@@ -475,7 +476,7 @@ fn typed_rows<T: serde::de::DeserializeOwned>(
         .enumerate()
         .map(|(i, r)| {
             // Line numbers count the header as line 1.
-            wattio_runner::row_from_record(header, r, i + 2)
+            wattio_results::row_from_record(header, r, i + 2)
                 .map(|row| (i + 2, row))
                 .map_err(|e| row_error(what, producer, e))
         })
@@ -512,9 +513,9 @@ fn parse_csv(text: &str) -> Result<Vec<Dataset>, String> {
             }
             record_dataset(rows)
         }
-        CsvKind::OverheadLoad => wattio_overhead::load_runs_from_csv(&headers, &rows)
+        CsvKind::OverheadLoad => wattio_results::load_runs_from_csv(&headers, &rows)
             .map(|runs| vec![Dataset::OverheadLoad(LoadRuns { runs })]),
-        CsvKind::OverheadIdle => wattio_overhead::idle_runs_from_csv(&headers, &rows)
+        CsvKind::OverheadIdle => wattio_results::idle_runs_from_csv(&headers, &rows)
             .map(|runs| vec![Dataset::OverheadIdle(IdleRuns { runs })]),
         CsvKind::IoBench => {
             let rows = typed_rows(&header, &rows, "iobench results", "wattio iobench")?;

@@ -5,8 +5,7 @@ use std::path::{Path, PathBuf};
 use wattio_iobench::{IoBenchRuns, RunRecord};
 use wattio_meter::{MeasuredCommand, Recording};
 use wattio_overhead::{analyze_load, LoadRuns};
-use wattio_report::{load_result_file, scan_results, Dataset};
-use wattio_sim::CacheSweep;
+use wattio_report::{load_result_file, scan_results, CacheSweep, Dataset};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")

@@ -20,9 +20,12 @@ mod log;
 mod process;
 mod study;
 
-pub use log::{read_rows, row_from_record, CsvLog, LogError};
+pub use log::{CsvLog, LogError};
+// The one reader of CSV rows and the manifest's shape live with the other result schemas, which
+// the report reads through.
 pub use process::GroupChild;
 pub use study::{
     check_study_dir, mark_complete, open_study_dir, read_manifest, write_manifest, StudyEnd,
     StudyError, StudyManifest, MANIFEST_FILE,
 };
+pub use wattio_results::{read_rows, row_from_record};

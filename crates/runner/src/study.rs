@@ -1,27 +1,10 @@
 //! A study's directory: its plan on disk (`study.json`), what a fresh start and a resume may
 //! do with it, and how a study ended.
 
-use serde::{Deserialize, Serialize};
 use std::io;
 use std::path::Path;
 
-/// The file, in a study's output directory, that records its plan.
-pub const MANIFEST_FILE: &str = "study.json";
-
-/// What `study.json` holds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StudyManifest {
-    /// Which study: `wattio overhead`, `wattio iobench`.
-    pub study: String,
-    /// The command line that started it, shown when a resume is refused.
-    pub command: String,
-    /// Everything that decides which runs are made; a resume must bring the same.
-    pub plan: serde_json::Value,
-    /// Runs in the plan.
-    pub total_runs: usize,
-    /// Whether every run was done.
-    pub complete: bool,
-}
+pub use wattio_results::{StudyManifest, MANIFEST_FILE};
 
 /// Why a study cannot start or resume in a directory. Each message names the fix.
 #[derive(Debug, thiserror::Error)]

@@ -28,6 +28,7 @@ use wattio_power::{
     ModeEntered, ModeId, NetController, NetPolicy, PowerManager, Profile, Transfer, VirtualClock,
 };
 use wattio_progress::Sink;
+use wattio_results::RunResult;
 
 /// How the cache chooses where to read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,45 +50,6 @@ pub struct Strategy {
     pub disk: DiskPolicy,
     /// Network policy.
     pub net: NetPolicy,
-}
-
-/// Result of one replay: the rows `wattio cache replay --json` writes.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct RunResult {
-    /// Strategy name.
-    pub strategy: String,
-    /// Knob (only meaningful for STPM strategies).
-    pub knob: u8,
-    /// `off`, `paper`, `predictive`, or `-` for static strategies.
-    pub ghost_hints: String,
-    /// Mean interactive response time of reads, seconds.
-    pub mean_response_s: f64,
-    /// Total energy, joules (simulated from the profile: an estimate).
-    pub energy_j: f64,
-    /// Run time, seconds.
-    pub duration_s: f64,
-    /// Energy of the storage device, joules.
-    pub disk_energy_j: f64,
-    /// Energy of the network device, joules.
-    pub net_energy_j: f64,
-    /// Reads replayed.
-    pub reads: usize,
-    /// Reads served from the disk cache / network / memory.
-    pub from_disk: usize,
-    /// Reads served from the network.
-    pub from_network: usize,
-    /// Reads served from memory (browser memory cache or write queue).
-    pub from_memory: usize,
-    /// Storage transitions to its high mode.
-    pub disk_spinups: u64,
-    /// Network transitions to its high mode.
-    pub net_ups: u64,
-    /// Ghost hints issued.
-    pub ghost_hints_issued: u64,
-    /// Ghost hints that triggered a transition.
-    pub ghost_transitions: u64,
-    /// How the energy was obtained.
-    pub energy_kind: String,
 }
 
 /// One I/O on the simulated disk.

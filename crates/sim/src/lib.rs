@@ -15,20 +15,20 @@
 //! Every energy figure is *simulated* from a device profile: an estimate, labelled as such.
 
 mod engine;
-mod report;
 mod rng;
 mod trace;
 
 pub use engine::{
     cached_objects, lower_bound, replay, replay_oracle, CachePolicy, DiskIo, DiskLog, ModeChange,
-    ReadRecord, Replay, RunResult, Served, Sim, SimulatedDisk, Strategy,
+    ReadRecord, Replay, Served, Sim, SimulatedDisk, Strategy,
 };
-pub use report::CacheSweep;
 pub use trace::{
     email_trace, encode_ucb, load_trace_file, trace_csv, web_trace, Trace, TraceError, TraceOp,
     TraceRequest, UcbSelect,
 };
 pub use wattio_power::NetPolicy;
+// The rows it writes live with the other result schemas, which the report reads through.
+pub use wattio_results::{sweep_csv, RunResult, SweepRow, SWEEP_COLUMNS};
 
 use std::time::{Duration, Instant};
 use wattio_power::{DiskPolicy, GhostPolicy, Profile};
@@ -148,32 +148,6 @@ pub fn replay_all(
         r.knob = knob;
     }
     out
-}
-
-/// One row of a sweep (means over seeds): the rows of `sweep.csv`, which `wattio report` reads
-/// back.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct SweepRow {
-    /// Workload name.
-    pub workload: String,
-    /// Strategy name.
-    pub strategy: String,
-    /// Knob.
-    pub knob: u8,
-    /// Ghost-hint variant.
-    pub ghost_hints: String,
-    /// Mean over seeds of the mean response time, seconds.
-    pub mean_response_s: f64,
-    /// Mean over seeds of the total energy, joules (simulated estimate).
-    pub energy_j: f64,
-    /// Number of seeds.
-    pub seeds: usize,
-    /// Mean disk spin-ups.
-    pub disk_spinups: f64,
-    /// Mean ghost hints issued.
-    pub ghost_hints_issued: f64,
-    /// Provenance of the energy figure.
-    pub energy_kind: String,
 }
 
 /// Run every knob of [`SWEEP_KNOBS`] with and without ghost hints (both policies), plus the
@@ -355,79 +329,4 @@ pub fn sweep_charts(rows: &[SweepRow], workload: &str, profile: &str) -> (String
         &opts(false),
     );
     (rt, en)
-}
-
-/// The columns of `sweep.csv`: the [`SweepRow`] fields in order.
-pub const SWEEP_COLUMNS: &[&str] = &[
-    "workload",
-    "strategy",
-    "knob",
-    "ghost_hints",
-    "mean_response_s",
-    "energy_j",
-    "seeds",
-    "disk_spinups",
-    "ghost_hints_issued",
-    "energy_kind",
-];
-
-impl SweepRow {
-    /// One replay of `workload` as a sweep row: the mean over its one seed.
-    pub fn of_replay(workload: &str, r: &RunResult) -> SweepRow {
-        SweepRow {
-            workload: workload.to_string(),
-            strategy: r.strategy.clone(),
-            knob: r.knob,
-            ghost_hints: r.ghost_hints.clone(),
-            mean_response_s: r.mean_response_s,
-            energy_j: r.energy_j,
-            seeds: 1,
-            disk_spinups: r.disk_spinups as f64,
-            ghost_hints_issued: r.ghost_hints_issued as f64,
-            energy_kind: r.energy_kind.clone(),
-        }
-    }
-}
-
-/// CSV of sweep rows ([`SWEEP_COLUMNS`], then one line per row; numbers at full precision).
-pub fn sweep_csv(rows: &[SweepRow]) -> String {
-    let mut w = csv::WriterBuilder::new()
-        .has_headers(false)
-        .from_writer(Vec::new());
-    let written = w
-        .write_record(SWEEP_COLUMNS)
-        .and_then(|_| rows.iter().try_for_each(|r| w.serialize(r)));
-    // Writing into memory fails only if a row cannot be serialized, which a SweepRow always can.
-    written.expect("sweep rows serialize");
-    let bytes = w.into_inner().expect("flush into memory");
-    String::from_utf8(bytes).expect("CSV of UTF-8 fields")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sweep_csv_has_the_row_fields_as_columns_and_reads_back() {
-        let row = SweepRow {
-            workload: "email".into(),
-            strategy: "adaptive+ghost-paper".into(),
-            knob: 95,
-            ghost_hints: "paper".into(),
-            mean_response_s: 0.012_345_678,
-            energy_j: 812.5,
-            seeds: 3,
-            disk_spinups: 4.0 / 3.0,
-            ghost_hints_issued: 2.5,
-            energy_kind: "simulated (estimated from device profile a, b)".into(),
-        };
-        let text = sweep_csv(std::slice::from_ref(&row));
-        assert_eq!(text.lines().next().unwrap(), SWEEP_COLUMNS.join(","));
-        let back: Vec<SweepRow> = csv::Reader::from_reader(text.as_bytes())
-            .deserialize()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        assert_eq!(back, vec![row]);
-        assert_eq!(sweep_csv(&[]), format!("{}\n", SWEEP_COLUMNS.join(",")));
-    }
 }

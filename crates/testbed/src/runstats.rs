@@ -18,7 +18,6 @@
 //! every thread and every descendant it waited for, nothing of other children of ours.
 
 use crate::TestbedError;
-use serde::{Deserialize, Serialize};
 use std::process::Command;
 use std::time::Instant;
 use wattio_energy::attribution::{self, cputime};
@@ -29,42 +28,8 @@ use wattio_meter::Meter;
 /// What `energy_j` is, for readers of the JSON.
 pub use wattio_energy::HOST_ESTIMATE_SCOPE;
 
-/// What one run cost.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunStats {
-    /// Wall-clock seconds from spawn to exit.
-    pub wall_s: f64,
-    /// User CPU seconds of the command and its waited-for descendants (`wait4` rusage).
-    pub user_s: f64,
-    /// System CPU seconds of the command and its waited-for descendants (`wait4` rusage).
-    pub sys_s: f64,
-    /// Exit code (128 + signal number when killed by a signal).
-    pub exit_code: i32,
-    /// vCPUs the dedicated-host estimate charges idle power for, and the `n` of the attributed
-    /// share: the machine's online CPUs (`attribution::machine_cpus`).
-    pub n_cpus: usize,
-    /// Estimated energy in joules of a host running only this command (the dedicated client
-    /// host): `min·n_cpus·wall + (max−min)·(user_s + sys_s)`. Not the command's share of this
-    /// machine's energy: that is `attributed_j`.
-    pub energy_j: f64,
-    /// Always true: `energy_j` is a model estimate, no counter measured it.
-    pub estimated: bool,
-    /// The model and its coefficients (of `energy_j`).
-    pub model: String,
-    /// What `energy_j` is ([`HOST_ESTIMATE_SCOPE`]).
-    #[serde(default)]
-    pub energy_scope: String,
-    /// The meter's whole-machine energy over the run (spawn to exit), when a meter was given.
-    #[serde(default)]
-    pub system_energy_j: Option<f64>,
-    /// The command's CPU-time share of `system_energy_j`:
-    /// `attribution::share_j(system_energy_j, n_cpus, wall_s, user_s + sys_s)`.
-    #[serde(default)]
-    pub attributed_j: Option<f64>,
-    /// Label of `attributed_j`, e.g. `measured (perf), attributed (cpu-time share)`.
-    #[serde(default)]
-    pub attributed_label: Option<String>,
-}
+// What it returns lives with the other result schemas, which the report reads through.
+pub use wattio_results::RunStats;
 
 /// Runs `cmd` to completion and returns its statistics. The dedicated-host estimate uses
 /// `params`; with a `meter`, the command's attributed share of the machine's energy over the run

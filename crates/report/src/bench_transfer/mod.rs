@@ -4,7 +4,7 @@
 //! The script leaves, per run `ID` (`DATASET.TOOL.rREP`), under `RUN_DIR/runs/`:
 //! `ID.meta.json` ([`BenchRunMeta`], what the script knows: tool, dataset, exit code, bytes
 //! that arrived, the link, nginx's CPU time), `ID.stats.json` (`wattio testbed exec --stats`:
-//! [`wattio_testbed::RunStats`], the tool's wall and CPU time and the client's
+//! [`wattio_results::RunStats`], the tool's wall and CPU time and the client's
 //! *estimated* energy), `ID.measure.json` (`wattio measure --json`:
 //! [`wattio_meter::measure::RunReport`], the whole host's energy) and, for wattio's rows, `ID.stdout`
 //! (the `wattio transfer --json` summary).

@@ -109,7 +109,7 @@ pub fn read_runs(run_dir: &Path) -> Result<Vec<BenchRow>, BenchTransferError> {
             continue;
         }
         let m: BenchRunMeta = read_json(&meta_path)?;
-        let s: wattio_testbed::RunStats = read_json(&stats_path)?;
+        let s: wattio_results::RunStats = read_json(&stats_path)?;
         let measure: Option<wattio_meter::measure::RunReport> =
             read_json(Path::new(&format!("{base}.measure.json"))).ok();
         let reported: Option<ReportedThroughput> = if m.tool.starts_with("wattio-") {
@@ -127,7 +127,7 @@ pub fn read_runs(run_dir: &Path) -> Result<Vec<BenchRow>, BenchTransferError> {
 
 fn row(
     m: BenchRunMeta,
-    s: wattio_testbed::RunStats,
+    s: wattio_results::RunStats,
     measure: Option<wattio_meter::measure::RunReport>,
     reported: Option<ReportedThroughput>,
 ) -> BenchRow {

@@ -1,8 +1,9 @@
 //! The overhead study's result rows: one [`LoadRun`] per timed workload run (`runs.csv`), one
-//! [`IdleRun`] per idle run (`idle.csv`). The runner writes them, `wattio report` reads them.
+//! [`IdleRun`] per idle run (`idle.csv`). `wattio-overhead`'s runner writes them, `wattio report`
+//! reads them.
 
+use crate::row_from_record;
 use serde::{Deserialize, Serialize};
-use wattio_runner::row_from_record;
 
 /// Columns of the load-run CSV (`runs.csv`), the [`LoadRun`] fields in order.
 pub const LOAD_COLUMNS: &[&str] = &[

@@ -1,10 +1,11 @@
-//! Cache sweep and replay results as a section of a `wattio report` page.
+//! Cache sweep and replay results as a section of a `wattio report` page: the rows the simulator
+//! writes (`wattio-results`' [`SweepRow`]), drawn by the report.
 
-use crate::SweepRow;
 use std::collections::BTreeMap;
 use wattio_plot::{
     energy_axis, line_chart, Chart, HtmlSection, LineOpts, Reference, ReportSection, Series, XScale,
 };
+use wattio_results::SweepRow;
 
 /// `wattio cache sweep` rows (`sweep.csv`), or `cache replay --json` replays as rows of one
 /// seed: per workload, energy and mean response time against the knob.

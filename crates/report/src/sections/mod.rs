@@ -1,0 +1,7 @@
+//! The report's own sections: result rows of `wattio-results` drawn as parts of a page, for the
+//! producers whose section the report draws itself (the others still draw theirs through
+//! `wattio-plot`'s `ReportSection`).
+
+mod cache;
+
+pub use cache::CacheSweep;

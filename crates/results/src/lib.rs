@@ -1,0 +1,46 @@
+//! # wattio-results
+//!
+//! The rows and summaries wattio's producers write to result files, and how they are read back:
+//! one small crate that the producers write through and `wattio report` reads through, so the
+//! report depends on the schemas and not on the producers. Only serde, serde_json and csv: no
+//! measurement, no I/O beyond the bytes given.
+//!
+//! * [`row_from_record`], [`read_rows`] — the one way a CSV row is read back as its type (errors
+//!   name the line and the column).
+//! * [`StudyManifest`] — a long study's `study.json` (`wattio overhead`, `wattio iobench`).
+//! * [`SweepRow`], [`RunResult`] — `wattio cache sweep` rows (`sweep.csv`, [`sweep_csv`]) and
+//!   `cache replay --json` results.
+//! * [`LoadRun`], [`IdleRun`] — the overhead study's rows (`runs.csv`, `idle.csv`).
+//! * [`RunStats`] — `wattio testbed exec --stats`: what one run cost.
+//! * [`RunRecord`] — `wattio iobench` runs (`results.csv`, `results.json`), with the study's
+//!   vocabulary in [`iobench`] (use cases, sizes, library sets).
+//! * [`provenance_label`], [`join_provenance_labels`] — the one wording of where an energy
+//!   figure comes from (`measured (perf)`, `estimated (model: …)`), which rows that store their
+//!   provenance as text label themselves with.
+//!
+//! * [`Table`] — the one table writer, Markdown and CSV, with one escaping rule each.
+//!
+//! The producers re-export these at their old paths (`wattio_sim::SweepRow`,
+//! `wattio_runner::row_from_record`, …). The bytes each type writes are pinned by
+//! `tests/schema_bytes.rs` against files the build before this crate wrote.
+
+mod cache;
+mod csv_rows;
+pub mod iobench;
+mod overhead;
+mod provenance;
+mod runstats;
+mod study;
+mod table;
+
+pub use cache::{sweep_csv, RunResult, SweepRow, SWEEP_COLUMNS};
+pub use csv_rows::{read_rows, row_from_record};
+pub use iobench::{RunRecord, RESULTS_CSV_COLUMNS};
+pub use overhead::{
+    idle_runs_from_csv, load_runs_from_csv, IdleRun, LoadRun, IDLE_COLUMNS, IDLE_OPTIONAL_COLUMNS,
+    LOAD_COLUMNS, OFF,
+};
+pub use provenance::{join_provenance_labels, provenance_label};
+pub use runstats::RunStats;
+pub use study::{StudyManifest, MANIFEST_FILE};
+pub use table::{markdown_cell, Align, Table};
