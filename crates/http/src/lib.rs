@@ -32,6 +32,7 @@ mod listing;
 mod mime;
 mod pages;
 mod protocol;
+mod reply;
 mod server;
 pub mod tls;
 mod waiting;

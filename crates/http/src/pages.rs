@@ -5,7 +5,7 @@ use crate::config::Shared;
 use crate::confine::{confine, resolve, Confine};
 use crate::index;
 use crate::protocol::{percent_encode_path, Method, Request};
-use crate::server::{connection, now_date, send, write_outside, write_simple};
+use crate::reply::{connection, now_date, send, write_outside, write_simple};
 use crate::tls::Conn;
 use std::fs::File;
 use std::io;

@@ -22,6 +22,7 @@ use crate::limits::{client_of, ensure_descriptors, ClientSlot, REFUSING_AT_ONCE}
 use crate::listing::ListingCache;
 use crate::pages;
 use crate::protocol::{self, Condition, Method, Parsed, RangeAnswer, Reject, Request, Validators};
+use crate::reply::{connection, now_date, send, stalled, write_outside, write_simple};
 use crate::tls::Conn;
 use crate::waiting::{Ticket, WaitingRoom};
 use std::collections::HashMap;
@@ -32,7 +33,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -240,26 +241,6 @@ async fn refuse(sock: TcpStream, shared: Arc<Shared>, _refusal: OwnedSemaphorePe
     .await;
 }
 
-/// The error of a write that made no progress within the idle timeout.
-fn stalled() -> io::Error {
-    io::Error::new(io::ErrorKind::TimedOut, "peer stopped reading")
-}
-
-/// Writes `bytes` whole, in pieces of at most 64 KiB each of which must go out within the
-/// idle timeout (nginx's `send_timeout`: a peer that stops reading is dropped, one that
-/// reads slowly is not), then flushes (rustls may hold the end of a record) on the same terms.
-pub(crate) async fn send(sock: &mut Conn, sh: &Shared, bytes: &[u8]) -> io::Result<()> {
-    let idle = sh.cfg.idle_timeout;
-    for piece in bytes.chunks(64 << 10) {
-        tokio::time::timeout(idle, sock.write_all(piece))
-            .await
-            .map_err(|_| stalled())??;
-    }
-    tokio::time::timeout(idle, sock.flush())
-        .await
-        .map_err(|_| stalled())?
-}
-
 /// Closes the sending side, giving up after the idle timeout.
 async fn close(sock: &mut Conn, sh: &Shared) {
     let _ = tokio::time::timeout(sh.cfg.idle_timeout, sock.shutdown()).await;
@@ -347,25 +328,6 @@ async fn serve_connection(sock: &mut Conn, sh: &Shared, ticket: &mut Ticket) -> 
     }
 }
 
-/// The 403 for a request path that `confine` puts outside the served directory.
-pub(crate) async fn write_outside(
-    sock: &mut Conn,
-    sh: &Shared,
-    keep_alive: bool,
-    head_only: bool,
-) -> io::Result<bool> {
-    write_simple(
-        sock,
-        sh,
-        403,
-        "Forbidden",
-        "the path leaves the served directory\n",
-        keep_alive,
-        head_only,
-    )
-    .await
-}
-
 /// The `Date`, `Last-Modified` and `ETag` header lines of a file's response.
 fn push_validators(out: &mut String, date: &str, v: &Validators) {
     out.push_str("Date: ");
@@ -375,59 +337,6 @@ fn push_validators(out: &mut String, date: &str, v: &Validators) {
     out.push_str("\r\nETag: ");
     out.push_str(&v.etag);
     out.push_str("\r\n");
-}
-
-/// The `Date` header's value now, and the Unix time it says. Formatted once a second per
-/// worker thread, not once per response.
-pub(crate) fn now_date() -> (u64, String) {
-    thread_local! {
-        static LAST: std::cell::RefCell<(u64, String)> = const { std::cell::RefCell::new((u64::MAX, String::new())) };
-    }
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    LAST.with(|last| {
-        let mut last = last.borrow_mut();
-        if last.0 != now {
-            *last = (now, protocol::http_date(now));
-        }
-        (now, last.1.clone())
-    })
-}
-
-pub(crate) fn connection(keep_alive: bool) -> &'static str {
-    if keep_alive {
-        "keep-alive"
-    } else {
-        "close"
-    }
-}
-
-/// Writes a small text response. Returns whether the connection stays open.
-pub(crate) async fn write_simple(
-    sock: &mut Conn,
-    sh: &Shared,
-    code: u16,
-    reason: &str,
-    body: &str,
-    keep_alive: bool,
-    head_only: bool,
-) -> io::Result<bool> {
-    let mut out = format!(
-        "HTTP/1.1 {code} {reason}\r\nServer: wattio\r\nDate: {}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: {}\r\n",
-        now_date().1,
-        body.len(),
-        connection(keep_alive)
-    );
-    if code == 405 {
-        out.push_str("Allow: GET, HEAD\r\n");
-    }
-    out.push_str("\r\n");
-    if !head_only {
-        out.push_str(body);
-    }
-    send(sock, sh, out.as_bytes()).await?;
-    Ok(keep_alive)
 }
 
 async fn respond(sock: &mut Conn, sh: &Shared, req: &Request) -> io::Result<bool> {

@@ -39,6 +39,7 @@ mod gpu_load;
 mod machine_view;
 pub mod measure;
 mod meter;
+mod platform_timing;
 mod report;
 mod rows;
 mod sampler;

@@ -14,36 +14,10 @@
 //!
 //! Otherwise the platform figure is given alone with the reason.
 
-use crate::meter::{DomainEnergy, EnergyReport};
+use crate::meter::{AlignedReport, DomainEnergy, EnergyReport};
+pub use crate::platform_timing::{PlatformTiming, WINDOW_PERIODS};
 use serde::{Deserialize, Serialize};
 use wattio_energy::{Domain, Mechanism};
-
-/// How many averaging periods (plus the meter's delay) a window must span for a rest.
-pub const WINDOW_PERIODS: f64 = 5.0;
-
-/// What a whole-machine meter's counter says of its timing, for the rules above.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PlatformTiming {
-    pub averaging_s: f64,
-    pub delay_s: f64,
-    pub resolution_w: f64,
-    /// A counter's step, in joules: each end of the window is that uncertain.
-    pub resolution_j: f64,
-    /// What its readings could not say about the window's ends, in joules (0 for a counter
-    /// read at both ends).
-    pub edge_uncertainty_j: f64,
-}
-
-impl PlatformTiming {
-    /// A counter read as it is (RAPL psys): no averaging, no delay.
-    pub const INSTANT: PlatformTiming = PlatformTiming {
-        averaging_s: 0.0,
-        delay_s: 0.0,
-        resolution_w: 0.0,
-        resolution_j: 0.0,
-        edge_uncertainty_j: 0.0,
-    };
-}
 
 /// One platform meter over the window, and the rest where it is sound.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -201,6 +175,18 @@ impl MachineView {
                 }
             })
             .collect()
+    }
+}
+
+impl AlignedReport {
+    /// The whole-machine view of the report, where it has a platform meter.
+    pub fn machine_view(&self) -> Option<MachineView> {
+        MachineView::of(&self.report, |d| {
+            self.timings
+                .iter()
+                .find(|(k, _)| *k == (d.domain, d.socket))
+                .map_or(crate::machine_view::PlatformTiming::INSTANT, |(_, t)| *t)
+        })
     }
 }
 

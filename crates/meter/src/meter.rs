@@ -514,7 +514,8 @@ impl Meter {
         // two minutes, one answering 2 s late over 1 s averages for a few seconds).
         let worth_waiting = |t: &wattio_energy::LateTiming| {
             let lag = t.averaging + t.delay;
-            crate::machine_view::WINDOW_PERIODS * t.averaging.as_secs_f64() + t.delay.as_secs_f64()
+            crate::platform_timing::WINDOW_PERIODS * t.averaging.as_secs_f64()
+                + t.delay.as_secs_f64()
                 <= window.as_secs_f64()
                 || lag <= Duration::from_secs(4)
         };
@@ -557,7 +558,7 @@ impl Meter {
                     lag_s * joules[i] / window.as_secs_f64().max(1e-9)
                 }
             };
-            let timing = crate::machine_view::PlatformTiming {
+            let timing = crate::platform_timing::PlatformTiming {
                 averaging_s: t.averaging.as_secs_f64(),
                 delay_s: t.delay.as_secs_f64(),
                 resolution_w: t.resolution_w,
@@ -604,19 +605,7 @@ fn window_joules(a: &Snapshot, b: &Snapshot) -> Vec<f64> {
 pub struct AlignedReport {
     pub report: EnergyReport,
     /// The timings of the late counters, by scope and number.
-    pub timings: Vec<((Domain, u32), crate::machine_view::PlatformTiming)>,
-}
-
-impl AlignedReport {
-    /// The whole-machine view of the report, where it has a platform meter.
-    pub fn machine_view(&self) -> Option<crate::machine_view::MachineView> {
-        crate::machine_view::MachineView::of(&self.report, |d| {
-            self.timings
-                .iter()
-                .find(|(k, _)| *k == (d.domain, d.socket))
-                .map_or(crate::machine_view::PlatformTiming::INSTANT, |(_, t)| *t)
-        })
-    }
+    pub timings: Vec<((Domain, u32), crate::platform_timing::PlatformTiming)>,
 }
 
 impl Drop for Meter {
