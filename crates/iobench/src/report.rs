@@ -11,6 +11,7 @@ use wattio_plot::{
     bar_chart, box_plot, energy_axis, line_chart, BoxGroup, Chart, HtmlSection, LineOpts,
     ReportSection, Series, XScale,
 };
+use wattio_results::{Align, Table};
 
 /// Table III/IV/V shape for `op`: one row per method, energy (median [IQR]) and time per size.
 pub(crate) fn paper_table(stats: &[CellStats], op: Op, provenance: &str) -> Option<String> {
@@ -41,34 +42,31 @@ pub(crate) fn paper_table(stats: &[CellStats], op: Op, provenance: &str) -> Opti
         "**{}** — energy J: median [q1–q3], time ms: median. Energy {provenance}.\n",
         op.title()
     );
-    let _ = write!(s, "| method |");
+    let mut columns = vec![("method".to_string(), Align::Plain)];
     for z in &sizes {
-        let _ = write!(s, " {z} energy (J) | {z} time (ms) |");
+        columns.push((format!("{z} energy (J)"), Align::Right));
+        columns.push((format!("{z} time (ms)"), Align::Right));
     }
-    let _ = write!(s, "\n|---|");
-    for _ in &sizes {
-        let _ = write!(s, "---:|---:|");
-    }
-    s.push('\n');
+    let mut table = Table::new(&columns);
     for m in methods {
-        let _ = write!(s, "| {m} |");
+        let mut row = vec![m.to_string()];
         for &z in &sizes {
             match at(m, z) {
                 Some(c) => {
-                    let _ = write!(
-                        s,
-                        " {} [{}–{}] | {} |",
+                    row.push(format!(
+                        "{} [{}–{}]",
                         sig(c.energy_median_j),
                         sig(c.energy_q1_j),
-                        sig(c.energy_q3_j),
-                        sig(c.time_median_s * 1e3)
-                    );
+                        sig(c.energy_q3_j)
+                    ));
+                    row.push(sig(c.time_median_s * 1e3));
                 }
-                None => s.push_str(" – | – |"),
+                None => row.extend(["–".to_string(), "–".to_string()]),
             }
         }
-        s.push('\n');
+        table.push(row);
     }
+    s.push_str(&table.markdown());
     Some(s)
 }
 
@@ -93,22 +91,28 @@ pub(crate) fn ranking_table(stats: &[CellStats], op: Op, provenance: &str) -> Op
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "**{} — MB per joule on {} ({} runs each)**, energy {provenance}.\n\n| rank | method | MB/J | median J | median ms |\n|---:|---|---:|---:|---:|",
+        "**{} — MB per joule on {} ({} runs each)**, energy {provenance}.\n",
         op.title(),
         first.size,
         first.n
     );
+    let mut table = Table::new(&[
+        ("rank", Align::Right),
+        ("method", Align::Plain),
+        ("MB/J", Align::Right),
+        ("median J", Align::Right),
+        ("median ms", Align::Right),
+    ]);
     for (i, c) in v.iter().enumerate() {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} |",
-            i + 1,
-            c.method,
+        table.push(vec![
+            (i + 1).to_string(),
+            c.method.to_string(),
             sig(c.mb_per_j),
             sig(c.energy_median_j),
-            sig(c.time_median_s * 1e3)
-        );
+            sig(c.time_median_s * 1e3),
+        ]);
     }
+    s.push_str(&table.markdown());
     Some(s)
 }
 
@@ -126,9 +130,17 @@ pub(crate) fn flush_table(stats: &[CellStats], provenance: &str) -> Option<Strin
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "**Writes on {}, unflushed (the paper's protocol) and flushed (fsync inside the window)**, energy {provenance}.\n\n| method | unflushed MB/J | rank | flushed MB/J | rank | flushed / unflushed energy |\n|---|---:|---:|---:|---:|---:|",
+        "**Writes on {}, unflushed (the paper's protocol) and flushed (fsync inside the window)**, energy {provenance}.\n",
         u0.size
     );
+    let mut table = Table::new(&[
+        ("method", Align::Plain),
+        ("unflushed MB/J", Align::Right),
+        ("rank", Align::Right),
+        ("flushed MB/J", Align::Right),
+        ("rank", Align::Right),
+        ("flushed / unflushed energy", Align::Right),
+    ]);
     let mut moved = 0;
     for (i, u) in unflushed.iter().enumerate() {
         let Some(j) = rank_in(&flushed, &u.method) else {
@@ -136,17 +148,16 @@ pub(crate) fn flush_table(stats: &[CellStats], provenance: &str) -> Option<Strin
         };
         let f = flushed[j];
         moved += usize::from(i != j);
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} |",
-            u.method,
+        table.push(vec![
+            u.method.to_string(),
             sig(u.mb_per_j),
-            i + 1,
+            (i + 1).to_string(),
             sig(f.mb_per_j),
-            j + 1,
-            sig(f.energy_median_j / u.energy_median_j)
-        );
+            (j + 1).to_string(),
+            sig(f.energy_median_j / u.energy_median_j),
+        ]);
     }
+    s.push_str(&table.markdown());
     let _ = writeln!(
         s,
         "\nRanking: best unflushed {}, best flushed {}; {moved} of {} methods change rank once the writeback is in the window.",
@@ -177,15 +188,13 @@ pub(crate) fn buffer_table(stats: &[CellStats], provenance: &str) -> Option<Stri
         .filter(|c| swept.contains(&(c.op, c.method.clone())))
         .map(|c| c.buffer)
         .collect();
-    let _ = write!(s, "| use case / method | size |");
-    for b in &buffers {
-        let _ = write!(s, " {} |", human_buffer(*b));
-    }
-    let _ = write!(s, " best |\n|---|---|");
-    for _ in &buffers {
-        s.push_str("---:|");
-    }
-    s.push_str("---|\n");
+    let mut columns = vec![
+        ("use case / method".to_string(), Align::Plain),
+        ("size".to_string(), Align::Plain),
+    ];
+    columns.extend(buffers.iter().map(|b| (human_buffer(*b), Align::Right)));
+    columns.push(("best".to_string(), Align::Plain));
+    let mut table = Table::new(&columns);
     for (op, m) in &swept {
         let sizes: BTreeSet<Size> = stats
             .iter()
@@ -198,18 +207,22 @@ pub(crate) fn buffer_table(stats: &[CellStats], provenance: &str) -> Option<Stri
                 .filter(|c| c.op == *op && &c.method == m && c.size == z)
                 .map(|c| (c.buffer, c.energy_median_j))
                 .collect();
-            let _ = write!(s, "| {op}/{m} | {z} |");
-            for b in &buffers {
-                let _ = write!(s, " {} |", row.get(b).map_or("–".into(), |e| sig(*e)));
-            }
+            let mut cells = vec![format!("{op}/{m}"), z.to_string()];
+            cells.extend(
+                buffers
+                    .iter()
+                    .map(|b| row.get(b).map_or("–".into(), |e| sig(*e))),
+            );
             let best = row
                 .iter()
                 .min_by(|a, b| a.1.total_cmp(b.1))
                 .map(|(b, _)| human_buffer(*b))
                 .unwrap_or_default();
-            let _ = writeln!(s, " {best} |");
+            cells.push(best);
+            table.push(cells);
         }
     }
+    s.push_str(&table.markdown());
     Some(s)
 }
 
@@ -493,5 +506,24 @@ mod tests {
             flush_table(&stats[..3], "estimated").is_none(),
             "no flushed runs, no table"
         );
+    }
+
+    /// The ranking as the study's Markdown has always laid it out: a bold title, a blank line,
+    /// the header, right-aligned figures.
+    #[test]
+    fn the_ranking_table_keeps_its_layout() {
+        let stats = vec![cell(Op::Read, "raf", 0.3), cell(Op::Read, "channel", 0.1)];
+        let t = ranking_table(&stats, Op::Read, "estimated").unwrap();
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(
+            lines[0].starts_with("**") && lines[0].ends_with("energy estimated."),
+            "{t}"
+        );
+        assert_eq!(lines[1], "");
+        assert_eq!(lines[2], "| rank | method | MB/J | median J | median ms |");
+        assert_eq!(lines[3], "|---:|---|---:|---:|---:|");
+        assert!(lines[4].starts_with("| 1 | channel | 150 | "), "{t}");
+        assert!(lines[5].starts_with("| 2 | raf | 50.0 | "), "{t}");
+        assert!(t.ends_with("|\n") && lines.len() == 6, "{t}");
     }
 }

@@ -13,6 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
+use wattio_results::{Align, Table};
 use wattio_stats::{hodges_lehmann_ci, median, rank_sum, Alternative};
 
 /// Why a gate cannot be evaluated.
@@ -168,13 +169,23 @@ impl GateVerdict {
         };
         let _ = writeln!(s, "### wattio energy gate: {verdict}\n");
         let _ = writeln!(s, "`{}`\n", command.replace('`', "'"));
-        let _ = writeln!(s, "| | baseline | now |\n|---|---:|---:|");
-        let _ = writeln!(
-            s,
-            "| median energy (J) | {:.3} | {:.3} |",
-            self.baseline_median_j, self.new_median_j
-        );
-        let _ = writeln!(s, "| runs | {} | {} |\n", self.baseline_runs, self.new_runs);
+        let mut table = Table::new(&[
+            ("", Align::Plain),
+            ("baseline", Align::Right),
+            ("now", Align::Right),
+        ]);
+        table.push(vec![
+            "median energy (J)".into(),
+            format!("{:.3}", self.baseline_median_j),
+            format!("{:.3}", self.new_median_j),
+        ]);
+        table.push(vec![
+            "runs".into(),
+            self.baseline_runs.to_string(),
+            self.new_runs.to_string(),
+        ]);
+        s.push_str(&table.markdown());
+        s.push('\n');
         let _ = writeln!(
             s,
             "Change: {} (one-sided Wilcoxon rank-sum test of an increase beyond the limit).\n",

@@ -6,6 +6,7 @@ use super::{RunReport, RunStatus};
 use crate::rows::csv_field;
 use std::fmt::Write as _;
 use wattio_energy::{format_co2e, Domain};
+use wattio_results::{Align, Table};
 
 /// The report of one run of one command (`wattio measure -- cmd`).
 pub fn single_run(command: &str, r: &RunReport) -> String {
@@ -545,7 +546,7 @@ fn sig(x: f64) -> String {
 
 /// A command as a Markdown code span inside a table cell.
 fn md_code(cmd: &str) -> String {
-    let cmd = cmd.replace('|', "\\|").replace('\n', " ");
+    // The table's own rule escapes `|` and line breaks (`wattio_results::markdown_cell`).
     if cmd.contains('`') {
         format!("`` {cmd} ``")
     } else {
@@ -566,8 +567,12 @@ pub const MARKDOWN_COLUMNS: &[&str] = &[
 
 /// A hyperfine-like Markdown table, mean ± σ over the kept runs, with the labels under it.
 pub fn markdown(rep: &Report) -> String {
-    let mut s = format!("| {} |\n", MARKDOWN_COLUMNS.join(" | "));
-    s += "|:---|---:|---:|---:|---:|---:|---:|\n";
+    let columns: Vec<(&str, Align)> = MARKDOWN_COLUMNS
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (*c, if i == 0 { Align::Left } else { Align::Right }))
+        .collect();
+    let mut table = Table::new(&columns);
     let pm = |x: &Stat| format!("{} ± {}", sig(x.mean), sig(x.stddev));
     for c in &rep.benchmark.results {
         let (t, e, ce) = match &c.summary {
@@ -584,12 +589,9 @@ pub fn markdown(rep: &Report) -> String {
         if c.failed + c.interrupted > 0 {
             runs += &format!(" (+{} left out)", c.failed + c.interrupted);
         }
-        let _ = writeln!(
-            s,
-            "| {} | {t} | {e} | {ce} | {rel} | {p} | {runs} |",
-            md_code(&c.command)
-        );
+        table.push(vec![md_code(&c.command), t, e, ce, rel, p, runs]);
     }
+    let mut s = table.markdown();
     let _ = writeln!(
         s,
         "\nEnergy: the machine's, {}. Command energy: {}. Mean ± σ over the kept runs; p: two-sided Wilcoxon rank-sum test of energy against the best command, Holm-adjusted.",
