@@ -54,11 +54,22 @@ impl Table {
     }
 
     /// GitHub-flavoured Markdown: `| a | b |`, the alignment line, one line per row, each line
-    /// ending in a newline; each cell escaped by [`markdown_cell`].
+    /// ending in a newline; each cell escaped by [`markdown_cell`], an empty cell one space
+    /// (`| |`).
     pub fn markdown(&self) -> String {
         let line = |cells: &mut dyn Iterator<Item = String>| {
-            let cells: Vec<String> = cells.collect();
-            format!("| {} |\n", cells.join(" | "))
+            let mut s = String::from("|");
+            for c in cells {
+                if c.is_empty() {
+                    s.push_str(" |");
+                } else {
+                    s.push(' ');
+                    s.push_str(&c);
+                    s.push_str(" |");
+                }
+            }
+            s.push('\n');
+            s
         };
         let mut s = line(&mut self.columns.iter().map(|(n, _)| markdown_cell(n)));
         s.push('|');
@@ -110,7 +121,7 @@ mod tests {
         t.push(vec!["c, \"d\"".into(), "-2".into(), String::new()]);
         assert_eq!(
             t.markdown(),
-            "| name | J | note |\n|---|---:|:---|\n| a\\|b | 1.5 | two lines |\n| c, \"d\" | -2 |  |\n"
+            "| name | J | note |\n|---|---:|:---|\n| a\\|b | 1.5 | two lines |\n| c, \"d\" | -2 | |\n"
         );
         assert_eq!(
             t.csv(),

@@ -2,6 +2,25 @@
 
 use super::cells::{eett_variant, first_max_by, first_min_by, tool_key};
 use super::{BenchCell, BenchTransfer, EETT_TOLERANCE, TLS_PAIRS};
+use wattio_results::{Align, Table};
+
+/// A table of these columns, `L` plain (text) and `R` right-aligned (figures).
+fn table(columns: &[(&str, char)]) -> Table {
+    let columns: Vec<(&str, Align)> = columns
+        .iter()
+        .map(|&(name, a)| (name, if a == 'R' { Align::Right } else { Align::Plain }))
+        .collect();
+    Table::new(&columns)
+}
+
+/// A table's Markdown as the lines the page is built of.
+fn lines(t: &Table) -> impl Iterator<Item = String> + '_ {
+    t.markdown()
+        .lines()
+        .map(String::from)
+        .collect::<Vec<_>>()
+        .into_iter()
+}
 
 impl BenchTransfer {
     /// The markdown tables: per dataset, what TLS costs, the goals on the HTTPS rows, EETT.
@@ -32,8 +51,18 @@ impl BenchTransfer {
                 r0.typical.want_bytes as f64 / 1e6
             ));
             md.push(String::new());
-            md.push("| tool | complete | time s | Mbit/s [range] | % link | client CPU s | client J (est.) | J/GB (est.) | nginx CPU s | system J (est.) |".into());
-            md.push("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|".into());
+            let mut tab = table(&[
+                ("tool", 'L'),
+                ("complete", 'L'),
+                ("time s", 'R'),
+                ("Mbit/s [range]", 'R'),
+                ("% link", 'R'),
+                ("client CPU s", 'R'),
+                ("client J (est.)", 'R'),
+                ("J/GB (est.)", 'R'),
+                ("nginx CPU s", 'R'),
+                ("system J (est.)", 'R'),
+            ]);
             for r in dr {
                 let t = &r.typical;
                 let comp = if r.complete {
@@ -55,16 +84,20 @@ impl BenchTransfer {
                     String::new()
                 };
                 let srv = opt(r.server_cpu_s, |v| format!("{v:.2}"));
-                md.push(format!(
-                    "| {} | {comp} | {:.1} | {:.0}{rng} | {:.0} | {:.2} | {:.1} | {jpg} | {srv} | {sysj} |",
-                    r.tool(),
-                    r.wall_s,
-                    r.throughput_mbit,
-                    100.0 * r.throughput_mbit / link,
-                    r.client_cpu_s,
-                    r.client_energy_j_est
-                ));
+                tab.push(vec![
+                    r.tool().to_string(),
+                    comp,
+                    format!("{:.1}", r.wall_s),
+                    format!("{:.0}{rng}", r.throughput_mbit),
+                    format!("{:.0}", 100.0 * r.throughput_mbit / link),
+                    format!("{:.2}", r.client_cpu_s),
+                    format!("{:.1}", r.client_energy_j_est),
+                    jpg,
+                    srv,
+                    sysj,
+                ]);
             }
+            md.extend(lines(&tab));
             md.push(String::new());
         }
         md.extend(self.tls_cost());
@@ -73,8 +106,16 @@ impl BenchTransfer {
         if !eett.is_empty() {
             md.push("### EETT (wattio transfer --sla target:RATE), mixed dataset".into());
             md.push(String::new());
-            md.push("| server | target % of link | target Mbit/s | achieved Mbit/s [range] | error (median) | worst error | complete | client J (est.) |".into());
-            md.push("|---|---:|---:|---:|---:|---:|---|---:|".into());
+            let mut t = table(&[
+                ("server", 'L'),
+                ("target % of link", 'R'),
+                ("target Mbit/s", 'R'),
+                ("achieved Mbit/s [range]", 'R'),
+                ("error (median)", 'R'),
+                ("worst error", 'R'),
+                ("complete", 'L'),
+                ("client J (est.)", 'R'),
+            ]);
             for r in eett {
                 let target = r.target() as f64;
                 let err = |v: f64| 100.0 * (v / target - 1.0);
@@ -84,18 +125,18 @@ impl BenchTransfer {
                 } else {
                     err(lo)
                 };
-                md.push(format!(
-                    "| {} | {:.0} % | {} | {:.0} [{lo:.0}–{hi:.0}] | {:+.1} % | {worst:+.1} % | {}/{} | {:.0} |",
-                    eett_variant(r.tool()),
-                    100.0 * target / link,
-                    r.target(),
-                    r.throughput_mbit,
-                    err(r.throughput_mbit),
-                    r.n_complete,
-                    r.n,
-                    r.client_energy_j_est
-                ));
+                t.push(vec![
+                    eett_variant(r.tool()).to_string(),
+                    format!("{:.0} %", 100.0 * target / link),
+                    r.target().to_string(),
+                    format!("{:.0} [{lo:.0}–{hi:.0}]", r.throughput_mbit),
+                    format!("{:+.1} %", err(r.throughput_mbit)),
+                    format!("{worst:+.1} %"),
+                    format!("{}/{}", r.n_complete, r.n),
+                    format!("{:.0}", r.client_energy_j_est),
+                ]);
             }
+            md.extend(lines(&t));
             md.push(String::new());
         }
         md.join("\n") + "\n"
@@ -104,7 +145,20 @@ impl BenchTransfer {
     /// Plain against HTTPS on the same nginx, per tool and dataset: client and server CPU
     /// seconds per GB and the client's estimated J per GB.
     fn tls_cost(&self) -> Vec<String> {
-        let mut rows = Vec::new();
+        let mut t = table(&[
+            ("dataset", 'L'),
+            ("tool", 'L'),
+            ("client CPU s/GB plain", 'R'),
+            ("HTTPS", 'R'),
+            ("Δ", 'R'),
+            ("client J/GB (est.) plain", 'R'),
+            ("HTTPS", 'R'),
+            ("Δ", 'R'),
+            ("nginx CPU s/GB plain", 'R'),
+            ("HTTPS", 'R'),
+            ("Δ", 'R'),
+            ("Mbit/s plain / HTTPS", 'R'),
+        ]);
         for d in self.datasets() {
             for (plain, tls) in TLS_PAIRS {
                 let (Some(a), Some(b)) = (self.cell(d, plain), self.cell(d, tls)) else {
@@ -119,8 +173,9 @@ impl BenchTransfer {
                 let dj = diff(a.client_j_per_gb_est, b.client_j_per_gb_est);
                 let dcpu = diff(a.client_cpu_s_per_gb, b.client_cpu_s_per_gb);
                 let dsrv = diff(a.server_cpu_s_per_gb, b.server_cpu_s_per_gb);
-                rows.push(format!(
-                    "| {d} | {plain} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0} / {:.0} |",
+                t.push(vec![
+                    d.to_string(),
+                    plain.to_string(),
                     f2(a.client_cpu_s_per_gb),
                     f2(b.client_cpu_s_per_gb),
                     opt(dcpu, |v| format!("{v:+.2}")),
@@ -130,13 +185,12 @@ impl BenchTransfer {
                     f2(a.server_cpu_s_per_gb),
                     f2(b.server_cpu_s_per_gb),
                     opt(dsrv, |v| format!("{v:+.2}")),
-                    a.throughput_mbit,
-                    b.throughput_mbit
-                ));
+                    format!("{:.0} / {:.0}", a.throughput_mbit, b.throughput_mbit),
+                ]);
             }
         }
-        if rows.is_empty() {
-            return rows;
+        if t.is_empty() {
+            return Vec::new();
         }
         let mut out = vec![
             "### What TLS costs: the same tool, plain HTTP and HTTPS from the same nginx".into(),
@@ -145,12 +199,8 @@ impl BenchTransfer {
              power over the wall time too, so a slower run costs more whatever its CPU)."
                 .into(),
             String::new(),
-            "| dataset | tool | client CPU s/GB plain | HTTPS | Δ | client J/GB (est.) plain | HTTPS | Δ | \
-             nginx CPU s/GB plain | HTTPS | Δ | Mbit/s plain / HTTPS |"
-                .into(),
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|".into(),
         ];
-        out.extend(rows);
+        out.extend(lines(&t));
         out.push(String::new());
         out
     }
@@ -160,29 +210,30 @@ impl BenchTransfer {
     /// walking nginx's index first; then, when the bench ran them, wattio handed the same URL
     /// list as the other tools (`-i`, the `-tls-list` rows), which discovers nothing.
     fn goals(&self) -> Vec<String> {
-        let mut out = self.goal_table(
-            "### Goals on the HTTPS rows (nginx over TLS, no wattio server)",
-            "wattio-me-tls",
-            "wattio-eemt-tls",
-        );
-        if !out.is_empty() {
-            out.extend(self.eett_goal_rows());
+        let mut out = Vec::new();
+        if let Some(mut t) = self.goal_table("wattio-me-tls", "wattio-eemt-tls") {
+            for row in self.eett_goal_rows() {
+                t.push(row);
+            }
+            out.push("### Goals on the HTTPS rows (nginx over TLS, no wattio server)".into());
+            out.push(String::new());
+            out.extend(lines(&t));
             out.push(String::new());
         }
-        let list = self.goal_table(
-            "### Goals on the HTTPS rows, wattio given the same URL list as the other tools (-i)",
-            "wattio-me-tls-list",
-            "wattio-eemt-tls-list",
-        );
-        if !list.is_empty() {
-            out.extend(list);
+        if let Some(t) = self.goal_table("wattio-me-tls-list", "wattio-eemt-tls-list") {
+            out.push(
+                "### Goals on the HTTPS rows, wattio given the same URL list as the other tools (-i)"
+                    .into(),
+            );
+            out.push(String::new());
+            out.extend(lines(&t));
             out.push(String::new());
         }
         out
     }
 
-    /// The goal table's EETT lines: each HTTPS EETT target, achieved, within ±10 %?
-    fn eett_goal_rows(&self) -> Vec<String> {
+    /// The goal table's EETT rows: each HTTPS EETT target, achieved, within ±10 %?
+    fn eett_goal_rows(&self) -> Vec<Vec<String>> {
         let mut out = Vec::new();
         let mut eett: Vec<&BenchCell> = self
             .cells
@@ -193,21 +244,30 @@ impl BenchTransfer {
         for r in eett {
             let target = r.target() as f64;
             let err = 100.0 * (r.throughput_mbit / target - 1.0);
-            out.push(format!(
-                "| EETT {:.0} % (mixed) | target {} Mbit/s | | | achieved {:.0} | {err:+.1} % | {} (±10 %) |",
-                100.0 * target / self.link_mbit,
-                r.target(),
-                r.throughput_mbit,
-                if err.abs() <= 100.0 * EETT_TOLERANCE { "yes" } else { "NO" }
-            ));
+            out.push(vec![
+                format!("EETT {:.0} % (mixed)", 100.0 * target / self.link_mbit),
+                format!("target {} Mbit/s", r.target()),
+                String::new(),
+                String::new(),
+                format!("achieved {:.0}", r.throughput_mbit),
+                format!("{err:+.1} %"),
+                format!(
+                    "{} (±10 %)",
+                    if err.abs() <= 100.0 * EETT_TOLERANCE {
+                        "yes"
+                    } else {
+                        "NO"
+                    }
+                ),
+            ]);
         }
         out
     }
 
     /// One goal table: per dataset where both `me` and `eemt` completed, whether `me` has the
     /// least J/GB among them and the other tools' HTTPS rows, and whether `eemt` is at or above
-    /// the best other tool's throughput; no lines when neither ran.
-    fn goal_table(&self, title: &str, me: &str, eemt: &str) -> Vec<String> {
+    /// the best other tool's throughput; `None` when neither ran.
+    fn goal_table(&self, me: &str, eemt: &str) -> Option<Table> {
         let candidates: Vec<&BenchCell> = self
             .base()
             .into_iter()
@@ -220,14 +280,17 @@ impl BenchTransfer {
             .iter()
             .any(|c| c.tool() == me || c.tool() == eemt)
         {
-            return Vec::new();
+            return None;
         }
-        let mut out: Vec<String> = vec![
-            title.into(),
-            String::new(),
-            "| dataset | least J/GB (est.): tool | ME J/GB | ME least? | best other Mbit/s: tool | EEMT Mbit/s | EEMT ≥ best? |".into(),
-            "|---|---|---:|---|---|---:|---|".into(),
-        ];
+        let mut out = table(&[
+            ("dataset", 'L'),
+            ("least J/GB (est.): tool", 'L'),
+            ("ME J/GB", 'R'),
+            ("ME least?", 'L'),
+            ("best other Mbit/s: tool", 'L'),
+            ("EEMT Mbit/s", 'R'),
+            ("EEMT ≥ best?", 'L'),
+        ]);
         let jpg = |c: &BenchCell| c.client_j_per_gb_est.unwrap_or(f64::INFINITY);
         for d in self.datasets() {
             let rows: Vec<&BenchCell> = candidates
@@ -253,21 +316,22 @@ impl BenchTransfer {
                 format!("{:.0}: {}", b.throughput_mbit, b.tool())
             });
             let eemt_ok = best.is_none_or(|b| eemt.throughput_mbit >= b.throughput_mbit);
-            out.push(format!(
-                "| {d} | {:.1}: {} | {:.1} | {} | {best_txt} | {:.0} | {} |",
-                jpg(least),
-                least.tool(),
-                jpg(me),
+            out.push(vec![
+                d.to_string(),
+                format!("{:.1}: {}", jpg(least), least.tool()),
+                format!("{:.1}", jpg(me)),
                 if least.tool() == me.tool() {
                     "yes"
                 } else {
                     "NO"
-                },
-                eemt.throughput_mbit,
-                if eemt_ok { "yes" } else { "NO" }
-            ));
+                }
+                .to_string(),
+                best_txt,
+                format!("{:.0}", eemt.throughput_mbit),
+                if eemt_ok { "yes" } else { "NO" }.to_string(),
+            ]);
         }
-        out
+        Some(out)
     }
 }
 
