@@ -510,19 +510,20 @@ impl Meter {
         };
         let window = b.at.saturating_duration_since(a.at);
         // A meter whose window rule fails for this run gives no rest anyway: it is waited for
-        // only where that is quick (a BMC averaging over a minute would hold a short run for
-        // two minutes, one answering 2 s late over 1 s averages for a few seconds).
+        // only where that takes 15 s at most (a BMC averaging over a minute would hold a short
+        // run for two minutes; one answering 5 s late over 1 s averages, for 14 s at most).
+        let wait_for =
+            |t: &wattio_energy::LateTiming| 2 * (t.averaging + t.delay) + Duration::from_secs(2);
         let worth_waiting = |t: &wattio_energy::LateTiming| {
-            let lag = t.averaging + t.delay;
             crate::platform_timing::WINDOW_PERIODS * t.averaging.as_secs_f64()
                 + t.delay.as_secs_f64()
                 <= window.as_secs_f64()
-                || lag <= Duration::from_secs(4)
+                || wait_for(t) <= Duration::from_secs(15)
         };
         let wait = late
             .iter()
             .filter(|(_, t)| worth_waiting(t))
-            .map(|(_, t)| 2 * (t.averaging + t.delay) + Duration::from_secs(2))
+            .map(|(_, t)| wait_for(t))
             .max()
             .unwrap_or_default()
             .min(most);
