@@ -225,55 +225,7 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
         }),
         ..SamplerConfig::default()
     };
-    let attribution = match a.attribution.by {
-        Some(by) => {
-            if a.by_interval < Duration::from_millis(50) {
-                bail!(
-                    "--by-interval must be at least 50ms (got {})",
-                    format_duration(a.by_interval)
-                );
-            }
-            let root = SysRoot::from_env();
-            let n_cpus = wattio_energy::online_cpu_count(&root)?;
-            Some(
-                wattio_meter::RecordAttribution::new(
-                    root,
-                    by,
-                    a.attribution.idle,
-                    n_cpus,
-                    source.counters(),
-                    a.by_interval,
-                    a.top,
-                )
-                .context("starting attribution")?
-                .on_warning(wattio_progress::Sink::new(|w: &str| crate::say::warn(w))),
-            )
-            .inspect(|a| {
-                if let Some(note) = a.naming_note() {
-                    crate::say::warn(&note);
-                }
-            })
-            .map(|a| {
-                let gpus: Vec<(u32, String)> = source
-                    .counters()
-                    .iter()
-                    .enumerate()
-                    // NVML's GPUs: the ones it can say who used.
-                    .filter(|(i, c)| {
-                        c.domain == Domain::Gpu
-                            && source.counter_provenance(*i).mechanism
-                                == wattio_energy::Mechanism::Nvml
-                    })
-                    .map(|(i, c)| (c.socket, source.counter_provenance(i).label()))
-                    .collect();
-                a.with_gpus(&gpus).unwrap_or_else(|(a, why)| {
-                    crate::say::warn(why);
-                    a
-                })
-            })
-        }
-        None => None,
-    };
+    let attribution = record_attribution(&a, source.as_ref())?;
     // Ctrl-C or SIGTERM ends the recording: the last row is written and the file flushed.
     let cancel = crate::study_ui::cancel_on_signals()?;
     // Rows going to a file: show progress on a terminal (indicatif hides itself otherwise).
@@ -322,6 +274,62 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
         crate::say::warn(w);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `record --by`'s attribution, with the GPUs NVML can say who used; `None` without `--by`.
+fn record_attribution(
+    a: &RecordArgs,
+    source: &dyn wattio_energy::Source,
+) -> Result<Option<wattio_meter::RecordAttribution>> {
+    Ok(match a.attribution.by {
+        Some(by) => {
+            if a.by_interval < Duration::from_millis(50) {
+                bail!(
+                    "--by-interval must be at least 50ms (got {})",
+                    format_duration(a.by_interval)
+                );
+            }
+            let root = SysRoot::from_env();
+            let n_cpus = wattio_energy::online_cpu_count(&root)?;
+            Some(
+                wattio_meter::RecordAttribution::new(
+                    root,
+                    by,
+                    a.attribution.idle,
+                    n_cpus,
+                    source.counters(),
+                    a.by_interval,
+                    a.top,
+                )
+                .context("starting attribution")?
+                .on_warning(wattio_progress::Sink::new(|w: &str| crate::say::warn(w))),
+            )
+            .inspect(|a| {
+                if let Some(note) = a.naming_note() {
+                    crate::say::warn(&note);
+                }
+            })
+            .map(|a| {
+                let gpus: Vec<(u32, String)> = source
+                    .counters()
+                    .iter()
+                    .enumerate()
+                    // NVML's GPUs: the ones it can say who used.
+                    .filter(|(i, c)| {
+                        c.domain == Domain::Gpu
+                            && source.counter_provenance(*i).mechanism
+                                == wattio_energy::Mechanism::Nvml
+                    })
+                    .map(|(i, c)| (c.socket, source.counter_provenance(i).label()))
+                    .collect();
+                a.with_gpus(&gpus).unwrap_or_else(|(a, why)| {
+                    crate::say::warn(why);
+                    a
+                })
+            })
+        }
+        None => None,
+    })
 }
 
 /// A spinner on stderr with elapsed time and samples written, updated twice a second.

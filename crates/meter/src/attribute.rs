@@ -151,13 +151,7 @@ impl SinceStart {
                 (Some(a), Some(b)) => (b - a).abs(),
                 _ => 0.0,
             };
-            crate::PlatformTiming {
-                averaging_s: t.averaging.as_secs_f64(),
-                delay_s: t.delay.as_secs_f64(),
-                resolution_w: t.resolution_w,
-                resolution_j: t.resolution_j,
-                edge_uncertainty_j: (t.averaging + t.delay).as_secs_f64() * change_w,
-            }
+            crate::PlatformTiming::of(t, crate::PlatformTiming::lag_s(t) * change_w)
         })
     }
 }

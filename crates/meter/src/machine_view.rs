@@ -140,14 +140,8 @@ impl RecordedCounters {
             let Some((_, t)) = self.late.iter().find(|(k, _)| *k == (d.domain, d.socket)) else {
                 return PlatformTiming::INSTANT;
             };
-            let lag_s = (t.averaging + t.delay).as_secs_f64();
-            PlatformTiming {
-                averaging_s: t.averaging.as_secs_f64(),
-                delay_s: t.delay.as_secs_f64(),
-                resolution_w: t.resolution_w,
-                resolution_j: t.resolution_j,
-                edge_uncertainty_j: lag_s * d.energy_j / duration_s.max(1e-9),
-            }
+            let mean_w = d.energy_j / duration_s.max(1e-9);
+            PlatformTiming::of(t, PlatformTiming::lag_s(t) * mean_w)
         })
     }
 }

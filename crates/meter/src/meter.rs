@@ -541,7 +541,7 @@ impl Meter {
                 }
                 std::thread::sleep(Duration::from_millis(20));
             };
-            let lag_s = (t.averaging + t.delay).as_secs_f64();
+            let lag_s = crate::platform_timing::PlatformTiming::lag_s(&t);
             let edge_uncertainty_j = match aligned {
                 Some((j, u)) => {
                     joules[i] = j;
@@ -559,13 +559,7 @@ impl Meter {
                     lag_s * joules[i] / window.as_secs_f64().max(1e-9)
                 }
             };
-            let timing = crate::platform_timing::PlatformTiming {
-                averaging_s: t.averaging.as_secs_f64(),
-                delay_s: t.delay.as_secs_f64(),
-                resolution_w: t.resolution_w,
-                resolution_j: t.resolution_j,
-                edge_uncertainty_j,
-            };
+            let timing = crate::platform_timing::PlatformTiming::of(&t, edge_uncertainty_j);
             timings.push(((self.specs[i].domain, self.specs[i].socket), timing));
         }
         let mut report = self.report_of(&joules, a, b);

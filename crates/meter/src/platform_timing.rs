@@ -18,6 +18,22 @@ pub struct PlatformTiming {
 }
 
 impl PlatformTiming {
+    /// A late meter's timing, with what its readings could not say about the window's ends.
+    pub fn of(t: &wattio_energy::LateTiming, edge_uncertainty_j: f64) -> PlatformTiming {
+        PlatformTiming {
+            averaging_s: t.averaging.as_secs_f64(),
+            delay_s: t.delay.as_secs_f64(),
+            resolution_w: t.resolution_w,
+            resolution_j: t.resolution_j,
+            edge_uncertainty_j,
+        }
+    }
+
+    /// How long a late meter's figure lags when it is not placed: its averaging and delay.
+    pub fn lag_s(t: &wattio_energy::LateTiming) -> f64 {
+        (t.averaging + t.delay).as_secs_f64()
+    }
+
     /// A counter read as it is (RAPL psys): no averaging, no delay.
     pub const INSTANT: PlatformTiming = PlatformTiming {
         averaging_s: 0.0,

@@ -552,81 +552,7 @@ impl Exporter {
             );
         }
         if let Some(st) = &t.attribution {
-            let (name, help) = match st.by {
-                By::Process => ("wattio_process_energy_joules", "Energy attributed to a process by its CPU-time share since its series started (comm=\"other\": processes past the series limit); see the attribution and estimated labels"),
-                By::Cgroup => ("wattio_cgroup_energy_joules", "Energy attributed to a cgroup (its own CPU time, children apart) since its series started (cgroup=\"other\": cgroups past the series limit); see the attribution and estimated labels"),
-                By::Container => ("wattio_container_energy_joules", "Energy attributed to a container (the CPU time of its cgroups; container_name=\"(host)\": the cgroups in no container, container_id=\"other\": containers past the series limit), named by its runtime or the Kubernetes API (Kepler's label names), since its series started; see the attribution and estimated labels"),
-                By::Pod => ("wattio_pod_energy_joules", "Energy attributed to a Kubernetes pod (the CPU time of its containers' cgroups, kept for a pod that ended in the interval; pod_name=\"(host)\": the cgroups in no pod, pod_uid=\"other\": pods past the series limit), named by the Kubernetes API, since its series started; see the attribution and estimated labels"),
-                By::Vm => ("wattio_vm_energy_joules", "Energy attributed to a virtual machine (the CPU time of its QEMU process, vCPU and I/O threads, vhost workers; vm=\"(host)\": the host's own processes, vm=\"other\": VMs past the series limit) since its series started; see the attribution and estimated labels"),
-            };
-            families.push(MetricFamily {
-                kind: MetricKind::Counter,
-                name: name.into(),
-                help: help.into(),
-                unit: Some("joules"),
-                samples: st.cpu.samples(),
-            });
-            if let Some(k) = &st.kernel_io {
-                let (name, help) = match st.by {
-                    By::Process => ("wattio_process_kernel_io_energy_joules", "Of a process's energy, the part for the kernel's I/O work done for it (kworker writeback of the pages it dirtied, completions of its block requests, network softirqs of its sockets), by that work's CPU time, since its series started; already in its energy family, not to be added to it"),
-                    By::Cgroup => ("wattio_cgroup_kernel_io_energy_joules", "Of a cgroup's energy, the part for the kernel's I/O work done for its processes (writeback, block completions, network softirqs), by that work's CPU time, since its series started; already in its energy family, not to be added to it"),
-                    By::Container => ("wattio_container_kernel_io_energy_joules", "Of a container's energy, the part for the kernel's I/O work done for its processes (writeback, block completions, network softirqs), by that work's CPU time, since its series started; already in its energy family, not to be added to it"),
-                    By::Pod => ("wattio_pod_kernel_io_energy_joules", "Of a pod's energy, the part for the kernel's I/O work done for its processes (writeback, block completions, network softirqs), by that work's CPU time, since its series started; already in its energy family, not to be added to it"),
-                    By::Vm => ("wattio_vm_kernel_io_energy_joules", "Of a VM's energy, the part for the host kernel's I/O work done for its processes (writeback, block completions, network softirqs), by that work's CPU time, since its series started; already in its energy family, not to be added to it"),
-                };
-                families.push(MetricFamily {
-                    kind: MetricKind::Counter,
-                    name: name.into(),
-                    help: help.into(),
-                    unit: Some("joules"),
-                    samples: k.samples(),
-                });
-                families.push(MetricFamily {
-                    kind: MetricKind::Counter,
-                    name: "wattio_kernel_io_unowned_cpu_seconds".into(),
-                    help: "CPU time of the kernel's I/O work (I/O interrupts, softirqs, writeback) for which no owning process was found, since start".into(),
-                    unit: Some("seconds"),
-                    samples: vec![(vec![], st.kernel_io_unowned_cpu_s)],
-                });
-            }
-            families.push(MetricFamily {
-                kind: MetricKind::Counter,
-                name: "wattio_dropped_series_energy_joules".into(),
-                help: "Energy of per-process or per-cgroup series dropped since start (their entity ended, or gave its place to another): series + other + dropped + unattributed add up to the package and DRAM energy".into(),
-                unit: Some("joules"),
-                samples: vec![(vec![], st.cpu.dropped_j)],
-            });
-            families.push(MetricFamily {
-                kind: MetricKind::Counter,
-                name: "wattio_unattributed_energy_joules".into(),
-                help: "Energy no process's or cgroup's CPU time explains (idle CPUs, unseen tasks)"
-                    .into(),
-                unit: Some("joules"),
-                samples: vec![(vec![], st.unattributed_j)],
-            });
-            if let Some(g) = &st.gpu {
-                let (name, help) = match st.by {
-                    By::Process => ("wattio_process_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to a process by its GPU utilisation share, or its memory share where the GPU reports no utilisation (see the attribution label), since its series started"),
-                    By::Vm => ("wattio_vm_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to the VM of the processes using them (a GPU passed through to a guest is not seen by the host's NVML) by their GPU utilisation share, or memory share (see the attribution label), since its series started"),
-                    By::Container => ("wattio_container_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to the container of the processes using them by their GPU utilisation share, or memory share (see the attribution label), since its series started"),
-                    By::Pod => ("wattio_pod_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to the pod of the processes using them by their GPU utilisation share, or memory share (see the attribution label), since its series started"),
-                    By::Cgroup => ("wattio_cgroup_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to the cgroup of the processes using them by their GPU utilisation share, or memory share (see the attribution label), since its series started"),
-                };
-                families.push(MetricFamily {
-                    kind: MetricKind::Counter,
-                    name: name.into(),
-                    help: help.into(),
-                    unit: Some("joules"),
-                    samples: g.samples(),
-                });
-                families.push(MetricFamily {
-                    kind: MetricKind::Counter,
-                    name: "wattio_gpu_unattributed_energy_joules".into(),
-                    help: "GPU energy no process's use explains (idle GPUs), plus the GPU series dropped since start".into(),
-                    unit: Some("joules"),
-                    samples: vec![(vec![], st.gpu_unattributed_j + g.dropped_j)],
-                });
-            }
+            families.extend(attribution_families(st));
         }
         if let Some(ci) = &self.carbon {
             let twins: Vec<MetricFamily> = families
@@ -638,6 +564,87 @@ impl Exporter {
         }
         families
     }
+}
+
+/// The families of the attribution: the entries' energy (and their kernel I/O and GPU parts),
+/// what was dropped and what no entry explains.
+fn attribution_families(st: &AttributionState) -> Vec<MetricFamily<'_>> {
+    let mut families = Vec::new();
+    let (name, help) = match st.by {
+            By::Process => ("wattio_process_energy_joules", "Energy attributed to a process by its CPU-time share since its series started (comm=\"other\": processes past the series limit); see the attribution and estimated labels"),
+            By::Cgroup => ("wattio_cgroup_energy_joules", "Energy attributed to a cgroup (its own CPU time, children apart) since its series started (cgroup=\"other\": cgroups past the series limit); see the attribution and estimated labels"),
+            By::Container => ("wattio_container_energy_joules", "Energy attributed to a container (the CPU time of its cgroups; container_name=\"(host)\": the cgroups in no container, container_id=\"other\": containers past the series limit), named by its runtime or the Kubernetes API (Kepler's label names), since its series started; see the attribution and estimated labels"),
+            By::Pod => ("wattio_pod_energy_joules", "Energy attributed to a Kubernetes pod (the CPU time of its containers' cgroups, kept for a pod that ended in the interval; pod_name=\"(host)\": the cgroups in no pod, pod_uid=\"other\": pods past the series limit), named by the Kubernetes API, since its series started; see the attribution and estimated labels"),
+            By::Vm => ("wattio_vm_energy_joules", "Energy attributed to a virtual machine (the CPU time of its QEMU process, vCPU and I/O threads, vhost workers; vm=\"(host)\": the host's own processes, vm=\"other\": VMs past the series limit) since its series started; see the attribution and estimated labels"),
+        };
+    families.push(MetricFamily {
+        kind: MetricKind::Counter,
+        name: name.into(),
+        help: help.into(),
+        unit: Some("joules"),
+        samples: st.cpu.samples(),
+    });
+    if let Some(k) = &st.kernel_io {
+        let (name, help) = match st.by {
+                By::Process => ("wattio_process_kernel_io_energy_joules", "Of a process's energy, the part for the kernel's I/O work done for it (kworker writeback of the pages it dirtied, completions of its block requests, network softirqs of its sockets), by that work's CPU time, since its series started; already in its energy family, not to be added to it"),
+                By::Cgroup => ("wattio_cgroup_kernel_io_energy_joules", "Of a cgroup's energy, the part for the kernel's I/O work done for its processes (writeback, block completions, network softirqs), by that work's CPU time, since its series started; already in its energy family, not to be added to it"),
+                By::Container => ("wattio_container_kernel_io_energy_joules", "Of a container's energy, the part for the kernel's I/O work done for its processes (writeback, block completions, network softirqs), by that work's CPU time, since its series started; already in its energy family, not to be added to it"),
+                By::Pod => ("wattio_pod_kernel_io_energy_joules", "Of a pod's energy, the part for the kernel's I/O work done for its processes (writeback, block completions, network softirqs), by that work's CPU time, since its series started; already in its energy family, not to be added to it"),
+                By::Vm => ("wattio_vm_kernel_io_energy_joules", "Of a VM's energy, the part for the host kernel's I/O work done for its processes (writeback, block completions, network softirqs), by that work's CPU time, since its series started; already in its energy family, not to be added to it"),
+            };
+        families.push(MetricFamily {
+            kind: MetricKind::Counter,
+            name: name.into(),
+            help: help.into(),
+            unit: Some("joules"),
+            samples: k.samples(),
+        });
+        families.push(MetricFamily {
+                kind: MetricKind::Counter,
+                name: "wattio_kernel_io_unowned_cpu_seconds".into(),
+                help: "CPU time of the kernel's I/O work (I/O interrupts, softirqs, writeback) for which no owning process was found, since start".into(),
+                unit: Some("seconds"),
+                samples: vec![(vec![], st.kernel_io_unowned_cpu_s)],
+            });
+    }
+    families.push(MetricFamily {
+            kind: MetricKind::Counter,
+            name: "wattio_dropped_series_energy_joules".into(),
+            help: "Energy of per-process or per-cgroup series dropped since start (their entity ended, or gave its place to another): series + other + dropped + unattributed add up to the package and DRAM energy".into(),
+            unit: Some("joules"),
+            samples: vec![(vec![], st.cpu.dropped_j)],
+        });
+    families.push(MetricFamily {
+        kind: MetricKind::Counter,
+        name: "wattio_unattributed_energy_joules".into(),
+        help: "Energy no process's or cgroup's CPU time explains (idle CPUs, unseen tasks)".into(),
+        unit: Some("joules"),
+        samples: vec![(vec![], st.unattributed_j)],
+    });
+    if let Some(g) = &st.gpu {
+        let (name, help) = match st.by {
+                By::Process => ("wattio_process_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to a process by its GPU utilisation share, or its memory share where the GPU reports no utilisation (see the attribution label), since its series started"),
+                By::Vm => ("wattio_vm_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to the VM of the processes using them (a GPU passed through to a guest is not seen by the host's NVML) by their GPU utilisation share, or memory share (see the attribution label), since its series started"),
+                By::Container => ("wattio_container_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to the container of the processes using them by their GPU utilisation share, or memory share (see the attribution label), since its series started"),
+                By::Pod => ("wattio_pod_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to the pod of the processes using them by their GPU utilisation share, or memory share (see the attribution label), since its series started"),
+                By::Cgroup => ("wattio_cgroup_gpu_energy_joules", "GPU energy (all GPUs, measured through NVML) attributed to the cgroup of the processes using them by their GPU utilisation share, or memory share (see the attribution label), since its series started"),
+            };
+        families.push(MetricFamily {
+            kind: MetricKind::Counter,
+            name: name.into(),
+            help: help.into(),
+            unit: Some("joules"),
+            samples: g.samples(),
+        });
+        families.push(MetricFamily {
+                kind: MetricKind::Counter,
+                name: "wattio_gpu_unattributed_energy_joules".into(),
+                help: "GPU energy no process's use explains (idle GPUs), plus the GPU series dropped since start".into(),
+                unit: Some("joules"),
+                samples: vec![(vec![], st.gpu_unattributed_j + g.dropped_j)],
+            });
+    }
+    families
 }
 
 /// The CO₂e of an energy family at `ci`: `…_joules` → `…_co2e_grams`, each sample's grams
