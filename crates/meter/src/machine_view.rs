@@ -154,7 +154,12 @@ impl MachineView {
         self.platforms
             .iter()
             .map(|p| {
-                let head = format!("machine {} {over} {:.1} W", p.meter, w(p.platform_j));
+                let head = format!(
+                    "machine {} {over} {:.1} W, {}",
+                    p.meter,
+                    w(p.platform_j),
+                    p.label
+                );
                 match (p.rest_j, p.rest_uncertainty_j) {
                     (Some(rest), Some(u)) => format!(
                         "{head}: rest {:.1} ± {:.1} W, what RAPL and the GPUs do not see{}",
