@@ -1,0 +1,20 @@
+//! wattio-devices: what the I/O devices say of their own power, turned into honest energy
+//! intervals.
+//!
+//! A disk's or a NIC's power cannot be measured on a machine without a lab meter, so every
+//! figure here is what the device reports of itself (NVMe power-state descriptors, the ATA
+//! power mode, runtime-PM residency) or a shipped profile with its sources, and every energy is
+//! an [`EnergyInterval`]: a lower and an upper bound, with a central estimate where the device
+//! gives one.
+//!
+//! - [`storage_devices`]: the block devices of the machine, by protocol ([`StorageKind`]), with
+//!   the one holding `/` marked; virtual disks are listed as the host's.
+//! - [`PowerFigures`] / [`PowerState`]: a device's power states as it reports them.
+
+mod error;
+mod figures;
+mod inventory;
+
+pub use error::DeviceError;
+pub use figures::{EnergyInterval, FiguresSource, PowerFigures, PowerState};
+pub use inventory::{storage_devices, StorageDevice, StorageKind};
