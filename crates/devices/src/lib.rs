@@ -9,12 +9,15 @@
 //!
 //! - [`storage_devices`]: the block devices of the machine, by protocol ([`StorageKind`]), with
 //!   the one holding `/` marked; virtual disks are listed as the host's.
-//! - [`PowerFigures`] / [`PowerState`]: a device's power states as it reports them.
+//! - [`PowerFigures`] / [`PowerState`]: a device's power states as it reports them;
+//!   [`PowerStateReader`]: the state it is in now.
 
 mod error;
 mod figures;
 mod inventory;
+mod state;
 
 pub use error::DeviceError;
 pub use figures::{EnergyInterval, FiguresSource, PowerFigures, PowerState};
 pub use inventory::{storage_devices, StorageDevice, StorageKind};
+pub use state::PowerStateReader;
