@@ -22,6 +22,24 @@ pub enum DeviceError {
         /// What was wrong, and the fix where there is one.
         what: String,
     },
+    /// The device refused a command (no permission, not the kind of device expected).
+    #[error("{device}: {what}")]
+    Refused {
+        /// The device (`nvme0`, `sda`).
+        device: String,
+        /// What was refused, why, and the fix.
+        what: String,
+    },
+    /// A drive or NIC profile file is malformed.
+    #[error("{file}:{line}: {what}")]
+    Profile {
+        /// The profile file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        what: String,
+    },
 }
 
 impl DeviceError {

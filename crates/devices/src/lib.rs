@@ -17,7 +17,17 @@ mod figures;
 mod inventory;
 mod state;
 
+pub mod ata;
+pub mod nic;
+pub mod nvme;
+pub mod profile;
+mod readers;
+pub mod runtime_pm;
+
 pub use error::DeviceError;
 pub use figures::{EnergyInterval, FiguresSource, PowerFigures, PowerState};
 pub use inventory::{storage_devices, StorageDevice, StorageKind};
+pub use nic::{network_interfaces, NetworkInterface, NicPowerFigures};
+pub use readers::open_reader;
+pub use runtime_pm::RuntimePm;
 pub use state::PowerStateReader;
