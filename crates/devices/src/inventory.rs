@@ -87,7 +87,8 @@ const CLOUD_MODELS: &[&str] = &[
     "Virtual disk",
 ];
 
-fn read_trimmed(path: &Path) -> Option<String> {
+/// A sysfs file's text, trimmed; `None` where it is absent, unreadable or empty.
+pub(crate) fn read_trimmed(path: &Path) -> Option<String> {
     let s = std::fs::read_to_string(path).ok()?;
     let s = s.trim();
     (!s.is_empty()).then(|| s.to_string())

@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use wattio_energy::SysRoot;
 
 use crate::error::DeviceError;
+use crate::inventory::read_trimmed;
+use crate::profile::line_of;
 
 /// Drivers of NICs whose power belongs to another machine or to nothing: paravirtual guest
 /// NICs and software interfaces.
@@ -87,10 +89,7 @@ const NIC_TABLE: &str = include_str!("../profiles/nics.toml");
 
 fn parse_nic_table(file: &str, text: &str) -> Result<Vec<NicEntry>, DeviceError> {
     let table: NicTable = toml::from_str(text).map_err(|e| {
-        let line = e
-            .span()
-            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
-            .unwrap_or(1);
+        let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(1);
         DeviceError::Profile {
             file: file.to_string(),
             line,
@@ -104,7 +103,7 @@ fn parse_nic_table(file: &str, text: &str) -> Result<Vec<NicEntry>, DeviceError>
                 file: file.to_string(),
                 line: text
                     .find(&format!("\"{}\"", e.driver))
-                    .map(|at| text[..at].matches('\n').count() + 1)
+                    .map(|at| line_of(text, at))
                     .unwrap_or(1),
                 what: format!("{}: watts out of 0..100 or idle above max", e.driver),
             });
@@ -125,11 +124,6 @@ pub fn nic_figures(driver: &str, speed_mbps: u32) -> Result<Option<NicPowerFigur
             idle_w: e.idle_w,
             source: e.source,
         }))
-}
-
-fn read_trimmed(path: &Path) -> Option<String> {
-    let s = std::fs::read_to_string(path).ok()?;
-    Some(s.trim().to_string()).filter(|s| !s.is_empty())
 }
 
 /// Why interface `name` at `dir` has no energy of its own, or `None` for a physical NIC.

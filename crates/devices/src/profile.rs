@@ -131,7 +131,7 @@ impl DriveProfile {
 }
 
 /// The 1-based line of byte `offset` of `text`.
-fn line_of(text: &str, offset: usize) -> usize {
+pub(crate) fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use wattio_energy::SysRoot;
 
-use crate::inventory::{StorageDevice, StorageKind};
+use crate::inventory::{read_trimmed, StorageDevice, StorageKind};
 
 /// One device's runtime-PM state and residency.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,11 +22,6 @@ pub struct RuntimePm {
     pub active_ms: Option<u64>,
     /// Time spent suspended since boot, ms.
     pub suspended_ms: Option<u64>,
-}
-
-fn read_trimmed(path: &Path) -> Option<String> {
-    let s = std::fs::read_to_string(path).ok()?;
-    Some(s.trim().to_string()).filter(|s| !s.is_empty())
 }
 
 /// The runtime-PM state of sysfs device directory `dir`, where it has `power/runtime_status`.

@@ -165,6 +165,17 @@ pub fn decode_power_state(dword0: u32) -> u8 {
     (dword0 & 0x1f) as u8
 }
 
+/// An IDLP/ACTP value and its scale: 0.0001 W units (01b) where the figure fits 16 bits,
+/// else 0.01 W units (10b).
+fn power_field(w: f64) -> (u16, u8) {
+    let fine = (w * 10_000.0).round();
+    if fine <= 65535.0 {
+        (fine.max(0.0) as u16, 0b01)
+    } else {
+        ((w * 100.0).round().clamp(0.0, 65535.0) as u16, 0b10)
+    }
+}
+
 /// Encodes a power state as a 32-byte descriptor (the inverse of [`decode_descriptor`]) in
 /// 0.01 W units (or 0.0001 W with MXPS where the figure needs it), for stand-in controllers.
 pub fn encode_descriptor(state: &PowerState) -> [u8; PSD_LEN] {
@@ -181,16 +192,16 @@ pub fn encode_descriptor(state: &PowerState) -> [u8; PSD_LEN] {
         .copy_from_slice(&(state.entry_latency_us.min(u64::from(u32::MAX)) as u32).to_le_bytes());
     psd[8..12]
         .copy_from_slice(&(state.exit_latency_us.min(u64::from(u32::MAX)) as u32).to_le_bytes());
-    // Idle and active power in 0.0001 W units (scale 01b) when given, else "not reported".
+    // Idle and active power when given, else "not reported" (scale 00b).
     if let Some(w) = state.idle_w {
-        psd[16..18]
-            .copy_from_slice(&((w * 10_000.0).round().clamp(0.0, 65535.0) as u16).to_le_bytes());
-        psd[18] = 0b01 << 6;
+        let (value, scale) = power_field(w);
+        psd[16..18].copy_from_slice(&value.to_le_bytes());
+        psd[18] = scale << 6;
     }
     if let Some(w) = state.active_w {
-        psd[20..22]
-            .copy_from_slice(&((w * 10_000.0).round().clamp(0.0, 65535.0) as u16).to_le_bytes());
-        psd[22] = 0b01 << 6;
+        let (value, scale) = power_field(w);
+        psd[20..22].copy_from_slice(&value.to_le_bytes());
+        psd[22] = scale << 6;
     }
     psd
 }
