@@ -1,5 +1,6 @@
 //! `wattio probe`: every registered mechanism, its counters or why it cannot be used and the
-//! fix, the meters read beside the CPU, NVML's GPUs, and what `--source auto` would use.
+//! fix, the meters read beside the CPU, NVML's GPUs, what `--source auto` would use, and what
+//! each disk and NIC says of its own power.
 
 use crate::meter_cmd::{ModelArgs, PlatformArgs};
 use anyhow::Result;
@@ -22,10 +23,20 @@ pub fn probe(a: ProbeArgs) -> Result<ExitCode> {
     let root = SysRoot::from_env();
     let params = a.model.resolve(&root)?;
     let report = wattio_energy::discover_with_platforms(&root, params, &a.platform.platforms);
+    let devices = wattio_devices::probe_devices(&root);
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        // The energy report's fields, and beside them the devices section's.
+        let mut json = serde_json::to_value(&report)?;
+        if let (Some(obj), serde_json::Value::Object(more)) =
+            (json.as_object_mut(), serde_json::to_value(&devices)?)
+        {
+            obj.extend(more);
+        }
+        println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         print!("{}", render_probe(&report));
+        println!();
+        print!("{}", devices.render());
     }
     Ok(if report.chosen.is_some() {
         ExitCode::SUCCESS
