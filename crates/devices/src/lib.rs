@@ -21,3 +21,8 @@ pub use error::DeviceError;
 pub use figures::{EnergyInterval, FiguresSource, PowerFigures, PowerState};
 pub use inventory::{storage_devices, StorageDevice, StorageKind};
 pub use state::PowerStateReader;
+
+pub mod manage;
+mod readers;
+
+pub use readers::open_reader;
