@@ -221,3 +221,86 @@ impl KnobLadder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::figures::FiguresSource;
+    use std::path::PathBuf;
+
+    fn state(id: u8, max_w: f64, idle_w: Option<f64>, nops: bool, en: u64, ex: u64) -> PowerState {
+        PowerState {
+            id,
+            name: format!("ps{id}"),
+            max_w,
+            idle_w,
+            active_w: None,
+            non_operational: nops,
+            entry_latency_us: en,
+            exit_latency_us: ex,
+        }
+    }
+
+    /// A drive with three operational and two non-operational states (hand-built figures).
+    fn five_states() -> PowerFigures {
+        PowerFigures {
+            states: vec![
+                state(0, 8.0, Some(4.0), false, 0, 0),
+                state(1, 6.0, None, false, 0, 0),
+                state(2, 4.5, None, false, 0, 0),
+                state(3, 0.05, None, true, 1000, 4000),
+                state(4, 0.005, None, true, 5000, 40000),
+            ],
+            source: FiguresSource::NvmeDescriptors,
+        }
+    }
+
+    fn knob(kind: KnobKind, path: &str) -> DeviceKnob {
+        DeviceKnob {
+            kind,
+            path: PathBuf::from(path),
+        }
+    }
+
+    #[test]
+    fn nvme_modes_are_the_tolerances_admitting_each_deeper_state() {
+        let knobs = vec![
+            knob(KnobKind::NvmeLatencyTolerance, "/t"),
+            knob(KnobKind::RuntimePmControl, "/c"),
+        ];
+        let l = KnobLadder::build("nvme0n1", knobs, Some(&five_states())).unwrap();
+        let names: Vec<&str> = l.modes.iter().map(|m| m.name.as_str()).collect();
+        // PS3: 1000 + 4000 = 5000 µs; PS4: 5000 + 40000 = 45000 µs.
+        assert_eq!(names, ["apst-off", "apst≤5000us", "apst≤45000us"]);
+        assert_eq!(l.modes[0].values, ["0", "on"]);
+        assert_eq!(l.modes[1].values, ["5000", "auto"]);
+        assert_eq!(l.modes[2].values, ["45000", "auto"]);
+        // Powers: PS0 idle 4 W; PS3 0.05 W; PS3 and PS4 admitted, the least 0.005 W.
+        assert_eq!(l.modes[0].power_w, Some(4.0));
+        assert_eq!(l.modes[1].power_w, Some(0.05));
+        assert_eq!(l.modes[2].power_w, Some(0.005));
+        // apst-off → apst≤45000us saves 4 − 0.005 = 3.995 W and adds the 40 ms exit latency.
+        let (w, ms) = l.trade(ModeId(0), ModeId(2)).unwrap();
+        assert!((w - 3.995).abs() < 1e-12 && (ms - 40.0).abs() < 1e-12);
+        let spec = l.spec();
+        spec.validate().unwrap();
+        // Up from the deepest: 40 ms at PS0's 4 W = 0.16 J.
+        let up = spec.transition(ModeId(2), ModeId(0)).unwrap();
+        assert!((up.time_s - 0.04).abs() < 1e-12 && (up.energy_j - 0.16).abs() < 1e-12);
+    }
+
+    #[test]
+    fn without_figures_the_ladder_is_generic_and_an_nvme_tolerance_is_left_out() {
+        let knobs = vec![
+            knob(KnobKind::SataLinkPolicy, "/p"),
+            knob(KnobKind::RuntimePmControl, "/c"),
+        ];
+        let l = KnobLadder::build("sda", knobs, None).unwrap();
+        assert_eq!(l.modes[0].values, ["max_performance", "on"]);
+        assert_eq!(l.modes[1].values, ["med_power_with_dipm", "auto"]);
+        assert!(l.trade(ModeId(0), ModeId(1)).is_none());
+        l.spec().validate().unwrap();
+        let nvme_only = vec![knob(KnobKind::NvmeLatencyTolerance, "/t")];
+        assert!(KnobLadder::build("nvme0n1", nvme_only, None).is_none());
+    }
+}
