@@ -373,3 +373,36 @@ fn status_shows_knobs_runtime_pm_and_no_pending_record() {
     assert!(out.contains("/sys/bus/pci/devices/0000:00:17.0: control on, active, active 123456 ms, suspended 789 ms"), "{out}");
     assert!(out.contains("no restore record pending"), "{out}");
 }
+
+#[test]
+fn a_ghost_hint_on_the_socket_wakes_a_device_in_its_low_level() {
+    let t = fixture();
+    let sock = t.path().join("hints");
+    let mut c = power(
+        t.path(),
+        &["run", "--device", "sda", "--duration", "2", "--hints"],
+    );
+    c.arg(&sock)
+        .args(["--idle-timeout", "0.3", "--interval", "0.05"]);
+    let child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let reaper = Reaper(vec![child]);
+    wait_until(10, "the hint socket", || sock.exists());
+    // After the step down (0.3 s idle), a hint: no access, yet the device goes back up.
+    std::thread::sleep(std::time::Duration::from_millis(900));
+    let tx = std::os::unix::net::UnixDatagram::unbound().unwrap();
+    tx.send_to(b"sda 2 5 fg 32768\nnot-a-hint\n", &sock)
+        .unwrap();
+    let mut reaper = reaper;
+    let o = reaper.0.pop().unwrap().wait_with_output().unwrap();
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{err}");
+    let down = out.find("performance → low-power (generic)").expect(&out);
+    let up = out.find("low-power (generic) → performance").expect(&out);
+    assert!(down < up, "{out}");
+    assert!(err.contains("ghost hint ignored: `not-a-hint`"), "{err}");
+    assert!(!sock.exists(), "the socket file is left behind");
+}

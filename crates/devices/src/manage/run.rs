@@ -583,3 +583,52 @@ pub fn run_manager(
     }
     Ok(session.summary)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::figures::{FiguresSource, PowerFigures, PowerState};
+    use crate::manage::knob::KnobKind;
+
+    /// An NVMe decision writes the tolerance that admits the state and states its trade by the
+    /// drive's own (hand-built) figures.
+    #[test]
+    fn an_nvme_decision_writes_the_tolerance_and_states_its_trade() {
+        let t = tempfile::tempdir().unwrap();
+        let root = SysRoot::new(t.path());
+        let knob = "/sys/class/nvme/nvme0/power/pm_qos_latency_tolerance_us";
+        std::fs::create_dir_all(root.path("/sys/class/nvme/nvme0/power")).unwrap();
+        std::fs::write(root.path(knob), "100000\n").unwrap();
+        let ps = |id: u8, w: f64, nops: bool, en: u64, ex: u64| PowerState {
+            id,
+            name: format!("ps{id}"),
+            max_w: w,
+            idle_w: None,
+            active_w: None,
+            non_operational: nops,
+            entry_latency_us: en,
+            exit_latency_us: ex,
+        };
+        let figures = PowerFigures {
+            states: vec![ps(0, 6.0, false, 0, 0), ps(3, 0.1, true, 2000, 8000)],
+            source: FiguresSource::NvmeDescriptors,
+        };
+        let knobs = vec![DeviceKnob {
+            kind: KnobKind::NvmeLatencyTolerance,
+            path: knob.into(),
+        }];
+        let ladder = KnobLadder::build("nvme0n1", knobs, Some(&figures)).unwrap();
+        let first = decide(&root, &ladder, true, 0.0, None, ModeId(0)).unwrap();
+        assert_eq!(first.writes, [(PathBuf::from(knob), "0".to_string())]);
+        let d = decide(&root, &ladder, true, 1.0, Some(ModeId(0)), ModeId(1)).unwrap();
+        // 2000 + 8000 µs admits PS3: tolerance 10000; saves 6 − 0.1 W, adds 8 ms.
+        assert_eq!(d.writes, [(PathBuf::from(knob), "10000".to_string())]);
+        assert_eq!(std::fs::read_to_string(root.path(knob)).unwrap(), "10000\n");
+        let (w, ms) = d.trade.unwrap();
+        assert!((w - 5.9).abs() < 1e-12 && (ms - 8.0).abs() < 1e-12);
+        assert_eq!(
+            (d.from.as_str(), d.to.as_str()),
+            ("apst-off", "apst≤10000us")
+        );
+    }
+}
