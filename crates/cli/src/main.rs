@@ -14,6 +14,7 @@ mod measure_cmd;
 mod meter_cmd;
 mod output_file;
 mod overhead_cmd;
+mod power_cmd;
 mod probe_cmd;
 mod report_cmd;
 mod say;
@@ -78,6 +79,8 @@ enum Command {
     Transfer(transfer_cmd::TransferArgs),
     /// Energy-aware cache (Ghosts paper): replay traces against device power models, sweep the knob.
     Cache(cache_cmd::CacheArgs),
+    /// Ghosts power manager on this machine's devices through the kernel's knobs (dry run by default).
+    Power(power_cmd::PowerArgs),
     /// Print the shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(generate_cmd::CompletionsArgs),
     /// Write a man page for wattio and each of its commands into a directory.
@@ -132,6 +135,7 @@ impl Command {
             Command::Serve(_) => "serve",
             Command::Transfer(_) => "transfer",
             Command::Cache(_) => "cache",
+            Command::Power(_) => "power",
             Command::Completions(_) => "completions",
             Command::ManPages(_) => "man-pages",
         }
@@ -157,6 +161,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Serve(a) => transfer_cmd::serve(a),
         Command::Transfer(a) => transfer_cmd::transfer(a),
         Command::Cache(a) => cache_cmd::cache(a),
+        Command::Power(a) => power_cmd::power(a),
         Command::Completions(a) => generate_cmd::completions(a, Cli::command()),
         Command::ManPages(a) => generate_cmd::man_pages(a, Cli::command()),
     }

@@ -18,6 +18,7 @@ mod inventory;
 mod state;
 
 pub mod ata;
+pub mod manage;
 pub mod nic;
 pub mod nvme;
 pub mod probe;
@@ -33,3 +34,5 @@ pub use probe::{probe_devices, DevicesProbe, StorageProbe};
 pub use readers::open_reader;
 pub use runtime_pm::RuntimePm;
 pub use state::PowerStateReader;
+
+
