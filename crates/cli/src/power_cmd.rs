@@ -211,7 +211,7 @@ fn print_status(s: &PowerStatus) {
     println!("storage devices:");
     for d in &s.devices {
         let root = if d.device.holds_root { ", holds /" } else { "" };
-        println!("  {} ({:?}{root})", d.device.name, d.device.kind);
+        println!("  {} ({}{root})", d.device.name, d.device.kind);
         if d.knobs.is_empty() {
             println!("    no kernel power knob");
         }

@@ -42,6 +42,20 @@ pub enum StorageKind {
     Other,
 }
 
+impl std::fmt::Display for StorageKind {
+    /// `NVMe (controller nvme0)`, `SATA (host0)`, `virtual: virtio disk`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let host = |h: &Option<String>| h.as_ref().map(|h| format!(" ({h})")).unwrap_or_default();
+        match self {
+            StorageKind::Nvme { controller } => write!(f, "NVMe (controller {controller})"),
+            StorageKind::Ata { host: h } => write!(f, "SATA{}", host(h)),
+            StorageKind::Scsi { host: h } => write!(f, "SCSI{}", host(h)),
+            StorageKind::Virtual { what } => write!(f, "virtual: {what}"),
+            StorageKind::Other => write!(f, "other"),
+        }
+    }
+}
+
 /// One block device.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StorageDevice {

@@ -130,22 +130,6 @@ pub fn probe_devices(root: &SysRoot) -> DevicesProbe {
     }
 }
 
-fn kind_label(kind: &StorageKind) -> String {
-    match kind {
-        StorageKind::Nvme { controller } => format!("NVMe (controller {controller})"),
-        StorageKind::Ata { host } => format!(
-            "SATA{}",
-            host.as_ref().map(|h| format!(" ({h})")).unwrap_or_default()
-        ),
-        StorageKind::Scsi { host } => format!(
-            "SCSI{}",
-            host.as_ref().map(|h| format!(" ({h})")).unwrap_or_default()
-        ),
-        StorageKind::Virtual { what } => format!("virtual: {what}"),
-        StorageKind::Other => "other".into(),
-    }
-}
-
 fn watts(w: Option<f64>) -> String {
     w.map(|w| format!("{w:.4} W"))
         .unwrap_or_else(|| "not reported".into())
@@ -158,7 +142,7 @@ fn render_storage(s: &mut String, row: &StorageProbe) {
         s,
         "  {} {}  {}{root}",
         d.name,
-        kind_label(&d.kind),
+        d.kind,
         row.model.as_deref().unwrap_or("(no model)")
     );
     if d.is_virtual() {
