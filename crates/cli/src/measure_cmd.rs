@@ -276,7 +276,8 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
         std::env::var(wattio_energy::attribution::kernel_io::KERNEL_IO_ENV).unwrap_or_default();
     exec = exec
         .with_kernel_io(&cfg.root, &kio_mode)?
-        .with_regions(cfg.root.clone());
+        .with_regions(cfg.root.clone())
+        .with_disks(&cfg.root)?;
     let bench = if single || a.show_output {
         run_benchmark(&plan, &mut exec, &cancel, &Sink::none())?
     } else {

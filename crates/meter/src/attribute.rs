@@ -39,6 +39,10 @@ pub struct AttributedInterval {
     /// the GPU meters do not see where it is sound ([`crate::MachineView`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub machine: Option<crate::MachineView>,
+    /// Each disk's estimated energy interval over the interval and its split by bytes, where
+    /// `top` meters the disks ([`crate::DiskIntervals`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub disks: Vec<wattio_devices::DiskEnergyRow>,
 }
 
 /// The CO₂e of an interval's `total_j` and `idle_j`, and the intensity used.
@@ -66,6 +70,7 @@ impl AttributedInterval {
             co2e: None,
             beside: Vec::new(),
             machine: None,
+            disks: Vec::new(),
         }
     }
 
@@ -883,6 +888,7 @@ mod tests {
                 label: Some("measured (ipmi dcmi, 1 s average)".into()),
             }],
             machine: None,
+            disks: Vec::new(),
         };
         let s = render_top(&i, 10.0, 4.0, 1);
         assert!(

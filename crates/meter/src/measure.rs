@@ -210,6 +210,10 @@ pub struct RunReport {
     /// see ([`crate::MachineView`]).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub machine: Option<crate::MachineView>,
+    /// Each disk's estimated energy interval over the run and its split between cgroups or
+    /// processes by bytes, where the machine has block devices (`wattio_devices`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub disks: Option<Vec<wattio_devices::DiskEnergyRow>>,
 }
 
 /// The kernel's I/O work done for a command in a window, and its energy.
@@ -309,6 +313,7 @@ impl RunReport {
             kernel_io: None,
             regions: None,
             machine: None,
+            disks: None,
         }
     }
 
@@ -344,6 +349,8 @@ pub enum MeasureError {
     /// The kernel I/O program: its message names the fix (root, or WATTIO_KERNEL_IO=off).
     #[error("{0}")]
     KernelIo(std::io::Error),
+    #[error("listing the block devices for their energy: {0}; check that /sys is mounted")]
+    Disks(wattio_devices::DeviceError),
     #[error("cannot open the region socket in the temporary directory: {0}; set TMPDIR to a writable directory")]
     Regions(std::io::Error),
     // Not `#[from]`: that would make the energy error this one's source too, and an error
@@ -407,6 +414,8 @@ pub struct MeterExecutor<'m> {
     kernel_io: Option<kernel_io::KernelIo>,
     /// Where to read the CPU time of the processes that open regions; `None`: no region socket.
     regions_root: Option<SysRoot>,
+    /// The disks, metered over each run.
+    storage: Option<wattio_devices::StorageWatch>,
 }
 
 impl<'m> MeterExecutor<'m> {
@@ -421,7 +430,15 @@ impl<'m> MeterExecutor<'m> {
             sync_root: None,
             kernel_io: None,
             regions_root: None,
+            storage: None,
         }
+    }
+
+    /// Gives each run the disks' energy intervals ([`RunReport::disks`]), reading the block
+    /// devices under `root`; none where there are none.
+    pub fn with_disks(mut self, root: &SysRoot) -> Result<Self, MeasureError> {
+        self.storage = crate::disks::open_watch(root).map_err(MeasureError::Disks)?;
+        Ok(self)
     }
 
     /// Serves each run a region socket ([`regions`]) on which the command measures regions of
@@ -543,6 +560,7 @@ impl MeterExecutor<'_> {
         let gpu_reader = gpu_share::GpuShareWatcher::open(&self.gpu_indices);
         let kio = self.kernel_io.as_ref();
         let kio_before = kio.map(|k| k.watched());
+        let disks_before = self.storage.as_ref().map(|w| w.mark());
         let before = self.meter.snapshot()?;
         // Watched from its fork on: this process is watched across the spawn only.
         let me = std::process::id();
@@ -557,6 +575,11 @@ impl MeterExecutor<'_> {
         let watcher = gpu_reader.map(|r| gpu_share::GpuShareWatcher::start(r, child.id()));
         let usage = cputime::wait_child(child).map_err(MeasureError::Wait)?;
         let after = self.meter.snapshot()?;
+        let disks = self
+            .storage
+            .as_ref()
+            .zip(disks_before)
+            .map(|(w, b)| w.rows_between(&b, &w.mark()));
         let kio_after = kio.map(|k| k.watched());
         // A platform meter's readings of the run's end arrive late: waited for, at most 2 min.
         let aligned =
@@ -582,6 +605,7 @@ impl MeterExecutor<'_> {
         }
         r.kernel_io = kernel_io;
         r.machine = machine;
+        r.disks = disks;
         if let Some(root) = &self.sync_root {
             if usage.written_bytes > 0 {
                 let mut phase = self.sync_phase(root, &after, usage.written_bytes)?;

@@ -142,21 +142,11 @@ fn lock(m: &Mutex<ActuatorState>) -> std::sync::MutexGuard<'_, ActuatorState> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The I/O counters that change with an access (reads, writes, discards, flushes completed)
-/// and the in-flight count, from `/sys/block/NAME/stat` (kernel Documentation/block/stat.rst:
-/// fields 1, 5, 9, 12 and 16).
+/// The I/O counters that change with an access (kernel Documentation/block/stat.rst).
 fn access_counters(dev: &StorageDevice) -> Option<Vec<u64>> {
-    let text = std::fs::read_to_string(dev.sysfs.join("stat")).ok()?;
-    let f: Vec<u64> = text
-        .split_whitespace()
-        .map(|w| w.parse().unwrap_or(0))
-        .collect();
-    Some(
-        [0usize, 4, 8, 11, 15]
-            .iter()
-            .map(|i| f.get(*i).copied().unwrap_or(0))
-            .collect(),
-    )
+    crate::meter::read_block_stat(&dev.sysfs)
+        .ok()
+        .map(|c| c.accesses.to_vec())
 }
 
 /// Which devices to manage and their ladders; the others are reported as skipped.

@@ -85,6 +85,9 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
     if let Some(y) = &r.sync {
         s.push_str(&sync_lines(y, e.provenance.estimated));
     }
+    if let Some(d) = &r.disks {
+        s.push_str(&crate::disks::disk_lines(d));
+    }
     if let Some(g) = &r.regions {
         s.push_str(&region_lines(g));
     }
@@ -371,6 +374,13 @@ pub fn text(rep: &Report) -> String {
                 if let Some(g) = gpu_line(c) {
                     s += &g;
                 }
+                if let Some((i, label, n)) = disks_mean(c) {
+                    let _ = writeln!(
+                        s,
+                        "  Disks   mean {} over {n} runs (beside the total, not in it): {label}",
+                        i.display()
+                    );
+                }
                 if let (Some(t), Some(a), Some(ci)) =
                     (&st.co2e_g, &st.attributed_co2e_g, &rep.carbon_intensity)
                 {
@@ -444,6 +454,19 @@ fn gpu_line(c: &CommandResult) -> Option<String> {
     ))
 }
 
+/// The disks' intervals summed over the disks that have one, as the mean over a command's
+/// kept runs (a central estimate only where every run has one), their labels, and the runs.
+fn disks_mean(c: &CommandResult) -> Option<(wattio_devices::EnergyInterval, String, usize)> {
+    let per_run: Vec<_> = c
+        .kept_runs()
+        .filter_map(|r| crate::disks::disks_total(r.disks.as_deref()?))
+        .collect();
+    let (first, label) = per_run.first().cloned()?;
+    let n = per_run.len();
+    let sum = per_run[1..].iter().fold(first, |s, (i, _)| s.plus(*i));
+    Some((sum.scaled(1.0 / n as f64), label, n))
+}
+
 fn num(x: Option<f64>) -> String {
     x.map(|v| v.to_string()).unwrap_or_default()
 }
@@ -482,6 +505,10 @@ pub const CSV_COLUMNS: &[&str] = &[
     "attributed_co2e_mean_g",
     "carbon_intensity_g_per_kwh",
     "carbon_intensity_source",
+    "disks_lower_mean_j",
+    "disks_central_mean_j",
+    "disks_upper_mean_j",
+    "disks_label",
 ];
 
 /// One row per command: counts, statistics over the kept runs, the comparison, the labels.
@@ -529,6 +556,12 @@ pub fn csv(rep: &Report) -> String {
                 .map(|c| csv_field(&c.source))
                 .unwrap_or_default(),
         );
+        // Empty where no disk has power figures.
+        let disks = disks_mean(c);
+        row.push(num(disks.as_ref().map(|d| d.0.lower_j)));
+        row.push(num(disks.as_ref().and_then(|d| d.0.central_j)));
+        row.push(num(disks.as_ref().map(|d| d.0.upper_j)));
+        row.push(disks.map(|d| csv_field(&d.1)).unwrap_or_default());
         s += &row.join(",");
         s.push('\n');
     }
