@@ -120,7 +120,7 @@ fn probe_lists_each_device_with_its_power_data_and_reasons() {
         "figures: profile seagate-barracuda-7200.7-ncq-160gb",
         "standby                    max 1.0000 W",
         "current state: standby",
-        "no shipped profile describes model WDC WD40EFRX-68N32N0",
+        "figures: generic class HDD, 2.5- or 3.5-inch (size not known) (envelope of the shipped profiles:",
         "current state: active/idle",
         "vda virtual: virtio disk",
         "its energy is the host's",

@@ -4,9 +4,14 @@
 //!
 //! A profile has three states in this order: active, idle, standby (the order the ATA reader
 //! maps CHECK POWER MODE onto). A profile matches a drive when the drive's model string
-//! contains one of its `models` (case-insensitive). A profile marked `class = true` is a
-//! generic class, matched by `rotational` where no model profile matches, and labelled
-//! generic; none is shipped until a class's figures have a source.
+//! contains one of its `models` (case-insensitive).
+//!
+//! A drive no profile describes gets a generic class, labelled as such: each class is the
+//! ENVELOPE of the shipped profiles of its `group` (per state, the greatest `max_w` and the least
+//! `idle_w`; no active power), so every class figure is one a datasheet states. A class needs
+//! two sourced members. The kernel says whether a disk spins (`queue/rotational`) but not its
+//! size, so a spinning disk gets the envelope of both HDD classes and a solid-state one the SATA
+//! SSD class; the 2.5- and 3.5-inch classes are there by name ([`generic_class`]).
 //!
 //! File format (every field but `name`, `source` and the states' `max_w` optional):
 //!
@@ -15,8 +20,7 @@
 //! description = "what drive"
 //! models = ["ST3160827AS"]
 //! source = "publisher, datasheet title, table"
-//! class = false            # true: a generic class
-//! rotational = true        # classes only: match spinning (true) or solid-state (false) disks
+//! group = "3.5-inch HDD"   # the class it bounds: "3.5-inch HDD", "2.5-inch HDD", "SATA SSD"
 //! [[states]]               # three: active, idle, standby
 //! name = "active"
 //! max_w = 12.5
@@ -43,7 +47,51 @@ const SHIPPED: &[(&str, &str)] = &[
         "paper-2004-microdrive.toml",
         include_str!("../profiles/paper-2004-microdrive.toml"),
     ),
+    (
+        "seagate-db35-4-st3250310cs.toml",
+        include_str!("../profiles/seagate-db35-4-st3250310cs.toml"),
+    ),
+    (
+        "seagate-laptop-ultrathin-st320lt030.toml",
+        include_str!("../profiles/seagate-laptop-ultrathin-st320lt030.toml"),
+    ),
+    (
+        "hitachi-travelstar-5k320-hts543212l9a300.toml",
+        include_str!("../profiles/hitachi-travelstar-5k320-hts543212l9a300.toml"),
+    ),
+    (
+        "intel-ssd-dc-s4500.toml",
+        include_str!("../profiles/intel-ssd-dc-s4500.toml"),
+    ),
+    (
+        "intel-ssd-dc-s3700.toml",
+        include_str!("../profiles/intel-ssd-dc-s3700.toml"),
+    ),
+    (
+        "intel-ssd-e5410s.toml",
+        include_str!("../profiles/intel-ssd-e5410s.toml"),
+    ),
 ];
+
+/// The 3.5-inch hard-disk class (a `group` of the profile files).
+pub const CLASS_HDD_35: &str = "3.5-inch HDD";
+/// The 2.5-inch hard-disk class.
+pub const CLASS_HDD_25: &str = "2.5-inch HDD";
+/// The SATA solid-state drive class.
+pub const CLASS_SATA_SSD: &str = "SATA SSD";
+/// The class of a spinning disk of unknown size: the envelope of both HDD classes.
+pub const CLASS_HDD_ANY: &str = "HDD, 2.5- or 3.5-inch (size not known)";
+
+/// The groups a profile file may name, and whether their class matches spinning disks (`None`:
+/// only by name).
+const GROUPS: &[(&str, Option<bool>)] = &[
+    (CLASS_HDD_35, None),
+    (CLASS_HDD_25, None),
+    (CLASS_SATA_SSD, Some(false)),
+];
+
+/// The fewest sourced profiles a class is built from.
+const MIN_CLASS_MEMBERS: usize = 2;
 
 /// The most power a profile state may claim, W: more is a typo, not a drive.
 const MAX_PLAUSIBLE_W: f64 = 100.0;
@@ -74,9 +122,7 @@ struct ProfileFile {
     #[serde(default)]
     models: Vec<String>,
     source: String,
-    #[serde(default)]
-    class: bool,
-    rotational: Option<bool>,
+    group: Option<String>,
     states: Vec<StateFile>,
 }
 
@@ -93,8 +139,10 @@ pub struct DriveProfile {
     pub source: String,
     /// A generic class rather than one model.
     pub class: bool,
-    /// For a class: the `rotational` value it matches.
+    /// For a class: the `rotational` value it matches (`None`: chosen only by name).
     pub rotational: Option<bool>,
+    /// For a model profile: the class it bounds (`3.5-inch HDD`, `2.5-inch HDD`, `SATA SSD`).
+    pub group: Option<String>,
     /// Active, idle, standby.
     pub states: Vec<PowerState>,
     /// Each state's own source line, where the file gives one.
@@ -169,6 +217,16 @@ pub fn parse_profile(file: &str, text: &str) -> Result<DriveProfile, DeviceError
         let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(1);
         profile_error(file, line, e.message().replace('\n', " "))
     })?;
+    if let Some(g) = parsed.group.as_deref() {
+        if !GROUPS.iter().any(|(name, _)| *name == g) {
+            let names: Vec<&str> = GROUPS.iter().map(|(name, _)| *name).collect();
+            return Err(profile_error(
+                file,
+                text.find("group").map(|at| line_of(text, at)).unwrap_or(1),
+                format!("group = {g:?} is not a class; use one of {names:?}"),
+            ));
+        }
+    }
     if parsed.states.len() != 3 {
         return Err(profile_error(
             file,
@@ -220,16 +278,101 @@ pub fn parse_profile(file: &str, text: &str) -> Result<DriveProfile, DeviceError
         name: parsed.name,
         models: parsed.models,
         source: parsed.source,
-        class: parsed.class,
-        rotational: parsed.rotational,
+        class: false,
+        rotational: None,
+        group: parsed.group,
         states,
         state_sources: sources,
     })
 }
 
-/// Every shipped profile.
+/// Every shipped model profile, then the generic classes built from them.
 pub fn shipped_profiles() -> Result<Vec<DriveProfile>, DeviceError> {
-    SHIPPED.iter().map(|(f, t)| parse_profile(f, t)).collect()
+    let mut all = SHIPPED
+        .iter()
+        .map(|(f, t)| parse_profile(f, t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let classes = generic_classes(&all);
+    all.extend(classes);
+    Ok(all)
+}
+
+/// The envelope of `members` (three states each): per state, the greatest `max_w` and the least
+/// `idle_w` (none where a member gives none: the lower bound is then 0); no active power, and
+/// latencies "not given", since no one member's are the class's.
+fn envelope(
+    class: &str,
+    rotational: Option<bool>,
+    members: &[&DriveProfile],
+) -> Option<DriveProfile> {
+    if members.len() < MIN_CLASS_MEMBERS {
+        return None;
+    }
+    let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
+    let states = (0..3)
+        .map(|i| {
+            let at = |m: &&DriveProfile| m.states[i].clone();
+            let all: Vec<PowerState> = members.iter().map(at).collect();
+            PowerState {
+                id: i as u8,
+                name: all[0].name.clone(),
+                max_w: all.iter().map(|s| s.max_w).fold(0.0, f64::max),
+                idle_w: all
+                    .iter()
+                    .map(|s| s.idle_w)
+                    .collect::<Option<Vec<f64>>>()
+                    .map(|v| v.into_iter().fold(f64::INFINITY, f64::min)),
+                active_w: None,
+                non_operational: all.iter().any(|s| s.non_operational),
+                entry_latency_us: 0,
+                exit_latency_us: 0,
+            }
+        })
+        .collect();
+    Some(DriveProfile {
+        name: format!("class {class}"),
+        description: class.to_string(),
+        models: Vec::new(),
+        source: format!(
+            "envelope of the shipped profiles: {} (per state the greatest max, the least idle)",
+            names.join(", ")
+        ),
+        class: true,
+        rotational,
+        group: None,
+        states,
+        state_sources: vec![None; 3],
+    })
+}
+
+/// The generic classes built from `profiles`: one per group with at least two members, and the
+/// size-unknown HDD class over both HDD groups. A group with fewer members ships no class.
+pub fn generic_classes(profiles: &[DriveProfile]) -> Vec<DriveProfile> {
+    let in_groups = |groups: &[&str]| -> Vec<&DriveProfile> {
+        profiles
+            .iter()
+            .filter(|p| !p.class && p.group.as_deref().is_some_and(|g| groups.contains(&g)))
+            .collect()
+    };
+    let mut classes: Vec<DriveProfile> = GROUPS
+        .iter()
+        .filter_map(|(g, rotational)| envelope(g, *rotational, &in_groups(&[g])))
+        .collect();
+    let both = [CLASS_HDD_35, CLASS_HDD_25];
+    let every_hdd_class_built = both
+        .iter()
+        .all(|g| classes.iter().any(|c| c.description == *g));
+    if every_hdd_class_built {
+        classes.extend(envelope(CLASS_HDD_ANY, Some(true), &in_groups(&both)));
+    }
+    classes
+}
+
+/// The shipped generic class named `class` ([`CLASS_HDD_35`], …), if it is built.
+pub fn generic_class(class: &str) -> Result<Option<DriveProfile>, DeviceError> {
+    Ok(shipped_profiles()?
+        .into_iter()
+        .find(|p| p.class && p.description == class))
 }
 
 /// The shipped profile named `name`.
@@ -286,26 +429,122 @@ mod tests {
             .source
             .label()
             .contains("Barracuda 7200.7"));
-        assert!(profile_for(Some("WDC WD40EFRX-68N32N0"), true)
-            .unwrap()
-            .is_none());
         let micro = profile_by_name("paper-2004-microdrive").unwrap().unwrap();
         assert_eq!(micro.states[2].max_w, 0.08);
     }
 
+    fn member(name: &str, group: &str, maxes: [f64; 3], idles: [Option<f64>; 3]) -> DriveProfile {
+        let mut text = format!("name = \"{name}\"\nsource = \"s\"\ngroup = \"{group}\"\n");
+        for (i, state) in ["active", "idle", "standby"].iter().enumerate() {
+            text += &format!("[[states]]\nname = \"{state}\"\nmax_w = {}\n", maxes[i]);
+            if let Some(w) = idles[i] {
+                text += &format!("idle_w = {w}\n");
+            }
+            text += &format!("non_operational = {}\n", i == 2);
+        }
+        parse_profile(&format!("{name}.toml"), &text).unwrap()
+    }
+
     #[test]
-    fn classes_match_by_rotational_after_models() {
-        let class = parse_profile(
-            "c.toml",
-            "name = \"c\"\nsource = \"s\"\nclass = true\nrotational = false\n\
-             [[states]]\nname = \"a\"\nmax_w = 3.0\n[[states]]\nname = \"i\"\nmax_w = 1.0\n\
-             [[states]]\nname = \"s\"\nmax_w = 0.1\nnon_operational = true\n",
-        )
-        .unwrap();
-        let all = [class];
+    fn a_class_is_the_envelope_of_two_or_more_members_and_matches_after_models() {
+        let a = member(
+            "a",
+            CLASS_SATA_SSD,
+            [3.0, 1.0, 1.0],
+            [Some(1.0), Some(1.0), None],
+        );
+        let b = member(
+            "b",
+            CLASS_SATA_SSD,
+            [5.0, 0.5, 0.5],
+            [Some(0.5), Some(0.5), None],
+        );
+        let lone = member("c", CLASS_HDD_35, [9.0, 5.0, 1.0], [Some(1.0); 3]);
+        let classes = generic_classes(&[a.clone(), b, lone.clone()]);
+        // One SSD class; the lone 3.5-inch member makes no class, so no size-unknown HDD class.
+        assert_eq!(classes.len(), 1);
+        let ssd = &classes[0];
+        assert_eq!(ssd.description, CLASS_SATA_SSD);
+        let maxes: Vec<f64> = ssd.states.iter().map(|s| s.max_w).collect();
+        let idles: Vec<Option<f64>> = ssd.states.iter().map(|s| s.idle_w).collect();
+        assert_eq!(maxes, [5.0, 1.0, 1.0]);
+        assert_eq!(idles, [Some(0.5), Some(0.5), None]);
+        assert!(ssd.states[2].non_operational && ssd.states.iter().all(|s| s.active_w.is_none()));
+        let label = ssd.figures().source.label();
+        assert!(
+            label.starts_with("generic class SATA SSD (envelope of the shipped profiles: a, b"),
+            "{label}"
+        );
+        let all = [a, lone, ssd.clone()];
         assert!(profile_among(&all, Some("X"), true).is_none());
-        let p = profile_among(&all, Some("X"), false).unwrap();
-        assert!(p.figures().source.label().starts_with("generic class"));
+        assert_eq!(
+            profile_among(&all, Some("X"), false).unwrap().name,
+            "class SATA SSD"
+        );
+        let e = parse_profile(
+            "g.toml",
+            "name = \"x\"\nsource = \"s\"\ngroup = \"tape\"\nstates = []\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("g.toml:3:") && e.contains("not a class"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_shipped_classes_are_the_envelopes_of_their_datasheets() {
+        // By hand from the TOML files: 3.5-inch: Barracuda 7200.7 (12.5/7.5, 7.5/7.5, 1.0/1.0) and
+        // DB35.4 (7.97/5.33, 5.33/5.33, 1.06/1.06); 2.5-inch: Laptop Ultrathin (1.70/0.47,
+        // 1.10/0.47, 0.18/0.18) and Travelstar 5K320 (2.2/0.55, 1.7/0.55, 0.2/0.1); SATA SSD:
+        // S4500 (5.6/1.1, 1.1/1.1, 1.1/-), S3700 (6.0/0.65, 0.65/0.65, 0.65/-), E 5410s
+        // (2.2/0.6, 0.6/0.6, 0.6/-). Each state: (max, idle).
+        let expect = [
+            (
+                CLASS_HDD_35,
+                [(12.5, Some(5.33)), (7.5, Some(5.33)), (1.06, Some(1.0))],
+            ),
+            (
+                CLASS_HDD_25,
+                [(2.2, Some(0.47)), (1.7, Some(0.47)), (0.2, Some(0.1))],
+            ),
+            (
+                CLASS_SATA_SSD,
+                [(6.0, Some(0.6)), (1.1, Some(0.6)), (1.1, None)],
+            ),
+            (
+                CLASS_HDD_ANY,
+                [(12.5, Some(0.47)), (7.5, Some(0.47)), (1.06, Some(0.1))],
+            ),
+        ];
+        for (class, states) in expect {
+            let c = generic_class(class).unwrap().unwrap();
+            let got: Vec<(f64, Option<f64>)> =
+                c.states.iter().map(|s| (s.max_w, s.idle_w)).collect();
+            assert_eq!(got, states, "{class}");
+        }
+        let hdd = profile_for(Some("WDC WD40EFRX-68N32N0"), true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(hdd.description, CLASS_HDD_ANY);
+        let label = hdd.figures().source.label();
+        for name in [
+            "seagate-barracuda-7200.7-ncq-160gb",
+            "seagate-db35.4-st3250310cs",
+            "seagate-laptop-ultrathin-st320lt030",
+            "hitachi-travelstar-5k320-hts543212l9a300",
+        ] {
+            assert!(label.contains(name), "{label}");
+        }
+        let ssd = profile_for(Some("Samsung SSD 870 EVO 1TB"), false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(ssd.description, CLASS_SATA_SSD);
+        let by_model = profile_for(Some("Hitachi HTS543212L9A300"), true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(by_model.name, "hitachi-travelstar-5k320-hts543212l9a300");
     }
 
     #[test]

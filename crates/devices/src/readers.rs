@@ -12,7 +12,8 @@ use crate::state::PowerStateReader;
 /// The power-state reader of `dev`: NVMe drives read their own descriptors and state; SATA
 /// disks give their profile's figures (by model, else a generic class) and CHECK POWER MODE;
 /// other SCSI disks their profile with no state. `None` for a virtual disk (its energy is the
-/// host's), a device of another kind, or a SATA/SCSI disk no shipped profile describes.
+/// host's), a device of another kind, or a SATA/SCSI disk neither a profile nor a built class
+/// describes.
 pub fn open_reader(
     root: &SysRoot,
     dev: &StorageDevice,

@@ -1,6 +1,7 @@
 //! The readers end to end on a fixture tree: an NVMe stand-in with five power states moved
 //! under APST, a SATA disk spinning down to standby and back up, runtime-PM residency, and
-//! malformed Identify data — all read through `open_reader` as a meter would.
+//! malformed Identify data, drives no profile describes getting their labelled generic class —
+//! all read through `open_reader` as a meter would.
 
 use std::fs;
 use std::path::Path;
@@ -182,6 +183,73 @@ fn a_sata_disk_spins_down_to_standby_and_back_up() {
         wattio_devices::ata::link_power_policy(&root, "host2").as_deref(),
         Some("med_power_with_dipm")
     );
+}
+
+/// A SATA disk `name` with `model` and `rotational` beside the fixture's.
+fn add_sata_disk(base: &Path, name: &str, dev: &str, model: &str, rotational: bool) {
+    write(base, &format!("sys/block/{name}/dev"), &format!("{dev}\n"));
+    write(
+        base,
+        &format!("sys/block/{name}/device/vendor"),
+        "ATA     \n",
+    );
+    write(
+        base,
+        &format!("sys/block/{name}/device/model"),
+        &format!("{model}\n"),
+    );
+    let r = if rotational { "1\n" } else { "0\n" };
+    write(base, &format!("sys/block/{name}/queue/rotational"), r);
+    wattio_devices::ata::write_stand_in(&base.join(format!("dev/{name}")), 0xff).unwrap();
+}
+
+#[test]
+fn drives_no_profile_describes_get_their_generic_class_envelope() {
+    let t = tempfile::tempdir().unwrap();
+    fixture(t.path());
+    // QEMU's emulated AHCI disk says it spins; a SATA SSD no profile names does not.
+    add_sata_disk(t.path(), "sdb", "8:16", "QEMU HARDDISK", true);
+    add_sata_disk(t.path(), "sdc", "8:32", "Samsung SSD 870 EVO 1TB", false);
+    let root = SysRoot::new(t.path());
+    let devices = storage_devices(&root).unwrap();
+    let figures = |name: &str| {
+        let dev = devices.iter().find(|d| d.name == name).unwrap();
+        open_reader(&root, dev).unwrap().unwrap().figures().clone()
+    };
+    let bounds = |f: &wattio_devices::PowerFigures| -> Vec<(f64, Option<f64>)> {
+        f.states.iter().map(|s| (s.max_w, s.idle_w)).collect()
+    };
+    // By hand from the shipped TOML files, per state (active, idle, standby) the greatest max and
+    // the least idle. HDDs: Barracuda 7200.7 Table 4 (12.5, 7.5, 1.0; idle 7.5, 7.5, 1.0),
+    // DB35.4 Table 2 (7.97, 5.33, 1.06; idle 5.33, 5.33, 1.06), Laptop Ultrathin Table 3 (1.70,
+    // 1.10, 0.18; idle 0.47, 0.47, 0.18), Travelstar 5K320 Table 14 (2.2, 1.7, 0.2; idle 0.55,
+    // 0.55, 0.1).
+    let qemu = figures("sdb");
+    assert_eq!(
+        bounds(&qemu),
+        [(12.5, Some(0.47)), (7.5, Some(0.47)), (1.06, Some(0.1))]
+    );
+    let label = qemu.source.label();
+    assert!(
+        label.starts_with("generic class HDD, 2.5- or 3.5-inch (size not known) (envelope of"),
+        "{label}"
+    );
+    // SSDs: DC S4500 (5.6, 1.1; idle 1.1), DC S3700 (6 W, 650 mW), E 5410s (2.2 W, 600 mW);
+    // standby has no figure in any: at most the idle figure, at least 0.
+    let ssd = figures("sdc");
+    assert_eq!(
+        bounds(&ssd),
+        [(6.0, Some(0.6)), (1.1, Some(0.6)), (1.1, None)]
+    );
+    assert!(ssd
+        .source
+        .label()
+        .starts_with("generic class SATA SSD (envelope of"));
+    // The profiled disk keeps its own datasheet's figures, not the class's.
+    assert!(figures("sda")
+        .source
+        .label()
+        .starts_with("profile seagate-barracuda-7200.7"));
 }
 
 #[test]
