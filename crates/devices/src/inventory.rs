@@ -232,15 +232,37 @@ fn root_disks(root: &SysRoot) -> BTreeSet<String> {
     let Some((dev, source)) = root_mount(root) else {
         return out;
     };
-    let by_number = root.path("/sys/dev/block").join(&dev);
-    let name = std::fs::canonicalize(&by_number)
-        .ok()
-        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .or_else(|| source.strip_prefix("/dev/").map(str::to_string));
+    let name =
+        name_of_number(root, &dev).or_else(|| source.strip_prefix("/dev/").map(str::to_string));
     if let Some(name) = name {
         disks_below(root, &name, &mut out, 0);
     }
     out
+}
+
+/// The whole disks holding the file at `path` (of the live file system: `stat`'s device number,
+/// then `/sys/dev/block/MAJ:MIN` under the root), by kernel name; empty where the file system
+/// has no block device (tmpfs, overlay, NFS, btrfs' anonymous device numbers).
+pub fn disks_holding(root: &SysRoot, path: &std::path::Path) -> Result<Vec<String>, DeviceError> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).map_err(|e| DeviceError::io(path, e))?;
+    let dev = meta.dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let mut out = BTreeSet::new();
+    if major != 0 {
+        if let Some(name) = name_of_number(root, &format!("{major}:{minor}")) {
+            disks_below(root, &name, &mut out, 0);
+        }
+    }
+    Ok(out.into_iter().collect())
+}
+
+/// The kernel name of block device `major:minor`, through `/sys/dev/block`.
+fn name_of_number(root: &SysRoot, dev: &str) -> Option<String> {
+    let by_number = root.path("/sys/dev/block").join(dev);
+    std::fs::canonicalize(by_number)
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
 }
 
 /// The machine's block devices, sorted by name.
@@ -338,5 +360,25 @@ mod tests {
         // Whatever this machine has; the point is that real sysfs parses.
         let devices = storage_devices(&SysRoot::new("/")).unwrap();
         assert!(devices.iter().all(|d| !d.name.starts_with("loop")));
+    }
+
+    #[test]
+    fn the_disk_holding_a_file_is_the_one_holding_root_for_a_file_on_root() {
+        let root = SysRoot::new("/");
+        let devices = storage_devices(&root).unwrap();
+        let on_root: Vec<String> = devices
+            .iter()
+            .filter(|d| d.holds_root)
+            .map(|d| d.name.clone())
+            .collect();
+        // /etc is on the root file system on any Debian machine; a root on tmpfs or overlay
+        // (a container) has no disk, and both sides agree on that too.
+        let holding = disks_holding(&root, Path::new("/etc/hostname")).unwrap();
+        assert_eq!(holding, on_root);
+        // /proc has no block device.
+        assert!(disks_holding(&root, Path::new("/proc/self/stat"))
+            .unwrap()
+            .is_empty());
+        assert!(disks_holding(&root, Path::new("/no/such/file")).is_err());
     }
 }

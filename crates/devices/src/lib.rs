@@ -38,7 +38,7 @@ pub mod runtime_pm;
 pub use error::DeviceError;
 pub use figures::{EnergyInterval, FiguresSource, PowerFigures, PowerState};
 pub use interval::{fold_suspended, interval_of, DiskWindow};
-pub use inventory::{storage_devices, StorageDevice, StorageKind};
+pub use inventory::{disks_holding, storage_devices, StorageDevice, StorageKind};
 pub use meter::{
     storage_energy_between, DiskSample, StateResidency, StorageEnergy, StorageMeter,
     StorageSnapshot,
