@@ -73,7 +73,7 @@ demo: build
 ## see no GPU rows; the GPU tests load the stand-in library (crates/nvidia-stub) themselves.
 ## The eBPF mechanism is always built here (deps installed its toolchain) and WATTIO_REQUIRE_EBPF
 ## makes its tests, which load the BPF program into this kernel, fail instead of skipping without BPF.
-## WATTIO_REQUIRE_VM likewise for the real-guest tests (tests/vm_e2e.rs, tests/vm_kernel_io.rs, tests/vm_ipmi.rs: QEMU, a kernel, busybox).
+## WATTIO_REQUIRE_VM likewise for the real-guest tests (tests/vm_e2e.rs, tests/vm_kernel_io.rs, tests/vm_ipmi.rs, tests/vm_devices.rs: QEMU, a kernel, busybox).
 ## WATTIO_REQUIRE_SUSHY likewise for the Redfish tests (tests/redfish.rs: sushy-static, which deps installs in target/redfish-venv).
 test: deps lint-test test-java test-rust unused-deps test-deploy
 
@@ -124,7 +124,7 @@ hw-bundle: build
 ## answers DCMI (prints what each answered); about 100 s, also part of make test
 ## (WATTIO_REQUIRE_VM: fails instead of skipping).
 test-vm:
-	WATTIO_REQUIRE_VM=1 $(CARGO) test --release -p wattio --test vm_e2e --test vm_kernel_io --test vm_ipmi -- --nocapture
+	WATTIO_REQUIRE_VM=1 $(CARGO) test --release -p wattio --test vm_e2e --test vm_kernel_io --test vm_ipmi --test vm_devices -- --nocapture
 
 ## hw-check end to end without hardware (also part of make test, through cargo test): a fixture
 ## ticking at a known power, the stand-in NVML and CUDA, a stand-in nvidia-smi.

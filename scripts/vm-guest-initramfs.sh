@@ -28,7 +28,16 @@
 # WATTIO-PROBE-END and `wattio measure --domains platform -- true` between WATTIO-MEASURE-BEGIN
 # and WATTIO-MEASURE-END, with its exit status as WATTIO-RC N. No share, no disk.
 #
-# usage: scripts/vm-guest-initramfs.sh OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS [spin|idle|lifecycle|kernel-io|ipmi]]
+# WORKLOAD devices is a guest with an emulated NVMe drive and an AHCI disk (crates/cli/tests/
+# vm_devices.rs): it loads their drivers, waits for /dev/nvme0 and /dev/sda, and prints
+# `wattio probe --json` between WATTIO-PROBE-BEGIN/END; `wattio measure --json` of a direct
+# write of SECONDS×8 MiB to /dev/nvme0n1 between WATTIO-MEASURE-BEGIN/END; a dry-run
+# `wattio power run` over 2×SECONDS s while the AHCI disk is read and then left idle, between
+# WATTIO-POWER-BEGIN/END; and, for each of nvme0n1 and sda, `wattio power run --apply` for 2 s
+# between WATTIO-APPLY-DEV-BEGIN/END, with the knobs before and after (WATTIO-KNOBS) and what
+# is left in /var/lib/wattio. Each command's exit status is printed as WATTIO-RC NAME N.
+#
+# usage: scripts/vm-guest-initramfs.sh OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS [spin|idle|lifecycle|kernel-io|ipmi|devices]]
 # (crates/cli/tests/vm_e2e.rs builds one; qemu-system-x86_64 -kernel /boot/vmlinuz-VERSION
 #  -initrd OUT.cpio.gz -append console=ttyS0 -virtfs local,path=DIR,mount_tag=wattio,… boots it)
 set -euo pipefail
@@ -38,7 +47,7 @@ die() {
     exit 2
 }
 
-[ $# -ge 3 ] || die "usage: $0 OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS [spin|idle|lifecycle|kernel-io|ipmi]]"
+[ $# -ge 3 ] || die "usage: $0 OUT.cpio.gz WATTIO_BIN KERNEL_VERSION [SECONDS [spin|idle|lifecycle|kernel-io|ipmi|devices]]"
 out=$(realpath -m "$1")
 bin=$2
 kver=$3
@@ -58,8 +67,8 @@ echo WATTIO-PROBE-BEGIN
 wattio probe --json
 echo WATTIO-PROBE-END"
     ;;
-kernel-io | ipmi) ;;
-*) die "workload must be spin, idle, lifecycle, kernel-io or ipmi, not $5" ;;
+kernel-io | ipmi | devices) ;;
+*) die "workload must be spin, idle, lifecycle, kernel-io, ipmi or devices, not $5" ;;
 esac
 mode=${5:-spin}
 busybox=$(command -v busybox) || die "busybox not found: apt-get install busybox-static"
@@ -91,10 +100,13 @@ modules="virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_p
 # The BMC's guest needs the IPMI drivers alone: the message handler, the system interface
 # driver (KCS, found through the ACPI table QEMU writes) and the device interface (/dev/ipmi0).
 [ "$mode" = ipmi ] && modules="ipmi_msghandler ipmi_si ipmi_devintf"
+# The devices' guest: an NVMe controller and an AHCI disk, each with its kernel driver (the
+# T10 protection-information helpers first: nvme-core and sd_mod need them).
+[ "$mode" = devices ] && modules="crct10dif_common crc_t10dif crc64 crc64_rocksoft t10_pi nvme_core nvme scsi_common scsi_mod libata libahci ahci sd_mod"
 for m in $modules; do
     if ! f=$(modinfo -n -k "$kver" "$m" 2>/dev/null); then
         case $m in
-        virtio_pci_legacy_dev | virtio_pci_modern_dev | netfs | fscache | crc16 | crc32c_generic | mbcache) continue ;;
+        virtio_pci_legacy_dev | virtio_pci_modern_dev | netfs | fscache | crc16 | crc32c_generic | mbcache | crct10dif_common | crc64 | crc64_rocksoft) continue ;;
         *) die "module $m not found for $kver" ;;
         esac
     fi
@@ -107,6 +119,10 @@ for m in $modules; do
     esac
     echo "$m.ko" >>"$root/modules.order"
 done
+# The devices' guest tells libata that its disk cannot do link power management (busybox's
+# insmod takes a module's parameters itself, not from the kernel command line), so the guest
+# kernel refuses wattio's link-policy write (EOPNOTSUPP: drivers/ata/libata-sata.c).
+[ "$mode" = devices ] && echo "force=nolpm" >"$root/modules/libata.ko.params"
 
 # Both guests start alike: busybox's commands, the kernel's file systems, the modules.
 cat >"$root/init" <<EOF
@@ -116,9 +132,45 @@ export PATH=/bin:/usr/bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
-for m in \$(cat /modules.order); do insmod /modules/\$m || echo "WATTIO-ERROR insmod \$m"; done
+for m in \$(cat /modules.order); do insmod /modules/\$m \$(cat /modules/\$m.params 2>/dev/null) || echo "WATTIO-ERROR insmod \$m"; done
 EOF
-if [ "$mode" = ipmi ]; then
+if [ "$mode" = devices ]; then
+    cat >>"$root/init" <<EOF
+i=0
+while { [ ! -c /dev/nvme0 ] || [ ! -b /dev/sda ]; } && [ \$i -lt 300 ]; do sleep 0.1; i=\$((i+1)); done
+[ -c /dev/nvme0 ] || echo "WATTIO-ERROR no /dev/nvme0"
+[ -b /dev/sda ] || echo "WATTIO-ERROR no /dev/sda"
+knobs() {
+    echo "WATTIO-KNOBS \$1 \$(cat /sys/class/scsi_host/host*/link_power_management_policy 2>/dev/null | tr '\\n' ' ')\$(cat /sys/bus/pci/devices/*/power/control | tr '\\n' ' ')"
+}
+echo WATTIO-READY
+echo WATTIO-PROBE-BEGIN
+wattio probe --json
+echo WATTIO-PROBE-END
+echo WATTIO-MEASURE-BEGIN
+wattio measure --source model --json -- dd if=/dev/zero of=/dev/nvme0n1 bs=1M count=$((seconds * 8)) oflag=direct 2>/tmp/measure.err
+echo WATTIO-RC measure \$?
+echo WATTIO-MEASURE-END
+cat /tmp/measure.err
+echo WATTIO-POWER-BEGIN
+knobs before
+(dd if=/dev/sda of=/dev/null bs=1M count=16 iflag=direct 2>/dev/null) &
+wattio power run --idle-timeout 1 --interval 0.2 --duration $((seconds * 2)) 2>&1
+echo WATTIO-RC power \$?
+knobs after
+echo WATTIO-POWER-END
+for dev in nvme0n1 sda; do
+    echo WATTIO-APPLY-\$dev-BEGIN
+    knobs before
+    wattio power run --apply --device \$dev --idle-timeout 0.5 --interval 0.1 --duration 2 2>&1
+    echo WATTIO-RC apply-\$dev \$?
+    knobs after
+    ls /var/lib/wattio 2>/dev/null
+    echo WATTIO-APPLY-\$dev-END
+done
+poweroff -f
+EOF
+elif [ "$mode" = ipmi ]; then
     cat >>"$root/init" <<EOF
 i=0
 while [ ! -c /dev/ipmi0 ] && [ \$i -lt 200 ]; do sleep 0.1; i=\$((i+1)); done

@@ -147,7 +147,7 @@ fn run(root: &SysRoot, r: RunArgs) -> Result<ExitCode> {
 fn print_decision(d: &PowerDecision) {
     let trade = match d.trade {
         Some((w, ms)) => format!("saves {w:.3} W, adds {ms:.3} ms wake latency (device figures)"),
-        None => "trade unknown (no device figures)".to_string(),
+        None => "trade unknown (no figures for these knobs)".to_string(),
     };
     let verb = if d.applied { "wrote" } else { "would write" };
     let writes = if d.writes.is_empty() {
@@ -191,7 +191,7 @@ fn print_event(e: PowerEvent) {
         } => say::note(format!(
             "{device}: managing, modes {} ({})",
             modes.join(" → "),
-            figures.unwrap_or_else(|| "generic ladder: no device figures".into())
+            figures.unwrap_or_else(|| "generic ladder: no figures for these knobs".into())
         )),
         PowerEvent::Skipped { device, why } => say::note(format!("{device}: skipped: {why}")),
         PowerEvent::Decision(d) => print_decision(&d),

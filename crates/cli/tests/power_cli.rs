@@ -136,7 +136,7 @@ fn a_dry_run_proposes_decisions_and_writes_nothing() {
         "{out}"
     );
     assert!(
-        out.contains("sda performance → low-power (generic): would write /sys/class/scsi_host/host0/link_power_management_policy = med_power_with_dipm, /sys/devices/pci0000:00/0000:00:17.0/power/control = auto; trade unknown (no device figures)"),
+        out.contains("sda performance → low-power (generic): would write /sys/class/scsi_host/host0/link_power_management_policy = med_power_with_dipm, /sys/devices/pci0000:00/0000:00:17.0/power/control = auto; trade unknown (no figures for these knobs)"),
         "{out}"
     );
     assert!(err.contains("sdb: skipped: holds /"), "{err}");
