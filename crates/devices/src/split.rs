@@ -135,9 +135,13 @@ impl IoBytesSample {
                     let Some(bytes) = proc_io_bytes(&text) else {
                         continue;
                     };
-                    let comm = std::fs::read_to_string(e.path().join("comm"))
+                    let mut comm = std::fs::read_to_string(e.path().join("comm"))
                         .map(|c| c.trim().to_string())
                         .unwrap_or_default();
+                    if root.is_real() && pid == std::process::id() {
+                        // `measure`'s command is reaped by wattio, so its bytes are counted here.
+                        comm.push_str(" (with the processes it ran and reaped)");
+                    }
                     sample.processes.insert(pid, (comm, bytes));
                 }
                 Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => {
