@@ -110,7 +110,7 @@ hw-check: build
 hw-bundle: build
 	rm -rf $(HW_BUNDLE) && mkdir -p $(HW_BUNDLE)/lib
 	strip -o $(HW_BUNDLE)/wattio $(WATTIO)
-	cp scripts/hw-check.py $(HW_BUNDLE)/
+	cp scripts/hw-check.py scripts/hw_storage.py $(HW_BUNDLE)/
 	ldd $(WATTIO) | awk '$$3 ~ /^\// && $$1 !~ /^(libc|libm|libgcc_s|ld-linux)/ {print $$3}' | xargs -r cp -L -t $(HW_BUNDLE)/lib
 	echo "$$(git rev-parse --short HEAD)$$(git diff --quiet HEAD || echo -dirty)" > $(HW_BUNDLE)/COMMIT
 	@size=$$(du -sm $(HW_BUNDLE) | cut -f1); echo "hw-bundle: $(HW_BUNDLE)/ is $$size MiB ($$(ls $(HW_BUNDLE) $(HW_BUNDLE)/lib | tr '\n' ' '))"; \

@@ -25,6 +25,10 @@ where. What the machine lacks is skipped with the reason. Steps:
    at least five of the slowest meter's averaging periods plus its delay, with the machine's
    figure, the rest RAPL and the GPUs do not see and its uncertainty per block, and how much
    each meter rose from idle to busy.
+7. Storage devices (`hw_storage.py`): each disk that reports power figures, `measure --json` over
+   alternating idle and busy blocks (a direct read of the raw disk, read-only), its energy
+   interval beside the platform meter's rest, and whether the rest's rise from idle to busy lies
+   within the disk's own bounds.
 
 --fixture runs it all end to end without hardware: a `wattio fixture` tree ticking at a known
 power stands in for RAPL (WATTIO_ROOT), with an ACPI power meter and an amdgpu in its hwmon, the stand-in NVIDIA libraries (crates/nvidia-stub) for
@@ -46,6 +50,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hw_storage  # noqa: E402 (beside this script, in the repository and in the bundle)
 
 MECHANISMS = ["perf", "powercap", "msr", "ebpf"]
 # With --fixture: the power of the fixture's ACPI power meter and its AMD GPU (hwmon).
@@ -770,8 +777,11 @@ def main():
         measure_gpu_and_calibrate(c, has_gpu, usable, a.fixture)
         if a.fixture:
             add_fixture_meters(root)
+            nvme_block = hw_storage.fixture_nvme(root)
         platform_meters(c, {"platform_w": FIXTURE_PLATFORM_W, "amdgpu_w": FIXTURE_AMDGPU_W,
                             "rapl_w": truth_w} if a.fixture else None)
+        hw_storage.storage(c, fmt, (nvme_block, os.path.join(root, "sys", "class", "hwmon", "hwmon0", "power1_average"),
+                                    FIXTURE_PLATFORM_W) if a.fixture else None)
     finally:
         if ticker:
             ticker.terminate()

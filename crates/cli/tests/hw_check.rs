@@ -155,6 +155,7 @@ fn hw_check_in_fixture_mode_measures_the_known_truth_and_writes_its_report() {
         );
     }
     assert!(report.contains("## 6. Platform meters and non-NVIDIA GPUs beside RAPL"));
+    storage_step(&v, &report);
     // What a fixture cannot show is skipped with the reason.
     assert!(
         v["skipped"]["calibrate"]
@@ -163,4 +164,46 @@ fn hw_check_in_fixture_mode_measures_the_known_truth_and_writes_its_report() {
             .contains("fixture"),
         "{v}"
     );
+}
+
+/// Step 7 on the fixture's stand-in NVMe drive (8 W at most, 1.5 W idle, 6 W active), busy half
+/// of each busy block, the ACPI meter raised by the central estimate's rise while busy:
+/// (6 − 1.5) W × 0.5 = 2.25 W.
+fn storage_step(v: &serde_json::Value, report: &str) {
+    assert!(report.contains("## 7. Storage devices"), "{report}");
+    let truth = &v["storage"]["fixture_truth"];
+    let (max_w, idle_w, active_w, share) = (
+        truth["max_w"].as_f64().unwrap(),
+        truth["idle_w"].as_f64().unwrap(),
+        truth["active_w"].as_f64().unwrap(),
+        truth["busy_share"].as_f64().unwrap(),
+    );
+    let disk = &v["storage"]["disks"]["nvme0n1"];
+    let blocks = disk["blocks"].as_array().unwrap();
+    assert_eq!(blocks.len(), 4, "{disk}");
+    for b in blocks {
+        let secs = b["duration_s"].as_f64().unwrap();
+        let row = &b["disk"];
+        let busy = row["busy_s"].as_f64().unwrap();
+        let want_busy = if b["kind"] == "busy" { share * secs } else { 0.0 };
+        assert!((busy - want_busy).abs() < 0.1 * secs, "{b}");
+        let iv = &row["interval"];
+        let (lower, upper) = (
+            iv["lower_j"].as_f64().unwrap(),
+            iv["upper_j"].as_f64().unwrap(),
+        );
+        assert!((lower - idle_w * secs).abs() < 0.02 * idle_w * secs, "{b}");
+        assert!((upper - max_w * secs).abs() < 0.02 * max_w * secs, "{b}");
+        // Central: active power over the busy time, idle power over the rest.
+        let central = iv["central_j"].as_f64().unwrap();
+        let want = active_w * busy + idle_w * (row["window_s"].as_f64().unwrap() - busy);
+        assert!((central - want).abs() < 1e-6 * want.max(1.0), "{b}");
+    }
+    let r = &disk["rises"];
+    let rise = (active_w - idle_w) * share;
+    for key in ["disk_rise_central_w", "rest_rise_w"] {
+        let got = r[key].as_f64().unwrap();
+        assert!((got - rise).abs() < 0.15 * rise, "{key}: {got} W, not {rise} W: {r}");
+    }
+    assert_eq!(r["verdict"], "inside the disk's bounds", "{r}");
 }
