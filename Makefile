@@ -142,6 +142,7 @@ test-report:
 test-transfer:
 	WATTIO_REQUIRE_NGINX=1 $(CARGO) test --release -p wattio-http -p wattio-tuner -p wattio-transfer
 	WATTIO_REQUIRE_NGINX=1 $(CARGO) test --release -p wattio --test transfer_cli
+	$(CARGO) test --release -p wattio --test transfer_disks
 
 ## Testbed: namespaces + TUN delay line up, RTT checked, down, nothing left (root; seconds after the build).
 test-testbed:

@@ -327,6 +327,10 @@ fn print_summary(s: &TransferSummary) {
     if let (Some(j), Some(label)) = (pe.attributed_j, pe.attributed_label.as_deref()) {
         println!("this process's share of the machine's energy: {j:.1} J — {label}");
     }
+    // the disks' own power figures (model names) come from sysfs: escaped like peer names
+    for line in s.dest_disks.iter().flat_map(|d| d.text_lines()) {
+        println!("{}", terminal_safe(&line));
+    }
     println!(
         "source: {}{}",
         s.source_kind,

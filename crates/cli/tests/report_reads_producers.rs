@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{wattio, Reaper};
+use common::wattio;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -247,28 +247,6 @@ fn cache_sweep_csv_and_replay_json_read_as_the_simulator_wrote_them() {
     assert_eq!(s.loaded.len(), 2);
 }
 
-/// A `wattio serve` on a loopback port, killed and reaped on drop.
-fn serve(dir: &Path) -> (Reaper, u16) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = std::process::Command::new(common::BIN)
-        .arg("serve")
-        .arg(dir)
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .args(["--rate-limit", "40mbit"])
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let reaper = Reaper(vec![child]);
-    common::wait_until(10, "wattio serve to listen", || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
-    (reaper, port)
-}
-
 #[test]
 fn transfer_json_summaries_read_as_the_transfer_wrote_them() {
     // Files of three sizes, so Algorithm 1 makes several partitions (pipelining is a list).
@@ -282,7 +260,7 @@ fn transfer_json_summaries_read_as_the_transfer_wrote_them() {
         let bytes: Vec<u8> = (0..n).map(|i: usize| (i * 7 % 251) as u8).collect();
         std::fs::write(src.path().join(name), bytes).unwrap();
     }
-    let (_server, port) = serve(src.path());
+    let (_server, port) = common::serve_rate_limited(src.path(), "40mbit");
     let results = tempfile::tempdir().unwrap();
     for sla in ["max-throughput", "min-energy"] {
         let dest = tempfile::tempdir().unwrap();

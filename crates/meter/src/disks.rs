@@ -34,10 +34,9 @@ impl DiskIntervals {
     }
 }
 
-/// A watch of the block devices under `root`, `None` where it has none.
-pub(crate) fn open_watch(
-    root: &SysRoot,
-) -> Result<Option<StorageWatch>, wattio_devices::DeviceError> {
+/// A watch of the block devices under `root`, `None` where it has none (no `/sys/block`, or
+/// no device in it).
+pub fn open_watch(root: &SysRoot) -> Result<Option<StorageWatch>, wattio_devices::DeviceError> {
     if !root.path("/sys/block").is_dir() {
         return Ok(None);
     }

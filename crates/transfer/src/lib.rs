@@ -8,6 +8,8 @@
 //!   [`TransferProgress`] to the callbacks the options hold, or a [`TransferError`] whose
 //!   variant says what stopped it (the options, the source, a server, verification, DEST, a
 //!   cancel).
+//! - The destination disks' energy over the run ([`DestDisks`], [`DestDiskEnergy`]): each
+//!   disk under DEST with its interval (`wattio-devices`) over the run and per GB received.
 //! - The CPU actuator that applies the tuners' core and frequency choices, and its reports:
 //!   [`CoreBackend`], [`ApplyReport`], [`KnobOutcome`].
 //!
@@ -30,6 +32,7 @@
 mod actuator;
 #[cfg(feature = "engine")]
 mod client;
+mod dest_disks;
 #[cfg(feature = "engine")]
 mod dirindex;
 #[cfg(feature = "engine")]
@@ -44,6 +47,7 @@ mod sums;
 mod urllist;
 
 pub use actuator::{ApplyReport, CoreBackend, KnobOutcome};
+pub use dest_disks::{DestDiskEnergy, DestDisks};
 pub use summary::{
     failed_lines_message, json_terminal_safe, terminal_safe, ChecksumFileReport, EnergySummary,
     FailedLine, IntervalLog, MirrorFallback, MirrorReport, ProcessEnergy, TransferSummary,

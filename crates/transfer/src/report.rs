@@ -80,6 +80,25 @@ impl TransferSummary {
             "energy of a host running only this transfer (J)".into(),
             format!("{:.3} — {}", process.total_j, process.provenance),
         ]);
+        rows.extend(self.dest_disk_rows());
+        rows
+    }
+
+    /// The destination disks' rows: each disk's interval over the run and per GB received
+    /// with its model, or why it has none; then the notes. None for a summary written before
+    /// wattio measured them.
+    fn dest_disk_rows(&self) -> Vec<Vec<String>> {
+        let Some(d) = &self.dest_disks else {
+            return vec![];
+        };
+        let mut rows: Vec<Vec<String>> = d
+            .disks
+            .iter()
+            .map(|disk| vec![format!("destination disk {}", disk.name()), disk.figures()])
+            .collect();
+        for note in d.note.iter().chain(&d.window_note) {
+            rows.push(vec!["destination disk".into(), note.clone()]);
+        }
         rows
     }
 }

@@ -3,6 +3,7 @@
 //! so a reader of summaries (`wattio report`) gets these types without the transfer engine.
 
 use crate::actuator::ApplyReport;
+use crate::dest_disks::DestDisks;
 use serde::{Deserialize, Serialize};
 use wattio_tuner::{NetParams, TransferPlan};
 
@@ -255,6 +256,11 @@ pub struct TransferSummary {
     pub energy_process: ProcessEnergy,
     /// What fed the tuner: "meter" or "process-estimate".
     pub energy_feedback: String,
+    /// The disks holding DEST: each one's energy interval over the run and per GB received,
+    /// labelled with its model, or why there is none; `None` in summaries written before
+    /// wattio measured them.
+    #[serde(default)]
+    pub dest_disks: Option<DestDisks>,
     pub net: NetParams,
     pub params_initial: TransferPlan,
     pub cpu_actuator: Vec<ApplyReport>,

@@ -271,3 +271,26 @@ pub fn assert_promtool_accepts(body: &str) {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// A `wattio serve` of `dir` on a free loopback port, its rate limited to `rate` (`40mbit`):
+/// the child (killed and reaped on drop) and the port.
+pub fn serve_rate_limited(dir: &Path, rate: &str) -> (Reaper, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(BIN)
+        .arg("serve")
+        .arg(dir)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--rate-limit", rate])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let reaper = Reaper(vec![child]);
+    wait_until(10, "wattio serve to listen", || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    (reaper, port)
+}

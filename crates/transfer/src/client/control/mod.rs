@@ -1,16 +1,20 @@
 //! The control loop. [`transfer_async`] runs a transfer in stages: `start_up` (the first URL,
-//! the RTT, DEST, the meter and the first connections opening in the background), discovery
+//! the RTT, DEST, the meter, the destination disks' watch (`disks`) and the first connections
+//! opening in the background), discovery
 //! (`discover`), `Incoming::before_plan` (the files found so far prepared against DEST and
 //! what earlier runs left), `plan_transfer` (Algorithm 1's plan, the controller, the shared
 //! state), `Tuning::run` (the tuning intervals: energy and CPU feedback, channel budgets, rate
-//! cap, CPU actuator, interval log; files discovery finds meanwhile join) and `summarise`.
+//! cap, CPU actuator, interval log; files discovery finds meanwhile join) and `summarise`
+//! (with `checked`: how each file was checked, and the disks' window closed after the last
+//! sync).
 
+mod checked;
+mod disks;
 mod energy;
 
 use crate::actuator::CpuActuator;
 use crate::client::data::channel::channel_task;
 use crate::client::data::dest::{with_suffix, Dest, Entry, DONE_SUFFIX};
-use crate::client::data::files::FileJob;
 use crate::client::data::intake::{add_found, Intake};
 use crate::client::data::jobs::Jobs;
 use crate::client::data::queue::build_queues;
@@ -25,9 +29,9 @@ use crate::client::net::conn::{measure_rtt, spawn_preconnect, Connector, Stream}
 use crate::client::net::url::HttpUrl;
 use crate::client::options::{default_window, TransferOptions};
 use crate::error::{failure, EngineError, EngineResult, Failure};
-use crate::summary::{
-    ChecksumFileReport, IntervalLog, TransferSummary, Verification, UNVERIFIED_LISTED,
-};
+use crate::summary::{ChecksumFileReport, IntervalLog, TransferSummary};
+use checked::verification;
+use disks::DiskBook;
 use energy::{open_meter, CpuSteps, EnergyBook};
 use std::fs::File;
 use std::io::Write;
@@ -66,6 +70,11 @@ pub(crate) async fn transfer_async(
     let (unsized_tx, unsized_rx) = unbounded_channel();
     let (mut incoming, prep) =
         Incoming::before_plan(found, Box::new(needs_ranges), unsized_tx, &start, opts).await?;
+    // the disks' window opens before the first byte is written
+    let disks = match start.disks_open.take() {
+        Some(task) => task.await?,
+        None => DiskBook::open(&opts.tuning.root, &opts.data.dest),
+    };
     let (ctl, plan, shared) = plan_transfer(&start, &incoming, prep, spare, opts, act);
     let streaming = spawn_streaming(&shared, &start.dest, unsized_rx);
     // files with nothing missing (complete .wattio-part from an interrupted rename)
@@ -75,6 +84,7 @@ pub(crate) async fn transfer_async(
             tokio::task::spawn_blocking(move || finish_file(&sh, i)).await?;
         }
     }
+    let synced = opts.data.fsync;
     let meter = open_meter(start.meter_open.take(), opts).await?;
     let mut energy = EnergyBook::start(meter, opts, act);
     let mut tuning = Tuning::start(ctl, plan, start.net, shared, &incoming, opts, act)?;
@@ -100,7 +110,12 @@ pub(crate) async fn transfer_async(
         return Err(f.into());
     }
     let streamed = streaming.await?;
-    Ok(summarise(tuning, energy, incoming, streamed, seconds, opts))
+    // every file is synced (with --fsync on) and in place: the disks' window closes
+    let received = tuning.shared.received.load(Ordering::SeqCst);
+    let dest_disks = tokio::task::spawn_blocking(move || disks.finish(received, synced)).await?;
+    let mut summary = summarise(tuning, energy, incoming, streamed, seconds, opts);
+    summary.dest_disks = Some(dest_disks);
+    Ok(summary)
 }
 
 /// What the start-up opens before discovery: the first URL, the meter (opening in the
@@ -109,6 +124,8 @@ pub(crate) async fn transfer_async(
 struct Startup {
     url: HttpUrl,
     meter_open: Option<JoinHandle<Result<Meter, EnergyError>>>,
+    /// The destination disks' watch, opening in the background once DEST exists.
+    disks_open: Option<JoinHandle<DiskBook>>,
     connector: Arc<Connector>,
     dest: Arc<Dest>,
     net: NetParams,
@@ -131,6 +148,12 @@ async fn start_up(opts: &TransferOptions) -> EngineResult<Startup> {
     let dest = Arc::new(tokio::task::block_in_place(|| {
         Dest::open(&opts.data.dest, opts.data.fsync)
     })?);
+    let disks_open = {
+        let (root, dest) = (opts.tuning.root.clone(), opts.data.dest.clone());
+        Some(tokio::task::spawn_blocking(move || {
+            DiskBook::open(&root, &dest)
+        }))
+    };
     let rtt = match opts.tuning.rtt {
         Some(r) => r,
         None => measure_rtt(&url).await?,
@@ -156,6 +179,7 @@ async fn start_up(opts: &TransferOptions) -> EngineResult<Startup> {
     Ok(Startup {
         url,
         meter_open,
+        disks_open,
         connector,
         dest,
         net,
@@ -704,80 +728,11 @@ fn summarise(
         energy_note: figures.energy_note,
         energy_process: figures.energy_process,
         energy_feedback: figures.energy_feedback,
+        dest_disks: None,
         net: tuning.net,
         params_initial: tuning.plan,
         cpu_actuator: tuning.cpu.reports,
         intervals: tuning.intervals,
-    }
-}
-
-/// How the files were checked: by the listing, by a publisher's digest (collision-resistant
-/// or not), or not at all; counting the files earlier runs finished and those streamed.
-fn verification(
-    earlier: &EarlierRuns,
-    shared: &Shared,
-    streamed: &[StreamedFile],
-    checksum_file: Option<ChecksumFileReport>,
-) -> Verification {
-    let jobs = &shared.files;
-    let mut unverified: Vec<String> = earlier.skipped_unverified.clone();
-    unverified.extend(
-        streamed
-            .iter()
-            .filter(|f| !f.published)
-            .map(|f| f.rel.clone()),
-    );
-    unverified.extend(
-        jobs.iter()
-            .filter(|j| j.xxh3.is_none() && j.blocks.is_none() && j.expect.is_none())
-            .map(|j| j.rel.clone()),
-    );
-    unverified.sort();
-    // files a digest checked: by a collision-resistant one, or only by others
-    let strong_job = |j: &FileJob| {
-        j.expect
-            .as_ref()
-            .is_some_and(|e| e.algo.collision_resistant())
-    };
-    let checked_job = |j: &FileJob| j.xxh3.is_some() || j.blocks.is_some() || j.expect.is_some();
-    let strong = earlier.verified_strong
-        + jobs.iter().filter(|j| strong_job(j)).count()
-        + streamed.iter().filter(|f| f.strong).count();
-    let mut weak: Vec<String> = earlier.verified_weak.clone();
-    weak.extend(
-        jobs.iter()
-            .filter(|j| checked_job(j) && !strong_job(j))
-            .map(|j| j.rel.clone()),
-    );
-    weak.extend(
-        streamed
-            .iter()
-            .filter(|f| f.published && !f.strong)
-            .map(|f| f.rel.clone()),
-    );
-    weak.sort();
-    Verification {
-        by_listing: earlier.verified_by_listing
-            + jobs
-                .iter()
-                .filter(|j| j.xxh3.is_some() || j.blocks.is_some())
-                .count(),
-        by_publisher: earlier.verified_by_publisher
-            + jobs.iter().filter(|j| j.expect.is_some()).count()
-            + streamed.iter().filter(|f| f.published).count(),
-        unverified: unverified.len(),
-        unverified_files: unverified.into_iter().take(UNVERIFIED_LISTED).collect(),
-        checksum_file,
-        collision_resistant: strong,
-        integrity_only: weak.len(),
-        integrity_only_files: weak.into_iter().take(UNVERIFIED_LISTED).collect(),
-        restarted: earlier
-            .restarted
-            .iter()
-            .chain(shared.restarted.lock().unwrap().iter())
-            .cloned()
-            .collect(),
-        resumed_unchecked: earlier.resumed_unchecked.clone(),
     }
 }
 
