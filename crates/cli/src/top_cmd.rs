@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use wattio_energy::attribution::{By, IdlePolicy};
 use wattio_energy::SysRoot;
-use wattio_meter::{render_top, DiskIntervals, LiveAttribution};
+use wattio_meter::{render_top, DeviceIntervals, LiveAttribution};
 use wattio_units::{format_duration, parse_duration_or_seconds};
 
 #[derive(Args)]
@@ -63,7 +63,7 @@ pub fn top(a: TopArgs) -> Result<ExitCode> {
     let meter = a.source.open_meter()?;
     let root = SysRoot::from_env();
     let n_cpus = wattio_energy::online_cpu_count(&root)?;
-    let mut disks = DiskIntervals::open(&root).context("listing the block devices")?;
+    let mut devices = DeviceIntervals::open(&root).context("listing the block devices")?;
     let mut live = LiveAttribution::start(&meter, root, a.by, a.idle, n_cpus)
         .context("starting attribution")?;
     if let Some(note) = &live.gpu_note {
@@ -107,9 +107,7 @@ pub fn top(a: TopArgs) -> Result<ExitCode> {
             Err(e) => return Err(e).context("reading CPU times failed 6 times in a row"),
         };
         let mut i = i;
-        if let Some(d) = disks.as_mut() {
-            i.disks = d.step();
-        }
+        (i.disks, i.nics) = devices.step();
         let i = match &carbon {
             Some(intensity) => i.with_carbon(intensity),
             None => i,

@@ -1,7 +1,9 @@
 //! The disks in `wattio measure` and `wattio top`: each disk's row, its busy time and bytes,
-//! and its energy interval or the reason it has none. The readers of the drives' power states
-//! are not on this branch, so the fixture's disks are a virtual one (no energy of its own) and
-//! one without power figures; the interval arithmetic is tested in wattio-devices.
+//! and its energy interval or the reason it has none: a virtual disk (no energy of its own), a
+//! SCSI disk that matches no shipped profile (the generic SATA SSD class, whose greatest
+//! maximum is the Intel SSD DC S3700's 6 W and whose standby reports no idle power, so its
+//! bounds are 0 and 6 W × the window while its state is unknown) and an SD card (no power
+//! figures); the interval arithmetic itself is tested in wattio-devices.
 
 use std::path::Path;
 use std::process::Command;
@@ -28,6 +30,8 @@ fn fixture() -> tempfile::TempDir {
     write(b, "sys/block/vda/stat", &stat_line(0, 0, 0));
     write(b, "sys/block/sdb/dev", "8:16\n");
     write(b, "sys/block/sdb/device/vendor", "SEAGATE\n");
+    write(b, "sys/block/mmcblk0/dev", "179:0\n");
+    write(b, "sys/block/mmcblk0/stat", &stat_line(0, 0, 0));
     dir
 }
 
@@ -60,20 +64,32 @@ fn measure_shows_each_disk_with_its_busy_time_and_why_it_has_no_interval() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let disks = v["disks"].as_array().expect("a disks array");
-    assert_eq!(disks.len(), 2, "{v}");
-    let (sdb, vda) = (&disks[0], &disks[1]);
+    assert_eq!(disks.len(), 3, "{v}");
+    let (mmc, sdb, vda) = (&disks[0], &disks[1], &disks[2]);
     assert_eq!(sdb["device"], "sdb");
     assert_eq!(sdb["kind"], "SCSI");
     assert_eq!(sdb["busy_s"].as_f64(), Some(0.25));
     assert_eq!(sdb["read_bytes"].as_u64(), Some(64 * 512));
     assert_eq!(sdb["written_bytes"].as_u64(), Some(2048 * 512));
-    assert!(sdb.get("interval").is_none(), "{sdb}");
+    let window = sdb["window_s"].as_f64().unwrap();
+    assert_eq!(sdb["interval"]["lower_j"].as_f64(), Some(0.0), "{sdb}");
+    let upper = sdb["interval"]["upper_j"].as_f64().unwrap();
+    assert!((upper - 6.0 * window).abs() < 1e-9, "{sdb}");
+    assert!(sdb["interval"]["central_j"].is_null(), "{sdb}");
     assert!(
-        sdb["reason"]
+        sdb["label"]
             .as_str()
             .unwrap()
-            .starts_with("no power figures: "),
+            .starts_with("estimated (device-reported interval: generic class SATA SSD"),
         "{sdb}"
+    );
+    assert!(mmc.get("interval").is_none(), "{mmc}");
+    assert!(
+        mmc["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("no power figures"),
+        "{mmc}"
     );
     assert_eq!(vda["device"], "vda");
     assert_eq!(vda["busy_s"].as_f64(), Some(0.0));
@@ -90,13 +106,14 @@ fn measure_shows_each_disk_with_its_busy_time_and_why_it_has_no_interval() {
     );
     assert!(
         text.contains("disk sdb (SCSI) busy 0.25 s of")
-            && text.contains("read 32.0 KiB written 1.0 MiB   no interval: no power figures: "),
+            && text.contains("read 32.0 KiB written 1.0 MiB   [0.000, ")
+            && text.contains("no interval: no power figures"),
         "{text}"
     );
 }
 
 #[test]
-fn measure_csv_leaves_the_disk_columns_empty_without_an_interval() {
+fn measure_csv_gives_the_disks_summed_interval_and_leaves_the_central_estimate_empty() {
     let dir = fixture();
     let csv = dir.path().join("out.csv");
     let o = measure(
@@ -104,9 +121,8 @@ fn measure_csv_leaves_the_disk_columns_empty_without_an_interval() {
         &["--runs", "2", "--export-csv", csv.to_str().unwrap()],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = std::fs::read_to_string(&csv).unwrap();
-    let mut lines = text.lines();
-    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let mut r = csv::Reader::from_path(&csv).unwrap();
+    let head: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
     assert_eq!(
         &head[head.len() - 4..],
         [
@@ -116,8 +132,12 @@ fn measure_csv_leaves_the_disk_columns_empty_without_an_interval() {
             "disks_label"
         ]
     );
-    let row = lines.next().unwrap();
-    assert!(row.ends_with(",,,,"), "{row}");
+    let row = r.records().next().unwrap().unwrap();
+    let n = row.len();
+    let (lower, central, upper, label) = (&row[n - 4], &row[n - 3], &row[n - 2], &row[n - 1]);
+    assert_eq!((lower, central), ("0", ""), "{row:?}");
+    assert!(upper.parse::<f64>().unwrap() > 0.0, "{row:?}");
+    assert!(label.starts_with("sdb: estimated"), "{row:?}");
 }
 
 #[test]

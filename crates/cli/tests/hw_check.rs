@@ -185,7 +185,11 @@ fn storage_step(v: &serde_json::Value, report: &str) {
         let secs = b["duration_s"].as_f64().unwrap();
         let row = &b["disk"];
         let busy = row["busy_s"].as_f64().unwrap();
-        let want_busy = if b["kind"] == "busy" { share * secs } else { 0.0 };
+        let want_busy = if b["kind"] == "busy" {
+            share * secs
+        } else {
+            0.0
+        };
         assert!((busy - want_busy).abs() < 0.1 * secs, "{b}");
         let iv = &row["interval"];
         let (lower, upper) = (
@@ -203,7 +207,10 @@ fn storage_step(v: &serde_json::Value, report: &str) {
     let rise = (active_w - idle_w) * share;
     for key in ["disk_rise_central_w", "rest_rise_w"] {
         let got = r[key].as_f64().unwrap();
-        assert!((got - rise).abs() < 0.15 * rise, "{key}: {got} W, not {rise} W: {r}");
+        assert!(
+            (got - rise).abs() < 0.15 * rise,
+            "{key}: {got} W, not {rise} W: {r}"
+        );
     }
     assert_eq!(r["verdict"], "inside the disk's bounds", "{r}");
 }

@@ -30,6 +30,7 @@ mod watch;
 pub mod ata;
 pub mod manage;
 pub mod nic;
+mod nic_energy;
 pub mod nvme;
 pub mod probe;
 pub mod profile;
@@ -44,6 +45,7 @@ pub use meter::{
     StorageSnapshot,
 };
 pub use nic::{network_interfaces, NetworkInterface, NicPowerFigures};
+pub use nic_energy::{nic_lines, nic_rows_between, NicEnergyRow, NicMark};
 pub use probe::{probe_devices, DevicesProbe, StorageProbe};
 pub use readers::open_reader;
 pub use runtime_pm::RuntimePm;

@@ -40,9 +40,13 @@ pub struct AttributedInterval {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub machine: Option<crate::MachineView>,
     /// Each disk's estimated energy interval over the interval and its split by bytes, where
-    /// `top` meters the disks ([`crate::DiskIntervals`]).
+    /// `top` meters the disks ([`crate::DeviceIntervals`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub disks: Vec<wattio_devices::DiskEnergyRow>,
+    /// Each network interface's estimated energy interval over the interval (link state and
+    /// speed, bytes; no per-process split), where `top` meters the devices.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nics: Vec<wattio_devices::NicEnergyRow>,
 }
 
 /// The CO₂e of an interval's `total_j` and `idle_j`, and the intensity used.
@@ -71,6 +75,7 @@ impl AttributedInterval {
             beside: Vec::new(),
             machine: None,
             disks: Vec::new(),
+            nics: Vec::new(),
         }
     }
 
@@ -889,6 +894,7 @@ mod tests {
             }],
             machine: None,
             disks: Vec::new(),
+            nics: Vec::new(),
         };
         let s = render_top(&i, 10.0, 4.0, 1);
         assert!(

@@ -1,36 +1,53 @@
-//! The disks' energy intervals beside the CPU's, for `measure` and `top`: a
-//! [`wattio_devices::StorageWatch`] read at each end of a window, and the rows as text.
+//! The disks' and NICs' energy intervals beside the CPU's, for `measure` and `top`: a
+//! [`wattio_devices::StorageWatch`] and a [`NicMark`] read at each end of a window, and the
+//! rows as text.
 
-use wattio_devices::{DiskEnergyRow, EnergyInterval, StorageMark, StorageWatch};
+use wattio_devices::{
+    nic_rows_between, DiskEnergyRow, EnergyInterval, NicEnergyRow, NicMark, StorageMark,
+    StorageWatch,
+};
 use wattio_energy::SysRoot;
 
 /// Shares shown under each disk in text (the JSON has them all).
 pub const DISK_SHARES_SHOWN: usize = 5;
 
-/// The disks' intervals since the last step, as `top` refreshes them.
-pub struct DiskIntervals {
-    watch: StorageWatch,
-    last: StorageMark,
+/// The disks' and NICs' intervals since the last step, as `top` refreshes them.
+pub struct DeviceIntervals {
+    disks: Option<(StorageWatch, StorageMark)>,
+    root: SysRoot,
+    nics: NicMark,
 }
 
-impl DiskIntervals {
-    /// Watches the block devices under `root`; `Ok(None)` where there are none (no
-    /// `/sys/block`, as in a fixture root without it).
-    pub fn open(root: &SysRoot) -> Result<Option<DiskIntervals>, wattio_devices::DeviceError> {
-        let watch = match open_watch(root)? {
-            Some(w) => w,
-            None => return Ok(None),
-        };
-        let last = watch.mark();
-        Ok(Some(DiskIntervals { watch, last }))
+impl DeviceIntervals {
+    /// Watches the block devices (none where there is no `/sys/block`, as in a fixture root
+    /// without it) and network interfaces under `root`.
+    pub fn open(root: &SysRoot) -> Result<DeviceIntervals, wattio_devices::DeviceError> {
+        let disks = open_watch(root)?.map(|w| {
+            let m = w.mark();
+            (w, m)
+        });
+        Ok(DeviceIntervals {
+            disks,
+            root: root.clone(),
+            nics: NicMark::read(root),
+        })
     }
 
-    /// Each disk's interval and split since the last step.
-    pub fn step(&mut self) -> Vec<DiskEnergyRow> {
-        let now = self.watch.mark();
-        let rows = self.watch.rows_between(&self.last, &now);
-        self.last = now;
-        rows
+    /// Each disk's interval and split, and each NIC's interval, since the last step.
+    pub fn step(&mut self) -> (Vec<DiskEnergyRow>, Vec<NicEnergyRow>) {
+        let disks = match &mut self.disks {
+            Some((watch, last)) => {
+                let now = watch.mark();
+                let rows = watch.rows_between(last, &now);
+                *last = now;
+                rows
+            }
+            None => Vec::new(),
+        };
+        let now = NicMark::read(&self.root);
+        let nics = nic_rows_between(&self.nics, &now);
+        self.nics = now;
+        (disks, nics)
     }
 }
 
@@ -42,6 +59,14 @@ pub fn open_watch(root: &SysRoot) -> Result<Option<StorageWatch>, wattio_devices
     }
     let watch = StorageWatch::open(root)?;
     Ok((!watch.is_empty()).then_some(watch))
+}
+
+/// The NIC rows as text.
+pub fn nic_text(rows: &[NicEnergyRow]) -> String {
+    wattio_devices::nic_lines(rows)
+        .into_iter()
+        .map(|l| l + "\n")
+        .collect()
 }
 
 /// The rows as text, one block per disk.

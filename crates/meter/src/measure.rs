@@ -214,6 +214,10 @@ pub struct RunReport {
     /// processes by bytes, where the machine has block devices (`wattio_devices`).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub disks: Option<Vec<wattio_devices::DiskEnergyRow>>,
+    /// Each network interface's estimated energy interval over the run (link state and speed
+    /// at its ends, bytes; no per-process split).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub nics: Option<Vec<wattio_devices::NicEnergyRow>>,
 }
 
 /// The kernel's I/O work done for a command in a window, and its energy.
@@ -314,6 +318,7 @@ impl RunReport {
             regions: None,
             machine: None,
             disks: None,
+            nics: None,
         }
     }
 
@@ -416,6 +421,8 @@ pub struct MeterExecutor<'m> {
     regions_root: Option<SysRoot>,
     /// The disks, metered over each run.
     storage: Option<wattio_devices::StorageWatch>,
+    /// Where the network interfaces are read, over each run.
+    nics_root: Option<SysRoot>,
 }
 
 impl<'m> MeterExecutor<'m> {
@@ -431,13 +438,15 @@ impl<'m> MeterExecutor<'m> {
             kernel_io: None,
             regions_root: None,
             storage: None,
+            nics_root: None,
         }
     }
 
-    /// Gives each run the disks' energy intervals ([`RunReport::disks`]), reading the block
-    /// devices under `root`; none where there are none.
+    /// Gives each run the disks' and NICs' energy intervals ([`RunReport::disks`],
+    /// [`RunReport::nics`]), reading the devices under `root`; none where there are none.
     pub fn with_disks(mut self, root: &SysRoot) -> Result<Self, MeasureError> {
         self.storage = crate::disks::open_watch(root).map_err(MeasureError::Disks)?;
+        self.nics_root = Some(root.clone());
         Ok(self)
     }
 
@@ -561,6 +570,7 @@ impl MeterExecutor<'_> {
         let kio = self.kernel_io.as_ref();
         let kio_before = kio.map(|k| k.watched());
         let disks_before = self.storage.as_ref().map(|w| w.mark());
+        let nics_before = self.nics_root.as_ref().map(wattio_devices::NicMark::read);
         let before = self.meter.snapshot()?;
         // Watched from its fork on: this process is watched across the spawn only.
         let me = std::process::id();
@@ -580,6 +590,9 @@ impl MeterExecutor<'_> {
             .as_ref()
             .zip(disks_before)
             .map(|(w, b)| w.rows_between(&b, &w.mark()));
+        let nics = self.nics_root.as_ref().zip(nics_before).map(|(root, b)| {
+            wattio_devices::nic_rows_between(&b, &wattio_devices::NicMark::read(root))
+        });
         let kio_after = kio.map(|k| k.watched());
         // A platform meter's readings of the run's end arrive late: waited for, at most 2 min.
         let aligned =
@@ -606,6 +619,7 @@ impl MeterExecutor<'_> {
         r.kernel_io = kernel_io;
         r.machine = machine;
         r.disks = disks;
+        r.nics = nics;
         if let Some(root) = &self.sync_root {
             if usage.written_bytes > 0 {
                 let mut phase = self.sync_phase(root, &after, usage.written_bytes)?;

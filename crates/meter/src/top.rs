@@ -85,6 +85,7 @@ fn top_header(a: &AttributedInterval, since_start_j: f64, idle_since_start_j: f6
         let _ = writeln!(s, "{}", kernel_io_line(i, k));
     }
     s.push_str(&crate::disks::disk_lines(&a.disks));
+    s.push_str(&crate::disks::nic_text(&a.nics));
     for g in &i.gpus {
         let _ = writeln!(
             s,

@@ -88,6 +88,9 @@ pub fn single_run(command: &str, r: &RunReport) -> String {
     if let Some(d) = &r.disks {
         s.push_str(&crate::disks::disk_lines(d));
     }
+    if let Some(n) = &r.nics {
+        s.push_str(&crate::disks::nic_text(n));
+    }
     if let Some(g) = &r.regions {
         s.push_str(&region_lines(g));
     }
