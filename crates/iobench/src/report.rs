@@ -429,6 +429,10 @@ impl ReportSection for IoBenchRuns {
                 &format!("Energy per run by method ({what})"),
                 &prov,
             );
+            if let Some((table, labels)) = crate::disks::disk_table(methods) {
+                out.table(&table.header(), table.rows());
+                out.note(&format!("Disk figures ({what}): {}", labels.join("; ")));
+            }
             let bars: Vec<(String, f64)> = methods
                 .iter()
                 .filter_map(|(m, rs)| {

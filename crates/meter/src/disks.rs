@@ -17,7 +17,7 @@ impl DiskIntervals {
     /// Watches the block devices under `root`; `Ok(None)` where there are none (no
     /// `/sys/block`, as in a fixture root without it).
     pub fn open(root: &SysRoot) -> Result<Option<DiskIntervals>, wattio_devices::DeviceError> {
-        let watch = match open_watch(root)? {
+        let watch = match open_storage_watch(root)? {
             Some(w) => w,
             None => return Ok(None),
         };
@@ -35,7 +35,7 @@ impl DiskIntervals {
 }
 
 /// A watch of the block devices under `root`, `None` where it has none.
-pub(crate) fn open_watch(
+pub fn open_storage_watch(
     root: &SysRoot,
 ) -> Result<Option<StorageWatch>, wattio_devices::DeviceError> {
     if !root.path("/sys/block").is_dir() {

@@ -58,7 +58,7 @@ pub use calibrate::{
     calibrate, open_rapl, CalibrateConfig, CalibrateError, DriverChoice, LoadDriver, SpinDriver,
     StressNgDriver,
 };
-pub use disks::{disk_lines, disks_total, DiskIntervals, DISK_SHARES_SHOWN};
+pub use disks::{disk_lines, disks_total, open_storage_watch, DiskIntervals, DISK_SHARES_SHOWN};
 pub use export::web_config::{BearerToken, WebConfig, WebConfigError};
 pub use export::{serve_metrics, Exporter, ServeOptions};
 pub use exposition::ExpositionFormat;

@@ -437,7 +437,7 @@ impl<'m> MeterExecutor<'m> {
     /// Gives each run the disks' energy intervals ([`RunReport::disks`]), reading the block
     /// devices under `root`; none where there are none.
     pub fn with_disks(mut self, root: &SysRoot) -> Result<Self, MeasureError> {
-        self.storage = crate::disks::open_watch(root).map_err(MeasureError::Disks)?;
+        self.storage = crate::disks::open_storage_watch(root).map_err(MeasureError::Disks)?;
         Ok(self)
     }
 

@@ -318,6 +318,11 @@ fn iobench_runs() -> Vec<RunRecord> {
         libs: wattio_iobench::Libs::Paper,
         checked: true,
         attributed_j: Some(0.25),
+        disk: None,
+        disk_lower_j: None,
+        disk_central_j: None,
+        disk_upper_j: None,
+        disk_label: None,
     };
     vec![
         run("FileChannel", Op::Read, 1, 0.50),
@@ -376,18 +381,26 @@ fn iobench_results_without_later_columns_read_and_others_name_the_missing_column
     let d = tempfile::tempdir().unwrap();
     let path = d.path().join("results.csv");
     wattio_iobench::write_results_csv(&path, &iobench_runs()).unwrap();
-    // Written before the attributed_j column existed: the column dropped from every line.
-    let text = std::fs::read_to_string(&path).unwrap();
-    let old: String = text
-        .lines()
-        .map(|l| format!("{}\n", l.rsplit_once(',').unwrap().0))
-        .collect();
+    // Written before the attributed_j and disk columns existed: they are dropped from every
+    // line (the model cell, quoted, holds a comma: the CSV is read back to cut its fields).
+    let mut rd = csv::Reader::from_path(&path).unwrap();
+    let keep = wattio_iobench::RESULTS_CSV_COLUMNS.len();
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(rd.headers().unwrap().iter().take(keep))
+        .unwrap();
+    for r in rd.records() {
+        w.write_record(r.unwrap().iter().take(keep)).unwrap();
+    }
+    let old = String::from_utf8(w.into_inner().unwrap()).unwrap();
+    assert!(old.lines().next().unwrap().ends_with(",checked"));
     std::fs::write(&path, old).unwrap();
     let Dataset::IoBench(IoBenchRuns { rows }) = load_result_file(&path).unwrap().unwrap() else {
         panic!("not iobench")
     };
     assert_eq!(rows.len(), 8);
-    assert!(rows.iter().all(|r| r.attributed_j.is_none()));
+    assert!(rows
+        .iter()
+        .all(|r| r.attributed_j.is_none() && r.disk.is_none() && r.disk_lower_j.is_none()));
     // A bad cell names its line and column.
     let text = std::fs::read_to_string(&path)
         .unwrap()
