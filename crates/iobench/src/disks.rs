@@ -11,6 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 use wattio_devices::{disks_holding, EnergyInterval, StorageMark, StorageWatch};
 use wattio_energy::SysRoot;
+use wattio_plot::{energy_axis, stacked_bar_chart, Chart, StackedBar};
 use wattio_results::{Align, Table};
 
 /// The storage watch a study opens once and its energy socket shares between connections.
@@ -227,6 +228,45 @@ pub(crate) fn disk_table(
         labels.extend(m.labels.iter().cloned());
     }
     Some((table, labels.into_iter().collect()))
+}
+
+/// Per method its CPU/system energy and its disk's (central estimate, else the interval's
+/// midpoint, the interval a whisker) as stacked bars; `None` where no run has disk figures.
+pub(crate) fn disk_stack_svg(
+    by_method: &BTreeMap<String, Vec<&RunRecord>>,
+    what: &str,
+    provenance: &str,
+) -> Option<String> {
+    let methods = method_disks(by_method);
+    if methods.is_empty() {
+        return None;
+    }
+    let bars: Vec<StackedBar> = methods
+        .iter()
+        .map(|m| StackedBar {
+            label: m.method.clone(),
+            parts: vec![
+                Some(m.cpu_j),
+                m.interval
+                    .map(|i| i.central_j.unwrap_or((i.lower_j + i.upper_j) / 2.0)),
+            ],
+            range: m.interval.map(|i| (1, i.lower_j, i.upper_j)),
+        })
+        .collect();
+    let parts = [
+        "CPU/system (median)".to_string(),
+        "disk (estimated)".to_string(),
+    ];
+    Some(stacked_bar_chart(
+        &Chart::titled(
+            &format!("CPU and disk energy per method: {what}"),
+            provenance,
+            &energy_axis("Energy (J), medians over the runs", provenance),
+            "method",
+        ),
+        &parts,
+        &bars,
+    ))
 }
 
 /// The runs of `op` at its largest size (default buffer), by method.

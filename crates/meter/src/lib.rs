@@ -45,6 +45,7 @@ mod report;
 mod rows;
 mod sampler;
 mod sink;
+mod stack;
 mod top;
 mod vm_publish;
 mod workload;
@@ -78,6 +79,7 @@ pub use sampler::{
     check_freq, record_rows, run_sampler, Pacing, RecordProgress, RowSink, Sample, SampleSink,
     SamplerConfig, SamplerError, SamplerStats,
 };
+pub use stack::{stack_chart, stack_table, RunEnergyStack, STACK_PARTS};
 pub use top::render_top;
 pub use vm_publish::{VmPublisher, DEFAULT_MAX_ENERGY_RANGE_UJ};
 pub use workload::{file_io_workload, spin_cpu, FileIoReport};

@@ -423,3 +423,36 @@ fn iobench_results_without_later_columns_read_and_others_name_the_missing_column
          iobench` again to rewrite it"
     );
 }
+
+/// A measured command with RAPL packages and DRAM, a GPU, a platform meter and three disks: the
+/// stack table and chart carry each part.
+#[test]
+fn a_measure_run_is_drawn_as_a_stack_with_the_disks_interval() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stack/measure-disks.json");
+    let datasets = wattio_report::load_result_files(&path).unwrap();
+    let Dataset::Measure(m) = &datasets[0] else {
+        panic!("not a measure result")
+    };
+    let mut out = wattio_plot::HtmlSection::new();
+    wattio_plot::ReportSection::render(m, &mut out);
+    let html = out.into_html();
+    // By hand: packages 10 + 2.5 = 12.5 J; DRAM 1.5 J; GPU 4 J; disks nvme0n1 [0.3, 2.4] and
+    // sda [0.5, 1.5] sum to [0.8, 3.9], sda has no central estimate so the stack takes the
+    // midpoint 2.35 J (vda, virtual, has no interval); the platform's rest 5 J less the disks'
+    // 2.35 J is 2.65 J.
+    let row = [
+        "run 1", "12.500", "1.500", "4.000", "2.350", "0.800", "3.900", "5.000", "2.650",
+    ]
+    .map(|c| format!("<td>{c}</td>"))
+    .concat();
+    assert!(html.contains(&row), "{html}");
+    assert!(
+        html.contains("nvme0n1: estimated (device-reported interval"),
+        "{html}"
+    );
+    assert!(html.contains("Energy by part"), "{html}");
+    for part in wattio_meter::STACK_PARTS {
+        assert!(html.contains(part), "{part}");
+    }
+}
