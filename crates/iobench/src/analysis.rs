@@ -277,6 +277,11 @@ mod tests {
             libs: Libs::Paper,
             checked: true,
             attributed_j: None,
+            disk: None,
+            disk_lower_j: None,
+            disk_central_j: None,
+            disk_upper_j: None,
+            disk_label: None,
         }
     }
 

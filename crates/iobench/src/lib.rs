@@ -18,6 +18,9 @@
 //!   [`ProcessJmhExecutor`].
 //! * [`EnergyServer`] — the documented local energy interface (line protocol;
 //!   [`EnergyServerConfig`], [`EnergyServerEvent`]s carrying [`RunSample`]s, [`WindowEnergy`]).
+//! * [`OperationDiskWatch`] — the disks holding each run's file and their energy interval over
+//!   its window ([`OperationDisks`]), and per method whether the disk or the CPU dominates
+//!   ([`EnergyDominance`]).
 //! * [`CacheMode`] — cold/warm page cache without root (`posix_fadvise`, `mincore`).
 //! * [`spin_cpu_ms`] — a test helper for the JVM's CPU time (read by
 //!   `wattio_energy::attribution::cputime`).
@@ -30,6 +33,7 @@
 mod analysis;
 mod cache;
 mod catalog;
+mod disks;
 mod error;
 mod invocation;
 mod jmh;
@@ -43,6 +47,7 @@ pub mod study;
 pub use analysis::{CellStats, Comparison, Recommendation};
 pub use cache::CacheMode;
 pub use catalog::{MethodInfo, Op, Size, CATALOG_METHODS};
+pub use disks::{EnergyDominance, OperationDiskWatch, OperationDisks};
 pub use error::IoBenchError;
 pub use jmh::{InvocationEnd, JmhExecutor, ProcessJmhExecutor};
 pub use maven::{ensure_jar, find_maven_module, java_catalog, Libs};
@@ -179,6 +184,10 @@ pub fn summary_markdown(out: &StudyOutput) -> String {
             s.push_str(&t);
             s.push('\n');
         }
+        if let Some(t) = disks::disk_markdown(&out.runs, op, &prov) {
+            s.push_str(&t);
+            s.push('\n');
+        }
     }
     if let Some(t) = report::flush_table(&out.cells, &prov) {
         s.push_str("## Flushed and unflushed writes\n\n");
@@ -218,6 +227,12 @@ pub fn console_report(out: &StudyOutput) -> String {
                     analysis::sig(c.energy_median_j),
                     analysis::sig(c.time_median_s * 1e3)
                 ));
+            }
+        }
+        if let Some(t) = disks::disk_markdown(&out.runs, op, &prov) {
+            s.push_str("  the disk beside the CPU (medians):\n");
+            for l in t.lines().skip(2) {
+                s.push_str(&format!("  {l}\n"));
             }
         }
     }

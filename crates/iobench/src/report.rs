@@ -429,6 +429,17 @@ impl ReportSection for IoBenchRuns {
                 &format!("Energy per run by method ({what})"),
                 &prov,
             );
+            if let Some(svg) = crate::disks::disk_stack_svg(methods, &what, &prov) {
+                out.figure(
+                    &svg,
+                    &format!("CPU/system energy and the disk's interval by method ({what})"),
+                    &prov,
+                );
+            }
+            if let Some((table, labels)) = crate::disks::disk_table(methods) {
+                out.table(&table.header(), table.rows());
+                out.note(&format!("Disk figures ({what}): {}", labels.join("; ")));
+            }
             let bars: Vec<(String, f64)> = methods
                 .iter()
                 .filter_map(|(m, rs)| {

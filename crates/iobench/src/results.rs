@@ -36,7 +36,17 @@ pub fn record_of_sample(s: &RunSample, run: u32, libs: Libs) -> RunRecord {
         libs,
         checked: s.ok,
         attributed_j: s.energy.attributed_j,
+        disk: s.energy.disk.as_ref().map(|d| d.disks.join("+")),
+        disk_lower_j: disk_interval(s).map(|i| i.lower_j),
+        disk_central_j: disk_interval(s).and_then(|i| i.central_j),
+        disk_upper_j: disk_interval(s).map(|i| i.upper_j),
+        disk_label: s.energy.disk.as_ref().map(|d| d.label.clone()),
     }
+}
+
+/// The interval of the disks under the run's file, where it has one.
+fn disk_interval(s: &RunSample) -> Option<&wattio_devices::EnergyInterval> {
+    s.energy.disk.as_ref()?.interval.as_ref()
 }
 
 /// Writes the rows as CSV (header = field names), through a temporary file renamed over
@@ -97,6 +107,11 @@ mod tests {
             libs: Libs::Paper,
             checked: true,
             attributed_j,
+            disk: None,
+            disk_lower_j: None,
+            disk_central_j: None,
+            disk_upper_j: None,
+            disk_label: None,
         }
     }
 
@@ -108,7 +123,10 @@ mod tests {
         let header = text.lines().next().unwrap();
         assert_eq!(
             header,
-            format!("{},attributed_j", RESULTS_CSV_COLUMNS.join(","))
+            format!(
+                "{},attributed_j,disk,disk_lower_j,disk_central_j,disk_upper_j,disk_label",
+                RESULTS_CSV_COLUMNS.join(",")
+            )
         );
     }
 
@@ -125,22 +143,25 @@ mod tests {
         assert_eq!(back[1].attributed_j, None);
         // Written when the column was called process_j: read under its new name.
         let text = std::fs::read_to_string(&p).unwrap();
-        std::fs::write(&p, text.replacen(",attributed_j\n", ",process_j\n", 1)).unwrap();
+        std::fs::write(&p, text.replacen(",attributed_j,", ",process_j,", 1)).unwrap();
         assert!(std::fs::read_to_string(&p)
             .unwrap()
             .lines()
             .next()
             .unwrap()
-            .ends_with(",process_j"));
+            .contains(",process_j,"));
         let back = read_results_csv(&p).unwrap();
         assert_eq!(back[0].attributed_j, Some(share));
         assert_eq!(back[1].attributed_j, None);
         std::fs::write(&p, text).unwrap();
-        // A results.csv written before the column existed.
+        // A results.csv written before the column and the disk columns existed.
         let text = std::fs::read_to_string(&p).unwrap();
         let old: String = text
             .lines()
-            .map(|l| format!("{}\n", l.rsplit_once(',').unwrap().0))
+            .map(|l| {
+                let kept: Vec<&str> = l.split(',').take(RESULTS_CSV_COLUMNS.len()).collect();
+                format!("{}\n", kept.join(","))
+            })
             .collect();
         assert!(old.lines().next().unwrap().ends_with(",checked"));
         std::fs::write(&p, old).unwrap();

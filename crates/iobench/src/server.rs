@@ -16,6 +16,7 @@
 
 use crate::cache::{self, CacheMode};
 use crate::catalog::{Op, Size};
+use crate::disks::{OperationDiskWatch, OperationDisks};
 use crate::IoBenchError;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};
@@ -61,6 +62,11 @@ pub struct WindowEnergy {
     /// `estimated (model: ccf-linear(...)), attributed (cpu-time share)`.
     #[serde(alias = "process_label", default)]
     pub attributed_label: Option<String>,
+    /// The energy interval of the disk(s) holding the operation's file over the window, where
+    /// the study watches the disks. Absent in results written before it existed, and ignored by
+    /// the JVM (it reads only the fields it needs).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub disk: Option<OperationDisks>,
 }
 
 /// One measured run as recorded by the server.
@@ -101,6 +107,8 @@ pub struct EnergyServerConfig {
     pub n_cpus: usize,
     /// Where `/proc` is read (`SysRoot::new("/")` for the live JVM; tests may point elsewhere).
     pub root: SysRoot,
+    /// The disks, read at `BEGIN` and `END`; `None`: no disk figures (the study says why).
+    pub disks: Option<OperationDiskWatch>,
 }
 
 /// The socket server; stops and removes its socket when dropped.
@@ -206,6 +214,9 @@ struct Conn {
     resident: Option<f64>,
     begin: Option<(Snapshot, u64, Instant)>,
     ended: Option<(WindowEnergy, f64)>,
+    /// The disks holding the prepared file, or why they are not known.
+    disks: Option<Result<Vec<String>, Why>>,
+    disk_begin: Option<wattio_devices::StorageMark>,
 }
 
 /// What went wrong with a connection or a request, in one line: reported as an
@@ -306,6 +317,7 @@ fn step(
             let r = cache::resident_fraction(path).ok();
             c.cache = Some(cfg.cache);
             c.resident = r;
+            c.disks = cfg.disks.as_ref().map(|w| w.disks_of(path));
             Ok(format!(
                 "OK cache={} resident={:.3}",
                 cfg.cache.as_str(),
@@ -318,6 +330,7 @@ fn step(
             let snap = meter
                 .snapshot()
                 .map_err(|e| because("meter snapshot at BEGIN", e))?;
+            c.disk_begin = cfg.disks.as_ref().map(OperationDiskWatch::mark);
             c.begin = Some((snap, cpu, Instant::now()));
             c.ended = None;
             Ok("OK".into())
@@ -333,7 +346,8 @@ fn step(
             let ns: f64 = parsed(rest, "ns")?;
             let window_s = now.duration_since(t0).as_secs_f64();
             let cpu_s = cpu.saturating_sub(cpu0) as f64 * 1e-9;
-            let w = window_energy(meter, &a, &snap, window_s, cpu_s, cfg);
+            let mut w = window_energy(meter, &a, &snap, window_s, cpu_s, cfg);
+            w.disk = window_disks(c, cfg);
             let json = serde_json::to_string(&w).map_err(|e| e.to_string())?;
             c.ended = Some((w, ns * 1e-9));
             Ok(json)
@@ -363,6 +377,21 @@ fn step(
             "unknown request '{other}': expected HELLO, PREPARE, BEGIN, END or CHECK"
         )),
     }
+}
+
+/// The interval of the prepared file's disks since `BEGIN`, where the disks are watched.
+fn window_disks(c: &mut Conn, cfg: &EnergyServerConfig) -> Option<OperationDisks> {
+    let watch = cfg.disks.as_ref()?;
+    let end = watch.mark();
+    let begin = c.disk_begin.take()?;
+    Some(match c.disks.as_ref()? {
+        Ok(disks) => watch.between(disks, &begin, &end),
+        Err(why) => OperationDisks {
+            disks: vec![],
+            interval: None,
+            label: format!("no interval: the file's disk is not known ({why})"),
+        },
+    })
 }
 
 /// CPU nanoseconds the JVM `pid` has used so far.
@@ -401,6 +430,7 @@ pub(crate) fn window_energy(
             window_s,
             attributed_j,
             attributed_label,
+            disk: None,
         }
     } else {
         WindowEnergy {
@@ -412,6 +442,7 @@ pub(crate) fn window_energy(
             window_s,
             attributed_j,
             attributed_label,
+            disk: None,
         }
     }
 }

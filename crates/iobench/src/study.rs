@@ -5,6 +5,7 @@
 
 use crate::cache::CacheMode;
 use crate::catalog::{self, MethodInfo, Op, Size, DEFAULT_BUFFER, SWEEP_BUFFERS};
+use crate::disks::OperationDiskWatch;
 pub use crate::invocation::{app_buffer, Cell, Invocation};
 use crate::jmh::{InvocationEnd, JmhExecutor, ProcessJmhExecutor};
 use crate::maven::{self, Libs};
@@ -578,7 +579,14 @@ pub fn prepare(
     let names: Vec<&str> = sizes.iter().map(|s| s.as_str()).collect();
     maven::generate(&cfg.java, &jar, &data_dir, &names)?;
 
-    let server = EnergyServer::start(meter, server_config(cfg, model))?;
+    let disks = match OperationDiskWatch::open(&cfg.root) {
+        Ok(w) => Some(w),
+        Err(why) => {
+            log.tell(&format!("no disk energy intervals: {why}"));
+            None
+        }
+    };
+    let server = EnergyServer::start(meter, server_config(cfg, model, disks))?;
     let log_path = cfg.out_dir.join("jmh.log");
     let log_err = || IoBenchError::io(format!("opening {}", log_path.display()));
     let jmh_log = OpenOptions::new()
@@ -616,13 +624,19 @@ pub fn prepare(
 /// How the energy socket turns the JVM's windows into energy: the model, and the machine's
 /// online CPUs under `cfg.root` (`attribution::machine_cpus`, as the meter's share counts them)
 /// for its idle power and for the capacity the JVM's share is taken of.
-fn server_config(cfg: &StudyConfig, model: ModelParams) -> EnergyServerConfig {
+/// The disks are watched under `cfg.root`, as the meter's counters are.
+fn server_config(
+    cfg: &StudyConfig,
+    model: ModelParams,
+    disks: Option<OperationDiskWatch>,
+) -> EnergyServerConfig {
     EnergyServerConfig {
         cache: cfg.cache,
         model,
         n_cpus: attribution::machine_cpus(&cfg.root),
         // the live JVM's /proc, whatever WATTIO_ROOT says about the energy counters
         root: SysRoot::new("/"),
+        disks,
     }
 }
 
@@ -772,7 +786,7 @@ mod tests {
         wattio_fixture::online_cpus(d.path(), 7).unwrap();
         let mut c = cfg();
         c.root = SysRoot::new(d.path());
-        let server = server_config(&c, ModelParams::default());
+        let server = server_config(&c, ModelParams::default(), None);
         assert_eq!(server.n_cpus, 7);
         // The JVM's CPU time is still read from the live /proc.
         assert_eq!(server.root.path("/proc"), Path::new("/proc"));
@@ -811,6 +825,7 @@ mod round_tests {
                 window_s: 0.02,
                 attributed_j: Some(0.5),
                 attributed_label: None,
+                disk: None,
             },
             bytes: 100_000,
             ok,

@@ -6,7 +6,8 @@ use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use wattio_energy::{Mechanism, ModelParams, SourceChoice, SysRoot};
 use wattio_iobench::{
-    CacheMode, EnergyServer, EnergyServerConfig, EnergyServerEvent, WindowEnergy,
+    CacheMode, EnergyServer, EnergyServerConfig, EnergyServerEvent, OperationDiskWatch,
+    WindowEnergy,
 };
 use wattio_meter::{Meter, MeterConfig};
 
@@ -43,6 +44,7 @@ fn start(cache: CacheMode) -> EnergyServer {
             model: ModelParams::default(),
             n_cpus: 2,
             root: SysRoot::new("/"),
+            disks: None,
         },
     )
     .unwrap()
@@ -188,4 +190,138 @@ fn dropping_the_server_removes_the_socket() {
     assert!(p.exists());
     drop(server);
     assert!(!p.exists());
+}
+
+fn write(base: &std::path::Path, rel: &str, text: &str) {
+    let p = base.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn stat_line(sectors_read: u64, io_ticks_ms: u64) -> String {
+    format!("10 0 {sectors_read} 5 20 0 0 9 0 {io_ticks_ms} 14 0 0 0 0 0 0\n")
+}
+
+/// A fixture root whose one disk, `nvme0n1`, is an NVMe stand-in with one operational state
+/// (8 W at most, 1.5 W idle, 7.5 W active), and whose `/sys/dev/block` maps the real device
+/// number of `holding`'s file system to it, so `disks_holding` finds the real file on it.
+fn nvme_root(base: &std::path::Path, holding: &std::path::Path) {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(holding).unwrap().dev();
+    let number = format!("{}:{}", libc::major(dev), libc::minor(dev));
+    assert_ne!(
+        libc::major(dev),
+        0,
+        "{} must be on a block device",
+        holding.display()
+    );
+    write(base, "sys/block/nvme0n1/dev", &format!("{number}\n"));
+    write(base, "sys/block/nvme0n1/queue/rotational", "0\n");
+    write(base, "sys/block/nvme0n1/stat", &stat_line(100, 1000));
+    std::fs::create_dir_all(base.join("sys/class/nvme/nvme0/nvme0n1")).unwrap();
+    std::fs::create_dir_all(base.join("sys/class/block")).unwrap();
+    std::fs::create_dir_all(base.join("sys/dev/block")).unwrap();
+    std::os::unix::fs::symlink(
+        base.join("sys/block/nvme0n1"),
+        base.join("sys/class/block/nvme0n1"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        base.join("sys/block/nvme0n1"),
+        base.join("sys/dev/block").join(&number),
+    )
+    .unwrap();
+    std::fs::create_dir_all(base.join("dev")).unwrap();
+    wattio_devices::nvme::StandInController {
+        model: "WATTIO ONE-STATE NVME".into(),
+        states: vec![wattio_devices::PowerState {
+            id: 0,
+            name: String::new(),
+            max_w: 8.0,
+            idle_w: Some(1.5),
+            active_w: Some(7.5),
+            non_operational: false,
+            entry_latency_us: 0,
+            exit_latency_us: 0,
+        }],
+        current: 0,
+        apst: wattio_devices::nvme::ApstTable {
+            enabled: false,
+            entries: vec![],
+        },
+    }
+    .write(&base.join("dev/nvme0"))
+    .unwrap();
+}
+
+#[test]
+fn the_window_carries_the_interval_of_the_disk_holding_the_file() {
+    // The input in the build's own temporary directory: on a disk, where /tmp may be tmpfs.
+    let data = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let input = data.path().join("in.txt");
+    std::fs::write(&input, vec![b'x'; 1 << 16]).unwrap();
+    let fixture = tempfile::tempdir().unwrap();
+    nvme_root(fixture.path(), &input);
+    let disks = OperationDiskWatch::open(&SysRoot::new(fixture.path())).unwrap();
+    let server = EnergyServer::start(
+        model_meter(),
+        EnergyServerConfig {
+            cache: CacheMode::Warm,
+            model: ModelParams::default(),
+            n_cpus: 2,
+            root: SysRoot::new("/"),
+            disks: Some(disks),
+        },
+    )
+    .unwrap();
+    let mut c = connect(&server);
+    let pid = std::process::id();
+    assert_eq!(
+        c.call(&format!(
+            "HELLO op=read method=channel size=tiny buffer=8192 pid={pid}"
+        )),
+        "OK"
+    );
+    assert!(c
+        .call(&format!("PREPARE {}", input.display()))
+        .starts_with("OK"));
+    assert_eq!(c.call("BEGIN"), "OK");
+    // 128 sectors read and 100 ms busy inside the window.
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    write(
+        fixture.path(),
+        "sys/block/nvme0n1/stat",
+        &stat_line(228, 1100),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    let reply = c.call("END ns=1000000");
+    let w: WindowEnergy = serde_json::from_str(&reply).unwrap_or_else(|e| panic!("{e}: {reply}"));
+    let d = w.disk.expect("the disk figures in the END reply");
+    assert_eq!(d.disks, vec!["nvme0n1".to_string()]);
+    let i = d
+        .interval
+        .unwrap_or_else(|| panic!("no interval: {}", d.label));
+    // One state: idle 1.5 W and at most 8 W over the disk's window, which is the END window
+    // within the few milliseconds between the meter's and the disks' reads.
+    let span = |j: f64, w_per: f64| j / w_per;
+    assert!(
+        (span(i.lower_j, 1.5) - w.window_s).abs() < 0.05,
+        "{i:?} over {} s",
+        w.window_s
+    );
+    assert!(
+        (span(i.upper_j, 8.0) - span(i.lower_j, 1.5)).abs() < 1e-9,
+        "{i:?}"
+    );
+    if let Some(central) = i.central_j {
+        // 0.1 s busy at 7.5 W, the rest idle at 1.5 W.
+        let want = 0.1 * 7.5 + (span(i.lower_j, 1.5) - 0.1) * 1.5;
+        assert!((central - want).abs() < 1e-6, "{central} vs {want}");
+    }
+    assert!(
+        d.label
+            .starts_with("nvme0n1: estimated (device-reported interval"),
+        "{}",
+        d.label
+    );
 }

@@ -22,7 +22,7 @@ impl DeviceIntervals {
     /// Watches the block devices (none where there is no `/sys/block`, as in a fixture root
     /// without it) and network interfaces under `root`.
     pub fn open(root: &SysRoot) -> Result<DeviceIntervals, wattio_devices::DeviceError> {
-        let disks = open_watch(root)?.map(|w| {
+        let disks = open_storage_watch(root)?.map(|w| {
             let m = w.mark();
             (w, m)
         });
@@ -51,9 +51,10 @@ impl DeviceIntervals {
     }
 }
 
-/// A watch of the block devices under `root`, `None` where it has none (no `/sys/block`, or
-/// no device in it).
-pub fn open_watch(root: &SysRoot) -> Result<Option<StorageWatch>, wattio_devices::DeviceError> {
+/// A watch of the block devices under `root`, `None` where it has none.
+pub fn open_storage_watch(
+    root: &SysRoot,
+) -> Result<Option<StorageWatch>, wattio_devices::DeviceError> {
     if !root.path("/sys/block").is_dir() {
         return Ok(None);
     }

@@ -45,6 +45,7 @@ mod report;
 mod rows;
 mod sampler;
 mod sink;
+mod stack;
 mod top;
 mod vm_publish;
 mod workload;
@@ -59,7 +60,7 @@ pub use calibrate::{
     StressNgDriver,
 };
 pub use disks::{
-    disk_lines, disks_total, nic_text, open_watch, DeviceIntervals, DISK_SHARES_SHOWN,
+    disk_lines, disks_total, nic_text, open_storage_watch, DeviceIntervals, DISK_SHARES_SHOWN,
 };
 pub use export::web_config::{BearerToken, WebConfig, WebConfigError};
 pub use export::{serve_metrics, Exporter, ServeOptions};
@@ -80,6 +81,7 @@ pub use sampler::{
     check_freq, record_rows, run_sampler, Pacing, RecordProgress, RowSink, Sample, SampleSink,
     SamplerConfig, SamplerError, SamplerStats,
 };
+pub use stack::{stack_chart, stack_table, RunEnergyStack, STACK_PARTS};
 pub use top::render_top;
 pub use vm_publish::{VmPublisher, DEFAULT_MAX_ENERGY_RANGE_UJ};
 pub use workload::{file_io_workload, spin_cpu, FileIoReport};

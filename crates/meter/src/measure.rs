@@ -445,7 +445,7 @@ impl<'m> MeterExecutor<'m> {
     /// Gives each run the disks' and NICs' energy intervals ([`RunReport::disks`],
     /// [`RunReport::nics`]), reading the devices under `root`; none where there are none.
     pub fn with_disks(mut self, root: &SysRoot) -> Result<Self, MeasureError> {
-        self.storage = crate::disks::open_watch(root).map_err(MeasureError::Disks)?;
+        self.storage = crate::disks::open_storage_watch(root).map_err(MeasureError::Disks)?;
         self.nics_root = Some(root.clone());
         Ok(self)
     }

@@ -284,6 +284,8 @@ pub struct RunFigures {
     pub exit_code: i64,
     /// The whole machine over the run, where a platform meter read it.
     pub machine: Option<crate::MachineView>,
+    /// The run's energy by part (CPU package, DRAM, GPU, disks, the platform's rest).
+    pub stack: crate::RunEnergyStack,
 }
 
 impl RunFigures {
@@ -291,6 +293,11 @@ impl RunFigures {
     pub fn of(run: &crate::measure::RunReport) -> RunFigures {
         RunFigures {
             machine: run.machine.clone(),
+            stack: crate::RunEnergyStack::of(
+                &run.energy,
+                run.disks.as_deref(),
+                run.machine.as_ref(),
+            ),
             ..RunFigures::of_energy(&run.energy, run.exit_code)
         }
     }
@@ -303,6 +310,7 @@ impl RunFigures {
             mean_power_w: energy.mean_power_w(),
             exit_code: exit_code.into(),
             machine: None,
+            stack: crate::RunEnergyStack::of(energy, None, None),
         }
     }
 }
@@ -397,6 +405,20 @@ impl ReportSection for MeasuredCommand {
             &rows,
         );
         machine_table(runs, out);
+        let stacks: Vec<(String, crate::RunEnergyStack)> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (format!("run {}", i + 1), r.stack.clone()))
+            .collect();
+        if !stacks.is_empty() {
+            out.figure(
+                &crate::stack::stack_chart(&stacks, &prov),
+                "Energy by part per run (disks estimated from what each drive says of itself)",
+                &prov,
+            );
+            let t = crate::stack::stack_table(&stacks);
+            out.table(&t.header(), t.rows());
+        }
         if runs.len() < 2 {
             return;
         }

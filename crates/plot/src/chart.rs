@@ -667,24 +667,9 @@ pub fn bar_chart(c: &Chart, bars: &[(String, f64)]) -> String {
     let canvas = Canvas::new(c, pw, ph, label_w, value_w, row.height);
     let mut out = String::new();
     canvas.open(&mut out, c);
-    let (l, b) = (canvas.left, canvas.bottom());
-    for t in &xt {
-        let _ = write!(
-            out,
-            r##"<line x1="{x:.1}" x2="{x:.1}" y1="{top}" y2="{b}" stroke="#e3e3e3"/>"##,
-            x = l + px(*t),
-            top = canvas.top
-        );
-    }
-    let _ = write!(
-        out,
-        r##"<text transform="translate({x} {cy:.1}) rotate(-90)" text-anchor="middle" font-size="{LABEL_FONT}">{yl}</text><line x1="{l}" x2="{l}" y1="{top}" y2="{b}" stroke="#333"/><line x1="{l}" x2="{r}" y1="{b}" y2="{b}" stroke="#333"/>"##,
-        x = 14.0 + LABEL_FONT / 2.0,
-        cy = canvas.top + ph / 2.0,
-        yl = esc(&c.y_label),
-        top = canvas.top,
-        r = l + pw
-    );
+    let l = canvas.left;
+    let grid: Vec<f64> = xt.iter().map(|t| px(*t)).collect();
+    horizontal_bar_frame(&mut out, &canvas, c, (pw, ph), &grid);
     for (i, (label, v)) in bars.iter().enumerate() {
         let y = canvas.top + 8.0 + i as f64 * (bar_h + 8.0);
         let _ = write!(
@@ -712,6 +697,35 @@ pub fn bar_chart(c: &Chart, bars: &[(String, f64)]) -> String {
     let row = row.shifted(l);
     canvas.close(&mut out, &row, c);
     out
+}
+
+/// The frame of horizontal bars: a vertical grid line at each of `grid` (pixels from the
+/// plot's left), the y label, and the two axes of a `pw` × `ph` plot.
+pub(crate) fn horizontal_bar_frame(
+    out: &mut String,
+    canvas: &Canvas,
+    c: &Chart,
+    (pw, ph): (f64, f64),
+    grid: &[f64],
+) {
+    let (l, b) = (canvas.left, canvas.bottom());
+    for x in grid {
+        let _ = write!(
+            out,
+            r##"<line x1="{x:.1}" x2="{x:.1}" y1="{top}" y2="{b}" stroke="#e3e3e3"/>"##,
+            x = l + x,
+            top = canvas.top
+        );
+    }
+    let _ = write!(
+        out,
+        r##"<text transform="translate({x} {cy:.1}) rotate(-90)" text-anchor="middle" font-size="{LABEL_FONT}">{yl}</text><line x1="{l}" x2="{l}" y1="{top}" y2="{b}" stroke="#333"/><line x1="{l}" x2="{r}" y1="{b}" y2="{b}" stroke="#333"/>"##,
+        x = 14.0 + LABEL_FONT / 2.0,
+        cy = canvas.top + ph / 2.0,
+        yl = esc(&c.y_label),
+        top = canvas.top,
+        r = l + pw
+    );
 }
 
 /// Colour of error bars.

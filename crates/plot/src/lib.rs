@@ -23,6 +23,7 @@ mod axis;
 mod chart;
 mod grouped;
 mod section;
+mod stacked;
 mod style;
 mod text;
 
@@ -33,6 +34,7 @@ pub use chart::{
 };
 pub use grouped::{grouped_bar_chart, BarSeries, GroupedBarOpts};
 pub use section::{provenance_html, HtmlSection, ReportSection};
+pub use stacked::{stacked_bar_chart, StackedBar};
 pub use style::{series_style, Marker, Style, BASELINE, PALETTE, REFERENCE_DASHES};
 pub use text::{esc, fmt_num, text_width, wrap};
 

@@ -318,6 +318,11 @@ fn iobench_runs() -> Vec<RunRecord> {
         libs: wattio_iobench::Libs::Paper,
         checked: true,
         attributed_j: Some(0.25),
+        disk: None,
+        disk_lower_j: None,
+        disk_central_j: None,
+        disk_upper_j: None,
+        disk_label: None,
     };
     vec![
         run("FileChannel", Op::Read, 1, 0.50),
@@ -376,18 +381,26 @@ fn iobench_results_without_later_columns_read_and_others_name_the_missing_column
     let d = tempfile::tempdir().unwrap();
     let path = d.path().join("results.csv");
     wattio_iobench::write_results_csv(&path, &iobench_runs()).unwrap();
-    // Written before the attributed_j column existed: the column dropped from every line.
-    let text = std::fs::read_to_string(&path).unwrap();
-    let old: String = text
-        .lines()
-        .map(|l| format!("{}\n", l.rsplit_once(',').unwrap().0))
-        .collect();
+    // Written before the attributed_j and disk columns existed: they are dropped from every
+    // line (the model cell, quoted, holds a comma: the CSV is read back to cut its fields).
+    let mut rd = csv::Reader::from_path(&path).unwrap();
+    let keep = wattio_iobench::RESULTS_CSV_COLUMNS.len();
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(rd.headers().unwrap().iter().take(keep))
+        .unwrap();
+    for r in rd.records() {
+        w.write_record(r.unwrap().iter().take(keep)).unwrap();
+    }
+    let old = String::from_utf8(w.into_inner().unwrap()).unwrap();
+    assert!(old.lines().next().unwrap().ends_with(",checked"));
     std::fs::write(&path, old).unwrap();
     let Dataset::IoBench(IoBenchRuns { rows }) = load_result_file(&path).unwrap().unwrap() else {
         panic!("not iobench")
     };
     assert_eq!(rows.len(), 8);
-    assert!(rows.iter().all(|r| r.attributed_j.is_none()));
+    assert!(rows
+        .iter()
+        .all(|r| r.attributed_j.is_none() && r.disk.is_none() && r.disk_lower_j.is_none()));
     // A bad cell names its line and column.
     let text = std::fs::read_to_string(&path)
         .unwrap()
@@ -409,4 +422,37 @@ fn iobench_results_without_later_columns_read_and_others_name_the_missing_column
         "iobench results: missing field `model`; written by an older wattio? run `wattio \
          iobench` again to rewrite it"
     );
+}
+
+/// A measured command with RAPL packages and DRAM, a GPU, a platform meter and three disks: the
+/// stack table and chart carry each part.
+#[test]
+fn a_measure_run_is_drawn_as_a_stack_with_the_disks_interval() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stack/measure-disks.json");
+    let datasets = wattio_report::load_result_files(&path).unwrap();
+    let Dataset::Measure(m) = &datasets[0] else {
+        panic!("not a measure result")
+    };
+    let mut out = wattio_plot::HtmlSection::new();
+    wattio_plot::ReportSection::render(m, &mut out);
+    let html = out.into_html();
+    // By hand: packages 10 + 2.5 = 12.5 J; DRAM 1.5 J; GPU 4 J; disks nvme0n1 [0.3, 2.4] and
+    // sda [0.5, 1.5] sum to [0.8, 3.9], sda has no central estimate so the stack takes the
+    // midpoint 2.35 J (vda, virtual, has no interval); the platform's rest 5 J less the disks'
+    // 2.35 J is 2.65 J.
+    let row = [
+        "run 1", "12.500", "1.500", "4.000", "2.350", "0.800", "3.900", "5.000", "2.650",
+    ]
+    .map(|c| format!("<td>{c}</td>"))
+    .concat();
+    assert!(html.contains(&row), "{html}");
+    assert!(
+        html.contains("nvme0n1: estimated (device-reported interval"),
+        "{html}"
+    );
+    assert!(html.contains("Energy by part"), "{html}");
+    for part in wattio_meter::STACK_PARTS {
+        assert!(html.contains(part), "{part}");
+    }
 }

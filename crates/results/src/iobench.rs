@@ -225,7 +225,7 @@ impl std::str::FromStr for Libs {
 }
 
 /// Columns every `results.csv` has: the [`RunRecord`] fields in order, less those added later
-/// (`attributed_j`), which files written before them lack.
+/// (`attributed_j` and the `disk…` columns), which files written before them lack.
 pub const RESULTS_CSV_COLUMNS: &[&str] = &[
     "method",
     "op",
@@ -289,6 +289,24 @@ pub struct RunRecord {
     /// written before the column existed.
     #[serde(alias = "process_j", default)]
     pub attributed_j: Option<f64>,
+    /// The whole disk(s) holding the operation's file (`nvme0n1`, several `+`-joined), where a
+    /// storage watch ran. Empty in results written before the disk columns existed.
+    #[serde(default)]
+    pub disk: Option<String>,
+    /// The least energy those disks can have used over the window, J (summed over the disks
+    /// that have an interval; label: `disk_label`).
+    #[serde(default)]
+    pub disk_lower_j: Option<f64>,
+    /// The disks' central estimate, J, where each reports the figures it needs.
+    #[serde(default)]
+    pub disk_central_j: Option<f64>,
+    /// The most energy those disks can have used over the window, J.
+    #[serde(default)]
+    pub disk_upper_j: Option<f64>,
+    /// The interval's model (`nvme0n1: estimated (device-reported interval: …)`), or, without an
+    /// interval, why there is none (`no interval: …`).
+    #[serde(default)]
+    pub disk_label: Option<String>,
 }
 
 impl RunRecord {

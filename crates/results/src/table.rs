@@ -48,6 +48,16 @@ impl Table {
         self.rows.push(cells);
     }
 
+    /// The column names, in order (for a renderer of its own, as an HTML page's).
+    pub fn header(&self) -> Vec<&str> {
+        self.columns.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
+    /// The rows, each one cell per column, unescaped.
+    pub fn rows(&self) -> &[Vec<String>] {
+        &self.rows
+    }
+
     /// Whether it has no row.
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()

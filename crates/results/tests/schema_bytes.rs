@@ -233,6 +233,11 @@ fn iobench_rows() -> Vec<RunRecord> {
         libs: Libs::Paper,
         checked: true,
         attributed_j: Some(1e-7),
+        disk: Some("md0+nvme0n1".into()),
+        disk_lower_j: Some(0.012_5),
+        disk_central_j: Some(0.031),
+        disk_upper_j: Some(0.16),
+        disk_label: Some("nvme0n1: estimated (device-reported interval: \"x\", y)".into()),
     };
     let write = RunRecord {
         method: "Files.write".into(),
@@ -247,6 +252,11 @@ fn iobench_rows() -> Vec<RunRecord> {
         cache_resident: None,
         libs: Libs::Current,
         attributed_j: None,
+        disk: Some("vda".into()),
+        disk_lower_j: None,
+        disk_central_j: None,
+        disk_upper_j: None,
+        disk_label: Some("no interval: vda: a virtual disk: its energy is the host's".into()),
         ..read.clone()
     };
     vec![read, write]

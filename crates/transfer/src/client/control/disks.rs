@@ -82,7 +82,7 @@ fn watch_disks(root: &SysRoot, dest: &Path) -> Result<Watched, String> {
                 .into(),
         );
     }
-    let watch = match wattio_meter::open_watch(root) {
+    let watch = match wattio_meter::open_storage_watch(root) {
         Ok(Some(w)) => w,
         Ok(None) => {
             return Err(format!(
