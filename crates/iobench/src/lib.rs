@@ -33,6 +33,7 @@
 mod analysis;
 mod cache;
 mod catalog;
+mod disk_table;
 mod disks;
 mod error;
 mod invocation;
@@ -47,7 +48,8 @@ pub mod study;
 pub use analysis::{CellStats, Comparison, Recommendation};
 pub use cache::CacheMode;
 pub use catalog::{MethodInfo, Op, Size, CATALOG_METHODS};
-pub use disks::{EnergyDominance, OperationDiskWatch, OperationDisks};
+pub use disk_table::EnergyDominance;
+pub use disks::{OperationDiskWatch, OperationDisks};
 pub use error::IoBenchError;
 pub use jmh::{InvocationEnd, JmhExecutor, ProcessJmhExecutor};
 pub use maven::{ensure_jar, find_maven_module, java_catalog, Libs};
@@ -184,7 +186,7 @@ pub fn summary_markdown(out: &StudyOutput) -> String {
             s.push_str(&t);
             s.push('\n');
         }
-        if let Some(t) = disks::disk_markdown(&out.runs, op, &prov) {
+        if let Some(t) = disk_table::disk_markdown(&out.runs, op, &prov) {
             s.push_str(&t);
             s.push('\n');
         }
@@ -229,7 +231,7 @@ pub fn console_report(out: &StudyOutput) -> String {
                 ));
             }
         }
-        if let Some(t) = disks::disk_markdown(&out.runs, op, &prov) {
+        if let Some(t) = disk_table::disk_markdown(&out.runs, op, &prov) {
             s.push_str("  the disk beside the CPU (medians):\n");
             for l in t.lines().skip(2) {
                 s.push_str(&format!("  {l}\n"));

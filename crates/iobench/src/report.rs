@@ -429,14 +429,14 @@ impl ReportSection for IoBenchRuns {
                 &format!("Energy per run by method ({what})"),
                 &prov,
             );
-            if let Some(svg) = crate::disks::disk_stack_svg(methods, &what, &prov) {
+            if let Some(svg) = crate::disk_table::disk_stack_svg(methods, &what, &prov) {
                 out.figure(
                     &svg,
                     &format!("CPU/system energy and the disk's interval by method ({what})"),
                     &prov,
                 );
             }
-            if let Some((table, labels)) = crate::disks::disk_table(methods) {
+            if let Some((table, labels)) = crate::disk_table::disk_table(methods) {
                 out.table(&table.header(), table.rows());
                 out.note(&format!("Disk figures ({what}): {}", labels.join("; ")));
             }
