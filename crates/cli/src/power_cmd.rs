@@ -45,8 +45,12 @@ struct StateDirArg {
 #[derive(Args)]
 struct RunArgs {
     /// Write the knobs (needs root); without it, each decision is only printed.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "dry_run")]
     apply: bool,
+    /// Only print each decision, what it would write and what it trades (the default; says
+    /// so explicitly in scripts).
+    #[arg(long)]
+    dry_run: bool,
     /// Manage the device holding / too.
     #[arg(long)]
     allow_root_device: bool,
@@ -112,7 +116,7 @@ fn run(root: &SysRoot, r: RunArgs) -> Result<ExitCode> {
     }
     let cancel = study_ui::cancel_on_signals()?;
     let opts = ManageOptions {
-        apply: r.apply,
+        apply: r.apply && !r.dry_run,
         allow_root_device: r.allow_root_device,
         devices: r.devices,
         knob: r.knob,
@@ -147,6 +151,7 @@ fn run(root: &SysRoot, r: RunArgs) -> Result<ExitCode> {
 fn print_decision(d: &PowerDecision) {
     let trade = match d.trade {
         Some((w, ms)) => format!("saves {w:.3} W, adds {ms:.3} ms wake latency (device figures)"),
+        None if d.from == "(as found)" => "trade unknown (from the setting as found)".to_string(),
         None => "trade unknown (no figures for these knobs)".to_string(),
     };
     let verb = if d.applied { "wrote" } else { "would write" };
