@@ -327,7 +327,7 @@ const DISK_HELP: &str = "Estimated energy of a disk since the exporter started, 
 const BUSY_HELP: &str =
     "Seconds a disk had I/O in flight (io_ticks of /sys/block/*/stat) since the exporter started";
 const SHARE_HELP: &str = "A disk's energy above its idle floor (its upper less its lower bound, or central less lower) attributed to a cgroup by its io.stat bytes on it, or to a process by its /proc/PID/io bytes where io.stat is unavailable (see the model label), since its series started; cgroup=\"other\" or comm=\"other\": the owners past the series limit";
-const NIC_HELP: &str = "Estimated energy of a network interface since the exporter started: its idle (bound=\"lower\") and maximum (bound=\"upper\") power at its link speed from a shipped profile with sources (see the model label), over the time up";
+const NIC_HELP: &str = "Estimated energy of a network interface since the exporter started: its idle (bound=\"lower\") and maximum (bound=\"upper\") power at its link speed from a shipped profile with sources (see the model label), over the device steps with the link up at both ends; a physical NIC's, never a virtual interface's";
 
 #[cfg(test)]
 mod tests {
