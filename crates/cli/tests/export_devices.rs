@@ -81,7 +81,9 @@ fn export_counts_the_nvme_drives_bounds_at_its_idle_and_maximum_power() {
     let (_, first) = next_step(&addr, None);
     let (t0, a) = next_step(&addr, disk_series(&first, "lower").map(|s| s.0));
     std::thread::sleep(Duration::from_secs(2));
-    let (t1, b) = next_step(&addr, disk_series(&a, "lower").map(|s| s.0));
+    // The step after the value seen now: `b` too is scraped just after a step.
+    let now = disk_series(&scrape(&addr), "lower").map(|s| s.0);
+    let (t1, b) = next_step(&addr, now);
     let elapsed = (t1 - t0).as_secs_f64();
     for (bound, watts) in [("lower", 1.5), ("central", 1.5), ("upper", 8.0)] {
         let (v0, line) = disk_series(&a, bound).unwrap_or_else(|| panic!("no {bound}:\n{a}"));
@@ -106,4 +108,42 @@ fn export_counts_the_nvme_drives_bounds_at_its_idle_and_maximum_power() {
         "{b}"
     );
     common::assert_promtool_accepts(&b);
+    openmetrics_parses(&addr);
+}
+
+/// The OpenMetrics body goes through the Python client's reference parser (strict about
+/// metadata, units and `_total`), the disk families in it.
+fn openmetrics_parses(addr: &str) {
+    use std::io::Write;
+    let r = common::http(
+        addr,
+        "GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text\r\n\r\n",
+    );
+    let body = r.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    let mut child = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", "import sys\nfrom prometheus_client.openmetrics.parser import text_string_to_metric_families as p\nfor f in p(sys.stdin.read()): print(f.name, f.type, f.unit)"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 with prometheus_client (scripts/install-deps.sh)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let families = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{}\n{body}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for f in [
+        "wattio_disk_energy_joules counter joules",
+        "wattio_disk_busy_seconds counter seconds",
+    ] {
+        assert!(families.contains(f), "{f}: {families}");
+    }
 }
