@@ -390,7 +390,8 @@ pub struct ExportArgs {
     #[command(flatten)]
     carbon: CarbonArgs,
     /// With --by: at most this many per-process or per-cgroup series; the energy of the
-    /// others goes to one `other` series (keeps Prometheus's cardinality bounded).
+    /// others goes to one `other` series (keeps Prometheus's cardinality bounded). The disks'
+    /// split between cgroups or processes is bounded by the default (50) whatever --by says.
     #[arg(long, default_value_t = 50, requires = "by")]
     max_series: usize,
     /// The sampling clock: the counters are read and attributed once per interval, whoever
@@ -467,6 +468,11 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
     let mut exporter = wattio_meter::Exporter::new(meter);
     if let Some((live, by)) = live {
         exporter = exporter.with_attribution(live, by, a.max_series);
+    }
+    // Where the block devices cannot be listed the exporter still serves the rest.
+    match wattio_meter::DeviceIntervals::open(&SysRoot::from_env()) {
+        Ok(devices) => exporter = exporter.with_devices(devices, a.max_series),
+        Err(e) => crate::say::warn(format!("no disk or NIC series: {e}")),
     }
     if let Some(intensity) = carbon {
         exporter = exporter.with_carbon(intensity);

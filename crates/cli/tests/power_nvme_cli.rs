@@ -11,28 +11,16 @@
 
 mod common;
 
+use common::nvme_tree::{stand_in_nvme, symlink, write, CTRL, PCI};
 use common::BIN;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use wattio_devices::nvme::{ApstTable, StandInController};
 use wattio_devices::PowerState;
 
 const TOLERANCE: &str = "sys/class/nvme/nvme0/power/pm_qos_latency_tolerance_us";
 const ORIGINAL: &str = "100000\n";
-
-fn write(base: &Path, rel: &str, text: &str) {
-    let p = base.join(rel);
-    fs::create_dir_all(p.parent().unwrap()).unwrap();
-    fs::write(p, text).unwrap();
-}
-
-fn symlink(base: &Path, target: &str, link: &str) {
-    let l = base.join(link);
-    fs::create_dir_all(l.parent().unwrap()).unwrap();
-    std::os::unix::fs::symlink(base.join(target), l).unwrap();
-}
 
 fn state(id: u8, max_w: f64, idle_w: f64, nops: bool, en: u64, ex: u64) -> PowerState {
     PowerState {
@@ -51,49 +39,24 @@ fn state(id: u8, max_w: f64, idle_w: f64, nops: bool, en: u64, ex: u64) -> Power
 fn fixture() -> tempfile::TempDir {
     let t = tempfile::tempdir().unwrap();
     let b = t.path();
-    let pci = "sys/devices/pci0000:00/0000:00:1d.0";
-    let ctrl = format!("{pci}/nvme/nvme0");
-    let ns = format!("{ctrl}/nvme0n1");
-    write(b, &format!("{ns}/dev"), "259:0\n");
+    let states = vec![
+        state(0, 8.0, 1.0, false, 0, 0),
+        state(1, 0.05, 0.05, true, 2_000, 2_000),
+        state(2, 0.005, 0.005, true, 5_000, 40_000),
+    ];
+    stand_in_nvme(b, states, true);
     write(
         b,
-        &format!("{ns}/stat"),
-        "10 0 80 1 0 0 0 0 0 1 1 0 0 0 0 0 0\n",
-    );
-    write(b, &format!("{ns}/queue/rotational"), "0\n");
-    write(b, &format!("{ctrl}/model"), "WATTIO STAND-IN NVME\n");
-    write(
-        b,
-        &format!("{ctrl}/power/pm_qos_latency_tolerance_us"),
+        &format!("{CTRL}/power/pm_qos_latency_tolerance_us"),
         ORIGINAL,
     );
-    write(b, &format!("{pci}/power/control"), "on\n");
-    symlink(b, &ns, "sys/block/nvme0n1");
-    symlink(b, &ns, "sys/class/block/nvme0n1");
-    symlink(b, &ctrl, "sys/class/nvme/nvme0");
-    symlink(b, pci, &format!("{ctrl}/device"));
-    symlink(b, pci, "sys/bus/pci/devices/0000:00:1d.0");
+    write(b, &format!("{PCI}/power/control"), "on\n");
+    symlink(b, PCI, "sys/bus/pci/devices/0000:00:1d.0");
     write(
         b,
         "proc/self/mountinfo",
         "22 1 8:2 / / rw - ext4 /dev/sda2 rw\n",
     );
-    fs::create_dir_all(b.join("dev")).unwrap();
-    StandInController {
-        model: "WATTIO STAND-IN NVME".into(),
-        states: vec![
-            state(0, 8.0, 1.0, false, 0, 0),
-            state(1, 0.05, 0.05, true, 2_000, 2_000),
-            state(2, 0.005, 0.005, true, 5_000, 40_000),
-        ],
-        current: 0,
-        apst: ApstTable {
-            enabled: true,
-            entries: Vec::new(),
-        },
-    }
-    .write(&b.join("dev/nvme0"))
-    .unwrap();
     t
 }
 

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::{Child, ChildStderr, Command, Output};
 use std::time::{Duration, Instant};
 
+pub mod nvme_tree;
 pub mod vm;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_wattio");

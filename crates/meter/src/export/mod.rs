@@ -3,7 +3,8 @@
 //! series with its own counter's labels),
 //! and with attribution on, `wattio_process_energy_joules_total{comm,pid,…}` or
 //! `wattio_cgroup_energy_joules_total{cgroup,…}` for at most N entities ([`SeriesGuard`]: the rest
-//! in one `other` series), plus `wattio_unattributed_energy_joules_total` (idle/unattributed).
+//! in one `other` series), plus `wattio_unattributed_energy_joules_total` (idle/unattributed);
+//! the disks' and NICs' estimated energy intervals, one series per bound ([`devices`]).
 //!
 //! The counters are read and attributed on the exporter's own clock ([`Exporter::sample`], every
 //! `--interval`), never by a scrape: every scraper sees the same intervals however many scrape
@@ -15,6 +16,7 @@
 //! file asks ([`web_config`]).
 
 mod agent;
+mod devices;
 mod serve;
 pub mod web_config;
 
@@ -258,6 +260,8 @@ pub struct Exporter {
     /// When the exporter was made: the agent's start, for `process_start_time_seconds`.
     started: Instant,
     clock: Mutex<SampleClock>,
+    /// With [`Exporter::with_devices`]: the disks' and NICs' counters, stepped on the clock.
+    devices: Option<Mutex<devices::DeviceCounters>>,
 }
 
 const ENERGY_HELP: &str = "Energy consumed since the exporter started, per socket and domain; estimated=\"true\" marks model estimates (see the model label)";
@@ -301,6 +305,7 @@ impl Exporter {
             carbon: None,
             max_series: 0,
             started: Instant::now(),
+            devices: None,
         }
     }
 
@@ -352,6 +357,17 @@ impl Exporter {
             });
         }
         self.max_series = max_series;
+        self
+    }
+
+    /// Adds the disks' and NICs' estimated energy (`wattio_disk_energy_joules_total`,
+    /// `wattio_disk_busy_seconds_total`, `wattio_disk_attributed_energy_joules_total`,
+    /// `wattio_nic_energy_joules_total`), stepped on the sampling clock at most once a second;
+    /// at most `max_series` split series.
+    pub fn with_devices(mut self, intervals: crate::DeviceIntervals, max_series: usize) -> Self {
+        self.devices = Some(Mutex::new(devices::DeviceCounters::new(
+            intervals, max_series,
+        )));
         self
     }
 
@@ -465,6 +481,9 @@ impl Exporter {
             }
         };
         drop(guard);
+        if let Some(d) = &self.devices {
+            d.lock().unwrap_or_else(|p| p.into_inner()).tick();
+        }
         let mut c = self.clock();
         c.samples += 1;
         c.lateness_s += late.as_secs_f64();
@@ -477,7 +496,11 @@ impl Exporter {
     pub fn render(&self, format: ExpositionFormat, interval: Duration) -> String {
         let c = *self.clock();
         let t = self.totals.lock().unwrap_or_else(|p| p.into_inner());
-        let mut families = self.families(&t);
+        let d = self
+            .devices
+            .as_ref()
+            .map(|d| d.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut families = self.families(&t, d.as_deref());
         families.extend(agent::families(
             self.started,
             interval,
@@ -508,7 +531,11 @@ impl Exporter {
         }
     }
 
-    fn families<'a>(&'a self, t: &'a Totals) -> Vec<MetricFamily<'a>> {
+    fn families<'a>(
+        &'a self,
+        t: &'a Totals,
+        devices: Option<&'a devices::DeviceCounters>,
+    ) -> Vec<MetricFamily<'a>> {
         let mut families = vec![
             MetricFamily {
                 kind: MetricKind::Counter,
@@ -553,6 +580,9 @@ impl Exporter {
         }
         if let Some(st) = &t.attribution {
             families.extend(attribution_families(st));
+        }
+        if let Some(d) = devices {
+            families.extend(d.families());
         }
         if let Some(ci) = &self.carbon {
             let twins: Vec<MetricFamily> = families
