@@ -32,7 +32,7 @@
 # vm_devices.rs): it loads their drivers, waits for /dev/nvme0 and /dev/sda, and prints
 # `wattio probe --json` between WATTIO-PROBE-BEGIN/END; `wattio measure --json` of a direct
 # write of SECONDS×8 MiB to /dev/nvme0n1 between WATTIO-MEASURE-BEGIN/END; a dry-run
-# `wattio power run` over 2×SECONDS s while the AHCI disk is read and then left idle, between
+# `wattio power run --dry-run` over 2×SECONDS s while the AHCI disk is read and then left idle, between
 # WATTIO-POWER-BEGIN/END; and, for each of nvme0n1 and sda, `wattio power run --apply` for 2 s
 # between WATTIO-APPLY-DEV-BEGIN/END, with the knobs before and after (WATTIO-KNOBS) and what
 # is left in /var/lib/wattio. Each command's exit status is printed as WATTIO-RC NAME N.
@@ -155,7 +155,7 @@ cat /tmp/measure.err
 echo WATTIO-POWER-BEGIN
 knobs before
 (dd if=/dev/sda of=/dev/null bs=1M count=16 iflag=direct 2>/dev/null) &
-wattio power run --idle-timeout 1 --interval 0.2 --duration $((seconds * 2)) 2>&1
+wattio power run --dry-run --idle-timeout 1 --interval 0.2 --duration $((seconds * 2)) 2>&1
 echo WATTIO-RC power \$?
 knobs after
 echo WATTIO-POWER-END

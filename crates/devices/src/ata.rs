@@ -11,7 +11,7 @@
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileExt, FileTypeExt};
+use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -96,6 +96,9 @@ struct SgIoHdr {
     info: libc::c_uint,
 }
 
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<SgIoHdr>() == 88);
+
 /// The SG_IO ioctl (include/scsi/sg.h).
 const SG_IO: u64 = 0x2285;
 /// No data transfer.
@@ -113,27 +116,51 @@ fn check_power_mode_cdb() -> [u8; 16] {
     cdb
 }
 
-/// The count register from the sense data of an ATA pass-through with CK_COND: the ATA
-/// Status Return descriptor (09h) of descriptor-format sense (72h/73h), or the INFORMATION
-/// field of fixed-format sense (70h/71h, SAT-4 "fixed format sense data" for ATA PASS-THROUGH).
-pub fn count_from_sense(sense: &[u8]) -> Option<u8> {
-    match sense.first()? & 0x7f {
-        0x72 | 0x73 => {
-            let len = usize::from(*sense.get(7)?);
-            let mut at = 8;
+/// The count register from the sense data of an ATA pass-through with CK_COND, once the
+/// sense says the command completed: sense key RECOVERED ERROR with ASC/ASCQ 00h/1Dh (ATA
+/// PASS THROUGH INFORMATION AVAILABLE) and an ATA status with none of BSY, DF, DRQ or ERR
+/// (SAT-4, "ATA PASS-THROUGH" sense data; ACS-3 status bits). The registers are in the ATA
+/// Status Return descriptor (09h, at least 0Ch long) of descriptor-format sense (72h/73h), or
+/// the INFORMATION field of fixed-format sense (70h/71h: status at byte 4, count at byte 6).
+/// Anything else (ILLEGAL REQUEST from a translation layer, an aborted command) is an error
+/// naming what came back, never a power mode.
+pub fn count_from_sense(sense: &[u8]) -> Result<u8, String> {
+    let (key, asc, ascq, status, count) = match sense.first().map(|b| b & 0x7f) {
+        Some(0x72 | 0x73) => {
+            let g = |i: usize| sense.get(i).copied().unwrap_or(0);
+            let len = usize::from(g(7));
             let end = (8 + len).min(sense.len());
+            let mut at = 8;
+            let mut regs = None;
             while at + 1 < end {
                 let (code, add) = (sense[at], usize::from(sense[at + 1]));
-                if code == 0x09 {
-                    return sense.get(at + 5).copied();
+                if code == 0x09 && add >= 0x0c && at + 13 < sense.len() {
+                    regs = Some((sense[at + 13], sense[at + 5]));
+                    break;
                 }
                 at += 2 + add;
             }
-            None
+            let (status, count) =
+                regs.ok_or("descriptor sense without an ATA Status Return descriptor")?;
+            (g(1) & 0x0f, g(2), g(3), status, count)
         }
-        0x70 | 0x71 => sense.get(6).copied(),
-        _ => None,
+        Some(0x70 | 0x71) if sense.len() >= 14 => {
+            (sense[2] & 0x0f, sense[12], sense[13], sense[4], sense[6])
+        }
+        _ => return Err("no sense data in the ATA pass-through's format".into()),
+    };
+    if (key, asc, ascq) != (0x01, 0x00, 0x1d) {
+        return Err(format!(
+            "sense key {key:#x}, ASC/ASCQ {asc:#04x}/{ascq:#04x} (not ATA PASS THROUGH INFORMATION AVAILABLE): the command did not complete"
+        ));
     }
+    // BSY, DF, DRQ, ERR.
+    if status & (0x80 | 0x20 | 0x08 | 0x01) != 0 {
+        return Err(format!(
+            "ATA status {status:#04x} (busy, device fault, data request or error set)"
+        ));
+    }
+    Ok(count)
 }
 
 /// Sends CHECK POWER MODE to the open disk through SG_IO and returns the count register.
@@ -182,10 +209,17 @@ fn check_power_mode_sgio(dev: &File, name: &str) -> Result<u8, DeviceError> {
         });
     }
     let written = usize::from(hdr.sb_len_wr).min(sense.len());
-    count_from_sense(&sense[..written]).ok_or_else(|| DeviceError::Refused {
+    // GOOD or CHECK CONDITION (CK_COND asks for the latter) from a host that delivered it.
+    let delivered = hdr.host_status == 0 && (hdr.status == 0 || hdr.status == 0x02);
+    let count = if delivered {
+        count_from_sense(&sense[..written])
+    } else {
+        Err("not delivered".to_string())
+    };
+    count.map_err(|why| DeviceError::Refused {
         device: name.to_string(),
         what: format!(
-            "CHECK POWER MODE returned no ATA registers (SCSI status {:#x}, host {:#x}, driver {:#x}): the host adapter does not implement ATA PASS-THROUGH",
+            "CHECK POWER MODE gave no power mode ({why}; SCSI status {:#x}, host {:#x}, driver {:#x}): the host adapter may not implement ATA PASS-THROUGH",
             hdr.status, hdr.host_status, hdr.driver_status
         ),
     })
@@ -194,18 +228,23 @@ fn check_power_mode_sgio(dev: &File, name: &str) -> Result<u8, DeviceError> {
 /// The power mode of disk `name` (`sda`), read from `/dev/NAME` under `root` (or its stand-in).
 pub fn check_power_mode(root: &SysRoot, name: &str) -> Result<AtaPowerMode, DeviceError> {
     let path = root.path("/dev").join(name);
-    let file = File::open(&path).map_err(|e| DeviceError::Refused {
-        device: name.to_string(),
-        what: format!(
-            "open {}: {e}{}",
-            path.display(),
-            if e.kind() == std::io::ErrorKind::PermissionDenied {
-                "; run as root"
-            } else {
-                ""
-            }
-        ),
-    })?;
+    // O_NONBLOCK, as hdparm opens a disk: a removable drive without a medium still opens.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&path)
+        .map_err(|e| DeviceError::Refused {
+            device: name.to_string(),
+            what: format!(
+                "open {}: {e}{}",
+                path.display(),
+                if e.kind() == std::io::ErrorKind::PermissionDenied {
+                    "; run as root"
+                } else {
+                    ""
+                }
+            ),
+        })?;
     let kind = file
         .metadata()
         .map_err(|e| DeviceError::io(&path, e))?
@@ -271,6 +310,16 @@ impl PowerStateReader for AtaStateReader {
     }
 
     fn current_state(&mut self) -> Result<Option<usize>, DeviceError> {
+        // A command would resume a runtime-suspended disk (and may spin it up): the kernel's
+        // word that it is suspended is taken for its lowest state instead.
+        let status = self
+            .root
+            .path("/sys/block")
+            .join(&self.name)
+            .join("device/power/runtime_status");
+        if std::fs::read_to_string(status).is_ok_and(|s| s.trim() == "suspended") {
+            return Ok(self.figures.states.len().checked_sub(1));
+        }
         let index = self.mode()?.state_index();
         Ok(index.filter(|i| *i < self.figures.states.len()))
     }
@@ -324,33 +373,91 @@ mod tests {
     }
 
     #[test]
-    fn the_count_comes_from_either_sense_format() {
+    fn the_count_comes_from_either_sense_format_once_the_command_completed() {
         // Descriptor format: response 72h, sense key 1 (recovered), ASC/ASCQ 00h/1Dh, one
-        // ATA Status Return descriptor (09h, length 0Ch) whose byte 5 is the count (80h).
+        // ATA Status Return descriptor (09h, length 0Ch) whose byte 5 is the count (80h) and
+        // byte 13 the status (50h: DRDY, DSC).
         let mut d = [0u8; 22];
         d[0] = 0x72;
         d[1] = 0x01;
-        d[2] = 0x00;
         d[3] = 0x1d;
         d[7] = 14;
         d[8] = 0x09;
         d[9] = 0x0c;
         d[13] = 0x80;
         d[21] = 0x50;
-        assert_eq!(count_from_sense(&d), Some(0x80));
-        // Fixed format: the count is the INFORMATION field's last byte (byte 6).
+        assert_eq!(count_from_sense(&d), Ok(0x80));
+        // The same with ERR in the status: an error, not a mode.
+        let mut e = d;
+        e[21] = 0x51;
+        assert!(count_from_sense(&e).unwrap_err().contains("0x51"));
+        // A descriptor shorter than 0Ch is not read.
+        let mut short = d;
+        short[9] = 0x04;
+        assert!(count_from_sense(&short).is_err());
+        // Fixed format: key 1 at byte 2, ASC/ASCQ at 12/13, status at 4, count at 6.
         let mut f = [0u8; 18];
         f[0] = 0x70;
+        f[2] = 0x01;
+        f[4] = 0x50;
         f[6] = 0xff;
-        assert_eq!(count_from_sense(&f), Some(0xff));
-        assert_eq!(count_from_sense(&[]), None);
+        f[13] = 0x1d;
+        assert_eq!(count_from_sense(&f), Ok(0xff));
+        // ILLEGAL REQUEST (key 5, ASC 20h) in fixed format, whose byte 6 is 0: never "standby".
+        let mut bad = [0u8; 18];
+        bad[0] = 0x70;
+        bad[2] = 0x05;
+        bad[12] = 0x20;
+        let why = count_from_sense(&bad).unwrap_err();
+        assert!(why.contains("sense key 0x5"), "{why}");
+        assert!(count_from_sense(&[]).is_err());
         // A descriptor list without 09h.
         let mut n = [0u8; 12];
         n[0] = 0x72;
+        n[1] = 0x01;
+        n[3] = 0x1d;
         n[7] = 4;
         n[8] = 0x02;
         n[9] = 0x02;
-        assert_eq!(count_from_sense(&n), None);
+        assert!(count_from_sense(&n).is_err());
+    }
+
+    #[test]
+    fn a_runtime_suspended_disk_is_in_its_lowest_state_without_a_command() {
+        let t = tempfile::tempdir().unwrap();
+        let b = t.path();
+        std::fs::create_dir_all(b.join("dev")).unwrap();
+        // The stand-in would answer active/idle (FFh) if it were asked.
+        std::fs::write(b.join("dev/sda"), [0xffu8]).unwrap();
+        let power = b.join("sys/block/sda/device/power");
+        std::fs::create_dir_all(&power).unwrap();
+        std::fs::write(power.join("runtime_status"), "suspended\n").unwrap();
+        let state = |name: &str, w: f64| crate::PowerState {
+            id: 0,
+            name: name.into(),
+            max_w: w,
+            idle_w: Some(w),
+            active_w: None,
+            non_operational: name == "standby",
+            entry_latency_us: 0,
+            exit_latency_us: 0,
+        };
+        let figures = PowerFigures {
+            states: vec![
+                state("active", 8.0),
+                state("idle", 5.0),
+                state("standby", 1.0),
+            ],
+            source: crate::FiguresSource::GenericClass {
+                class: "test".into(),
+                source: "this test".into(),
+            },
+        };
+        let lowest = figures.states.len() - 1;
+        let mut r = AtaStateReader::new(&SysRoot::new(b), "sda", figures);
+        assert_eq!(r.current_state().unwrap(), Some(lowest));
+        std::fs::write(power.join("runtime_status"), "active\n").unwrap();
+        assert_eq!(r.current_state().unwrap(), Some(0));
     }
 
     #[test]

@@ -58,9 +58,15 @@ fn probe_nvme(root: &SysRoot, controller: &str, row: &mut StorageProbe) {
     row.model = Some(reader.model().to_string())
         .filter(|m| !m.is_empty())
         .or(row.model.take());
-    match reader.controller().apst() {
-        Ok(a) => row.apst = Some(a),
-        Err(e) => row.problems.push(e.to_string()),
+    if !reader.apst_supported() {
+        row.problems.push(format!(
+            "{controller}: no APST (Identify APSTA = 0): the drive changes power state only when told"
+        ));
+    } else {
+        match reader.controller().apst() {
+            Ok(a) => row.apst = Some(a),
+            Err(e) => row.problems.push(e.to_string()),
+        }
     }
     match reader.current_state() {
         Ok(s) => row.current_state = s.map(|i| reader.figures().states[i].name.clone()),

@@ -15,6 +15,8 @@ use crate::figures::{FiguresSource, PowerFigures, PowerState};
 pub const IDENTIFY_LEN: usize = 4096;
 /// Offset of NPSS, the zero-based number of power states supported.
 const NPSS_AT: usize = 263;
+/// APSTA: Autonomous Power State Transition Attributes, bit 0 = supported.
+const APSTA_AT: usize = 265;
 /// Offset of the first power-state descriptor (PSD0).
 const PSD_AT: usize = 2048;
 /// Size of one power-state descriptor.
@@ -33,6 +35,10 @@ pub struct NvmeIdentify {
     pub model: String,
     /// The power states, PS0 first (index = state number), from the drive's descriptors.
     pub figures: PowerFigures,
+    /// Whether the controller supports autonomous power state transitions (APSTA, byte 265
+    /// bit 0): without it, Get Features 0Ch is not asked (the kernel checks the same bit,
+    /// drivers/nvme/host/core.c `nvme_configure_apst`).
+    pub apst_supported: bool,
 }
 
 /// One APST transition: after `idle_ms` idle in state `from`, the drive goes to `to`.
@@ -129,6 +135,7 @@ pub fn decode_identify(data: &[u8]) -> Result<NvmeIdentify, String> {
     }
     let model = String::from_utf8_lossy(&data[MODEL_AT]).trim().to_string();
     Ok(NvmeIdentify {
+        apst_supported: data[APSTA_AT] & 1 == 1,
         model,
         figures: PowerFigures {
             states,
@@ -216,6 +223,8 @@ pub fn encode_identify(model: &str, states: &[PowerState]) -> Vec<u8> {
     data[MODEL_AT].copy_from_slice(&mn);
     let n = states.len().clamp(1, MAX_STATES);
     data[NPSS_AT] = (n - 1) as u8;
+    // A stand-in supports APST (its table may still be off).
+    data[APSTA_AT] = 1;
     for (i, s) in states.iter().take(n).enumerate() {
         let at = PSD_AT + i * PSD_LEN;
         data[at..at + PSD_LEN].copy_from_slice(&encode_descriptor(s));

@@ -65,9 +65,11 @@ fn passthru_error(name: &str, what: &str, e: std::io::Error) -> DeviceError {
         Some(libc::EACCES) | Some(libc::EPERM) => {
             "; the admin pass-through needs root (CAP_SYS_ADMIN): run as root"
         }
-        Some(libc::ENOTTY) | Some(libc::EINVAL) => {
+        Some(libc::ENOTTY) => {
             "; the device does not answer NVMe admin commands (not an NVMe controller)"
         }
+        Some(libc::EINVAL) => "; the kernel refused the command's fields (a kernel older than the NVMe pass-through wattio uses?)",
+        Some(libc::EAGAIN) => "; the controller is not live (resetting or being removed): try again",
         _ => "",
     };
     DeviceError::Refused {
@@ -181,6 +183,7 @@ pub struct NvmeStateReader {
     controller: NvmeController,
     figures: PowerFigures,
     model: String,
+    apst_supported: bool,
     last: Option<(Instant, Option<usize>)>,
 }
 
@@ -196,6 +199,7 @@ impl NvmeStateReader {
             controller,
             figures: id.figures,
             model: id.model,
+            apst_supported: id.apst_supported,
             last: None,
         })
     }
@@ -208,6 +212,11 @@ impl NvmeStateReader {
     /// The controller, for its APST setting.
     pub fn controller(&self) -> &NvmeController {
         &self.controller
+    }
+
+    /// Whether the controller supports APST (Identify APSTA).
+    pub fn apst_supported(&self) -> bool {
+        self.apst_supported
     }
 }
 

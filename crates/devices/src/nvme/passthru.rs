@@ -32,16 +32,30 @@ struct NvmePassthruCmd {
 
 const _: () = assert!(std::mem::size_of::<NvmePassthruCmd>() == 72);
 
-/// `_IOWR('N', 0x41, struct nvme_admin_cmd)`: direction read|write (3) << 30, size 72 << 16,
-/// type 'N' << 8, number 0x41.
+/// `_IOWR('N', 0x41, struct nvme_admin_cmd)` in the generic `_IOC` encoding
+/// (include/uapi/asm-generic/ioctl.h: direction read|write (3) << 30, size 72 << 16, type 'N'
+/// << 8, number 0x41), which x86, ARM, RISC-V, LoongArch and s390 use; powerpc, MIPS, SPARC and
+/// Alpha encode directions in three bits and are not supported.
+#[cfg(any(
+    target_arch = "x86_64",
+    target_arch = "x86",
+    target_arch = "aarch64",
+    target_arch = "arm",
+    target_arch = "riscv64",
+    target_arch = "loongarch64",
+    target_arch = "s390x"
+))]
 const NVME_IOCTL_ADMIN_CMD: u64 = (3 << 30) | (72 << 16) | ((b'N' as u64) << 8) | 0x41;
 
 /// Admin opcode Identify.
 pub const OPCODE_IDENTIFY: u8 = 0x06;
 /// Admin opcode Get Features.
 pub const OPCODE_GET_FEATURES: u8 = 0x0a;
-/// The deadline of each command: the kernel fails it with a timeout after this.
-const TIMEOUT_MS: u32 = 2000;
+/// The deadline of each command: 0, the kernel's own admin timeout (`nvme_core.admin_timeout`,
+/// 60 s by default), as nvme-cli leaves it. A shorter one is not a safe deadline: an admin
+/// command that times out makes the PCIe driver reset the whole controller
+/// (drivers/nvme/host/pci.c, `nvme_timeout`), the disk holding `/` perhaps.
+const TIMEOUT_MS: u32 = 0;
 
 /// Sends admin command `opcode` with `cdw10` and a data buffer of `data.len()` bytes (read
 /// from the controller); returns the completion's dword 0.
@@ -76,7 +90,38 @@ pub fn admin(dev: &File, opcode: u8, cdw10: u32, data: &mut [u8]) -> std::io::Re
         r if r < 0 => Err(std::io::Error::last_os_error()),
         // A positive return is the NVMe status field of a command the controller failed.
         status => Err(std::io::Error::other(format!(
-            "the controller failed the command (NVMe status {status:#x})"
+            "the controller failed the command (NVMe status {status:#x}: {})",
+            status_text(status as u32)
         ))),
+    }
+}
+
+/// The status field's parts (NVM Express Base Specification 2.0, "Status Field Definition":
+/// bit 14 Do Not Retry, bits 10:8 Status Code Type, bits 7:0 Status Code), with the generic
+/// codes a read-only admin command meets named.
+fn status_text(status: u32) -> String {
+    let (dnr, sct, sc) = ((status >> 14) & 1, (status >> 8) & 7, status & 0xff);
+    let name = match (sct, sc) {
+        (0, 0x01) => "Invalid Command Opcode",
+        (0, 0x02) => "Invalid Field in Command",
+        (0, 0x06) => "Internal Error",
+        (1, 0x0d) => "Feature Identifier Not Saveable",
+        (1, 0x0e) => "Feature Not Changeable",
+        _ => "see the specification's status codes",
+    };
+    format!(
+        "status code type {sct}, code {sc:#04x}, {name}{}",
+        if dnr == 1 { ", do not retry" } else { "" }
+    )
+}
+
+#[cfg(test)]
+mod status_tests {
+    #[test]
+    fn qemus_answer_to_an_apst_query_reads_as_invalid_field() {
+        assert_eq!(
+            super::status_text(0x4002),
+            "status code type 0, code 0x02, Invalid Field in Command, do not retry"
+        );
     }
 }
