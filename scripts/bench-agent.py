@@ -27,8 +27,19 @@ per-send, per-segment hooks), each as throughput, and `top`'s own CPU-s over the
 The cost and churn parts run with WATTIO_KERNEL_IO=off unless it is set: their figures are the
 agent's reading of CPU times.
 
+Then Scaphandre (PARTS "scaph"): on the same fake RAPL (a `wattio fixture` tree ticking at a
+known power, bound over /sys/class/powercap in a private mount namespace by
+scripts/fake-rapl-ns.sh), in ROUNDS interleaved rounds of DURATION seconds at each NPROCS,
+Scaphandre's Prometheus exporter (per-process metrics, its default) and `wattio export --by
+process --source powercap`, each in a cgroup of its own (cpu.stat: the whole tool, threads and
+children), each scraped once a second by this script: CPU-s per round, scrape p99, and the
+per-process series per scrape (Scaphandre's: one `scaph_process_cpu_usage_percentage` per
+process it lists; wattio's: one `wattio_process_energy_joules_total` per process with CPU time
+in the window). SCAPHANDRE_BIN names Scaphandre's binary (built with its
+`prometheus` feature: `cargo install scaphandre --version 1.0.0 --features prometheus`).
+
 Prints Markdown tables. Knobs: NPROCS, ROUNDS (3), DURATION (20), CHURN_S (3600; 0 skips it),
-CHURN_RATE (200), PARTS ("cost churn kio"), WATTIO_BIN.
+CHURN_RATE (200), PARTS ("cost churn kio"), WATTIO_BIN, SCAPHANDRE_BIN.
 """
 import os
 import resource
@@ -301,6 +312,113 @@ def kio():
         print(f"| {name} | {med[0]:.0f} | {med[1]:.0f} | {med[2]:.0f} | {top_cpu} |")
 
 
+def cgroup_usage_usec(cg):
+    with open(os.path.join(cg, "cpu.stat")) as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("usage_usec "))
+
+
+def scraped_in_cgroup(name, argv, url, fixture, parent, series_prefix, ns_opts):
+    """Runs `argv` in the fake-RAPL namespace in a cgroup of its own under `parent`, scrapes `url`
+    once a second for DURATION seconds: (CPU s over those seconds, scrape latencies, series)."""
+    cg = os.path.join(parent, name)
+    os.mkdir(cg)
+    ns = os.path.join(ROOT, "scripts", "fake-rapl-ns.sh")
+    p = subprocess.Popen([ns, "--cgroup", cg, *ns_opts, fixture, "--", *argv], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(url, timeout=10).read()
+                break
+            except OSError:
+                if time.monotonic() > deadline or p.poll() is not None:
+                    sys.exit(f"{name} did not answer at {url} within 60 s")
+                time.sleep(0.5)
+        lat, series = [], []
+        u0 = cgroup_usage_usec(cg)
+        start = time.monotonic()
+        for i in range(DURATION):
+            time.sleep(max(0.0, start + i + 1 - time.monotonic()))
+            t = time.monotonic()
+            body = urllib.request.urlopen(url, timeout=30).read()
+            lat.append(time.monotonic() - t)
+            series.append(body.count(series_prefix))
+        cpu = (cgroup_usage_usec(cg) - u0) / 1e6
+    finally:
+        with open(os.path.join(cg, "cgroup.kill"), "w") as f:
+            f.write("1")
+        p.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.rmdir(cg)
+                break
+            except OSError:
+                time.sleep(0.1)
+    return cpu, lat, series
+
+
+def scaph():
+    """Scaphandre's exporter beside wattio's on one fake RAPL, at each NPROCS."""
+    exe = os.environ.get("SCAPHANDRE_BIN") or shutil.which("scaphandre")
+    parent = cgroup_parent()
+    if not exe or not parent:
+        log("scaph: skipped: " + ("no Scaphandre (SCAPHANDRE_BIN)" if not exe else "no writable cgroup v2"))
+        return
+    fixture = f"/tmp/bench-agent-rapl-{os.getpid()}"
+    subprocess.run([W, "fixture", "intel-server", fixture], check=True, stdout=subprocess.DEVNULL)
+    tick = subprocess.Popen([W, "fixture", "tick", fixture, "--watts", "20"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    # The fixture's CPU is Intel's: on an Intel host its cpuinfo is bound over the host's too.
+    with open("/proc/cpuinfo") as f:
+        base = [] if "AuthenticAMD" in f.read() else ["--cpuinfo"]
+    pop = Population()
+    rows = []
+    try:
+        for n in NPROCS:
+            pop.grow_to(n)
+            got = {}
+            for r in range(ROUNDS):
+                for tool in ("scaphandre", "wattio"):
+                    port = free_port()
+                    if tool == "scaphandre":
+                        argv = [exe, "prometheus", "--address", "127.0.0.1", "--port", str(port)]
+                        # Its per-process series: one per process it lists (CPU use; its power
+                        # series, scaph_process_power_consumption_microwatts, follow once it
+                        # has enough records of the socket).
+                        prefix = b"\nscaph_process_cpu_usage_percentage{"
+                        # Scaphandre looks for the intel_rapl modules in /proc/modules.
+                        opts = base + ["--proc-modules"]
+                    else:
+                        argv = [W, "export", "--source", "powercap", "--interval", "1s", "--by", "process",
+                                "--max-series", "20000", "--listen", f"127.0.0.1:{port}"]
+                        prefix = b"\nwattio_process_energy_joules_total{"
+                        opts = base
+                    cpu, lat, series = scraped_in_cgroup(f"{tool}-{r}", argv, f"http://127.0.0.1:{port}/metrics",
+                                                         fixture, parent, prefix, opts)
+                    g = got.setdefault(tool, {"cpu": [], "lat": [], "series": []})
+                    g["cpu"].append(cpu)
+                    g["lat"] += lat
+                    g["series"] += series
+                    log(f"{n} round {r + 1} {tool}: {cpu:.3f} CPU-s, p99 scrape {q(lat, 0.99) * 1e3:.1f} ms")
+            ref = statistics.median(got["scaphandre"]["cpu"])
+            for tool, g in got.items():
+                rows.append((n, tool, g, statistics.median(g["cpu"]) / ref if ref > 0 else float("nan")))
+    finally:
+        pop.end()
+        tick.terminate()
+        tick.wait()
+        shutil.rmtree(fixture, ignore_errors=True)
+        os.rmdir(parent)
+    print(f"\n| live processes | exporter on the fake RAPL, scraped every second ({DURATION} s, {ROUNDS} rounds) "
+          "| CPU-s per round | median / Scaphandre's | scrape p99 | per-process series per scrape |")
+    print("|---:|---|---|---:|---:|---:|")
+    for n, tool, g, ratio in rows:
+        print(f"| {n} | {tool} | {', '.join(f'{x:.3f}' for x in g['cpu'])} | {ratio:.3f} | "
+              f"{q(g['lat'], 0.99) * 1e3:.1f} ms | {min(g['series'])}-{max(g['series'])} |")
+
+
 def main():
     os.environ.setdefault("WATTIO_KERNEL_IO", "off")
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
@@ -310,6 +428,8 @@ def main():
         cost()
     if "kio" in PARTS:
         kio()
+    if "scaph" in PARTS:
+        scaph()
     if "churn" in PARTS and CHURN_S > 0:
         samples, rate = churn()
         print(f"\n| `wattio top --by process` (task iterator) under churn, {rate:.0f} processes born and reaped per second | RSS |")
