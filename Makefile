@@ -193,7 +193,8 @@ bench-bulk: build
 bench-scale: soak bench-small-files bench-bulk bench-agent
 
 ## The node agent's cost at 1,000 / 5,000 / 10,000 live processes: top and export through the BPF
-## task iterator and through /proc, against procps top (issue 33, goal 4).
+## task iterator and through /proc, against procps top (issue 33, goal 4); with PARTS=scaph and
+## SCAPHANDRE_BIN, against Scaphandre's Prometheus exporter on one fake RAPL.
 bench-agent: build
 	./scripts/bench-agent.py
 
