@@ -48,7 +48,7 @@ impl ShareRule {
 }
 
 /// One cgroup's hierarchical bytes per device (`MAJ:MIN`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 struct CgroupBytes {
     path: String,
     ino: u64,
@@ -56,7 +56,7 @@ struct CgroupBytes {
 }
 
 /// Every cgroup's (or process's) bytes at one instant.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct IoBytesSample {
     rule: ShareRule,
     cgroups: Vec<CgroupBytes>,
@@ -99,15 +99,22 @@ fn io_controller_mount(root: &SysRoot) -> Option<PathBuf> {
 }
 
 impl IoBytesSample {
-    /// Reads every cgroup's `io.stat` where the cgroup v2 `io` controller is on, else every
-    /// process's `/proc/PID/io`.
-    pub fn read(root: &SysRoot) -> IoBytesSample {
-        let mut sample = IoBytesSample {
+    /// A sample of nothing: where no disk can have an interval there is nothing to split, and
+    /// reading every process's `/proc/PID/io` each step would cost in proportion to processes
+    /// for no figure.
+    pub fn nothing() -> IoBytesSample {
+        IoBytesSample {
             rule: ShareRule::ProcessIo,
             cgroups: Vec::new(),
             processes: BTreeMap::new(),
             unreadable: 0,
-        };
+        }
+    }
+
+    /// Reads every cgroup's `io.stat` where the cgroup v2 `io` controller is on, else every
+    /// process's `/proc/PID/io`.
+    pub fn read(root: &SysRoot) -> IoBytesSample {
+        let mut sample = IoBytesSample::nothing();
         if let Some(mount) = io_controller_mount(root) {
             if let Ok(ids) = cgroup::ids(&mount) {
                 sample.rule = ShareRule::CgroupIoStat;

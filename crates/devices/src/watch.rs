@@ -56,7 +56,11 @@ impl StorageWatch {
     pub fn mark(&self) -> StorageMark {
         StorageMark {
             storage: self.meter.snapshot(),
-            io: IoBytesSample::read(&self.root),
+            io: if self.meter.any_figures() {
+                IoBytesSample::read(&self.root)
+            } else {
+                IoBytesSample::nothing()
+            },
         }
     }
 
@@ -136,5 +140,32 @@ fn human_bytes(b: u64) -> String {
     match u {
         0 => format!("{b} B"),
         _ => format!("{v:.1} {}", UNITS[u]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_disk_that_can_have_an_interval_no_process_is_read() {
+        let t = tempfile::tempdir().unwrap();
+        let b = t.path();
+        let write = |rel: &str, text: &str| {
+            let p = b.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        write("sys/block/vda/dev", "254:0\n");
+        write("sys/block/vda/stat", "1 0 8 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n");
+        write("proc/4242/io", "read_bytes: 4096\nwrite_bytes: 8192\n");
+        write("proc/4242/comm", "writer\n");
+        let root = SysRoot::new(b);
+        let watch = StorageWatch::open(&root).unwrap();
+        assert!(!watch.meter.any_figures());
+        // Only the virtual disk: nothing to split, so /proc is not walked.
+        assert_eq!(watch.mark().io, IoBytesSample::nothing());
+        // The same tree read directly does see the process.
+        assert_ne!(IoBytesSample::read(&root), IoBytesSample::nothing());
     }
 }

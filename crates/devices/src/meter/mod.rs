@@ -237,6 +237,13 @@ impl StorageMeter {
         self.setup.iter().map(|s| &s.device)
     }
 
+    /// Whether any device can have an energy interval (power figures, not a virtual disk).
+    pub fn any_figures(&self) -> bool {
+        self.setup
+            .iter()
+            .any(|s| s.figures.is_some() && !s.device.is_virtual())
+    }
+
     /// Every device's cumulative counters now.
     pub fn snapshot(&self) -> StorageSnapshot {
         let at = Instant::now();
