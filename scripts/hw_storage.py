@@ -58,6 +58,14 @@ def fixture_nvme(root):
     return block
 
 
+def replace_file(path, text):
+    """Writes `path` whole or not at all (a reader never sees it half written)."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as out:
+        out.write(text)
+    os.replace(tmp, path)
+
+
 def stat_line(sectors_read, io_ticks_ms):
     """A /sys/block/NAME/stat line (kernel Documentation/block/stat.rst) with these counters."""
     fields = [sectors_read // 8, 0, sectors_read, 0, 0, 0, 0, 0, 0, io_ticks_ms, io_ticks_ms, 0, 0, 0, 0, 0, 0]
@@ -84,13 +92,11 @@ class FixtureBusy:
             self.ticks += (now - last) * 1000 * f["busy_share"]
             self.sectors += int((now - last) * 8192)
             last = now
-            with open(os.path.join(self.block_dir, "stat"), "w") as out:
-                out.write(stat_line(self.sectors, int(self.ticks)) + "\n")
+            replace_file(os.path.join(self.block_dir, "stat"), stat_line(self.sectors, int(self.ticks)) + "\n")
         self._meter(self.base_w)
 
     def _meter(self, w):
-        with open(self.meter_file, "w") as out:
-            out.write(f"{int(w * 1e6)}\n")
+        replace_file(self.meter_file, f"{int(w * 1e6)}\n")
 
     def __enter__(self):
         self.stop.clear()
