@@ -206,7 +206,9 @@ fn warn_about_runs(report: &Report, meter: &wattio_meter::Meter) {
 /// GPU's at about 100 ms, needs 300 ms for three updates).
 const SHORT_RUN_S: f64 = 1.0;
 
-pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
+/// The commands to measure, and whether the gate is on, after checking the arguments that
+/// combine them.
+fn checked_commands(a: &MeasureArgs) -> Result<(Vec<CommandSpec>, bool)> {
     let argv_form = !a.argv.is_empty();
     if argv_form && !a.commands.is_empty() {
         bail!(
@@ -238,6 +240,40 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
             );
         }
     }
+    Ok((commands, gate))
+}
+
+/// The one run of a wrapper-style `measure` (one command, one run): its report, and its exit
+/// status passed through.
+fn print_single(json: bool, plan: &MeasurePlan, report: &Report) -> Result<ExitCode> {
+    let b = &report.benchmark;
+    let Some(run) = b.results[0].runs.first() else {
+        return Ok(ExitCode::from(130)); // stopped before it started
+    };
+    if json {
+        let single = SingleRun {
+            report: run.report.clone(),
+            command: match &plan.commands[0] {
+                CommandSpec::Argv(argv) => argv
+                    .iter()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .collect(),
+                CommandSpec::Shell(s) => vec!["sh".into(), "-c".into(), s.clone()],
+            },
+        };
+        // Through a `Value`, whose keys are sorted, as every version wrote them.
+        let v = serde_json::to_value(&single)?;
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print!("{}", render::single_run(&b.results[0].command, &run.report));
+    }
+    std::io::stdout().flush().ok();
+    Ok(ExitCode::from(run.report.exit_code.clamp(0, 255) as u8))
+}
+
+pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
+    let argv_form = !a.argv.is_empty();
+    let (commands, gate) = checked_commands(&a)?;
     let baseline = a.gate.baseline.as_deref().map(load_baseline).transpose()?;
     let runs = a.runs.unwrap_or(if argv_form && !gate { 1 } else { 10 });
     if runs == 0 {
@@ -298,31 +334,10 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
     write_export(exports.2, &render::markdown(&report))?;
     warn_about_runs(&report, &meter);
 
-    let b = &report.benchmark;
     if single {
-        let Some(run) = b.results[0].runs.first() else {
-            return Ok(ExitCode::from(130)); // stopped before it started
-        };
-        if a.json {
-            let single = SingleRun {
-                report: run.report.clone(),
-                command: match &plan.commands[0] {
-                    CommandSpec::Argv(argv) => argv
-                        .iter()
-                        .map(|s| s.to_string_lossy().into_owned())
-                        .collect(),
-                    CommandSpec::Shell(s) => vec!["sh".into(), "-c".into(), s.clone()],
-                },
-            };
-            // Through a `Value`, whose keys are sorted, as every version wrote them.
-            let v = serde_json::to_value(&single)?;
-            println!("{}", serde_json::to_string_pretty(&v)?);
-        } else {
-            print!("{}", render::single_run(&b.results[0].command, &run.report));
-        }
-        std::io::stdout().flush().ok();
-        return Ok(ExitCode::from(run.report.exit_code.clamp(0, 255) as u8));
+        return print_single(a.json, &plan, &report);
     }
+    let b = &report.benchmark;
     let verdict = match a.gate.max_increase {
         Some(limit) => Some(judge_gate(&report, baseline, limit, a.gate.alpha)?),
         None => None,
