@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 use wattio_fixture as fixture;
-use wattio_meter::{MeasuredCommand, Recording};
-use wattio_report::{load_result_files, scan_results, CacheSweep, Dataset};
+use wattio_report::{
+    load_result_files, scan_results, CacheSweep, Dataset, MeasuredCommand, Recording,
+};
 
 fn ok(o: &std::process::Output) -> String {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -286,9 +287,10 @@ fn transfer_json_summaries_read_as_the_transfer_wrote_them() {
         let file = results.path().join(format!("{sla}.json"));
         std::fs::write(&file, &text).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let Dataset::Transfer(summary) = load_result_files(&file).unwrap().remove(0) else {
+        let Dataset::Transfer(section) = load_result_files(&file).unwrap().remove(0) else {
             panic!("not a transfer summary")
         };
+        let summary = &section.summary;
         assert_eq!(summary.sla, v["sla"].as_str().unwrap());
         assert_eq!(summary.tuner, v["tuner"].as_str().unwrap());
         assert_eq!(summary.bytes, v["bytes"].as_u64().unwrap());

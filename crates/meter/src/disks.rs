@@ -81,24 +81,8 @@ pub fn disk_lines(rows: &[DiskEnergyRow]) -> String {
 /// The sum of the disks' intervals, over the disks that have one, with their labels (`None`
 /// where no disk has one).
 pub fn disks_total(rows: &[DiskEnergyRow]) -> Option<(EnergyInterval, String)> {
-    let with: Vec<&DiskEnergyRow> = rows
-        .iter()
-        .filter(|r| r.energy.interval.is_some())
-        .collect();
-    let first = with.first()?;
-    let sum = with[1..].iter().fold(first.energy.interval?, |s, r| {
-        s.plus(r.energy.interval.unwrap_or_default())
-    });
-    let mut labels: Vec<String> = with
-        .iter()
-        .map(|r| {
-            format!(
-                "{}: {}",
-                r.energy.device,
-                r.energy.label.as_deref().unwrap_or("")
-            )
-        })
-        .collect();
-    labels.dedup();
-    Some((sum, labels.join("; ")))
+    wattio_results::disks_interval_total(rows.iter().map(|r| {
+        let e = &r.energy;
+        (e.device.as_str(), e.interval, e.label.as_deref())
+    }))
 }

@@ -28,8 +28,6 @@
 //!   to the CUDA driver as PTX.
 //! * [`VmPublisher`] — `wattio vm publish`: each VM's attributed energy as a counter its guest
 //!   reads with `--source host`.
-//! * [`Recording`] and [`MeasuredCommand`] — a `wattio record` file and a `wattio measure`
-//!   result as sections of a `wattio report` page ([`wattio_plot::ReportSection`]).
 
 mod attribute;
 mod calibrate;
@@ -41,11 +39,9 @@ mod machine_view;
 pub mod measure;
 mod meter;
 mod platform_timing;
-mod report;
 mod rows;
 mod sampler;
 mod sink;
-mod stack;
 mod top;
 mod vm_publish;
 mod workload;
@@ -72,7 +68,6 @@ pub use machine_view::{MachineView, PlatformFigure, PlatformTiming, RecordedCoun
 pub use meter::{
     unix_now, AlignedReport, DomainEnergy, EnergyReport, Meter, MeterConfig, Snapshot,
 };
-pub use report::{AttributedTotal, MeasuredCommand, RecordedCounter, Recording, RunFigures};
 pub use rows::{
     Columns, RecordFormat, RecordRow, RECORD_CSV_ENTITY_COLUMNS, RECORD_CSV_HEADER,
     RECORD_CSV_WORKLOAD_COLUMNS,
@@ -81,7 +76,6 @@ pub use sampler::{
     check_freq, record_rows, run_sampler, Pacing, RecordProgress, RowSink, Sample, SampleSink,
     SamplerConfig, SamplerError, SamplerStats,
 };
-pub use stack::{stack_chart, stack_table, RunEnergyStack, STACK_PARTS};
 pub use top::render_top;
 pub use vm_publish::{VmPublisher, DEFAULT_MAX_ENERGY_RANGE_UJ};
 pub use workload::{file_io_workload, spin_cpu, FileIoReport};

@@ -13,8 +13,9 @@ use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use wattio_energy::{Mechanism, Provenance};
 
-/// The CSV header line (without newline): the counter columns of [`RecordRow`].
-pub const RECORD_CSV_HEADER: &str = "timestamp,mechanism,socket,domain,energy_j,estimated,model";
+/// The CSV header line (without newline): the counter columns of [`RecordRow`]. It lives with
+/// the result schemas, by which `wattio report` recognises a `record` file.
+pub use wattio_results::RECORD_CSV_HEADER;
 
 /// The columns `record --by` adds after [`RECORD_CSV_HEADER`]: empty on counter rows; on attribution
 /// rows `entity` is `process`, `cgroup`, `other` or `idle`, `domain` is `total` (packages +

@@ -3,18 +3,17 @@
 //! Files are recognised by their CSV header or JSON fields, never by name, so a renamed
 //! file still loads and an unknown file is skipped with a note instead of an error.
 
-use crate::sections::CacheSweep;
+use crate::sections::{CacheSweep, MeasuredCommand, Recording, RunFigures, TransferSection};
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use wattio_iobench::IoBenchRuns;
-use wattio_meter::measure::bench::Report as MeasureReport;
-use wattio_meter::measure::{RunStatus, SingleRun};
-use wattio_meter::{EnergyReport, MeasuredCommand, RecordRow, Recording, RunFigures};
 use wattio_overhead::{IdleRuns, LoadRuns};
 use wattio_plot::ReportSection;
-use wattio_results::{RunRecord, RunResult, SweepRow};
-use wattio_transfer::TransferSummary;
+use wattio_results::{
+    ReportedComparison, ReportedRecordRow, ReportedRun, ReportedSingleRun, ReportedTransfer,
+    RunRecord, RunResult, SweepRow,
+};
 
 /// A loaded result file, as its producer's type, which draws its own section of the page.
 #[derive(Debug, Clone)]
@@ -28,8 +27,8 @@ pub enum Dataset {
     /// `wattio cache sweep` rows (`sweep.csv`), or `cache replay --json` replays as rows of one
     /// seed.
     Cache(CacheSweep),
-    /// A `wattio transfer --json` summary, read as the type that writes it.
-    Transfer(Box<TransferSummary>),
+    /// A `wattio transfer --json` summary, read as the fields of it the page shows.
+    Transfer(Box<TransferSection>),
     /// The overhead study's load runs (`runs.csv`).
     OverheadLoad(LoadRuns),
     /// The overhead study's idle runs (`idle.csv`).
@@ -270,7 +269,7 @@ enum CsvKind {
 
 fn csv_kind(cols: &[&str]) -> Option<CsvKind> {
     let has = |names: &[&str]| names.iter().all(|n| cols.contains(n));
-    let record: Vec<&str> = wattio_meter::RECORD_CSV_HEADER.split(',').collect();
+    let record: Vec<&str> = wattio_results::RECORD_CSV_HEADER.split(',').collect();
     if has(&record) {
         Some(CsvKind::Record)
     } else if has(wattio_results::LOAD_COLUMNS) {
@@ -286,23 +285,13 @@ fn csv_kind(cols: &[&str]) -> Option<CsvKind> {
     }
 }
 
-/// A run as `wattio measure --json` wrote it before runs were kept apart from failed ones
-/// (single runs without `total_label`, `--repeat` as `{…, "runs": […]}`): the meter's
-/// [`EnergyReport`] and the exit code.
-#[derive(Deserialize)]
-struct EarlierMeasureRun {
-    #[serde(flatten)]
-    energy: EnergyReport,
-    #[serde(default)]
-    exit_code: i32,
-}
-
-/// `wattio measure --repeat N --json` before runs were kept apart from failed ones.
+/// `wattio measure --repeat N --json` before runs were kept apart from failed ones (a run then
+/// was its energy and exit code, as [`ReportedRun`] reads it).
 #[derive(Deserialize)]
 struct EarlierMeasureRepeat {
     #[serde(default)]
     command: Vec<String>,
-    runs: Vec<EarlierMeasureRun>,
+    runs: Vec<ReportedRun>,
 }
 
 /// The `results.json` of `wattio iobench`: its runs are what the report reads.
@@ -345,7 +334,7 @@ fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
             return Ok(vec![Dataset::Cache(CacheSweep { rows })]);
         }
         if has(first, &["duration_s", "total_j"]) {
-            let runs: Vec<EarlierMeasureRun> = typed(v, "measure runs", "wattio measure --json")?;
+            let runs: Vec<ReportedRun> = typed(v, "measure runs", "wattio measure --json")?;
             return measure_dataset(String::new(), runs);
         }
         return Err(
@@ -358,10 +347,9 @@ fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
         .and_then(|r| r.first())
         .is_some_and(|c| has(c, &["command", "runs"]))
     {
-        let report: MeasureReport = typed(v, "measure result", "wattio measure --json")?;
+        let report: ReportedComparison = typed(v, "measure result", "wattio measure --json")?;
         let provenance = report.provenance.clone();
         return Ok(report
-            .benchmark
             .results
             .iter()
             .map(|c| {
@@ -371,20 +359,19 @@ fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
                     runs: c
                         .runs
                         .iter()
-                        .filter(|r| r.status == RunStatus::Ok)
-                        .map(|r| RunFigures::of(&r.report))
+                        .filter(|r| r.kept())
+                        .map(|r| RunFigures::of(&r.run))
                         .collect(),
                 })
             })
             .collect());
     }
     if has(&v, &["total_label", "command"]) {
-        let single: SingleRun = typed(v, "measure result", "wattio measure --json")?;
-        let energy = &single.report.energy;
+        let single: ReportedSingleRun = typed(v, "measure result", "wattio measure --json")?;
         return Ok(vec![Dataset::Measure(MeasuredCommand {
             command: single.command.join(" "),
-            provenance: energy.provenance.clone(),
-            runs: vec![RunFigures::of(&single.report)],
+            provenance: single.run.provenance.clone(),
+            runs: vec![RunFigures::of(&single.run)],
         })]);
     }
     if let Some(first) = v
@@ -410,12 +397,14 @@ fn parse_json(text: &str) -> Result<Vec<Dataset>, String> {
                 .join(" "),
             _ => String::new(),
         };
-        let run: EarlierMeasureRun = typed(v, "measure result", "wattio measure --json")?;
+        let run: ReportedRun = typed(v, "measure result", "wattio measure --json")?;
         return measure_dataset(command, vec![run]);
     }
     if has(&v, &["throughput_mbps", "seconds", "intervals"]) {
-        let summary: TransferSummary = typed(v, "transfer summary", "wattio transfer --json")?;
-        return Ok(vec![Dataset::Transfer(Box::new(summary))]);
+        let summary: ReportedTransfer = typed(v, "transfer summary", "wattio transfer --json")?;
+        return Ok(vec![Dataset::Transfer(Box::new(TransferSection {
+            summary,
+        }))]);
     }
     if has(&v, &["study", "plan", "total_runs", "complete"]) {
         let m: wattio_results::StudyManifest = typed(v, "study manifest", "the study")?;
@@ -431,18 +420,15 @@ fn has(v: &Value, keys: &[&str]) -> bool {
     keys.iter().all(|k| v.get(k).is_some())
 }
 
-fn measure_dataset(command: String, runs: Vec<EarlierMeasureRun>) -> Result<Vec<Dataset>, String> {
+fn measure_dataset(command: String, runs: Vec<ReportedRun>) -> Result<Vec<Dataset>, String> {
     let provenance = runs
         .first()
-        .map(|r| r.energy.provenance.clone())
+        .map(|r| r.provenance.clone())
         .ok_or("measure result without runs")?;
     Ok(vec![Dataset::Measure(MeasuredCommand {
         command,
         provenance,
-        runs: runs
-            .iter()
-            .map(|r| RunFigures::of_energy(&r.energy, r.exit_code))
-            .collect(),
+        runs: runs.iter().map(RunFigures::of).collect(),
     })])
 }
 
@@ -452,7 +438,7 @@ fn parse_jsonl(text: &str) -> Result<Vec<Dataset>, String> {
         if line.trim().is_empty() {
             continue;
         }
-        let row: RecordRow = serde_json::from_str(line)
+        let row: ReportedRecordRow = serde_json::from_str(line)
             .map_err(|e| format!("line {}: not a `wattio record` JSON line: {e}", i + 1))?;
         rows.push((i + 1, row));
     }
@@ -460,7 +446,7 @@ fn parse_jsonl(text: &str) -> Result<Vec<Dataset>, String> {
 }
 
 /// A `wattio record` file's rows (with their line numbers) as the meter groups them.
-fn record_dataset(rows: Vec<(usize, RecordRow)>) -> Result<Vec<Dataset>, String> {
+fn record_dataset(rows: Vec<(usize, ReportedRecordRow)>) -> Result<Vec<Dataset>, String> {
     Recording::from_rows(rows).map(|r| vec![Dataset::Record(r)])
 }
 

@@ -3,9 +3,10 @@
 
 use std::path::{Path, PathBuf};
 use wattio_iobench::{IoBenchRuns, RunRecord};
-use wattio_meter::{MeasuredCommand, Recording};
 use wattio_overhead::{analyze_load, LoadRuns};
-use wattio_report::{load_result_file, scan_results, CacheSweep, Dataset};
+use wattio_report::{
+    load_result_file, scan_results, CacheSweep, Dataset, MeasuredCommand, Recording,
+};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -133,9 +134,10 @@ fn other_parts_results() {
     assert_eq!(rows.len(), 7 * 3 + 7);
     // A real `wattio transfer --json` summary (three files over loopback at 40 Mbit/s, 250 ms
     // intervals); expected figures are read from the file with serde_json.
-    let Dataset::Transfer(summary) = load("results/misc/transfer.json") else {
+    let Dataset::Transfer(section) = load("results/misc/transfer.json") else {
         panic!()
     };
+    let summary = &section.summary;
     let json: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(fixtures().join("results/misc/transfer.json")).unwrap(),
     )
@@ -146,8 +148,11 @@ fn other_parts_results() {
         summary.energy.as_ref().map(|e| e.total_j),
         json["energy"]["total_j"].as_f64()
     );
-    let provenance = summary.energy.as_ref().map(|e| e.source.clone()).unwrap();
-    assert_eq!(provenance.estimated, json["energy"]["estimated"] == true);
+    let energy = summary.energy.as_ref().unwrap();
+    assert_eq!(
+        energy.provenance.estimated,
+        json["energy"]["estimated"] == true
+    );
     // Pipelining is a list, one per partition: each partition's value is charted.
     let pipelining = intervals[0]["pipelining"].as_array().unwrap();
     assert!(pipelining.len() > 1, "the fixture has several partitions");
@@ -218,11 +223,11 @@ fn bad_files_are_skipped_with_reasons() {
         why.starts_with("the manifest of a `wattio overhead` study") && why.contains("CSV files"),
         "{why}"
     );
-    // A summary from before the source kind and verification were recorded (a real one, from
-    // the bench fixtures): one line naming the field and the fix.
-    let older = reason("transfer-older.json");
+    // A summary without a field the page shows (the host estimate, which summaries lacked before
+    // it was recorded): one line naming the field and the fix.
+    let older = reason("transfer-no-host-estimate.json");
     assert!(
-        older.starts_with("transfer summary: missing field `")
+        older.starts_with("transfer summary: missing field `energy_process`")
             && older.ends_with("run `wattio transfer --json` again to rewrite it")
             && !older.contains('\n'),
         "{older}"
@@ -452,7 +457,30 @@ fn a_measure_run_is_drawn_as_a_stack_with_the_disks_interval() {
         "{html}"
     );
     assert!(html.contains("Energy by part"), "{html}");
-    for part in wattio_meter::STACK_PARTS {
+    for part in wattio_report::STACK_PARTS {
         assert!(html.contains(part), "{part}");
     }
+}
+
+#[test]
+fn a_transfer_summary_written_before_its_source_kind_and_verification_reads() {
+    // A real summary from the bench fixtures, written before the summary recorded its source
+    // kind and verification: the page shows none of those, so it reads, figures as written.
+    let path = fixtures().join("older/transfer-older.json");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(json.get("source_kind").is_none() && json.get("verification").is_none());
+    let Dataset::Transfer(section) = load_result_file(&path).unwrap().unwrap() else {
+        panic!("not a transfer summary")
+    };
+    let summary = &section.summary;
+    assert_eq!(summary.files as u64, json["files"].as_u64().unwrap());
+    assert_eq!(
+        summary.energy_process.total_j,
+        json["energy_process"]["total_j"].as_f64().unwrap()
+    );
+    assert_eq!(
+        summary.intervals.len(),
+        json["intervals"].as_array().unwrap().len()
+    );
 }

@@ -18,6 +18,13 @@
 //!   figure comes from (`measured (perf)`, `estimated (model: …)`), which rows that store their
 //!   provenance as text label themselves with.
 //!
+//! * [`ReportedRecordRow`], [`ReportedRun`], [`ReportedSingleRun`], [`ReportedComparison`] —
+//!   what the report reads of `wattio record` files and `wattio measure --json` documents of
+//!   every version, with their provenance as written ([`ReportedProvenance`]).
+//! * [`ReportedTransfer`] — what the report reads of a `wattio transfer --json` summary, with
+//!   the [`IntervalLog`] the transfer writes through and the destination disks' wording.
+//! * [`EnergyInterval`] — a device's bounded energy (disks, NICs), as every result file writes it.
+//!
 //! * [`Table`] — the one table writer, Markdown and CSV, with one escaping rule each.
 //!
 //! The producers re-export these at their old paths (`wattio_sim::SweepRow`,
@@ -26,21 +33,36 @@
 
 mod cache;
 mod csv_rows;
+mod interval;
 pub mod iobench;
+mod measure;
 mod overhead;
 mod provenance;
+mod record;
 mod runstats;
 mod study;
 mod table;
+mod transfer;
 
 pub use cache::{sweep_csv, RunResult, SweepRow, SWEEP_COLUMNS};
 pub use csv_rows::{read_rows, row_from_record};
+pub use interval::EnergyInterval;
 pub use iobench::{RunRecord, RESULTS_CSV_COLUMNS};
+pub use measure::{
+    disks_interval_total, ReportedBenchRun, ReportedCommand, ReportedComparison, ReportedDisk,
+    ReportedDomainEnergy, ReportedMachine, ReportedPlatform, ReportedProvenance, ReportedRun,
+    ReportedSingleRun,
+};
 pub use overhead::{
     idle_runs_from_csv, load_runs_from_csv, IdleRun, LoadRun, IDLE_COLUMNS, IDLE_OPTIONAL_COLUMNS,
     LOAD_COLUMNS, OFF,
 };
 pub use provenance::{join_provenance_labels, provenance_label};
+pub use record::{ReportedRecordRow, RECORD_CSV_HEADER};
 pub use runstats::RunStats;
 pub use study::{StudyManifest, MANIFEST_FILE};
 pub use table::{markdown_cell, Align, Table};
+pub use transfer::{
+    dest_disk_figures, dest_disk_name, IntervalLog, ReportedDestDisk, ReportedDestDisks,
+    ReportedHostEstimate, ReportedTransfer, ReportedTransferEnergy,
+};

@@ -1,9 +1,10 @@
 //! The destination's disks in a transfer's summary: each disk under DEST with its energy
-//! interval over the run and per GB received, or why it has none. Built without the `engine`
-//! feature, so a reader of summaries (`wattio report`) gets these types without the engine.
+//! interval over the run and per GB received, or why it has none. `wattio report` reads them as
+//! `wattio_results::ReportedDestDisks`.
 
 use serde::{Deserialize, Serialize};
 use wattio_devices::{EnergyInterval, StorageEnergy};
+use wattio_results::{dest_disk_figures, dest_disk_name};
 
 /// The disks holding DEST over a transfer, as the summary gives them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -45,32 +46,22 @@ impl DestDiskEnergy {
         DestDiskEnergy { energy, per_gb }
     }
 
-    /// The disk's name and kind: `nvme0n1 (NVMe)`.
+    /// The disk's name and kind: `nvme0n1 (NVMe)` ([`dest_disk_name`]).
     pub fn name(&self) -> String {
-        format!("{} ({})", self.energy.device, self.energy.kind)
+        dest_disk_name(&self.energy.device, &self.energy.kind)
     }
 
-    /// Its interval over the run and per GB with the model's label, or why it has none:
-    /// `2.100 J [1.000, 8.000] over 1.00 s, 0.525 J [0.250, 2.000] per GB received — estimated (…)`.
+    /// Its interval over the run and per GB with the model's label, or why it has none
+    /// ([`dest_disk_figures`], the wording `wattio report` shows too).
     pub fn figures(&self) -> String {
         let e = &self.energy;
-        match (&e.interval, &e.label) {
-            (Some(i), Some(label)) => {
-                let per_gb = match &self.per_gb {
-                    Some(g) => format!("{} per GB received", g.display()),
-                    None => "no bytes received, no figure per GB".into(),
-                };
-                format!(
-                    "{} over {:.2} s, {per_gb} — {label}",
-                    i.display(),
-                    e.window_s
-                )
-            }
-            _ => format!(
-                "no interval: {}",
-                e.reason.as_deref().unwrap_or("no power figures")
-            ),
-        }
+        dest_disk_figures(
+            e.interval.as_ref(),
+            e.label.as_deref(),
+            e.reason.as_deref(),
+            self.per_gb.as_ref(),
+            e.window_s,
+        )
     }
 }
 

@@ -19,31 +19,21 @@
 //! of the engine needs ([`Sla`], [`TunerChoice`], [`FixedParams`], and [`TransferPlan`] and
 //! [`NetParams`] in the summary) are re-exported here.
 //!
-//! Without the default `engine` feature the crate is the actuator's report types and the
-//! summary's types, without tokio, rustls or the hash crates: what a reader of summaries
-//! (`wattio report`) needs.
+//! `wattio report` reads a summary without this crate, as `wattio_results::ReportedTransfer`.
 //!
 //! The specification is Di Tacchio et al., "Energy-Efficient High-Throughput Data Transfers via
 //! Dynamic CPU Frequency and Core Scaling"; docs/transfer.md says what is the paper's and what
 //! is ours.
 
-// Without the engine nothing applies CPU settings: only the actuator's report types are used.
-#[cfg_attr(not(feature = "engine"), allow(dead_code))]
 mod actuator;
-#[cfg(feature = "engine")]
 mod client;
 mod dest_disks;
-#[cfg(feature = "engine")]
 mod dirindex;
-#[cfg(feature = "engine")]
 mod error;
-#[cfg(all(test, feature = "engine"))]
+#[cfg(test)]
 mod fuzz;
-mod report;
 mod summary;
-#[cfg(feature = "engine")]
 mod sums;
-#[cfg(feature = "engine")]
 mod urllist;
 
 pub use actuator::{ApplyReport, CoreBackend, KnobOutcome};
@@ -57,14 +47,11 @@ pub use summary::{
 // second import for them.
 pub use wattio_tuner::{FixedParams, NetParams, Sla, TransferPlan, TunerChoice, TunerKind};
 
-#[cfg(feature = "engine")]
 pub use client::{
     default_window, run_transfer, DataOptions, DiscoveryOptions, EnergyFeedback, Notice,
     TransferOptions, TransferProgress, TuningOptions, DEFAULT_INTERVAL, DEFAULT_MAX_CHANNELS,
     DEFAULT_RETRIES,
 };
-#[cfg(feature = "engine")]
 pub use error::TransferError;
 // The options hold the client's TLS settings.
-#[cfg(feature = "engine")]
 pub use wattio_http::ClientTlsOptions;

@@ -6,6 +6,8 @@ use crate::actuator::ApplyReport;
 use crate::dest_disks::DestDisks;
 use serde::{Deserialize, Serialize};
 use wattio_tuner::{NetParams, TransferPlan};
+// The interval log is read back by `wattio report`: it lives with the result schemas.
+pub use wattio_results::IntervalLog;
 
 /// What `ProcessEnergy::total_j` is.
 pub use wattio_energy::HOST_ESTIMATE_SCOPE;
@@ -84,31 +86,6 @@ pub struct EnergySummary {
     /// process alone.
     pub provenance: String,
     pub scope: String,
-}
-
-/// Parameters and measurements of one interval.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct IntervalLog {
-    pub t_s: f64,
-    pub bytes: u64,
-    pub throughput_mbps: f64,
-    pub tuner: String,
-    pub state: String,
-    pub num_ch: usize,
-    /// Channels per partition (concurrency budget).
-    pub channels: Vec<usize>,
-    /// Open connections at the end of the interval.
-    pub open_channels: usize,
-    pub pipelining: Vec<usize>,
-    pub files_in_flight: usize,
-    /// Mean chunks in flight per file in flight (effective parallelism).
-    pub parallelism: f64,
-    pub cores: Option<usize>,
-    pub freq_khz: Option<u64>,
-    pub cpu_load: Option<f64>,
-    pub energy_j: Option<f64>,
-    pub power_w: Option<f64>,
-    pub rate_cap_mbps: Option<f64>,
 }
 
 /// How the files of a transfer were checked beyond their size.

@@ -3,7 +3,6 @@
 
 use super::cells::eett_variant;
 use super::{BenchCell, BenchTransfer, EETT_TOLERANCE};
-use wattio_energy::Provenance;
 use wattio_plot::{energy_axis, grouped_bar_chart, BarSeries, Chart, GroupedBarOpts, Reference};
 
 impl BenchTransfer {
@@ -12,7 +11,7 @@ impl BenchTransfer {
     pub fn charts(&self) -> Vec<(&'static str, String)> {
         let datasets: Vec<String> = self.datasets().iter().map(|d| d.to_string()).collect();
         let link = self.link_mbit;
-        let estimated = Provenance::estimated(self.model.clone()).label();
+        let estimated = wattio_results::provenance_label("model", true, Some(&self.model));
         let timed = "measured (wall clock; bytes that arrived)".to_string();
         let footnote = "Data: `make bench-transfer` (scripts/bench-transfer.sh); drawn by \
                         `wattio report bench-transfer`. Bars: median of the complete runs."

@@ -6,7 +6,7 @@
 //! that arrived, the link, nginx's CPU time), `ID.stats.json` (`wattio testbed exec --stats`:
 //! [`wattio_results::RunStats`], the tool's wall and CPU time and the client's
 //! *estimated* energy), `ID.measure.json` (`wattio measure --json`:
-//! [`wattio_meter::measure::RunReport`], the whole host's energy) and, for wattio's rows, `ID.stdout`
+//! [`wattio_results::ReportedRun`], the whole host's energy) and, for wattio's rows, `ID.stdout`
 //! (the `wattio transfer --json` summary).
 //!
 //! Each cell (dataset, tool, EETT target) may hold several runs: the tables and charts show the

@@ -110,7 +110,7 @@ pub fn read_runs(run_dir: &Path) -> Result<Vec<BenchRow>, BenchTransferError> {
         }
         let m: BenchRunMeta = read_json(&meta_path)?;
         let s: wattio_results::RunStats = read_json(&stats_path)?;
-        let measure: Option<wattio_meter::measure::RunReport> =
+        let measure: Option<wattio_results::ReportedRun> =
             read_json(Path::new(&format!("{base}.measure.json"))).ok();
         let reported: Option<ReportedThroughput> = if m.tool.starts_with("wattio-") {
             read_json(Path::new(&format!("{base}.stdout"))).ok()
@@ -128,7 +128,7 @@ pub fn read_runs(run_dir: &Path) -> Result<Vec<BenchRow>, BenchTransferError> {
 fn row(
     m: BenchRunMeta,
     s: wattio_results::RunStats,
-    measure: Option<wattio_meter::measure::RunReport>,
+    measure: Option<wattio_results::ReportedRun>,
     reported: Option<ReportedThroughput>,
 ) -> BenchRow {
     let cpu = s.user_s + s.sys_s;
@@ -147,11 +147,9 @@ fn row(
         server_cpu_s_per_gb: m.server_cpu_s.and_then(per_gb),
         client_energy_j_est: s.energy_j,
         client_j_per_gb_est: per_gb(s.energy_j),
-        system_energy_j_est: measure.as_ref().map(|r| r.energy.total_j),
-        system_mechanism: measure
-            .as_ref()
-            .map(|r| r.energy.provenance.mechanism.as_str().to_string()),
-        system_estimated: measure.as_ref().map(|r| r.energy.provenance.estimated),
+        system_energy_j_est: measure.as_ref().map(|r| r.total_j),
+        system_mechanism: measure.as_ref().map(|r| r.provenance.mechanism.clone()),
+        system_estimated: measure.as_ref().map(|r| r.provenance.estimated),
         wattio_reported_mbit: reported.map(|r| r.throughput_mbps),
         wall_s: s.wall_s,
         model: s.model,

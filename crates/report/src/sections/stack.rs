@@ -3,11 +3,8 @@
 //! and the rest of the platform where a platform meter saw the machine; as one stacked bar per
 //! run and a table of the same numbers.
 
-use crate::{EnergyReport, MachineView};
-use wattio_devices::{DiskEnergyRow, EnergyInterval};
-use wattio_energy::Domain;
 use wattio_plot::{energy_axis, stacked_bar_chart, Chart, StackedBar};
-use wattio_results::{Align, Table};
+use wattio_results::{disks_interval_total, Align, EnergyInterval, ReportedRun, Table};
 
 /// The parts of a run's energy, J.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,29 +32,31 @@ pub const STACK_PARTS: [&str; 5] = [
 ];
 
 impl RunEnergyStack {
-    /// The stack of a run: its energy, its disks' rows and its machine view, where it has them.
-    pub fn of(
-        energy: &EnergyReport,
-        disks: Option<&[DiskEnergyRow]>,
-        machine: Option<&MachineView>,
-    ) -> RunEnergyStack {
-        let sum = |d: Domain| {
-            let v: Vec<f64> = energy
+    /// The stack of a run: its energy, and its disks' intervals and machine view where it has
+    /// them.
+    pub fn of(run: &ReportedRun) -> RunEnergyStack {
+        let sum = |domain: &str| {
+            let v: Vec<f64> = run
                 .domains
                 .iter()
-                .filter(|e| e.domain == d)
+                .filter(|e| e.domain == domain)
                 .map(|e| e.energy_j)
                 .collect();
             (!v.is_empty()).then(|| v.iter().sum::<f64>())
         };
-        let dram_j = sum(Domain::Dram);
+        let dram_j = sum("dram");
+        let disks = run.disks.as_deref().unwrap_or(&[]).iter();
         RunEnergyStack {
-            package_j: sum(Domain::Package)
-                .unwrap_or_else(|| energy.total_j - dram_j.unwrap_or(0.0)),
+            package_j: sum("package").unwrap_or_else(|| run.total_j - dram_j.unwrap_or(0.0)),
             dram_j,
-            gpu_j: energy.gpu_j,
-            disks: disks.and_then(crate::disks::disks_total),
-            platform_rest_j: machine.and_then(|m| m.platforms.iter().find_map(|p| p.rest_j)),
+            gpu_j: run.gpu_j,
+            disks: disks_interval_total(
+                disks.map(|d| (d.device.as_str(), d.interval, d.label.as_deref())),
+            ),
+            platform_rest_j: run
+                .machine
+                .as_ref()
+                .and_then(|m| m.platforms.iter().find_map(|p| p.rest_j)),
         }
     }
 

@@ -1,13 +1,9 @@
-//! The meter's results as sections of a `wattio report` page: a `wattio record` file as power
-//! over time per counter, and a `wattio measure` result as its runs.
+//! A `wattio record` file as a section of a `wattio report` page: power over time per counter,
+//! and what `record --by` gave each entry. The rows are read as `wattio_results::ReportedRecordRow`.
 
-use crate::{EnergyReport, RecordRow};
 use std::collections::BTreeMap;
-use wattio_energy::Provenance;
-use wattio_plot::{
-    box_plot, energy_axis, esc, line_chart, provenance_html, BoxGroup, Chart, HtmlSection,
-    LineOpts, ReportSection, Series,
-};
+use wattio_plot::{energy_axis, line_chart, Chart, HtmlSection, LineOpts, ReportSection, Series};
+use wattio_results::{join_provenance_labels, ReportedProvenance, ReportedRecordRow as RecordRow};
 
 /// Power charts keep at most this many points per counter, so long recordings stay small.
 const MAX_POWER_POINTS: usize = 1500;
@@ -17,7 +13,7 @@ const MAX_POWER_POINTS: usize = 1500;
 pub struct RecordedCounter {
     pub socket: u32,
     pub domain: String,
-    pub provenance: Provenance,
+    pub provenance: ReportedProvenance,
     pub rows: Vec<(f64, f64)>,
 }
 
@@ -105,7 +101,8 @@ impl Recording {
     /// energy. `Err` names the line of a counter row without a socket, or a file without
     /// counter rows.
     pub fn from_rows(rows: Vec<(usize, RecordRow)>) -> Result<Recording, String> {
-        let mut counters: BTreeMap<(u32, String, Provenance), Vec<(f64, f64)>> = BTreeMap::new();
+        let mut counters: BTreeMap<(u32, String, ReportedProvenance), Vec<(f64, f64)>> =
+            BTreeMap::new();
         let mut attributed: BTreeMap<(String, String), AttributedTotal> = BTreeMap::new();
         for (line, row) in rows {
             if row.is_attribution() {
@@ -164,7 +161,7 @@ impl ReportSection for Recording {
 
     fn render(&self, out: &mut HtmlSection) {
         let counters = &self.counters;
-        let prov = Provenance::join_labels(counters.iter().map(|c| &c.provenance));
+        let prov = join_provenance_labels(counters.iter().map(|c| c.provenance.label()));
         let series: Vec<Series> = counters
             .iter()
             .map(|c| Series {
@@ -275,176 +272,6 @@ impl Recording {
     }
 }
 
-/// One run of a `wattio measure --json` result, as the page shows it.
-#[derive(Debug, Clone)]
-pub struct RunFigures {
-    pub duration_s: f64,
-    pub total_j: f64,
-    pub mean_power_w: f64,
-    pub exit_code: i64,
-    /// The whole machine over the run, where a platform meter read it.
-    pub machine: Option<crate::MachineView>,
-    /// The run's energy by part (CPU package, DRAM, GPU, disks, the platform's rest).
-    pub stack: crate::RunEnergyStack,
-}
-
-impl RunFigures {
-    /// A run of today's `measure --json`.
-    pub fn of(run: &crate::measure::RunReport) -> RunFigures {
-        RunFigures {
-            machine: run.machine.clone(),
-            stack: crate::RunEnergyStack::of(
-                &run.energy,
-                run.disks.as_deref(),
-                run.machine.as_ref(),
-            ),
-            ..RunFigures::of_energy(&run.energy, run.exit_code)
-        }
-    }
-
-    /// A run of a file written before runs had more than their energy and exit code.
-    pub fn of_energy(energy: &EnergyReport, exit_code: i32) -> RunFigures {
-        RunFigures {
-            duration_s: energy.duration_s,
-            total_j: energy.total_j,
-            mean_power_w: energy.mean_power_w(),
-            exit_code: exit_code.into(),
-            machine: None,
-            stack: crate::RunEnergyStack::of(energy, None, None),
-        }
-    }
-}
-
-/// The whole machine over each run that has it: each platform meter's joules and the rest
-/// RAPL and the GPU meters do not see, or why there is none.
-fn machine_table(runs: &[RunFigures], out: &mut HtmlSection) {
-    let rows: Vec<Vec<String>> = runs
-        .iter()
-        .enumerate()
-        .flat_map(|(i, r)| {
-            let platforms = r.machine.iter().flat_map(|m| m.platforms.iter());
-            platforms.map(move |p| {
-                let rest = match (p.rest_j, p.rest_uncertainty_j) {
-                    (Some(j), Some(u)) => format!("{j:.3} ± {u:.3}"),
-                    _ => "—".into(),
-                };
-                vec![
-                    (i + 1).to_string(),
-                    p.meter.clone(),
-                    format!("{:.3}", p.platform_j),
-                    rest,
-                    p.label.clone(),
-                    p.note.clone().unwrap_or_default(),
-                ]
-            })
-        })
-        .collect();
-    if rows.is_empty() {
-        return;
-    }
-    out.paragraph_html(
-        "The whole machine as its platform meters read it, and the rest: the meter less package, DRAM and GPUs, what they do not see (given only where the parts are measured and the run spans at least five of the meter's averaging periods plus its delay).",
-    );
-    out.table(
-        &[
-            "run",
-            "platform meter",
-            "machine (J)",
-            "rest (J)",
-            "provenance",
-            "note",
-        ],
-        &rows,
-    );
-}
-
-/// One command of a `wattio measure` result: its successful runs and where their energy
-/// comes from.
-#[derive(Debug, Clone)]
-pub struct MeasuredCommand {
-    pub command: String,
-    pub provenance: Provenance,
-    pub runs: Vec<RunFigures>,
-}
-
-impl ReportSection for MeasuredCommand {
-    fn kind(&self) -> &'static str {
-        "measure"
-    }
-
-    fn render(&self, out: &mut HtmlSection) {
-        let runs = &self.runs;
-        let prov = self.provenance.label();
-        out.paragraph_html(&format!(
-            "Command: <code>{}</code> — {} run(s), energy {}",
-            esc(&self.command),
-            runs.len(),
-            provenance_html(&prov)
-        ));
-        let rows: Vec<Vec<String>> = runs
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                vec![
-                    (i + 1).to_string(),
-                    format!("{:.4}", r.duration_s),
-                    format!("{:.4}", r.total_j),
-                    format!("{:.3}", r.mean_power_w),
-                    r.exit_code.to_string(),
-                ]
-            })
-            .collect();
-        out.table(
-            &[
-                "run",
-                "duration (s)",
-                "energy (J)",
-                "mean power (W)",
-                "exit",
-            ],
-            &rows,
-        );
-        machine_table(runs, out);
-        let stacks: Vec<(String, crate::RunEnergyStack)> = runs
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (format!("run {}", i + 1), r.stack.clone()))
-            .collect();
-        if !stacks.is_empty() {
-            out.figure(
-                &crate::stack::stack_chart(&stacks, &prov),
-                "Energy by part per run (disks estimated from what each drive says of itself)",
-                &prov,
-            );
-            let t = crate::stack::stack_table(&stacks);
-            out.table(&t.header(), t.rows());
-        }
-        if runs.len() < 2 {
-            return;
-        }
-        let group = |v: Vec<f64>| BoxGroup {
-            label: format!("{} runs", v.len()),
-            values: v,
-            baseline: false,
-        };
-        let svg = box_plot(
-            &Chart::titled(
-                "Energy per run",
-                &prov,
-                "",
-                &energy_axis("Energy (J)", &prov),
-            ),
-            &[group(runs.iter().map(|r| r.total_j).collect())],
-        );
-        out.figure(&svg, "Energy per run", &prov);
-        let svg = box_plot(
-            &Chart::titled("Duration per run", &prov, "", "Duration (s), wall clock"),
-            &[group(runs.iter().map(|r| r.duration_s).collect())],
-        );
-        out.figure(&svg, "Duration per run (wall clock)", &prov);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -455,7 +282,11 @@ mod tests {
         let c = RecordedCounter {
             socket: 0,
             domain: "package".into(),
-            provenance: Provenance::measured(wattio_energy::Mechanism::Perf),
+            provenance: ReportedProvenance {
+                mechanism: "perf".into(),
+                estimated: false,
+                model: None,
+            },
             rows: vec![
                 (0.0, 0.0),
                 (1.0, 10.0),
@@ -472,9 +303,25 @@ mod tests {
 
     #[test]
     fn attribution_rows_sum_per_named_entry() {
-        let model = Provenance::estimated("m");
-        let mut counter = RecordRow::counter(0, "package", &model);
-        counter.timestamp = 1.0;
+        let counter = RecordRow {
+            timestamp: 1.0,
+            mechanism: "model".into(),
+            socket: Some(0),
+            domain: "package".into(),
+            energy_j: 0.0,
+            estimated: true,
+            model: Some("m".into()),
+            entity: None,
+            pid: None,
+            comm: None,
+            cgroup: None,
+            cpu_s: None,
+            container_id: None,
+            container_name: None,
+            pod_uid: None,
+            pod_name: None,
+            container_namespace: None,
+        };
         let by = |entity: &str, j: f64, f: &dyn Fn(&mut RecordRow)| {
             let mut r = RecordRow {
                 socket: None,
@@ -482,7 +329,9 @@ mod tests {
                 energy_j: j,
                 cpu_s: Some(j / 2.0),
                 model: Some("estimated (model: m), attributed (cpu-time share)".into()),
-                ..RecordRow::counter(0, "total", &model)
+                timestamp: 0.0,
+                domain: "total".into(),
+                ..counter.clone()
             };
             f(&mut r);
             r
