@@ -12,6 +12,8 @@
 //!   `cache replay --json` results.
 //! * [`LoadRun`], [`IdleRun`] — the overhead study's rows (`runs.csv`, `idle.csv`).
 //! * [`RunStats`] — `wattio testbed exec --stats`: what one run cost.
+//! * [`EnergyInterval`] — an energy that cannot be measured, bounded (a disk's over a window), as
+//!   `wattio-devices` works it out and result files carry it.
 //! * [`RunRecord`] — `wattio iobench` runs (`results.csv`, `results.json`), with the study's
 //!   vocabulary in [`iobench`] (use cases, sizes, library sets).
 //! * [`provenance_label`], [`join_provenance_labels`] — the one wording of where an energy
@@ -26,6 +28,7 @@
 
 mod cache;
 mod csv_rows;
+mod interval;
 pub mod iobench;
 mod overhead;
 mod provenance;
@@ -35,6 +38,7 @@ mod table;
 
 pub use cache::{sweep_csv, RunResult, SweepRow, SWEEP_COLUMNS};
 pub use csv_rows::{read_rows, row_from_record};
+pub use interval::EnergyInterval;
 pub use iobench::{RunRecord, RESULTS_CSV_COLUMNS};
 pub use overhead::{
     idle_runs_from_csv, load_runs_from_csv, IdleRun, LoadRun, IDLE_COLUMNS, IDLE_OPTIONAL_COLUMNS,
