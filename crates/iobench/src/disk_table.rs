@@ -1,52 +1,12 @@
 //! The disk beside the CPU per method in the study's outputs: the runs of a use case by method,
 //! and their disk table in `summary.md`. The medians and the verdict
 //! ([`EnergyDominance`](crate::EnergyDominance)) are `wattio-results`' ([`disk_table`]), which the
-//! report draws from too.
+//! report draws from too, with the stacked chart of its section.
 
 use crate::catalog::{is_main, Op};
 use crate::RunRecord;
 use std::collections::BTreeMap;
-use wattio_plot::{energy_axis, stacked_bar_chart, Chart, StackedBar};
-pub(crate) use wattio_results::iobench::{disk_table, method_disks};
-
-/// Per method its CPU/system energy and its disk's (central estimate, else the interval's
-/// midpoint, the interval a whisker) as stacked bars; `None` where no run has disk figures.
-pub(crate) fn disk_stack_svg(
-    by_method: &BTreeMap<String, Vec<&RunRecord>>,
-    what: &str,
-    provenance: &str,
-) -> Option<String> {
-    let methods = method_disks(by_method);
-    if methods.is_empty() {
-        return None;
-    }
-    let bars: Vec<StackedBar> = methods
-        .iter()
-        .map(|m| StackedBar {
-            label: m.method.clone(),
-            parts: vec![
-                Some(m.cpu_j),
-                m.interval
-                    .map(|i| i.central_j.unwrap_or((i.lower_j + i.upper_j) / 2.0)),
-            ],
-            range: m.interval.map(|i| (1, i.lower_j, i.upper_j)),
-        })
-        .collect();
-    let parts = [
-        "CPU/system (median)".to_string(),
-        "disk (estimated)".to_string(),
-    ];
-    Some(stacked_bar_chart(
-        &Chart::titled(
-            &format!("CPU and disk energy per method: {what}"),
-            provenance,
-            &energy_axis("Energy (J), medians over the runs", provenance),
-            "method",
-        ),
-        &parts,
-        &bars,
-    ))
-}
+pub(crate) use wattio_results::iobench::disk_table;
 
 /// The runs of `op` at its largest size (default buffer), by method.
 pub(crate) fn main_runs_by_method(rows: &[RunRecord], op: Op) -> BTreeMap<String, Vec<&RunRecord>> {

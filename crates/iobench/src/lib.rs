@@ -53,7 +53,6 @@ pub use error::IoBenchError;
 pub use jmh::{InvocationEnd, JmhExecutor, ProcessJmhExecutor};
 pub use maven::{ensure_jar, find_maven_module, java_catalog, Libs};
 pub use procstat::spin_cpu_ms;
-pub use report::IoBenchRuns;
 pub use results::{read_results_csv, write_results_csv, RunRecord, RESULTS_CSV_COLUMNS};
 pub use server::{EnergyServer, EnergyServerConfig, EnergyServerEvent, RunSample, WindowEnergy};
 // What the study and the report both compute from the rows lives with them.

@@ -3,11 +3,10 @@
 //! Files are recognised by their CSV header or JSON fields, never by name, so a renamed
 //! file still loads and an unknown file is skipped with a note instead of an error.
 
-use crate::sections::CacheSweep;
+use crate::sections::{CacheSweep, IoBenchRuns};
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use wattio_iobench::IoBenchRuns;
 use wattio_meter::measure::bench::Report as MeasureReport;
 use wattio_meter::measure::{RunStatus, SingleRun};
 use wattio_meter::{EnergyReport, MeasuredCommand, RecordRow, Recording, RunFigures};

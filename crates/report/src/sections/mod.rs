@@ -3,5 +3,7 @@
 //! `wattio-plot`'s `ReportSection`).
 
 mod cache;
+mod iobench;
 
 pub use cache::CacheSweep;
+pub use iobench::IoBenchRuns;
