@@ -11,7 +11,9 @@
 //! * [`StudyManifest`] — a long study's `study.json` (`wattio overhead`, `wattio iobench`).
 //! * [`SweepRow`], [`RunResult`] — `wattio cache sweep` rows (`sweep.csv`, [`sweep_csv`]) and
 //!   `cache replay --json` results.
-//! * [`LoadRun`], [`IdleRun`] — the overhead study's rows (`runs.csv`, `idle.csv`).
+//! * [`LoadRun`], [`IdleRun`] — the overhead study's rows (`runs.csv`, `idle.csv`), and the
+//!   statistics the study and the report draw from them: [`analyze_load`] ([`TimeTest`]),
+//!   [`analyze_idle_with`] ([`IdleTest`]), p-values as the paper prints them ([`fmt_p`]).
 //! * [`RunStats`] — `wattio testbed exec --stats`: what one run cost.
 //! * [`EnergyInterval`] — an energy that cannot be measured, bounded (a disk's over a window), as
 //!   `wattio-devices` works it out and result files carry it.
@@ -43,8 +45,8 @@ pub use csv_rows::{read_rows, row_from_record};
 pub use interval::EnergyInterval;
 pub use iobench::{RunRecord, RESULTS_CSV_COLUMNS};
 pub use overhead::{
-    idle_runs_from_csv, load_runs_from_csv, IdleRun, LoadRun, IDLE_COLUMNS, IDLE_OPTIONAL_COLUMNS,
-    LOAD_COLUMNS, OFF,
+    analyze_idle_with, analyze_load, fmt_p, idle_runs_from_csv, load_runs_from_csv, IdleRun,
+    IdleTest, LoadRun, TimeTest, IDLE_COLUMNS, IDLE_OPTIONAL_COLUMNS, LOAD_COLUMNS, OFF,
 };
 pub use provenance::{join_provenance_labels, provenance_label};
 pub use runstats::RunStats;
