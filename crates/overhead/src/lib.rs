@@ -18,15 +18,13 @@
 //! is `wattio-results`' too, re-exported here ([`analyze_load`], [`analyze_idle_with`]), so the
 //! report draws it without this crate; [`analyze_idle`] gives it the recorder's attributed share
 //! by the meter's attribution, and the table writers turn it into the appendix-shaped tables.
-//! `wattio report` reads the same rows and draws them as this crate's sections ([`LoadRuns`],
-//! [`IdleRuns`]).
+//! `wattio report` reads the same rows and draws them itself.
 
 mod analysis;
 
 mod executor;
 mod plan;
 mod record;
-mod report;
 mod runner;
 mod summary;
 
@@ -39,7 +37,6 @@ pub use executor::{
 };
 pub use plan::{default_workloads, OverheadPlan, RunOrder, ScheduledRun, Visit, Workload};
 pub use record::{RecordCommand, RecorderStats};
-pub use report::{IdleRuns, LoadRuns};
 // The rows live with the other result schemas, which the report reads through.
 pub use runner::{OverheadRunner, OverheadRuns, WarmUp};
 pub use summary::{write_summary, StudyCommand};

@@ -3,14 +3,13 @@
 //! Files are recognised by their CSV header or JSON fields, never by name, so a renamed
 //! file still loads and an unknown file is skipped with a note instead of an error.
 
-use crate::sections::{CacheSweep, IoBenchRuns};
+use crate::sections::{CacheSweep, IdleRuns, IoBenchRuns, LoadRuns};
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use wattio_meter::measure::bench::Report as MeasureReport;
 use wattio_meter::measure::{RunStatus, SingleRun};
 use wattio_meter::{EnergyReport, MeasuredCommand, RecordRow, Recording, RunFigures};
-use wattio_overhead::{IdleRuns, LoadRuns};
 use wattio_plot::ReportSection;
 use wattio_results::{RunRecord, RunResult, SweepRow};
 use wattio_transfer::TransferSummary;

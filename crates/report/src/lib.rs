@@ -11,8 +11,9 @@
 //!   runs, each a [`Dataset`]. Unknown files are skipped with a note.
 //! * [`render_html`] lays out the page: a heading and a table of contents, and for each result
 //!   the section its producer draws ([`wattio_plot::ReportSection`], implemented by
-//!   `wattio-meter`, `wattio-transfer` and `wattio-overhead`), or that the report draws itself
-//!   from `wattio-results`' rows ([`CacheSweep`], [`IoBenchRuns`]).
+//!   `wattio-meter` and `wattio-transfer`), or that the report draws itself from
+//!   `wattio-results`' rows and the statistics there ([`CacheSweep`], [`IoBenchRuns`],
+//!   [`LoadRuns`], [`IdleRuns`]).
 //!   Every figure carries its energy provenance ("measured (perf)" / "estimated (model: …)")
 //!   in its caption and SVG metadata. [`write_report`] scans and writes it.
 
@@ -28,7 +29,7 @@ pub use data::{
     Loaded, Scan, Skipped, MAX_FILE_BYTES, RESULT_EXTENSIONS,
 };
 pub use html::render as render_html;
-pub use sections::{CacheSweep, IoBenchRuns};
+pub use sections::{CacheSweep, IdleRuns, IoBenchRuns, LoadRuns};
 
 pub use bench_transfer::{
     read_runs, summarise, write_bench_transfer, BenchCell, BenchRow, BenchRunMeta, BenchTransfer,

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use wattio_iobench::RunRecord;
 use wattio_meter::{MeasuredCommand, Recording};
-use wattio_overhead::{analyze_load, LoadRuns};
-use wattio_report::{load_result_file, scan_results, CacheSweep, Dataset, IoBenchRuns};
+use wattio_report::{load_result_file, scan_results, CacheSweep, Dataset, IoBenchRuns, LoadRuns};
+use wattio_results::analyze_load;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")

@@ -4,6 +4,8 @@
 
 mod cache;
 mod iobench;
+mod overhead;
 
 pub use cache::CacheSweep;
 pub use iobench::IoBenchRuns;
+pub use overhead::{IdleRuns, LoadRuns};
