@@ -9,6 +9,8 @@ use crate::results::RunRecord;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use wattio_stats::{holm, rank_sum, Alternative, Summary};
+// Figures at three significant digits, shared with the report.
+pub(crate) use wattio_results::iobench::sig;
 
 /// Significance level of the recommendation tests.
 pub(crate) const ALPHA: f64 = 0.05;
@@ -234,22 +236,6 @@ pub(crate) fn runs_label(n: usize) -> String {
     }
 }
 
-/// Three significant digits, plain notation for everyday magnitudes.
-pub(crate) fn sig(x: f64) -> String {
-    if !x.is_finite() {
-        return "NA".into();
-    }
-    let a = x.abs();
-    if a == 0.0 {
-        "0".into()
-    } else if !(1e-4..1e6).contains(&a) {
-        format!("{x:.2e}")
-    } else {
-        let digits = (2 - a.log10().floor() as i32).max(0) as usize;
-        format!("{x:.digits$}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,13 +323,5 @@ mod tests {
         assert!(!r.comparisons[0].significant);
         assert!(r.line.contains("too few runs"), "{}", r.line);
         assert!(recommend(&rows, Op::Seek, "e").is_none());
-    }
-
-    #[test]
-    fn formatting() {
-        assert_eq!(sig(0.012345), "0.0123");
-        assert_eq!(sig(12.345), "12.3");
-        assert_eq!(sig(1234.5), "1234");
-        assert_eq!(sig(f64::NAN), "NA");
     }
 }

@@ -48,15 +48,15 @@ pub mod study;
 pub use analysis::{CellStats, Comparison, Recommendation};
 pub use cache::CacheMode;
 pub use catalog::{MethodInfo, Op, Size, CATALOG_METHODS};
-pub use disk_table::EnergyDominance;
 pub use disks::{OperationDiskWatch, OperationDisks};
 pub use error::IoBenchError;
 pub use jmh::{InvocationEnd, JmhExecutor, ProcessJmhExecutor};
 pub use maven::{ensure_jar, find_maven_module, java_catalog, Libs};
 pub use procstat::spin_cpu_ms;
-pub use report::IoBenchRuns;
 pub use results::{read_results_csv, write_results_csv, RunRecord, RESULTS_CSV_COLUMNS};
 pub use server::{EnergyServer, EnergyServerConfig, EnergyServerEvent, RunSample, WindowEnergy};
+// What the study and the report both compute from the rows lives with them.
+pub use wattio_results::iobench::{provenance_of, EnergyDominance};
 
 use analysis::{cell_stats, recommend};
 use serde::Serialize;
@@ -86,11 +86,6 @@ pub struct StudyOutput {
     pub runs: Vec<RunRecord>,
     pub cells: Vec<CellStats>,
     pub recommendations: Vec<Recommendation>,
-}
-
-/// The provenance label shared by the rows (they come from one meter, so they agree).
-pub fn provenance_of(rows: &[RunRecord]) -> String {
-    wattio_energy::join_provenance_labels(rows.iter().map(RunRecord::provenance))
 }
 
 /// Computes statistics and recommendations.

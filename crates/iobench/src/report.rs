@@ -1,15 +1,13 @@
 //! Human-readable outputs: the paper-shaped tables (III, IV, V), the MB/J ranking (Figures 4
-//! and 9), the buffer curve (Figure 5), SVG plots, and the recommendations; and the runs as a
-//! section of a `wattio report` page ([`IoBenchRuns`]).
+//! and 9), the buffer curve (Figure 5), SVG plots, and the recommendations. (The runs' section of
+//! a `wattio report` page is the report's own, drawn from the same rows.)
 
 use crate::analysis::{sig, CellStats, Recommendation};
 use crate::catalog::{is_main, Op, Size};
-use crate::RunRecord;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 use wattio_plot::{
-    bar_chart, box_plot, energy_axis, line_chart, BoxGroup, Chart, HtmlSection, LineOpts,
-    ReportSection, Series, XScale,
+    bar_chart, box_plot, energy_axis, line_chart, BoxGroup, Chart, LineOpts, Series, XScale,
 };
 use wattio_results::{Align, Table};
 
@@ -377,97 +375,6 @@ pub(crate) fn box_svg(
         energy_axis("Energy per run (J)", provenance),
     );
     Some(box_plot(&c, &groups) + "\n")
-}
-
-/// `wattio iobench` runs (`results.csv`, or the `runs` of `results.json`) as a section of a
-/// `wattio report` page: energy per run and MB per joule, by method, for each operation and size.
-#[derive(Debug, Clone)]
-pub struct IoBenchRuns {
-    pub rows: Vec<RunRecord>,
-}
-
-impl ReportSection for IoBenchRuns {
-    fn kind(&self) -> &'static str {
-        "iobench"
-    }
-
-    fn render(&self, out: &mut HtmlSection) {
-        let prov = crate::provenance_of(&self.rows);
-        let mut ops: BTreeMap<(String, String), BTreeMap<String, Vec<&RunRecord>>> =
-            BTreeMap::new();
-        for r in &self.rows {
-            ops.entry((r.op.to_string(), r.size.to_string()))
-                .or_default()
-                .entry(r.method.clone())
-                .or_default()
-                .push(r);
-        }
-        for ((op, size), methods) in &ops {
-            let what = if size.is_empty() {
-                op.clone()
-            } else {
-                format!("{op}, size {size}")
-            };
-            let groups: Vec<BoxGroup> = methods
-                .iter()
-                .map(|(m, rs)| BoxGroup {
-                    label: m.clone(),
-                    values: rs.iter().map(|r| r.energy_j).collect(),
-                    baseline: false,
-                })
-                .collect();
-            out.figure(
-                &box_plot(
-                    &Chart::titled(
-                        &format!("Energy per run: {what}"),
-                        &prov,
-                        "method",
-                        &energy_axis("Energy (J)", &prov),
-                    ),
-                    &groups,
-                ),
-                &format!("Energy per run by method ({what})"),
-                &prov,
-            );
-            if let Some(svg) = crate::disk_table::disk_stack_svg(methods, &what, &prov) {
-                out.figure(
-                    &svg,
-                    &format!("CPU/system energy and the disk's interval by method ({what})"),
-                    &prov,
-                );
-            }
-            if let Some((table, labels)) = crate::disk_table::disk_table(methods) {
-                out.table(&table.header(), table.rows());
-                out.note(&format!("Disk figures ({what}): {}", labels.join("; ")));
-            }
-            let bars: Vec<(String, f64)> = methods
-                .iter()
-                .filter_map(|(m, rs)| {
-                    let v: Vec<f64> = rs
-                        .iter()
-                        .filter(|r| r.energy_j > 0.0)
-                        .map(|r| r.bytes as f64 / 1e6 / r.energy_j)
-                        .collect();
-                    wattio_stats::median(&v).ok().map(|x| (m.clone(), x))
-                })
-                .collect();
-            if !bars.is_empty() {
-                out.figure(
-                    &bar_chart(
-                        &Chart::titled(
-                            &format!("MB per joule: {what}"),
-                            &prov,
-                            &energy_axis("MB per joule (median)", &prov),
-                            "method",
-                        ),
-                        &bars,
-                    ),
-                    &format!("MB per joule by method ({what}), higher is better"),
-                    &prov,
-                );
-            }
-        }
-    }
 }
 
 #[cfg(test)]

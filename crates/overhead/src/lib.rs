@@ -15,22 +15,21 @@
 //! The rows are `wattio-results`' ([`LoadRun`], [`IdleRun`]), the schemas the report reads
 //! through. The runner writes them as it goes through `wattio-runner` (result logs, resume, process
 //! groups: what every study shares). The analysis (outliers, Wilcoxon, Holm, Hodges–Lehmann)
-//! turns them into the appendix-shaped tables ([`analyze_load`], [`analyze_idle`] and the
-//! table writers); `wattio report` reads the same rows and draws them as this crate's sections
-//! ([`LoadRuns`], [`IdleRuns`]).
+//! is `wattio-results`' too, re-exported here ([`analyze_load`], [`analyze_idle_with`]), so the
+//! report draws it without this crate; [`analyze_idle`] gives it the recorder's attributed share
+//! by the meter's attribution, and the table writers turn it into the appendix-shaped tables.
+//! `wattio report` reads the same rows and draws them itself.
 
 mod analysis;
 
 mod executor;
 mod plan;
 mod record;
-mod report;
 mod runner;
 mod summary;
 
 pub use analysis::{
-    analyze_idle, analyze_load, fmt_p, idle_table_markdown, idle_tests_csv, time_table_markdown,
-    time_tests_csv, IdleTest, TimeTest,
+    analyze_idle, idle_table_markdown, idle_tests_csv, time_table_markdown, time_tests_csv,
 };
 pub use executor::{
     cstate_times, scratch_dir, IdleReadings, Measured, OverheadExecutor, ProcessOverheadExecutor,
@@ -38,7 +37,6 @@ pub use executor::{
 };
 pub use plan::{default_workloads, OverheadPlan, RunOrder, ScheduledRun, Visit, Workload};
 pub use record::{RecordCommand, RecorderStats};
-pub use report::{IdleRuns, LoadRuns};
 // The rows live with the other result schemas, which the report reads through.
 pub use runner::{OverheadRunner, OverheadRuns, WarmUp};
 pub use summary::{write_summary, StudyCommand};
@@ -46,6 +44,8 @@ pub use wattio_results::{
     idle_runs_from_csv, load_runs_from_csv, IdleRun, LoadRun, IDLE_COLUMNS, IDLE_OPTIONAL_COLUMNS,
     LOAD_COLUMNS, OFF,
 };
+// So do the statistics over them, which the report draws too.
+pub use wattio_results::{analyze_idle_with, analyze_load, fmt_p, IdleTest, TimeTest};
 
 /// Errors of the overhead study, each naming the fix.
 #[derive(Debug, thiserror::Error)]

@@ -3,12 +3,13 @@
 //! Files are recognised by their CSV header or JSON fields, never by name, so a renamed
 //! file still loads and an unknown file is skipped with a note instead of an error.
 
-use crate::sections::{CacheSweep, MeasuredCommand, Recording, RunFigures, TransferSection};
+use crate::sections::{
+    CacheSweep, IdleRuns, IoBenchRuns, LoadRuns, MeasuredCommand, Recording, RunFigures,
+    TransferSection,
+};
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use wattio_iobench::IoBenchRuns;
-use wattio_overhead::{IdleRuns, LoadRuns};
 use wattio_plot::ReportSection;
 use wattio_results::{
     ReportedComparison, ReportedRecordRow, ReportedRun, ReportedSingleRun, ReportedTransfer,

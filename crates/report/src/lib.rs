@@ -6,14 +6,14 @@
 //! * [`BenchTransfer`] reads a `make bench-transfer` run directory and writes its markdown
 //!   tables and grouped bar charts (`wattio report bench-transfer`).
 //! * [`scan_results`] / [`load_result_file`] recognise result files by their CSV header or
-//!   JSON fields and read them through their producers' types: `wattio record` CSV/JSONL,
-//!   `wattio measure --json`, iobench rows, cache sweep rows, transfer summaries, overhead
-//!   runs, each a [`Dataset`]. Unknown files are skipped with a note.
+//!   JSON fields and read them through the result schemas of `wattio-results`: `wattio record`
+//!   CSV/JSONL, `wattio measure --json`, iobench rows, cache sweep rows, transfer summaries,
+//!   overhead runs, each a [`Dataset`]. Unknown files are skipped with a note. No producer
+//!   crate is a dependency.
 //! * [`render_html`] lays out the page: a heading and a table of contents, and for each result
-//!   the section its producer draws ([`wattio_plot::ReportSection`], implemented by
-//!   `wattio-iobench` and `wattio-overhead`), or that the report draws itself from what
-//!   `wattio-results` reads of the file ([`Recording`], [`MeasuredCommand`] with its
-//!   [`RunEnergyStack`], [`CacheSweep`], [`TransferSection`]).
+//!   its section ([`wattio_plot::ReportSection`]), which the report draws itself: [`Recording`],
+//!   [`MeasuredCommand`] with its [`RunEnergyStack`], [`IoBenchRuns`], [`CacheSweep`],
+//!   [`TransferSection`], [`LoadRuns`], [`IdleRuns`].
 //!   Every figure carries its energy provenance ("measured (perf)" / "estimated (model: …)")
 //!   in its caption and SVG metadata. [`write_report`] scans and writes it.
 
@@ -30,8 +30,8 @@ pub use data::{
 };
 pub use html::render as render_html;
 pub use sections::{
-    AttributedTotal, CacheSweep, MeasuredCommand, RecordedCounter, Recording, RunEnergyStack,
-    RunFigures, TransferSection, STACK_PARTS,
+    AttributedTotal, CacheSweep, IdleRuns, IoBenchRuns, LoadRuns, MeasuredCommand, RecordedCounter,
+    Recording, RunEnergyStack, RunFigures, TransferSection, STACK_PARTS,
 };
 
 pub use bench_transfer::{

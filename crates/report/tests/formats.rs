@@ -2,11 +2,12 @@
 //! Expected numbers are worked out by hand in the comments.
 
 use std::path::{Path, PathBuf};
-use wattio_iobench::{IoBenchRuns, RunRecord};
-use wattio_overhead::{analyze_load, LoadRuns};
+use wattio_iobench::RunRecord;
 use wattio_report::{
-    load_result_file, scan_results, CacheSweep, Dataset, MeasuredCommand, Recording,
+    load_result_file, scan_results, CacheSweep, Dataset, IoBenchRuns, LoadRuns, MeasuredCommand,
+    Recording,
 };
+use wattio_results::analyze_load;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")

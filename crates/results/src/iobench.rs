@@ -1,6 +1,12 @@
 //! `wattio iobench`'s rows: one [`RunRecord`] per measured run (`results.csv`, the `runs` of
 //! `results.json`), with the study's use cases ([`Op`]), file sizes ([`Size`]) and library sets
-//! ([`Libs`]) they name. `wattio-iobench` writes them, `wattio report` reads them back.
+//! ([`Libs`]) they name. `wattio-iobench` writes them, `wattio report` reads them back; what both
+//! compute from them (the shared provenance, each method's disk beside its CPU figure) is here
+//! too.
+
+mod analysis;
+
+pub use analysis::{disk_table, method_disks, provenance_of, sig, EnergyDominance, MethodDisk};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -2,18 +2,24 @@
 //!
 //! The rows and summaries wattio's producers write to result files, and how they are read back:
 //! one small crate that the producers write through and `wattio report` reads through, so the
-//! report depends on the schemas and not on the producers. Only serde, serde_json and csv: no
-//! measurement, no I/O beyond the bytes given.
+//! report depends on the schemas and not on the producers. Only serde, serde_json, csv and
+//! `wattio-stats` (for the analyses the producers and the report share): no measurement, no I/O
+//! beyond the bytes given.
 //!
 //! * [`row_from_record`], [`read_rows`] — the one way a CSV row is read back as its type (errors
 //!   name the line and the column).
 //! * [`StudyManifest`] — a long study's `study.json` (`wattio overhead`, `wattio iobench`).
 //! * [`SweepRow`], [`RunResult`] — `wattio cache sweep` rows (`sweep.csv`, [`sweep_csv`]) and
 //!   `cache replay --json` results.
-//! * [`LoadRun`], [`IdleRun`] — the overhead study's rows (`runs.csv`, `idle.csv`).
+//! * [`LoadRun`], [`IdleRun`] — the overhead study's rows (`runs.csv`, `idle.csv`), and the
+//!   statistics the study and the report draw from them: [`analyze_load`] ([`TimeTest`]),
+//!   [`analyze_idle_with`] ([`IdleTest`]), p-values as the paper prints them ([`fmt_p`]).
 //! * [`RunStats`] — `wattio testbed exec --stats`: what one run cost.
+//! * [`EnergyInterval`] — an energy that cannot be measured, bounded (a disk's over a window), as
+//!   `wattio-devices` works it out and result files carry it.
 //! * [`RunRecord`] — `wattio iobench` runs (`results.csv`, `results.json`), with the study's
-//!   vocabulary in [`iobench`] (use cases, sizes, library sets).
+//!   vocabulary in [`iobench`] (use cases, sizes, library sets) and what the study and the report
+//!   both compute from the runs (`iobench::provenance_of`, `iobench::disk_table`).
 //! * [`provenance_label`], [`join_provenance_labels`] — the one wording of where an energy
 //!   figure comes from (`measured (perf)`, `estimated (model: …)`), which rows that store their
 //!   provenance as text label themselves with.
@@ -54,8 +60,8 @@ pub use measure::{
     ReportedSingleRun,
 };
 pub use overhead::{
-    idle_runs_from_csv, load_runs_from_csv, IdleRun, LoadRun, IDLE_COLUMNS, IDLE_OPTIONAL_COLUMNS,
-    LOAD_COLUMNS, OFF,
+    analyze_idle_with, analyze_load, fmt_p, idle_runs_from_csv, load_runs_from_csv, IdleRun,
+    IdleTest, LoadRun, TimeTest, IDLE_COLUMNS, IDLE_OPTIONAL_COLUMNS, LOAD_COLUMNS, OFF,
 };
 pub use provenance::{join_provenance_labels, provenance_label};
 pub use record::{ReportedRecordRow, RECORD_CSV_HEADER};

@@ -1,6 +1,11 @@
 //! The overhead study's result rows: one [`LoadRun`] per timed workload run (`runs.csv`), one
 //! [`IdleRun`] per idle run (`idle.csv`). `wattio-overhead`'s runner writes them, `wattio report`
-//! reads them.
+//! reads them; the statistics both draw from them ([`analyze_load`], [`analyze_idle_with`]) are
+//! here too.
+
+mod analysis;
+
+pub use analysis::{analyze_idle_with, analyze_load, fmt_p, IdleTest, TimeTest};
 
 use crate::row_from_record;
 use serde::{Deserialize, Serialize};

@@ -1,12 +1,16 @@
-//! The study's rows as sections of a `wattio report` page, shaped like the RAPL paper's
-//! appendices: running time with and without measurement ([`LoadRuns`], Appendix A) and the idle
-//! machine's power and the recorder's CPU time ([`IdleRuns`], Appendix B).
+//! The overhead study's rows (`wattio-results`' [`LoadRun`], [`IdleRun`]) as sections of a
+//! `wattio report` page, drawn by the report with the study's statistics (`wattio-results`' too),
+//! shaped like the RAPL paper's appendices: running time with and without measurement
+//! ([`LoadRuns`], Appendix A) and the idle machine's power and the recorder's CPU time
+//! ([`IdleRuns`], Appendix B).
 
-use crate::{analyze_idle, analyze_load, fmt_p, IdleRun, IdleTest, LoadRun, TimeTest, OFF};
-use wattio_energy::{ModelParams, Provenance};
 use wattio_plot::{
     box_plot, energy_axis, fmt_num, line_chart, provenance_html, BoxGroup, Chart, HtmlSection,
     LineOpts, ReportSection, Series, XScale,
+};
+use wattio_results::{
+    analyze_idle_with, analyze_load, fmt_p, provenance_label, IdleRun, IdleTest, LoadRun, TimeTest,
+    OFF,
 };
 
 /// Axis name of the box plots: one box per sampling setting, the runs without measurement red.
@@ -211,11 +215,11 @@ impl ReportSection for IdleRuns {
     fn render(&self, out: &mut HtmlSection) {
         let runs = &self.runs;
         let model_name = runs.first().map(|r| r.model.clone()).unwrap_or_default();
-        let prov = Provenance::estimated(model_name).label();
+        // The idle runs' power is the utilisation model's estimate (mechanism `model`).
+        let prov = provenance_label("model", true, Some(&model_name));
         idle_boxes(out, runs, &prov);
-        // The coefficients only feed the recorder-share column (they solve the vCPU count of
-        // files written before idle.csv had one), which this table leaves out.
-        let tests = analyze_idle(runs, &ModelParams::default());
+        // No recorder share of the power (the meter's attribution): this table leaves it out.
+        let tests = analyze_idle_with(runs, |_, _, _| None);
         if !tests.is_empty() {
             let series = lines_by_name(
                 tests
