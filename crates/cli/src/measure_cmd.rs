@@ -297,7 +297,7 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
         ignore_failure: a.ignore_failure || single,
     };
 
-    let carbon = a.carbon.intensity()?;
+    let co2e = a.carbon.co2e()?;
     let cfg = a.source.config()?;
     let meter = a.source.open_meter()?;
     let n_cpus = online_cpus(&cfg.root)?;
@@ -323,8 +323,8 @@ pub fn measure(a: MeasureArgs) -> Result<ExitCode> {
         r?
     };
     let mut report = Report::new(meter.provenance(), n_cpus, &plan, bench);
-    if let Some(intensity) = &carbon {
-        report = report.with_carbon(intensity);
+    if let Some(co2e) = &co2e {
+        co2e.apply(&mut report);
     }
 
     if exports.0.is_some() {

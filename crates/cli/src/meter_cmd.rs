@@ -28,13 +28,15 @@ pub struct CarbonArgs {
 }
 
 impl CarbonArgs {
-    /// The intensity asked for, if any.
-    pub fn intensity(&self) -> Result<Option<wattio_energy::CarbonIntensity>> {
-        Ok(match (&self.carbon_intensity, &self.region) {
-            (Some(g), _) => Some(wattio_energy::CarbonIntensity::given(g)?),
-            (None, Some(r)) => Some(wattio_energy::CarbonIntensity::for_region(r)?),
-            (None, None) => None,
-        })
+    /// The CO₂e transform asked for, if any: the one every command's outputs take their CO₂e
+    /// from.
+    pub fn co2e(&self) -> Result<Option<wattio_energy::Co2e>> {
+        let intensity = match (&self.carbon_intensity, &self.region) {
+            (Some(g), _) => wattio_energy::CarbonIntensity::given(g)?,
+            (None, Some(r)) => wattio_energy::CarbonIntensity::for_region(r)?,
+            (None, None) => return Ok(None),
+        };
+        Ok(Some(wattio_energy::Co2e::new(intensity)))
     }
 }
 
@@ -204,7 +206,7 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
     }
     // Checked before anything opens, with the sampler's own bounds and message.
     wattio_meter::check_freq(a.freq)?;
-    let carbon = a.carbon.intensity()?;
+    let co2e = a.carbon.co2e()?;
     let cfg = a.source.config()?;
     let (source, passed_over) = cfg.open_with_gpus()?;
     if source.provenance().estimated {
@@ -259,9 +261,9 @@ pub fn record(a: RecordArgs) -> Result<ExitCode> {
         )?,
     };
     crate::say::note(stats.summary());
-    if let Some(intensity) = &carbon {
-        crate::say::note(format_args!("CO2e at {}:", intensity.label()));
-        for line in stats.co2e_lines(&counters, &estimated, intensity) {
+    if let Some(co2e) = &co2e {
+        crate::say::note(format_args!("CO2e at {}:", co2e.label()));
+        for line in stats.co2e_lines(&counters, &estimated, co2e) {
             crate::say::note_detail(line);
         }
     }
@@ -423,7 +425,7 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
         Some(p) => Some(wattio_meter::BearerToken::load(p)?),
         None => None,
     };
-    let carbon = a.carbon.intensity()?;
+    let co2e = a.carbon.co2e()?;
     let meter = a.source.open_meter()?;
     let listener = std::net::TcpListener::bind(&a.listen).with_context(|| {
         format!(
@@ -474,8 +476,8 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
         Ok(devices) => exporter = exporter.with_devices(devices, a.max_series),
         Err(e) => crate::say::warn(format!("no disk or NIC series: {e}")),
     }
-    if let Some(intensity) = carbon {
-        exporter = exporter.with_carbon(intensity);
+    if let Some(co2e) = co2e {
+        exporter = exporter.with_co2e(co2e);
     }
     let exporter = Arc::new(exporter);
     let cancel = crate::study_ui::cancel_on_signals()?;

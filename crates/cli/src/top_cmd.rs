@@ -59,7 +59,7 @@ pub fn top(a: TopArgs) -> Result<ExitCode> {
             format_duration(a.interval)
         );
     }
-    let carbon = a.carbon.intensity()?;
+    let co2e = a.carbon.co2e()?;
     let meter = a.source.open_meter()?;
     let root = SysRoot::from_env();
     let n_cpus = wattio_energy::online_cpu_count(&root)?;
@@ -108,10 +108,9 @@ pub fn top(a: TopArgs) -> Result<ExitCode> {
         };
         let mut i = i;
         (i.disks, i.nics) = devices.step();
-        let i = match &carbon {
-            Some(intensity) => i.with_carbon(intensity),
-            None => i,
-        };
+        if let Some(co2e) = &co2e {
+            co2e.apply(&mut i);
+        }
         let r = if a.json {
             serde_json::to_writer(&mut out, &i)
                 .map_err(std::io::Error::from)

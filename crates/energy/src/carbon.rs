@@ -85,6 +85,81 @@ impl CarbonIntensity {
     }
 }
 
+/// One energy figure of a result and the place its CO₂e goes.
+pub struct Co2eSlot<'a> {
+    pub joules: f64,
+    pub grams: &'a mut f64,
+}
+
+/// A result whose energy figures carry their CO₂e (`top`'s interval and its entries, a
+/// `measure` run, a benchmark): it names each figure and its slot once, and [`Co2e::apply`],
+/// the one CO₂e transform, fills them all.
+pub trait Co2eFigures {
+    /// Makes room for the CO₂e of each energy figure (keeping `intensity` where the result
+    /// records it) and hands every figure with its slot to `each`; a figure the result does
+    /// not have gets no slot and no CO₂e.
+    fn co2e_slots(&mut self, intensity: &CarbonIntensity, each: &mut dyn FnMut(Co2eSlot<'_>));
+}
+
+/// Hands `each` the slot of a figure the result may not have: `grams` stays `None` without it.
+pub fn optional_co2e_slot(
+    joules: Option<f64>,
+    grams: &mut Option<f64>,
+    each: &mut dyn FnMut(Co2eSlot<'_>),
+) {
+    *grams = None;
+    if let Some(joules) = joules {
+        each(Co2eSlot {
+            joules,
+            grams: grams.insert(0.0),
+        });
+    }
+}
+
+/// The CO₂e transform: energy figures as grams of CO₂e at one carbon intensity (joules ÷ 3.6e6
+/// × g/kWh). It is built once from `--carbon-intensity` or `--region`, and every output takes
+/// its CO₂e from it: `record`'s closing lines ([`Co2e::text`]), the exporter's
+/// `…_co2e_grams` families ([`Co2e::grams`]) and `top`'s and `measure`'s results
+/// ([`Co2e::apply`]). An estimate of the emissions wherever it is used: a yearly average
+/// intensity, and wherever the energy is a model's, an estimate of an estimate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Co2e {
+    intensity: CarbonIntensity,
+}
+
+impl Co2e {
+    pub fn new(intensity: CarbonIntensity) -> Co2e {
+        Co2e { intensity }
+    }
+
+    /// The intensity the figures are computed at.
+    pub fn intensity(&self) -> &CarbonIntensity {
+        &self.intensity
+    }
+
+    /// Grams of CO₂e of `joules`.
+    pub fn grams(&self, joules: f64) -> f64 {
+        self.intensity.co2e_g(joules)
+    }
+
+    /// Grams of CO₂e of `joules` in the unit that suits them ([`format_co2e`]).
+    pub fn text(&self, joules: f64) -> String {
+        format_co2e(self.grams(joules))
+    }
+
+    /// The intensity's label, shown beside every CO₂e figure.
+    pub fn label(&self) -> String {
+        self.intensity.label()
+    }
+
+    /// Fills in the CO₂e of every energy figure of `result`.
+    pub fn apply<R: Co2eFigures + ?Sized>(&self, result: &mut R) {
+        result.co2e_slots(&self.intensity, &mut |slot| {
+            *slot.grams = self.grams(slot.joules)
+        });
+    }
+}
+
 fn suggest(codes: &[String]) -> String {
     if codes.is_empty() {
         String::new()
@@ -147,6 +222,46 @@ mod tests {
             assert!((0.0..=2000.0).contains(&r.g_per_kwh), "{r:?}");
             assert!((2000..=2030).contains(&r.year), "{r:?}");
         }
+    }
+
+    #[test]
+    fn the_transform_fills_every_figure_a_result_names_and_no_other() {
+        // A result with two figures, one of them absent, and where it keeps the intensity.
+        struct Result {
+            total_j: f64,
+            gpu_j: Option<f64>,
+            co2e_g: f64,
+            gpu_co2e_g: Option<f64>,
+            intensity: Option<CarbonIntensity>,
+        }
+        impl Co2eFigures for Result {
+            fn co2e_slots(&mut self, i: &CarbonIntensity, each: &mut dyn FnMut(Co2eSlot<'_>)) {
+                self.intensity = Some(i.clone());
+                each(Co2eSlot {
+                    joules: self.total_j,
+                    grams: &mut self.co2e_g,
+                });
+                optional_co2e_slot(self.gpu_j, &mut self.gpu_co2e_g, each);
+            }
+        }
+        let co2e = Co2e::new(CarbonIntensity::given("360").unwrap());
+        let mut r = Result {
+            total_j: 36_000.0,
+            gpu_j: None,
+            co2e_g: -1.0,
+            // Stale from an earlier intensity: a figure the result no longer has keeps none.
+            gpu_co2e_g: Some(9.0),
+            intensity: None,
+        };
+        co2e.apply(&mut r);
+        // 36 kJ = 0.01 kWh, at 360 g/kWh: 3.6 g.
+        assert!((r.co2e_g - 3.6).abs() < 1e-12, "{}", r.co2e_g);
+        assert_eq!(r.gpu_co2e_g, None);
+        assert_eq!(r.intensity.as_ref(), Some(co2e.intensity()));
+        r.gpu_j = Some(3.6e6);
+        co2e.apply(&mut r);
+        assert_eq!(r.gpu_co2e_g, Some(360.0));
+        assert_eq!(co2e.text(3.6e6), "360.000 g");
     }
 
     #[test]

@@ -77,7 +77,10 @@ mod update_period;
 mod wrap;
 
 pub use accumulate::{Accumulator, CounterDelta};
-pub use carbon::{format_co2e, regions, CarbonError, CarbonIntensity, Region};
+pub use carbon::{
+    format_co2e, optional_co2e_slot, regions, CarbonError, CarbonIntensity, Co2e, Co2eFigures,
+    Co2eSlot, Region,
+};
 pub use combined::{
     open_all, open_beside, open_beside_with, open_with_gpus, BesideMeters, CombinedSource,
 };

@@ -9,7 +9,10 @@ use std::collections::HashMap;
 use std::io;
 use wattio_energy::attribution::Key;
 use wattio_energy::attribution::{attributed_label, Attributor, By, Entry, IdlePolicy, Interval};
-use wattio_energy::{CounterSpec, Domain, Provenance, SysRoot};
+use wattio_energy::{
+    optional_co2e_slot, CarbonIntensity, Co2eFigures, Co2eSlot, CounterSpec, Domain, Provenance,
+    SysRoot,
+};
 use wattio_progress::Sink;
 
 /// One attributed interval with its provenance: what `wattio top --once --json` prints (the
@@ -57,7 +60,7 @@ pub struct IntervalCo2e {
     /// All GPUs' energy of the interval, where GPUs are read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_co2e_g: Option<f64>,
-    pub carbon_intensity: wattio_energy::CarbonIntensity,
+    pub carbon_intensity: CarbonIntensity,
 }
 
 impl AttributedInterval {
@@ -78,24 +81,31 @@ impl AttributedInterval {
             nics: Vec::new(),
         }
     }
+}
 
-    /// Adds the CO₂e of every figure of the interval at `intensity`.
-    pub fn with_carbon(mut self, intensity: &wattio_energy::CarbonIntensity) -> Self {
+impl Co2eFigures for AttributedInterval {
+    /// Each entry's figures, then the interval's total, idle part and all GPUs' energy.
+    fn co2e_slots(&mut self, intensity: &CarbonIntensity, each: &mut dyn FnMut(Co2eSlot<'_>)) {
         for e in &mut self.interval.entries {
-            e.co2e_g = Some(intensity.co2e_g(e.energy_j));
-            e.total_co2e_g = Some(intensity.co2e_g(e.total_energy_j));
-            e.gpu_co2e_g = e.gpu_energy_j.map(|j| intensity.co2e_g(j));
-            e.total_gpu_co2e_g = e.total_gpu_energy_j.map(|j| intensity.co2e_g(j));
+            e.co2e_slots(intensity, each);
         }
-        let gpus = &self.interval.gpus;
-        self.co2e = Some(IntervalCo2e {
-            co2e_g: intensity.co2e_g(self.interval.total_j),
-            idle_co2e_g: intensity.co2e_g(self.interval.idle_j),
-            gpu_co2e_g: (!gpus.is_empty())
-                .then(|| intensity.co2e_g(gpus.iter().map(|g| g.energy_j).sum())),
+        let i = &self.interval;
+        let gpus_j = (!i.gpus.is_empty()).then(|| i.gpus.iter().map(|g| g.energy_j).sum());
+        let c = self.co2e.insert(IntervalCo2e {
+            co2e_g: 0.0,
+            idle_co2e_g: 0.0,
+            gpu_co2e_g: None,
             carbon_intensity: intensity.clone(),
         });
-        self
+        each(Co2eSlot {
+            joules: i.total_j,
+            grams: &mut c.co2e_g,
+        });
+        each(Co2eSlot {
+            joules: i.idle_j,
+            grams: &mut c.idle_co2e_g,
+        });
+        optional_co2e_slot(gpus_j, &mut c.gpu_co2e_g, each);
     }
 }
 

@@ -271,16 +271,35 @@ pub struct RunCo2e {
     pub carbon_intensity: wattio_energy::CarbonIntensity,
 }
 
-impl RunCo2e {
-    /// The CO₂e of `r`'s figures at `intensity`.
-    pub fn of(r: &RunReport, intensity: &wattio_energy::CarbonIntensity) -> RunCo2e {
-        RunCo2e {
-            co2e_g: intensity.co2e_g(r.energy.total_j),
-            attributed_co2e_g: intensity.co2e_g(r.attributed_j),
-            gpu_co2e_g: r.energy.gpu_j.map(|j| intensity.co2e_g(j)),
-            gpu_attributed_co2e_g: r.gpu_attributed_j.map(|j| intensity.co2e_g(j)),
+impl wattio_energy::Co2eFigures for RunReport {
+    /// The machine's energy over the run, the command's share, and the GPUs' and the command's
+    /// share of them where GPUs are read.
+    fn co2e_slots(
+        &mut self,
+        intensity: &wattio_energy::CarbonIntensity,
+        each: &mut dyn FnMut(wattio_energy::Co2eSlot<'_>),
+    ) {
+        let c = self.co2e.insert(RunCo2e {
+            co2e_g: 0.0,
+            attributed_co2e_g: 0.0,
+            gpu_co2e_g: None,
+            gpu_attributed_co2e_g: None,
             carbon_intensity: intensity.clone(),
-        }
+        });
+        each(wattio_energy::Co2eSlot {
+            joules: self.energy.total_j,
+            grams: &mut c.co2e_g,
+        });
+        each(wattio_energy::Co2eSlot {
+            joules: self.attributed_j,
+            grams: &mut c.attributed_co2e_g,
+        });
+        wattio_energy::optional_co2e_slot(self.energy.gpu_j, &mut c.gpu_co2e_g, each);
+        wattio_energy::optional_co2e_slot(
+            self.gpu_attributed_j,
+            &mut c.gpu_attributed_co2e_g,
+            each,
+        );
     }
 }
 

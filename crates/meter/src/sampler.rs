@@ -119,13 +119,13 @@ impl SamplerStats {
         }
     }
 
-    /// One line per counter with the run's joules and their CO₂e at `intensity`; `estimated`
-    /// says, per counter, whether its joules are a model's.
+    /// One line per counter with the run's joules and their CO₂e by `co2e`; `estimated` says,
+    /// per counter, whether its joules are a model's.
     pub fn co2e_lines(
         &self,
         counters: &[CounterSpec],
         estimated: &[bool],
-        intensity: &wattio_energy::CarbonIntensity,
+        co2e: &wattio_energy::Co2e,
     ) -> Vec<String> {
         counters
             .iter()
@@ -136,7 +136,7 @@ impl SamplerStats {
                     "{}: {j:.3} J{}, CO2e {}",
                     c.name(),
                     if est { " ESTIMATED" } else { "" },
-                    wattio_energy::format_co2e(intensity.co2e_g(j))
+                    co2e.text(j)
                 )
             })
             .collect()

@@ -53,11 +53,13 @@ fn top_header(a: &AttributedInterval, since_start_j: f64, idle_since_start_j: f6
         i.unseen_cpu_s
     );
     if let Some(c) = &a.co2e {
+        // The since-start total, by the transform at the interval's intensity.
+        let since_start = wattio_energy::Co2e::new(c.carbon_intensity.clone());
         let _ = writeln!(
             s,
             "CO2e {} since start at {}",
-            wattio_energy::format_co2e(c.carbon_intensity.co2e_g(since_start_j)),
-            c.carbon_intensity.label()
+            since_start.text(since_start_j),
+            since_start.label()
         );
     }
     if a.estimated {

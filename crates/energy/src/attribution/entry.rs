@@ -198,6 +198,26 @@ impl Entry {
     }
 }
 
+impl crate::Co2eFigures for Entry {
+    /// The entry's energy in the interval and since start, and its GPUs' where GPUs are read.
+    fn co2e_slots(
+        &mut self,
+        _intensity: &crate::CarbonIntensity,
+        each: &mut dyn FnMut(crate::Co2eSlot<'_>),
+    ) {
+        each(crate::Co2eSlot {
+            joules: self.energy_j,
+            grams: self.co2e_g.insert(0.0),
+        });
+        each(crate::Co2eSlot {
+            joules: self.total_energy_j,
+            grams: self.total_co2e_g.insert(0.0),
+        });
+        crate::optional_co2e_slot(self.gpu_energy_j, &mut self.gpu_co2e_g, each);
+        crate::optional_co2e_slot(self.total_gpu_energy_j, &mut self.total_gpu_co2e_g, each);
+    }
+}
+
 /// One interval's attribution.
 #[derive(Debug, Clone, Serialize)]
 pub struct Interval {

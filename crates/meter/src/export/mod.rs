@@ -254,7 +254,7 @@ pub struct Exporter {
     /// One scrape at a time: snapshots are applied in the order they were taken.
     totals: Mutex<Totals>,
     /// With `--carbon-intensity` or `--region`: the CO₂e series beside the energy ones.
-    carbon: Option<wattio_energy::CarbonIntensity>,
+    co2e: Option<wattio_energy::Co2e>,
     /// The per-entity series limit of `--by` (each of CPU and GPU).
     max_series: usize,
     /// When the exporter was made: the agent's start, for `process_start_time_seconds`.
@@ -302,16 +302,17 @@ impl Exporter {
                 attribution: None,
             }),
             clock: Mutex::new(SampleClock::default()),
-            carbon: None,
+            co2e: None,
             max_series: 0,
             started: Instant::now(),
             devices: None,
         }
     }
 
-    /// Adds `wattio_energy_co2e_grams_total`, the CO₂e of each energy series at `intensity`.
-    pub fn with_carbon(mut self, intensity: wattio_energy::CarbonIntensity) -> Self {
-        self.carbon = Some(intensity);
+    /// Adds a `…_co2e_grams_total` family beside each energy family: the CO₂e of each of its
+    /// series, by `co2e`.
+    pub fn with_co2e(mut self, co2e: wattio_energy::Co2e) -> Self {
+        self.co2e = Some(co2e);
         self
     }
 
@@ -584,11 +585,11 @@ impl Exporter {
         if let Some(d) = devices {
             families.extend(d.families());
         }
-        if let Some(ci) = &self.carbon {
+        if let Some(co2e) = &self.co2e {
             let twins: Vec<MetricFamily> = families
                 .iter()
                 .filter(|f| f.unit == Some("joules"))
-                .map(|f| co2e_twin(f, ci))
+                .map(|f| co2e_twin(f, co2e))
                 .collect();
             families.extend(twins);
         }
@@ -677,10 +678,10 @@ fn attribution_families(st: &AttributionState) -> Vec<MetricFamily<'_>> {
     families
 }
 
-/// The CO₂e of an energy family at `ci`: `…_joules` → `…_co2e_grams`, each sample's grams
+/// The CO₂e of an energy family by `co2e`: `…_joules` → `…_co2e_grams`, each sample's grams
 /// with the intensity as a label.
-fn co2e_twin<'a>(f: &MetricFamily<'a>, ci: &wattio_energy::CarbonIntensity) -> MetricFamily<'a> {
-    let label = ci.label();
+fn co2e_twin<'a>(f: &MetricFamily<'a>, co2e: &wattio_energy::Co2e) -> MetricFamily<'a> {
+    let label = co2e.label();
     let stem = f.name.strip_suffix("_joules").unwrap_or(&f.name);
     MetricFamily {
         kind: MetricKind::Counter,
@@ -697,7 +698,7 @@ fn co2e_twin<'a>(f: &MetricFamily<'a>, ci: &wattio_energy::CarbonIntensity) -> M
             .map(|(pairs, j)| {
                 let mut pairs = pairs.clone();
                 pairs.push(("carbon_intensity", Cow::Owned(label.clone())));
-                (pairs, ci.co2e_g(*j))
+                (pairs, co2e.grams(*j))
             })
             .collect(),
     }

@@ -410,19 +410,25 @@ impl Report {
             carbon_intensity: None,
         }
     }
+}
 
-    /// Adds the CO₂e of every run's figures, and of each command's statistics, at `intensity`.
-    pub fn with_carbon(mut self, intensity: &wattio_energy::CarbonIntensity) -> Report {
+impl wattio_energy::Co2eFigures for Report {
+    /// Every run's figures; each command's statistics are then taken again over its runs, CO₂e
+    /// included.
+    fn co2e_slots(
+        &mut self,
+        intensity: &wattio_energy::CarbonIntensity,
+        each: &mut dyn FnMut(wattio_energy::Co2eSlot<'_>),
+    ) {
         for c in &mut self.benchmark.results {
             for r in &mut c.runs {
-                r.report.co2e = Some(crate::measure::RunCo2e::of(&r.report, intensity));
+                r.report.co2e_slots(intensity, each);
             }
             if c.summary.is_some() {
                 c.summary = CommandStats::of(&c.kept_runs().collect::<Vec<_>>());
             }
         }
         self.carbon_intensity = Some(intensity.clone());
-        self
     }
 }
 
