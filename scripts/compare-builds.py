@@ -4,7 +4,8 @@
     python3 scripts/compare-builds.py OLD_WATTIO NEW_WATTIO
 
 On the static intel-server fixture (its counters do not move, so every figure is the same in
-both runs): `record` CSV rows, `measure --json`, the exporter's body, and the report page that
+both runs): `record` CSV rows, `measure --json` and the exporter's body (each also with
+`--region FRA`, their CO2e beside the energy), and the report page that
 each build writes from the same result files (written once, by OLD). What depends on the wall
 clock or the machine's load (timestamps, durations, CPU times, their ratios, the exporter's own
 memory and the sampler's lateness, with the body's length) is masked before comparing, and
@@ -58,8 +59,8 @@ def record_rows(binary, root, out):
     return "\n".join([lines[0]] + sorted({re.sub(r"^[0-9.]+,", "<t>,", l) for l in lines[1:]}))
 
 
-def scrape(binary, root):
-    p = subprocess.Popen([binary, "export", "--listen", "127.0.0.1:0"], env=env(root),
+def scrape(binary, root, extra=()):
+    p = subprocess.Popen([binary, "export", "--listen", "127.0.0.1:0", *extra], env=env(root),
                          stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
     try:
         addr = None
@@ -108,6 +109,10 @@ def main():
             o["record CSV"] = record_rows(binary, root, os.path.join(work, f"{name}.csv"))
             o["measure --json"] = masked_json(run(binary, ["measure", "--no-sync", "--json", "--", "true"], root))
             o["exporter body"] = scrape(binary, root)
+            # The CO2e transform's outputs: the same figures with their CO2e beside them.
+            o["measure --json --region FRA"] = masked_json(
+                run(binary, ["measure", "--no-sync", "--json", "--region", "FRA", "--", "true"], root))
+            o["exporter body --region FRA"] = scrape(binary, root, ["--region", "FRA"])
             outputs[name] = o
         # the report page of the same result files, written once by the old build
         run(old, ["record", "--duration", "1s", "--freq", "5", "-o",

@@ -30,6 +30,7 @@
 //!   reads with `--source host`.
 
 mod attribute;
+mod attributed;
 mod calibrate;
 mod disks;
 mod export;
@@ -48,9 +49,9 @@ mod workload;
 pub mod workloads;
 
 pub use attribute::{
-    AttributedInterval, EntityRow, EntitySeries, LiveAttribution, RecordAttribution, SeriesGuard,
-    SeriesUpdate,
+    EntityRow, EntitySeries, LiveAttribution, RecordAttribution, SeriesGuard, SeriesUpdate,
 };
+pub use attributed::AttributedInterval;
 pub use calibrate::{
     calibrate, open_rapl, CalibrateConfig, CalibrateError, DriverChoice, LoadDriver, SpinDriver,
     StressNgDriver,

@@ -2,7 +2,7 @@
 //! *estimated* warning, the meters beside the CPU and the GPUs, then one line per process,
 //! cgroup or VM.
 
-use crate::attribute::AttributedInterval;
+use crate::attributed::AttributedInterval;
 use wattio_energy::attribution::{By, Entry, Interval};
 
 /// A name from /proc or cgroupfs, fit for a terminal: control characters (an escape sequence
