@@ -438,17 +438,20 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
         Some(_) => "https",
         None => "http",
     };
-    eprintln!(
-        "wattio export: metrics on {scheme}://{addr}/metrics ({}, sampled every {}){}; Ctrl-C to stop",
+    crate::say::note(format_args!(
+        "metrics on {scheme}://{addr}/metrics ({}, sampled every {}){}; Ctrl-C to stop",
         meter.provenance().label(),
         format_duration(a.interval),
-        match (web.as_ref().is_some_and(|w| w.users.is_some()), bearer.is_some()) {
+        match (
+            web.as_ref().is_some_and(|w| w.users.is_some()),
+            bearer.is_some()
+        ) {
             (true, true) => ", basic or bearer authentication on",
             (true, false) => ", basic authentication on",
             (false, true) => ", bearer authentication on",
             (false, false) => "",
         }
-    );
+    ));
     let live = match a.attribution.by {
         Some(by) => {
             let root = SysRoot::from_env();
@@ -692,6 +695,7 @@ pub fn fixture(a: FixtureArgs) -> Result<ExitCode> {
 
 fn fixture_tick(a: TickArgs) -> Result<ExitCode> {
     use wattio_fixture::{FixtureTree, TickConfig, Ticker};
+    crate::say::set_command("fixture tick");
     if !a.dir.join("sys").is_dir() && !a.dir.join("dev").is_dir() {
         bail!(
             "{} holds no fixture tree: write one first with `wattio fixture amd-epyc {}`",
@@ -731,7 +735,7 @@ fn fixture_tick(a: TickArgs) -> Result<ExitCode> {
         None => None,
     };
     for c in ticker.counters() {
-        eprintln!("wattio fixture tick: {} at {} W", c.name, a.watts);
+        crate::say::note(format_args!("{} at {} W", c.name, a.watts));
     }
     let cancel = crate::study_ui::cancel_on_signals()?;
     let summary = ticker.run(&cancel, log.as_mut().map(|w| w as &mut dyn std::io::Write))?;
@@ -739,10 +743,10 @@ fn fixture_tick(a: TickArgs) -> Result<ExitCode> {
         std::io::Write::flush(&mut w)?;
     }
     for c in &summary.counters {
-        eprintln!(
-            "wattio fixture tick: {}: {:.6} J in {:.3} s, {} wraps",
+        crate::say::note(format_args!(
+            "{}: {:.6} J in {:.3} s, {} wraps",
             c.name, c.energy_j, summary.seconds, c.wraps
-        );
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }

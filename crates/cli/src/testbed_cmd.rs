@@ -193,9 +193,9 @@ fn exec(bed: &Bed, e: ExecArgs) -> Result<ExitCode> {
             let meter = match wattio_meter::Meter::open(&meter_cfg) {
                 Ok(m) => Some(m),
                 Err(e) => {
-                    eprintln!(
-                        "wattio: warning: no energy meter ({e}); --stats has no attributed_j"
-                    );
+                    crate::say::warn(format_args!(
+                        "no energy meter ({e}); --stats has no attributed_j"
+                    ));
                     None
                 }
             };

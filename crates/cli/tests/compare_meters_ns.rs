@@ -19,12 +19,7 @@ fn script() -> PathBuf {
 }
 
 fn is_root() -> bool {
-    extern "C" {
-        #[link_name = "geteuid"]
-        fn libc_geteuid() -> u32;
-    }
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc_geteuid() == 0 }
+    rustix::process::geteuid().is_root()
 }
 
 /// A fixture ticking at [`WATTS`]: powercap wraps every 1 J (50 ms), the package MSR every 8 J.

@@ -76,7 +76,7 @@ fn unreadable_energy_uj_gives_the_platypus_fix() {
     // user would be. Everything else in the tree stays world-readable.
     make_world_readable(dir.path());
     std::fs::set_permissions(&energy, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
-    let is_root = unsafe { libc_geteuid() } == 0;
+    let is_root = rustix::process::geteuid().is_root();
     let mut c = if is_root {
         let mut c = Command::new("setpriv");
         c.args([
@@ -102,11 +102,6 @@ fn unreadable_energy_uj_gives_the_platypus_fix() {
     );
     assert!(e.contains("root only since Linux 5.10"), "{e}");
     assert_eq!(e.trim().lines().count(), 1, "one-line error: {e}");
-}
-
-extern "C" {
-    #[link_name = "geteuid"]
-    fn libc_geteuid() -> u32;
 }
 
 fn make_world_readable(dir: &Path) {

@@ -5,6 +5,7 @@
 mod certs;
 
 use certs::{ServerCert, TestPki, Validity};
+use rustix::process::{kill_process, Pid, Signal};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -43,14 +44,9 @@ impl Serve {
 
     fn kill9(&mut self) {
         // SIGKILL: no chance to close connections gracefully
-        unsafe { libc_kill(self.0.id() as i32, 9) };
+        let _ = kill_process(Pid::from_child(&self.0), Signal::KILL);
         let _ = self.0.wait();
     }
-}
-
-extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
 impl Drop for Serve {
@@ -399,7 +395,7 @@ fn sigterm_restores_cpufreq_and_keeps_partial_data() {
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(300));
-    unsafe { libc_kill(child.id() as i32, 15) };
+    kill_process(Pid::from_child(&child), Signal::TERM).unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);

@@ -110,9 +110,12 @@ fn a_fifo_in_the_tree_is_refused_without_blocking() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("a"), b"a").unwrap();
     let fifo = d.path().join("pipe");
-    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+    )
+    .unwrap();
     let h = ServerHandle::start(ServerConfig::new(d.path()), "127.0.0.1:0").unwrap();
     for _ in 0..4 {
         let (st, _, body) = get(&h, "GET /pipe HTTP/1.1\r\nHost: x\r\n\r\n");

@@ -16,8 +16,10 @@
 //! [`grouped_bar_chart`] of [`BarSeries`] ([`GroupedBarOpts`]). Series look apart through
 //! [`series_style`] ([`Style`], [`Marker`], [`PALETTE`]).
 //!
-//! A producer's part of a `wattio report` page is a [`ReportSection`]: it writes its figures
-//! and tables into an [`HtmlSection`], whose captions name each figure's provenance.
+//! A section of a `wattio report` page is a [`ReportSection`] (the report has one per kind of
+//! result file): it writes its figures and tables into an [`HtmlSection`], whose captions name
+//! each figure's provenance. `cache sweep` and `iobench` use the charts alone, for the SVG
+//! files they write beside their results.
 
 mod axis;
 mod chart;

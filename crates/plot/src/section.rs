@@ -1,6 +1,6 @@
-//! A producer's part of a `wattio report` page: the figures, tables and notes it draws for one
-//! of its result files. Each producer renders its own results ([`ReportSection`]); the report
-//! only finds the files and lays out the page around the sections.
+//! One section of a `wattio report` page: the figures, tables and notes drawn for one result
+//! file. The report has a [`ReportSection`] for each kind of result it reads, and lays out the
+//! page around them.
 
 use crate::{esc, Chart};
 use std::fmt::Write as _;

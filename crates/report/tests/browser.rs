@@ -5,6 +5,7 @@
 //!
 //! Set `WATTIO_REPORT_SCREENSHOT=path.png` to keep the screenshot.
 
+use rustix::process::{kill_process_group, Pid, Signal};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -51,7 +52,7 @@ fn render(page: &Path, screenshot: &Path) -> Vec<String> {
         .process_group(0)
         .spawn()
         .expect("start chromium");
-    let pgid = child.id() as i32;
+    let pgid = Pid::from_child(&child);
     let stderr = child.stderr.take().unwrap();
     let reader = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
     let t0 = Instant::now();
@@ -65,8 +66,7 @@ fn render(page: &Path, screenshot: &Path) -> Vec<String> {
         std::thread::sleep(Duration::from_millis(50));
     };
     // Always clean up the whole group (helpers may outlive the main process).
-    // SAFETY: kill(2) on our own process group.
-    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    let _ = kill_process_group(pgid, Signal::KILL);
     let _ = child.wait();
     let log = reader.join().unwrap();
     assert!(
