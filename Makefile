@@ -5,7 +5,7 @@ WATTIO := $(or $(CARGO_TARGET_DIR),target)/release/wattio
 
 HW_BUNDLE := hw-bundle
 
-.PHONY: gate-calibration generated deb install test-deploy hw-bundle hw-check test-hw test-vm all build demo demo-iobench test test-rust test-java unused-deps deps lint lint-test compare-builds bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters compare-vm-meters fuzz soak bench-small-files bench-bulk bench-scale bench-agent
+.PHONY: gate-calibration generated deb install test-deploy hw-bundle hw-check test-hw test-vm all build demo demo-iobench test test-rust test-java unused-deps deps lint lint-test compare-builds bench fmt clean test-report test-transfer test-testbed bench-transfer bench-serve bench-top compare-meters compare-vm-meters fuzz soak bench-small-files bench-bulk bench-scale bench-agent bench-gate
 
 all: build
 
@@ -239,6 +239,13 @@ compare-vm-meters: build
 ## make bench: benchmarks whose results go to docs/benchmarks/.
 bench: build
 	$(CARGO) bench -p wattio-meter $(if $(EBPF),--features wattio-energy/ebpf)
+
+## The meter's pacing gate: OLD's pacing bench beside the work tree's, alternating, ROUNDS rounds
+## (root, an idle machine; about 5 minutes a round). Results: docs/benchmarks/meter.md.
+ROUNDS ?= 3
+bench-gate:
+	$(if $(OLD),,$(error give the build to compare with: make bench-gate OLD=<git revision>))
+	python3 scripts/bench-gate.py $(OLD) $(ROUNDS)
 
 ## What `wattio top` costs (500 extra processes, vs procps top -b) and what attribution misses; about 6 minutes.
 ## Results: docs/benchmarks/attribution.md.
