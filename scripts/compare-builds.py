@@ -10,7 +10,9 @@ each build writes from the same result files (written once, by OLD). What depend
 clock or the machine's load (timestamps, durations, CPU times, their ratios, the exporter's own
 memory and the sampler's lateness, with the body's length) is masked before comparing, and
 `measure` runs with --no-sync (the sync phase measures the machine's dirty data, not the
-command); everything else must be equal byte for byte. Prints one line per output and exits 1 on any difference.
+command); everything else must be equal byte for byte. The fixture's energy is zero, so the
+`--region FRA` outputs check the CO2e fields' presence and shape, not their values (the CLI
+tests in crates/cli/tests/meter_cli.rs pin those). Prints one line per output and exits 1 on any difference.
 """
 
 import json

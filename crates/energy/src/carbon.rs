@@ -96,8 +96,9 @@ pub struct Co2eSlot<'a> {
 /// the one CO₂e transform, fills them all.
 pub trait Co2eFigures {
     /// Makes room for the CO₂e of each energy figure (keeping `intensity` where the result
-    /// records it) and hands every figure with its slot to `each`; a figure the result does
-    /// not have gets no slot and no CO₂e.
+    /// records it) and hands every figure with its slot to `each`, which fills it before it
+    /// returns (what the result derives from its CO₂e, as a benchmark's statistics, is taken
+    /// after); a figure the result does not have gets no slot and no CO₂e.
     fn co2e_slots(&mut self, intensity: &CarbonIntensity, each: &mut dyn FnMut(Co2eSlot<'_>));
 }
 

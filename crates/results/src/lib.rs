@@ -15,8 +15,8 @@
 //!   statistics the study and the report draw from them: [`analyze_load`] ([`TimeTest`]),
 //!   [`analyze_idle_with`] ([`IdleTest`]), p-values as the paper prints them ([`fmt_p`]).
 //! * [`RunStats`] — `wattio testbed exec --stats`: what one run cost.
-//! * [`EnergyInterval`] — an energy that cannot be measured, bounded (a disk's over a window), as
-//!   `wattio-devices` works it out and result files carry it.
+//! * [`EnergyInterval`] — an energy that cannot be measured, bounded (a disk's or a NIC's over a
+//!   window), as `wattio-devices` works it out and result files carry it.
 //! * [`RunRecord`] — `wattio iobench` runs (`results.csv`, `results.json`), with the study's
 //!   vocabulary in [`iobench`] (use cases, sizes, library sets) and what the study and the report
 //!   both compute from the runs (`iobench::provenance_of`, `iobench::disk_table`).
@@ -29,7 +29,6 @@
 //!   every version, with their provenance as written ([`ReportedProvenance`]).
 //! * [`ReportedTransfer`] — what the report reads of a `wattio transfer --json` summary, with
 //!   the [`IntervalLog`] the transfer writes through and the destination disks' wording.
-//! * [`EnergyInterval`] — a device's bounded energy (disks, NICs), as every result file writes it.
 //!
 //! * [`Table`] — the one table writer, Markdown and CSV, with one escaping rule each.
 //!

@@ -1,6 +1,6 @@
 //! The `--json` summary of a transfer and everything in it: the per-interval log, the energy
-//! figures, verification, mirrors and the checksum file. Built without the `engine` feature,
-//! so a reader of summaries (`wattio report`) gets these types without the transfer engine.
+//! figures, verification, mirrors and the checksum file. `wattio report` reads a summary as
+//! `wattio_results::ReportedTransfer`, the fields of it its page shows.
 
 use crate::actuator::ApplyReport;
 use crate::dest_disks::DestDisks;
