@@ -80,7 +80,7 @@ test: deps lint-test test-java test-rust unused-deps test-deploy
 test-rust:
 	WATTIO_REQUIRE_NGINX=1 WATTIO_REQUIRE_SUSHY=1 WATTIO_NVML_LIB=/nonexistent/libnvidia-ml.so.1 WATTIO_DEFAULT_MODEL=ccf-linear \
 	  WATTIO_REQUIRE_EBPF=1 WATTIO_REQUIRE_VM=1 $(CARGO) test --workspace --release --features wattio-energy/ebpf
-	$(CARGO) test --release --features wattio-energy/ebpf -p wattio-report --test browser -- --ignored
+	$(CARGO) test --release -p wattio-report --test browser -- --ignored
 
 ## No manifest declares a dependency its crate does not use (cargo-machete; the exceptions,
 ## crates used under another name or only by a build script, are listed with why in
