@@ -95,16 +95,21 @@ fn a_writers_cgroup_gets_the_kernels_io_work_by_the_program_and_by_io_stat() {
     let bytes = Charged::from_console(&console, "BYTES");
     eprintln!("kernel I/O CPU-s by the program: {:?}", bpf.cpu_s);
     eprintln!("kernel I/O CPU-s by io.stat: {:?}", bytes.cpu_s);
-    for (rule, c, says) in [
+    // Writing back 128 MiB takes the guest's kernel tens of milliseconds at least: the program
+    // sees all of it. The io.stat rule sees a kworker's time only where the kworker's name shows
+    // a block I/O queue at one end of an interval (by_bytes.rs: the work a kworker ran between
+    // two other work items is invisible to it), so of the same writeback it may see little:
+    // it must give the writer some, and the writer nearly all of what it charges.
+    for (rule, c, says, least_s) in [
         (
             "the program",
             &bpf,
             "writeback to the process that dirtied the pages",
+            0.01,
         ),
-        ("io.stat", &bytes, "coarser rule"),
+        ("io.stat", &bytes, "coarser rule", 0.0),
     ] {
-        // Writing back 128 MiB takes the guest's kernel tens of milliseconds at least.
-        assert!(c.of("cgroup /writer") > 0.01, "{rule}: {c:?}");
+        assert!(c.of("cgroup /writer") > least_s, "{rule}: {c:?}");
         assert!(
             c.of("cgroup /neighbour") < 0.05 * c.of("cgroup /writer"),
             "{rule}: the neighbour wrote nothing: {c:?}"
