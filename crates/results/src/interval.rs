@@ -17,6 +17,15 @@ pub struct EnergyInterval {
 }
 
 impl EnergyInterval {
+    /// The interval `[lower_j, upper_j]` with its central estimate, where there is one.
+    pub fn new(lower_j: f64, central_j: Option<f64>, upper_j: f64) -> EnergyInterval {
+        EnergyInterval {
+            lower_j,
+            central_j,
+            upper_j,
+        }
+    }
+
     /// The sum of two intervals (the central estimate only where both have one).
     pub fn plus(self, other: EnergyInterval) -> EnergyInterval {
         EnergyInterval {

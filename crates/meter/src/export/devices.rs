@@ -333,23 +333,15 @@ const NIC_HELP: &str = "Estimated energy of a network interface since the export
 mod tests {
     use super::*;
 
-    fn interval(lower_j: f64, central_j: Option<f64>, upper_j: f64) -> EnergyInterval {
-        EnergyInterval {
-            lower_j,
-            central_j,
-            upper_j,
-        }
-    }
-
     #[test]
     fn bounds_sum_each_window_and_never_go_back() {
         let mut t = BoundTotals::default();
         // Three windows of 0.5, 1 and 2 s at idle 1.5 W and max 8 W: 0.75 + 1.5 + 3 = 5.25 J
         // and 4 + 8 + 16 = 28 J.
         let steps = [
-            interval(0.75, None, 4.0),
-            interval(1.5, Some(2.0), 8.0),
-            interval(3.0, Some(5.0), 16.0),
+            EnergyInterval::new(0.75, None, 4.0),
+            EnergyInterval::new(1.5, Some(2.0), 8.0),
+            EnergyInterval::new(3.0, Some(5.0), 16.0),
         ];
         let mut last = (0.0, 0.0);
         for s in &steps {
@@ -366,11 +358,11 @@ mod tests {
     #[test]
     fn a_window_without_a_central_estimate_ends_the_central_series() {
         let mut t = BoundTotals::default();
-        t.add(&interval(1.0, Some(2.0), 3.0));
-        t.add(&interval(1.0, None, 3.0));
+        t.add(&EnergyInterval::new(1.0, Some(2.0), 3.0));
+        t.add(&EnergyInterval::new(1.0, None, 3.0));
         assert_eq!(t.central_j, None);
         // It does not come back at a lower value: a scraper would read that as a reset.
-        t.add(&interval(1.0, Some(2.0), 3.0));
+        t.add(&EnergyInterval::new(1.0, Some(2.0), 3.0));
         assert_eq!(t.central_j, None);
         assert_eq!((t.lower_j, t.upper_j), (3.0, 9.0));
         let labels = t.samples(&vec![("device", Cow::Borrowed("nvme0n1"))], "estimated (x)");
@@ -384,8 +376,8 @@ mod tests {
     #[test]
     fn a_negative_window_adds_nothing() {
         let mut t = BoundTotals::default();
-        t.add(&interval(2.0, Some(3.0), 4.0));
-        t.add(&interval(-1.0, Some(-1.0), -1.0));
+        t.add(&EnergyInterval::new(2.0, Some(3.0), 4.0));
+        t.add(&EnergyInterval::new(-1.0, Some(-1.0), -1.0));
         assert_eq!((t.lower_j, t.central_j, t.upper_j), (2.0, Some(3.0), 4.0));
     }
 

@@ -150,18 +150,10 @@ pub fn disk_table(by_method: &BTreeMap<String, Vec<&RunRecord>>) -> Option<(Tabl
 mod tests {
     use super::*;
 
-    fn interval(lower_j: f64, central_j: Option<f64>, upper_j: f64) -> EnergyInterval {
-        EnergyInterval {
-            lower_j,
-            central_j,
-            upper_j,
-        }
-    }
-
     #[test]
     fn the_verdict_compares_the_cpu_figure_with_the_disks_bounds() {
         // A drive idling at 0.05 W and at most 8 W over a 2 s window: [0.1, 16] J.
-        let d = interval(0.05 * 2.0, Some(3.0), 8.0 * 2.0);
+        let d = EnergyInterval::new(0.05 * 2.0, Some(3.0), 8.0 * 2.0);
         // 20 J of CPU is above the 16 J bound: the CPU dominates.
         assert_eq!(EnergyDominance::of(20.0, Some(&d)), EnergyDominance::Cpu);
         // 0.08 J of CPU is below the 0.1 J floor: the disk dominates.
