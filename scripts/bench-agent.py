@@ -28,7 +28,8 @@ The cost and churn parts run with WATTIO_KERNEL_IO=off unless it is set: their f
 agent's reading of CPU times.
 
 Then Scaphandre (PARTS "scaph"): on the same fake RAPL (a `wattio fixture` tree ticking at a
-known power, bound over /sys/class/powercap in a private mount namespace by
+known power, its package zones wrapping at a real Intel package zone's 262143328850 µJ,
+SCAPH_RANGE_UJ, bound over /sys/class/powercap in a private mount namespace by
 scripts/fake-rapl-ns.sh), in ROUNDS interleaved rounds of DURATION seconds at each NPROCS,
 Scaphandre's Prometheus exporter (per-process metrics, its default) and `wattio export --by
 process --source powercap`, each in a cgroup of its own (cpu.stat: the whole tool, threads and
@@ -39,7 +40,7 @@ in the window). SCAPHANDRE_BIN names Scaphandre's binary (built with its
 `prometheus` feature: `cargo install scaphandre --version 1.0.0 --features prometheus`).
 
 Prints Markdown tables. Knobs: NPROCS, ROUNDS (3), DURATION (20), CHURN_S (3600; 0 skips it),
-CHURN_RATE (200), PARTS ("cost churn kio"), WATTIO_BIN, SCAPHANDRE_BIN.
+CHURN_RATE (200), PARTS ("cost churn kio"), WATTIO_BIN, SCAPHANDRE_BIN, SCAPH_RANGE_UJ.
 """
 import os
 import resource
@@ -368,8 +369,13 @@ def scaph():
         return
     fixture = f"/tmp/bench-agent-rapl-{os.getpid()}"
     subprocess.run([W, "fixture", "intel-server", fixture], check=True, stdout=subprocess.DEVNULL)
-    tick = subprocess.Popen([W, "fixture", "tick", fixture, "--watts", "20"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    # The package zones wrap where a real Intel package zone does (262143328850 µJ, after hours),
+    # not at the ticker's default 10 J: a reader that sees every wrap must read a 10 J counter
+    # every 5 ms (a quarter of its wrap time at 500 W), a real one once a second. Values that long
+    # can, rarely, be read torn, which costs the readers nothing.
+    tick = subprocess.Popen([W, "fixture", "tick", fixture, "--watts", "20", "--max-energy-range-uj",
+                             os.environ.get("SCAPH_RANGE_UJ", "262143328850"), "--allow-torn-reads"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     # The fixture's CPU is Intel's: on an Intel host its cpuinfo is bound over the host's too.
     with open("/proc/cpuinfo") as f:
         base = [] if "AuthenticAMD" in f.read() else ["--cpuinfo"]

@@ -2,7 +2,7 @@
 """`make bench-serve`: `wattio serve` beside nginx on the same files, side by side in one run.
 
 Both servers serve one directory from loopback: 500 files of 16 KiB (the page cache holds them)
-and one 1 GiB file. h2load (HTTP/1.1, keep-alive) loads each server in turn, over HTTP and over
+and one large file (1 GiB; `--large-mib 4096` for issue 33's 4 GiB). h2load (HTTP/1.1, keep-alive) loads each server in turn, over HTTP and over
 HTTPS, in interleaved rounds (round 1: nginx then wattio, round 2: wattio then nginx, ...), so
 drift of the machine hits both alike. For every run it records requests per second, bytes, and the
 CPU seconds the server's processes spent (user + system from /proc/PID/stat, nginx's master and
@@ -15,7 +15,8 @@ worker processes, one per vCPU here), with the access log off (wattio serve keep
 Writes RUN_DIR/runs.csv (every run) and RUN_DIR/serve.md (medians and ratios, with the command and
 the machine), then prints the markdown. Not part of `make test`.
 
-Usage: scripts/bench-serve.py [--rounds 3] [--seconds 10] [--connections 64] [--out DIR]
+Usage: scripts/bench-serve.py [--rounds 3] [--seconds 10] [--connections 64] [--large-mib 1024]
+                              [--cases "small large"] [--out DIR]
 """
 
 import argparse
@@ -36,7 +37,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 SMALL_FILES = 500
 SMALL_SIZE = 16 * 1024
-LARGE_SIZE = 1 << 30
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -93,7 +93,11 @@ def children(pid):
         return []
 
 
-def make_data(root):
+def size_words(mib):
+    return f"{mib >> 10} GiB" if mib % 1024 == 0 else f"{mib} MiB"
+
+
+def make_data(root, large_mib):
     data = os.path.join(root, "data")
     os.makedirs(os.path.join(data, "small"))
     for i in range(SMALL_FILES):
@@ -101,7 +105,7 @@ def make_data(root):
             f.write(os.urandom(SMALL_SIZE))
     with open(os.path.join(data, "large.bin"), "wb") as f:
         block = os.urandom(1 << 20)
-        for _ in range(LARGE_SIZE >> 20):
+        for _ in range(large_mib):
             f.write(block)
     # Both servers read from the page cache: read everything once.
     subprocess.run(["cat", os.path.join(data, "large.bin")], stdout=subprocess.DEVNULL, check=True)
@@ -280,8 +284,10 @@ def summarise(rows, args, command):
         "|---|---|---|---|---|---|---|---|",
     ]
     for case, unit, key in (("small", "req/s", "req_s"), ("large", "Gbit/s", "gbit_s")):
+        if case not in args.cases.split():
+            continue
         label = (f"{SMALL_FILES} files of 16 KiB, {args.connections} connections"
-                 if case == "small" else "1 GiB file, 2 connections")
+                 if case == "small" else f"{size_words(args.large_mib)} file, 2 connections")
         for proto in ("http", "https"):
             w, n = med("wattio serve", proto, case, key), med("nginx", proto, case, key)
             wc, nc = (med("wattio serve", proto, case, "cpu_s_per_gb"),
@@ -303,6 +309,8 @@ def main():
     p.add_argument("--seconds", type=int, default=10)
     p.add_argument("--connections", type=int, default=64)
     p.add_argument("--large-requests", type=int, default=16)
+    p.add_argument("--large-mib", type=int, default=1024, help="size of the large file, MiB")
+    p.add_argument("--cases", default="small large", help="which cases to run")
     p.add_argument("--exe", default=os.path.join(REPO, "target/release/wattio"))
     p.add_argument("--out", default=None)
     args = p.parse_args()
@@ -317,12 +325,13 @@ def main():
     os.chmod(root, 0o755)  # nginx's workers run as nobody and must read the files
     servers = []
     try:
-        data = make_data(root)
+        data = make_data(root, args.large_mib)
         cert, key = make_cert(root)
         servers = [Nginx(root, data, cert, key), Wattio(args.exe, data, cert, key)]
         urls = url_files(root, servers)
         rows = []
-        plan = [(case, proto) for case in ("small", "large") for proto in ("http", "https")]
+        plan = [(case, proto) for case in ("small", "large") if case in args.cases.split()
+                for proto in ("http", "https")]
         total = args.rounds * len(plan) * 2
         for rnd in range(args.rounds):
             order = servers if rnd % 2 == 0 else servers[::-1]
@@ -338,7 +347,9 @@ def main():
             w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
             w.writeheader()
             w.writerows(rows)
-        md = summarise(rows, args, "make bench-serve")
+        command = "make bench-serve" if len(sys.argv) == 1 else \
+            "scripts/bench-serve.py " + " ".join(sys.argv[1:])
+        md = summarise(rows, args, command)
         with open(os.path.join(out, "serve.md"), "w") as f:
             f.write(md)
         print(md)

@@ -12,7 +12,10 @@ own (a loop-mounted image, so that every run starts from the same state):
 Per run: wall time, the tool's own CPU-s (user + system, from wait4) and peak RSS (GNU time's
 %M), the whole machine's busy CPU-s over the run (/proc/stat: nginx, kworkers and journal
 threads included), and the time of the `sync` run after it (the writeback the tool left
-behind: wattio syncs each file's data before renaming it into place, the others do not sync).
+behind: wattio syncs each file's data before renaming it into place, the others do not sync),
+and the time to the first file: until a copied file first lies under its final name with all
+its bytes (polled every 10 ms), which bounds the time to the first byte from above and shows
+whether a tool streams the listing or builds it whole first.
 Every copy is checked: file count and bytes. The tools run in turn, in reverse order every
 other round.
 
@@ -33,6 +36,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -199,6 +203,8 @@ class Fs:
             f.truncate(0)
             f.truncate(max(4 << 30, FILES * SIZE * 4))
         features = [] if JOURNAL else ["-O", "^has_journal"]
+        # mkfs's default (an inode per 16 KiB) leaves a million 4 KiB files short of inodes
+        features += ["-N", str(max(FILES * 2, 65536))]
         run(["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0",
              *features, str(self.img)])
         run(["mount", "-o", "loop", str(self.img), str(self.mnt)])
@@ -224,6 +230,40 @@ def check(dest):
     return ""
 
 
+class FirstFile:
+    """Watches DEST from a thread: seconds from the start until a file first lies there under its
+    final name (`.bin`) with all SIZE bytes."""
+
+    def __init__(self, dest, t0):
+        self.dest, self.t0, self.at = dest, t0, None
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.watch, daemon=True)
+        self.thread.start()
+
+    def found(self):
+        for dirpath, _, names in os.walk(self.dest):
+            for x in names:
+                if x.endswith(".bin"):
+                    try:
+                        if os.stat(os.path.join(dirpath, x)).st_size == SIZE:
+                            return True
+                    except OSError:
+                        pass
+        return False
+
+    def watch(self):
+        while not self.stop.is_set():
+            if self.found():
+                self.at = time.monotonic() - self.t0
+                return
+            self.stop.wait(0.01)
+
+    def seconds(self):
+        self.stop.set()
+        self.thread.join()
+        return self.at if self.at is not None else float("nan")
+
+
 def one_run(tool, mode, fs, base, lst):
     if mode == "fresh":
         fs.make()
@@ -239,7 +279,9 @@ def one_run(tool, mode, fs, base, lst):
     rss_file = WORK / "maxrss.txt"
     cmd = ["/usr/bin/time", "-f", "%M", "-o", str(rss_file), *cmd]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    first = FirstFile(dest, t0)
     _, status, ru = os.wait4(p.pid, 0)
+    first_s = first.seconds()
     try:
         peak_kib = int(rss_file.read_text().split()[-1])
     except (OSError, ValueError, IndexError):
@@ -256,7 +298,8 @@ def one_run(tool, mode, fs, base, lst):
         bad = bad or f"exit {code}: {err[-1] if err else ''}"
     return {"tool": tool, "mode": mode, "wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime,
             "sys_cpu_s": ru.ru_stime, "machine_busy_s": busy, "sync_after_s": sync_s,
-            "files_per_s": FILES / wall, "peak_rss_mib": peak_kib / 1024, "problem": bad}
+            "files_per_s": FILES / wall, "peak_rss_mib": peak_kib / 1024, "first_file_s": first_s,
+            "problem": bad}
 
 
 def main():
@@ -287,6 +330,8 @@ def main():
                     print(f"round {r + 1} {mode:8} {tool:8} {row['wall_s']:7.2f} s "
                           f"{row['cpu_s']:6.2f} CPU-s (sys {row['sys_cpu_s']:.2f}) machine "
                           f"{row['machine_busy_s']:6.2f} CPU-s sync {row['sync_after_s']:.2f} s "
+                          f"first file {row['first_file_s']:.2f} s "
+                          f"RSS {row['peak_rss_mib']:.0f} MiB "
                           f"{row['problem']}", file=sys.stderr, flush=True)
     finally:
         nginx.terminate()
@@ -301,20 +346,21 @@ def main():
     print(f"{FILES} files of {SIZE} B in {DIRS} directories, nginx autoindex over {scheme}, "
           f"into {fs_kind} (a loop-mounted image), medians of {ROUNDS}\n")
     print("| mode | tool | wall s | files/s | own CPU-s | of it kernel | CPU-s per 1,000 files "
-          "| CPU-s per GB | machine CPU-s | sync after s | peak RSS MiB | problems |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "| CPU-s per GB | machine CPU-s | sync after s | peak RSS MiB | first file s | problems |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for mode in MODES:
         for tool in TOOLS:
             rs = [x for x in rows if x["tool"] == tool and x["mode"] == mode]
             med = {k: statistics.median(x[k] for x in rs) for k in
                    ("wall_s", "cpu_s", "sys_cpu_s", "machine_busy_s", "sync_after_s",
-                    "peak_rss_mib")}
+                    "peak_rss_mib", "first_file_s")}
             probs = "; ".join(sorted({x["problem"] for x in rs if x["problem"]})) or "none"
             print(f"| {mode} | {tool} | {med['wall_s']:.2f} | {FILES / med['wall_s']:,.0f} | "
                   f"{med['cpu_s']:.2f} | {med['sys_cpu_s']:.2f} | "
                   f"{med['cpu_s'] * 1000 / FILES:.3f} | {med['cpu_s'] * 1e9 / (FILES * SIZE):.2f} | "
                   f"{med['machine_busy_s']:.2f} | "
-                  f"{med['sync_after_s']:.2f} | {med['peak_rss_mib']:.0f} | {probs} |")
+                  f"{med['sync_after_s']:.2f} | {med['peak_rss_mib']:.0f} | "
+                  f"{med['first_file_s']:.2f} | {probs} |")
 
 
 if __name__ == "__main__":

@@ -644,9 +644,15 @@ pub struct TickArgs {
     #[arg(long, value_delimiter = ',', default_value = "package", value_parser = parse_domain)]
     domains: Vec<Domain>,
     /// Written into each ticking zone's max_energy_range_uj, where energy_uj wraps to 0; at most
-    /// 9999999 so that each value is one 8-byte write that readers see whole.
+    /// 9999999 so that each value is one 8-byte write that readers see whole (see
+    /// --allow-torn-reads).
     #[arg(long, default_value_t = wattio_fixture::TICK_MAX_ENERGY_RANGE_UJ)]
     max_energy_range_uj: u64,
+    /// Accept a longer --max-energy-range-uj (a real package zone's 262143328850): each value is
+    /// then rewritten in one write of more than 8 bytes, which a concurrent reader can, rarely,
+    /// see torn. For benchmarks of a reader's cost, not for checks of its energy figures.
+    #[arg(long)]
+    allow_torn_reads: bool,
     /// Energy status unit written into the RAPL unit MSR stand-ins: units of 2^-N J, so the 32-bit
     /// counter wraps after 2^(32-N) J (real CPUs: 14 or 16; 29 wraps every 8 J).
     #[arg(long, value_name = "N")]
@@ -718,6 +724,7 @@ fn fixture_tick(a: TickArgs) -> Result<ExitCode> {
         interval,
         domains: a.domains,
         max_energy_range_uj: a.max_energy_range_uj,
+        allow_torn_reads: a.allow_torn_reads,
         msr_esu: a.msr_esu,
         duration: a.duration,
     };
