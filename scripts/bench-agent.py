@@ -349,7 +349,12 @@ def scraped_in_cgroup(name, argv, url, fixture, parent, series_prefix, ns_opts):
     finally:
         with open(os.path.join(cg, "cgroup.kill"), "w") as f:
             f.write("1")
-        p.wait()
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            # seen once when the tool had not answered yet: the cgroup's kill left it running
+            p.kill()
+            p.wait()
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
