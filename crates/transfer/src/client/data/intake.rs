@@ -2,6 +2,7 @@
 //! while it runs joining the transfer ([`add_found`]).
 
 use super::dest::{is_reserved, Dest, DONE_SUFFIX, PART_SUFFIX};
+use super::files::Names;
 use super::queue::enqueue_found;
 use super::resume::{prepare, worth_asking, Prepared};
 use super::state::Shared;
@@ -13,7 +14,9 @@ use crate::client::net::url::url_string;
 use crate::client::net::url::HttpUrl;
 use crate::client::options::Notice;
 use crate::error::{fail, failure, EngineResult, Kind};
-use std::collections::{HashMap, HashSet};
+use std::borrow::Borrow;
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedSender;
@@ -36,8 +39,9 @@ pub(crate) struct Intake {
     pub(crate) planned_bytes: u64,
     pub(crate) unsized_tx: Option<UnboundedSender<SourceFile>>,
     pub(crate) dest: Arc<Dest>,
-    /// Output paths taken so far, with the URL each comes from.
-    pub(crate) claimed: HashMap<String, String>,
+    /// Output paths taken so far, with the URL each comes from (one entry per file of the
+    /// source, kept for the whole run: see [`Claim`]).
+    pub(crate) claimed: HashSet<Claim>,
     /// Directories the output paths so far need.
     pub(crate) dirs: HashSet<String>,
     /// Bytes still to fetch of the files prepared so far, and DEST's free space at the start.
@@ -67,7 +71,7 @@ impl Intake {
             planned_bytes: 0,
             unsized_tx: None,
             dest: dest.clone(),
-            claimed: HashMap::new(),
+            claimed: HashSet::new(),
             dirs: HashSet::new(),
             needed_bytes: 0,
             free_bytes: None,
@@ -88,7 +92,7 @@ impl Intake {
         origins: &[HttpUrl],
     ) -> EngineResult<()> {
         for f in files.iter().chain(unsized_files) {
-            self.claim(&f.rel, &url_string(&origins[f.origin], &f.url_path))?;
+            self.claim(&f.rel, f.origin, &f.url_path, origins)?;
         }
         for f in files {
             self.planned_bytes = self.planned_bytes.checked_add(f.size).ok_or_else(|| {
@@ -107,7 +111,14 @@ impl Intake {
     /// Takes `rel` as an output path for the file at `from`: refused when another file of the
     /// source has it, when a file and a directory of the source would share a path, and for
     /// the names of wattio's own temporary files.
-    pub(crate) fn claim(&mut self, rel: &str, from: &str) -> EngineResult<()> {
+    pub(crate) fn claim(
+        &mut self,
+        rel: &str,
+        origin: usize,
+        url_path: &str,
+        origins: &[HttpUrl],
+    ) -> EngineResult<()> {
+        let from = url_string(&origins[origin], url_path);
         if is_reserved(rel) {
             fail!(
                 InvalidSource,
@@ -117,8 +128,9 @@ impl Intake {
         if let Some(prev) = self.claimed.get(rel) {
             fail!(
                 InvalidSource,
-                "two files of the source go to the same path {}: {prev} and {from}; wattio will not guess which to keep (fix the listing, or the out= of those URL-list lines)",
-                self.dest.shown(rel)
+                "two files of the source go to the same path {}: {} and {from}; wattio will not guess which to keep (fix the listing, or the out= of those URL-list lines)",
+                self.dest.shown(rel),
+                prev.url(origins)
             );
         }
         if self.dirs.contains(rel) {
@@ -129,16 +141,23 @@ impl Intake {
             );
         }
         let parents: Vec<&str> = rel.match_indices('/').map(|(i, _)| &rel[..i]).collect();
-        if let Some(p) = parents.iter().find(|p| self.claimed.contains_key(**p)) {
+        if let Some(prev) = parents.iter().find_map(|p| self.claimed.get(*p)) {
             fail!(
                 InvalidSource,
                 "{} would be both a file ({}) and the directory of {from}; refusing the source",
-                self.dest.shown(p),
-                self.claimed[*p]
+                self.dest.shown(prev.names.rel()),
+                prev.url(origins)
             );
         }
-        self.dirs.extend(parents.into_iter().map(str::to_string));
-        self.claimed.insert(rel.to_string(), from.to_string());
+        for p in parents {
+            if !self.dirs.contains(p) {
+                self.dirs.insert(p.to_string());
+            }
+        }
+        self.claimed.insert(Claim {
+            names: Names::new(url_path.to_string(), rel.to_string()),
+            origin: u32::try_from(origin).expect("fewer than 2^32 origins"),
+        });
         Ok(())
     }
 
@@ -280,6 +299,41 @@ impl Intake {
     pub(crate) fn mark_whole(&mut self, o: usize, origin: &HttpUrl) {
         self.whole[o] = true;
         self.whole_file_streams.push(ignores_ranges(origin));
+    }
+}
+
+/// An output path taken, with where its file comes from: the path and the request target
+/// packed in one allocation ([`Names`]), found by the path alone.
+pub(crate) struct Claim {
+    names: Names,
+    origin: u32,
+}
+
+impl Claim {
+    /// The URL of the file that took the path, for messages.
+    fn url(&self, origins: &[HttpUrl]) -> String {
+        url_string(&origins[self.origin as usize], self.names.url_path())
+    }
+}
+
+impl PartialEq for Claim {
+    fn eq(&self, other: &Claim) -> bool {
+        self.names.rel() == other.names.rel()
+    }
+}
+
+impl Eq for Claim {}
+
+// hashed as its path is, so that a set of claims is searched with a `&str`
+impl Hash for Claim {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.names.rel().hash(state);
+    }
+}
+
+impl Borrow<str> for Claim {
+    fn borrow(&self) -> &str {
+        self.names.rel()
     }
 }
 
