@@ -8,7 +8,7 @@ use crate::client::net::validator::Validator;
 use crate::dirindex::IndexKind;
 use crate::error::EngineResult;
 use crate::summary::{FailedLine, MirrorFallback};
-use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::mpsc::Receiver;
 use wattio_http::checksum::{self, Algorithm};
 use wattio_http::ResponseHead;
 
@@ -158,8 +158,11 @@ pub(crate) struct Source {
 }
 
 /// Files found while the transfer runs, one index page or a few URL-list lines at a time; the
-/// channel closes when discovery has ended, and an error ends it.
-pub(crate) type Discovery = UnboundedReceiver<EngineResult<Batch>>;
+/// channel closes when discovery has ended, and an error ends it. Bounded: discovery waits
+/// while the transfer has not taken in what it found (a found file waiting here costs several
+/// times what it costs in the file list, and an index on loopback is read far faster than its
+/// files are copied).
+pub(crate) type Discovery = Receiver<EngineResult<Batch>>;
 
 /// Files found together (an index page, or URL-list lines), sized.
 #[derive(Default)]

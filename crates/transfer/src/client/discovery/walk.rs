@@ -9,7 +9,7 @@ use crate::dirindex::{join_url, parse_index, relative_name, IndexKind};
 use crate::error::{fail, failure, EngineResult};
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::Sender;
 
 /// Index pages fetched at once.
 const PAGES_AT_ONCE: usize = 4;
@@ -81,10 +81,10 @@ pub(crate) async fn walk_index(
     connector: Arc<Connector>,
     url: HttpUrl,
     root: String,
-    found: UnboundedSender<EngineResult<WalkedPage>>,
+    found: Sender<EngineResult<WalkedPage>>,
 ) {
     if let Err(e) = walk(&connector, &url, &root, &found).await {
-        let _ = found.send(Err(e));
+        let _ = found.send(Err(e)).await;
     }
 }
 
@@ -92,7 +92,7 @@ async fn walk(
     connector: &Arc<Connector>,
     url: &HttpUrl,
     root: &str,
-    found: &UnboundedSender<EngineResult<WalkedPage>>,
+    found: &Sender<EngineResult<WalkedPage>>,
 ) -> EngineResult<()> {
     let mut seen_dirs: HashSet<String> = HashSet::from([root.to_string()]);
     let mut seen_files: HashSet<String> = HashSet::new();
@@ -139,7 +139,7 @@ async fn walk(
             files,
             notes,
         };
-        if found.send(Ok(page)).is_err() {
+        if found.send(Ok(page)).await.is_err() {
             // nobody listens any more: the transfer ended
             return Ok(());
         }
