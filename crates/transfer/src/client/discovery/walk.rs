@@ -20,7 +20,8 @@ pub(crate) const MAX_DEPTH: usize = 64;
 /// One index page's findings, sent as soon as the page is read.
 pub(crate) struct WalkedPage {
     pub(crate) kind: IndexKind,
-    /// New files: canonical origin-form path, and the size where the index states it exactly.
+    /// Its files: canonical origin-form path, and the size where the index states it exactly
+    /// (a file another page listed too comes again).
     pub(crate) files: Vec<(String, Option<u64>)>,
     pub(crate) notes: Vec<String>,
 }
@@ -95,7 +96,6 @@ async fn walk(
     found: &Sender<EngineResult<WalkedPage>>,
 ) -> EngineResult<()> {
     let mut seen_dirs: HashSet<String> = HashSet::from([root.to_string()]);
-    let mut seen_files: HashSet<String> = HashSet::new();
     let mut todo: VecDeque<String> = VecDeque::from([root.to_string()]);
     let mut running = tokio::task::JoinSet::new();
     loop {
@@ -110,6 +110,10 @@ async fn walk(
         let (_, page) = done.map_err(|e| failure!(Other, "index task failed: {e}"))??;
         let mut files = Vec::new();
         let mut notes = Vec::new();
+        // a file listed twice on a page is sent once (its first entry); one listed again on
+        // another page is dropped further on (`Source::absorb`, the intake's claims), which
+        // hold the names anyway: a set of every path here would cost as much again
+        let mut on_page: HashSet<String> = HashSet::new();
         for e in page.entries {
             let Some(rel) = relative_name(root, &e.path) else {
                 notes.push(format!(
@@ -129,7 +133,7 @@ async fn walk(
                 if seen_dirs.insert(e.path.clone()) {
                     todo.push_back(e.path);
                 }
-            } else if seen_files.insert(e.path.clone()) {
+            } else if on_page.insert(e.path.clone()) {
                 files.push((e.path, e.size));
             }
         }
