@@ -110,6 +110,12 @@ pub(crate) async fn transfer_async(
         return Err(f.into());
     }
     let streamed = streaming.await?;
+    // what the test of freed in-flight states reads while the file list is still held
+    #[cfg(test)]
+    crate::client::data::files::LIVE_AT_END.store(
+        crate::client::data::files::LIVE_ACTIVE.load(Ordering::SeqCst),
+        Ordering::SeqCst,
+    );
     // every file is synced (with --fsync on) and in place: the disks' window closes
     let received = tuning.shared.received.load(Ordering::SeqCst);
     let dest_disks = tokio::task::spawn_blocking(move || disks.finish(received, synced)).await?;
@@ -377,6 +383,7 @@ fn plan_transfer(
         origins: Mutex::new(src.origins.clone()),
         kind: src.kind,
         files: jobs,
+        dest: start.dest.clone(),
         parts,
         received: AtomicU64::new(0),
         files_done: AtomicUsize::new(0),
@@ -621,7 +628,7 @@ impl<'a> Tuning<'a> {
         let shared = &self.shared;
         let decision = &self.decision;
         let (fif, chunks) = shared.files.iter().fold((0, 0), |(f, c), j| {
-            let n = j.in_flight.load(Ordering::Relaxed);
+            let n = j.in_flight.load(Ordering::Relaxed) as usize;
             (f + (n > 0) as usize, c + n)
         });
         IntervalLog {

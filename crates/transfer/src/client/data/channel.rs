@@ -2,6 +2,7 @@
 //! from its partition's queue while the partition's budget allows, streaming bodies into the
 //! part files, reconnecting with backoff.
 
+use super::files::Active;
 use super::mirrors::MirrorVerdict;
 use super::pace::pace;
 use super::queue::Chunk;
@@ -154,14 +155,15 @@ fn version_of(
     server: &HttpUrl,
 ) -> Version {
     let j = &sh.files[c.file];
-    if c.version != j.generation() {
+    // none: the file started over, or was finished, since `c` was cut
+    let Some(a) = j.active_at(c.version) else {
         return Version::Other;
-    }
+    };
     if !matches!(head.status, 200 | 206) || j.origin() != origin {
         return Version::Current;
     }
     let o = server.origin();
-    let Err(why) = j.check_validator(head, &o) else {
+    let Err(why) = a.check_validator(head, &o) else {
         return Version::Current;
     };
     if sh.restart_file(c.file, Validator::from_head(head, &o), &why) {
@@ -419,16 +421,21 @@ impl Connection<'_> {
         let sh = self.sh;
         let c = self.inflight.front_mut().expect("a chunk in flight");
         let j = &sh.files[c.file];
-        let part = match j.part() {
+        // none: the file started over, or was finished, since the answer was judged
+        let Some(a) = j.active_at(c.version) else {
+            self.requeue_all();
+            return Ok(Some(ChannelEnd::Reconnect));
+        };
+        let part = match j.part(&a, &sh.dest) {
             Ok(p) => p,
             // DEST refuses it (a link in the way, no permission): no retry can change that
             Err(e) => {
-                sh.fail_advised(j.dest.failed(&j.part_rel(), "write", &e));
+                sh.fail_advised(sh.dest.failed(&j.part_rel(), "write", &e));
                 return Ok(Some(ChannelEnd::Done));
             }
         };
         let mut written = 0u64;
-        let r = self.wire.stream_body(sh, c, &part, &mut written).await;
+        let r = self.wire.stream_body(sh, c, &a, &part, &mut written).await;
         if let Err(e) = r {
             // keep what arrived; requeue the rest
             sh.count_fetched(self.pi, c, written);
@@ -501,7 +508,7 @@ fn check_answer(sh: &Shared, c: &Chunk, head: &ResponseHead) -> EngineResult<Opt
                 let got = head
                     .content_range
                     .map_or_else(|| "no valid Content-Range".to_string(), |r| r.to_string());
-                sh.fail_changed(&j.rel, &format!("the server answered {got} for {want}"));
+                sh.fail_changed(j.rel(), &format!("the server answered {got} for {want}"));
                 return Ok(Some(ChannelEnd::Done));
             }
         }
@@ -512,7 +519,7 @@ fn check_answer(sh: &Shared, c: &Chunk, head: &ResponseHead) -> EngineResult<Opt
                 |n| format!("{n} bytes"),
             );
             sh.fail_changed(
-                &j.rel,
+                j.rel(),
                 &format!("the server sent {got} where it had announced {}", j.size),
             );
             return Ok(Some(ChannelEnd::Done));
@@ -522,22 +529,22 @@ fn check_answer(sh: &Shared, c: &Chunk, head: &ResponseHead) -> EngineResult<Opt
             sh.fail_advised(failure!(
                 Protocol,
                 "{}: the server stopped honouring Range requests during the transfer; rerun the same command: it checks again and fetches whole files from a server that ignores Range",
-                j.rel
+                j.rel()
             ));
             return Ok(Some(ChannelEnd::Done));
         }
         404 | 403 | 410 | 416 => {
-            sh.fail_changed(&j.rel, &format!("HTTP {} from the server", head.status));
+            sh.fail_changed(j.rel(), &format!("HTTP {} from the server", head.status));
             return Ok(Some(ChannelEnd::Done));
         }
-        st => fail!(InvalidSource, "HTTP {st} for {}", j.rel),
+        st => fail!(InvalidSource, "HTTP {st} for {}", j.rel()),
     }
     if head.content_length != Some(c.len) {
         let got = head.content_length.map_or_else(
             || "no Content-Length".to_string(),
             |n| format!("Content-Length {n}"),
         );
-        fail!(Protocol, "{}: {got} for a {}-byte range", j.rel, c.len);
+        fail!(Protocol, "{}: {got} for a {}-byte range", j.rel(), c.len);
     }
     Ok(None)
 }
@@ -549,13 +556,13 @@ impl Wire {
         &mut self,
         sh: &Shared,
         c: &Chunk,
+        a: &Active,
         part: &File,
         written: &mut u64,
     ) -> EngineResult<()> {
         let j = &sh.files[c.file];
         let mut block_hasher = j
-            .blocks
-            .as_ref()
+            .blocks()
             .map(|b| checksum::BlockHasher::new(b.size, j.size, c.offset));
         // the body has a deadline as discovery's requests do (60 s plus 1 s per 64 KiB), the
         // time the rate cap holds reads back not counted
@@ -577,7 +584,7 @@ impl Wire {
                 t.len()
             } else {
                 let n = deadline
-                    .read(&mut self.s, &mut self.body[..want], &j.rel)
+                    .read(&mut self.s, &mut self.body[..want], j.rel())
                     .await?;
                 if n == 0 {
                     fail!(Protocol, "server closed the connection mid-body");
@@ -586,18 +593,18 @@ impl Wire {
             };
             // written (and hashed) only as the file's current version: a restart waits for
             // this write, and a write after it sees the new version
-            let v = j.version.read().unwrap();
+            let v = a.version.read().unwrap();
             if *v != c.version {
                 return Err(EngineError::Superseded);
             }
             // page-cache writes are short; doing them inline keeps the engine simple
             part.write_all_at(&self.body[..n], c.offset + *written)
-                .map_err(|e| j.dest.failed(&j.part_rel(), "write", &e))?;
-            j.hash_arrival(c.offset + *written, &self.body[..n], part)?;
+                .map_err(|e| sh.dest.failed(&j.part_rel(), "write", &e))?;
+            a.hash_arrival(c.offset + *written, &self.body[..n], part)?;
             // hashed while the bytes are still in cache: reading them back later costs a pass
             // over memory per file
             if let Some(h) = block_hasher.as_mut() {
-                h.update(&self.body[..n], |i, d| j.store_block_sum(i, d));
+                h.update(&self.body[..n], |i, d| a.store_block_sum(i, d));
             }
             drop(v);
             *written += n as u64;

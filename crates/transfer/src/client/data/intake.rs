@@ -2,18 +2,21 @@
 //! while it runs joining the transfer ([`add_found`]).
 
 use super::dest::{is_reserved, Dest, DONE_SUFFIX, PART_SUFFIX};
+use super::files::Names;
 use super::queue::enqueue_found;
 use super::resume::{prepare, worth_asking, Prepared};
 use super::state::Shared;
 use super::verify::finish_file;
-use crate::client::discovery::found::{Batch, Source, SourceFile};
+use crate::client::discovery::found::{Batch, Source, SourceFile, SourceKind};
 use crate::client::net::conn::Connector;
 use crate::client::net::fetch::{head_many, probe_origin, HEAD_CONNECTIONS, HEAD_DEPTH};
 use crate::client::net::url::url_string;
 use crate::client::net::url::HttpUrl;
 use crate::client::options::Notice;
 use crate::error::{fail, failure, EngineResult, Kind};
-use std::collections::{HashMap, HashSet};
+use std::borrow::Borrow;
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedSender;
@@ -36,10 +39,14 @@ pub(crate) struct Intake {
     pub(crate) planned_bytes: u64,
     pub(crate) unsized_tx: Option<UnboundedSender<SourceFile>>,
     pub(crate) dest: Arc<Dest>,
-    /// Output paths taken so far, with the URL each comes from.
-    pub(crate) claimed: HashMap<String, String>,
+    /// Output paths taken so far, with the URL each comes from (one entry per file of the
+    /// source, kept for the whole run: see [`Claim`]).
+    pub(crate) claimed: HashSet<Claim>,
     /// Directories the output paths so far need.
     pub(crate) dirs: HashSet<String>,
+    /// The source is an index, whose pages may list a file twice (the same URL for the same
+    /// path): the second listing is dropped, not refused (see `Source::absorb`).
+    pub(crate) index: bool,
     /// Bytes still to fetch of the files prepared so far, and DEST's free space at the start.
     pub(crate) needed_bytes: u64,
     pub(crate) free_bytes: Option<u64>,
@@ -67,12 +74,15 @@ impl Intake {
             planned_bytes: 0,
             unsized_tx: None,
             dest: dest.clone(),
-            claimed: HashMap::new(),
+            claimed: HashSet::new(),
             dirs: HashSet::new(),
+            index: matches!(src.kind, SourceKind::Index(_)),
             needed_bytes: 0,
             free_bytes: None,
         };
-        intake.count(&src.files, &src.unsized_files, &src.origins)?;
+        intake.count(&mut src.files, &mut src.unsized_files, &src.origins)?;
+        // the claims drop an index's repeats from here on
+        src.seen = HashSet::new();
         for f in std::mem::take(&mut src.unsized_files) {
             let _ = unsized_tx.send(f);
         }
@@ -80,17 +90,29 @@ impl Intake {
         Ok(intake)
     }
 
-    /// Counts a batch's files and bytes, claiming their output paths.
+    /// Counts a batch's files and bytes, claiming their output paths; an index's file listed
+    /// again is dropped from the batch.
     pub(crate) fn count(
         &mut self,
-        files: &[SourceFile],
-        unsized_files: &[SourceFile],
+        files: &mut Vec<SourceFile>,
+        unsized_files: &mut Vec<SourceFile>,
         origins: &[HttpUrl],
     ) -> EngineResult<()> {
-        for f in files.iter().chain(unsized_files) {
-            self.claim(&f.rel, &url_string(&origins[f.origin], &f.url_path))?;
+        for list in [&mut *files, &mut *unsized_files] {
+            let mut err = Ok(());
+            list.retain(|f| {
+                err.is_ok()
+                    && match self.claim(&f.rel, f.origin, &f.url_path, origins) {
+                        Ok(new) => new,
+                        Err(e) => {
+                            err = Err(e);
+                            false
+                        }
+                    }
+            });
+            err?;
         }
-        for f in files {
+        for f in files.iter() {
             self.planned_bytes = self.planned_bytes.checked_add(f.size).ok_or_else(|| {
                 failure!(
                     InvalidSource,
@@ -104,10 +126,18 @@ impl Intake {
         Ok(())
     }
 
-    /// Takes `rel` as an output path for the file at `from`: refused when another file of the
-    /// source has it, when a file and a directory of the source would share a path, and for
-    /// the names of wattio's own temporary files.
-    pub(crate) fn claim(&mut self, rel: &str, from: &str) -> EngineResult<()> {
+    /// Takes `rel` as an output path for the file at `url_path` on `origin`: refused when
+    /// another file of the source has it, when a file and a directory of the source would
+    /// share a path, and for the names of wattio's own temporary files. False: an index
+    /// listed this very file before (it is dropped).
+    pub(crate) fn claim(
+        &mut self,
+        rel: &str,
+        origin: usize,
+        url_path: &str,
+        origins: &[HttpUrl],
+    ) -> EngineResult<bool> {
+        let from = url_string(&origins[origin], url_path);
         if is_reserved(rel) {
             fail!(
                 InvalidSource,
@@ -115,10 +145,14 @@ impl Intake {
             );
         }
         if let Some(prev) = self.claimed.get(rel) {
+            if self.index && prev.origin as usize == origin && prev.names.url_path() == url_path {
+                return Ok(false);
+            }
             fail!(
                 InvalidSource,
-                "two files of the source go to the same path {}: {prev} and {from}; wattio will not guess which to keep (fix the listing, or the out= of those URL-list lines)",
-                self.dest.shown(rel)
+                "two files of the source go to the same path {}: {} and {from}; wattio will not guess which to keep (fix the listing, or the out= of those URL-list lines)",
+                self.dest.shown(rel),
+                prev.url(origins)
             );
         }
         if self.dirs.contains(rel) {
@@ -129,17 +163,24 @@ impl Intake {
             );
         }
         let parents: Vec<&str> = rel.match_indices('/').map(|(i, _)| &rel[..i]).collect();
-        if let Some(p) = parents.iter().find(|p| self.claimed.contains_key(**p)) {
+        if let Some(prev) = parents.iter().find_map(|p| self.claimed.get(*p)) {
             fail!(
                 InvalidSource,
                 "{} would be both a file ({}) and the directory of {from}; refusing the source",
-                self.dest.shown(p),
-                self.claimed[*p]
+                self.dest.shown(prev.names.rel()),
+                prev.url(origins)
             );
         }
-        self.dirs.extend(parents.into_iter().map(str::to_string));
-        self.claimed.insert(rel.to_string(), from.to_string());
-        Ok(())
+        for p in parents {
+            if !self.dirs.contains(p) {
+                self.dirs.insert(p.to_string());
+            }
+        }
+        self.claimed.insert(Claim {
+            names: Names::new(url_path.to_string(), rel.to_string()),
+            origin: u32::try_from(origin).expect("fewer than 2^32 origins"),
+        });
+        Ok(true)
     }
 
     /// Prepares sized files (see [`prepare`]) after asking their servers, for the files an
@@ -231,7 +272,7 @@ impl Intake {
     /// start-up) and passes its files of unknown size on; returns its sized files prepared.
     pub(crate) async fn take(
         &mut self,
-        batch: Batch,
+        mut batch: Batch,
         src: &mut Source,
         origins: Option<&Mutex<Vec<HttpUrl>>>,
         connector: &Arc<Connector>,
@@ -267,7 +308,7 @@ impl Intake {
                 }
             }
         }
-        self.count(&batch.files, &batch.unsized_files, &src.origins)?;
+        self.count(&mut batch.files, &mut batch.unsized_files, &src.origins)?;
         if let Some(tx) = &self.unsized_tx {
             for f in batch.unsized_files {
                 let _ = tx.send(f);
@@ -280,6 +321,41 @@ impl Intake {
     pub(crate) fn mark_whole(&mut self, o: usize, origin: &HttpUrl) {
         self.whole[o] = true;
         self.whole_file_streams.push(ignores_ranges(origin));
+    }
+}
+
+/// An output path taken, with where its file comes from: the path and the request target
+/// packed in one allocation ([`Names`]), found by the path alone.
+pub(crate) struct Claim {
+    names: Names,
+    origin: u32,
+}
+
+impl Claim {
+    /// The URL of the file that took the path, for messages.
+    fn url(&self, origins: &[HttpUrl]) -> String {
+        url_string(&origins[self.origin as usize], self.names.url_path())
+    }
+}
+
+impl PartialEq for Claim {
+    fn eq(&self, other: &Claim) -> bool {
+        self.names.rel() == other.names.rel()
+    }
+}
+
+impl Eq for Claim {}
+
+// hashed as its path is, so that a set of claims is searched with a `&str`
+impl Hash for Claim {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.names.rel().hash(state);
+    }
+}
+
+impl Borrow<str> for Claim {
+    fn borrow(&self) -> &str {
+        self.names.rel()
     }
 }
 
@@ -311,4 +387,57 @@ pub(crate) fn ignores_ranges(origin: &crate::client::net::url::HttpUrl) -> Strin
         "{} ignores Range requests: each of its files came as one whole-file stream (no parallel ranges within a file; a file cut short restarts)",
         origin.origin()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dirindex::IndexKind;
+    use tokio::sync::mpsc::unbounded_channel;
+
+    fn file(rel: &str, path: &str) -> SourceFile {
+        SourceFile {
+            size: 1,
+            ..SourceFile::at(rel.into(), 0, path.into())
+        }
+    }
+
+    fn rels(files: &[SourceFile]) -> Vec<&str> {
+        files.iter().map(|f| f.rel.as_str()).collect()
+    }
+
+    /// An index's file listed on two pages is taken once (the walk keeps no set of every path
+    /// for it); two URLs for one path are refused, and so is a URL list's line repeated.
+    #[test]
+    fn a_file_an_index_lists_again_is_dropped_and_a_clash_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let dest = Arc::new(Dest::open(d.path(), true).unwrap());
+        let origin = HttpUrl::parse("http://h:80/").unwrap();
+        let mut src = Source::new(SourceKind::Index(IndexKind::NginxHtml), &origin);
+        let (tx, _rx) = unbounded_channel();
+        let mut intake = Intake::start(&mut src, tx, true, &dest).unwrap();
+        let mut first = vec![file("a", "/a"), file("d/b", "/d/b")];
+        intake
+            .count(&mut first, &mut Vec::new(), &src.origins)
+            .unwrap();
+        assert_eq!(rels(&first), ["a", "d/b"]);
+        let mut again = vec![file("d/b", "/d/b"), file("c", "/c")];
+        intake
+            .count(&mut again, &mut Vec::new(), &src.origins)
+            .unwrap();
+        assert_eq!(rels(&again), ["c"]);
+        assert_eq!(intake.n_files, 3);
+        let clash = intake.count(&mut vec![file("a", "/%61")], &mut Vec::new(), &src.origins);
+        assert!(format!("{:#}", clash.unwrap_err()).contains("same path"));
+
+        let mut list = Source::new(SourceKind::UrlList, &origin);
+        let (tx, _rx) = unbounded_channel();
+        let mut intake = Intake::start(&mut list, tx, true, &dest).unwrap();
+        let twice = intake.count(
+            &mut vec![file("a", "/a"), file("a", "/a")],
+            &mut Vec::new(),
+            &list.origins,
+        );
+        assert!(format!("{:#}", twice.unwrap_err()).contains("same path"));
+    }
 }

@@ -20,21 +20,13 @@ use std::sync::atomic::Ordering;
 use wattio_http::ResponseHead;
 
 impl FileJob {
-    /// Index of the origin serving this file now.
-    pub(crate) fn origin(&self) -> usize {
-        self.source.place().origin
-    }
-
-    /// The request target on that origin.
-    pub(crate) fn url_path(&self) -> &str {
-        &self.source.place().url_path
-    }
-
     /// Moves the file off `origin` to its next mirror because of `why`. True when the file is
     /// now elsewhere (moved by this call, or already by another channel), so the caller
     /// reconnects rather than counts a failure; false when it has nowhere else to go.
     fn move_off(&self, origin: usize, why: &str) -> bool {
-        let s = &self.source;
+        let Some(s) = self.mirrors.as_deref() else {
+            return false;
+        };
         if s.places.len() < 2 || self.whole {
             return false;
         }
@@ -50,7 +42,9 @@ impl FileJob {
             .is_ok()
         {
             // the next mirror's validators are its own: its first answer gives them
-            *self.validator.lock().unwrap() = None;
+            if let Some(a) = self.active_if() {
+                *a.validator.lock().unwrap() = None;
+            }
             s.fallbacks.lock().unwrap().push(MirrorFallback {
                 from: s.places[cur].url.clone(),
                 to: s.places[cur + 1].url.clone(),
@@ -96,10 +90,9 @@ impl Shared {
         len: u64,
     ) -> MirrorVerdict {
         let j = &self.files[file];
-        let s = &j.source;
-        if s.places.len() < 2 {
+        let Some(s) = j.mirrors.as_deref().filter(|s| s.places.len() >= 2) else {
             return MirrorVerdict::Serve;
-        }
+        };
         if head.status == 206 {
             let cur = s.current.load(Ordering::SeqCst);
             match head.content_range {
@@ -143,12 +136,12 @@ impl Shared {
     pub(crate) fn mirror_reports(&self) -> Vec<MirrorReport> {
         self.files
             .iter()
-            .filter(|j| j.source.places.len() > 1)
-            .map(|j| MirrorReport {
-                file: j.rel.clone(),
-                served_by: j.source.place().url.clone(),
-                mirrors: j.source.places.len(),
-                fallbacks: j.source.fallbacks.lock().unwrap().clone(),
+            .filter_map(|j| Some((j, j.mirrors.as_deref().filter(|s| s.places.len() > 1)?)))
+            .map(|(j, s)| MirrorReport {
+                file: j.rel().into(),
+                served_by: s.place().url.clone(),
+                mirrors: s.places.len(),
+                fallbacks: s.fallbacks.lock().unwrap().clone(),
             })
             .collect()
     }

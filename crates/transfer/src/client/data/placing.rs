@@ -42,19 +42,18 @@ impl Shared {
         // 1. data synced, 2. renamed, 3. the renames synced (`Dest::place_all`)
         let names: Vec<(String, &str)> = batch
             .iter()
-            .map(|&i| (self.files[i].part_rel(), self.files[i].rel.as_str()))
+            .map(|&i| (self.files[i].part_rel(), self.files[i].rel()))
             .collect();
         let pairs: Vec<(&str, &str)> = names.iter().map(|(p, r)| (p.as_str(), *r)).collect();
-        // every job shares the transfer's one destination
-        let dest = &self.files[batch[0]].dest;
+        let dest = &self.dest;
         if let Err((k, what, e)) = dest.place_all(&pairs) {
             return self.fail(dest.failed(pairs[k].1, what, &e));
         }
         // 3. done
         for &i in batch {
             let j = &self.files[i];
-            j.remove_log();
-            if j.xxh3.is_some() || j.blocks.is_some() || j.expect.is_some() {
+            j.remove_log(dest);
+            if j.checked() {
                 self.verified.fetch_add(1, Ordering::SeqCst);
             }
             self.files_done.fetch_add(1, Ordering::SeqCst);

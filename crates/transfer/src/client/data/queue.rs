@@ -37,13 +37,22 @@ pub(crate) struct ChunkQueue {
 
 /// A range of one file's version `version`, cut into `piece`-byte pieces at multiples of
 /// `piece`.
+///
+/// One per queued file range, and a directory index may queue a million files before the
+/// first is fetched: the file's index is kept in 32 bits (32 bytes a span, not 40).
 #[derive(Debug, Clone, Copy)]
 struct Span {
-    file: usize,
     offset: u64,
     len: u64,
     piece: u64,
+    file: u32,
     version: u32,
+}
+
+/// A file's index as a span keeps it (far fewer than 2^32 files fit in memory: each costs
+/// a [`FileJob`] too).
+fn span_file(file: usize) -> u32 {
+    u32::try_from(file).expect("fewer than 2^32 files")
 }
 
 impl Span {
@@ -83,7 +92,7 @@ impl ChunkQueue {
         version: u32,
     ) {
         let s = Span {
-            file,
+            file: span_file(file),
             offset,
             len,
             piece: piece.max(1),
@@ -100,7 +109,7 @@ impl ChunkQueue {
         if c.len > 0 {
             self.pieces = self.pieces.saturating_add(1);
             self.spans.push_front(Span {
-                file: c.file,
+                file: span_file(c.file),
                 offset: c.offset,
                 len: c.len,
                 piece: u64::MAX,
@@ -114,7 +123,7 @@ impl ChunkQueue {
         let s = self.spans.front_mut()?;
         let n = s.first();
         let c = Chunk {
-            file: s.file,
+            file: s.file as usize,
             offset: s.offset,
             len: n,
             version: s.version,
@@ -155,7 +164,7 @@ fn push_file(
     missing: &[(u64, u64)],
     split: RequestSplit,
 ) -> u64 {
-    let block = job.blocks.as_ref().map(|b| b.size);
+    let block = job.blocks().map(|b| b.size);
     // a server that ignores Range sends a file in one piece
     let split = if job.whole {
         RequestSplit::Whole

@@ -8,14 +8,13 @@
 
 use super::dest::{with_suffix, Dest, Entry, DONE_SUFFIX, PART_SUFFIX};
 use super::done_log::{parse_log, DoneLog};
-use super::files::{FileJob, FileSource};
+use super::files::{FileJob, NewJob};
 use crate::client::discovery::found::SourceFile;
 use crate::client::net::validator::{Compared, Validator};
 use crate::error::EngineResult;
 use std::io::Read as _;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
-use std::sync::{Arc, Mutex, RwLock};
-use wattio_http::checksum::{self, InOrderHasher};
+use std::sync::Arc;
+use wattio_http::checksum;
 
 /// The extended attribute a finished file keeps its server's validators in.
 pub(crate) const VALIDATOR_ATTR: &str = "user.wattio.validator";
@@ -279,35 +278,21 @@ pub(crate) fn prepare(
         let left: u64 = miss.iter().map(|r| r.1).sum();
         e.resumed_bytes += s.size - left;
         missing.push(miss);
-        let in_order = s
-            .expect
-            .as_ref()
-            .map(|x| Box::new(InOrderHasher::new(x.algo, s.size, &done)));
-        jobs.push(Box::new(FileJob {
+        jobs.push(Box::new(FileJob::new(NewJob {
             rel: s.rel,
-            dest: dest.clone(),
-            source: FileSource::new(s.origin, s.url_path, s.mirrors),
-            whole: is_whole,
+            origin: s.origin,
+            url_path: s.url_path,
+            mirrors: s.mirrors,
             size: s.size,
+            remaining: left,
+            whole: is_whole,
             xxh3: s.xxh3,
-            block_sums: Mutex::new(vec![None; s.blocks.as_ref().map_or(0, |b| b.xxh3.len())]),
             blocks: s.blocks,
             expect: s.expect,
-            in_order: Mutex::new(in_order),
-            file: Mutex::new(None),
-            done_log: Mutex::new(None),
-            // a fresh file's log was deleted above
-            logged: AtomicBool::new(!fresh),
-            unsynced: Mutex::new(Vec::new()),
-            fresh: AtomicBool::new(fresh),
-            remaining: AtomicU64::new(left),
-            in_flight: AtomicUsize::new(0),
-            checksum_retry: AtomicBool::new(false),
-            validator: Mutex::new(validator),
-            version: RwLock::new(0),
-            restarts: AtomicU32::new(0),
-            finished: AtomicBool::new(false),
-        }));
+            fresh,
+            done,
+            validator,
+        })));
     }
     Ok(Prepared {
         jobs,
@@ -363,6 +348,10 @@ mod tests {
     /// from another server (a mirror), which is not sent to this one.
     #[test]
     fn a_part_file_of_another_version_starts_over() {
+        // its files resume, so they have in-flight states
+        let _counted = super::super::files::ACTIVE_COUNTED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let d = tempfile::tempdir().unwrap();
         let dest = Arc::new(Dest::open(d.path(), true).unwrap());
         let at = |origin: &str, tag: &str| Validator {
@@ -402,7 +391,11 @@ mod tests {
             p.earlier.resumed_unchecked,
             vec!["c".to_string(), "d".to_string()]
         );
-        let validator = |i: usize| p.jobs[i].validator.lock().unwrap().clone();
+        let validator = |i: usize| {
+            let a = p.jobs[i].active_if().expect("resumed: started");
+            let v = a.validator.lock().unwrap().clone();
+            v
+        };
         assert_eq!(validator(0), Some(v2));
         assert_eq!(validator(1), Some(v1));
         assert_eq!(

@@ -1,6 +1,8 @@
 //! The state the control loop and the channels share: the files, their part files and `.done`
 //! logs, the partitions' chunk queues and budgets, and the counters.
 
+use super::dest::Dest;
+use super::files::FileJob;
 use super::jobs::Jobs;
 use super::queue::{Chunk, PartQueue};
 use crate::client::discovery::found::SourceKind;
@@ -35,6 +37,8 @@ pub(crate) struct Shared {
     pub(crate) kind: SourceKind,
     /// Grows while a directory index is walked or a URL list sized (see `Jobs`).
     pub(crate) files: Jobs,
+    /// The destination every file operation goes through (no link is followed in it).
+    pub(crate) dest: Arc<Dest>,
     pub(crate) parts: Vec<PartQueue>,
     pub(crate) received: AtomicU64,
     pub(crate) files_done: AtomicUsize,
@@ -72,11 +76,17 @@ impl Shared {
     pub(crate) fn count_fetched(&self, pi: usize, c: &Chunk, len: u64) -> bool {
         self.parts[pi].remaining.fetch_sub(len, Ordering::SeqCst);
         let j = &self.files[c.file];
-        let v = j.version.read().unwrap();
+        // none: finished meanwhile, so `c` is of an older version
+        let Some(a) = j.active_if() else {
+            return false;
+        };
+        let v = a.version.read().unwrap();
         if *v != c.version || len == 0 {
             return false;
         }
-        self.record_done(c.file, c.offset, len);
+        if FileJob::log_done(&a, c.offset, len) {
+            self.unsynced.lock().unwrap().push(c.file);
+        }
         j.remaining.fetch_sub(len, Ordering::SeqCst) == len
     }
 
@@ -86,27 +96,31 @@ impl Shared {
     /// transfer failed, when it already started over [`MAX_RESTARTS`] times in this run.
     pub(crate) fn restart_file(&self, i: usize, now: Option<Validator>, why: &str) -> bool {
         let j = &self.files[i];
-        if j.restarts.fetch_add(1, Ordering::SeqCst) >= MAX_RESTARTS {
-            self.fail_advised(Kind::SourceChanged { file: j.rel.clone() }.msg(format!(
+        // none: finished meanwhile (the answer was to a chunk of an older version)
+        let Some(a) = j.active_if() else {
+            return true;
+        };
+        if a.restarts.fetch_add(1, Ordering::SeqCst) >= MAX_RESTARTS {
+            self.fail_advised(Kind::SourceChanged { file: j.rel().into() }.msg(format!(
                 "{}: {why}, again after starting over {MAX_RESTARTS} times: the server's validators keep changing from one answer to the next (replicas that are not identical behind one name?); fetch it from one replica's address, or give a checksum file",
-                j.rel
+                j.rel()
             )));
             return false;
         }
         {
-            let mut v = j.version.write().unwrap();
+            let mut v = a.version.write().unwrap();
             *v += 1;
-            j.forget_progress();
-            *j.validator.lock().unwrap() = now;
-            j.block_sums
+            j.forget_progress(&a, &self.dest);
+            *a.validator.lock().unwrap() = now;
+            a.block_sums
                 .lock()
                 .unwrap()
                 .iter_mut()
                 .for_each(|s| *s = None);
-            j.restart_published();
+            j.restart_published(&a);
             j.remaining.store(j.size, Ordering::SeqCst);
         }
-        self.restarted.lock().unwrap().push(j.rel.clone());
+        self.restarted.lock().unwrap().push(j.rel().into());
         // any partition can carry it: prefer one that still has channels
         let pi = self
             .parts
@@ -123,21 +137,17 @@ impl Shared {
         true
     }
 
-    /// Notes a finished range of file `i` (see [`FileJob::log_done`]).
-    pub(crate) fn record_done(&self, i: usize, offset: u64, len: u64) {
-        if self.files[i].log_done(offset, len) {
-            self.unsynced.lock().unwrap().push(i);
-        }
-    }
-
     /// Syncs the data of every file with records waiting and writes those records: what a
     /// rerun resumes from. Run off the runtime's threads (it waits for the disk).
     pub(crate) fn sync_records(&self) {
         let files = std::mem::take(&mut *self.unsynced.lock().unwrap());
         for i in files {
             let j = &self.files[i];
-            if let Err(e) = j.sync_records() {
-                self.fail(j.dest.failed(&j.done_rel(), "record the progress of", &e));
+            if let Err(e) = j.sync_records(&self.dest) {
+                self.fail(
+                    self.dest
+                        .failed(&j.done_rel(), "record the progress of", &e),
+                );
             }
         }
     }

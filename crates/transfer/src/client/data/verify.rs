@@ -2,7 +2,7 @@
 //! `placing`, and the one re-fetch of what did not match.
 
 use super::dest::Dest;
-use super::files::FileJob;
+use super::files::{Active, FileJob};
 use super::resume::VALIDATOR_ATTR;
 use super::state::Shared;
 use crate::client::discovery::found::BlockDigests;
@@ -19,24 +19,29 @@ use wattio_http::checksum::InOrderHasher;
 /// whole).
 pub(crate) fn finish_file(sh: &Shared, i: usize) {
     let j = &sh.files[i];
+    // none: already finished (nothing else calls it twice for a file)
+    let Some(a) = j.active_at(j.generation()) else {
+        return;
+    };
+    let dest = &sh.dest;
     // Ok(ranges to fetch again, empty when the file is good; whether the listing's checksum
     // (rather than the publisher's) is the one that did not match)
     let res = (|| -> Result<(Vec<(u64, u64)>, bool), Failure> {
         let part_rel = j.part_rel();
-        let in_dest = |what: &str, e: std::io::Error| j.dest.failed(&part_rel, what, &e);
-        let f = j.part().map_err(|e| in_dest("open", e))?;
+        let in_dest = |what: &str, e: std::io::Error| dest.failed(&part_rel, what, &e);
+        let f = j.part(&a, dest).map_err(|e| in_dest("open", e))?;
         let read_back = |e: std::io::Error| in_dest("read back", e);
         let md = f.metadata().map_err(read_back)?;
         if md.len() != j.size {
             return Err(Kind::Dest.msg(format!(
                 "{}: size {} but expected {}",
-                j.rel,
+                j.rel(),
                 md.len(),
                 j.size
             )));
         }
-        if let Some(b) = &j.blocks {
-            let bad = bad_blocks(j, b, &f).map_err(read_back)?;
+        if let Some(b) = j.blocks() {
+            let bad = bad_blocks(&a, b, &f).map_err(read_back)?;
             if !bad.is_empty() {
                 // a server without Range sends whole files only
                 let again = if j.whole {
@@ -46,24 +51,24 @@ pub(crate) fn finish_file(sh: &Shared, i: usize) {
                 };
                 return Ok((again, true));
             }
-        } else if let Some(want) = &j.xxh3 {
+        } else if let Some(want) = j.xxh3() {
             let got = checksum::file_xxh3(&f).map_err(read_back)?;
-            if &got != want {
+            if got != want {
                 return Ok((vec![(0, j.size)], true));
             }
         }
-        let published = j.check_published(&f).map_err(read_back)?;
+        let published = j.check_published(&a, &f).map_err(read_back)?;
         if published == Some(false) {
             return Ok((vec![(0, j.size)], false));
         }
         // its data is synced when it is put into place, with the others of its batch
-        if let Some(v) = j.validator.lock().unwrap().as_ref() {
+        if let Some(v) = a.validator.lock().unwrap().as_ref() {
             // what a rerun compares with the server's validators (best effort: not every
             // file system keeps extended attributes)
             Dest::set_attr(&f, VALIDATOR_ATTR, &v.encode());
         }
         drop(f);
-        j.close_finished();
+        j.close_finished(&a);
         Ok((Vec::new(), false))
     })();
     match res {
@@ -72,25 +77,25 @@ pub(crate) fn finish_file(sh: &Shared, i: usize) {
             // checksum mismatch: fetch the bad blocks (or the whole file) once more, then give
             // up; an empty file has nothing to fetch again
             if j.size == 0 || j.checksum_retry.swap(true, Ordering::SeqCst) {
-                match (&j.expect, by_listing) {
-                    (Some(e), false) => sh.fail_advised(mismatch(&j.rel, e)),
+                match (j.expect(), by_listing) {
+                    (Some(e), false) => sh.fail_advised(mismatch(j.rel(), e)),
                     _ if j.size == 0 => sh.fail_mismatch(
-                        &j.rel,
+                        j.rel(),
                         "it is empty on the server, but the listing's XXH3-64 is of other content",
                     ),
                     _ => sh.fail_mismatch(
-                        &j.rel,
+                        j.rel(),
                         "its XXH3-64 does not match the listing even after fetching it again",
                     ),
                 }
                 return;
             }
-            j.forget_progress();
+            j.forget_progress(&a, dest);
             // whatever is fetched again, the publisher's digest is taken over the file anew
-            j.restart_published();
+            j.restart_published(&a);
             let again: u64 = refetch.iter().map(|r| r.1).sum();
-            if let Some(b) = &j.blocks {
-                let mut sums = j.block_sums.lock().unwrap();
+            if let Some(b) = j.blocks() {
+                let mut sums = a.block_sums.lock().unwrap();
                 for &(o, l) in &refetch {
                     for i in o / b.size..(o + l).div_ceil(b.size) {
                         sums[i as usize] = None;
@@ -118,8 +123,8 @@ pub(crate) fn finish_file(sh: &Shared, i: usize) {
 
 /// Indexes of the blocks of a received file whose digest differs from the listing's; blocks
 /// not hashed on arrival are hashed from the file now.
-pub(crate) fn bad_blocks(j: &FileJob, want: &BlockDigests, f: &File) -> std::io::Result<Vec<u64>> {
-    let mut sums = j.block_sums.lock().unwrap().clone();
+pub(crate) fn bad_blocks(a: &Active, want: &BlockDigests, f: &File) -> std::io::Result<Vec<u64>> {
+    let mut sums = a.block_sums.lock().unwrap().clone();
     let unseen: Vec<u64> = (0..sums.len() as u64)
         .filter(|&i| sums[i as usize].is_none())
         .collect();
@@ -148,7 +153,7 @@ pub(crate) fn block_ranges(blocks: &[u64], block_size: u64, file_size: u64) -> V
     out
 }
 
-impl FileJob {
+impl Active {
     /// Feeds bytes just written at `offset` to the publisher digest (see [`InOrderHasher`]);
     /// bytes that came early are read back from `part` once the digest reaches them.
     pub(crate) fn hash_arrival(
@@ -164,14 +169,16 @@ impl FileJob {
         h.on_data(offset, data);
         h.catch_up(|o, b| part.read_exact_at(b, o))
     }
+}
 
+impl FileJob {
     /// Whether the finished part file matches the publisher digest (`None`: there is none);
     /// bytes not hashed on arrival are read now.
-    pub(crate) fn check_published(&self, f: &File) -> std::io::Result<Option<bool>> {
-        let Some(e) = &self.expect else {
+    pub(crate) fn check_published(&self, a: &Active, f: &File) -> std::io::Result<Option<bool>> {
+        let Some(e) = self.expect() else {
             return Ok(None);
         };
-        let h = self
+        let h = a
             .in_order
             .lock()
             .unwrap()
@@ -182,9 +189,9 @@ impl FileJob {
     }
 
     /// Starts the publisher digest over (the file is fetched again).
-    pub(crate) fn restart_published(&self) {
-        if let Some(e) = &self.expect {
-            *self.in_order.lock().unwrap() =
+    pub(crate) fn restart_published(&self, a: &Active) {
+        if let Some(e) = self.expect() {
+            *a.in_order.lock().unwrap() =
                 Some(Box::new(InOrderHasher::new(e.algo, self.size, &[])));
         }
     }

@@ -8,7 +8,8 @@ use crate::client::net::validator::Validator;
 use crate::dirindex::IndexKind;
 use crate::error::EngineResult;
 use crate::summary::{FailedLine, MirrorFallback};
-use tokio::sync::mpsc::UnboundedReceiver;
+use std::collections::HashSet;
+use tokio::sync::mpsc::Receiver;
 use wattio_http::checksum::{self, Algorithm};
 use wattio_http::ResponseHead;
 
@@ -155,11 +156,17 @@ pub(crate) struct Source {
     /// URL-list lines none of whose URLs answered (the rest is copied; the command then ends
     /// with an error naming them).
     pub(crate) failed: Vec<FailedLine>,
+    /// An index's file paths absorbed so far: a file another page listed too is dropped here
+    /// (emptied when the intake takes the files, whose claims drop it from then on).
+    pub(crate) seen: HashSet<String>,
 }
 
 /// Files found while the transfer runs, one index page or a few URL-list lines at a time; the
-/// channel closes when discovery has ended, and an error ends it.
-pub(crate) type Discovery = UnboundedReceiver<EngineResult<Batch>>;
+/// channel closes when discovery has ended, and an error ends it. Bounded: discovery waits
+/// while the transfer has not taken in what it found (a found file waiting here costs several
+/// times what it costs in the file list, and an index on loopback is read far faster than its
+/// files are copied).
+pub(crate) type Discovery = Receiver<EngineResult<Batch>>;
 
 /// Files found together (an index page, or URL-list lines), sized.
 #[derive(Default)]
@@ -235,11 +242,18 @@ impl Source {
             more: None,
             files_expected: None,
             failed: Vec::new(),
+            seen: HashSet::new(),
         }
     }
 
-    /// Adds a batch found by discovery.
-    pub(crate) fn absorb(&mut self, b: Batch) {
+    /// Adds a batch found by discovery (a file of an index listed on an earlier page too is
+    /// dropped: its first listing stands).
+    pub(crate) fn absorb(&mut self, mut b: Batch) {
+        if matches!(self.kind, SourceKind::Index(_)) {
+            let seen = &mut self.seen;
+            b.files.retain(|f| seen.insert(f.url_path.clone()));
+            b.unsized_files.retain(|f| seen.insert(f.url_path.clone()));
+        }
         for u in b.new_origins {
             self.origins.push(u);
             self.ranges.push(None);
@@ -347,6 +361,36 @@ mod tests {
         assert_eq!(accept_ranges(&head(Some("none"))), Some(false));
         assert_eq!(accept_ranges(&head(Some("Bytes, other"))), Some(true));
         assert_eq!(accept_ranges(&head(None)), None);
+    }
+
+    /// A file of an index listed on a second page is absorbed once, its first listing kept;
+    /// a URL list keeps every line (the intake refuses repeated paths).
+    #[test]
+    fn an_index_file_listed_again_is_absorbed_once() {
+        let origin = HttpUrl::parse("http://h:80/").unwrap();
+        let page = |files: &[(&str, u64)]| Batch {
+            files: files
+                .iter()
+                .map(|&(p, size)| SourceFile {
+                    size,
+                    ..SourceFile::at(p[1..].into(), 0, p.into())
+                })
+                .collect(),
+            ..Batch::default()
+        };
+        let mut src = Source::new(SourceKind::Index(IndexKind::NginxHtml), &origin);
+        src.absorb(page(&[("/a", 1), ("/d/b", 2)]));
+        src.absorb(page(&[("/d/b", 3), ("/c", 4)]));
+        let got: Vec<(&str, u64)> = src
+            .files
+            .iter()
+            .map(|f| (f.url_path.as_str(), f.size))
+            .collect();
+        assert_eq!(got, [("/a", 1), ("/d/b", 2), ("/c", 4)]);
+        let mut list = Source::new(SourceKind::UrlList, &origin);
+        list.absorb(page(&[("/a", 1)]));
+        list.absorb(page(&[("/a", 1)]));
+        assert_eq!(list.files.len(), 2);
     }
 
     #[test]

@@ -20,7 +20,7 @@ use crate::urllist::UrlList;
 use std::io::Read;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::sync::mpsc::{channel, Receiver, Sender};
 use wattio_http::percent_encode_path;
 use wattio_http::{is_safe_relative, Listing, LISTING_PATH};
 
@@ -220,8 +220,9 @@ async fn resolve_directory(
     // one (the usual case) that saves a connection's round trips. With a listing, the walk's
     // receiver is dropped and its tasks stop at their next page.
     let walk = root.clone().map(|root| {
-        let (page_tx, page_rx) = unbounded_channel();
-        let (batch_tx, batch_rx) = unbounded_channel();
+        // a page or two read ahead of the sizing, and of the transfer (see `Discovery`)
+        let (page_tx, page_rx) = channel(2);
+        let (batch_tx, batch_rx) = channel(2);
         tokio::spawn(walk_index(
             connector.clone(),
             url.clone(),
@@ -268,8 +269,8 @@ async fn size_pages(
     connector: Arc<Connector>,
     url: HttpUrl,
     root: String,
-    mut pages: UnboundedReceiver<EngineResult<WalkedPage>>,
-    out: UnboundedSender<EngineResult<Batch>>,
+    mut pages: Receiver<EngineResult<WalkedPage>>,
+    out: Sender<EngineResult<Batch>>,
 ) {
     while let Some(page) = pages.recv().await {
         let r = match page {
@@ -290,7 +291,7 @@ async fn size_pages(
             }
         };
         let failed = r.is_err();
-        if out.send(r).is_err() || failed {
+        if out.send(r).await.is_err() || failed {
             return;
         }
     }

@@ -21,7 +21,7 @@ use crate::summary::{failed_lines_message, FailedLine, MirrorFallback};
 use crate::urllist::{UrlEntry, UrlList};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tokio::sync::mpsc::{channel, Sender};
 use wattio_http::ResponseHead;
 
 /// How long the start waits for a TCP connection to the first line's first URL before it
@@ -76,6 +76,9 @@ fn without_fragment(path: &str) -> String {
 /// sizes; later rounds double, up to [`MOST_LINES_AT_ONCE`].
 const FIRST_LINES_AT_ONCE: usize = HEAD_CONNECTIONS * HEAD_DEPTH;
 const MOST_LINES_AT_ONCE: usize = HEAD_CONNECTIONS * HEAD_DEPTH * 4;
+/// Rounds of sized lines that wait for the transfer to take them in before the sizing waits
+/// too (see [`Discovery`](super::found::Discovery)).
+const LIST_BATCHES_AHEAD: usize = 64;
 
 /// Every URL of a URL list: (origin, request target, as written).
 type ListedUrl = (usize, String, String);
@@ -103,7 +106,8 @@ pub(crate) async fn resolve_url_list(
             urls.push((o, without_fragment(&u.path), raw.clone()));
         }
     }
-    let (tx, rx) = unbounded_channel();
+    // a list's rounds are small: many may wait (the sizing keeps its connections busy)
+    let (tx, rx) = channel(LIST_BATCHES_AHEAD);
     let sizing = ListSizing {
         connector: connector.clone(),
         known_ranges: vec![None; src.origins.len()],
@@ -154,10 +158,10 @@ impl ListSizing {
         mut self,
         entries: Vec<UrlEntry>,
         urls: Vec<ListedUrl>,
-        out: UnboundedSender<EngineResult<Batch>>,
+        out: Sender<EngineResult<Batch>>,
     ) {
         if let Err(e) = self.size_all(entries, urls, &out).await {
-            let _ = out.send(Err(e));
+            let _ = out.send(Err(e)).await;
         }
     }
 
@@ -165,7 +169,7 @@ impl ListSizing {
         &mut self,
         entries: Vec<UrlEntry>,
         urls: Vec<ListedUrl>,
-        out: &UnboundedSender<EngineResult<Batch>>,
+        out: &Sender<EngineResult<Batch>>,
     ) -> EngineResult<()> {
         let mut lines = entries.into_iter().peekable();
         let mut urls = urls.into_iter();
@@ -176,7 +180,7 @@ impl ListSizing {
             let n: usize = round.iter().map(|e| 1 + e.mirrors.len()).sum();
             let round_urls: Vec<ListedUrl> = urls.by_ref().take(n).collect();
             let batch = self.size_round(round, round_urls).await?;
-            if out.send(Ok(batch)).is_err() {
+            if out.send(Ok(batch)).await.is_err() {
                 // nobody listens any more: the transfer ended
                 return Ok(());
             }

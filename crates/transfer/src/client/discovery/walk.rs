@@ -9,7 +9,7 @@ use crate::dirindex::{join_url, parse_index, relative_name, IndexKind};
 use crate::error::{fail, failure, EngineResult};
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::Sender;
 
 /// Index pages fetched at once.
 const PAGES_AT_ONCE: usize = 4;
@@ -20,7 +20,8 @@ pub(crate) const MAX_DEPTH: usize = 64;
 /// One index page's findings, sent as soon as the page is read.
 pub(crate) struct WalkedPage {
     pub(crate) kind: IndexKind,
-    /// New files: canonical origin-form path, and the size where the index states it exactly.
+    /// Its files: canonical origin-form path, and the size where the index states it exactly
+    /// (a file another page listed too comes again).
     pub(crate) files: Vec<(String, Option<u64>)>,
     pub(crate) notes: Vec<String>,
 }
@@ -81,10 +82,10 @@ pub(crate) async fn walk_index(
     connector: Arc<Connector>,
     url: HttpUrl,
     root: String,
-    found: UnboundedSender<EngineResult<WalkedPage>>,
+    found: Sender<EngineResult<WalkedPage>>,
 ) {
     if let Err(e) = walk(&connector, &url, &root, &found).await {
-        let _ = found.send(Err(e));
+        let _ = found.send(Err(e)).await;
     }
 }
 
@@ -92,10 +93,9 @@ async fn walk(
     connector: &Arc<Connector>,
     url: &HttpUrl,
     root: &str,
-    found: &UnboundedSender<EngineResult<WalkedPage>>,
+    found: &Sender<EngineResult<WalkedPage>>,
 ) -> EngineResult<()> {
     let mut seen_dirs: HashSet<String> = HashSet::from([root.to_string()]);
-    let mut seen_files: HashSet<String> = HashSet::new();
     let mut todo: VecDeque<String> = VecDeque::from([root.to_string()]);
     let mut running = tokio::task::JoinSet::new();
     loop {
@@ -110,6 +110,10 @@ async fn walk(
         let (_, page) = done.map_err(|e| failure!(Other, "index task failed: {e}"))??;
         let mut files = Vec::new();
         let mut notes = Vec::new();
+        // a file listed twice on a page is sent once (its first entry); one listed again on
+        // another page is dropped further on (`Source::absorb`, the intake's claims), which
+        // hold the names anyway: a set of every path here would cost as much again
+        let mut on_page: HashSet<String> = HashSet::new();
         for e in page.entries {
             let Some(rel) = relative_name(root, &e.path) else {
                 notes.push(format!(
@@ -129,7 +133,7 @@ async fn walk(
                 if seen_dirs.insert(e.path.clone()) {
                     todo.push_back(e.path);
                 }
-            } else if seen_files.insert(e.path.clone()) {
+            } else if on_page.insert(e.path.clone()) {
                 files.push((e.path, e.size));
             }
         }
@@ -139,7 +143,7 @@ async fn walk(
             files,
             notes,
         };
-        if found.send(Ok(page)).is_err() {
+        if found.send(Ok(page)).await.is_err() {
             // nobody listens any more: the transfer ended
             return Ok(());
         }
