@@ -388,6 +388,8 @@ fn plan_transfer(
         received: AtomicU64::new(0),
         files_done: AtomicUsize::new(0),
         verified: AtomicUsize::new(prep.earlier.verified),
+        chunks_in_flight: AtomicUsize::new(0),
+        files_in_flight: AtomicUsize::new(0),
         reconnects: AtomicU64::new(0),
         rate_cap: AtomicU64::new(0),
         cap_epoch: Mutex::new((Instant::now(), 0)),
@@ -627,10 +629,8 @@ impl<'a> Tuning<'a> {
     fn interval_log(&self, obs: &Observation, act: &CpuActuator) -> IntervalLog {
         let shared = &self.shared;
         let decision = &self.decision;
-        let (fif, chunks) = shared.files.iter().fold((0, 0), |(f, c), j| {
-            let n = j.in_flight.load(Ordering::Relaxed) as usize;
-            (f + (n > 0) as usize, c + n)
-        });
+        let fif = shared.files_in_flight.load(Ordering::Relaxed);
+        let chunks = shared.chunks_in_flight.load(Ordering::Relaxed);
         IntervalLog {
             t_s: shared.started.elapsed().as_secs_f64(),
             bytes: obs.bytes,

@@ -124,7 +124,7 @@ pub(crate) fn pipeline_another(in_flight: usize, queued: usize, channels: usize)
 /// Puts an unanswered chunk back at the head of its queue (one of a version of its file
 /// that has since started over is dropped instead).
 pub(crate) fn requeue(sh: &Shared, pi: usize, c: Chunk) {
-    sh.files[c.file].in_flight.fetch_sub(1, Ordering::Relaxed);
+    sh.chunk_ended(c.file);
     if c.version != sh.files[c.file].generation() {
         sh.parts[pi].remaining.fetch_sub(c.len, Ordering::SeqCst);
     } else if c.len > 0 {
@@ -188,9 +188,7 @@ pub(crate) async fn run_connection(
         Some(c) => c,
         None => return Ok(ChannelEnd::Done),
     };
-    sh.files[first.file]
-        .in_flight
-        .fetch_add(1, Ordering::Relaxed);
+    sh.chunk_sent(first.file);
     // this connection serves the server of its first chunk's file (a URL list may name several)
     let origin = sh.files[first.file].origin();
     let server = sh.origin(origin);
@@ -306,7 +304,7 @@ impl Connection<'_> {
             let c = self.inflight.pop_front().expect("front exists");
             self.sent -= 1;
             *failures = 0;
-            sh.files[c.file].in_flight.fetch_sub(1, Ordering::Relaxed);
+            sh.chunk_ended(c.file);
             if sh.count_fetched(self.pi, &c, c.len) {
                 let sh2 = sh.clone();
                 let fi = c.file;
@@ -347,7 +345,7 @@ impl Connection<'_> {
                     break;
                 }
                 Some(c) => {
-                    sh.files[c.file].in_flight.fetch_add(1, Ordering::Relaxed);
+                    sh.chunk_sent(c.file);
                     self.inflight.push_back(c);
                 }
                 None => break,

@@ -43,6 +43,11 @@ pub(crate) struct Shared {
     pub(crate) received: AtomicU64,
     pub(crate) files_done: AtomicUsize,
     pub(crate) verified: AtomicUsize,
+    /// Requests sent and not yet answered, and the files they are of (see
+    /// [`Shared::chunk_sent`]): counted as they change, since the interval log would otherwise
+    /// walk every listed file each interval (a million at a time).
+    pub(crate) chunks_in_flight: AtomicUsize,
+    pub(crate) files_in_flight: AtomicUsize,
     pub(crate) reconnects: AtomicU64,
     /// bits/s; 0 = no cap
     pub(crate) rate_cap: AtomicU64,
@@ -70,6 +75,22 @@ pub(crate) struct Shared {
 const MAX_RESTARTS: u32 = 2;
 
 impl Shared {
+    /// A request for a chunk of file `file` was sent.
+    pub(crate) fn chunk_sent(&self, file: usize) {
+        if self.files[file].in_flight.fetch_add(1, Ordering::Relaxed) == 0 {
+            self.files_in_flight.fetch_add(1, Ordering::Relaxed);
+        }
+        self.chunks_in_flight.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A request for a chunk of file `file` was answered, or given up and queued again.
+    pub(crate) fn chunk_ended(&self, file: usize) {
+        if self.files[file].in_flight.fetch_sub(1, Ordering::Relaxed) == 1 {
+            self.files_in_flight.fetch_sub(1, Ordering::Relaxed);
+        }
+        self.chunks_in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+
     /// Counts `len` bytes from the start of chunk `c` as fetched (in partition `pi`'s count
     /// whatever their version; in the file's, and recorded for a resume, only when `c` is of
     /// the file's current version). Returns whether the file is now complete.
