@@ -54,4 +54,4 @@ wait $C
 echo "N=$N processes, package zones wrapping at $RANGE_UJ µJ, $SECS s scraped once a second"
 echo "thread | CPU ticks | wake-ups"
 paste "$D/t0" "$D/t1" | awk '{print $1, "|", $5 - $2, "|", $6 - $3}'
-perf report -i "$D/perf.data" --no-children --sort comm,sym --stdio -g none 2>/dev/null | grep -E '^ +[0-9]' | head -15
+perf report -i "$D/perf.data" --no-children --sort comm,sym --stdio -g none 2>/dev/null | grep -E '^ +[0-9]' | head -15 || true

@@ -44,9 +44,9 @@ for srv in wattio:19601 nginx:19602; do
     kill -INT $PR
     wait $PR || true
     echo "== $name: CPU by binary"
-    perf report -i "$D/perf-$name.data" --no-children --sort dso --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -4
+    perf report -i "$D/perf-$name.data" --no-children --sort dso --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -4 || true
     echo "== $name: top symbols"
-    perf report -i "$D/perf-$name.data" --no-children --sort dso,sym --stdio -g none 2>/dev/null | grep -E '^ +[0-9]' | head -15
+    perf report -i "$D/perf-$name.data" --no-children --sort dso,sym --stdio -g none 2>/dev/null | grep -E '^ +[0-9]' | head -15 || true
     echo "== $name: system calls under perf trace -s (calls, errors, total ms, ...)"
     perf trace -s -p "$pids" -o "$D/trace-$name.txt" -- sleep 600 >/dev/null 2>&1 &
     TR=$!
