@@ -1,8 +1,8 @@
 //! What the transfer learns from its sources as files arrive ([`Intake`]), and the files found
 //! while it runs joining the transfer ([`add_found`]).
 
+use super::claims::Claims;
 use super::dest::{is_reserved, Dest, DONE_SUFFIX, PART_SUFFIX};
-use super::files::Names;
 use super::queue::enqueue_found;
 use super::resume::{prepare, worth_asking, Prepared};
 use super::state::Shared;
@@ -14,9 +14,7 @@ use crate::client::net::url::url_string;
 use crate::client::net::url::HttpUrl;
 use crate::client::options::Notice;
 use crate::error::{fail, failure, EngineResult, Kind};
-use std::borrow::Borrow;
 use std::collections::HashSet;
-use std::hash::{Hash, Hasher};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedSender;
@@ -40,8 +38,8 @@ pub(crate) struct Intake {
     pub(crate) unsized_tx: Option<UnboundedSender<SourceFile>>,
     pub(crate) dest: Arc<Dest>,
     /// Output paths taken so far, with the URL each comes from (one entry per file of the
-    /// source, kept for the whole run: see [`Claim`]).
-    pub(crate) claimed: HashSet<Claim>,
+    /// source, kept for the whole run).
+    pub(crate) claimed: Claims,
     /// Directories the output paths so far need.
     pub(crate) dirs: HashSet<String>,
     /// The source is an index, whose pages may list a file twice (the same URL for the same
@@ -74,7 +72,7 @@ impl Intake {
             planned_bytes: 0,
             unsized_tx: None,
             dest: dest.clone(),
-            claimed: HashSet::new(),
+            claimed: Claims::default(),
             dirs: HashSet::new(),
             index: matches!(src.kind, SourceKind::Index(_)),
             needed_bytes: 0,
@@ -145,14 +143,14 @@ impl Intake {
             );
         }
         if let Some(prev) = self.claimed.get(rel) {
-            if self.index && prev.origin as usize == origin && prev.names.url_path() == url_path {
+            if self.index && prev.origin == origin && prev.url_path == url_path {
                 return Ok(false);
             }
             fail!(
                 InvalidSource,
                 "two files of the source go to the same path {}: {} and {from}; wattio will not guess which to keep (fix the listing, or the out= of those URL-list lines)",
                 self.dest.shown(rel),
-                prev.url(origins)
+                url_string(&origins[prev.origin], prev.url_path)
             );
         }
         if self.dirs.contains(rel) {
@@ -167,8 +165,8 @@ impl Intake {
             fail!(
                 InvalidSource,
                 "{} would be both a file ({}) and the directory of {from}; refusing the source",
-                self.dest.shown(prev.names.rel()),
-                prev.url(origins)
+                self.dest.shown(prev.rel),
+                url_string(&origins[prev.origin], prev.url_path)
             );
         }
         for p in parents {
@@ -176,10 +174,12 @@ impl Intake {
                 self.dirs.insert(p.to_string());
             }
         }
-        self.claimed.insert(Claim {
-            names: Names::new(url_path.to_string(), rel.to_string()),
-            origin: u32::try_from(origin).expect("fewer than 2^32 origins"),
-        });
+        if self.claimed.insert(rel, origin, url_path).is_err() {
+            fail!(
+                InvalidSource,
+                "{from}: its name is longer than 4 MiB: a broken or hostile server; refusing the source"
+            );
+        }
         Ok(true)
     }
 
@@ -321,41 +321,6 @@ impl Intake {
     pub(crate) fn mark_whole(&mut self, o: usize, origin: &HttpUrl) {
         self.whole[o] = true;
         self.whole_file_streams.push(ignores_ranges(origin));
-    }
-}
-
-/// An output path taken, with where its file comes from: the path and the request target
-/// packed in one allocation ([`Names`]), found by the path alone.
-pub(crate) struct Claim {
-    names: Names,
-    origin: u32,
-}
-
-impl Claim {
-    /// The URL of the file that took the path, for messages.
-    fn url(&self, origins: &[HttpUrl]) -> String {
-        url_string(&origins[self.origin as usize], self.names.url_path())
-    }
-}
-
-impl PartialEq for Claim {
-    fn eq(&self, other: &Claim) -> bool {
-        self.names.rel() == other.names.rel()
-    }
-}
-
-impl Eq for Claim {}
-
-// hashed as its path is, so that a set of claims is searched with a `&str`
-impl Hash for Claim {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.names.rel().hash(state);
-    }
-}
-
-impl Borrow<str> for Claim {
-    fn borrow(&self) -> &str {
-        self.names.rel()
     }
 }
 

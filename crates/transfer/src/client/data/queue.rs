@@ -4,6 +4,7 @@
 use super::files::FileJob;
 use super::resume::Prepared;
 use std::collections::VecDeque;
+use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use wattio_tuner::{classify, RequestSplit, TransferPlan};
@@ -28,12 +29,33 @@ pub(crate) struct PartQueue {
 /// A partition's chunks. Each file's missing ranges are kept as spans and cut into pieces
 /// only when a channel takes one, so a queue's memory grows with the number of ranges, not
 /// with the bytes they cover (a size a server makes up costs nothing until it is fetched).
+/// Small files queued one after another whole, the bulk of a large index, share a [`Run`] of
+/// 8 bytes a file.
 #[derive(Debug, Default)]
 pub(crate) struct ChunkQueue {
-    spans: VecDeque<Span>,
-    /// Pieces the spans hold in all.
+    entries: VecDeque<Entry>,
+    /// Pieces the entries hold in all.
     pieces: u64,
 }
+
+#[derive(Debug)]
+enum Entry {
+    Span(Span),
+    Run(Box<Run>),
+}
+
+/// Whole files of one piece each, at version 0 (not started), in the order queued.
+#[derive(Debug, Default)]
+struct Run {
+    /// Each file's index and size.
+    files: Vec<(u32, u32)>,
+    /// Files already taken from the front.
+    taken: usize,
+}
+
+/// Files in one run: a run's memory is freed when its last file is taken, so runs are kept
+/// short enough to give memory back as the copy goes (512 KiB each).
+const RUN_FILES: usize = 1 << 16;
 
 /// A range of one file's version `version`, cut into `piece`-byte pieces at multiples of
 /// `piece`.
@@ -44,7 +66,8 @@ pub(crate) struct ChunkQueue {
 struct Span {
     offset: u64,
     len: u64,
-    piece: u64,
+    /// Never zero: the niche that keeps an [`Entry`] as small as a span.
+    piece: NonZeroU64,
     file: u32,
     version: u32,
 }
@@ -58,7 +81,8 @@ fn span_file(file: usize) -> u32 {
 impl Span {
     /// The length of its first piece.
     fn first(&self) -> u64 {
-        self.len.min(self.piece - self.offset % self.piece)
+        let piece = self.piece.get();
+        self.len.min(piece - self.offset % piece)
     }
 
     /// How many pieces it holds.
@@ -67,7 +91,14 @@ impl Span {
             return 0;
         }
         let first = self.first();
-        1 + (self.len - first).div_ceil(self.piece)
+        1 + (self.len - first).div_ceil(self.piece.get())
+    }
+
+    /// The file and size, when the span is a whole file of one piece not yet started (what a
+    /// [`Run`] holds).
+    fn runnable(&self) -> Option<(u32, u32)> {
+        let whole = self.offset == 0 && self.version == 0 && self.len <= self.piece.get();
+        Some((self.file, u32::try_from(self.len).ok()?)).filter(|_| whole)
     }
 }
 
@@ -95,12 +126,28 @@ impl ChunkQueue {
             file: span_file(file),
             offset,
             len,
-            piece: piece.max(1),
+            piece: NonZeroU64::new(piece).unwrap_or(NonZeroU64::MIN),
             version,
         };
         self.pieces = self.pieces.saturating_add(s.pieces());
-        if len > 0 {
-            self.spans.push_back(s);
+        if len == 0 {
+            return;
+        }
+        let Some(one) = s.runnable() else {
+            self.entries.push_back(Entry::Span(s));
+            return;
+        };
+        match self.entries.back_mut() {
+            Some(Entry::Run(r)) if r.files.len() < RUN_FILES => r.files.push(one),
+            // two such files in a row begin a run
+            Some(Entry::Span(last)) if last.runnable().is_some() => {
+                let first = last.runnable().expect("checked");
+                let mut files = Vec::with_capacity(64);
+                files.extend([first, one]);
+                *self.entries.back_mut().expect("checked") =
+                    Entry::Run(Box::new(Run { files, taken: 0 }));
+            }
+            _ => self.entries.push_back(Entry::Span(s)),
         }
     }
 
@@ -108,30 +155,45 @@ impl ChunkQueue {
     pub(crate) fn push_front(&mut self, c: Chunk) {
         if c.len > 0 {
             self.pieces = self.pieces.saturating_add(1);
-            self.spans.push_front(Span {
+            self.entries.push_front(Entry::Span(Span {
                 file: span_file(c.file),
                 offset: c.offset,
                 len: c.len,
-                piece: u64::MAX,
+                piece: NonZeroU64::MAX,
                 version: c.version,
-            });
+            }));
         }
     }
 
     /// The next piece.
     pub(crate) fn pop_front(&mut self) -> Option<Chunk> {
-        let s = self.spans.front_mut()?;
-        let n = s.first();
-        let c = Chunk {
-            file: s.file as usize,
-            offset: s.offset,
-            len: n,
-            version: s.version,
+        let (c, emptied) = match self.entries.front_mut()? {
+            Entry::Span(s) => {
+                let n = s.first();
+                let c = Chunk {
+                    file: s.file as usize,
+                    offset: s.offset,
+                    len: n,
+                    version: s.version,
+                };
+                s.offset += n;
+                s.len -= n;
+                (c, s.len == 0)
+            }
+            Entry::Run(r) => {
+                let (file, len) = r.files[r.taken];
+                r.taken += 1;
+                let c = Chunk {
+                    file: file as usize,
+                    offset: 0,
+                    len: u64::from(len),
+                    version: 0,
+                };
+                (c, r.taken == r.files.len())
+            }
         };
-        s.offset += n;
-        s.len -= n;
-        if s.len == 0 {
-            self.spans.pop_front();
+        if emptied {
+            self.entries.pop_front();
         }
         self.pieces -= 1;
         Some(c)
@@ -263,12 +325,55 @@ mod tests {
     fn a_huge_range_costs_one_span() {
         let mut q = ChunkQueue::default();
         q.push_range(3, 0, u64::MAX, 1 << 20, 0);
-        assert_eq!(q.spans.len(), 1);
+        assert_eq!(q.entries.len(), 1);
         assert_eq!(q.len() as u64, u64::MAX.div_ceil(1 << 20));
         let c = q.pop_front().unwrap();
         assert_eq!((c.file, c.offset, c.len), (3, 0, 1 << 20));
         q.push_front(c);
         assert_eq!(q.pop_front().unwrap().len, 1 << 20);
+    }
+
+    /// Whole small files queued in a row share runs (8 bytes a file): they come out in the
+    /// order queued, each whole, between the spans queued before and after them, and a chunk
+    /// put back comes out first.
+    #[test]
+    fn small_whole_files_in_a_row_share_a_run() {
+        assert_eq!(
+            std::mem::size_of::<Entry>(),
+            32,
+            "an entry is no larger than a span"
+        );
+        let mut q = ChunkQueue::default();
+        q.push_range(0, 0, 10, 4, 0); // three pieces: a span
+        let n = 2 * RUN_FILES + 5;
+        for f in 1..=n {
+            q.push_range(f, 0, (f % 4 + 1) as u64, 4, 0);
+        }
+        q.push_range(n + 1, 2, 2, 4, 0); // resumed midway: a span
+        q.push_range(n + 2, 0, 3, 4, 1); // restarted: a span
+        assert_eq!(
+            q.entries.len(),
+            1 + 3 + 2,
+            "the files in a row take three runs"
+        );
+        assert_eq!(q.len(), 3 + n + 2);
+        let out: Vec<(usize, u64, u64, u32)> = std::iter::from_fn(|| q.pop_front())
+            .map(|c| (c.file, c.offset, c.len, c.version))
+            .collect();
+        let mut want = vec![(0, 0, 4, 0), (0, 4, 4, 0), (0, 8, 2, 0)];
+        want.extend((1..=n).map(|f| (f, 0, (f % 4 + 1) as u64, 0)));
+        want.extend([(n + 1, 2, 2, 0), (n + 2, 0, 3, 1)]);
+        assert_eq!(out, want);
+        assert!(q.is_empty() && q.entries.is_empty());
+
+        q.push_range(7, 0, 3, 4, 0);
+        q.push_range(8, 0, 3, 4, 0);
+        let c = q.pop_front().unwrap();
+        q.push_front(Chunk { len: 1, ..c });
+        let out: Vec<(usize, u64)> = std::iter::from_fn(|| q.pop_front())
+            .map(|c| (c.file, c.len))
+            .collect();
+        assert_eq!(out, [(7, 1), (8, 3)]);
     }
 
     #[test]
