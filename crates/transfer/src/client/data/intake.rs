@@ -161,7 +161,7 @@ impl Intake {
             );
         }
         let parents: Vec<&str> = rel.match_indices('/').map(|(i, _)| &rel[..i]).collect();
-        if let Some(prev) = parents.iter().find_map(|p| self.claimed.get(*p)) {
+        if let Some(prev) = parents.iter().find_map(|p| self.claimed.get(p)) {
             fail!(
                 InvalidSource,
                 "{} would be both a file ({}) and the directory of {from}; refusing the source",
