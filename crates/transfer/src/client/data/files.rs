@@ -6,7 +6,7 @@
 
 use super::dest::{with_suffix, Dest, DONE_SUFFIX, PART_SUFFIX};
 use super::done_log::{log_header, record};
-use crate::client::discovery::found::{BlockDigests, Expected, MirrorPlan, Place};
+use crate::client::discovery::found::{BlockDigests, Expected, MirrorPlan, Place, SourceFile};
 use crate::client::net::validator::{Compared, Validator};
 use crate::summary::MirrorFallback;
 use std::fs::File;
@@ -195,21 +195,16 @@ impl Active {
     }
 }
 
-/// What [`FileJob::new`] takes: a file as prepared against DEST.
+/// What [`FileJob::new`] takes: a file discovery found, with what preparing it against DEST
+/// added.
 pub(crate) struct NewJob {
-    pub(crate) rel: String,
-    pub(crate) origin: usize,
-    pub(crate) url_path: String,
-    pub(crate) mirrors: Option<Box<MirrorPlan>>,
-    pub(crate) size: u64,
+    pub(crate) file: SourceFile,
     pub(crate) remaining: u64,
     pub(crate) whole: bool,
-    pub(crate) xxh3: Option<String>,
-    pub(crate) blocks: Option<BlockDigests>,
-    pub(crate) expect: Option<Expected>,
     /// The part file holds earlier progress (`done`), which its `.done` log records.
     pub(crate) fresh: bool,
     pub(crate) done: Vec<(u64, u64)>,
+    /// The version to fetch (the log's, or the server's now): `file.validator` decided.
     pub(crate) validator: Option<Validator>,
 }
 
@@ -217,19 +212,20 @@ impl FileJob {
     /// A listed file; its [`Active`] state is made now only when the file resumes earlier
     /// progress or a validator is already known for it.
     pub(crate) fn new(n: NewJob) -> FileJob {
-        let checks = (n.xxh3.is_some() || n.blocks.is_some() || n.expect.is_some()).then(|| {
+        let f = n.file;
+        let checks = (f.xxh3.is_some() || f.blocks.is_some() || f.expect.is_some()).then(|| {
             Box::new(Checks {
-                xxh3: n.xxh3,
-                blocks: n.blocks,
-                expect: n.expect,
+                xxh3: f.xxh3,
+                blocks: f.blocks,
+                expect: f.expect,
             })
         });
         let job = FileJob {
-            names: Names::new(n.url_path, n.rel),
-            size: n.size,
+            names: Names::new(f.url_path, f.rel),
+            size: f.size,
             remaining: AtomicU64::new(n.remaining),
             // origins are the servers a source names: far fewer than 2^32
-            origin: u32::try_from(n.origin).expect("fewer than 2^32 origins"),
+            origin: u32::try_from(f.origin).expect("fewer than 2^32 origins"),
             in_flight: AtomicU32::new(0),
             whole: n.whole,
             // a fresh file's log was deleted (see `prepare`)
@@ -238,7 +234,7 @@ impl FileJob {
             checksum_retry: AtomicBool::new(false),
             finished: AtomicBool::new(false),
             checks,
-            mirrors: n.mirrors.map(|m| Box::new(FileSource::new(*m))),
+            mirrors: f.mirrors.map(|m| Box::new(FileSource::new(*m))),
             active: Mutex::new(None),
         };
         if !n.fresh || n.validator.is_some() {

@@ -279,16 +279,9 @@ pub(crate) fn prepare(
         e.resumed_bytes += s.size - left;
         missing.push(miss);
         jobs.push(Box::new(FileJob::new(NewJob {
-            rel: s.rel,
-            origin: s.origin,
-            url_path: s.url_path,
-            mirrors: s.mirrors,
-            size: s.size,
+            file: s,
             remaining: left,
             whole: is_whole,
-            xxh3: s.xxh3,
-            blocks: s.blocks,
-            expect: s.expect,
             fresh,
             done,
             validator,
