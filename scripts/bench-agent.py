@@ -40,7 +40,9 @@ in the window). SCAPHANDRE_BIN names Scaphandre's binary (built with its
 `prometheus` feature: `cargo install scaphandre --version 1.0.0 --features prometheus`).
 
 Prints Markdown tables. Knobs: NPROCS, ROUNDS (3), DURATION (20), CHURN_S (3600; 0 skips it),
-CHURN_RATE (200), PARTS ("cost churn kio"), WATTIO_BIN, SCAPHANDRE_BIN, SCAPH_RANGE_UJ.
+CHURN_RATE (200), PARTS ("cost churn kio"; "series" alone: only the 10,000-series scrapes of
+the cost part, ROUNDS times, through SERIES_READERS, default "bpf", beside BASELINE_BIN's
+exporter when set), WATTIO_BIN, SCAPHANDRE_BIN, SCAPH_RANGE_UJ.
 """
 import os
 import resource
@@ -146,14 +148,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def exporter(reader, fresh=0):
+def exporter(reader, fresh=0, binary=W):
     """The exporter's CPU seconds, peak RSS, scrape latencies (s) and series per scrape; with
     `fresh`, that many sleepers start after the exporter (each with CPU time of its own, so each
     gets a series) and end with it."""
     port = free_port()
     env = dict(os.environ, WATTIO_CPU_TIMES=reader)
     # Sampled every second, as it was scraped every second before it had its own clock.
-    p = subprocess.Popen([W, "export", "--interval", "1s", "--by", "process", "--max-series", "20000", "--listen",
+    p = subprocess.Popen([binary, "export", "--interval", "1s", "--by", "process", "--max-series", "20000", "--listen",
                           f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          env=env)
     url = f"http://127.0.0.1:{port}/metrics"
@@ -437,6 +439,8 @@ def main():
     log(f"machine: {os.cpu_count()} vCPU, kernel {os.uname().release}")
     if "cost" in PARTS:
         cost()
+    elif "series" in PARTS:
+        series()
     if "kio" in PARTS:
         kio()
     if "scaph" in PARTS:
@@ -447,6 +451,48 @@ def main():
         print("|---|---:|")
         for t, kib in samples:
             print(f"| after {t:.0f} s | {kib / 1024:.1f} MiB |")
+
+
+def ten_thousand_series(readers, binary=W, name=""):
+    """The exporter with 10,000 fresh processes each holding a series, beside the population:
+    one row per reader (`DURATION` scrapes each)."""
+    rows = []
+    for reader in readers:
+        c, m, lat, series, first = exporter(reader, fresh=10000, binary=binary)
+        rows.append((f"{live_processes()} + 10000 fresh", f"{name}export-{reader} (first scrape after they started: {first * 1e3:.0f} ms)",
+                     {"cpu": [c], "rss": [m], "lat": lat, "series": series},
+                     float("nan")))
+        log(f"10000 fresh {reader}: p99 scrape {q(lat, 0.99) * 1e3:.1f} ms, {max(series)} series")
+    return rows
+
+
+def print_export_rows(export_rows):
+    print(f"\n| live processes | exporter, scraped every second | CPU-s per round | median / procps top -b | scrape p50 | scrape p99 | series per scrape | peak RSS |")
+    print("|---:|---|---|---:|---:|---:|---:|---:|")
+    for n, tool, e, ratio in export_rows:
+        print(f"| {n} | {tool} | {', '.join(f'{x:.3f}' for x in e['cpu'])} | {ratio:.3f} | "
+              f"{q(e['lat'], 0.5) * 1e3:.1f} ms | {q(e['lat'], 0.99) * 1e3:.1f} ms | "
+              f"{min(e['series'])}-{max(e['series'])} | {max(e['rss']) / 1024:.1f} MiB |")
+
+
+def series():
+    """PARTS "series" alone: the 10,000-series scrape beside each NPROCS, ROUNDS times
+    (each round a row), through the readers in SERIES_READERS ("bpf"); with BASELINE_BIN, that
+    build's exporter too, interleaved round by round."""
+    pop = Population()
+    rows = []
+    readers = os.environ.get("SERIES_READERS", "bpf").split()
+    baseline = os.environ.get("BASELINE_BIN")
+    try:
+        for n in NPROCS:
+            pop.grow_to(n)
+            for _ in range(ROUNDS):
+                rows += ten_thousand_series(readers)
+                if baseline:
+                    rows += ten_thousand_series(readers, baseline, "baseline ")
+    finally:
+        pop.end()
+    print_export_rows(rows)
 
 
 def cost():
@@ -485,24 +531,14 @@ def cost():
                 rows.append((n, tool, xs, statistics.median(xs) / top_b, max(rss[tool])))
             for tool, e in exp.items():
                 export_rows.append((n, tool, e, statistics.median(e["cpu"]) / top_b))
-        for reader in ("bpf", "proc"):
-            c, m, lat, series, first = exporter(reader, fresh=10000)
-            export_rows.append((f"{live_processes()} + 10000 fresh", f"export-{reader} (first scrape after they started: {first * 1e3:.0f} ms)",
-                                {"cpu": [c], "rss": [m], "lat": lat, "series": series},
-                                float("nan")))
-            log(f"10000 fresh {reader}: p99 scrape {q(lat, 0.99) * 1e3:.1f} ms, {max(series)} series")
+        export_rows += ten_thousand_series(("bpf", "proc"))
     finally:
         pop.end()
     print(f"\n| live processes | tool (1 s refresh, {DURATION} s, {ROUNDS} rounds) | CPU-s per round | median / procps top -b | peak RSS |")
     print("|---:|---|---|---:|---:|")
     for n, tool, xs, ratio, m in rows:
         print(f"| {n} | {tool} | {', '.join(f'{x:.3f}' for x in xs)} | {ratio:.3f} | {m / 1024:.1f} MiB |")
-    print(f"\n| live processes | exporter, scraped every second | CPU-s per round | median / procps top -b | scrape p50 | scrape p99 | series per scrape | peak RSS |")
-    print("|---:|---|---|---:|---:|---:|---:|---:|")
-    for n, tool, e, ratio in export_rows:
-        print(f"| {n} | {tool} | {', '.join(f'{x:.3f}' for x in e['cpu'])} | {ratio:.3f} | "
-              f"{q(e['lat'], 0.5) * 1e3:.1f} ms | {q(e['lat'], 0.99) * 1e3:.1f} ms | "
-              f"{min(e['series'])}-{max(e['series'])} | {max(e['rss']) / 1024:.1f} MiB |")
+    print_export_rows(export_rows)
     if shutil.which("perf"):
         off = [perf_sched(False) for _ in range(3)]
         on = [perf_sched(True) for _ in range(3)]

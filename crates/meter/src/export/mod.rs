@@ -16,6 +16,7 @@
 //! file asks ([`web_config`]).
 
 mod agent;
+mod ahead;
 mod devices;
 mod serve;
 pub mod web_config;
@@ -27,7 +28,7 @@ use crate::exposition::{render, ExpositionFormat, Labels, MetricFamily, MetricKi
 use crate::meter::Meter;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use wattio_energy::attribution::By;
 use wattio_energy::attribution::{Entry, Key};
@@ -262,6 +263,8 @@ pub struct Exporter {
     clock: Mutex<SampleClock>,
     /// With [`Exporter::with_devices`]: the disks' and NICs' counters, stepped on the clock.
     devices: Option<Mutex<devices::DeviceCounters>>,
+    /// The next scrape's body, when the clock rendered it ahead.
+    ahead: ahead::RenderedAhead,
 }
 
 const ENERGY_HELP: &str = "Energy consumed since the exporter started, per socket and domain; estimated=\"true\" marks model estimates (see the model label)";
@@ -302,6 +305,7 @@ impl Exporter {
                 attribution: None,
             }),
             clock: Mutex::new(SampleClock::default()),
+            ahead: ahead::RenderedAhead::default(),
             co2e: None,
             max_series: 0,
             started: Instant::now(),
@@ -490,6 +494,28 @@ impl Exporter {
         c.lateness_s += late.as_secs_f64();
         c.last = Some((Instant::now(), ok));
         ok
+    }
+
+    /// A scrape's body: the metrics as of the last sample in `format` (see [`Exporter::render`]),
+    /// rendered ahead by the clock when it expected this scrape (see
+    /// [`Exporter::render_ahead`]).
+    pub fn scrape(&self, format: ExpositionFormat, interval: Duration) -> Arc<String> {
+        let sample = self.clock().samples;
+        match self.ahead.scraped(Instant::now(), format, sample) {
+            Some(body) => body,
+            None => Arc::new(self.render(format, interval)),
+        }
+    }
+
+    /// Run by the sampling clock just after a sample: renders the next scrape's body now when
+    /// that scrape is expected before the next sample, so that it need not wait.
+    pub fn render_ahead(&self, interval: Duration) {
+        if let Some(format) = self.ahead.wanted(Instant::now(), interval) {
+            // the clock is the only sampler: no sample can come between this count and the body
+            let sample = self.clock().samples;
+            self.ahead
+                .store(sample, format, self.render(format, interval));
+        }
     }
 
     /// Renders the metrics as of the last sample in `format`, with the agent's own (`interval`:

@@ -135,7 +135,7 @@ fn handle(
                 return match (req.method, path) {
                     (Some("GET"), "/metrics") => {
                         let format = ExpositionFormat::from_accept(header("accept"));
-                        let body = exporter.render(format, opts.interval);
+                        let body = exporter.scrape(format, opts.interval);
                         let r = Response {
                             content_type: format.content_type(),
                             ..plain("200 OK", &body)
@@ -209,6 +209,7 @@ fn sampling_clock(exporter: &Exporter, interval: Duration, cancel: &Cancel) {
     let mut tick = start;
     loop {
         exporter.sample(tick.elapsed());
+        exporter.render_ahead(interval);
         let since = start.elapsed().as_secs_f64();
         let k = (since / interval.as_secs_f64()).floor() + 1.0;
         tick = start + interval.mul_f64(k);
