@@ -12,7 +12,9 @@ still serves at the end. Results go to stdout as Markdown and to SOAK_JSON when 
 Environment: WATTIO_BIN (default target/release/wattio), SOAK_SECONDS, CLEAN_SECONDS,
 H2LOAD_CONNECTIONS (32), SLOWLORIS (3 addresses x SLOWLORIS_PER_ADDRESS, 100),
 SLOW_READERS (60), SILENT (300), PER_CLIENT (--max-connections-per-client; default off, as
-`serve`'s own default).
+`serve`'s own default), PIN (1: the attackers' threads on the last CPU, the server and h2load
+on the others, in both runs, so that the ratio measures what the attack costs the server and
+not the attackers' own CPU, which on a small machine shares the server's cores).
 """
 
 import json
@@ -38,6 +40,17 @@ PER_CLIENT = os.environ.get("PER_CLIENT", "off")
 SLOWLORIS_ADDRS = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
 READER_ADDR = "127.0.0.5"
 SILENT_ADDR = "127.0.0.6"
+CPUS = sorted(os.sched_getaffinity(0))
+PIN = os.environ.get("PIN", "0") == "1" and len(CPUS) >= 2
+ATTACKER_CPUS = set(CPUS[-1:]) if PIN else None
+SERVER_CPUS = set(CPUS[:-1]) if PIN else None
+
+
+def pinned(argv):
+    """`argv` run on the server's CPUs when PIN is set."""
+    if not PIN:
+        return argv
+    return ["taskset", "-c", ",".join(map(str, sorted(SERVER_CPUS)))] + argv
 
 
 def free_port():
@@ -71,9 +84,9 @@ class Server:
     def __init__(self, root, cert, key):
         self.port = free_port()
         self.proc = subprocess.Popen(
-            [BIN, "serve", root, "--listen", f"127.0.0.1:{self.port}", "--tls-cert", cert,
+            pinned([BIN, "serve", root, "--listen", f"127.0.0.1:{self.port}", "--tls-cert", cert,
              "--tls-key", key]
-            + ([] if PER_CLIENT == "off" else ["--max-connections-per-client", PER_CLIENT]),
+            + ([] if PER_CLIENT == "off" else ["--max-connections-per-client", PER_CLIENT])),
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.time() + 10
         while time.time() < deadline:
@@ -102,7 +115,7 @@ class Server:
 def h2load(port, seconds, urls):
     """Requests per second and bytes per second h2load reached, and its failure count."""
     out = subprocess.run(
-        ["h2load", "--h1", "-c", str(CONNS), "-t", "1", "-D", str(seconds), "-i", urls],
+        pinned(["h2load", "--h1", "-c", str(CONNS), "-t", "1", "-D", str(seconds), "-i", urls]),
         capture_output=True, text=True, timeout=seconds + 120).stdout
     m = re.search(r"finished in [\d.]+\w*, ([\d.]+) req/s, ([\d.]+)(\w+)/s", out)
     failed = re.search(r"requests: \d+ total, \d+ started, \d+ done, \d+ succeeded, (\d+) failed", out)
@@ -200,13 +213,19 @@ class Hostile:
         targets += [self.reader] * SLOW_READERS
         targets += [self.silent] * SILENT
         for t in targets:
-            th = threading.Thread(target=t, daemon=True)
+            th = threading.Thread(target=self.on_attacker_cpus, args=(t,), daemon=True)
             th.start()
             self.threads.append(th)
             time.sleep(0.002)
 
     def end(self):
         self.stop.set()
+
+    @staticmethod
+    def on_attacker_cpus(target):
+        if PIN:
+            os.sched_setaffinity(0, ATTACKER_CPUS)  # this thread only
+        target()
 
 
 def main():
@@ -275,6 +294,7 @@ def main():
             "ratio": rps / clean_rps if clean_rps else 0,
             "still_serving": still and alive,
             "config": {"h2load_connections": CONNS, "per_client": PER_CLIENT,
+                       "pinned": {"server_and_h2load": sorted(SERVER_CPUS), "attackers": sorted(ATTACKER_CPUS)} if PIN else None,
                        "server": "wattio serve --tls-cert --tls-key"
                                  + ("" if PER_CLIENT == "off" else f" --max-connections-per-client {PER_CLIENT}")
                                  + " (defaults otherwise: 256 connections, 60 s idle, 10 s handshake)"},
@@ -288,6 +308,8 @@ def main():
         print(f"| clean | {CLEAN} | {clean_rps:.0f} | {clean_bps / 1e6:.1f} | {clean_failed} | {mib(clean_rss)} | {clean_fds} |")
         print(f"| hostile | {SOAK} | {rps:.0f} | {bps / 1e6:.1f} | {failed} | peak {mib(peak['rss'])}, end {mib(end_rss)} | peak {peak['fds']}, end {end_fds} |")
         print(f"\nratio hostile/clean: {result['ratio']:.3f}; still serving at the end: {result['still_serving']}")
+        if PIN:
+            print(f"pinned: server and h2load on CPUs {sorted(SERVER_CPUS)}, attackers on {sorted(ATTACKER_CPUS)}")
         print(f"attackers: {json.dumps(result['hostile']['attackers'])}; what they got: {json.dumps(hostile.counts)}")
         return 0 if result["still_serving"] else 1
     finally:
