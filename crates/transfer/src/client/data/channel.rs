@@ -363,7 +363,7 @@ impl Connection<'_> {
             let j = &self.sh.files[c.file];
             // a server that ignores Range gets plain requests for whole files; a range names
             // the version its file's other bytes are of (If-Range)
-            let range = if j.whole {
+            let range = if j.whole() {
                 String::new()
             } else {
                 format!(
@@ -511,7 +511,7 @@ fn check_answer(sh: &Shared, c: &Chunk, head: &ResponseHead) -> EngineResult<Opt
             }
         }
         200 if c.offset == 0 && c.len == j.size && head.content_length == Some(j.size) => {}
-        200 if j.whole => {
+        200 if j.whole() => {
             let got = head.content_length.map_or_else(
                 || "a body of unknown length".to_string(),
                 |n| format!("{n} bytes"),

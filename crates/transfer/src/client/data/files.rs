@@ -11,7 +11,7 @@ use crate::client::net::validator::{Compared, Validator};
 use crate::summary::MirrorFallback;
 use std::fs::File;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use wattio_http::checksum::InOrderHasher;
 use wattio_http::ResponseHead;
@@ -44,8 +44,8 @@ impl FileSource {
     }
 }
 
-/// The digests a file is checked against (boxed in [`FileJob`]: an index of a plain web
-/// server gives none).
+/// The digests a file is checked against (in [`Extras`]: an index of a plain web server
+/// gives none).
 pub(crate) struct Checks {
     /// Whole-file XXH3-64, hex (wattio listings).
     pub(crate) xxh3: Option<String>,
@@ -55,74 +55,115 @@ pub(crate) struct Checks {
     pub(crate) expect: Option<Expected>,
 }
 
-/// A file's request target and its path under DEST, in one allocation: the target is
-/// `text[..url_end]`, the path `text[rel_at..]`. In a directory index the path is the
-/// target's tail wherever the index needed no escaping (`/d001/f.bin`, `d001/f.bin`), and is
-/// then stored once; otherwise both are stored, byte for byte as discovery gave them.
+/// A file's request target and its path under DEST in one allocation, and the index of its
+/// origin. In a directory index the path is the target's tail wherever the index needed no
+/// escaping (`/d001/f.bin`, `d001/f.bin`): the text is the target and the path starts at
+/// `rel_at`. Otherwise both are stored, byte for byte as discovery gave them, the path after
+/// the target (`rel_at` then also ends the target, and says so in its top bit).
 pub(crate) struct Names {
     text: Box<str>,
-    url_end: u32,
     rel_at: u32,
+    origin: u32,
 }
 
+/// `rel_at`'s bit for a path stored after the target.
+const STORED_APART: u32 = 1 << 31;
+
 impl Names {
-    pub(crate) fn new(url_path: String, rel: String) -> Names {
-        // a request target is at most an HTTP head long, far below 4 GiB
-        let len = |n: usize| u32::try_from(n).expect("a name shorter than 4 GiB");
-        let url_end = len(url_path.len());
+    pub(crate) fn new(url_path: String, rel: String, origin: usize) -> Names {
+        // a request target is at most an HTTP head long, far below 2 GiB
+        let len = |n: usize| {
+            u32::try_from(n)
+                .ok()
+                .filter(|&n| n < STORED_APART)
+                .expect("a name shorter than 2 GiB")
+        };
+        // origins are the servers a source names: far fewer than 2^32
+        let origin = u32::try_from(origin).expect("fewer than 2^32 origins");
         if url_path.ends_with(rel.as_str()) {
             // a suffix that matches a whole str starts on a character boundary
             let rel_at = len(url_path.len() - rel.len());
             return Names {
                 text: url_path.into_boxed_str(),
-                url_end,
                 rel_at,
+                origin,
             };
         }
+        let url_end = len(url_path.len());
         let mut text = url_path;
         text.push_str(&rel);
+        len(text.len());
         Names {
             text: text.into_boxed_str(),
-            url_end,
-            rel_at: url_end,
+            rel_at: url_end | STORED_APART,
+            origin,
         }
     }
 
     pub(crate) fn url_path(&self) -> &str {
-        &self.text[..self.url_end as usize]
+        if self.rel_at & STORED_APART != 0 {
+            &self.text[..(self.rel_at & !STORED_APART) as usize]
+        } else {
+            &self.text
+        }
     }
 
     pub(crate) fn rel(&self) -> &str {
-        &self.text[self.rel_at as usize..]
+        &self.text[(self.rel_at & !STORED_APART) as usize..]
     }
+}
+
+/// A job's flags, in one byte (a million-file list pays each of its bytes a million times).
+pub(crate) struct Flags(AtomicU8);
+
+impl Flags {
+    /// Its server ignores `Range`: fetched as one whole-file stream, never resumed midway.
+    pub(crate) const WHOLE: u8 = 1;
+    /// A `.done` log exists on disk (an earlier run's, or one this run began): deleted when
+    /// the file is placed. Most small files finish before their first record is due and never
+    /// have one, which saves a create and an unlink per file.
+    pub(crate) const LOGGED: u8 = 2;
+    /// No usable earlier progress: truncate the part file when first opening it.
+    pub(crate) const FRESH: u8 = 4;
+    pub(crate) const CHECKSUM_RETRY: u8 = 8;
+    /// Verified and being renamed into place: no record may be written any more, and its
+    /// [`Active`] state is gone (set under the `done_log` lock, which record writes hold).
+    pub(crate) const FINISHED: u8 = 16;
+
+    pub(crate) fn get(&self, flag: u8) -> bool {
+        self.0.load(Ordering::SeqCst) & flag != 0
+    }
+
+    /// Sets `flag` to `on`; returns what it was.
+    pub(crate) fn swap(&self, flag: u8, on: bool) -> bool {
+        let was = if on {
+            self.0.fetch_or(flag, Ordering::SeqCst)
+        } else {
+            self.0.fetch_and(!flag, Ordering::SeqCst)
+        };
+        was & flag != 0
+    }
+}
+
+/// What few files have: digests to check and mirrors (boxed together in [`FileJob`]).
+pub(crate) struct Extras {
+    pub(crate) checks: Option<Checks>,
+    /// Its URL-list line's mirrors (see `mirrors`).
+    pub(crate) mirrors: Option<FileSource>,
 }
 
 /// One listed file: what the whole run needs of it. Every byte here is paid once per file of
 /// the dataset (a million files of an index: see the size test in `jobs`); what only a file in
 /// flight needs is in its [`Active`] state.
 pub(crate) struct FileJob {
+    /// Its names, and the index of its origin when it has no mirrors (else `mirrors` says).
     names: Names,
     pub(crate) size: u64,
     pub(crate) remaining: AtomicU64,
-    /// Index of its origin when it has no mirrors (else `mirrors` says).
-    origin: u32,
     /// Chunks of it in flight (the interval log's count).
     pub(crate) in_flight: AtomicU32,
-    /// Its server ignores `Range`: fetched as one whole-file stream, never resumed midway.
-    pub(crate) whole: bool,
-    /// A `.done` log exists on disk (an earlier run's, or one this run began): deleted when
-    /// the file is placed. Most small files finish before their first record is due and never
-    /// have one, which saves a create and an unlink per file.
-    pub(crate) logged: AtomicBool,
-    /// No usable earlier progress: truncate the part file when first opening it.
-    pub(crate) fresh: AtomicBool,
-    pub(crate) checksum_retry: AtomicBool,
-    /// Verified and being renamed into place: no record may be written any more, and its
-    /// [`Active`] state is gone (set under the `done_log` lock, which record writes hold).
-    pub(crate) finished: AtomicBool,
-    pub(crate) checks: Option<Box<Checks>>,
-    /// Its URL-list line's mirrors (see `mirrors`).
-    pub(crate) mirrors: Option<Box<FileSource>>,
+    pub(crate) flags: Flags,
+    extras: Option<Box<Extras>>,
     /// Made when the file starts (its first chunk, or earlier progress found by resume),
     /// dropped when it is finished.
     active: Mutex<Option<Arc<Active>>>,
@@ -213,28 +254,31 @@ impl FileJob {
     /// progress or a validator is already known for it.
     pub(crate) fn new(n: NewJob) -> FileJob {
         let f = n.file;
-        let checks = (f.xxh3.is_some() || f.blocks.is_some() || f.expect.is_some()).then(|| {
-            Box::new(Checks {
+        let checks =
+            (f.xxh3.is_some() || f.blocks.is_some() || f.expect.is_some()).then_some(Checks {
                 xxh3: f.xxh3,
                 blocks: f.blocks,
                 expect: f.expect,
-            })
-        });
+            });
+        let mirrors = f.mirrors.map(|m| FileSource::new(*m));
+        let extras =
+            (checks.is_some() || mirrors.is_some()).then(|| Box::new(Extras { checks, mirrors }));
+        // a fresh file's log was deleted (see `prepare`)
+        let flags = [
+            (n.whole, Flags::WHOLE),
+            (!n.fresh, Flags::LOGGED),
+            (n.fresh, Flags::FRESH),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .fold(0, |all, (_, f)| all | f);
         let job = FileJob {
-            names: Names::new(f.url_path, f.rel),
+            names: Names::new(f.url_path, f.rel, f.origin),
             size: f.size,
             remaining: AtomicU64::new(n.remaining),
-            // origins are the servers a source names: far fewer than 2^32
-            origin: u32::try_from(f.origin).expect("fewer than 2^32 origins"),
             in_flight: AtomicU32::new(0),
-            whole: n.whole,
-            // a fresh file's log was deleted (see `prepare`)
-            logged: AtomicBool::new(!n.fresh),
-            fresh: AtomicBool::new(n.fresh),
-            checksum_retry: AtomicBool::new(false),
-            finished: AtomicBool::new(false),
-            checks,
-            mirrors: f.mirrors.map(|m| Box::new(FileSource::new(*m))),
+            flags: Flags(AtomicU8::new(flags)),
+            extras,
             active: Mutex::new(None),
         };
         if !n.fresh || n.validator.is_some() {
@@ -251,35 +295,49 @@ impl FileJob {
 
     /// Index of the origin serving this file now.
     pub(crate) fn origin(&self) -> usize {
-        match &self.mirrors {
+        match self.mirrors() {
             Some(m) => m.place().origin,
-            None => self.origin as usize,
+            None => self.names.origin as usize,
         }
+    }
+
+    /// Its URL-list line's mirrors, if it has any.
+    pub(crate) fn mirrors(&self) -> Option<&FileSource> {
+        self.extras.as_ref()?.mirrors.as_ref()
+    }
+
+    /// Its server ignores `Range` (see [`Flags::WHOLE`]).
+    pub(crate) fn whole(&self) -> bool {
+        self.flags.get(Flags::WHOLE)
+    }
+
+    fn checks(&self) -> Option<&Checks> {
+        self.extras.as_ref()?.checks.as_ref()
     }
 
     /// The request target on that origin.
     pub(crate) fn url_path(&self) -> &str {
-        match &self.mirrors {
+        match self.mirrors() {
             Some(m) => &m.place().url_path,
             None => self.names.url_path(),
         }
     }
 
     pub(crate) fn xxh3(&self) -> Option<&str> {
-        self.checks.as_ref()?.xxh3.as_deref()
+        self.checks()?.xxh3.as_deref()
     }
 
     pub(crate) fn blocks(&self) -> Option<&BlockDigests> {
-        self.checks.as_ref()?.blocks.as_ref()
+        self.checks()?.blocks.as_ref()
     }
 
     pub(crate) fn expect(&self) -> Option<&Expected> {
-        self.checks.as_ref()?.expect.as_ref()
+        self.checks()?.expect.as_ref()
     }
 
     /// Whether a checksum checks it (the listing's or the publisher's).
     pub(crate) fn checked(&self) -> bool {
-        self.checks.is_some()
+        self.checks().is_some()
     }
 
     /// Its in-flight state if it has one (none before it starts and once it is finished).
@@ -291,7 +349,7 @@ impl FileJob {
     /// `None` once the file is finished (a chunk of an older version met afterwards).
     pub(crate) fn active_at(&self, version: u32) -> Option<Arc<Active>> {
         let mut g = self.active.lock().unwrap();
-        if self.finished.load(Ordering::SeqCst) {
+        if self.flags.get(Flags::FINISHED) {
             return None;
         }
         let a = g
@@ -306,7 +364,7 @@ impl FileJob {
     pub(crate) fn generation(&self) -> u32 {
         match self.active_if() {
             Some(a) => a.generation(),
-            None if self.finished.load(Ordering::SeqCst) => u32::MAX,
+            None if self.flags.get(Flags::FINISHED) => u32::MAX,
             None => 0,
         }
     }
@@ -326,7 +384,7 @@ impl FileJob {
             return Ok(f.clone());
         }
         let f = dest.open_rw(&self.part_rel())?;
-        if self.fresh.swap(false, Ordering::SeqCst) {
+        if self.flags.swap(Flags::FRESH, false) {
             f.set_len(0)?;
         }
         f.set_len(self.size)?;
@@ -373,13 +431,13 @@ impl FileJob {
     /// nothing once the file is finished (its log is gone for good).
     fn append_records(&self, a: &Active, dest: &Dest, recs: &[(u64, u64)]) -> std::io::Result<()> {
         let mut g = a.done_log.lock().unwrap();
-        if self.finished.load(Ordering::SeqCst) {
+        if self.flags.get(Flags::FINISHED) {
             return Ok(());
         }
         let mut out = Vec::with_capacity(recs.len() * 16 + 128);
         if g.is_none() {
             let f = dest.append(&self.done_rel())?;
-            self.logged.store(true, Ordering::SeqCst);
+            self.flags.swap(Flags::LOGGED, true);
             if f.metadata()?.len() == 0 {
                 out = log_header(a.validator.lock().unwrap().as_ref());
             }
@@ -403,7 +461,7 @@ impl FileJob {
 
     /// Deletes the `.done` log, when there is one.
     pub(crate) fn remove_log(&self, dest: &Dest) {
-        if self.logged.swap(false, Ordering::SeqCst) {
+        if self.flags.swap(Flags::LOGGED, false) {
             let _ = dest.remove(&self.done_rel());
         }
     }
@@ -415,7 +473,7 @@ impl FileJob {
         {
             // under both locks: `active_at` sees either the state or `finished`
             let mut g = self.active.lock().unwrap();
-            self.finished.store(true, Ordering::SeqCst);
+            self.flags.swap(Flags::FINISHED, true);
             *g = None;
         }
         *log = None;
@@ -489,14 +547,15 @@ mod tests {
 
     #[test]
     fn names_are_stored_once_where_the_path_is_the_targets_tail() {
-        let n = Names::new("/d001/f.bin".into(), "d001/f.bin".into());
+        let n = Names::new("/d001/f.bin".into(), "d001/f.bin".into(), 0);
         assert_eq!(
             (n.url_path(), n.rel(), n.text.len()),
             ("/d001/f.bin", "d001/f.bin", 11)
         );
-        let n = Names::new("/a%20b/%C3%A9".into(), "a b/é".into());
+        let n = Names::new("/a%20b/%C3%A9".into(), "a b/é".into(), 3);
+        assert_eq!(n.origin, 3);
         assert_eq!((n.url_path(), n.rel()), ("/a%20b/%C3%A9", "a b/é"));
-        let n = Names::new("/x?v=1".into(), "x".into());
+        let n = Names::new("/x?v=1".into(), "x".into(), 0);
         assert_eq!((n.url_path(), n.rel()), ("/x?v=1", "x"));
     }
 

@@ -24,10 +24,10 @@ impl FileJob {
     /// now elsewhere (moved by this call, or already by another channel), so the caller
     /// reconnects rather than counts a failure; false when it has nowhere else to go.
     fn move_off(&self, origin: usize, why: &str) -> bool {
-        let Some(s) = self.mirrors.as_deref() else {
+        let Some(s) = self.mirrors() else {
             return false;
         };
-        if s.places.len() < 2 || self.whole {
+        if s.places.len() < 2 || self.whole() {
             return false;
         }
         let cur = s.current.load(Ordering::SeqCst);
@@ -90,7 +90,7 @@ impl Shared {
         len: u64,
     ) -> MirrorVerdict {
         let j = &self.files[file];
-        let Some(s) = j.mirrors.as_deref().filter(|s| s.places.len() >= 2) else {
+        let Some(s) = j.mirrors().filter(|s| s.places.len() >= 2) else {
             return MirrorVerdict::Serve;
         };
         if head.status == 206 {
@@ -136,7 +136,7 @@ impl Shared {
     pub(crate) fn mirror_reports(&self) -> Vec<MirrorReport> {
         self.files
             .iter()
-            .filter_map(|j| Some((j, j.mirrors.as_deref().filter(|s| s.places.len() > 1)?)))
+            .filter_map(|j| Some((j, j.mirrors().filter(|s| s.places.len() > 1)?)))
             .map(|(j, s)| MirrorReport {
                 file: j.rel().into(),
                 served_by: s.place().url.clone(),

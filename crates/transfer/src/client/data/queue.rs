@@ -228,7 +228,7 @@ fn push_file(
 ) -> u64 {
     let block = job.blocks().map(|b| b.size);
     // a server that ignores Range sends a file in one piece
-    let split = if job.whole {
+    let split = if job.whole() {
         RequestSplit::Whole
     } else {
         split

@@ -2,7 +2,7 @@
 //! `placing`, and the one re-fetch of what did not match.
 
 use super::dest::Dest;
-use super::files::{Active, FileJob};
+use super::files::{Active, FileJob, Flags};
 use super::resume::VALIDATOR_ATTR;
 use super::state::Shared;
 use crate::client::discovery::found::BlockDigests;
@@ -44,7 +44,7 @@ pub(crate) fn finish_file(sh: &Shared, i: usize) {
             let bad = bad_blocks(&a, b, &f).map_err(read_back)?;
             if !bad.is_empty() {
                 // a server without Range sends whole files only
-                let again = if j.whole {
+                let again = if j.whole() {
                     vec![(0, j.size)]
                 } else {
                     block_ranges(&bad, b.size, j.size)
@@ -76,7 +76,7 @@ pub(crate) fn finish_file(sh: &Shared, i: usize) {
         Ok((refetch, by_listing)) => {
             // checksum mismatch: fetch the bad blocks (or the whole file) once more, then give
             // up; an empty file has nothing to fetch again
-            if j.size == 0 || j.checksum_retry.swap(true, Ordering::SeqCst) {
+            if j.size == 0 || j.flags.swap(Flags::CHECKSUM_RETRY, true) {
                 match (j.expect(), by_listing) {
                     (Some(e), false) => sh.fail_advised(mismatch(j.rel(), e)),
                     _ if j.size == 0 => sh.fail_mismatch(
