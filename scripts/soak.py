@@ -10,11 +10,15 @@ descriptors under attack, what the hostile clients got (503s, closes), and wheth
 still serves at the end. Results go to stdout as Markdown and to SOAK_JSON when set.
 
 Environment: WATTIO_BIN (default target/release/wattio), SOAK_SECONDS, CLEAN_SECONDS,
+SOAK_ROUNDS (1; more alternate clean and hostile runs that many times, so that the machine's
+drift falls on both: the figures are the rounds' means),
 H2LOAD_CONNECTIONS (32), SLOWLORIS (3 addresses x SLOWLORIS_PER_ADDRESS, 100),
 SLOW_READERS (60), SILENT (300), PER_CLIENT (--max-connections-per-client; default off, as
 `serve`'s own default), PIN (1: the attackers' threads on the last CPU, the server and h2load
 on the others, in both runs, so that the ratio measures what the attack costs the server and
-not the attackers' own CPU, which on a small machine shares the server's cores).
+not the attackers' own CPU, which on a small machine shares the server's cores), PERF_DATA (a
+path: `perf record -g` of the server for 30 s of the hostile run, then of 30 s of a clean run
+after it, in PERF_DATA and PERF_DATA.clean).
 """
 
 import json
@@ -37,6 +41,7 @@ PER_ADDRESS = int(os.environ.get("SLOWLORIS_PER_ADDRESS", "100"))
 SLOW_READERS = int(os.environ.get("SLOW_READERS", "60"))
 SILENT = int(os.environ.get("SILENT", "300"))
 PER_CLIENT = os.environ.get("PER_CLIENT", "off")
+ROUNDS = int(os.environ.get("SOAK_ROUNDS", "1"))
 SLOWLORIS_ADDRS = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
 READER_ADDR = "127.0.0.5"
 SILENT_ADDR = "127.0.0.6"
@@ -110,6 +115,14 @@ class Server:
     def stop(self):
         self.proc.kill()
         self.proc.wait()
+
+
+def profile(srv, path):
+    """`perf record -g` of the server for 30 s into `path` (None: no profile)."""
+    if not path:
+        return None
+    return subprocess.Popen(["perf", "record", "-g", "-o", path, "-p", str(srv.proc.pid), "--", "sleep", "30"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def h2load(port, seconds, urls):
@@ -244,12 +257,6 @@ def main():
                 f.write(f"https://127.0.0.1:{srv.port}/f{i:03}.bin\n")
         # warm the page cache
         h2load(srv.port, 5, urls)
-        print(f"soak: clean run, {CLEAN} s", file=sys.stderr)
-        clean_rps, clean_bps, clean_failed = h2load(srv.port, CLEAN, urls)
-        clean_rss, clean_fds = srv.sample()
-        print(f"soak: hostile run, {SOAK} s", file=sys.stderr)
-        hostile = Hostile(srv.port)
-        hostile.start()
         peak = {"rss": 0, "fds": 0}
         sampling = threading.Event()
 
@@ -261,12 +268,40 @@ def main():
                 sampling.wait(1)
 
         sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        time.sleep(5)  # the attackers connect first
-        rps, bps, failed = h2load(srv.port, SOAK, urls)
-        end_rss, end_fds = srv.sample()
-        hostile.end()
+        clean_runs, hostile_runs, counts = [], [], {}
+        for r in range(ROUNDS):
+            print(f"soak: round {r + 1} of {ROUNDS}: clean run, {CLEAN} s", file=sys.stderr)
+            clean_runs.append(h2load(srv.port, CLEAN, urls))
+            if r == 0:
+                clean_rss, clean_fds = srv.sample()
+            print(f"soak: round {r + 1} of {ROUNDS}: hostile run, {SOAK} s", file=sys.stderr)
+            hostile = Hostile(srv.port)
+            hostile.start()
+            if r == 0:
+                sampler.start()
+            time.sleep(5)  # the attackers connect first
+            perf = profile(srv, os.environ.get("PERF_DATA")) if r == 0 else None
+            hostile_runs.append(h2load(srv.port, SOAK, urls))
+            if perf:
+                perf.wait()
+            end_rss, end_fds = srv.sample()
+            hostile.end()
+            for k, v in hostile.counts.items():
+                counts[k] = counts.get(k, 0) + v
+            if r + 1 < ROUNDS:
+                # the silent connects the server has not closed yet go at its 10 s handshake limit
+                time.sleep(12)
         sampling.set()
+        mean = lambda xs: sum(xs) / len(xs)
+        clean_rps, clean_bps = mean([x[0] for x in clean_runs]), mean([x[1] for x in clean_runs])
+        rps, bps = mean([x[0] for x in hostile_runs]), mean([x[1] for x in hostile_runs])
+        clean_failed = sum(x[2] for x in clean_runs)
+        failed = sum(x[2] for x in hostile_runs)
+        if os.environ.get("PERF_DATA"):
+            time.sleep(3)  # the attackers' connections close
+            perf = profile(srv, os.environ["PERF_DATA"] + ".clean")
+            h2load(srv.port, 35, urls)
+            perf.wait()
         # still serving: one request from a fresh client
         ctx = ssl.create_default_context()
         ctx.check_hostname = False
@@ -290,8 +325,10 @@ def main():
                         "end_rss_bytes": end_rss, "end_fds": end_fds,
                         "attackers": {"slowloris": len(SLOWLORIS_ADDRS) * PER_ADDRESS,
                                       "slow_readers": SLOW_READERS, "silent_tls": SILENT},
-                        "attacker_outcomes": hostile.counts},
+                        "attacker_outcomes": counts},
             "ratio": rps / clean_rps if clean_rps else 0,
+            "rounds": [{"clean_req_per_s": c[0], "hostile_req_per_s": h[0]}
+                       for c, h in zip(clean_runs, hostile_runs)],
             "still_serving": still and alive,
             "config": {"h2load_connections": CONNS, "per_client": PER_CLIENT,
                        "pinned": {"server_and_h2load": sorted(SERVER_CPUS), "attackers": sorted(ATTACKER_CPUS)} if PIN else None,
@@ -307,10 +344,13 @@ def main():
         print("|---|---|---|---|---|---|---|")
         print(f"| clean | {CLEAN} | {clean_rps:.0f} | {clean_bps / 1e6:.1f} | {clean_failed} | {mib(clean_rss)} | {clean_fds} |")
         print(f"| hostile | {SOAK} | {rps:.0f} | {bps / 1e6:.1f} | {failed} | peak {mib(peak['rss'])}, end {mib(end_rss)} | peak {peak['fds']}, end {end_fds} |")
+        if ROUNDS > 1:
+            print(f"\n{ROUNDS} rounds, clean then hostile, means above; by round (clean, hostile req/s): "
+                  + "; ".join(f"{c[0]:.0f}, {h[0]:.0f}" for c, h in zip(clean_runs, hostile_runs)))
         print(f"\nratio hostile/clean: {result['ratio']:.3f}; still serving at the end: {result['still_serving']}")
         if PIN:
             print(f"pinned: server and h2load on CPUs {sorted(SERVER_CPUS)}, attackers on {sorted(ATTACKER_CPUS)}")
-        print(f"attackers: {json.dumps(result['hostile']['attackers'])}; what they got: {json.dumps(hostile.counts)}")
+        print(f"attackers: {json.dumps(result['hostile']['attackers'])}; what they got: {json.dumps(counts)}")
         return 0 if result["still_serving"] else 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
