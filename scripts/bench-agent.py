@@ -42,7 +42,9 @@ in the window). SCAPHANDRE_BIN names Scaphandre's binary (built with its
 Prints Markdown tables. Knobs: NPROCS, ROUNDS (3), DURATION (20), CHURN_S (3600; 0 skips it),
 CHURN_RATE (200), PARTS ("cost churn kio"; "series" alone: only the 10,000-series scrapes of
 the cost part, ROUNDS times, through SERIES_READERS, default "bpf", beside BASELINE_BIN's
-exporter when set), WATTIO_BIN, SCAPHANDRE_BIN, SCAPH_RANGE_UJ.
+exporter when set), COST_TOOLS (the cost part's tools, default all six; when set, the
+10,000-series rows and `perf bench sched` are skipped; keep top-b among them, the ratios'
+base), WATTIO_BIN, SCAPHANDRE_BIN, SCAPH_RANGE_UJ.
 """
 import os
 import resource
@@ -63,6 +65,8 @@ DURATION = int(os.environ.get("DURATION", "20"))
 CHURN_S = int(os.environ.get("CHURN_S", "3600"))
 CHURN_RATE = int(os.environ.get("CHURN_RATE", "200"))
 PARTS = os.environ.get("PARTS", "cost churn kio").split()
+COST_TOOLS = os.environ.get(
+    "COST_TOOLS", "wattio-bpf wattio-proc wattio-cgroup top-b export-bpf export-proc").split()
 BUSY = 20
 CGROUPS = 200
 
@@ -505,7 +509,7 @@ def cost():
             rss = {}
             exp = {}
             for r in range(ROUNDS):
-                for tool in ("wattio-bpf", "wattio-proc", "wattio-cgroup", "top-b", "export-bpf", "export-proc"):
+                for tool in COST_TOOLS:
                     if tool.startswith("export"):
                         c, m, lat, series, _ = exporter(tool.split("-")[1])
                         e = exp.setdefault(tool, {"cpu": [], "rss": [], "lat": [], "series": []})
@@ -531,7 +535,8 @@ def cost():
                 rows.append((n, tool, xs, statistics.median(xs) / top_b, max(rss[tool])))
             for tool, e in exp.items():
                 export_rows.append((n, tool, e, statistics.median(e["cpu"]) / top_b))
-        export_rows += ten_thousand_series(("bpf", "proc"))
+        if not os.environ.get("COST_TOOLS"):
+            export_rows += ten_thousand_series(("bpf", "proc"))
     finally:
         pop.end()
     print(f"\n| live processes | tool (1 s refresh, {DURATION} s, {ROUNDS} rounds) | CPU-s per round | median / procps top -b | peak RSS |")
@@ -539,7 +544,7 @@ def cost():
     for n, tool, xs, ratio, m in rows:
         print(f"| {n} | {tool} | {', '.join(f'{x:.3f}' for x in xs)} | {ratio:.3f} | {m / 1024:.1f} MiB |")
     print_export_rows(export_rows)
-    if shutil.which("perf"):
+    if shutil.which("perf") and not os.environ.get("COST_TOOLS"):
         off = [perf_sched(False) for _ in range(3)]
         on = [perf_sched(True) for _ in range(3)]
         print("\n| `perf bench sched pipe -l 200000` | ops/s (each run) | median |")
