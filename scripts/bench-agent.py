@@ -44,7 +44,9 @@ CHURN_RATE (200), PARTS ("cost churn kio"; "series" alone: only the 10,000-serie
 the cost part, ROUNDS times, through SERIES_READERS, default "bpf", beside BASELINE_BIN's
 exporter when set), COST_TOOLS (the cost part's tools, default all six; when set, the
 10,000-series rows and `perf bench sched` are skipped; keep top-b among them, the ratios'
-base), WATTIO_BIN, SCAPHANDRE_BIN, SCAPH_RANGE_UJ.
+base), WATTIO_BIN, SCAPHANDRE_BIN, SCAPH_RANGE_UJ. PARTS "switch" (not in the default): `perf
+bench sched pipe` (both its tasks on the last CPU) beside no agent, `wattio top` (task
+iterator) and a `sched_switch` accounting program run by bpftrace, in ROUNDS interleaved rounds.
 """
 import os
 import resource
@@ -205,15 +207,82 @@ def q(xs, f):
     return xs[min(len(xs) - 1, int(round(f * (len(xs) - 1))))]
 
 
-def perf_sched(with_top):
-    """`perf bench sched pipe` ops/s, with `wattio top` (task iterator) beside it or not."""
+# The per-switch work of a `sched_switch` CPU-time accounting program (Kepler's old probe, the
+# candidate the issue names): the outgoing task's runtime added up, the incoming one's start
+# noted, in hash maps keyed by thread id.
+SWITCH_ACCOUNTING = """
+tracepoint:sched:sched_switch {
+  $now = nsecs;
+  $start = @start[args->prev_pid];
+  if ($start != 0) { @cpu_ns[args->prev_pid] += $now - $start; }
+  @start[args->next_pid] = $now;
+}
+"""
+
+
+def perf_sched_beside(agent):
+    """`perf bench sched pipe` ops/s with nothing beside it (None), `wattio top` reading CPU
+    times through the task iterator ("iterator"), or a `sched_switch` accounting program
+    ("sched_switch", run by bpftrace)."""
+    if agent == "iterator":
+        return perf_sched(True, pinned=True)
+    if agent is None:
+        return perf_sched(False, pinned=True)
+    bt = subprocess.Popen(["bpftrace", "-e", SWITCH_ACCOUNTING], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    # bpftrace prints "Attaching 1 probe..." once the program is attached (after warnings,
+    # such as one about RLIMIT_MEMLOCK, which kernels since 5.11 no longer use for BPF)
+    said = []
+    while not any("Attaching" in l for l in said):
+        line = bt.stdout.readline()
+        if not line or len(said) > 20:
+            bt.kill()
+            bt.wait()
+            sys.exit("bpftrace did not attach its program: " + " / ".join(l.strip() for l in said))
+        said.append(line)
+    try:
+        return perf_sched(False, pinned=True)
+    finally:
+        bt.send_signal(signal.SIGINT)
+        try:
+            bt.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            bt.kill()
+            bt.wait()
+
+
+def switch():
+    """PARTS "switch": the whole-system cost of the CPU-time candidates that run outside the
+    agent's own reads, as `perf bench sched pipe` throughput in ROUNDS interleaved rounds."""
+    if not shutil.which("perf") or not shutil.which("bpftrace"):
+        sys.exit("PARTS=switch needs perf and bpftrace (apt-get install linux-perf bpftrace)")
+    agents = [None, "iterator", "sched_switch"]
+    ops = {a: [] for a in agents}
+    for r in range(ROUNDS):
+        for a in agents if r % 2 == 0 else agents[::-1]:
+            ops[a].append(perf_sched_beside(a))
+            log(f"switch round {r + 1} {a or 'no agent'}: {ops[a][-1]:.0f} ops/s")
+    names = {None: "no agent", "iterator": "`wattio top` (task iterator, read once a second)",
+             "sched_switch": "a `sched_switch` accounting program (bpftrace)"}
+    print(f"\n| beside `taskset -c LAST perf bench sched pipe -l 300000` | ops/s ({ROUNDS} rounds) | median |")
+    print("|---|---|---:|")
+    for a in agents:
+        print(f"| {names[a]} | {', '.join(f'{x:.0f}' for x in ops[a])} | {statistics.median(ops[a]):.0f} |")
+
+
+def perf_sched(with_top, pinned=False):
+    """`perf bench sched pipe` ops/s, with `wattio top` (task iterator) beside it or not;
+    `pinned`: both of its tasks on the last CPU, so that every operation is two context
+    switches on one CPU (less spread between runs than when they migrate)."""
     top = None
     if with_top:
         top = subprocess.Popen([W, "top", "--json", "--interval", "1", "-n", "1000"],
                                stdout=subprocess.DEVNULL, env=dict(os.environ, WATTIO_CPU_TIMES="bpf"))
         time.sleep(2)
-    out = subprocess.run(["perf", "bench", "sched", "pipe", "-l", "200000"], capture_output=True,
-                         text=True).stdout
+    argv = ["perf", "bench", "sched", "pipe", "-l", "200000"]
+    if pinned:
+        argv = ["taskset", "-c", str(sorted(os.sched_getaffinity(0))[-1])] + argv[:-1] + ["300000"]
+    out = subprocess.run(argv, capture_output=True, text=True).stdout
     if top:
         top.kill()
         top.wait()
@@ -447,6 +516,8 @@ def main():
         series()
     if "kio" in PARTS:
         kio()
+    if "switch" in PARTS:
+        switch()
     if "scaph" in PARTS:
         scaph()
     if "churn" in PARTS and CHURN_S > 0:
