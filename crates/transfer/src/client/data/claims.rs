@@ -84,13 +84,13 @@ impl Claims {
         }
         let room = |b: &Vec<u8>| BLOCK - b.len() >= len;
         if !self.blocks.last().is_some_and(room) {
+            if self.blocks.len() >> (u32::BITS - OFFSET_BITS) != 0 {
+                // 16 GiB of names: far beyond what the rest of the transfer keeps in memory
+                return Err(());
+            }
             self.blocks.push(Vec::with_capacity(BLOCK));
         }
         let block_no = self.blocks.len() - 1;
-        if block_no >> (u32::BITS - OFFSET_BITS) != 0 {
-            // 16 GiB of names: far beyond what the rest of the transfer keeps in memory
-            return Err(());
-        }
         let block = self.blocks.last_mut().expect("a block was pushed");
         let at = block.len();
         block.extend_from_slice(&head);

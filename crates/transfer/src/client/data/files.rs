@@ -264,14 +264,10 @@ impl FileJob {
         let extras =
             (checks.is_some() || mirrors.is_some()).then(|| Box::new(Extras { checks, mirrors }));
         // a fresh file's log was deleted (see `prepare`)
-        let flags = [
-            (n.whole, Flags::WHOLE),
-            (!n.fresh, Flags::LOGGED),
-            (n.fresh, Flags::FRESH),
-        ]
-        .iter()
-        .filter(|(on, _)| *on)
-        .fold(0, |all, (_, f)| all | f);
+        let mut flags = if n.fresh { Flags::FRESH } else { Flags::LOGGED };
+        if n.whole {
+            flags |= Flags::WHOLE;
+        }
         let job = FileJob {
             names: Names::new(f.url_path, f.rel, f.origin),
             size: f.size,
